@@ -1,0 +1,50 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { and, eq, isNull } from "drizzle-orm";
+import type { MiddlewareHandler } from "hono";
+import { apiKeys } from "../db/schema.js";
+import type { Database } from "../db/client.js";
+import { FoyaError } from "../errors.js";
+import type { AppEnv } from "./app-env.js";
+
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+export function generateApiKey(): { key: string; hash: string; prefix: string } {
+  const key = `foya_${randomBytes(24).toString("base64url")}`;
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, 12) };
+}
+
+function bearer(header: string | undefined): string | null {
+  const match = /^Bearer\s+(\S+)$/i.exec(header ?? "");
+  return match?.[1] ?? null;
+}
+
+/** Resolves `Authorization: Bearer <key>` to the key's tenant (SPEC D8). */
+export function requireApiKey(db: Database): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const key = bearer(c.req.header("authorization"));
+    if (!key) throw new FoyaError("unauthorized", "send Authorization: Bearer <api key>");
+    const [row] = await db
+      .select({ id: apiKeys.id, tenantId: apiKeys.tenantId })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.keyHash, hashApiKey(key)), isNull(apiKeys.revokedAt)));
+    if (!row) throw new FoyaError("unauthorized", "unknown or revoked API key");
+    c.set("tenantId", row.tenantId);
+    c.set("apiKeyId", row.id);
+    await next();
+  };
+}
+
+export function requireAdminToken(adminToken: string | undefined): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!adminToken) throw new FoyaError("forbidden", "tenant administration is disabled: FOYA_ADMIN_TOKEN is not set");
+    const token = bearer(c.req.header("authorization")) ?? "";
+    const given = Buffer.from(token);
+    const expected = Buffer.from(adminToken);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new FoyaError("unauthorized", "admin token required");
+    }
+    await next();
+  };
+}

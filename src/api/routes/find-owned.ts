@@ -1,0 +1,14 @@
+import { and, eq } from "drizzle-orm";
+import type { Database } from "../../db/client.js";
+import { sessions } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+
+/** A session of this tenant, or 404: another tenant's id is indistinguishable from a missing one (D8). */
+export async function findSession(db: Database, tenantId: string, id: string): Promise<typeof sessions.$inferSelect> {
+  const [session] = await db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, id), eq(sessions.tenantId, tenantId)));
+  if (!session) throw notFound("session");
+  return session;
+}

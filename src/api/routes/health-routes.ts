@@ -1,0 +1,43 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { sql } from "drizzle-orm";
+import type { ApiServices, App } from "../app-env.js";
+
+const Health = z.object({ status: z.enum(["ok", "unavailable"]), checks: z.record(z.string(), z.string()).optional() });
+
+const healthz = createRoute({
+  method: "get",
+  path: "/healthz",
+  summary: "Liveness",
+  responses: { 200: { content: { "application/json": { schema: Health } }, description: "Alive" } },
+});
+
+const readyz = createRoute({
+  method: "get",
+  path: "/readyz",
+  summary: "Readiness of Postgres and Redis",
+  responses: {
+    200: { content: { "application/json": { schema: Health } }, description: "Ready" },
+    503: { content: { "application/json": { schema: Health } }, description: "A dependency is not answering" },
+  },
+});
+
+async function check(probe: () => Promise<unknown>): Promise<string> {
+  try {
+    await Promise.race([probe(), new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), 2000).unref())]);
+    return "ok";
+  } catch (error) {
+    return `error: ${(error as Error).message}`;
+  }
+}
+
+export function registerHealthRoutes(app: App, services: ApiServices): void {
+  app.openapi(healthz, (c) => c.json({ status: "ok" as const }, 200));
+  app.openapi(readyz, async (c) => {
+    const checks = {
+      postgres: await check(() => services.db.db.execute(sql`select 1`)),
+      redis: await check(() => services.redis.ping()),
+    };
+    const ok = Object.values(checks).every((value) => value === "ok");
+    return ok ? c.json({ status: "ok" as const, checks }, 200) : c.json({ status: "unavailable" as const, checks }, 503);
+  });
+}

@@ -1,0 +1,51 @@
+import { mkdir, realpath } from "node:fs/promises";
+import path from "node:path";
+import { createRoute } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import { projects } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+import { newId } from "../../ids.js";
+import type { ApiServices, App } from "../app-env.js";
+import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
+import { serializeProject } from "../serialize.js";
+
+const createProject = createRoute({
+  method: "post",
+  path: "/v1/projects",
+  summary: "Create a project; the server chooses its workspace folder",
+  request: { body: { content: { "application/json": { schema: ProjectCreateSchema } }, required: true } },
+  responses: { 201: { content: { "application/json": { schema: ProjectSchema } }, description: "Created" }, ...errorResponses },
+});
+
+const getProject = createRoute({
+  method: "get",
+  path: "/v1/projects/{id}",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" }, ...errorResponses },
+});
+
+export function registerProjectRoutes(app: App, services: ApiServices): void {
+  app.openapi(createProject, async (c) => {
+    const { name } = c.req.valid("json");
+    const tenantId = c.get("tenantId");
+    const id = newId("prj");
+    const folder = path.join(services.config.workspacesDir, tenantId, id);
+    await mkdir(folder, { recursive: true });
+    const [project] = await services.db.db
+      .insert(projects)
+      .values({ id, tenantId, name, workspacePath: await realpath(folder) })
+      .returning();
+    if (!project) throw new Error("project insert returned nothing");
+    return c.json(serializeProject(project), 201);
+  });
+
+  app.openapi(getProject, async (c) => {
+    const { id } = c.req.valid("param");
+    const [project] = await services.db.db
+      .select()
+      .from(projects)
+      .where(and(eq(projects.id, id), eq(projects.tenantId, c.get("tenantId"))));
+    if (!project) throw notFound("project");
+    return c.json(serializeProject(project), 200);
+  });
+}

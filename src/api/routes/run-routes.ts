@@ -1,0 +1,98 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import { runs } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+import { readEvents } from "../../events/event-store.js";
+import { cancelRun } from "../../runs/cancel-run.js";
+import { createRun } from "../../runs/create-run.js";
+import type { ApiServices, App } from "../app-env.js";
+import { ErrorSchema, errorResponses, EventsPageSchema, IdParam, RunCreateSchema, RunSchema } from "../schemas.js";
+import { serializeRun } from "../serialize.js";
+import { streamSessionEvents } from "../session-event-stream.js";
+import { findSession } from "./find-owned.js";
+
+const startRun = createRoute({
+  method: "post",
+  path: "/v1/sessions/{id}/runs",
+  summary: "Start a turn with the user's input",
+  request: { params: IdParam, body: { content: { "application/json": { schema: RunCreateSchema } }, required: true } },
+  responses: {
+    202: { content: { "application/json": { schema: RunSchema } }, description: "Accepted; the run will reach a terminal state" },
+    409: { content: { "application/json": { schema: ErrorSchema } }, description: "The session has an active run (ifActive=reject)" },
+    ...errorResponses,
+  },
+});
+
+const getRun = createRoute({
+  method: "get",
+  path: "/v1/runs/{id}",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: RunSchema } }, description: "The run" }, ...errorResponses },
+});
+
+const cancel = createRoute({
+  method: "post",
+  path: "/v1/runs/{id}/cancel",
+  summary: "Cancel a run: running tools are aborted, the partial answer and every call's state are kept",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: RunSchema } }, description: "The run, now terminal" }, ...errorResponses },
+});
+
+const listEvents = createRoute({
+  method: "get",
+  path: "/v1/sessions/{id}/events",
+  summary: "Session events: SSE when Accept is text/event-stream (resume with Last-Event-ID), else JSON pages",
+  request: {
+    params: IdParam,
+    query: z.object({
+      after: z.coerce.number().int().min(0).default(0),
+      limit: z.coerce.number().int().min(1).max(1000).default(200),
+    }),
+  },
+  responses: {
+    200: {
+      content: {
+        "application/json": { schema: EventsPageSchema },
+        "text/event-stream": { schema: z.string().openapi({ description: "id: sequence, event: type, data: the event as JSON" }) },
+      },
+      description: "Events after the given sequence number",
+    },
+    ...errorResponses,
+  },
+});
+
+export function registerRunRoutes(app: App, services: ApiServices): void {
+  app.openapi(startRun, async (c) => {
+    const body = c.req.valid("json");
+    const run = await createRun(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id, input: body.input, ifActive: body.ifActive });
+    return c.json(serializeRun(run), 202);
+  });
+
+  app.openapi(getRun, async (c) => {
+    const [run] = await services.db.db
+      .select()
+      .from(runs)
+      .where(and(eq(runs.id, c.req.valid("param").id), eq(runs.tenantId, c.get("tenantId"))));
+    if (!run) throw notFound("run");
+    return c.json(serializeRun(run), 200);
+  });
+
+  app.openapi(cancel, async (c) => {
+    const run = await cancelRun(services, { tenantId: c.get("tenantId"), runId: c.req.valid("param").id });
+    return c.json(serializeRun(run), 200);
+  });
+
+  app.openapi(listEvents, async (c) => {
+    const tenantId = c.get("tenantId");
+    const session = await findSession(services.db.db, tenantId, c.req.valid("param").id);
+    const query = c.req.valid("query");
+    if ((c.req.header("accept") ?? "").includes("text/event-stream")) {
+      const lastEventId = Number.parseInt(c.req.header("last-event-id") ?? "", 10);
+      const afterSeq = Number.isFinite(lastEventId) && lastEventId >= 0 ? lastEventId : query.after;
+      return streamSessionEvents(c, services, { tenantId, sessionId: session.id, afterSeq, keepaliveMs: services.config.sseKeepaliveMs }) as never;
+    }
+    const events = await readEvents(services.db.db, tenantId, session.id, query.after, { limit: query.limit });
+    const page = events.map((e) => ({ ...e, data: e.data as unknown as Record<string, unknown> }));
+    return c.json({ events: page, next: events.at(-1)?.seq ?? query.after }, 200);
+  });
+}

@@ -1,0 +1,107 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, asc, eq } from "drizzle-orm";
+import { messages, projects, sessions } from "../../db/schema.js";
+import { FoyaError, notFound } from "../../errors.js";
+import { newId } from "../../ids.js";
+import { deleteSession } from "../../runs/delete-session.js";
+import type { ApiServices, App } from "../app-env.js";
+import { errorResponses, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
+import { serializeSession } from "../serialize.js";
+import { findSession } from "./find-owned.js";
+
+const createSession = createRoute({
+  method: "post",
+  path: "/v1/sessions",
+  summary: "Create a session in a project",
+  request: { body: { content: { "application/json": { schema: SessionCreateSchema } }, required: true } },
+  responses: { 201: { content: { "application/json": { schema: SessionSchema } }, description: "Created" }, ...errorResponses },
+});
+
+const getSession = createRoute({
+  method: "get",
+  path: "/v1/sessions/{id}",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: SessionSchema } }, description: "The session" }, ...errorResponses },
+});
+
+const removeSession = createRoute({
+  method: "delete",
+  path: "/v1/sessions/{id}",
+  summary: "Delete a session: cancels its runs, keeps its history for audit",
+  request: { params: IdParam },
+  responses: { 204: { description: "Deleted" }, ...errorResponses },
+});
+
+const listMessages = createRoute({
+  method: "get",
+  path: "/v1/sessions/{id}/messages",
+  summary: "Canonical history, in the order the model sees it",
+  request: { params: IdParam },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ messages: z.array(MessageSchema) }) } }, description: "History" },
+    ...errorResponses,
+  },
+});
+
+export function registerSessionRoutes(app: App, services: ApiServices): void {
+  app.openapi(createSession, async (c) => {
+    const body = c.req.valid("json");
+    const tenantId = c.get("tenantId");
+    const [project] = await services.db.db
+      .select({ id: projects.id })
+      .from(projects)
+      .where(and(eq(projects.id, body.projectId), eq(projects.tenantId, tenantId)));
+    if (!project) throw notFound("project");
+    const providerProfile = body.providerProfile ?? services.config.defaultProvider;
+    if (!services.providers.has(providerProfile)) {
+      throw new FoyaError("bad_request", `provider profile "${providerProfile}" is not configured on this server`);
+    }
+    const [session] = await services.db.db
+      .insert(sessions)
+      .values({
+        id: newId("ses"),
+        tenantId,
+        projectId: project.id,
+        approvalMode: body.approvalMode,
+        providerProfile,
+        model: body.model ?? null,
+        toolAllowList: body.toolAllowList ?? null,
+        runMode: body.runMode,
+        systemPrompt: body.systemPrompt ?? null,
+      })
+      .returning();
+    if (!session) throw new Error("session insert returned nothing");
+    return c.json(serializeSession(session), 201);
+  });
+
+  app.openapi(getSession, async (c) => {
+    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    return c.json(serializeSession(session), 200);
+  });
+
+  app.openapi(removeSession, async (c) => {
+    await deleteSession(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id });
+    return c.body(null, 204);
+  });
+
+  app.openapi(listMessages, async (c) => {
+    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const rows = await services.db.db
+      .select()
+      .from(messages)
+      .where(eq(messages.sessionId, session.id))
+      .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
+    return c.json(
+      {
+        messages: rows.map((row) => ({
+          id: row.id,
+          runId: row.runId,
+          role: row.role,
+          content: row.content as unknown as Record<string, unknown>,
+          createdAt: row.createdAt.toISOString(),
+        })),
+      },
+      200,
+    );
+  });
+}

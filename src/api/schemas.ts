@@ -1,0 +1,110 @@
+import { z } from "@hono/zod-openapi";
+import { runStatuses } from "../core/run-status.js";
+
+/** Request and response schemas; the OpenAPI document is generated from these. */
+
+export const ErrorSchema = z
+  .object({ error: z.object({ code: z.string(), message: z.string() }) })
+  .openapi("Error");
+
+export const errorResponses = {
+  400: { content: { "application/json": { schema: ErrorSchema } }, description: "Invalid request" },
+  401: { content: { "application/json": { schema: ErrorSchema } }, description: "Missing or unknown API key" },
+  404: { content: { "application/json": { schema: ErrorSchema } }, description: "Not found, or owned by another tenant" },
+} as const;
+
+export const IdParam = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" } }) });
+
+export const TenantCreateSchema = z.object({ name: z.string().min(1).max(200) }).openapi("TenantCreate");
+export const TenantCreatedSchema = z
+  .object({
+    tenant: z.object({ id: z.string(), name: z.string(), createdAt: z.string() }),
+    apiKey: z.string().openapi({ description: "Shown once; store it now." }),
+  })
+  .openapi("TenantCreated");
+
+export const ProjectCreateSchema = z.object({ name: z.string().min(1).max(200) }).openapi("ProjectCreate");
+export const ProjectSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).openapi("Project");
+
+export const approvalModes = ["manual", "auto", "full_access"] as const;
+export const runModes = ["normal", "read_only"] as const;
+
+export const SessionCreateSchema = z
+  .object({
+    projectId: z.string().min(1),
+    approvalMode: z.enum(approvalModes).default("auto"),
+    providerProfile: z.string().min(1).optional(),
+    model: z.string().min(1).max(200).optional(),
+    toolAllowList: z.array(z.string().min(1)).max(1000).nullable().optional(),
+    runMode: z.enum(runModes).default("normal"),
+    systemPrompt: z.string().max(100_000).optional(),
+  })
+  .strict()
+  .openapi("SessionCreate");
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    projectId: z.string(),
+    approvalMode: z.enum(approvalModes),
+    providerProfile: z.string(),
+    model: z.string().nullable(),
+    toolAllowList: z.array(z.string()).nullable(),
+    runMode: z.enum(runModes),
+    activeRunId: z.string().nullable(),
+    deleted: z.boolean(),
+    createdAt: z.string(),
+  })
+  .openapi("Session");
+
+export const RunCreateSchema = z
+  .object({
+    input: z.string().min(1).max(1_000_000),
+    ifActive: z.enum(["reject", "enqueue", "interrupt"]).default("reject").openapi({
+      description: "What to do when the session already has an active run (SPEC X6).",
+    }),
+  })
+  .strict()
+  .openapi("RunCreate");
+
+export const RunSchema = z
+  .object({
+    id: z.string(),
+    sessionId: z.string(),
+    status: z.enum(runStatuses),
+    ordinal: z.number().nullable(),
+    stepIndex: z.number(),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    createdAt: z.string(),
+    endedAt: z.string().nullable(),
+  })
+  .openapi("Run");
+
+export const MessageSchema = z
+  .object({ id: z.string(), runId: z.string(), role: z.enum(["user", "assistant", "tool"]), content: z.record(z.string(), z.unknown()), createdAt: z.string() })
+  .openapi("Message");
+
+export const EventSchema = z
+  .object({
+    seq: z.number(),
+    sessionId: z.string(),
+    runId: z.string(),
+    step: z.object({ index: z.number(), attempt: z.number() }).nullable(),
+    type: z.string(),
+    data: z.record(z.string(), z.unknown()),
+    at: z.string(),
+  })
+  .openapi("Event");
+
+export const EventsPageSchema = z.object({ events: z.array(EventSchema), next: z.number() }).openapi("EventsPage");
+
+export const ToolInfoSchema = z
+  .object({
+    name: z.string(),
+    description: z.string(),
+    parameters: z.record(z.string(), z.unknown()),
+    exposure: z.enum(["direct", "deferred", "hidden"]),
+    sideEffect: z.enum(["read", "write", "exec", "network", "other"]),
+    exposedNow: z.boolean(),
+  })
+  .openapi("ToolInfo");

@@ -1,0 +1,165 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+
+/**
+ * The only reader of `process.env`. Everything else receives a frozen `Config`
+ * from the composition root, so tests can build as many isolated services as
+ * they like inside one process.
+ */
+
+const capabilitiesSchema = z.object({
+  imageInput: z.boolean().default(false),
+  parallelToolCalls: z.boolean().default(true),
+  contextWindow: z.number().int().positive().default(128_000),
+});
+
+const providerProfileSchema = z.discriminatedUnion("kind", [
+  z.object({
+    name: z.string().min(1),
+    kind: z.literal("scripted"),
+    model: z.string().default("scripted"),
+    capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+  }),
+  z.object({
+    name: z.string().min(1),
+    kind: z.literal("openai-chat"),
+    baseUrl: z.url(),
+    model: z.string().min(1),
+    /** Name of the environment variable holding the key; resolved here, never sent by tenants. */
+    apiKeyEnv: z.string().optional(),
+    apiKey: z.string().optional(),
+    timeoutMs: z.number().int().positive().default(120_000),
+    capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+  }),
+]);
+
+export type ProviderProfileConfig = z.infer<typeof providerProfileSchema>;
+
+const providersFileSchema = z.object({ profiles: z.array(providerProfileSchema) });
+
+const intFromEnv = (fallback: number) => z.coerce.number().int().nonnegative().default(fallback);
+
+const envSchema = z.object({
+  DATABASE_URL: z.string().default("postgres://postgres@127.0.0.1:5432/postgres"),
+  REDIS_URL: z.string().default("redis://127.0.0.1:6379"),
+  FOYA_HOST: z.string().default("127.0.0.1"),
+  PORT: intFromEnv(8787),
+  FOYA_ADMIN_TOKEN: z.string().optional(),
+  FOYA_QUEUE_PREFIX: z.string().default("foya"),
+  FOYA_WORKSPACES_DIR: z.string().default(".data/workspaces"),
+  FOYA_PROVIDERS_FILE: z.string().optional(),
+  FOYA_DEFAULT_PROVIDER: z.string().default("scripted"),
+  FOYA_OPENAI_BASE_URL: z.string().optional(),
+  FOYA_OPENAI_MODEL: z.string().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  FOYA_STEP_CONCURRENCY: intFromEnv(64),
+  FOYA_TOOL_CONCURRENCY: intFromEnv(64),
+  FOYA_LEASE_MS: intFromEnv(30_000),
+  FOYA_STALLED_INTERVAL_MS: intFromEnv(15_000),
+  FOYA_SWEEP_INTERVAL_MS: intFromEnv(5_000),
+  FOYA_SWEEP_GRACE_MS: intFromEnv(10_000),
+  FOYA_STEP_ATTEMPTS: intFromEnv(3),
+  FOYA_MAX_STEPS_PER_RUN: intFromEnv(100),
+  FOYA_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
+  FOYA_SSE_KEEPALIVE_MS: intFromEnv(15_000),
+  FOYA_TOOL_MODULES: z.string().optional(),
+  FOYA_FAILPOINTS: z.string().optional(),
+  FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export interface Config {
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  readonly host: string;
+  readonly port: number;
+  /** Bearer token for tenant administration; when absent, admin routes answer 403. */
+  readonly adminToken: string | undefined;
+  /** BullMQ key prefix and Redis channel prefix; tests use one per file. */
+  readonly queuePrefix: string;
+  readonly workspacesDir: string;
+  readonly providerProfiles: readonly ProviderProfileConfig[];
+  readonly defaultProvider: string;
+  readonly stepConcurrency: number;
+  readonly toolConcurrency: number;
+  /** How long a worker's claim on a run lasts without renewal; also the BullMQ lock duration. */
+  readonly leaseMs: number;
+  readonly stalledIntervalMs: number;
+  readonly sweepIntervalMs: number;
+  /** Work without a live lease older than this is re-dispatched by the sweeper. */
+  readonly sweepGraceMs: number;
+  readonly stepAttempts: number;
+  readonly maxStepsPerRun: number;
+  readonly shutdownGraceMs: number;
+  /** SSE comment interval; each tick also re-reads the log in case a pub/sub message was lost. */
+  readonly sseKeepaliveMs: number;
+  /** Extra tool modules (absolute or cwd-relative paths) loaded into the registry. */
+  readonly toolModules: readonly string[];
+  /** Named fault-injection points, used by crash tests. */
+  readonly failpoints: ReadonlySet<string>;
+  readonly migrateOnStart: boolean;
+  readonly logLevel: string;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new Error(`invalid configuration: ${z.prettifyError(parsed.error)}`);
+  }
+  const e = parsed.data;
+  const profiles: ProviderProfileConfig[] = [providerProfileSchema.parse({ name: "scripted", kind: "scripted" })];
+  if (e.FOYA_PROVIDERS_FILE) {
+    const file = providersFileSchema.parse(JSON.parse(readFileSync(e.FOYA_PROVIDERS_FILE, "utf8")));
+    for (const profile of file.profiles) {
+      if (profile.kind === "openai-chat" && profile.apiKeyEnv && !profile.apiKey) {
+        profile.apiKey = env[profile.apiKeyEnv];
+      }
+      profiles.push(profile);
+    }
+  }
+  if (e.FOYA_OPENAI_BASE_URL) {
+    profiles.push(
+      providerProfileSchema.parse({
+        name: "openai",
+        kind: "openai-chat",
+        baseUrl: e.FOYA_OPENAI_BASE_URL,
+        model: e.FOYA_OPENAI_MODEL ?? "gpt-4o-mini",
+        apiKey: e.OPENAI_API_KEY,
+      }),
+    );
+  }
+  const names = new Set<string>();
+  for (const profile of profiles) {
+    if (names.has(profile.name)) throw new Error(`invalid configuration: provider profile "${profile.name}" defined twice`);
+    names.add(profile.name);
+  }
+  if (!names.has(e.FOYA_DEFAULT_PROVIDER)) {
+    throw new Error(`invalid configuration: FOYA_DEFAULT_PROVIDER "${e.FOYA_DEFAULT_PROVIDER}" is not a profile`);
+  }
+  return Object.freeze({
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    host: e.FOYA_HOST,
+    port: e.PORT,
+    adminToken: e.FOYA_ADMIN_TOKEN,
+    queuePrefix: e.FOYA_QUEUE_PREFIX,
+    workspacesDir: path.resolve(e.FOYA_WORKSPACES_DIR),
+    providerProfiles: Object.freeze(profiles),
+    defaultProvider: e.FOYA_DEFAULT_PROVIDER,
+    stepConcurrency: Math.max(1, e.FOYA_STEP_CONCURRENCY),
+    toolConcurrency: Math.max(1, e.FOYA_TOOL_CONCURRENCY),
+    leaseMs: Math.max(500, e.FOYA_LEASE_MS),
+    stalledIntervalMs: Math.max(200, e.FOYA_STALLED_INTERVAL_MS),
+    sweepIntervalMs: Math.max(100, e.FOYA_SWEEP_INTERVAL_MS),
+    sweepGraceMs: e.FOYA_SWEEP_GRACE_MS,
+    stepAttempts: Math.max(1, e.FOYA_STEP_ATTEMPTS),
+    maxStepsPerRun: Math.max(1, e.FOYA_MAX_STEPS_PER_RUN),
+    shutdownGraceMs: e.FOYA_SHUTDOWN_GRACE_MS,
+    sseKeepaliveMs: Math.max(100, e.FOYA_SSE_KEEPALIVE_MS),
+    toolModules: Object.freeze((e.FOYA_TOOL_MODULES ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p))),
+    failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
+    migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
+    logLevel: e.LOG_LEVEL,
+  });
+}

@@ -1,0 +1,59 @@
+import type { RunStatus, TerminalRunStatus } from "./run-status.js";
+import type { ToolCallStatus, TerminalToolCallStatus } from "./tool-call-status.js";
+
+/**
+ * Events clients see (SPEC L4, D5, X1). Each is persisted with a per-session
+ * sequence number, then published on Redis. They carry references, never
+ * binary content. `step` names the model Step attempt that produced the event;
+ * a client that sees `step_start` with a higher attempt for the same step index
+ * discards what earlier attempts of that step streamed.
+ */
+export type EventBody =
+  | { type: "run_start"; runId: string; ordinal: number }
+  | { type: "step_start"; stepIndex: number; attempt: number; tools: string[] }
+  | { type: "text_delta"; text: string }
+  | { type: "tool_begin"; callId: string; name: string; callIndex: number; status: "queued" }
+  | { type: "tool_update"; callId: string; argumentsDelta?: string; status?: ToolCallStatus; progress?: string }
+  | {
+      type: "tool_end";
+      callId: string;
+      name: string;
+      status: TerminalToolCallStatus;
+      isError: boolean;
+      errorCode?: string;
+      /** Short text view of the result for UIs; the full result is in the messages. */
+      preview: string;
+      diff?: string;
+    }
+  | { type: "approval_request"; approvalId: string; callId: string }
+  | { type: "approval_resolved"; approvalId: string; callId: string; decision: "approve" | "deny" }
+  | { type: "step_end"; stepIndex: number; attempt: number; finishReason: string; toolCalls: number }
+  | { type: "run_status"; status: RunStatus }
+  | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
+
+export type EventType = EventBody["type"];
+
+export interface StepRef {
+  index: number;
+  attempt: number;
+}
+
+/** An event as stored and as sent to clients. */
+export interface SessionEvent {
+  seq: number;
+  sessionId: string;
+  runId: string;
+  step: StepRef | null;
+  type: EventType;
+  data: EventBody;
+  at: string;
+}
+
+/** What a producer hands to the event store; the store assigns `seq`. */
+export interface NewEvent {
+  runId: string;
+  step: StepRef | null;
+  body: EventBody;
+}
+
+export const terminalEventTypes: ReadonlySet<EventType> = new Set(["run_end"]);

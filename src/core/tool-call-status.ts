@@ -1,0 +1,45 @@
+/**
+ * Tool call state machine (SPEC D2). `running` is written before the tool starts;
+ * the terminal status is written in the same transaction as the result. A call
+ * found `running` by a later batch attempt was never confirmed: it becomes
+ * `interrupted` and is never executed again (D3).
+ *
+ *   queued ──► awaiting_approval ──► queued | denied | cancelled
+ *     │
+ *     ├──► running ──► succeeded | failed | cancelled | interrupted
+ *     └──► skipped | cancelled
+ */
+export const toolCallStatuses = [
+  "queued",
+  "awaiting_approval",
+  "running",
+  "succeeded",
+  "failed",
+  "denied",
+  "skipped",
+  "cancelled",
+  "interrupted",
+] as const;
+export type ToolCallStatus = (typeof toolCallStatuses)[number];
+
+export const toolCallTransitions: Readonly<Record<ToolCallStatus, readonly ToolCallStatus[]>> = {
+  queued: ["awaiting_approval", "running", "skipped", "cancelled"],
+  awaiting_approval: ["queued", "denied", "cancelled"],
+  running: ["succeeded", "failed", "cancelled", "interrupted"],
+  succeeded: [],
+  failed: [],
+  denied: [],
+  skipped: [],
+  cancelled: [],
+  interrupted: [],
+};
+
+export type TerminalToolCallStatus = "succeeded" | "failed" | "denied" | "skipped" | "cancelled" | "interrupted";
+
+export function toolCallStatusesLeadingTo(to: ToolCallStatus): ToolCallStatus[] {
+  return toolCallStatuses.filter((from) => toolCallTransitions[from].includes(to));
+}
+
+export function isTerminalToolCallStatus(status: ToolCallStatus): status is TerminalToolCallStatus {
+  return toolCallTransitions[status].length === 0;
+}

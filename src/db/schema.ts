@@ -1,0 +1,280 @@
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  boolean,
+  customType,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+import type { RunStatus } from "../core/run-status.js";
+import type { ToolCallStatus } from "../core/tool-call-status.js";
+import type { EventBody, EventType } from "../core/events.js";
+import type { HistoryMessage, ResultPart } from "../core/history.js";
+import type { NextJob } from "../queue/job-types.js";
+
+/**
+ * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
+ * exactly the unions of src/core; transitions are guarded updates.
+ */
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
+const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+export const tenants = pgTable("tenants", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: createdAt(),
+});
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    /** sha256 of the key; the key itself is shown once and never stored. */
+    keyHash: text("key_hash").notNull(),
+    prefix: text("prefix").notNull(),
+    name: text("name").notNull(),
+    createdAt: createdAt(),
+    revokedAt: tstz("revoked_at"),
+  },
+  (t) => [uniqueIndex("api_keys_hash_idx").on(t.keyHash), index("api_keys_tenant_idx").on(t.tenantId)],
+);
+
+export const projects = pgTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    name: text("name").notNull(),
+    /** Server-chosen folder; tenants never pass host paths. */
+    workspacePath: text("workspace_path").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("projects_tenant_idx").on(t.tenantId)],
+);
+
+export type ApprovalMode = "manual" | "auto" | "full_access";
+export type RunMode = "normal" | "read_only";
+
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    projectId: text("project_id").notNull().references(() => projects.id),
+    approvalMode: text("approval_mode").$type<ApprovalMode>().notNull(),
+    providerProfile: text("provider_profile").notNull(),
+    model: text("model"),
+    /** null means every registered tool may be exposed. */
+    toolAllowList: jsonb("tool_allow_list").$type<string[] | null>(),
+    runMode: text("run_mode").$type<RunMode>().notNull(),
+    systemPrompt: text("system_prompt"),
+    /** Last event sequence number handed out; bumped in the event insert itself. */
+    eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
+    runCount: integer("run_count").notNull().default(0),
+    activeRunId: text("active_run_id"),
+    deletedAt: tstz("deleted_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("sessions_tenant_idx").on(t.tenantId)],
+);
+
+export type ActivePolicy = "reject" | "enqueue" | "interrupt";
+
+export const runs = pgTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    /** 1-based position in the session, assigned when the run becomes active; orders history. */
+    ordinal: integer("ordinal"),
+    status: text("status").$type<RunStatus>().notNull(),
+    input: text("input").notNull(),
+    /** Index of the step the run is at (its last started or next step). */
+    stepIndex: integer("step_index").notNull().default(0),
+    /**
+     * The outbox (SPEC X4): the job this run needs next, written in the same
+     * transaction as the state that needs it. null while nothing should run
+     * (terminal, waiting behind another run, or waiting for a decision).
+     */
+    nextJob: jsonb("next_job").$type<NextJob | null>(),
+    /** Fencing token: bumped by every claim; every commit checks it (D4). */
+    fence: bigint("fence", { mode: "number" }).notNull().default(0),
+    leaseOwner: text("lease_owner"),
+    leaseUntil: tstz("lease_until"),
+    /** How often the sweeper re-dispatched this run's next job; part of the job id. */
+    redispatches: integer("redispatches").notNull().default(0),
+    error: jsonb("error").$type<{ code: string; message: string } | null>(),
+    createdAt: createdAt(),
+    updatedAt: tstz("updated_at").notNull().defaultNow(),
+    endedAt: tstz("ended_at"),
+  },
+  (t) => [
+    uniqueIndex("runs_session_ordinal_idx").on(t.sessionId, t.ordinal),
+    index("runs_tenant_idx").on(t.tenantId),
+    index("runs_pending_idx").on(t.updatedAt).where(sql`next_job is not null`),
+  ],
+);
+
+export type StepStatus = "streaming" | "completed" | "failed";
+
+export const steps = pgTable(
+  "steps",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    runId: text("run_id").notNull().references(() => runs.id),
+    index: integer("index").notNull(),
+    /** 1 for the first delivery; bumped each time a step job claims the step again. */
+    attempt: integer("attempt").notNull().default(1),
+    status: text("status").$type<StepStatus>().notNull(),
+    /** The tool names exposed to the model in this step (SPEC R6). */
+    tools: jsonb("tools").$type<string[]>().notNull(),
+    finishReason: text("finish_reason"),
+    usage: jsonb("usage").$type<{ inputTokens: number; outputTokens: number } | null>(),
+    createdAt: createdAt(),
+    endedAt: tstz("ended_at"),
+  },
+  (t) => [uniqueIndex("steps_run_index_idx").on(t.runId, t.index)],
+);
+
+export const messages = pgTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    runId: text("run_id").notNull().references(() => runs.id),
+    runOrdinal: integer("run_ordinal").notNull(),
+    stepIndex: integer("step_index").notNull(),
+    part: smallint("part").notNull(),
+    callIndex: integer("call_index").notNull(),
+    role: text("role").$type<HistoryMessage["role"]>().notNull(),
+    content: jsonb("content").$type<HistoryMessage>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("messages_position_idx").on(t.sessionId, t.runOrdinal, t.stepIndex, t.part, t.callIndex)],
+);
+
+export const toolCalls = pgTable(
+  "tool_calls",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    runId: text("run_id").notNull().references(() => runs.id),
+    stepId: text("step_id").notNull().references(() => steps.id),
+    stepIndex: integer("step_index").notNull(),
+    /** Position in the model's response; results go back in this order (P4). */
+    callIndex: integer("call_index").notNull(),
+    /** The provider's tool call id. */
+    callId: text("call_id").notNull(),
+    name: text("name").notNull(),
+    argumentsRaw: text("arguments_raw").notNull(),
+    status: text("status").$type<ToolCallStatus>().notNull(),
+    /** Fence of the batch attempt that marked the call running. */
+    execFence: bigint("exec_fence", { mode: "number" }),
+    executedBy: text("executed_by"),
+    result: jsonb("result").$type<ResultPart[] | null>(),
+    isError: boolean("is_error"),
+    errorCode: text("error_code"),
+    createdAt: createdAt(),
+    startedAt: tstz("started_at"),
+    endedAt: tstz("ended_at"),
+  },
+  (t) => [uniqueIndex("tool_calls_step_call_idx").on(t.stepId, t.callIndex), index("tool_calls_run_idx").on(t.runId)],
+);
+
+export const events = pgTable(
+  "events",
+  {
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    runId: text("run_id").notNull(),
+    stepIndex: integer("step_index"),
+    attempt: integer("attempt"),
+    type: text("type").$type<EventType>().notNull(),
+    data: jsonb("data").$type<EventBody>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.seq] })],
+);
+
+export const contentBlobs = pgTable(
+  "content_blobs",
+  {
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sha256: text("sha256").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    bytes: bytea("bytes").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.sha256] })],
+);
+
+export const artifacts = pgTable(
+  "artifacts",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    sha256: text("sha256").notNull(),
+    contentType: text("content_type").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("artifacts_session_idx").on(t.sessionId)],
+);
+
+export const fileChanges = pgTable(
+  "file_changes",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    runId: text("run_id").notNull().references(() => runs.id),
+    toolCallId: text("tool_call_id").references(() => toolCalls.id),
+    path: text("path").notNull(),
+    existedBefore: boolean("existed_before").notNull(),
+    modeBefore: integer("mode_before"),
+    modeAfter: integer("mode_after"),
+    sha256Before: text("sha256_before"),
+    sha256After: text("sha256_after"),
+    diff: text("diff").notNull(),
+    revertedAt: tstz("reverted_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("file_changes_session_idx").on(t.sessionId)],
+);
+
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
+
+export const approvals = pgTable(
+  "approvals",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    runId: text("run_id").notNull().references(() => runs.id),
+    toolCallId: text("tool_call_id").notNull().references(() => toolCalls.id),
+    status: text("status").$type<ApprovalStatus>().notNull(),
+    reason: text("reason"),
+    decidedByKeyId: text("decided_by_key_id"),
+    decidedAt: tstz("decided_at"),
+    editedArguments: text("edited_arguments"),
+    expiresAt: tstz("expires_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("approvals_call_idx").on(t.toolCallId), index("approvals_tenant_status_idx").on(t.tenantId, t.status)],
+);

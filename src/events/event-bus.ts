@@ -1,0 +1,80 @@
+import type { Redis } from "ioredis";
+import type { SessionEvent } from "../core/events.js";
+
+/**
+ * Redis pub/sub fan-out of persisted events, and the cancel broadcast. One
+ * subscriber connection per process, shared by every listener; Postgres stays
+ * the source of truth, so a lost message is only a latency cost (readers fill
+ * gaps from the event log).
+ */
+export interface EventBus {
+  publish(events: readonly SessionEvent[]): Promise<void>;
+  subscribe(sessionId: string, listener: (event: SessionEvent) => void): Promise<() => void>;
+  publishCancel(runId: string): Promise<void>;
+  onCancel(listener: (runId: string) => void): Promise<() => void>;
+  close(): Promise<void>;
+}
+
+export function createEventBus(options: { publisher: Redis; createSubscriber: () => Redis; prefix: string }): EventBus {
+  const { publisher, prefix } = options;
+  const sessionChannel = (sessionId: string) => `${prefix}:events:${sessionId}`;
+  const cancelChannel = `${prefix}:cancel`;
+  const listeners = new Map<string, Set<(payload: string) => void>>();
+  let subscriber: Redis | undefined;
+
+  function ensureSubscriber(): Redis {
+    if (!subscriber) {
+      subscriber = options.createSubscriber();
+      subscriber.on("message", (channel: string, message: string) => {
+        for (const listener of listeners.get(channel) ?? []) listener(message);
+      });
+      subscriber.on("error", () => {});
+    }
+    return subscriber;
+  }
+
+  async function listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
+    const connection = ensureSubscriber();
+    let set = listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      listeners.set(channel, set);
+      await connection.subscribe(channel);
+    }
+    set.add(listener);
+    return () => {
+      const current = listeners.get(channel);
+      if (!current) return;
+      current.delete(listener);
+      if (current.size === 0) {
+        listeners.delete(channel);
+        void connection.unsubscribe(channel).catch(() => {});
+      }
+    };
+  }
+
+  return {
+    async publish(events) {
+      if (events.length === 0) return;
+      const pipeline = publisher.pipeline();
+      for (const event of events) pipeline.publish(sessionChannel(event.sessionId), JSON.stringify(event));
+      await pipeline.exec();
+    },
+    subscribe(sessionId, listener) {
+      return listen(sessionChannel(sessionId), (payload) => listener(JSON.parse(payload) as SessionEvent));
+    },
+    async publishCancel(runId) {
+      await publisher.publish(cancelChannel, runId);
+    },
+    onCancel(listener) {
+      return listen(cancelChannel, listener);
+    },
+    async close() {
+      listeners.clear();
+      if (subscriber) {
+        subscriber.disconnect();
+        subscriber = undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,3 @@
+import { runProcess } from "./process.js";
+
+await runProcess({ api: true, worker: true });

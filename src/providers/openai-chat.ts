@@ -1,0 +1,301 @@
+import { EventSourceParserStream } from "eventsource-parser/stream";
+import type { HistoryMessage, ResultPart } from "../core/history.js";
+import { FoyaError, isFoyaError } from "../errors.js";
+import type {
+  FinishReason,
+  FunctionToolSchema,
+  ModelProvider,
+  ProviderRequest,
+  ProviderStreamPart,
+  Usage,
+} from "./provider.js";
+
+/**
+ * Adapter for OpenAI-compatible Chat Completions servers (OpenAI, LM Studio,
+ * llama.cpp, vLLM, Ollama...). It speaks only the streaming wire format, so a
+ * step sees text and tool calls as they are produced.
+ */
+
+export interface OpenAIChatProviderOptions {
+  profile: string;
+  /** Base URL including the version prefix, e.g. `http://127.0.0.1:1234/v1`. */
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  /** Deadline for the whole response, headers to last chunk. */
+  timeoutMs?: number;
+  /** Injected for tests; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+/** Local models can take minutes for one long answer; a deadline still stops a hung server. */
+const defaultTimeoutMs = 10 * 60 * 1000;
+/** Enough of an error body to diagnose, short enough for a log line. */
+const errorExcerptLength = 300;
+
+export function createOpenAIChatProvider(options: OpenAIChatProviderOptions): ModelProvider {
+  const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+  const fetchFn = options.fetch ?? fetch;
+
+  return {
+    profile: options.profile,
+    defaultModel: options.model,
+    async *stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
+      // Kept separately so an expired deadline can be told apart from a caller abort.
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+      if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+      try {
+        const response = await fetchFn(url, {
+          method: "POST",
+          headers,
+          body: JSON.stringify(toWireRequest(request, options.model)),
+          signal: AbortSignal.any([signal, deadline]),
+        });
+        if (!response.ok) {
+          const excerpt = (await response.text()).replace(/\s+/g, " ").trim().slice(0, errorExcerptLength);
+          throw new FoyaError("provider_error", `${response.status} ${excerpt}`);
+        }
+        if (!response.body) throw new FoyaError("provider_error", "response has no body");
+        yield* parseStream(response.body);
+      } catch (error) {
+        // The caller's abort is not a provider failure: it must surface unchanged.
+        if (signal.aborted || isFoyaError(error)) throw error;
+        if (deadline.aborted) {
+          throw new FoyaError("provider_error", `no complete response within ${timeoutMs} ms`, { cause: error });
+        }
+        throw new FoyaError("provider_error", `request to ${url} failed: ${errorMessage(error)}`, { cause: error });
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Request mapping
+
+type WireMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+interface WireToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+interface WireRequest {
+  model: string;
+  stream: true;
+  stream_options: { include_usage: true };
+  messages: WireMessage[];
+  tools?: Array<{ type: "function"; function: FunctionToolSchema }>;
+}
+
+function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequest {
+  const messages: WireMessage[] = [];
+  if (request.system) messages.push({ role: "system", content: request.system });
+  for (const message of request.messages) messages.push(toWireMessage(message));
+  const wire: WireRequest = {
+    model: request.model || defaultModel,
+    stream: true,
+    stream_options: { include_usage: true },
+    messages,
+  };
+  // Some servers reject an empty tools array, so the key is left out instead.
+  if (request.tools.length > 0) {
+    wire.tools = request.tools.map((tool) => ({
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }));
+  }
+  return wire;
+}
+
+function toWireMessage(message: HistoryMessage): WireMessage {
+  switch (message.role) {
+    case "user":
+      return { role: "user", content: message.text };
+    case "assistant": {
+      const wire: WireMessage = { role: "assistant", content: message.text || null };
+      if (message.toolCalls.length > 0) {
+        wire.tool_calls = message.toolCalls.map((call) => ({
+          id: call.callId,
+          type: "function",
+          // argumentsRaw goes back verbatim (SPEC T2): the model sees exactly what it wrote.
+          function: { name: call.name, arguments: call.argumentsRaw },
+        }));
+      }
+      return wire;
+    }
+    case "tool":
+      return { role: "tool", tool_call_id: message.callId, content: message.content.map(resultPartText).join("\n") };
+  }
+}
+
+/** Chat Completions tool messages are text only; binary results are named so the model knows they exist. */
+function resultPartText(part: ResultPart): string {
+  switch (part.type) {
+    case "text":
+      return part.text;
+    case "image":
+      return `[image omitted: artifact ${part.artifactId} (${part.mediaType})]`;
+    case "artifact": {
+      const name = part.name ? ` "${part.name}"` : "";
+      return `[artifact omitted: artifact ${part.artifactId}${name} (${part.mediaType})]`;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Response parsing
+
+/** What is known about one tool call while its chunks arrive. */
+interface ToolCallState {
+  /** Position in the response, 0-based in order of first appearance. */
+  index: number;
+  id: string;
+  name: string;
+  started: boolean;
+  /** Argument text received before the start could be emitted. */
+  pendingArguments: string;
+}
+
+async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<ProviderStreamPart> {
+  const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  // Keyed by the wire index, which servers may not number from 0.
+  const toolCalls = new Map<number, ToolCallState>();
+  let finishReason: FinishReason | undefined;
+  let usage: Usage | undefined;
+  try {
+    for (;;) {
+      const { done, value: event } = await reader.read();
+      if (done || event.data === "[DONE]") break;
+      const chunk = parseChunk(event.data);
+
+      const error = asRecord(chunk.error);
+      if (error) throw new FoyaError("provider_error", asString(error.message) ?? JSON.stringify(error));
+
+      // With include_usage the usage arrives in a final chunk whose `choices` is empty.
+      const wireUsage = asRecord(chunk.usage);
+      if (wireUsage) {
+        usage = {
+          inputTokens: asNumber(wireUsage.prompt_tokens) ?? 0,
+          outputTokens: asNumber(wireUsage.completion_tokens) ?? 0,
+        };
+      }
+
+      const choice = Array.isArray(chunk.choices) ? asRecord(chunk.choices[0]) : undefined;
+      if (!choice) continue;
+      const delta = asRecord(choice.delta);
+      const content = asString(delta?.content);
+      if (content) yield { type: "text-delta", text: content };
+      if (Array.isArray(delta?.tool_calls)) {
+        for (const item of delta.tool_calls) yield* applyToolCallDelta(toolCalls, item);
+      }
+      const reason = asString(choice.finish_reason);
+      if (reason) finishReason = mapFinishReason(reason);
+    }
+    // The finish reason is required; the [DONE] line is not (some servers just close).
+    if (!finishReason) throw new FoyaError("provider_error", "stream ended without a finish reason");
+    for (const call of toolCalls.values()) {
+      if (!call.started) yield* startToolCall(call);
+    }
+    yield usage ? { type: "finish", reason: finishReason, usage } : { type: "finish", reason: finishReason };
+  } finally {
+    // Releases the connection when the consumer stops early; a no-op after a complete stream.
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * Applies one `delta.tool_calls[]` item. The start is emitted once the id and name
+ * are known and argument text begins (the `arguments` key, even empty, marks the
+ * name as complete); servers that send the name in pieces send them before that.
+ * Argument fragments are passed on exactly as received (SPEC T2).
+ */
+function* applyToolCallDelta(toolCalls: Map<number, ToolCallState>, item: unknown): Generator<ProviderStreamPart> {
+  const wire = asRecord(item);
+  const wireIndex = asNumber(wire?.index);
+  if (!wire || wireIndex === undefined) throw new FoyaError("provider_error", "tool call delta without an index");
+  let call = toolCalls.get(wireIndex);
+  if (!call) {
+    call = { index: toolCalls.size, id: "", name: "", started: false, pendingArguments: "" };
+    toolCalls.set(wireIndex, call);
+  }
+  const fn = asRecord(wire.function);
+  const fragment = asString(fn?.arguments);
+  if (call.started) {
+    // Names or ids repeated after the start cannot change what was announced.
+    if (fragment) yield { type: "tool-call-delta", index: call.index, argumentsDelta: fragment };
+    return;
+  }
+  call.id ||= asString(wire.id) ?? "";
+  call.name += asString(fn?.name) ?? "";
+  if (fragment === undefined) return;
+  call.pendingArguments += fragment;
+  if (call.id && call.name) yield* startToolCall(call);
+}
+
+/** Emits the start and any argument text buffered while the id or name was missing. */
+function* startToolCall(call: ToolCallState): Generator<ProviderStreamPart> {
+  if (!call.id || !call.name) {
+    throw new FoyaError("provider_error", `tool call ${call.index} has no ${call.id ? "name" : "id"}`);
+  }
+  call.started = true;
+  yield { type: "tool-call-start", index: call.index, id: call.id, name: call.name };
+  if (call.pendingArguments) {
+    yield { type: "tool-call-delta", index: call.index, argumentsDelta: call.pendingArguments };
+    call.pendingArguments = "";
+  }
+}
+
+function parseChunk(data: string): Record<string, unknown> {
+  const excerpt = data.slice(0, errorExcerptLength);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch (error) {
+    throw new FoyaError("provider_error", `unparseable stream chunk: ${excerpt}`, { cause: error });
+  }
+  const chunk = asRecord(parsed);
+  if (!chunk) throw new FoyaError("provider_error", `stream chunk is not an object: ${excerpt}`);
+  return chunk;
+}
+
+function mapFinishReason(reason: string): FinishReason {
+  switch (reason) {
+    case "stop":
+    case "tool_calls":
+    case "length":
+    case "content_filter":
+      return reason;
+    default:
+      return "other";
+  }
+}
+
+// Servers differ in which fields they send and whether absent ones are null, so
+// chunks are read field by field instead of trusted as a declared shape.
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+function asString(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function asNumber(value: unknown): number | undefined {
+  return typeof value === "number" ? value : undefined;
+}
+
+function errorMessage(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  // undici reports "fetch failed" and keeps the useful part (ECONNREFUSED...) in the cause.
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
+}

@@ -1,0 +1,57 @@
+import type { HistoryMessage } from "../core/history.js";
+
+/**
+ * The provider contract. An adapter turns a provider-neutral request into the
+ * provider's wire format and streams back provider-neutral parts. Adapters do
+ * no retries and keep no state between calls: the step job owns both.
+ */
+
+/** A function tool as every provider sees it, before wire formatting. */
+export interface FunctionToolSchema {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ProviderRequest {
+  model: string;
+  /** Canonical history, oldest first; tool messages follow their assistant message in call order. */
+  messages: HistoryMessage[];
+  /** Already sorted by name (SPEC R2); adapters keep the order. */
+  tools: FunctionToolSchema[];
+  /** Optional system prompt, sent first. */
+  system?: string;
+}
+
+export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" | "error" | "other";
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * Stream parts. For tool calls, `index` is the call's position in the response
+ * (0-based, in the model's order). `tool-call-start` comes as soon as the id and
+ * name are known, before any argument text; `tool-call-delta` parts carry the
+ * argument string in pieces that, concatenated, are byte for byte what the model
+ * produced (SPEC T2).
+ */
+export type ProviderStreamPart =
+  | { type: "text-delta"; text: string }
+  | { type: "tool-call-start"; index: number; id: string; name: string }
+  | { type: "tool-call-delta"; index: number; argumentsDelta: string }
+  | { type: "finish"; reason: FinishReason; usage?: Usage };
+
+export interface ModelProvider {
+  /** Profile name, as configured on the server. */
+  readonly profile: string;
+  readonly defaultModel: string;
+  /**
+   * Streams one model response. Throws `FoyaError` with code `provider_error`
+   * for transport or protocol failures (the step job decides whether to retry);
+   * honours `signal` by ending the stream with an AbortError.
+   */
+  stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderStreamPart>;
+}

@@ -1,0 +1,58 @@
+import { Queue, type JobsOptions } from "bullmq";
+import type { Redis } from "ioredis";
+import type { NextJob, StepJobData, ToolBatchJobData } from "./job-types.js";
+import { jobIdFor, stepQueueName, toolQueueName } from "./job-types.js";
+
+/** A run's next job, to be enqueued once the transaction that decided it has committed. */
+export interface DispatchRequest {
+  runId: string;
+  next: NextJob;
+  redispatches: number;
+}
+
+export interface Dispatcher {
+  readonly stepQueue: Queue<StepJobData>;
+  readonly toolQueue: Queue<ToolBatchJobData>;
+  dispatch(requests: readonly DispatchRequest[]): Promise<void>;
+  /** BullMQ's view of the job a request maps to: "waiting", "active", "completed", "unknown", ... */
+  jobState(request: DispatchRequest): Promise<string>;
+  close(): Promise<void>;
+}
+
+export function createDispatcher(options: { connection: Redis; prefix: string; stepAttempts: number }): Dispatcher {
+  const queueOptions = { connection: options.connection, prefix: options.prefix };
+  const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
+  const toolQueue = new Queue<ToolBatchJobData>(toolQueueName, queueOptions);
+  // Finished jobs are kept for a while so that a duplicate enqueue of the same work is
+  // refused by BullMQ itself; the handlers are idempotent against Postgres beyond that window.
+  const common: JobsOptions = {
+    removeOnComplete: { count: 2000 },
+    removeOnFail: { count: 5000 },
+    backoff: { type: "exponential", delay: 250 },
+  };
+
+  const queueFor = (next: NextJob) => (next.kind === "step" ? stepQueue : toolQueue);
+
+  return {
+    stepQueue,
+    toolQueue,
+    async dispatch(requests) {
+      await Promise.all(
+        requests.map((request) => {
+          const data = { runId: request.runId, stepIndex: request.next.stepIndex };
+          const jobId = jobIdFor(request.runId, request.next, request.redispatches);
+          const attempts = request.next.kind === "step" ? options.stepAttempts : 3;
+          return request.next.kind === "step"
+            ? stepQueue.add("step", data, { ...common, jobId, attempts })
+            : toolQueue.add("batch", data, { ...common, jobId, attempts });
+        }),
+      );
+    },
+    jobState(request) {
+      return queueFor(request.next).getJobState(jobIdFor(request.runId, request.next, request.redispatches));
+    },
+    async close() {
+      await Promise.all([stepQueue.close(), toolQueue.close()]);
+    },
+  };
+}

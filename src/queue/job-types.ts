@@ -1,0 +1,29 @@
+/**
+ * Job payloads carry ids only (SPEC D1). `NextJob` is what a run needs next;
+ * it is stored on the run row (the outbox) and turned into a BullMQ job whose
+ * id is derived from the work, so enqueuing the same work twice is a no-op.
+ */
+export type NextJob = { kind: "step"; stepIndex: number } | { kind: "batch"; stepIndex: number };
+
+export interface StepJobData {
+  runId: string;
+  stepIndex: number;
+}
+
+export interface ToolBatchJobData {
+  runId: string;
+  stepIndex: number;
+}
+
+export const stepQueueName = "steps";
+export const toolQueueName = "tools";
+
+/**
+ * Derived job ids. `redispatch` is 0 for the first dispatch; the sweeper bumps it
+ * when it re-enqueues work whose job was lost, so the new job cannot collide with
+ * a finished job still kept in Redis under the old id. BullMQ forbids ':' in custom ids.
+ */
+export function jobIdFor(runId: string, next: NextJob, redispatch: number): string {
+  const base = `${next.kind}-${runId}-${next.stepIndex}`;
+  return redispatch === 0 ? base : `${base}-r${redispatch}`;
+}

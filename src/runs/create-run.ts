@@ -1,0 +1,54 @@
+import { and, eq, isNull } from "drizzle-orm";
+import { isTerminalRunStatus } from "../core/run-status.js";
+import { runs, sessions, type ActivePolicy } from "../db/schema.js";
+import { FoyaError, notFound } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Services } from "../services.js";
+import { cancelRunInTransaction } from "./cancel-run.js";
+import { activateRun, type RunRow } from "./run-lifecycle.js";
+import { transact } from "./transact.js";
+
+/**
+ * Accepts a turn. The run row, its user message and its first job intent
+ * commit together (the outbox, SPEC X4); the job is enqueued after the commit,
+ * and the sweeper enqueues it again if this process dies in between.
+ * A session with an active run follows `ifActive` (X6).
+ */
+export async function createRun(
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "failpoints">,
+  input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy },
+): Promise<RunRow> {
+  return transact(
+    services,
+    async (fx) => {
+      const [session] = await fx.tx
+        .select()
+        .from(sessions)
+        .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)))
+        .for("update");
+      if (!session) throw notFound("session");
+      const active = session.activeRunId
+        ? (await fx.tx.select().from(runs).where(eq(runs.id, session.activeRunId)).for("update"))[0]
+        : undefined;
+      const isActive = active !== undefined && !isTerminalRunStatus(active.status);
+      if (isActive && input.ifActive === "reject") {
+        throw new FoyaError("conflict", `session already has an active run (${active.id}); send ifActive "enqueue" or "interrupt" to change that`);
+      }
+      if (isActive && input.ifActive === "interrupt") {
+        await cancelRunInTransaction(fx, active, { code: "superseded", message: "interrupted by a new turn" }, false);
+      }
+      const [run] = await fx.tx
+        .insert(runs)
+        .values({ id: newId("run"), tenantId: input.tenantId, sessionId: session.id, status: "queued", input: input.input })
+        .returning();
+      if (!run) throw new Error("run insert returned nothing");
+      const waitBehindActive = isActive && input.ifActive === "enqueue";
+      if (!waitBehindActive) {
+        const ordinal = await activateRun(fx, run);
+        return { ...run, ordinal };
+      }
+      return run;
+    },
+    { afterCommit: () => services.failpoints.hit("api.after_run_commit") },
+  );
+}

@@ -1,0 +1,31 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { activeRunStatuses } from "../core/run-status.js";
+import { runs, sessions } from "../db/schema.js";
+import { notFound } from "../errors.js";
+import type { Services } from "../services.js";
+import { cancelRunInTransaction } from "./cancel-run.js";
+import { transact } from "./transact.js";
+
+/** Marks a session deleted and cancels its active and waiting runs; history is kept for audit. */
+export async function deleteSession(
+  services: Pick<Services, "db" | "bus" | "dispatcher">,
+  input: { tenantId: string; sessionId: string },
+): Promise<void> {
+  await transact(services, async (fx) => {
+    const [session] = await fx.tx
+      .update(sessions)
+      .set({ deletedAt: sql`coalesce(${sessions.deletedAt}, now())` })
+      .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId)))
+      .returning();
+    if (!session) throw notFound("session");
+    const open = await fx.tx
+      .select()
+      .from(runs)
+      .where(and(eq(runs.sessionId, session.id), inArray(runs.status, [...activeRunStatuses])))
+      .for("update");
+    for (const run of open) {
+      await cancelRunInTransaction(fx, run, { code: "session_deleted", message: "the session was deleted" }, false);
+    }
+  });
+}
+

@@ -1,0 +1,152 @@
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
+import type { ResultPart } from "../core/history.js";
+import { runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
+import { runs, sessions, toolCalls } from "../db/schema.js";
+import type { NextJob } from "../queue/job-types.js";
+import { insertMessage, insertToolMessage } from "./history-store.js";
+import type { Effects } from "./transact.js";
+
+/**
+ * Run transitions shared by the API and the workers. Each is a guarded update
+ * inside the caller's transaction; none publishes or enqueues by itself.
+ */
+
+export type RunRow = typeof runs.$inferSelect;
+
+/**
+ * Makes a queued run the session's active run: gives it its place in history,
+ * writes the user's input, and records the first step job as the run's next job.
+ */
+export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
+  const { tx } = effects;
+  const [session] = await tx
+    .update(sessions)
+    .set({ runCount: sql`${sessions.runCount} + 1`, activeRunId: run.id })
+    .where(eq(sessions.id, run.sessionId))
+    .returning({ runCount: sessions.runCount });
+  if (!session) throw new Error(`session ${run.sessionId} vanished`);
+  const next: NextJob = { kind: "step", stepIndex: 0 };
+  await tx.update(runs).set({ ordinal: session.runCount, nextJob: next, updatedAt: sql`now()` }).where(eq(runs.id, run.id));
+  await insertMessage(
+    tx,
+    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
+    { runOrdinal: session.runCount, stepIndex: -1, part: 0, callIndex: 0 },
+    { role: "user", text: run.input },
+  );
+  effects.dispatch({ runId: run.id, next, redispatches: 0 });
+  return session.runCount;
+}
+
+/**
+ * Moves a run to a terminal status, announces it, and lets the session's next
+ * waiting run start. With `fence`, only the holder of that fence may do it.
+ * Answers false when the run was already terminal or the fence is stale.
+ */
+export async function endRun(
+  effects: Effects,
+  run: Pick<RunRow, "id" | "tenantId" | "sessionId">,
+  status: TerminalRunStatus,
+  options: { fence?: number; error?: { code: string; message: string }; activateNext?: boolean } = {},
+): Promise<boolean> {
+  const conditions = [eq(runs.id, run.id), inArray(runs.status, runStatusesLeadingTo(status))];
+  if (options.fence !== undefined) conditions.push(eq(runs.fence, options.fence));
+  const updated = await effects.tx
+    .update(runs)
+    .set({
+      status,
+      nextJob: null,
+      leaseOwner: null,
+      leaseUntil: null,
+      fence: sql`${runs.fence} + 1`,
+      error: options.error ?? null,
+      endedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(...conditions))
+    .returning({ id: runs.id });
+  if (updated.length === 0) return false;
+  await effects.emit(run.tenantId, run.sessionId, [
+    { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
+  ]);
+  await releaseSession(effects, run.sessionId, run.id, options.activateNext ?? true);
+  return true;
+}
+
+/** Clears the session's active run and starts the oldest run waiting behind it, if any. */
+async function releaseSession(effects: Effects, sessionId: string, runId: string, activateNext: boolean): Promise<void> {
+  const { tx } = effects;
+  const [session] = await tx
+    .update(sessions)
+    .set({ activeRunId: null })
+    .where(and(eq(sessions.id, sessionId), eq(sessions.activeRunId, runId)))
+    .returning({ deletedAt: sessions.deletedAt });
+  if (!session || session.deletedAt || !activateNext) return;
+  const [waiting] = await tx
+    .select()
+    .from(runs)
+    .where(and(eq(runs.sessionId, sessionId), eq(runs.status, "queued"), isNull(runs.ordinal)))
+    .orderBy(asc(runs.createdAt))
+    .limit(1)
+    .for("update");
+  if (waiting) await activateRun(effects, waiting);
+}
+
+const closingText = {
+  interrupted: {
+    running:
+      "Interrupted: this call started but its completion was never confirmed (the worker running it stopped). Its outcome is unknown and it may have partly run. It will not be run again.",
+    pending: "Not run: the run was interrupted before this call started.",
+  },
+  cancelled: {
+    running: "Cancelled while running: the call was stopped and may have partly run.",
+    pending: "Not run: the run was cancelled before this call started.",
+  },
+} as const;
+
+/**
+ * Gives every unfinished call of a run a terminal status and a truthful tool
+ * message, so the history stays valid for every provider (D3, X2).
+ */
+export async function closeOpenCalls(
+  effects: Effects,
+  run: Pick<RunRow, "id" | "tenantId" | "sessionId"> & { ordinal: number },
+  reason: "interrupted" | "cancelled",
+): Promise<number> {
+  const open = await effects.tx
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), inArray(toolCalls.status, ["queued", "awaiting_approval", "running"])))
+    .orderBy(asc(toolCalls.stepIndex), asc(toolCalls.callIndex))
+    .for("update");
+  for (const call of open) {
+    const wasRunning = call.status === "running";
+    const status = wasRunning && reason === "interrupted" ? "interrupted" : "cancelled";
+    const code = wasRunning ? reason : `not_run_${reason}`;
+    const content: ResultPart[] = [{ type: "text", text: closingText[reason][wasRunning ? "running" : "pending"] }];
+    await effects.tx
+      .update(toolCalls)
+      .set({ status, isError: true, errorCode: code, result: content, endedAt: sql`now()` })
+      .where(eq(toolCalls.id, call.id));
+    await insertToolMessage(effects.tx, {
+      tenantId: run.tenantId,
+      sessionId: run.sessionId,
+      runId: run.id,
+      runOrdinal: run.ordinal,
+      stepIndex: call.stepIndex,
+      callIndex: call.callIndex,
+      callId: call.callId,
+      name: call.name,
+      status,
+      isError: true,
+      content,
+    });
+    await effects.emit(run.tenantId, run.sessionId, [
+      {
+        runId: run.id,
+        step: null,
+        body: { type: "tool_end", callId: call.callId, name: call.name, status, isError: true, errorCode: code, preview: content[0]?.type === "text" ? content[0].text : "" },
+      },
+    ]);
+  }
+  return open.length;
+}

@@ -1,0 +1,67 @@
+import { Redis } from "ioredis";
+import type { Config } from "./config.js";
+import { openDatabase, type DbHandle } from "./db/client.js";
+import { runMigrations } from "./db/migrate.js";
+import { createEventBus, type EventBus } from "./events/event-bus.js";
+import { createFailpoints, type Failpoints } from "./failpoints.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
+import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
+import { builtinTools } from "./tools/builtin-tools.js";
+import { createToolExecutor, type ToolExecutor } from "./tools/execute-tool-call.js";
+import { loadToolModules } from "./tools/load-tool-modules.js";
+import type { AnyTool } from "./tools/tool.js";
+import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js";
+
+/**
+ * The composition root: every shared dependency is built here once and handed
+ * down explicitly. Functions take the parts they use (`Pick<Services, ...>`).
+ */
+export interface Services {
+  config: Config;
+  logger: Logger;
+  db: DbHandle;
+  /** Command connection shared by queues and publishers. */
+  redis: Redis;
+  bus: EventBus;
+  dispatcher: Dispatcher;
+  tools: ToolRegistry;
+  executor: ToolExecutor;
+  providers: ProviderRegistry;
+  failpoints: Failpoints;
+  close(): Promise<void>;
+}
+
+export async function createServices(config: Config, options: { extraTools?: AnyTool[]; role?: string } = {}): Promise<Services> {
+  const logger = createLogger(config.logLevel, options.role ? { role: options.role } : {});
+  const db = openDatabase(config.databaseUrl);
+  if (config.migrateOnStart) await runMigrations(db);
+  const redisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
+  const redis = new Redis(config.redisUrl, redisOptions);
+  redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  const bus = createEventBus({
+    publisher: redis,
+    createSubscriber: () => new Redis(config.redisUrl, redisOptions),
+    prefix: config.queuePrefix,
+  });
+  const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
+  const tools = createToolRegistry([...builtinTools(), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
+  return {
+    config,
+    logger,
+    db,
+    redis,
+    bus,
+    dispatcher,
+    tools,
+    executor: createToolExecutor(tools),
+    providers: createProviderRegistry(config.providerProfiles),
+    failpoints: createFailpoints(config.failpoints),
+    async close() {
+      await dispatcher.close();
+      await bus.close();
+      redis.disconnect();
+      await db.close();
+    },
+  };
+}

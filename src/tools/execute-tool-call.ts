@@ -1,0 +1,85 @@
+import { Ajv, type ValidateFunction } from "ajv";
+import type { AnyTool, Tool, ToolCallInput, ToolContext, ToolResult } from "./tool.js";
+import { errorResult } from "./tool.js";
+import type { ToolRegistry } from "./tool-registry.js";
+
+/**
+ * Runs one call: checks it may run in this Step, parses and validates its raw
+ * arguments, runs the tool, and turns anything a tool throws into an is_error
+ * result. Never throws for a tool's failure (T4, T5).
+ */
+export interface ToolExecutor {
+  /** Whether the call may join the parallel lane (P1); false for anything invalid. */
+  isParallel(call: ToolCallInput): boolean;
+  execute(context: ToolContext, call: ToolCallInput): Promise<ToolResult>;
+}
+
+export function createToolExecutor(registry: ToolRegistry): ToolExecutor {
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  const validators = new Map<string, ValidateFunction>();
+  const validatorFor = (tool: AnyTool): ValidateFunction => {
+    let validate = validators.get(tool.name);
+    if (!validate) {
+      validate = ajv.compile(tool.parameters);
+      validators.set(tool.name, validate);
+    }
+    return validate;
+  };
+
+  type Checked = { ok: true; tool: Tool<unknown>; args: unknown } | { ok: false; result: ToolResult };
+
+  function check(context: Pick<ToolContext, "exposedTools"> | null, call: ToolCallInput): Checked {
+    const tool = registry.get(call.name) as Tool<unknown> | undefined;
+    if (!tool) return { ok: false, result: errorResult("unknown_tool", `No tool named "${call.name}" exists.`) };
+    if (tool.exposure === "hidden") {
+      return { ok: false, result: errorResult("tool_hidden", `The tool "${call.name}" cannot be called.`) };
+    }
+    if (context && !context.exposedTools.includes(tool.name)) {
+      return {
+        ok: false,
+        result: errorResult("tool_not_exposed", `The tool "${call.name}" was not offered in this step and cannot be called.`),
+      };
+    }
+    let args: unknown;
+    try {
+      args = call.argumentsRaw.trim() === "" ? {} : JSON.parse(call.argumentsRaw);
+    } catch (error) {
+      return {
+        ok: false,
+        result: errorResult("invalid_arguments", `The arguments are not valid JSON: ${(error as Error).message}`),
+      };
+    }
+    const validate = validatorFor(tool);
+    if (!validate(args)) {
+      const details = (validate.errors ?? []).map((e) => `${e.instancePath || "(root)"} ${e.message ?? "is invalid"}`).join("; ");
+      return { ok: false, result: errorResult("invalid_arguments", `The arguments do not match the schema: ${details}`) };
+    }
+    return { ok: true, tool, args };
+  }
+
+  return {
+    isParallel(call) {
+      const checked = check(null, call);
+      if (!checked.ok) return false;
+      const { parallel } = checked.tool;
+      if (typeof parallel === "function") {
+        try {
+          return parallel(checked.args) === true;
+        } catch {
+          return false;
+        }
+      }
+      return parallel === true;
+    },
+    async execute(context, call) {
+      const checked = check(context, call);
+      if (!checked.ok) return checked.result;
+      try {
+        return await checked.tool.run(context, checked.args, call);
+      } catch (error) {
+        if (context.signal.aborted) return errorResult("cancelled", "The call was cancelled.");
+        return errorResult("tool_exception", `The tool failed unexpectedly: ${(error as Error)?.message ?? String(error)}`);
+      }
+    },
+  };
+}

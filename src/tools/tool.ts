@@ -1,0 +1,88 @@
+import type { ResultPart } from "../core/history.js";
+import type { ApprovalMode } from "../db/schema.js";
+
+/**
+ * The tool contract (SPEC T1-T5, L3). A tool validates its own input, does its
+ * work, and returns a result. Business failures are results with `isError` and
+ * a stable `errorCode` the model can act on; only infrastructure failures throw.
+ */
+
+/** What the approval gateway needs to know about a tool's effects. */
+export type SideEffect = "read" | "write" | "exec" | "network" | "other";
+
+/** direct: sent from the turn's start; deferred: sent after tool_search activates it; hidden: never sent, calls refused (R4). */
+export type Exposure = "direct" | "deferred" | "hidden";
+
+/** A file change produced by a tool (SPEC F1); stored and shown to clients, never to the model. */
+export interface FileChangeRecord {
+  path: string;
+  existedBefore: boolean;
+  modeBefore: number | null;
+  modeAfter: number | null;
+  sha256Before: string | null;
+  sha256After: string | null;
+  diff: string;
+}
+
+export interface ToolResult {
+  content: ResultPart[];
+  isError?: boolean;
+  /** Stable machine-readable code for is_error results, e.g. `invalid_arguments`. */
+  errorCode?: string;
+  /** Ends the current batch: later calls are skipped (P6). */
+  endBatch?: boolean;
+  fileChanges?: FileChangeRecord[];
+  /** For display only; never sent to the model (L2, F2). */
+  displayDiff?: string;
+}
+
+/** Everything a tool may use; there is no global current session (L3). */
+export interface ToolContext {
+  tenantId: string;
+  sessionId: string;
+  runId: string;
+  projectId: string;
+  /** Absolute, real path of the project's workspace. */
+  workspaceDir: string;
+  approvalMode: ApprovalMode;
+  provider: { profile: string; model: string };
+  /** Names of the tools exposed to the model in the step that produced this call. */
+  exposedTools: readonly string[];
+  /** Aborted when the run is cancelled or the worker shuts down. */
+  signal: AbortSignal;
+  /** Reports progress to clients as a `tool_update` event. */
+  reportProgress(message: string): void;
+}
+
+export interface ToolCallInput {
+  callId: string;
+  name: string;
+  argumentsRaw: string;
+}
+
+export interface Tool<Args = unknown> {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object; enforced before `run` (T5). */
+  parameters: Record<string, unknown>;
+  exposure: Exposure;
+  sideEffect: SideEffect;
+  /** Parallel capability (P1); may look at the call's arguments. Absent means serial. */
+  parallel?: boolean | ((args: Args) => boolean);
+  run(context: ToolContext, args: Args, call: ToolCallInput): Promise<ToolResult>;
+}
+
+/** Registers tools of any argument type in one list. */
+export type AnyTool = Tool<never>;
+
+export function defineTool<Args>(tool: Tool<Args>): AnyTool {
+  return tool as unknown as AnyTool;
+}
+
+export function errorResult(errorCode: string, message: string): ToolResult {
+  return { content: [{ type: "text", text: message }], isError: true, errorCode };
+}
+
+export function textResult(text: string): ToolResult {
+  return { content: [{ type: "text", text }] };
+}

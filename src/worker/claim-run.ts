@@ -1,0 +1,58 @@
+import { sql } from "drizzle-orm";
+import type { DbExecutor } from "../db/client.js";
+import type { NextJob } from "../queue/job-types.js";
+import type { RunRow } from "../runs/run-lifecycle.js";
+
+/**
+ * A job's claim on its run. Succeeds only if the run still needs exactly this
+ * job and no other live job holds it; bumps the fence so that whoever held the
+ * run before can no longer commit (D4).
+ */
+export type Claim =
+  | { kind: "claimed"; run: RunRow & { ordinal: number }; previousStatus: string }
+  /** Another job holds a live lease on the run: retry after it lapses. */
+  | { kind: "busy"; retryInMs: number }
+  /** The run no longer needs this job (done, cancelled, or a duplicate). */
+  | { kind: "gone"; reason: string };
+
+export async function claimRun(
+  tx: DbExecutor,
+  runId: string,
+  next: NextJob,
+  owner: string,
+  leaseMs: number,
+): Promise<Claim> {
+  const expected = JSON.stringify(next);
+  const claimed = await tx.execute<Record<string, unknown>>(sql`
+    with previous as (select id, status from runs where id = ${runId} for update)
+    update runs set
+      fence = runs.fence + 1,
+      lease_owner = ${owner},
+      lease_until = now() + make_interval(secs => ${leaseMs / 1000}),
+      status = 'running',
+      updated_at = now()
+    from previous
+    where runs.id = previous.id
+      and runs.status in ('queued', 'running')
+      and runs.next_job = ${expected}::jsonb
+      and (runs.lease_until is null or runs.lease_until < now() or runs.lease_owner = ${owner})
+    returning runs.id, previous.status as previous_status
+  `);
+  const row = claimed.rows[0];
+  if (row) {
+    const run = await tx.query.runs.findFirst({ where: (r, { eq }) => eq(r.id, runId) });
+    if (!run || run.ordinal === null) return { kind: "gone", reason: "run has no place in history" };
+    return { kind: "claimed", run: { ...run, ordinal: run.ordinal }, previousStatus: String(row.previous_status) };
+  }
+  const current = await tx.execute<{ status: string; next_job: NextJob | null; live_ms: number | null }>(sql`
+    select status, next_job,
+      case when lease_until > now() then (extract(epoch from (lease_until - now())) * 1000)::int end as live_ms
+    from runs where id = ${runId}
+  `);
+  const state = current.rows[0];
+  if (!state) return { kind: "gone", reason: "run does not exist" };
+  if (state.status !== "queued" && state.status !== "running") return { kind: "gone", reason: `run is ${state.status}` };
+  if (JSON.stringify(state.next_job) !== expected) return { kind: "gone", reason: "run does not need this job" };
+  if (state.live_ms !== null) return { kind: "busy", retryInMs: state.live_ms + 50 };
+  return { kind: "gone", reason: "claim lost a race" };
+}

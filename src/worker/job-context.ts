@@ -1,0 +1,20 @@
+import type { Services } from "../services.js";
+import type { LeaseKeeper } from "./lease-keeper.js";
+import type { RunAborts } from "./run-aborts.js";
+
+/** What a job processor receives: the shared services plus this process's own bookkeeping. */
+export interface JobContext {
+  services: Services;
+  workerId: string;
+  leases: LeaseKeeper;
+  aborts: RunAborts;
+}
+
+/** Outcome of one job, for logs and tests; failures that should be retried throw instead. */
+export type JobOutcome =
+  | { kind: "committed"; detail: string }
+  | { kind: "gone"; reason: string }
+  | { kind: "busy"; retryInMs: number }
+  | { kind: "stale" }
+  | { kind: "cancelled" }
+  | { kind: "failed"; code: string };

@@ -1,0 +1,27 @@
+/** AbortControllers of the runs this process is working on, reached by the cancel broadcast. */
+export interface RunAborts {
+  register(runId: string): AbortController;
+  unregister(runId: string, controller: AbortController): void;
+  abort(runId: string, reason: string): void;
+}
+
+export function createRunAborts(): RunAborts {
+  const byRun = new Map<string, Set<AbortController>>();
+  return {
+    register(runId) {
+      const controller = new AbortController();
+      let set = byRun.get(runId);
+      if (!set) byRun.set(runId, (set = new Set()));
+      set.add(controller);
+      return controller;
+    },
+    unregister(runId, controller) {
+      const set = byRun.get(runId);
+      set?.delete(controller);
+      if (set?.size === 0) byRun.delete(runId);
+    },
+    abort(runId, reason) {
+      for (const controller of byRun.get(runId) ?? []) controller.abort(new Error(reason));
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import type { EventBody, NewEvent, StepRef } from "../core/events.js";
+import type { Database } from "../db/client.js";
+import { appendEvents } from "../events/event-store.js";
+import type { EventBus } from "../events/event-bus.js";
+
+/**
+ * Streams a Step's live events to the log and the bus. Text and argument
+ * deltas are coalesced for up to `coalesceMs` so a fast model does not cost one
+ * insert per token; a `tool_begin` flushes at once (L1). Writes are serialized,
+ * so sequence numbers follow the order the model produced.
+ */
+export interface StepEventSink {
+  push(body: EventBody, options?: { urgent?: boolean }): void;
+  flush(): Promise<void>;
+}
+
+export function createStepEventSink(options: {
+  db: Database;
+  bus: EventBus;
+  tenantId: string;
+  sessionId: string;
+  runId: string;
+  step: StepRef;
+  coalesceMs: number;
+}): StepEventSink {
+  let pending: EventBody[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let chain: Promise<void> = Promise.resolve();
+  let failure: unknown;
+
+  function merge(body: EventBody): void {
+    const last = pending[pending.length - 1];
+    if (last?.type === "text_delta" && body.type === "text_delta") {
+      pending[pending.length - 1] = { type: "text_delta", text: last.text + body.text };
+    } else if (
+      last?.type === "tool_update" &&
+      body.type === "tool_update" &&
+      last.callId === body.callId &&
+      last.argumentsDelta !== undefined &&
+      body.argumentsDelta !== undefined &&
+      last.status === undefined &&
+      body.status === undefined
+    ) {
+      pending[pending.length - 1] = { ...last, argumentsDelta: last.argumentsDelta + body.argumentsDelta };
+    } else {
+      pending.push(body);
+    }
+  }
+
+  function schedule(): Promise<void> {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    const batch = pending;
+    pending = [];
+    if (batch.length === 0) return chain;
+    const events: NewEvent[] = batch.map((body) => ({ runId: options.runId, step: options.step, body }));
+    chain = chain.then(async () => {
+      if (failure) return;
+      try {
+        const stored = await appendEvents(options.db, options.tenantId, options.sessionId, events);
+        await options.bus.publish(stored);
+      } catch (error) {
+        failure = error;
+      }
+    });
+    return chain;
+  }
+
+  return {
+    push(body, pushOptions) {
+      merge(body);
+      if (pushOptions?.urgent) {
+        void schedule();
+      } else if (!timer) {
+        timer = setTimeout(() => void schedule(), options.coalesceMs);
+      }
+    },
+    async flush() {
+      await schedule();
+      if (failure) throw failure;
+    },
+  };
+}

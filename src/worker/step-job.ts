@@ -1,0 +1,187 @@
+import { DelayedError, type Job } from "bullmq";
+import { and, eq, sql } from "drizzle-orm";
+import type { AssistantToolCall } from "../core/history.js";
+import { steps, runs, toolCalls } from "../db/schema.js";
+import { isFoyaError } from "../errors.js";
+import { newId } from "../ids.js";
+import type { FinishReason, Usage } from "../providers/provider.js";
+import type { StepJobData } from "../queue/job-types.js";
+import { insertMessage, loadHistory } from "../runs/history-store.js";
+import { endRun } from "../runs/run-lifecycle.js";
+import { StaleWorkError, transact, transactFenced } from "../runs/transact.js";
+import { claimRun } from "./claim-run.js";
+import type { JobContext, JobOutcome } from "./job-context.js";
+import { loadSessionAndProject } from "./load-run-context.js";
+import { createStepEventSink } from "./step-event-sink.js";
+
+/**
+ * One model Step (SPEC D1): claim the run, stream the model's response as
+ * events, then commit the assistant message, its tool calls and the next job
+ * in one fenced transaction. A redelivered step streams again under a new
+ * attempt number; only one attempt can commit (D4, X1).
+ */
+export async function processStepJob(context: JobContext, job: Job<StepJobData>, token: string | undefined): Promise<JobOutcome> {
+  const { services, leases, aborts } = context;
+  const { config } = services;
+  const { runId, stepIndex } = job.data;
+  const owner = `${context.workerId}/${job.id}`;
+
+  const claimed = await transact(services, async (fx) => {
+    const claim = await claimRun(fx.tx, runId, { kind: "step", stepIndex }, owner, config.leaseMs);
+    if (claim.kind !== "claimed") return claim;
+    const { run } = claim;
+    const { session, project } = await loadSessionAndProject(fx.tx, run.sessionId);
+    if (stepIndex >= config.maxStepsPerRun) {
+      await endRun(fx, run, "failed", {
+        fence: run.fence,
+        error: { code: "max_steps_exceeded", message: `the run reached the limit of ${config.maxStepsPerRun} steps` },
+      });
+      return { kind: "gone" as const, reason: "max steps" };
+    }
+    const exposed = services.tools.exposedFor(session);
+    const toolNames = exposed.map((tool) => tool.name);
+    const [step] = await fx.tx
+      .insert(steps)
+      .values({ id: newId("stp"), tenantId: run.tenantId, runId, index: stepIndex, attempt: 1, status: "streaming", tools: toolNames })
+      .onConflictDoUpdate({
+        target: [steps.runId, steps.index],
+        set: { attempt: sql`${steps.attempt} + 1`, status: "streaming", tools: toolNames },
+      })
+      .returning({ id: steps.id, attempt: steps.attempt });
+    if (!step) throw new Error("step upsert returned nothing");
+    const stepRef = { index: stepIndex, attempt: step.attempt };
+    await fx.emit(run.tenantId, run.sessionId, [
+      ...(claim.previousStatus === "queued"
+        ? [{ runId, step: null, body: { type: "run_start" as const, runId, ordinal: run.ordinal } }]
+        : []),
+      { runId, step: stepRef, body: { type: "step_start", stepIndex, attempt: step.attempt, tools: toolNames } },
+    ]);
+    return { kind: "claimed" as const, run, session, project, step, stepRef, exposed };
+  });
+
+  if (claimed.kind === "busy") {
+    await job.moveToDelayed(Date.now() + claimed.retryInMs, token);
+    throw new DelayedError();
+  }
+  if (claimed.kind === "gone") return claimed;
+
+  const { run, session, step, stepRef, exposed } = claimed;
+  leases.hold(owner);
+  const controller = aborts.register(runId);
+  try {
+    const provider = services.providers.get(session.providerProfile);
+    const history = await loadHistory(services.db.db, run.tenantId, run.sessionId, run.ordinal);
+    const sink = createStepEventSink({
+      db: services.db.db,
+      bus: services.bus,
+      tenantId: run.tenantId,
+      sessionId: run.sessionId,
+      runId,
+      step: stepRef,
+      coalesceMs: 20,
+    });
+    let text = "";
+    const calls = new Map<number, AssistantToolCall>();
+    let finish: { reason: FinishReason; usage?: Usage } | undefined;
+    const request = {
+      model: session.model ?? provider.defaultModel,
+      messages: history,
+      tools: [...services.tools.schemasFor(exposed)],
+      ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
+    };
+    for await (const part of provider.stream(request, controller.signal)) {
+      switch (part.type) {
+        case "text-delta":
+          text += part.text;
+          sink.push({ type: "text_delta", text: part.text });
+          break;
+        case "tool-call-start":
+          calls.set(part.index, { callId: part.id, name: part.name, argumentsRaw: "" });
+          sink.push({ type: "tool_begin", callId: part.id, name: part.name, callIndex: part.index, status: "queued" }, { urgent: true });
+          break;
+        case "tool-call-delta": {
+          const call = calls.get(part.index);
+          if (!call) throw new Error(`provider sent arguments for unknown call index ${part.index}`);
+          call.argumentsRaw += part.argumentsDelta;
+          sink.push({ type: "tool_update", callId: call.callId, argumentsDelta: part.argumentsDelta });
+          break;
+        }
+        case "finish":
+          finish = { reason: part.reason, ...(part.usage ? { usage: part.usage } : {}) };
+          break;
+        default: {
+          const unreachable: never = part;
+          throw new Error(`unknown stream part ${JSON.stringify(unreachable)}`);
+        }
+      }
+    }
+    await sink.flush();
+    const orderedCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+
+    const committed = await transactFenced(services, async (fx) => {
+      const next = orderedCalls.length > 0 ? ({ kind: "batch", stepIndex } as const) : null;
+      const updated = await fx.tx
+        .update(runs)
+        .set({ nextJob: next, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+        .where(and(eq(runs.id, runId), eq(runs.fence, run.fence), eq(runs.status, "running")))
+        .returning({ id: runs.id });
+      if (updated.length === 0) throw new StaleWorkError();
+      await fx.tx
+        .update(steps)
+        .set({ status: "completed", finishReason: finish?.reason ?? "other", usage: finish?.usage ?? null, endedAt: sql`now()` })
+        .where(eq(steps.id, step.id));
+      await insertMessage(
+        fx.tx,
+        { tenantId: run.tenantId, sessionId: run.sessionId, runId },
+        { runOrdinal: run.ordinal, stepIndex, part: 1, callIndex: 0 },
+        { role: "assistant", text, toolCalls: orderedCalls },
+      );
+      if (orderedCalls.length > 0) {
+        await fx.tx
+          .insert(toolCalls)
+          .values(
+            orderedCalls.map((call, callIndex) => ({
+              id: newId("call"),
+              tenantId: run.tenantId,
+              sessionId: run.sessionId,
+              runId,
+              stepId: step.id,
+              stepIndex,
+              callIndex,
+              callId: call.callId,
+              name: call.name,
+              argumentsRaw: call.argumentsRaw,
+              status: "queued" as const,
+            })),
+          )
+          .onConflictDoNothing();
+      }
+      await fx.emit(run.tenantId, run.sessionId, [
+        {
+          runId,
+          step: stepRef,
+          body: { type: "step_end", stepIndex, attempt: step.attempt, finishReason: finish?.reason ?? "other", toolCalls: orderedCalls.length },
+        },
+      ]);
+      if (next) fx.dispatch({ runId, next, redispatches: 0 });
+      else await endRun(fx, run, "completed", { fence: run.fence });
+      return true;
+    });
+    return committed ? { kind: "committed", detail: `${orderedCalls.length} tool calls` } : { kind: "stale" };
+  } catch (error) {
+    if (controller.signal.aborted) return { kind: "cancelled" };
+    const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const permanent = isFoyaError(error) && error.code === "provider_config";
+    if (!finalAttempt && !permanent) throw error;
+    const code = isFoyaError(error) ? error.code : "step_failed";
+    const message = error instanceof Error ? error.message : String(error);
+    await transactFenced(services, async (fx) => {
+      await fx.tx.update(steps).set({ status: "failed", endedAt: sql`now()` }).where(eq(steps.id, step.id));
+      if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code, message } }))) throw new StaleWorkError();
+    });
+    return { kind: "failed", code };
+  } finally {
+    aborts.unregister(runId, controller);
+    leases.release(owner);
+  }
+}

@@ -1,0 +1,70 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { RunStatus } from "../core/run-status.js";
+import { runs } from "../db/schema.js";
+import type { NextJob } from "../queue/job-types.js";
+import { endRun } from "../runs/run-lifecycle.js";
+import { transact } from "../runs/transact.js";
+import type { Services } from "../services.js";
+
+/** After this many re-dispatches of the same work, the run fails visibly instead of looping. */
+const maxRedispatches = 5;
+const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "waiting-children"]);
+
+/**
+ * Finds runs that need a job, hold no live lease, and have not moved for a
+ * while (SPEC X4). It asks BullMQ about the job first: a job that is waiting
+ * or active is left alone (a dead worker's active job comes back through
+ * BullMQ's stall check); only lost work is enqueued again, under a new id.
+ */
+export async function sweepOnce(services: Services): Promise<number> {
+  const { db, dispatcher, config } = services;
+  const candidates = await db.db.execute<{ id: string; tenant_id: string; session_id: string; next_job: NextJob; redispatches: number; status: RunStatus }>(sql`
+    select id, tenant_id, session_id, next_job, redispatches, status from runs
+    where next_job is not null and status in ('queued', 'running')
+      and (lease_until is null or lease_until < now())
+      and updated_at < now() - make_interval(secs => ${config.sweepGraceMs / 1000})
+    order by updated_at
+    limit 200
+  `);
+  let redispatched = 0;
+  for (const run of candidates.rows) {
+    const state = await dispatcher.jobState({ runId: run.id, next: run.next_job, redispatches: run.redispatches });
+    if (liveJobStates.has(state)) continue;
+    await transact(services, async (fx) => {
+      if (run.redispatches >= maxRedispatches) {
+        await endRun(fx, { id: run.id, tenantId: run.tenant_id, sessionId: run.session_id }, "failed", {
+          error: { code: "dispatch_exhausted", message: `the run's ${run.next_job.kind} job was lost ${maxRedispatches} times` },
+        });
+        return;
+      }
+      const [updated] = await fx.tx
+        .update(runs)
+        .set({ redispatches: sql`${runs.redispatches} + 1`, updatedAt: sql`now()` })
+        .where(and(eq(runs.id, run.id), eq(runs.redispatches, run.redispatches), sql`${runs.nextJob} = ${JSON.stringify(run.next_job)}::jsonb`))
+        .returning({ redispatches: runs.redispatches });
+      if (updated) {
+        fx.dispatch({ runId: run.id, next: run.next_job, redispatches: updated.redispatches });
+        redispatched++;
+      }
+    });
+  }
+  return redispatched;
+}
+
+export function startSweeper(services: Services): { stop(): void } {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    sweepOnce(services)
+      .then((count) => {
+        if (count > 0) services.logger.info({ count }, "sweeper re-dispatched lost work");
+      })
+      .catch((error: unknown) => services.logger.warn({ err: error }, "sweep failed"))
+      .finally(() => {
+        running = false;
+      });
+  }, services.config.sweepIntervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

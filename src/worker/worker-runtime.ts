@@ -1,0 +1,76 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { Worker } from "bullmq";
+import { Redis } from "ioredis";
+import { stepQueueName, toolQueueName, type StepJobData, type ToolBatchJobData } from "../queue/job-types.js";
+import type { Services } from "../services.js";
+import type { JobContext } from "./job-context.js";
+import { startLeaseKeeper } from "./lease-keeper.js";
+import { createRunAborts } from "./run-aborts.js";
+import { startSweeper } from "./sweeper.js";
+import { processStepJob } from "./step-job.js";
+import { processToolBatchJob } from "./tool-batch-job.js";
+
+export interface WorkerRuntime {
+  readonly workerId: string;
+  /** Stops taking jobs, lets running ones finish for up to the shutdown grace, then lets go. */
+  close(): Promise<void>;
+}
+
+export async function startWorkerRuntime(services: Services): Promise<WorkerRuntime> {
+  const { config, logger } = services;
+  const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const leases = startLeaseKeeper(services.db.db, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
+  const aborts = createRunAborts();
+  const context: JobContext = { services, workerId, leases, aborts };
+  const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
+
+  const connections: Redis[] = [];
+  const workerOptions = (concurrency: number) => {
+    const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+    connection.on("error", (error) => logger.warn({ err: error }, "worker redis error"));
+    connections.push(connection);
+    return {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency,
+      lockDuration: config.leaseMs,
+      stalledInterval: config.stalledIntervalMs,
+      // Handlers are idempotent against Postgres, so a job may stall and come back often.
+      maxStalledCount: 10,
+    };
+  };
+  const stepWorker = new Worker<StepJobData>(stepQueueName, (job, token) => processStepJob(context, job, token), workerOptions(config.stepConcurrency));
+  const toolWorker = new Worker<ToolBatchJobData>(
+    toolQueueName,
+    (job, token) => processToolBatchJob(context, job, token),
+    workerOptions(config.toolConcurrency),
+  );
+  for (const worker of [stepWorker, toolWorker]) {
+    worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "job failed"));
+    worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
+  }
+  await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
+  const sweeper = startSweeper(services);
+  logger.info({ workerId }, "worker started");
+
+  return {
+    workerId,
+    async close() {
+      sweeper.stop();
+      stopCancelListener();
+      const graceful = Promise.all([stepWorker.close(), toolWorker.close()]);
+      const timedOut = await Promise.race([
+        graceful.then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownGraceMs).unref()),
+      ]);
+      if (timedOut) {
+        // Jobs still running are handed back: their leases lapse and another worker takes them.
+        logger.warn("shutdown grace elapsed; handing back running jobs");
+        await Promise.all([stepWorker.close(true), toolWorker.close(true)]);
+      }
+      leases.stop();
+      for (const connection of connections) connection.disconnect();
+    },
+  };
+}
