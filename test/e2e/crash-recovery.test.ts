@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jobIdFor } from "../../src/queue/job-types.js";
+import { readMarkers } from "../fixtures/test-tools.js";
+import { ApiClient, script, waitFor } from "../helpers/api-client.js";
+import { expectValidHistory } from "../helpers/history.js";
+import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+let env: TestEnv;
+let client: ApiClient;
+const processes: FoyaProcess[] = [];
+
+async function start(role: "api" | "worker", extra: Record<string, string> = {}): Promise<FoyaProcess> {
+  const child = await startFoyaProcess(role, { ...env.env, ...extra });
+  processes.push(child);
+  return child;
+}
+
+async function workspaceOf(sessionId: string): Promise<string> {
+  const [row] = await env.query<{ workspace_path: string }>(
+    "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
+    [sessionId],
+  );
+  return row!.workspace_path;
+}
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  client = await env.newTenant();
+});
+afterAll(async () => {
+  for (const child of processes) child.kill("SIGKILL");
+  await Promise.all(processes.map((child) => child.exited));
+  await env?.close();
+});
+
+describe("crash recovery", () => {
+  it("D3: a call interrupted by a worker SIGKILL is never run again; the run is interrupted and the history stays valid", async () => {
+    const worker = await start("worker");
+    const { sessionId } = await client.newSession();
+    const workspace = await workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([[{ text: "working" }, { tool: "marker_sleep", args: { marker: "d3", sleepMs: 60_000 } }, { tool: "noop", args: { marker: "d3-after" } }]]),
+    );
+    await waitFor(async () => (await readMarkers(workspace, "d3")).length === 1, 20_000, "the tool to start");
+    worker.kill("SIGKILL");
+    expect((await worker.exited).signal).toBe("SIGKILL");
+
+    await start("worker");
+    const done = await client.waitForRun(run.body.id, 30_000);
+    expect(done.status).toBe("interrupted");
+    expect(done.error.code).toBe("worker_lost");
+    expect(await readMarkers(workspace, "d3")).toHaveLength(1);
+    expect(await readMarkers(workspace, "d3-after")).toHaveLength(0);
+
+    const calls = await env.query<{ name: string; status: string }>(
+      "select name, status from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
+    expect(calls).toEqual([
+      { name: "marker_sleep", status: "interrupted" },
+      { name: "noop", status: "cancelled" },
+    ]);
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    const interrupted = messages.find((m) => m.role === "tool" && m.content.name === "marker_sleep");
+    expect(interrupted.content.isError).toBe(true);
+    expect(interrupted.content.content[0].text).toMatch(/outcome is unknown/);
+
+    // A later turn continues from that history.
+    const next = await client.startRun(sessionId, script([[{ text: "continuing" }]]));
+    expect((await client.waitForRun(next.body.id)).status).toBe("completed");
+    expectValidHistory(await client.messages(sessionId));
+    // Still exactly once, long after the recovery.
+    expect(await readMarkers(workspace, "d3")).toHaveLength(1);
+  });
+
+  it("X4: a crash between the API's commit and the enqueue does not lose the run", async () => {
+    const crashingApi = await start("api", { FOYA_FAILPOINTS: "api.after_run_commit" });
+    await start("worker");
+    const remote = ApiClient.forUrl(crashingApi.url!, client.key);
+    const { sessionId } = await client.newSession();
+    const attempt = await remote.startRun(sessionId, script([[{ text: "survived" }]])).catch((error: unknown) => error);
+    expect(attempt).toBeInstanceOf(Error); // the API died before answering
+    expect((await crashingApi.exited).signal).toBe("SIGKILL");
+
+    const [row] = await env.query<{ id: string }>("select id from runs where session_id = $1", [sessionId]);
+    expect(row).toBeDefined();
+    const done = await client.waitForRun(row!.id, 30_000);
+    expect(done.status).toBe("completed");
+    const [counts] = await env.query<{ redispatches: number }>("select redispatches from runs where id = $1", [row!.id]);
+    expect(counts!.redispatches).toBe(1);
+    const messages = await client.messages(sessionId);
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(messages[1].content.text).toBe("survived");
+  });
+
+  it("D7: two worker processes share 20 concurrent runs; all complete and each call ran once", async () => {
+    await start("worker");
+    await start("worker");
+    const sessions = await Promise.all(Array.from({ length: 20 }, () => client.newSession()));
+    const runs = await Promise.all(
+      sessions.map(({ sessionId }, i) =>
+        client.startRun(
+          sessionId,
+          script([
+            [{ tool: "marker_sleep", args: { marker: `d7-${i}`, sleepMs: 20 } }, { tool: "noop", args: { marker: `d7-${i}-b` } }],
+            [{ tool: "noop", args: { marker: `d7-${i}-c` } }],
+            [{ text: "done" }],
+          ]),
+        ),
+      ),
+    );
+    const finished = await Promise.all(runs.map((run) => client.waitForRun(run.body.id, 60_000)));
+    expect(finished.map((run) => run.status)).toEqual(Array(20).fill("completed"));
+    const executors = new Set<string>();
+    for (const [i, { sessionId }] of sessions.entries()) {
+      const workspace = await workspaceOf(sessionId);
+      for (const marker of [`d7-${i}`, `d7-${i}-b`, `d7-${i}-c`]) {
+        const lines = await readMarkers(workspace, marker);
+        expect(lines, marker).toHaveLength(1);
+        executors.add(lines[0]!.split(" ")[0]!);
+      }
+      expectValidHistory(await client.messages(sessionId));
+    }
+    // Only live worker processes executed tools; more than one of them took part.
+    expect(executors.size).toBeGreaterThanOrEqual(2);
+  });
+
+  it("D4: step and batch jobs delivered twice, and raced by two workers, execute once with no duplicate message or event", async () => {
+    // Two worker processes are running from the previous test; add an in-process one too.
+    await env.startWorker();
+    const { sessionId } = await client.newSession();
+    const workspace = await workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([[{ text: "a" }, { tool: "marker_sleep", args: { marker: "d4", sleepMs: 300 } }], [{ text: "b" }]]),
+    );
+    const runId: string = run.body.id;
+    const { dispatcher } = env.services;
+    // Duplicate deliveries of the same work under other job ids, while the originals run.
+    for (let copy = 1; copy <= 3; copy++) {
+      await dispatcher.stepQueue.add("step", { runId, stepIndex: 0 }, { jobId: `dup-step-${runId}-${copy}` });
+    }
+    await waitFor(async () => (await readMarkers(workspace, "d4")).length === 1, 20_000, "the tool to start");
+    for (let copy = 1; copy <= 3; copy++) {
+      await dispatcher.toolQueue.add("batch", { runId, stepIndex: 0 }, { jobId: `dup-batch-${runId}-${copy}` });
+    }
+    // The original ids again: BullMQ refuses them while kept.
+    await dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex: 0 }, redispatches: 0 }]);
+    const done = await client.waitForRun(runId, 30_000);
+    expect(done.status).toBe("completed");
+
+    // Redeliveries after completion, of every job the run had.
+    for (const next of [{ kind: "step", stepIndex: 0 }, { kind: "batch", stepIndex: 0 }, { kind: "step", stepIndex: 1 }] as const) {
+      const job = await (next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue).add(next.kind, { runId, stepIndex: next.stepIndex }, {
+        jobId: `${jobIdFor(runId, next, 0)}-late`,
+      });
+      await waitFor(async () => ["completed", "failed"].includes(await job.getState()), 20_000, "the late duplicate to finish");
+    }
+    const duplicates = await Promise.all(
+      [1, 2, 3].flatMap((copy) => [dispatcher.stepQueue.getJob(`dup-step-${runId}-${copy}`), dispatcher.toolQueue.getJob(`dup-batch-${runId}-${copy}`)]),
+    );
+    for (const job of duplicates) await waitFor(async () => !job || ["completed", "failed"].includes(await job.getState()), 20_000, "duplicates to settle");
+
+    expect(await readMarkers(workspace, "d4")).toHaveLength(1);
+    const messages = await client.messages(sessionId);
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    const events = await client.events(sessionId);
+    const count = (type: string) => events.filter((e) => e.type === type).length;
+    expect(count("run_start")).toBe(1);
+    expect(count("run_end")).toBe(1);
+    expect(count("tool_end")).toBe(1);
+    expect(count("step_end")).toBe(2);
+    // Every step_start was answered by the attempt that committed; superseded attempts, if any, are tagged.
+    const stepEnds = events.filter((e) => e.type === "step_end");
+    for (const end of stepEnds) {
+      const [step] = await env.query<{ attempt: number }>("select attempt from steps where run_id = $1 and index = $2", [runId, end.data.stepIndex]);
+      expect(end.data.attempt).toBe(step!.attempt);
+    }
+    const [callRows] = await env.query<{ n: string }>("select count(*)::text as n from tool_calls where run_id = $1", [runId]);
+    expect(callRows!.n).toBe("1");
+  });
+});

@@ -1,0 +1,75 @@
+import { execFileSync } from "node:child_process";
+import pg from "pg";
+import { Redis } from "ioredis";
+import type { TestProject } from "vitest/node";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Admin connection; each test file creates its own database through it. */
+    databaseUrl: string;
+    redisUrl: string;
+  }
+}
+
+/**
+ * Finds Postgres and Redis: DATABASE_URL and REDIS_URL when set, else the local
+ * services. Where neither is set nor answering but Docker is, starts them with
+ * testcontainers.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  let databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  let redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  const stops: Array<() => Promise<unknown>> = [];
+  const explicitlySet = process.env.DATABASE_URL !== undefined || process.env.REDIS_URL !== undefined;
+  if (!explicitlySet && !((await postgresAnswers(databaseUrl)) && (await redisAnswers(redisUrl))) && dockerAnswers()) {
+    const { GenericContainer, Wait } = await import("testcontainers");
+    const postgres = await new GenericContainer("postgres:16")
+      .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: "trust" })
+      .withExposedPorts(5432)
+      .withWaitStrategy(Wait.forLogMessage(/ready to accept connections/, 2))
+      .start();
+    const redis = await new GenericContainer("redis:7").withExposedPorts(6379).start();
+    stops.push(() => postgres.stop(), () => redis.stop());
+    databaseUrl = `postgres://postgres@${postgres.getHost()}:${postgres.getMappedPort(5432)}/postgres`;
+    redisUrl = `redis://${redis.getHost()}:${redis.getMappedPort(6379)}`;
+  }
+  project.provide("databaseUrl", databaseUrl);
+  project.provide("redisUrl", redisUrl);
+  return async () => {
+    for (const stop of stops) await stop();
+  };
+}
+
+async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query("select 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function redisAnswers(url: string): Promise<boolean> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
+  try {
+    await redis.connect();
+    return (await redis.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function dockerAnswers(): boolean {
+  try {
+    execFileSync("docker", ["info"], { stdio: "ignore", timeout: 5000 });
+    return true;
+  } catch {
+    return false;
+  }
+}

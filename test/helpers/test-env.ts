@@ -1,0 +1,125 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
+import { createApp } from "../../src/api/app.js";
+import type { App } from "../../src/api/app-env.js";
+import { startHttpServer, type HttpServer } from "../../src/api/http-server.js";
+import { loadConfig, type Config } from "../../src/config.js";
+import { createServices, type Services } from "../../src/services.js";
+import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
+import { ApiClient } from "./api-client.js";
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const testToolsModule = path.join(repoRoot, "test/fixtures/test-tools.ts");
+
+/**
+ * One isolated Foya for a test file: its own database, queue prefix and
+ * workspace folder, on the real Postgres and Redis. Timings are shortened so
+ * crash recovery (leases, stalls, sweeps) happens within seconds.
+ */
+export interface TestEnv {
+  env: Record<string, string>;
+  config: Config;
+  services: Services;
+  app: App;
+  admin: ApiClient;
+  /** A new tenant with its own key. */
+  newTenant(name?: string): Promise<ApiClient>;
+  startWorker(): Promise<WorkerRuntime>;
+  startServer(): Promise<HttpServer>;
+  /** Plain SQL on the test database. */
+  query<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+  const adminUrl = inject("databaseUrl");
+  const redisUrl = inject("redisUrl");
+  const suffix = randomBytes(5).toString("hex");
+  const databaseName = `foya_test_${suffix}`;
+  const adminClient = new pg.Client({ connectionString: adminUrl });
+  await adminClient.connect();
+  await adminClient.query(`create database ${databaseName}`);
+  await adminClient.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${databaseName}`;
+  const workspaces = await mkdtemp(path.join(tmpdir(), "foya-ws-"));
+  const env: Record<string, string> = {
+    DATABASE_URL: url.toString(),
+    REDIS_URL: redisUrl,
+    FOYA_QUEUE_PREFIX: `foya-test-${suffix}`,
+    FOYA_WORKSPACES_DIR: workspaces,
+    FOYA_ADMIN_TOKEN: "test-admin-token",
+    FOYA_TOOL_MODULES: testToolsModule,
+    FOYA_LEASE_MS: "2000",
+    FOYA_STALLED_INTERVAL_MS: "1000",
+    FOYA_SWEEP_INTERVAL_MS: "300",
+    FOYA_SWEEP_GRACE_MS: "1000",
+    FOYA_SHUTDOWN_GRACE_MS: "3000",
+    FOYA_SSE_KEEPALIVE_MS: "1000",
+    LOG_LEVEL: "warn",
+    PORT: "0",
+    ...overrides,
+  };
+  const config = loadConfig(env);
+  const services = await createServices(config, { role: "test" });
+  const app = createApp(services);
+  const closers: Array<() => Promise<unknown>> = [];
+  const pool = services.db.pool;
+
+  const testEnv: TestEnv = {
+    env,
+    config,
+    services,
+    app,
+    admin: ApiClient.forApp(app, config.adminToken ?? ""),
+    async newTenant(name = "tenant") {
+      const created = await testEnv.admin.post<{ apiKey: string }>("/v1/tenants", { name });
+      if (created.status !== 201) throw new Error(`tenant creation failed: ${JSON.stringify(created.body)}`);
+      return ApiClient.forApp(app, created.body.apiKey);
+    },
+    async startWorker() {
+      const worker = await startWorkerRuntime(services);
+      closers.unshift(() => worker.close());
+      return worker;
+    },
+    async startServer() {
+      const server = await startHttpServer(services, { port: 0 });
+      closers.unshift(() => server.close());
+      return server;
+    },
+    async query(text, values) {
+      return (await pool.query(text, values)).rows;
+    },
+    async close() {
+      for (const close of closers) await close().catch(() => {});
+      await services.close();
+      await dropRedisPrefix(redisUrl, env.FOYA_QUEUE_PREFIX as string);
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`drop database if exists ${databaseName} with (force)`);
+      await admin.end();
+      await rm(workspaces, { recursive: true, force: true });
+    },
+  };
+  return testEnv;
+}
+
+async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
