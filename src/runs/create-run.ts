@@ -6,7 +6,7 @@ import { newId } from "../ids.js";
 import type { Services } from "../services.js";
 import { cancelRunInTransaction } from "./cancel-run.js";
 import { activateRun, type RunRow } from "./run-lifecycle.js";
-import { transact } from "./transact.js";
+import { TransientConflictError, transact } from "./transact.js";
 
 /**
  * Accepts a turn. The run row, its user message and its first job intent
@@ -21,15 +21,23 @@ export async function createRun(
   return transact(
     services,
     async (fx) => {
+      // Lock order everywhere is run, then session (workers lock their run, then bump the
+      // session's event counter), so the active run is locked before the session row.
+      const [peek] = await fx.tx
+        .select({ activeRunId: sessions.activeRunId })
+        .from(sessions)
+        .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
+      if (!peek) throw notFound("session");
+      const active = peek.activeRunId
+        ? (await fx.tx.select().from(runs).where(eq(runs.id, peek.activeRunId)).for("update"))[0]
+        : undefined;
       const [session] = await fx.tx
         .select()
         .from(sessions)
-        .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)))
+        .where(and(eq(sessions.id, input.sessionId), isNull(sessions.deletedAt)))
         .for("update");
       if (!session) throw notFound("session");
-      const active = session.activeRunId
-        ? (await fx.tx.select().from(runs).where(eq(runs.id, session.activeRunId)).for("update"))[0]
-        : undefined;
+      if (session.activeRunId !== peek.activeRunId) throw new TransientConflictError("the session's active run changed");
       const isActive = active !== undefined && !isTerminalRunStatus(active.status);
       if (isActive && input.ifActive === "reject") {
         throw new FoyaError("conflict", `session already has an active run (${active.id}); send ifActive "enqueue" or "interrupt" to change that`);

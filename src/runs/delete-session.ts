@@ -12,17 +12,18 @@ export async function deleteSession(
   input: { tenantId: string; sessionId: string },
 ): Promise<void> {
   await transact(services, async (fx) => {
+    // Runs first, then the session: the lock order every transaction follows.
+    const open = await fx.tx
+      .select()
+      .from(runs)
+      .where(and(eq(runs.sessionId, input.sessionId), eq(runs.tenantId, input.tenantId), inArray(runs.status, [...activeRunStatuses])))
+      .for("update");
     const [session] = await fx.tx
       .update(sessions)
       .set({ deletedAt: sql`coalesce(${sessions.deletedAt}, now())` })
       .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId)))
       .returning();
     if (!session) throw notFound("session");
-    const open = await fx.tx
-      .select()
-      .from(runs)
-      .where(and(eq(runs.sessionId, session.id), inArray(runs.status, [...activeRunStatuses])))
-      .for("update");
     for (const run of open) {
       await cancelRunInTransaction(fx, run, { code: "session_deleted", message: "the session was deleted" }, false);
     }

@@ -24,26 +24,55 @@ export class StaleWorkError extends Error {
   }
 }
 
+/** Thrown inside a transaction when what it read changed under it; the transaction is retried. */
+export class TransientConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TransientConflictError";
+  }
+}
+
+const maxAttempts = 5;
+
+function isRetryable(error: unknown): boolean {
+  if (error instanceof TransientConflictError) return true;
+  // Deadlocks and serialization failures, possibly wrapped by drizzle.
+  const code = (error as { code?: string; cause?: { code?: string } })?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
+  return code === "40P01" || code === "40001";
+}
+
 export async function transact<T>(
   services: Pick<Services, "db" | "bus" | "dispatcher">,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T> {
-  const published: SessionEvent[] = [];
-  const dispatches: DispatchRequest[] = [];
-  const cancels: string[] = [];
-  const value = await services.db.db.transaction(async (tx) =>
-    work({
-      tx,
-      async emit(tenantId, sessionId, events) {
-        const stored = await appendEvents(tx, tenantId, sessionId, events);
-        published.push(...stored);
-        return stored;
-      },
-      dispatch: (request) => void dispatches.push(request),
-      cancel: (runId) => void cancels.push(runId),
-    }),
-  );
+  let published: SessionEvent[] = [];
+  let dispatches: DispatchRequest[] = [];
+  let cancels: string[] = [];
+  let value: T;
+  for (let attempt = 1; ; attempt++) {
+    published = [];
+    dispatches = [];
+    cancels = [];
+    try {
+      value = await services.db.db.transaction(async (tx) =>
+        work({
+          tx,
+          async emit(tenantId, sessionId, events) {
+            const stored = await appendEvents(tx, tenantId, sessionId, events);
+            published.push(...stored);
+            return stored;
+          },
+          dispatch: (request) => void dispatches.push(request),
+          cancel: (runId) => void cancels.push(runId),
+        }),
+      );
+      break;
+    } catch (error) {
+      if (attempt >= maxAttempts || !isRetryable(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, attempt * 5 + Math.random() * 10));
+    }
+  }
   options.afterCommit?.();
   await services.bus.publish(published);
   await Promise.all(cancels.map((runId) => services.bus.publishCancel(runId)));

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { script, type ApiClient } from "../helpers/api-client.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+let env: TestEnv;
+let client: ApiClient;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  await env.startWorker();
+  client = await env.newTenant();
+});
+afterAll(async () => env?.close());
+
+describe("streamed tool calls", () => {
+  it("T2: raw argument strings are stored byte for byte as streamed", async () => {
+    const raws = [
+      '{ "marker" :"t2",\n  "sleepMs": 0 }',
+      '{"marker":"caf\\u00e9 \u00e9t\u00e9 \ud83d\ude80","sleepMs":0.0e0}',
+      '  {"marker":"\\"quoted\\"" }  ',
+    ];
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([raws.map((argsRaw) => ({ tool: "noop", argsRaw, chunks: 7 }))]));
+    await client.waitForRun(run.body.id);
+    const stored = await env.query<{ arguments_raw: string }>("select arguments_raw from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    expect(stored.map((row) => row.arguments_raw)).toEqual(raws);
+    const assistant = (await client.messages(sessionId)).find((m) => m.role === "assistant");
+    expect(assistant.content.toolCalls.map((call: { argumentsRaw: string }) => call.argumentsRaw)).toEqual(raws);
+    // What clients saw streamed adds up to the same strings.
+    const deltas = new Map<string, string>();
+    for (const event of await client.events(sessionId)) {
+      if (event.type === "tool_update" && event.data.argumentsDelta !== undefined) {
+        deltas.set(event.data.callId, (deltas.get(event.data.callId) ?? "") + event.data.argumentsDelta);
+      }
+    }
+    expect([...deltas.values()]).toEqual(raws);
+  });
+
+  it("L1: tool_begin precedes the end of argument streaming; the tool starts after the arguments are complete", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "noop", args: { marker: "l1-marker-with-a-long-name" }, chunks: 10 }]], { chunkDelayMs: 40 }),
+    );
+    await client.waitForRun(run.body.id);
+    const events = await client.events(sessionId);
+    const begin = events.find((e) => e.type === "tool_begin");
+    const argumentUpdates = events.filter((e) => e.type === "tool_update" && e.data.argumentsDelta !== undefined);
+    const started = events.find((e) => e.type === "tool_update" && e.data.status === "running");
+    const stepEnd = events.find((e) => e.type === "step_end");
+    expect(begin).toBeDefined();
+    expect(argumentUpdates.length).toBeGreaterThan(1);
+    expect(begin.seq).toBeLessThan(argumentUpdates[0].seq);
+    // tool_begin was broadcast while arguments were still streaming, not after.
+    expect(new Date(begin.at).getTime()).toBeLessThan(new Date(argumentUpdates.at(-1).at).getTime());
+    expect(started.seq).toBeGreaterThan(argumentUpdates.at(-1).seq);
+    expect(started.seq).toBeGreaterThan(stepEnd.seq);
+    expect(begin.data).toMatchObject({ name: "noop", status: "queued", callIndex: 0 });
+  });
+
+  it("X1: every streamed event names the step attempt that produced it", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ text: "one" }, { tool: "noop", args: {} }], [{ text: "two" }]]));
+    await client.waitForRun(run.body.id);
+    for (const event of await client.events(sessionId)) {
+      if (["run_start", "run_end"].includes(event.type)) continue;
+      expect(event.step, event.type).toEqual({ index: expect.any(Number), attempt: 1 });
+    }
+  });
+});
