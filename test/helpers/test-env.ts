@@ -62,7 +62,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     FOYA_SWEEP_GRACE_MS: "1000",
     FOYA_SHUTDOWN_GRACE_MS: "3000",
     FOYA_SSE_KEEPALIVE_MS: "1000",
-    LOG_LEVEL: "warn",
+    LOG_LEVEL: "error",
     PORT: "0",
     ...overrides,
   };

@@ -49,7 +49,8 @@ export const readTool = defineTool<ReadArgs>({
       const head = buffer.subarray(0, bytesRead);
       if (head.includes(0)) return textResult(`"${args.path}" is a binary file of ${stat.size} bytes; not shown.`);
       const lines = head.toString("utf8").split("\n");
-      if (stat.size > bytesRead && lines.length > 1) lines.pop(); // last line was cut by the byte cap
+      // Drop the empty piece after a final newline, or the last line the byte cap cut short.
+      if (lines.length > 1 && (stat.size > bytesRead || lines.at(-1) === "")) lines.pop();
       const start = (args.offset ?? 1) - 1;
       const selected = lines.slice(start, start + (args.limit ?? defaultLineLimit));
       const numbered = selected.map((line, i) => `${String(start + i + 1).padStart(6)}\t${line}`).join("\n");

@@ -1,0 +1,113 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ApiClient } from "../helpers/api-client.js";
+import { expectValidHistory } from "../helpers/history.js";
+import {
+  finishChunk,
+  startOpenAIWireServer,
+  textChunk,
+  toolArgsChunk,
+  toolCallStartChunk,
+  usageChunk,
+  type OpenAIWireServer,
+  type WireScript,
+} from "../helpers/openai-wire-server.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+let env: TestEnv;
+let client: ApiClient;
+let server: OpenAIWireServer;
+let respond: (body: any) => WireScript;
+
+beforeAll(async () => {
+  server = await startOpenAIWireServer(({ body }) => respond(body));
+  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
+  const providersFile = path.join(folder, "providers.json");
+  await writeFile(
+    providersFile,
+    JSON.stringify({ profiles: [{ name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }] }),
+  );
+  env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire", FOYA_STEP_ATTEMPTS: "2" });
+  await env.startWorker();
+  client = await env.newTenant();
+});
+afterAll(async () => {
+  await env?.close();
+  await server?.close();
+});
+
+const sse = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
+
+describe("OpenAI-compatible provider through the whole loop", () => {
+  it("PR1: two tool calls in one streamed response, arguments split mid-token, run to completion over real HTTP", async () => {
+    const first = '{"marker":"pr1-a"}';
+    const second = '{"marker":"pr1-\\u00e9"}';
+    respond = (body) => {
+      const toolMessages = body.messages.filter((m: { role: string }) => m.role === "tool");
+      if (toolMessages.length === 0) {
+        return sse([
+          textChunk("Calling two tools."),
+          toolCallStartChunk(0, "call_a", "noop"),
+          toolArgsChunk(0, first.slice(0, 5)),
+          toolCallStartChunk(1, "call_b", "noop"),
+          toolArgsChunk(0, first.slice(5)),
+          toolArgsChunk(1, second.slice(0, 13)),
+          toolArgsChunk(1, second.slice(13)),
+          finishChunk("tool_calls"),
+          usageChunk(12, 7),
+        ]);
+      }
+      return sse([textChunk("Both "), textChunk("done."), finishChunk("stop"), usageChunk(30, 2)]);
+    };
+    const { sessionId } = await client.newSession({ providerProfile: "wire" });
+    const run = await client.startRun(sessionId, "use two tools");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+
+    const calls = await env.query<{ call_id: string; arguments_raw: string; status: string }>(
+      "select call_id, arguments_raw, status from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
+    expect(calls).toEqual([
+      { call_id: "call_a", arguments_raw: first, status: "succeeded" },
+      { call_id: "call_b", arguments_raw: second, status: "succeeded" },
+    ]);
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    expect(messages.at(-1).content.text).toBe("Both done.");
+    const usage = await env.query<{ usage: unknown }>("select usage from steps where run_id = $1 order by index", [run.body.id]);
+    expect(usage.map((row) => row.usage)).toEqual([
+      { inputTokens: 12, outputTokens: 7 },
+      { inputTokens: 30, outputTokens: 2 },
+    ]);
+
+    // The second request carried the history in the wire format, with the server-side key.
+    const request = server.requests.at(-1)!;
+    expect(request.headers.authorization).toBe("Bearer sk-wire");
+    expect(request.body.model).toBe("wire-model");
+    expect(request.body.stream).toBe(true);
+    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["marker_sleep", "noop", "read", "write"]);
+    const assistant = request.body.messages.find((m: { role: string }) => m.role === "assistant");
+    expect(assistant.tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments)).toEqual([first, second]);
+    expect(request.body.messages.filter((m: { role: string }) => m.role === "tool").map((m: { tool_call_id: string }) => m.tool_call_id)).toEqual([
+      "call_a",
+      "call_b",
+    ]);
+  });
+
+  it("PR1: a provider that keeps failing is retried as a new step attempt, then the run fails with the reason", async () => {
+    respond = () => ({ status: 500, body: "upstream exploded" });
+    const before = server.requests.length;
+    const { sessionId } = await client.newSession({ providerProfile: "wire" });
+    const run = await client.startRun(sessionId, "hello");
+    const done = await client.waitForRun(run.body.id);
+    expect(done.status).toBe("failed");
+    expect(done.error.code).toBe("provider_error");
+    expect(done.error.message).toContain("500");
+    expect(server.requests.length - before).toBe(2);
+    const events = await client.events(sessionId);
+    expect(events.filter((e) => e.type === "step_start").map((e) => e.data.attempt)).toEqual([1, 2]);
+    expect(events.at(-1).data).toMatchObject({ type: "run_end", status: "failed" });
+  });
+});
