@@ -112,7 +112,7 @@ export const runs = pgTable(
     fence: bigint("fence", { mode: "number" }).notNull().default(0),
     leaseOwner: text("lease_owner"),
     leaseUntil: tstz("lease_until"),
-    /** How often the sweeper re-dispatched this run's next job; part of the job id. */
+    /** How often the sweeper re-dispatched the current `next_job`; part of its job id, reset with each new next job. */
     redispatches: integer("redispatches").notNull().default(0),
     error: jsonb("error").$type<{ code: string; message: string } | null>(),
     createdAt: createdAt(),

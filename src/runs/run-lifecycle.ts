@@ -26,7 +26,7 @@ export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "te
     .returning({ runCount: sessions.runCount });
   if (!session) throw new Error(`session ${run.sessionId} vanished`);
   const next: NextJob = { kind: "step", stepIndex: 0 };
-  await tx.update(runs).set({ ordinal: session.runCount, nextJob: next, updatedAt: sql`now()` }).where(eq(runs.id, run.id));
+  await tx.update(runs).set({ ordinal: session.runCount, nextJob: next, redispatches: 0, updatedAt: sql`now()` }).where(eq(runs.id, run.id));
   await insertMessage(
     tx,
     { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },

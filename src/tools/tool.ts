@@ -48,7 +48,7 @@ export interface ToolContext {
   provider: { profile: string; model: string };
   /** Names of the tools exposed to the model in the step that produced this call. */
   exposedTools: readonly string[];
-  /** Aborted when the run is cancelled or the worker shuts down. */
+  /** Aborted when the run is cancelled, or when a draining worker's grace period ends. */
   signal: AbortSignal;
   /** Reports progress to clients as a `tool_update` event. */
   reportProgress(message: string): void;

@@ -3,6 +3,7 @@ export interface RunAborts {
   register(runId: string): AbortController;
   unregister(runId: string, controller: AbortController): void;
   abort(runId: string, reason: string): void;
+  abortAll(reason: string): void;
 }
 
 export function createRunAborts(): RunAborts {
@@ -22,6 +23,9 @@ export function createRunAborts(): RunAborts {
     },
     abort(runId, reason) {
       for (const controller of byRun.get(runId) ?? []) controller.abort(new Error(reason));
+    },
+    abortAll(reason) {
+      for (const set of byRun.values()) for (const controller of set) controller.abort(new Error(reason));
     },
   };
 }

@@ -22,6 +22,8 @@ export function createStepEventSink(options: {
   runId: string;
   step: StepRef;
   coalesceMs: number;
+  /** Once aborted (the run was cancelled), buffered events are dropped rather than written after run_end. */
+  signal: AbortSignal;
 }): StepEventSink {
   let pending: EventBody[] = [];
   let timer: NodeJS.Timeout | undefined;
@@ -57,7 +59,7 @@ export function createStepEventSink(options: {
     if (batch.length === 0) return chain;
     const events: NewEvent[] = batch.map((body) => ({ runId: options.runId, step: options.step, body }));
     chain = chain.then(async () => {
-      if (failure) return;
+      if (failure || options.signal.aborted) return;
       try {
         const stored = await appendEvents(options.db, options.tenantId, options.sessionId, events);
         await options.bus.publish(stored);

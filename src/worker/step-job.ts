@@ -79,6 +79,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       runId,
       step: stepRef,
       coalesceMs: 20,
+      signal: controller.signal,
     });
     let text = "";
     const calls = new Map<number, AssistantToolCall>();
@@ -122,7 +123,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       const next = orderedCalls.length > 0 ? ({ kind: "batch", stepIndex } as const) : null;
       const updated = await fx.tx
         .update(runs)
-        .set({ nextJob: next, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+        .set({ nextJob: next, redispatches: 0, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
         .where(and(eq(runs.id, runId), eq(runs.fence, run.fence), eq(runs.status, "running")))
         .returning({ id: runs.id });
       if (updated.length === 0) throw new StaleWorkError();

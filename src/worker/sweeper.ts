@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { RunStatus } from "../core/run-status.js";
 import { runs } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
-import { endRun } from "../runs/run-lifecycle.js";
+import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { transact } from "../runs/transact.js";
 import type { Services } from "../services.js";
 
@@ -18,8 +18,16 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  */
 export async function sweepOnce(services: Services): Promise<number> {
   const { db, dispatcher, config } = services;
-  const candidates = await db.db.execute<{ id: string; tenant_id: string; session_id: string; next_job: NextJob; redispatches: number; status: RunStatus }>(sql`
-    select id, tenant_id, session_id, next_job, redispatches, status from runs
+  const candidates = await db.db.execute<{
+    id: string;
+    tenant_id: string;
+    session_id: string;
+    ordinal: number | null;
+    next_job: NextJob;
+    redispatches: number;
+    status: RunStatus;
+  }>(sql`
+    select id, tenant_id, session_id, ordinal, next_job, redispatches, status from runs
     where next_job is not null and status in ('queued', 'running')
       and (lease_until is null or lease_until < now())
       and updated_at < now() - make_interval(secs => ${config.sweepGraceMs / 1000})
@@ -32,7 +40,10 @@ export async function sweepOnce(services: Services): Promise<number> {
     if (liveJobStates.has(state)) continue;
     await transact(services, async (fx) => {
       if (run.redispatches >= maxRedispatches) {
-        await endRun(fx, { id: run.id, tenantId: run.tenant_id, sessionId: run.session_id }, "failed", {
+        const owner = { id: run.id, tenantId: run.tenant_id, sessionId: run.session_id };
+        // Every call gets a result, so the next turn's history stays valid.
+        if (run.ordinal !== null) await closeOpenCalls(fx, { ...owner, ordinal: run.ordinal }, "interrupted");
+        await endRun(fx, owner, "failed", {
           error: { code: "dispatch_exhausted", message: `the run's ${run.next_job.kind} job was lost ${maxRedispatches} times` },
         });
         return;

@@ -118,7 +118,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       const next = { kind: "step", stepIndex: nextIndex } as const;
       await fx.tx
         .update(runs)
-        .set({ stepIndex: nextIndex, nextJob: next, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+        .set({ stepIndex: nextIndex, nextJob: next, redispatches: 0, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
         .where(eq(runs.id, runId));
       fx.dispatch({ runId, next, redispatches: 0 });
       return true;

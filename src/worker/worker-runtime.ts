@@ -67,6 +67,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       if (timedOut) {
         // Jobs still running are handed back: their leases lapse and another worker takes them.
         logger.warn("shutdown grace elapsed; handing back running jobs");
+        aborts.abortAll("worker shutting down");
         await Promise.all([stepWorker.close(true), toolWorker.close(true)]);
       }
       leases.stop();

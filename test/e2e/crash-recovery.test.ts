@@ -76,6 +76,35 @@ describe("crash recovery", () => {
     expect(await readMarkers(workspace, "d3")).toHaveLength(1);
   });
 
+  it("D4: a stalled worker that wakes up cannot commit over newer work (fencing)", async () => {
+    const sleeper = await start("worker");
+    const { sessionId } = await client.newSession();
+    const workspace = await workspaceOf(sessionId);
+    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "stall", sleepMs: 1500 } }], [{ text: "never" }]]));
+    await waitFor(async () => (await readMarkers(workspace, "stall")).length === 1, 20_000, "the tool to start");
+    // Freeze the worker: its lease and BullMQ lock lapse while the tool is "still running".
+    process.kill(sleeper.pid, "SIGSTOP");
+    try {
+      await start("worker");
+      const done = await client.waitForRun(run.body.id, 30_000);
+      expect(done.status).toBe("interrupted");
+    } finally {
+      process.kill(sleeper.pid, "SIGCONT");
+    }
+    // The woken worker finishes its tool and tries to commit the result: it is refused.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const [call] = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [run.body.id]);
+    expect(call!.status).toBe("interrupted");
+    const messages = await client.messages(sessionId);
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(messages[2].content.status).toBe("interrupted");
+    const events = await client.events(sessionId);
+    expect(events.filter((e) => e.type === "tool_end")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "run_end")).toHaveLength(1);
+    expect(await readMarkers(workspace, "stall")).toHaveLength(1);
+    expect((await client.get(`/v1/runs/${run.body.id}`)).body.status).toBe("interrupted");
+  });
+
   it("X4: a crash between the API's commit and the enqueue does not lose the run", async () => {
     const crashingApi = await start("api", { FOYA_FAILPOINTS: "api.after_run_commit" });
     await start("worker");
@@ -94,6 +123,18 @@ describe("crash recovery", () => {
     const messages = await client.messages(sessionId);
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(messages[1].content.text).toBe("survived");
+  });
+
+  it("X4: the sweeper leaves work alone while its lease is live, however long the tool runs", async () => {
+    await start("worker");
+    const { sessionId } = await client.newSession();
+    // Longer than the lease (2 s) and the sweep grace (1 s): only lease renewals keep it owned.
+    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "long", sleepMs: 4000 } }], [{ text: "ok" }]]));
+    const done = await client.waitForRun(run.body.id, 30_000);
+    expect(done.status).toBe("completed");
+    const [row] = await env.query<{ redispatches: number }>("select redispatches from runs where id = $1", [run.body.id]);
+    expect(row!.redispatches).toBe(0);
+    expect(await readMarkers(await workspaceOf(sessionId), "long")).toHaveLength(1);
   });
 
   it("D7: two worker processes share 20 concurrent runs; all complete and each call ran once", async () => {

@@ -96,6 +96,28 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     ]);
   });
 
+  it("X1: a model step that fails mid-stream is retried as a new attempt; clients can drop the first attempt's output", async () => {
+    let calls = 0;
+    respond = () => {
+      calls++;
+      return calls === 1
+        ? { chunks: [textChunk("Hello, wor"), 'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n'] }
+        : sse([textChunk("Hello, "), textChunk("world."), finishChunk("stop")]);
+    };
+    const { sessionId } = await client.newSession({ providerProfile: "wire" });
+    const run = await client.startRun(sessionId, "greet");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const events = await client.events(sessionId);
+    const deltas = events.filter((e) => e.type === "text_delta");
+    expect(deltas.map((e) => e.step.attempt)).toContain(1);
+    const latest = Math.max(...events.filter((e) => e.type === "step_start").map((e) => e.step.attempt));
+    expect(latest).toBe(2);
+    // The client rule: keep only the latest attempt of each step.
+    expect(deltas.filter((e) => e.step.attempt === latest).map((e) => e.data.text).join("")).toBe("Hello, world.");
+    const assistant = (await client.messages(sessionId)).filter((m) => m.role === "assistant");
+    expect(assistant.map((m) => m.content.text)).toEqual(["Hello, world."]);
+  });
+
   it("PR1: a provider that keeps failing is retried as a new step attempt, then the run fails with the reason", async () => {
     respond = () => ({ status: 500, body: "upstream exploded" });
     const before = server.requests.length;
