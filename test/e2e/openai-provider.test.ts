@@ -41,7 +41,7 @@ afterAll(async () => {
 const sse = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
 
 describe("OpenAI-compatible provider through the whole loop", () => {
-  it("PR1: two tool calls in one streamed response, arguments split mid-token, run to completion over real HTTP", async () => {
+  it("PR1, R2: two tool calls in one streamed response, arguments split mid-token, run to completion over real HTTP", async () => {
     const first = '{"marker":"pr1-a"}';
     const second = '{"marker":"pr1-\\u00e9"}';
     respond = (body) => {
@@ -82,6 +82,9 @@ describe("OpenAI-compatible provider through the whole loop", () => {
       { inputTokens: 30, outputTokens: 2 },
     ]);
 
+    // R2: both steps sent the same tool set, byte for byte.
+    const stepRequests = server.requests.slice(-2);
+    expect(JSON.stringify(stepRequests[0]!.body.tools)).toBe(JSON.stringify(stepRequests[1]!.body.tools));
     // The second request carried the history in the wire format, with the server-side key.
     const request = server.requests.at(-1)!;
     expect(request.headers.authorization).toBe("Bearer sk-wire");

@@ -1,0 +1,75 @@
+import { mkdir, mkdtemp, symlink, writeFile, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { readTool } from "../../src/tools/builtin/read-tool.js";
+import { writeTool } from "../../src/tools/builtin/write-tool.js";
+import type { Tool, ToolContext } from "../../src/tools/tool.js";
+import { resolveWorkspacePath } from "../../src/tools/workspace-path.js";
+
+let root: string;
+let workspace: string;
+let outside: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "foya-paths-"));
+  workspace = path.join(root, "ws");
+  outside = path.join(root, "outside");
+  await mkdir(path.join(workspace, "src"), { recursive: true });
+  await mkdir(outside);
+  await writeFile(path.join(outside, "secret.txt"), "top secret\n");
+  await writeFile(path.join(workspace, "src", "a.txt"), "one\ntwo\n");
+  await symlink(outside, path.join(workspace, "escape"));
+  await symlink(path.join(outside, "secret.txt"), path.join(workspace, "secret-link"));
+  await symlink(path.join(workspace, "src"), path.join(workspace, "inside-link"));
+});
+
+function context(): ToolContext {
+  return {
+    tenantId: "ten",
+    sessionId: "ses",
+    runId: "run",
+    projectId: "prj",
+    workspaceDir: workspace,
+    approvalMode: "auto",
+    provider: { profile: "scripted", model: "scripted" },
+    exposedTools: ["read", "write"],
+    signal: new AbortController().signal,
+    reportProgress: () => {},
+  };
+}
+const run = <A>(tool: unknown, args: A) =>
+  (tool as Tool<A>).run(context(), args, { callId: "c", name: "t", argumentsRaw: JSON.stringify(args) });
+
+describe("workspace confinement", () => {
+  it("refuses .., absolute paths and symlinks that lead outside; allows links that stay inside", async () => {
+    for (const requested of ["../outside/secret.txt", "/etc/passwd", "escape/secret.txt", "secret-link", "escape/new.txt", "src/../../outside"]) {
+      const resolved = await resolveWorkspacePath(workspace, requested);
+      expect(resolved.ok, requested).toBe(false);
+    }
+    const inside = await resolveWorkspacePath(workspace, "inside-link/a.txt");
+    expect(inside).toMatchObject({ ok: true, relative: path.join("src", "a.txt") });
+    expect(await resolveWorkspacePath(workspace, "new/deep/file.txt")).toMatchObject({ ok: true, relative: path.join("new", "deep", "file.txt") });
+    expect((await resolveWorkspacePath(workspace, "a\u0000b")).ok).toBe(false);
+  });
+
+  it("T4: read and write give is_error results for escapes and missing files, and touch nothing outside", async () => {
+    const escaped = await run(readTool, { path: "secret-link" });
+    expect(escaped).toMatchObject({ isError: true, errorCode: "path_outside_workspace" });
+    expect(JSON.stringify(escaped)).not.toContain("top secret");
+    const written = await run(writeTool, { path: "escape/planted.txt", content: "x" });
+    expect(written).toMatchObject({ isError: true, errorCode: "path_outside_workspace" });
+    await expect(readFile(path.join(outside, "planted.txt"))).rejects.toThrow();
+    expect(await run(readTool, { path: "missing.txt" })).toMatchObject({ isError: true, errorCode: "file_not_found" });
+    expect(await run(readTool, { path: "src" })).toMatchObject({ isError: true, errorCode: "is_directory" });
+  });
+
+  it("read numbers lines and pages with offset and limit", async () => {
+    await run(writeTool, { path: "notes/many.txt", content: Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n") + "\n" });
+    const page = await run(readTool, { path: "notes/many.txt", offset: 3, limit: 2 });
+    expect(page.isError).toBeUndefined();
+    const text = page.content[0]!.type === "text" ? page.content[0]!.text : "";
+    expect(text.split("\n").slice(0, 2)).toEqual(["     3\tline 3", "     4\tline 4"]);
+    expect(text).toContain("not shown");
+  });
+});
