@@ -55,5 +55,3 @@ export interface NewEvent {
   step: StepRef | null;
   body: EventBody;
 }
-
-export const terminalEventTypes: ReadonlySet<EventType> = new Set(["run_end"]);

@@ -35,11 +35,3 @@ export const toolCallTransitions: Readonly<Record<ToolCallStatus, readonly ToolC
 };
 
 export type TerminalToolCallStatus = "succeeded" | "failed" | "denied" | "skipped" | "cancelled" | "interrupted";
-
-export function toolCallStatusesLeadingTo(to: ToolCallStatus): ToolCallStatus[] {
-  return toolCallStatuses.filter((from) => toolCallTransitions[from].includes(to));
-}
-
-export function isTerminalToolCallStatus(status: ToolCallStatus): status is TerminalToolCallStatus {
-  return toolCallTransitions[status].length === 0;
-}
