@@ -15,7 +15,8 @@ export type RunRow = typeof runs.$inferSelect;
 
 /**
  * Makes a queued run the session's active run: gives it its place in history,
- * writes the user's input, and records the first step job as the run's next job.
+ * writes the user's input, announces `run_start`, and records the first step
+ * job as the run's next job.
  */
 export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
   const { tx } = effects;
@@ -33,6 +34,9 @@ export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "te
     { runOrdinal: session.runCount, stepIndex: -1, part: 0, callIndex: 0 },
     { role: "user", text: run.input },
   );
+  await effects.emit(run.tenantId, run.sessionId, [
+    { runId: run.id, step: null, body: { type: "run_start", runId: run.id, ordinal: session.runCount } },
+  ]);
   effects.dispatch({ runId: run.id, next, redispatches: 0 });
   return session.runCount;
 }

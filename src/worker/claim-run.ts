@@ -1,5 +1,6 @@
-import { sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
+import { runs } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { RunRow } from "../runs/run-lifecycle.js";
 
@@ -9,7 +10,7 @@ import type { RunRow } from "../runs/run-lifecycle.js";
  * run before can no longer commit (D4).
  */
 export type Claim =
-  | { kind: "claimed"; run: RunRow & { ordinal: number }; previousStatus: string }
+  | { kind: "claimed"; run: RunRow & { ordinal: number } }
   /** Another job holds a live lease on the run: retry after it lapses. */
   | { kind: "busy"; retryInMs: number }
   /** The run no longer needs this job (done, cancelled, or a duplicate). */
@@ -23,26 +24,27 @@ export async function claimRun(
   leaseMs: number,
 ): Promise<Claim> {
   const expected = JSON.stringify(next);
-  const claimed = await tx.execute<Record<string, unknown>>(sql`
-    with previous as (select id, status from runs where id = ${runId} for update)
-    update runs set
-      fence = runs.fence + 1,
-      lease_owner = ${owner},
-      lease_until = now() + make_interval(secs => ${leaseMs / 1000}),
-      status = 'running',
-      updated_at = now()
-    from previous
-    where runs.id = previous.id
-      and runs.status in ('queued', 'running')
-      and runs.next_job = ${expected}::jsonb
-      and (runs.lease_until is null or runs.lease_until < now() or runs.lease_owner = ${owner})
-    returning runs.id, previous.status as previous_status
-  `);
-  const row = claimed.rows[0];
-  if (row) {
-    const run = await tx.query.runs.findFirst({ where: (r, { eq }) => eq(r.id, runId) });
-    if (!run || run.ordinal === null) return { kind: "gone", reason: "run has no place in history" };
-    return { kind: "claimed", run: { ...run, ordinal: run.ordinal }, previousStatus: String(row.previous_status) };
+  const [run] = await tx
+    .update(runs)
+    .set({
+      fence: sql`${runs.fence} + 1`,
+      leaseOwner: owner,
+      leaseUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})`,
+      status: "running",
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(runs.id, runId),
+        inArray(runs.status, ["queued", "running"]),
+        sql`${runs.nextJob} = ${expected}::jsonb`,
+        or(isNull(runs.leaseUntil), lt(runs.leaseUntil, sql`now()`), eq(runs.leaseOwner, owner)),
+      ),
+    )
+    .returning();
+  if (run) {
+    if (run.ordinal === null) return { kind: "gone", reason: "run has no place in history" };
+    return { kind: "claimed", run: { ...run, ordinal: run.ordinal } };
   }
   const current = await tx.execute<{ status: string; next_job: NextJob | null; live_ms: number | null }>(sql`
     select status, next_job,

@@ -1,6 +1,7 @@
 import type { Services } from "../services.js";
 import type { LeaseKeeper } from "./lease-keeper.js";
 import type { RunAborts } from "./run-aborts.js";
+import type { SessionContextCache } from "./session-context-cache.js";
 
 /** What a job processor receives: the shared services plus this process's own bookkeeping. */
 export interface JobContext {
@@ -8,6 +9,7 @@ export interface JobContext {
   workerId: string;
   leases: LeaseKeeper;
   aborts: RunAborts;
+  sessionContexts: SessionContextCache;
 }
 
 /** Outcome of one job, for logs and tests; failures that should be retried throw instead. */

@@ -11,7 +11,12 @@ import type { EventBus } from "../events/event-bus.js";
  */
 export interface StepEventSink {
   push(body: EventBody, options?: { urgent?: boolean }): void;
-  flush(): Promise<void>;
+  /**
+   * Waits for writes in flight and hands back what is still buffered, so the
+   * caller can write it in its own transaction (the step's commit) instead of
+   * paying for one more.
+   */
+  takePending(): Promise<EventBody[]>;
 }
 
 export function createStepEventSink(options: {
@@ -79,9 +84,16 @@ export function createStepEventSink(options: {
         timer = setTimeout(() => void schedule(), options.coalesceMs);
       }
     },
-    async flush() {
-      await schedule();
+    async takePending() {
+      if (timer) {
+        clearTimeout(timer);
+        timer = undefined;
+      }
+      await chain;
       if (failure) throw failure;
+      const rest = pending;
+      pending = [];
+      return rest;
     },
   };
 }

@@ -11,7 +11,6 @@ import { endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced } from "../runs/transact.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
-import { loadSessionAndProject } from "./load-run-context.js";
 import { createStepEventSink } from "./step-event-sink.js";
 
 /**
@@ -30,7 +29,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const claim = await claimRun(fx.tx, runId, { kind: "step", stepIndex }, owner, config.leaseMs);
     if (claim.kind !== "claimed") return claim;
     const { run } = claim;
-    const { session, project } = await loadSessionAndProject(fx.tx, run.sessionId);
+    const { session } = await context.sessionContexts.get(fx.tx, run.sessionId);
     if (stepIndex >= config.maxStepsPerRun) {
       await endRun(fx, run, "failed", {
         fence: run.fence,
@@ -51,12 +50,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     if (!step) throw new Error("step upsert returned nothing");
     const stepRef = { index: stepIndex, attempt: step.attempt };
     await fx.emit(run.tenantId, run.sessionId, [
-      ...(claim.previousStatus === "queued"
-        ? [{ runId, step: null, body: { type: "run_start" as const, runId, ordinal: run.ordinal } }]
-        : []),
       { runId, step: stepRef, body: { type: "step_start", stepIndex, attempt: step.attempt, tools: toolNames } },
     ]);
-    return { kind: "claimed" as const, run, session, project, step, stepRef, exposed };
+    return { kind: "claimed" as const, run, session, step, stepRef, exposed };
   });
 
   if (claimed.kind === "busy") {
@@ -116,7 +112,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
         }
       }
     }
-    await sink.flush();
+    const pendingEvents = await sink.takePending();
     const orderedCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
 
     const committed = await transactFenced(services, async (fx) => {
@@ -158,6 +154,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
           .onConflictDoNothing();
       }
       await fx.emit(run.tenantId, run.sessionId, [
+        ...pendingEvents.map((body) => ({ runId, step: stepRef, body })),
         {
           runId,
           step: stepRef,

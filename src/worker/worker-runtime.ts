@@ -7,6 +7,7 @@ import type { Services } from "../services.js";
 import type { JobContext } from "./job-context.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
 import { createRunAborts } from "./run-aborts.js";
+import { createSessionContextCache } from "./session-context-cache.js";
 import { startSweeper } from "./sweeper.js";
 import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
@@ -22,7 +23,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const leases = startLeaseKeeper(services.db.db, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
   const aborts = createRunAborts();
-  const context: JobContext = { services, workerId, leases, aborts };
+  const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache() };
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
 
   const connections: Redis[] = [];

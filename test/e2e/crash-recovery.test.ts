@@ -16,6 +16,14 @@ async function start(role: "api" | "worker", extra: Record<string, string> = {})
   return child;
 }
 
+/** Ids of every job BullMQ holds for a run, in either queue. */
+async function jobIdsOf(runId: string): Promise<string[]> {
+  const { stepQueue, toolQueue } = env.services.dispatcher;
+  const states = ["completed", "failed", "waiting", "active", "delayed"] as const;
+  const jobs = [...(await stepQueue.getJobs([...states])), ...(await toolQueue.getJobs([...states]))];
+  return jobs.filter((job) => job?.data.runId === runId).map((job) => job.id as string);
+}
+
 async function workspaceOf(sessionId: string): Promise<string> {
   const [row] = await env.query<{ workspace_path: string }>(
     "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
@@ -77,19 +85,24 @@ describe("crash recovery", () => {
   });
 
   it("D4: a stalled worker that wakes up cannot commit over newer work (fencing)", async () => {
-    const sleeper = await start("worker");
+    await start("worker");
     const { sessionId } = await client.newSession();
     const workspace = await workspaceOf(sessionId);
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "stall", sleepMs: 1500 } }], [{ text: "never" }]]));
-    await waitFor(async () => (await readMarkers(workspace, "stall")).length === 1, 20_000, "the tool to start");
-    // Freeze the worker: its lease and BullMQ lock lapse while the tool is "still running".
-    process.kill(sleeper.pid, "SIGSTOP");
+    const [marker] = await waitFor(async () => {
+      const lines = await readMarkers(workspace, "stall");
+      return lines.length === 1 && lines;
+    }, 20_000, "the tool to start");
+    // Freeze the worker running the tool: its lease and BullMQ lock lapse while the tool is "still running".
+    const sleeper = processes.find((child) => String(child.pid) === marker!.split(" ")[0]);
+    expect(sleeper).toBeDefined();
+    process.kill(sleeper!.pid, "SIGSTOP");
     try {
       await start("worker");
       const done = await client.waitForRun(run.body.id, 30_000);
       expect(done.status).toBe("interrupted");
     } finally {
-      process.kill(sleeper.pid, "SIGCONT");
+      process.kill(sleeper!.pid, "SIGCONT");
     }
     // The woken worker finishes its tool and tries to commit the result: it is refused.
     await new Promise((resolve) => setTimeout(resolve, 2500));
@@ -118,8 +131,9 @@ describe("crash recovery", () => {
     expect(row).toBeDefined();
     const done = await client.waitForRun(row!.id, 30_000);
     expect(done.status).toBe("completed");
-    const [counts] = await env.query<{ redispatches: number }>("select redispatches from runs where id = $1", [row!.id]);
-    expect(counts!.redispatches).toBe(1);
+    // The sweeper found the lost step job and dispatched it once more, under a new id.
+    expect((await jobIdsOf(row!.id)).filter((id) => id.startsWith("step-") && id.endsWith("-0-r1"))).toHaveLength(1);
+    expect((await jobIdsOf(row!.id)).filter((id) => id.includes("-r2"))).toHaveLength(0);
     const messages = await client.messages(sessionId);
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(messages[1].content.text).toBe("survived");
@@ -132,8 +146,9 @@ describe("crash recovery", () => {
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "long", sleepMs: 4000 } }], [{ text: "ok" }]]));
     const done = await client.waitForRun(run.body.id, 30_000);
     expect(done.status).toBe("completed");
-    const [row] = await env.query<{ redispatches: number }>("select redispatches from runs where id = $1", [run.body.id]);
-    expect(row!.redispatches).toBe(0);
+    const ids = await jobIdsOf(run.body.id);
+    expect(ids).toContain(`batch-${run.body.id}-0`);
+    expect(ids.filter((id) => /-r\d+$/.test(id))).toEqual([]);
     expect(await readMarkers(await workspaceOf(sessionId), "long")).toHaveLength(1);
   });
 
