@@ -3,7 +3,8 @@ import type { ResultPart } from "../core/history.js";
 import { runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
 import { runs, sessions, toolCalls } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
-import { insertMessage, insertToolMessage } from "./history-store.js";
+import { answerCall } from "./answer-call.js";
+import { insertMessage } from "./history-store.js";
 import type { Effects } from "./transact.js";
 
 /**
@@ -131,26 +132,7 @@ export async function closeOpenCalls(
       .update(toolCalls)
       .set({ status, isError: true, errorCode: code, result: content, endedAt: sql`now()` })
       .where(eq(toolCalls.id, call.id));
-    await insertToolMessage(effects.tx, {
-      tenantId: run.tenantId,
-      sessionId: run.sessionId,
-      runId: run.id,
-      runOrdinal: run.ordinal,
-      stepIndex: call.stepIndex,
-      callIndex: call.callIndex,
-      callId: call.callId,
-      name: call.name,
-      status,
-      isError: true,
-      content,
-    });
-    await effects.emit(run.tenantId, run.sessionId, [
-      {
-        runId: run.id,
-        step: null,
-        body: { type: "tool_end", callId: call.callId, name: call.name, status, isError: true, errorCode: code, preview: content[0]?.type === "text" ? content[0].text : "" },
-      },
-    ]);
+    await answerCall(effects, run, call, { status, isError: true, errorCode: code, content }, null);
   }
   return open.length;
 }

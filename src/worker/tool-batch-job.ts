@@ -1,11 +1,10 @@
 import { DelayedError, type Job } from "bullmq";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import type { ResultPart } from "../core/history.js";
 import type { StepRef } from "../core/events.js";
 import { runs, steps, toolCalls } from "../db/schema.js";
 import { appendEvents } from "../events/event-store.js";
 import type { ToolBatchJobData } from "../queue/job-types.js";
-import { insertToolMessage } from "../runs/history-store.js";
+import { answerCall } from "../runs/answer-call.js";
 import { closeOpenCalls, endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, type Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
@@ -182,35 +181,19 @@ async function commitCall(
       .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "running"), eq(toolCalls.execFence, run.fence)))
       .returning({ id: toolCalls.id });
     if (updated.length === 0) throw new StaleWorkError();
-    await insertToolMessage(fx.tx, {
-      tenantId: run.tenantId,
-      sessionId: run.sessionId,
-      runId: run.id,
-      runOrdinal: run.ordinal,
-      stepIndex: call.stepIndex,
-      callIndex: call.callIndex,
-      callId: call.callId,
-      name: call.name,
-      status,
-      isError: result.isError === true,
-      content: result.content,
-    });
-    await fx.emit(run.tenantId, run.sessionId, [
+    await answerCall(
+      fx,
+      run,
+      call,
       {
-        runId: run.id,
-        step: stepRef,
-        body: {
-          type: "tool_end",
-          callId: call.callId,
-          name: call.name,
-          status,
-          isError: result.isError === true,
-          ...(result.errorCode ? { errorCode: result.errorCode } : {}),
-          preview: previewOf(result.content),
-          ...(result.displayDiff ? { diff: result.displayDiff } : {}),
-        },
+        status,
+        isError: result.isError === true,
+        errorCode: result.errorCode ?? null,
+        content: result.content,
+        ...(result.displayDiff ? { diff: result.displayDiff } : {}),
       },
-    ]);
+      stepRef,
+    );
     return (await closeBatchIfDone(fx, services, run, call.stepIndex)) ? ("finished" as const) : ("committed" as const);
   });
   return outcome ?? "stale";
@@ -268,26 +251,7 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepIndex: number): P
     .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepIndex), eq(toolCalls.status, "queued")))
     .returning();
   for (const call of skipped) {
-    await insertToolMessage(fx.tx, {
-      tenantId: run.tenantId,
-      sessionId: run.sessionId,
-      runId: run.id,
-      runOrdinal: run.ordinal,
-      stepIndex,
-      callIndex: call.callIndex,
-      callId: call.callId,
-      name: call.name,
-      status: "skipped",
-      isError: true,
-      content: call.result ?? [],
-    });
-    await fx.emit(run.tenantId, run.sessionId, [
-      { runId: run.id, step: null, body: { type: "tool_end", callId: call.callId, name: call.name, status: "skipped", isError: true, errorCode: "skipped", preview: previewOf(call.result ?? []) } },
-    ]);
+    await answerCall(fx, run, call, { status: "skipped", isError: true, errorCode: "skipped", content: call.result ?? [] }, null);
   }
 }
 
-function previewOf(content: readonly ResultPart[]): string {
-  const text = content.map((part) => (part.type === "text" ? part.text : `[${part.type} ${part.artifactId}]`)).join("\n");
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
-}

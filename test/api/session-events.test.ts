@@ -58,17 +58,14 @@ describe("session events over SSE", () => {
 
   it("X2: cancel persists the partial text and every running call's state in one transaction and ends the stream with a terminal event", async () => {
     const { sessionId } = await client.newSession();
-    const [project] = await env.query<{ workspace_path: string }>(
-      "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
-      [sessionId],
-    );
+    const workspace = await env.workspaceOf(sessionId);
     const url = `${baseUrl}/v1/sessions/${sessionId}/events`;
     const stream = readSse(url, client.key, { until: (event) => event.event === "run_end" });
     const run = await client.startRun(
       sessionId,
       script([[{ text: "thinking" }, { tool: "marker_sleep", args: { marker: "x2", sleepMs: 60_000 } }, { tool: "noop", args: {} }]]),
     );
-    await waitFor(async () => (await readMarkers(project!.workspace_path, "x2")).length === 1, 20_000, "the tool to start");
+    await waitFor(async () => (await readMarkers(workspace, "x2")).length === 1, 20_000, "the tool to start");
     const cancelled = await client.post(`/v1/runs/${run.body.id}/cancel`);
     expect(cancelled.status).toBe(200);
     expect(cancelled.body.status).toBe("cancelled");

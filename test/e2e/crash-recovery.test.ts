@@ -24,14 +24,6 @@ async function jobIdsOf(runId: string): Promise<string[]> {
   return jobs.filter((job) => job?.data.runId === runId).map((job) => job.id as string);
 }
 
-async function workspaceOf(sessionId: string): Promise<string> {
-  const [row] = await env.query<{ workspace_path: string }>(
-    "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
-    [sessionId],
-  );
-  return row!.workspace_path;
-}
-
 beforeAll(async () => {
   env = await createTestEnv();
   client = await env.newTenant();
@@ -46,7 +38,7 @@ describe("crash recovery", () => {
   it("D3: a call interrupted by a worker SIGKILL is never run again; the run is interrupted and the history stays valid", async () => {
     const worker = await start("worker");
     const { sessionId } = await client.newSession();
-    const workspace = await workspaceOf(sessionId);
+    const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
       script([[{ text: "working" }, { tool: "marker_sleep", args: { marker: "d3", sleepMs: 60_000 } }, { tool: "noop", args: { marker: "d3-after" } }]]),
@@ -87,7 +79,7 @@ describe("crash recovery", () => {
   it("D4: a stalled worker that wakes up cannot commit over newer work (fencing)", async () => {
     await start("worker");
     const { sessionId } = await client.newSession();
-    const workspace = await workspaceOf(sessionId);
+    const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "stall", sleepMs: 1500 } }], [{ text: "never" }]]));
     const [marker] = await waitFor(async () => {
       const lines = await readMarkers(workspace, "stall");
@@ -149,7 +141,7 @@ describe("crash recovery", () => {
     const ids = await jobIdsOf(run.body.id);
     expect(ids).toContain(`batch-${run.body.id}-0`);
     expect(ids.filter((id) => /-r\d+$/.test(id))).toEqual([]);
-    expect(await readMarkers(await workspaceOf(sessionId), "long")).toHaveLength(1);
+    expect(await readMarkers(await env.workspaceOf(sessionId), "long")).toHaveLength(1);
   });
 
   it("D7: two worker processes share 20 concurrent runs; all complete and each call ran once", async () => {
@@ -172,7 +164,7 @@ describe("crash recovery", () => {
     expect(finished.map((run) => run.status)).toEqual(Array(20).fill("completed"));
     const executors = new Set<string>();
     for (const [i, { sessionId }] of sessions.entries()) {
-      const workspace = await workspaceOf(sessionId);
+      const workspace = await env.workspaceOf(sessionId);
       for (const marker of [`d7-${i}`, `d7-${i}-b`, `d7-${i}-c`]) {
         const lines = await readMarkers(workspace, marker);
         expect(lines, marker).toHaveLength(1);
@@ -188,7 +180,7 @@ describe("crash recovery", () => {
     // Two worker processes are running from the previous test; add an in-process one too.
     await env.startWorker();
     const { sessionId } = await client.newSession();
-    const workspace = await workspaceOf(sessionId);
+    const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
       script([[{ text: "a" }, { tool: "marker_sleep", args: { marker: "d4", sleepMs: 300 } }], [{ text: "b" }]]),

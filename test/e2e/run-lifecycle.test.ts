@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runTransitions, type RunStatus } from "../../src/core/run-status.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { readMarkers } from "../fixtures/test-tools.js";
 import { script, type ApiClient } from "../helpers/api-client.js";
+import { expectValidHistory } from "../helpers/history.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -78,6 +80,24 @@ describe("a turn through step and batch jobs", () => {
     await expect(env.query("update runs set status = 'paused' where id = $1", [run.body.id])).rejects.toThrow(
       /runs_status_check|cannot move/,
     );
+  });
+
+  it("P6: a result with the end-batch signal skips the calls after it, each with a skipped result", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "noop", args: { marker: "p6-before" } }, { tool: "end_batch", args: {} }, { tool: "noop", args: { marker: "p6-after" } }, { tool: "noop", args: {} }], [{ text: "ok" }]]),
+    );
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const calls = await env.query<{ name: string; status: string }>("select name, status from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    expect(calls.map((c) => c.status)).toEqual(["succeeded", "succeeded", "skipped", "skipped"]);
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    const skipped = messages.filter((m) => m.role === "tool" && m.content.status === "skipped");
+    expect(skipped.map((m) => m.content.isError)).toEqual([true, true]);
+    const workspace = await env.workspaceOf(sessionId);
+    expect(await readMarkers(workspace, "p6-before")).toHaveLength(1);
+    expect(await readMarkers(workspace, "p6-after")).toHaveLength(0);
   });
 
   it("T4, T5: unparseable arguments and unknown tools become is_error results the model sees; the run goes on", async () => {

@@ -32,6 +32,8 @@ export interface TestEnv {
   newTenant(name?: string): Promise<ApiClient>;
   startWorker(): Promise<WorkerRuntime>;
   startServer(): Promise<HttpServer>;
+  /** The workspace folder of a session's project. */
+  workspaceOf(sessionId: string): Promise<string>;
   /** Plain SQL on the test database. */
   query<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
@@ -92,6 +94,14 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
       const server = await startHttpServer(services, { port: 0 });
       closers.unshift(() => server.close());
       return server;
+    },
+    async workspaceOf(sessionId) {
+      const { rows } = await pool.query<{ workspace_path: string }>(
+        "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
+        [sessionId],
+      );
+      if (!rows[0]) throw new Error(`no session ${sessionId}`);
+      return rows[0].workspace_path;
     },
     async query(text, values) {
       return (await pool.query(text, values)).rows;

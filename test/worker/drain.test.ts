@@ -23,15 +23,12 @@ describe("worker shutdown", () => {
     const draining = await startFoyaProcess("worker", env.env);
     processes.push(draining);
     const { sessionId } = await client.newSession();
-    const [project] = await env.query<{ workspace_path: string }>(
-      "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
-      [sessionId],
-    );
+    const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
       script([[{ tool: "marker_sleep", args: { marker: "drain", sleepMs: 1000 } }], [{ tool: "noop", args: { marker: "after" } }], [{ text: "ok" }]]),
     );
-    await waitFor(async () => (await readMarkers(project!.workspace_path, "drain")).length === 1, 20_000, "the tool to start");
+    await waitFor(async () => (await readMarkers(workspace, "drain")).length === 1, 20_000, "the tool to start");
     draining.kill("SIGTERM");
     const exit = await draining.exited;
     expect(exit.code).toBe(0);
@@ -41,13 +38,13 @@ describe("worker shutdown", () => {
     );
     expect(call!.status).toBe("succeeded");
     // The drained worker took no further job: the run waits for the next worker.
-    expect((await readMarkers(project!.workspace_path, "after")).length).toBe(0);
+    expect((await readMarkers(workspace, "after")).length).toBe(0);
     expect((await client.get(`/v1/runs/${run.body.id}`)).body.status).toBe("running");
 
     const next = await startFoyaProcess("worker", env.env);
     processes.push(next);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const lines = await readMarkers(project!.workspace_path, "after");
+    const lines = await readMarkers(workspace, "after");
     expect(lines).toHaveLength(1);
     expect(lines[0]!.split(" ")[0]).toBe(String(next.pid));
   });
