@@ -1,7 +1,7 @@
-import type { StepRef } from "../core/events.js";
-import type { ResultPart } from "../core/history.js";
+import type { EventBody, StepRef } from "../core/events.js";
+import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { TerminalToolCallStatus } from "../core/tool-call-status.js";
-import { insertToolMessage } from "./history-store.js";
+import { insertMessage } from "./history-store.js";
 import type { Effects } from "./transact.js";
 
 export interface CallOutcome {
@@ -11,6 +11,25 @@ export interface CallOutcome {
   content: ResultPart[];
   /** Shown to clients only, never to the model (L2). */
   diff?: string;
+}
+
+/** The tool message the model sees next for a finished call. */
+export function toolMessageOf(call: { callId: string; name: string }, outcome: CallOutcome): HistoryMessage {
+  return { role: "tool", callId: call.callId, name: call.name, status: outcome.status, isError: outcome.isError, content: outcome.content };
+}
+
+/** The `tool_end` event clients see for a finished call: a preview and the display diff, never binary content. */
+export function toolEndEvent(call: { callId: string; name: string }, outcome: CallOutcome): EventBody {
+  return {
+    type: "tool_end",
+    callId: call.callId,
+    name: call.name,
+    status: outcome.status,
+    isError: outcome.isError,
+    ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}),
+    preview: previewOf(outcome.content),
+    ...(outcome.diff ? { diff: outcome.diff } : {}),
+  };
 }
 
 /**
@@ -25,35 +44,13 @@ export async function answerCall(
   outcome: CallOutcome,
   step: StepRef | null,
 ): Promise<void> {
-  await insertToolMessage(fx.tx, {
-    tenantId: run.tenantId,
-    sessionId: run.sessionId,
-    runId: run.id,
-    runOrdinal: run.ordinal,
-    stepIndex: call.stepIndex,
-    callIndex: call.callIndex,
-    callId: call.callId,
-    name: call.name,
-    status: outcome.status,
-    isError: outcome.isError,
-    content: outcome.content,
-  });
-  await fx.emit(run.tenantId, run.sessionId, [
-    {
-      runId: run.id,
-      step,
-      body: {
-        type: "tool_end",
-        callId: call.callId,
-        name: call.name,
-        status: outcome.status,
-        isError: outcome.isError,
-        ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}),
-        preview: previewOf(outcome.content),
-        ...(outcome.diff ? { diff: outcome.diff } : {}),
-      },
-    },
-  ]);
+  await insertMessage(
+    fx.tx,
+    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
+    { runOrdinal: run.ordinal, stepIndex: call.stepIndex, part: 2, callIndex: call.callIndex },
+    toolMessageOf(call, outcome),
+  );
+  await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step, body: toolEndEvent(call, outcome) }]);
 }
 
 function previewOf(content: readonly ResultPart[]): string {

@@ -1,6 +1,5 @@
 import { and, asc, eq, lte } from "drizzle-orm";
-import type { HistoryMessage, MessagePosition, ResultPart } from "../core/history.js";
-import type { TerminalToolCallStatus } from "../core/tool-call-status.js";
+import type { HistoryMessage, MessagePosition } from "../core/history.js";
 import type { DbExecutor } from "../db/client.js";
 import { messages } from "../db/schema.js";
 import { newId } from "../ids.js";
@@ -16,29 +15,6 @@ export async function insertMessage(
     .insert(messages)
     .values({ id: newId("msg"), ...owner, ...position, role: content.role, content })
     .onConflictDoNothing();
-}
-
-export interface ToolMessageInput {
-  tenantId: string;
-  sessionId: string;
-  runId: string;
-  runOrdinal: number;
-  stepIndex: number;
-  callIndex: number;
-  callId: string;
-  name: string;
-  status: TerminalToolCallStatus;
-  isError: boolean;
-  content: ResultPart[];
-}
-
-export function insertToolMessage(tx: DbExecutor, input: ToolMessageInput): Promise<void> {
-  return insertMessage(
-    tx,
-    { tenantId: input.tenantId, sessionId: input.sessionId, runId: input.runId },
-    { runOrdinal: input.runOrdinal, stepIndex: input.stepIndex, part: 2, callIndex: input.callIndex },
-    { role: "tool", callId: input.callId, name: input.name, status: input.status, isError: input.isError, content: input.content },
-  );
 }
 
 /** History up to and including the given run, oldest first. */

@@ -41,6 +41,18 @@ function isRetryable(error: unknown): boolean {
   return code === "40P01" || code === "40001";
 }
 
+/** Runs `attempt` again after a deadlock, a serialization failure or a `TransientConflictError`. */
+export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (tries >= maxAttempts || !isRetryable(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, tries * 5 + Math.random() * 10));
+    }
+  }
+}
+
 export async function transact<T>(
   services: Pick<Services, "db" | "bus" | "dispatcher">,
   work: (effects: Effects) => Promise<T>,
@@ -49,30 +61,23 @@ export async function transact<T>(
   let published: SessionEvent[] = [];
   let dispatches: DispatchRequest[] = [];
   let cancels: string[] = [];
-  let value: T;
-  for (let attempt = 1; ; attempt++) {
+  const value = await withRetry(() => {
     published = [];
     dispatches = [];
     cancels = [];
-    try {
-      value = await services.db.db.transaction(async (tx) =>
-        work({
-          tx,
-          async emit(tenantId, sessionId, events) {
-            const stored = await appendEvents(tx, tenantId, sessionId, events);
-            published.push(...stored);
-            return stored;
-          },
-          dispatch: (request) => void dispatches.push(request),
-          cancel: (runId) => void cancels.push(runId),
-        }),
-      );
-      break;
-    } catch (error) {
-      if (attempt >= maxAttempts || !isRetryable(error)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, attempt * 5 + Math.random() * 10));
-    }
-  }
+    return services.db.db.transaction(async (tx) =>
+      work({
+        tx,
+        async emit(tenantId, sessionId, events) {
+          const stored = await appendEvents(tx, tenantId, sessionId, events);
+          published.push(...stored);
+          return stored;
+        },
+        dispatch: (request) => void dispatches.push(request),
+        cancel: (runId) => void cancels.push(runId),
+      }),
+    );
+  });
   options.afterCommit?.();
   await services.bus.publish(published);
   await Promise.all(cancels.map((runId) => services.bus.publishCancel(runId)));

@@ -2,13 +2,14 @@ import { DelayedError, type Job } from "bullmq";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
 import { runs, steps, toolCalls } from "../db/schema.js";
-import { appendEvents } from "../events/event-store.js";
+import { appendEvents, appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
 import type { ToolBatchJobData } from "../queue/job-types.js";
-import { answerCall } from "../runs/answer-call.js";
+import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js";
 import { closeOpenCalls, endRun, type RunRow } from "../runs/run-lifecycle.js";
-import { StaleWorkError, transact, transactFenced, type Effects } from "../runs/transact.js";
+import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
 import type { ToolContext, ToolResult } from "../tools/tool.js";
+import { newId } from "../ids.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
@@ -163,8 +164,11 @@ async function markRunning(fx: Effects, run: ClaimedRun, calls: readonly CallRow
 }
 
 /**
- * Stores one call's result with its terminal status, its tool message and its
- * `tool_end` event; if it was the batch's last open call, also moves the run on.
+ * Stores one call's result in one statement (SPEC L2): its terminal status, its
+ * tool message and its `tool_end` event, all only if this attempt still owns
+ * the call (fence). If no other call of the batch is open and the run may take
+ * another step, the same statement hands the run to that step; otherwise the
+ * end transaction of the job closes the batch.
  */
 async function commitCall(
   services: Services,
@@ -174,29 +178,54 @@ async function commitCall(
   stepRef: StepRef,
 ): Promise<"committed" | "finished" | "stale"> {
   const status = result.isError ? "failed" : "succeeded";
-  const outcome = await transactFenced(services, async (fx) => {
-    const updated = await fx.tx
-      .update(toolCalls)
-      .set({ status, result: result.content, isError: result.isError === true, errorCode: result.errorCode ?? null, endedAt: sql`now()` })
-      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "running"), eq(toolCalls.execFence, run.fence)))
-      .returning({ id: toolCalls.id });
-    if (updated.length === 0) throw new StaleWorkError();
-    await answerCall(
-      fx,
-      run,
-      call,
-      {
-        status,
-        isError: result.isError === true,
-        errorCode: result.errorCode ?? null,
-        content: result.content,
-        ...(result.displayDiff ? { diff: result.displayDiff } : {}),
-      },
-      stepRef,
-    );
-    return (await closeBatchIfDone(fx, services, run, call.stepIndex)) ? ("finished" as const) : ("committed" as const);
-  });
-  return outcome ?? "stale";
+  const isError = result.isError === true;
+  const outcome = { status, isError, errorCode: result.errorCode ?? null, content: result.content, ...(result.displayDiff ? { diff: result.displayDiff } : {}) } as const;
+  const nextIndex = call.stepIndex + 1;
+  const next = { kind: "step", stepIndex: nextIndex } as const;
+  const mayClose = nextIndex < services.config.maxStepsPerRun;
+  const updated = sql`exists (select 1 from committed_call)`;
+  const statement = sql`
+    with committed_call as (
+      update tool_calls
+      set status = ${status}, result = ${JSON.stringify(result.content)}::jsonb, is_error = ${isError},
+          error_code = ${result.errorCode ?? null}, ended_at = now()
+      where id = ${call.id} and status = 'running' and exec_fence = ${run.fence}
+      returning id
+    ),
+    tool_message as (
+      insert into messages (id, tenant_id, session_id, run_id, run_ordinal, step_index, part, call_index, role, content)
+      select ${newId("msg")}, ${run.tenantId}, ${run.sessionId}, ${run.id}, ${run.ordinal}, ${call.stepIndex}, 2, ${call.callIndex},
+             'tool', ${JSON.stringify(toolMessageOf(call, outcome))}::jsonb
+      from committed_call
+      on conflict do nothing
+    ),
+    closed_batch as (
+      update runs
+      set step_index = ${nextIndex}, next_job = ${JSON.stringify(next)}::jsonb, redispatches = 0,
+          lease_owner = null, lease_until = null, updated_at = now()
+      where id = ${run.id} and fence = ${run.fence} and status = 'running'
+        and next_job = ${JSON.stringify({ kind: "batch", stepIndex: call.stepIndex })}::jsonb
+        and ${mayClose} and ${updated}
+        and not exists (
+          select 1 from tool_calls
+          where run_id = ${run.id} and step_index = ${call.stepIndex} and id <> ${call.id}
+            and status in ('queued', 'running', 'awaiting_approval')
+        )
+      returning id
+    ),
+    ${appendEventsCte(run.sessionId, run.tenantId, sql`${eventPayload([{ runId: run.id, step: stepRef, body: toolEndEvent(call, outcome) }])}`, updated)}
+    select (select count(*) from committed_call)::int as committed,
+           (select count(*) from closed_batch)::int as closed,
+           ${appendedEventsJson} as events
+  `;
+  const [row] = (
+    await withRetry(() => services.db.db.execute<{ committed: number; closed: number; events: Parameters<typeof toSessionEvents>[1] }>(statement))
+  ).rows;
+  if (!row || row.committed === 0) return "stale";
+  await services.bus.publish(toSessionEvents(run.sessionId, row.events));
+  if (row.closed === 0) return "committed";
+  await services.dispatcher.dispatch([{ runId: run.id, next, redispatches: 0 }]);
+  return "finished";
 }
 
 /**
