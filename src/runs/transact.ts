@@ -12,6 +12,8 @@ import type { Services } from "../services.js";
 export interface Effects {
   tx: DbExecutor;
   emit(tenantId: string, sessionId: string, events: readonly NewEvent[]): Promise<SessionEvent[]>;
+  /** Publishes, after commit, events a statement of this transaction appended by itself. */
+  track(events: readonly SessionEvent[]): void;
   dispatch(request: DispatchRequest): void;
   cancel(runId: string): void;
 }
@@ -73,6 +75,7 @@ export async function transact<T>(
           published.push(...stored);
           return stored;
         },
+        track: (events) => void published.push(...events),
         dispatch: (request) => void dispatches.push(request),
         cancel: (runId) => void cancels.push(runId),
       }),

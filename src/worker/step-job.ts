@@ -1,14 +1,15 @@
 import { DelayedError, type Job } from "bullmq";
-import { and, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { AssistantToolCall } from "../core/history.js";
-import { steps, runs, toolCalls } from "../db/schema.js";
+import { steps } from "../db/schema.js";
 import { isFoyaError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import type { StepJobData } from "../queue/job-types.js";
-import { insertMessage, loadHistory } from "../runs/history-store.js";
+import { loadHistory } from "../runs/history-store.js";
 import { endRun } from "../runs/run-lifecycle.js";
-import { StaleWorkError, transact, transactFenced } from "../runs/transact.js";
+import { StaleWorkError, transact, transactFenced, withRetry } from "../runs/transact.js";
+import { commitStep } from "./commit-step.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { createStepEventSink } from "./step-event-sink.js";
@@ -115,56 +116,26 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const pendingEvents = await sink.takePending();
     const orderedCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
 
-    const committed = await transactFenced(services, async (fx) => {
-      const next = orderedCalls.length > 0 ? ({ kind: "batch", stepIndex } as const) : null;
-      const updated = await fx.tx
-        .update(runs)
-        .set({ nextJob: next, redispatches: 0, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
-        .where(and(eq(runs.id, runId), eq(runs.fence, run.fence), eq(runs.status, "running")))
-        .returning({ id: runs.id });
-      if (updated.length === 0) throw new StaleWorkError();
-      await fx.tx
-        .update(steps)
-        .set({ status: "completed", finishReason: finish?.reason ?? "other", usage: finish?.usage ?? null, endedAt: sql`now()` })
-        .where(eq(steps.id, step.id));
-      await insertMessage(
-        fx.tx,
-        { tenantId: run.tenantId, sessionId: run.sessionId, runId },
-        { runOrdinal: run.ordinal, stepIndex, part: 1, callIndex: 0 },
-        { role: "assistant", text, toolCalls: orderedCalls },
-      );
-      if (orderedCalls.length > 0) {
-        await fx.tx
-          .insert(toolCalls)
-          .values(
-            orderedCalls.map((call, callIndex) => ({
-              id: newId("call"),
-              tenantId: run.tenantId,
-              sessionId: run.sessionId,
-              runId,
-              stepId: step.id,
-              stepIndex,
-              callIndex,
-              callId: call.callId,
-              name: call.name,
-              argumentsRaw: call.argumentsRaw,
-              status: "queued" as const,
-            })),
-          )
-          .onConflictDoNothing();
+    const result = { text, toolCalls: orderedCalls, finish, pendingEvents };
+    let committed: boolean;
+    if (orderedCalls.length > 0) {
+      const events = await withRetry(() => commitStep(services.db.db, run, { ...step, index: stepIndex }, result));
+      committed = events !== null;
+      if (events) {
+        await services.bus.publish(events);
+        await services.dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex }, redispatches: 0 }]);
       }
-      await fx.emit(run.tenantId, run.sessionId, [
-        ...pendingEvents.map((body) => ({ runId, step: stepRef, body })),
-        {
-          runId,
-          step: stepRef,
-          body: { type: "step_end", stepIndex, attempt: step.attempt, finishReason: finish?.reason ?? "other", toolCalls: orderedCalls.length },
-        },
-      ]);
-      if (next) fx.dispatch({ runId, next, redispatches: 0 });
-      else await endRun(fx, run, "completed", { fence: run.fence });
-      return true;
-    });
+    } else {
+      // The last step: the run ends with it, in the same transaction.
+      committed =
+        (await transactFenced(services, async (fx) => {
+          const events = await commitStep(fx.tx, run, { ...step, index: stepIndex }, result);
+          if (!events) throw new StaleWorkError();
+          fx.track(events);
+          if (!(await endRun(fx, run, "completed", { fence: run.fence }))) throw new StaleWorkError();
+          return true;
+        })) === true;
+    }
     return committed ? { kind: "committed", detail: `${orderedCalls.length} tool calls` } : { kind: "stale" };
   } catch (error) {
     if (controller.signal.aborted) return { kind: "cancelled" };
