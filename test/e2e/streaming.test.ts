@@ -58,6 +58,27 @@ describe("streamed tool calls", () => {
     expect(begin.data).toMatchObject({ name: "noop", status: "queued", callIndex: 0 });
   });
 
+  it("L4: a run emits run_start, step_start, text_delta, tool_begin, tool_update, tool_end, step_end and run_end", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ text: "look" }, { tool: "noop", args: {} }], [{ text: "done" }]]));
+    await client.waitForRun(run.body.id);
+    const types = new Set((await client.events(sessionId)).map((e) => e.type));
+    for (const type of ["run_start", "step_start", "text_delta", "tool_begin", "tool_update", "tool_end", "step_end", "run_end"]) {
+      expect(types.has(type), type).toBe(true);
+    }
+  });
+
+  it("L2: a finished call is written twice: tool_end with the display diff for clients, a tool message without it for the model", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ tool: "show_diff", args: { text: "changed x" } }], [{ text: "ok" }]]));
+    await client.waitForRun(run.body.id);
+    const end = (await client.events(sessionId)).find((e) => e.type === "tool_end");
+    expect(end.data).toMatchObject({ status: "succeeded", preview: "changed x", diff: expect.stringContaining("+new") });
+    const message = (await client.messages(sessionId)).find((m) => m.role === "tool");
+    expect(message.content.content).toEqual([{ type: "text", text: "changed x" }]);
+    expect(JSON.stringify(message.content)).not.toContain("+new");
+  });
+
   it("X1: every streamed event names the step attempt that produced it", async () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ text: "one" }, { tool: "noop", args: {} }], [{ text: "two" }]]));
