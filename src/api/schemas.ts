@@ -1,5 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { runStatuses } from "../core/run-status.js";
+import { storableText } from "../core/storable-text.js";
+
+/** A string Postgres can store: no NUL characters, no unpaired surrogates. */
+const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
 
 /** Request and response schemas; the OpenAPI document is generated from these. */
 
@@ -15,7 +19,7 @@ export const errorResponses = {
 
 export const IdParam = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" } }) });
 
-export const TenantCreateSchema = z.object({ name: z.string().min(1).max(200) }).openapi("TenantCreate");
+export const TenantCreateSchema = z.object({ name: text().min(1).max(200) }).openapi("TenantCreate");
 export const TenantCreatedSchema = z
   .object({
     tenant: z.object({ id: z.string(), name: z.string(), createdAt: z.string() }),
@@ -23,7 +27,7 @@ export const TenantCreatedSchema = z
   })
   .openapi("TenantCreated");
 
-export const ProjectCreateSchema = z.object({ name: z.string().min(1).max(200) }).openapi("ProjectCreate");
+export const ProjectCreateSchema = z.object({ name: text().min(1).max(200) }).openapi("ProjectCreate");
 export const ProjectSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).openapi("Project");
 
 export const approvalModes = ["manual", "auto", "full_access"] as const;
@@ -34,10 +38,10 @@ export const SessionCreateSchema = z
     projectId: z.string().min(1),
     approvalMode: z.enum(approvalModes).default("auto"),
     providerProfile: z.string().min(1).optional(),
-    model: z.string().min(1).max(200).optional(),
-    toolAllowList: z.array(z.string().min(1)).max(1000).nullable().optional(),
+    model: text().min(1).max(200).optional(),
+    toolAllowList: z.array(text().min(1)).max(1000).nullable().optional(),
     runMode: z.enum(runModes).default("normal"),
-    systemPrompt: z.string().max(100_000).optional(),
+    systemPrompt: text().max(100_000).optional(),
   })
   .strict()
   .openapi("SessionCreate");
@@ -59,7 +63,7 @@ export const SessionSchema = z
 
 export const RunCreateSchema = z
   .object({
-    input: z.string().min(1).max(1_000_000),
+    input: text().min(1).max(1_000_000),
     ifActive: z.enum(["reject", "enqueue", "interrupt"]).default("reject").openapi({
       description: "What to do when the session already has an active run (SPEC X6).",
     }),

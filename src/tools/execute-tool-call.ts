@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import type { AnyTool, Tool, ToolCallInput, ToolContext, ToolResult } from "./tool.js";
 import { errorResult } from "./tool.js";
+import { storableText } from "../core/storable-text.js";
 import type { ToolRegistry } from "./tool-registry.js";
 
 /**
@@ -75,11 +76,20 @@ export function createToolExecutor(registry: ToolRegistry): ToolExecutor {
       const checked = check(context, call);
       if (!checked.ok) return checked.result;
       try {
-        return await checked.tool.run(context, checked.args, call);
+        return storableResult(await checked.tool.run(context, checked.args, call));
       } catch (error) {
         if (context.signal.aborted) return errorResult("cancelled", "The call was cancelled.");
-        return errorResult("tool_exception", `The tool failed unexpectedly: ${(error as Error)?.message ?? String(error)}`);
+        return storableResult(errorResult("tool_exception", `The tool failed unexpectedly: ${(error as Error)?.message ?? String(error)}`));
       }
     },
+  };
+}
+
+/** Tool text may hold anything a file or process produced; stored results must be valid text. */
+function storableResult(result: ToolResult): ToolResult {
+  return {
+    ...result,
+    content: result.content.map((part) => (part.type === "text" ? { ...part, text: storableText(part.text) } : part)),
+    ...(result.displayDiff !== undefined ? { displayDiff: storableText(result.displayDiff) } : {}),
   };
 }

@@ -10,6 +10,7 @@ import { loadHistory } from "../runs/history-store.js";
 import { endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry } from "../runs/transact.js";
 import { commitStep } from "./commit-step.js";
+import { storableText } from "../core/storable-text.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { createStepEventSink } from "./step-event-sink.js";
@@ -89,19 +90,22 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     };
     for await (const part of provider.stream(request, controller.signal)) {
       switch (part.type) {
+        // Whole strings are made storable once complete, so a pair split across deltas survives.
         case "text-delta":
           text += part.text;
-          sink.push({ type: "text_delta", text: part.text });
+          sink.push({ type: "text_delta", text: storableText(part.text) });
           break;
-        case "tool-call-start":
-          calls.set(part.index, { callId: part.id, name: part.name, argumentsRaw: "" });
-          sink.push({ type: "tool_begin", callId: part.id, name: part.name, callIndex: part.index, status: "queued" }, { urgent: true });
+        case "tool-call-start": {
+          const call = { callId: storableText(part.id), name: storableText(part.name), argumentsRaw: "" };
+          calls.set(part.index, call);
+          sink.push({ type: "tool_begin", callId: call.callId, name: call.name, callIndex: part.index, status: "queued" }, { urgent: true });
           break;
+        }
         case "tool-call-delta": {
           const call = calls.get(part.index);
           if (!call) throw new Error(`provider sent arguments for unknown call index ${part.index}`);
           call.argumentsRaw += part.argumentsDelta;
-          sink.push({ type: "tool_update", callId: call.callId, argumentsDelta: part.argumentsDelta });
+          sink.push({ type: "tool_update", callId: call.callId, argumentsDelta: storableText(part.argumentsDelta) });
           break;
         }
         case "finish":
@@ -114,7 +118,10 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       }
     }
     const pendingEvents = await sink.takePending();
-    const orderedCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+    const orderedCalls = [...calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, call]) => ({ ...call, argumentsRaw: storableText(call.argumentsRaw) }));
+    text = storableText(text);
 
     const result = { text, toolCalls: orderedCalls, finish, pendingEvents };
     let committed: boolean;
@@ -143,7 +150,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const permanent = isFoyaError(error) && error.code === "provider_config";
     if (!finalAttempt && !permanent) throw error;
     const code = isFoyaError(error) ? error.code : "step_failed";
-    const message = error instanceof Error ? error.message : String(error);
+    const message = describeFailure(error);
     await transactFenced(services, async (fx) => {
       await fx.tx.update(steps).set({ status: "failed", endedAt: sql`now()` }).where(eq(steps.id, step.id));
       if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code, message } }))) throw new StaleWorkError();
@@ -153,4 +160,11 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     aborts.unregister(runId, controller);
     leases.release(owner);
   }
+}
+
+/** A short reason for the run's record: a database error's own message, not the failed query's text. */
+function describeFailure(error: unknown): string {
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause instanceof Error && (error as Error).message.startsWith("Failed query")) return `database error: ${cause.message}`;
+  return storableText(error instanceof Error ? error.message : String(error)).slice(0, 2000);
 }
