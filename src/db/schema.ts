@@ -108,6 +108,8 @@ export const runs = pgTable(
      * (terminal, waiting behind another run, or waiting for a decision).
      */
     nextJob: jsonb("next_job").$type<NextJob | null>(),
+    /** Deferred tools tool_search activated in this run; they are exposed from the next step (R5). */
+    activatedTools: jsonb("activated_tools").$type<string[]>().notNull().default([]),
     /** Fencing token: bumped by every claim; every commit checks it (D4). */
     fence: bigint("fence", { mode: "number" }).notNull().default(0),
     leaseOwner: text("lease_owner"),

@@ -1,7 +1,8 @@
 import type { AnyTool } from "./tool.js";
 import { readTool } from "./builtin/read-tool.js";
+import { toolSearchTool } from "./builtin/tool-search-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
 export function builtinTools(): AnyTool[] {
-  return [readTool, writeTool];
+  return [readTool, toolSearchTool, writeTool];
 }

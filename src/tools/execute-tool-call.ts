@@ -35,6 +35,15 @@ export function createToolExecutor(registry: ToolRegistry): ToolExecutor {
     if (tool.exposure === "hidden") {
       return { ok: false, result: errorResult("tool_hidden", `The tool "${call.name}" cannot be called.`) };
     }
+    if (context && tool.exposure === "deferred" && !context.exposedTools.includes(tool.name)) {
+      return {
+        ok: false,
+        result: errorResult(
+          "tool_not_active",
+          `The tool "${call.name}" is not active in this turn. Call tool_search to find and activate it; it becomes callable from your next step.`,
+        ),
+      };
+    }
     if (context && !context.exposedTools.includes(tool.name)) {
       return {
         ok: false,

@@ -1,6 +1,15 @@
 import type { FunctionToolSchema } from "../providers/provider.js";
 import type { RunMode } from "../db/schema.js";
 import type { AnyTool } from "./tool.js";
+import { buildToolSearchIndex, type ToolSearchIndex } from "./tool-search-index.js";
+
+/** The tool that activates deferred tools; exposed only while the session has some to find. */
+export const toolSearchName = "tool_search";
+
+export interface SessionToolScope {
+  toolAllowList: readonly string[] | null;
+  runMode: RunMode;
+}
 
 /**
  * Maps names to tools from every source (SPEC R1) and computes what a Step
@@ -10,8 +19,13 @@ import type { AnyTool } from "./tool.js";
 export interface ToolRegistry {
   get(name: string): AnyTool | undefined;
   list(): readonly AnyTool[];
-  /** Sorted by name: registered ∩ exposure ∩ allow-list ∩ run mode. */
-  exposedFor(session: { toolAllowList: readonly string[] | null; runMode: RunMode }): readonly AnyTool[];
+  /**
+   * Sorted by name: registered ∩ exposure ∩ allow-list ∩ run mode, where deferred
+   * tools count only once `activated` names them (R3, R4, R5).
+   */
+  exposedFor(scope: SessionToolScope, activated?: readonly string[]): readonly AnyTool[];
+  /** Deferred tools the scope may use, ranked for `query` (R5). */
+  searchDeferred(query: string, scope: SessionToolScope, limit: number): readonly AnyTool[];
   schemasFor(tools: readonly AnyTool[]): readonly FunctionToolSchema[];
 }
 
@@ -22,19 +36,29 @@ export function createToolRegistry(tools: readonly AnyTool[]): ToolRegistry {
     byName.set(tool.name, tool);
   }
   const sorted = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const deferred = sorted.filter((tool) => tool.exposure === "deferred");
   const schemaCache = new Map<string, readonly FunctionToolSchema[]>();
+  let searchIndex: ToolSearchIndex | undefined;
+
+  const inScope = (tool: AnyTool, scope: SessionToolScope): boolean =>
+    (scope.toolAllowList === null || scope.toolAllowList.includes(tool.name)) && (scope.runMode === "normal" || tool.sideEffect === "read");
+  const hasDeferredFor = (scope: SessionToolScope): boolean => deferred.some((tool) => inScope(tool, scope));
 
   return {
     get: (name) => byName.get(name),
     list: () => sorted,
-    exposedFor({ toolAllowList, runMode }) {
-      const allowed = toolAllowList ? new Set(toolAllowList) : null;
-      return sorted.filter(
-        (tool) =>
-          tool.exposure === "direct" &&
-          (allowed === null || allowed.has(tool.name)) &&
-          (runMode === "normal" || tool.sideEffect === "read"),
-      );
+    exposedFor(scope, activated = []) {
+      return sorted.filter((tool) => {
+        if (!inScope(tool, scope)) return false;
+        if (tool.name === toolSearchName) return hasDeferredFor(scope);
+        if (tool.exposure === "deferred") return activated.includes(tool.name);
+        return tool.exposure === "direct";
+      });
+    },
+    searchDeferred(query, scope, limit) {
+      searchIndex ??= buildToolSearchIndex(deferred);
+      const names = searchIndex.search(query, { limit, allowed: (name) => inScope(byName.get(name) as AnyTool, scope) });
+      return names.map((name) => byName.get(name) as AnyTool);
     },
     schemasFor(exposed) {
       const key = exposed.map((t) => t.name).join("\u0000");

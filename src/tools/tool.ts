@@ -48,6 +48,12 @@ export interface ToolContext {
   provider: { profile: string; model: string };
   /** Names of the tools exposed to the model in the step that produced this call. */
   exposedTools: readonly string[];
+  /** The deferred-tool activator (R5): find deferred tools and activate them for this turn. */
+  deferredTools: {
+    search(query: string, limit: number): ReadonlyArray<{ name: string; description: string }>;
+    /** Exposed from the next step of this run; never beyond it. */
+    activate(names: readonly string[]): Promise<void>;
+  };
   /** Aborted when the run is cancelled, or when a draining worker's grace period ends. */
   signal: AbortSignal;
   /** Reports progress to clients as a `tool_update` event. */

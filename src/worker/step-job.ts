@@ -39,7 +39,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       });
       return { kind: "gone" as const, reason: "max steps" };
     }
-    const exposed = services.tools.exposedFor(session);
+    const exposed = services.tools.exposedFor(session, run.activatedTools);
     const toolNames = exposed.map((tool) => tool.name);
     const [step] = await fx.tx
       .insert(steps)

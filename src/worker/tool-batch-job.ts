@@ -86,6 +86,19 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       provider: { profile: provider.profile, model: session.model ?? provider.defaultModel },
       exposedTools: stepTools,
       signal: controller.signal,
+      deferredTools: {
+        search: (query, limit) => services.tools.searchDeferred(query, session, limit),
+        async activate(names) {
+          // Fenced like every write of this batch: a superseded attempt activates nothing.
+          await services.db.db.execute(sql`
+            update runs set activated_tools = (
+              select coalesce(jsonb_agg(distinct name order by name), '[]'::jsonb)
+              from jsonb_array_elements_text(activated_tools || ${JSON.stringify(names)}::jsonb) as name
+            )
+            where id = ${runId} and fence = ${run.fence} and status = 'running'
+          `);
+        },
+      },
       reportProgress(message) {
         void appendEvents(services.db.db, run.tenantId, run.sessionId, [
           { runId, step: stepRef, body: { type: "tool_update", callId: call.callId, progress: message } },

@@ -35,6 +35,7 @@ function context(): ToolContext {
     provider: { profile: "scripted", model: "scripted" },
     exposedTools: ["read", "write"],
     signal: new AbortController().signal,
+    deferredTools: { search: () => [], activate: async () => {} },
     reportProgress: () => {},
   };
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "runs" ADD COLUMN "activated_tools" jsonb DEFAULT '[]'::jsonb NOT NULL;
