@@ -1,14 +1,8 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { HistoryMessage, ResultPart } from "../core/history.js";
 import { FoyaError, isFoyaError } from "../errors.js";
-import type {
-  FinishReason,
-  FunctionToolSchema,
-  ModelProvider,
-  ProviderRequest,
-  ProviderStreamPart,
-  Usage,
-} from "./provider.js";
+import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, Usage } from "./provider.js";
+import { toOpenAITools, type OpenAIFunctionTool } from "./render-tool-schemas.js";
 
 /**
  * Adapter for OpenAI-compatible Chat Completions servers (OpenAI, LM Studio,
@@ -91,7 +85,7 @@ interface WireRequest {
   stream: true;
   stream_options: { include_usage: true };
   messages: WireMessage[];
-  tools?: Array<{ type: "function"; function: FunctionToolSchema }>;
+  tools?: readonly OpenAIFunctionTool[];
 }
 
 function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequest {
@@ -106,10 +100,7 @@ function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequ
   };
   // Some servers reject an empty tools array, so the key is left out instead.
   if (request.tools.length > 0) {
-    wire.tools = request.tools.map((tool) => ({
-      type: "function",
-      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-    }));
+    wire.tools = toOpenAITools(request.tools);
   }
   return wire;
 }

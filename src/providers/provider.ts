@@ -18,8 +18,11 @@ export interface ProviderRequest {
   model: string;
   /** Canonical history, oldest first; tool messages follow their assistant message in call order. */
   messages: HistoryMessage[];
-  /** Already sorted by name (SPEC R2); adapters keep the order. */
-  tools: FunctionToolSchema[];
+  /**
+   * Already sorted by name (SPEC R2); adapters keep the order. The same frozen
+   * list comes back while the exposed set is unchanged, so renderings can be cached.
+   */
+  tools: readonly FunctionToolSchema[];
   /** Optional system prompt, sent first. */
   system?: string;
 }

@@ -85,7 +85,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const request = {
       model: session.model ?? provider.defaultModel,
       messages: history,
-      tools: [...services.tools.schemasFor(exposed)],
+      tools: services.tools.schemasFor(exposed),
       ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
     };
     for await (const part of provider.stream(request, controller.signal)) {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { toAnthropicTools, toOpenAITools } from "../../src/providers/render-tool-schemas.js";
 import { createToolRegistry } from "../../src/tools/tool-registry.js";
 import { builtinTools } from "../../src/tools/builtin-tools.js";
 import { defineTool, textResult, type AnyTool } from "../../src/tools/tool.js";
@@ -31,7 +32,7 @@ describe("tool registry", () => {
   it("R1: one registry holds built-ins and tools of other sources, and refuses a name twice", async () => {
     const extra = await loadToolModules([testToolsModule]);
     const registry = createToolRegistry([...builtinTools(), ...extra]);
-    expect(registry.list().map((t) => t.name)).toEqual(["end_batch", "marker_sleep", "noop", "probe", "read", "show_diff", "tool_search", "write"]);
+    expect(registry.list().map((t) => t.name)).toEqual(["context_echo", "end_batch", "marker_sleep", "noop", "probe", "read", "show_diff", "tool_search", "write"]);
     expect(() => createToolRegistry([tool("a"), tool("a")])).toThrow(/registered twice/);
     await expect(loadToolModules([new URL(import.meta.url).pathname])).rejects.toThrow(/does not export a "tools" array/);
   });
@@ -44,6 +45,23 @@ describe("tool registry", () => {
     expect(first.map((s) => s.name)).toEqual(["Mid", "alpha", "beta", "zeta"]);
     expect(JSON.stringify(second)).toBe(JSON.stringify(first));
     expect(second).toBe(first);
+  });
+
+  it("R2: OpenAI and Anthropic renderings are sorted, byte-identical for an unchanged set, and computed once", () => {
+    const registry = createToolRegistry([tool("zeta"), tool("alpha", { parameters: { type: "object", properties: { q: { type: "string" } } } })]);
+    const session = { toolAllowList: null, runMode: "normal" as const };
+    const first = registry.schemasFor(registry.exposedFor(session));
+    const second = registry.schemasFor(registry.exposedFor(session));
+    expect(toOpenAITools(second)).toBe(toOpenAITools(first));
+    expect(toAnthropicTools(second)).toBe(toAnthropicTools(first));
+    expect(JSON.stringify(toOpenAITools(first))).toBe(
+      '[{"type":"function","function":{"name":"alpha","description":"the alpha tool","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}},' +
+        '{"type":"function","function":{"name":"zeta","description":"the zeta tool","parameters":{"type":"object","properties":{}}}}]',
+    );
+    expect(JSON.stringify(toAnthropicTools(first))).toBe(
+      '[{"name":"alpha","description":"the alpha tool","input_schema":{"type":"object","properties":{"q":{"type":"string"}}}},' +
+        '{"name":"zeta","description":"the zeta tool","input_schema":{"type":"object","properties":{}}}]',
+    );
   });
 
   it("R3, R4: exposure, allow-list and run mode narrow what a step sends", () => {

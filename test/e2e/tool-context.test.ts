@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readMarkers } from "../fixtures/test-tools.js";
+import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { expectValidHistory } from "../helpers/history.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+let env: TestEnv;
+let client: ApiClient;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  await env.startWorker();
+  client = await env.newTenant();
+});
+afterAll(async () => env?.close());
+
+describe("what a running tool sees", () => {
+  it("L3: a tool receives an explicit context, and its progress reaches clients as tool_update", async () => {
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "manual", toolAllowList: ["context_echo", "read"] });
+    const run = await client.startRun(sessionId, script([[{ tool: "context_echo", args: {} }], [{ text: "ok" }]]));
+    await client.waitForRun(run.body.id);
+    const [row] = await env.query<{ text: string }>("select result->0->>'text' as text from tool_calls where run_id = $1", [run.body.id]);
+    const [tenant] = await env.query<{ tenant_id: string }>("select tenant_id from sessions where id = $1", [sessionId]);
+    expect(JSON.parse(row!.text)).toEqual({
+      tenantId: tenant!.tenant_id,
+      sessionId,
+      runId: run.body.id,
+      projectId,
+      workspaceDir: await env.workspaceOf(sessionId),
+      approvalMode: "manual",
+      provider: { profile: "scripted", model: "scripted" },
+      exposedTools: ["context_echo", "read"],
+      signalAborted: false,
+      canReport: "function",
+      canActivate: "function",
+    });
+    const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress);
+    expect(progress.map((e) => e.data.progress).sort()).toEqual(["almost", "halfway"]);
+    expect(progress.every((e) => e.data.callId === "call_0_0")).toBe(true);
+  });
+
+  it("C1: cancelling a run aborts its running tool, ends the run cancelled, and a later cancel changes nothing", async () => {
+    const { sessionId } = await client.newSession();
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "c1", sleepMs: 60_000 } }]]));
+    await waitFor(async () => (await readMarkers(workspace, "c1")).length === 1, 20_000, "the tool to start");
+    expect((await client.post(`/v1/runs/${run.body.id}/cancel`)).body.status).toBe("cancelled");
+    await waitFor(async () => (await readMarkers(workspace, "c1-aborted")).length === 1, 10_000, "the tool to see its abort signal");
+    const [call] = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [run.body.id]);
+    expect(call!.status).toBe("cancelled");
+    expectValidHistory(await client.messages(sessionId));
+
+    const eventsBefore = (await client.events(sessionId)).length;
+    const again = await client.post(`/v1/runs/${run.body.id}/cancel`);
+    expect(again.status).toBe(200);
+    expect(again.body.status).toBe("cancelled");
+    expect((await client.events(sessionId)).length).toBe(eventsBefore);
+  });
+
+  it("C1: cancelling a completed run is a harmless no-op, and so is cancelling a queued one before it starts", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ text: "quick" }]]));
+    await client.waitForRun(run.body.id);
+    const after = await client.post(`/v1/runs/${run.body.id}/cancel`);
+    expect(after.status).toBe(200);
+    expect(after.body.status).toBe("completed");
+
+    const busy = await client.newSession();
+    const first = await client.startRun(busy.sessionId, script([[{ tool: "marker_sleep", args: { marker: "c1q", sleepMs: 500 } }], [{ text: "a" }]]));
+    const waiting = await client.startRun(busy.sessionId, script([[{ text: "never" }]]), "enqueue");
+    expect((await client.post(`/v1/runs/${waiting.body.id}/cancel`)).body.status).toBe("cancelled");
+    expect((await client.waitForRun(first.body.id)).status).toBe("completed");
+    const messages = await client.messages(busy.sessionId);
+    expect(messages.some((m) => m.content.text === "never")).toBe(false);
+  });
+});
