@@ -1,18 +1,21 @@
 import { DelayedError, type Job } from "bullmq";
-import { eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { AssistantToolCall } from "../core/history.js";
-import { steps } from "../db/schema.js";
+import { runs, steps, toolCalls } from "../db/schema.js";
 import { isFoyaError } from "../errors.js";
 import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import type { StepJobData } from "../queue/job-types.js";
 import { loadHistory } from "../runs/history-store.js";
-import { endRun } from "../runs/run-lifecycle.js";
+import { endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry } from "../runs/transact.js";
 import { commitStep } from "./commit-step.js";
 import { storableText } from "../core/storable-text.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
+import type { EventBody, StepRef } from "../core/events.js";
+import type { Services } from "../services.js";
+import { toolSearchName } from "../tools/tool-registry.js";
 import { createStepEventSink } from "./step-event-sink.js";
 
 /**
@@ -124,6 +127,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     text = storableText(text);
 
     const result = { text, toolCalls: orderedCalls, finish, pendingEvents };
+    if (orderedCalls.length === 0 && text.trim() === "" && step.attempt === 1 && (await justActivatedTools(services, runId, stepIndex))) {
+      return await askAgain(services, run, { ...step, index: stepIndex }, stepRef, pendingEvents);
+    }
     let committed: boolean;
     if (orderedCalls.length > 0) {
       const events = await withRetry(() => commitStep(services.db.db, run, { ...step, index: stepIndex }, result));
@@ -167,4 +173,45 @@ function describeFailure(error: unknown): string {
   const cause = (error as { cause?: unknown })?.cause;
   if (cause instanceof Error && (error as Error).message.startsWith("Failed query")) return `database error: ${cause.message}`;
   return storableText(error instanceof Error ? error.message : String(error)).slice(0, 2000);
+}
+
+/** Whether the previous step's batch activated deferred tools through tool_search (R5). */
+async function justActivatedTools(services: Services, runId: string, stepIndex: number): Promise<boolean> {
+  if (stepIndex === 0) return false;
+  const rows = await services.db.db
+    .select({ id: toolCalls.id })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, runId), eq(toolCalls.stepIndex, stepIndex - 1), eq(toolCalls.name, toolSearchName), eq(toolCalls.status, "succeeded")))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/**
+ * A step that answered nothing right after tool_search activated tools is run
+ * once more instead of ending the turn empty (R5): nothing of this attempt is
+ * committed, and the same step is dispatched again under a new job id; the
+ * next attempt commits whatever it answers.
+ */
+async function askAgain(
+  services: Services,
+  run: RunRow & { ordinal: number },
+  step: { id: string; attempt: number; index: number },
+  stepRef: StepRef,
+  pendingEvents: EventBody[],
+): Promise<JobOutcome> {
+  const released = await transactFenced(services, async (fx) => {
+    const [updated] = await fx.tx
+      .update(runs)
+      .set({ redispatches: sql`${runs.redispatches} + 1`, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+      .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
+      .returning({ redispatches: runs.redispatches });
+    if (!updated) throw new StaleWorkError();
+    await fx.emit(run.tenantId, run.sessionId, [
+      ...pendingEvents.map((body) => ({ runId: run.id, step: stepRef, body })),
+      { runId: run.id, step: stepRef, body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason: "empty_asked_again", toolCalls: 0 } },
+    ]);
+    fx.dispatch({ runId: run.id, next: { kind: "step", stepIndex: step.index }, redispatches: updated.redispatches });
+    return true;
+  });
+  return released ? { kind: "committed", detail: "asked again" } : { kind: "stale" };
 }

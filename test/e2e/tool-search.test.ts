@@ -91,4 +91,29 @@ describe("exposure and tool_search", () => {
     await client.waitForRun(other.body.id);
     expect((await stepTools(other.body.id))[0]).toEqual(["read", "write"]);
   });
+
+  it("R5: a step that answers nothing right after tool_search activated tools is asked once more, not ended empty", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ tool: "tool_search", args: { query: "weather" } }], []]));
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const steps = await env.query<{ index: number; attempt: number }>("select index, attempt from steps where run_id = $1 order by index", [run.body.id]);
+    expect(steps).toEqual([
+      { index: 0, attempt: 1 },
+      { index: 1, attempt: 2 },
+    ]);
+    const ends = (await client.events(sessionId)).filter((e) => e.type === "step_end" && e.data.stepIndex === 1);
+    expect(ends.map((e) => [e.data.attempt, e.data.finishReason])).toEqual([
+      [1, "empty_asked_again"],
+      [2, "stop"],
+    ]);
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    expect(messages.filter((m) => m.role === "assistant")).toHaveLength(2);
+
+    // Without a preceding activation an empty answer simply ends the turn.
+    const plain = await client.newSession();
+    const quiet = await client.startRun(plain.sessionId, script([[]]));
+    await client.waitForRun(quiet.body.id);
+    expect(await env.query("select attempt from steps where run_id = $1", [quiet.body.id])).toEqual([{ attempt: 1 }]);
+  });
 });
