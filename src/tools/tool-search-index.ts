@@ -50,30 +50,39 @@ export function buildToolSearchIndex(tools: readonly SearchableTool[]): ToolSear
     return { name: tool.name, length: tokens.length, frequencies };
   });
   const averageLength = documents.reduce((sum, doc) => sum + doc.length, 0) / Math.max(1, documents.length);
-  const documentFrequency = new Map<string, number>();
-  for (const doc of documents) for (const token of doc.frequencies.keys()) documentFrequency.set(token, (documentFrequency.get(token) ?? 0) + 1);
-  const byName = new Map(documents.map((doc) => [doc.name.toLowerCase(), doc.name]));
+  // Postings: a query only touches the tools that contain one of its words.
+  const postings = new Map<string, Array<{ doc: number; frequency: number }>>();
+  documents.forEach((doc, index) => {
+    for (const [token, frequency] of doc.frequencies) {
+      let list = postings.get(token);
+      if (!list) postings.set(token, (list = []));
+      list.push({ doc: index, frequency });
+    }
+  });
+  const byName = new Map(documents.map((doc, index) => [doc.name.toLowerCase(), index]));
 
   return {
     search(query, { limit, allowed }) {
-      const terms = [...new Set(tokenize(query))];
-      const exact = byName.get(query.trim().toLowerCase());
-      const scored: Array<{ name: string; score: number }> = [];
-      for (const doc of documents) {
-        if (allowed && !allowed(doc.name)) continue;
-        let score = 0;
-        for (const term of terms) {
-          const frequency = doc.frequencies.get(term);
-          if (!frequency) continue;
-          const df = documentFrequency.get(term) ?? 0;
-          const idf = Math.log(1 + (documents.length - df + 0.5) / (df + 0.5));
-          score += (idf * frequency * (k1 + 1)) / (frequency + k1 * (1 - b + (b * doc.length) / averageLength));
+      const scores = new Map<number, number>();
+      for (const term of new Set(tokenize(query))) {
+        const list = postings.get(term);
+        if (!list) continue;
+        const idf = Math.log(1 + (documents.length - list.length + 0.5) / (list.length + 0.5));
+        for (const { doc, frequency } of list) {
+          const length = (documents[doc] as { length: number }).length;
+          const score = (idf * frequency * (k1 + 1)) / (frequency + k1 * (1 - b + (b * length) / averageLength));
+          scores.set(doc, (scores.get(doc) ?? 0) + score);
         }
-        if (doc.name === exact) score = Number.POSITIVE_INFINITY;
-        if (score > 0) scored.push({ name: doc.name, score });
       }
-      scored.sort((x, y) => y.score - x.score || (x.name < y.name ? -1 : 1));
-      return scored.slice(0, limit).map((entry) => entry.name);
+      const exact = byName.get(query.trim().toLowerCase());
+      if (exact !== undefined) scores.set(exact, Number.POSITIVE_INFINITY);
+      const ranked: Array<{ name: string; score: number }> = [];
+      for (const [doc, score] of scores) {
+        const name = (documents[doc] as { name: string }).name;
+        if (!allowed || allowed(name)) ranked.push({ name, score });
+      }
+      ranked.sort((x, y) => y.score - x.score || (x.name < y.name ? -1 : 1));
+      return ranked.slice(0, limit).map((entry) => entry.name);
     },
   };
 }
