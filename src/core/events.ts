@@ -24,6 +24,8 @@ export type EventBody =
       /** Short text view of the result for UIs; the full result is in the messages. */
       preview: string;
       diff?: string;
+      /** File changes the call made (F5): what clients show instead of the raw arguments. */
+      fileChanges?: Array<{ id: string; path: string; existedBefore: boolean; sha256Before: string | null; sha256After: string | null }>;
     }
   | { type: "approval_request"; approvalId: string; callId: string }
   | { type: "approval_resolved"; approvalId: string; callId: string; decision: "approve" | "deny" }

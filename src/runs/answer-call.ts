@@ -2,6 +2,7 @@ import type { EventBody, StepRef } from "../core/events.js";
 import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { TerminalToolCallStatus } from "../core/tool-call-status.js";
 import { insertMessage } from "./history-store.js";
+import type { FileChangeRecord } from "../tools/tool.js";
 import type { Effects } from "./transact.js";
 
 export interface CallOutcome {
@@ -11,6 +12,8 @@ export interface CallOutcome {
   content: ResultPart[];
   /** Shown to clients only, never to the model (L2). */
   diff?: string;
+  /** File-change records stored with the call, with their ids (F1, F5). */
+  fileChanges?: Array<FileChangeRecord & { id: string }>;
 }
 
 /** The tool message the model sees next for a finished call. */
@@ -29,6 +32,11 @@ export function toolEndEvent(call: { callId: string; name: string }, outcome: Ca
     ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}),
     preview: previewOf(outcome.content),
     ...(outcome.diff ? { diff: outcome.diff } : {}),
+    ...(outcome.fileChanges?.length
+      ? {
+          fileChanges: outcome.fileChanges.map(({ id, path, existedBefore, sha256Before, sha256After }) => ({ id, path, existedBefore, sha256Before, sha256After })),
+        }
+      : {}),
   };
 }
 

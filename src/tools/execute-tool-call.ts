@@ -100,5 +100,8 @@ function storableResult(result: ToolResult): ToolResult {
     ...result,
     content: result.content.map((part) => (part.type === "text" ? { ...part, text: storableText(part.text) } : part)),
     ...(result.displayDiff !== undefined ? { displayDiff: storableText(result.displayDiff) } : {}),
+    ...(result.fileChanges
+      ? { fileChanges: result.fileChanges.map((change) => ({ ...change, path: storableText(change.path), diff: storableText(change.diff) })) }
+      : {}),
   };
 }

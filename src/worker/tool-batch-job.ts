@@ -177,8 +177,8 @@ async function markRunning(fx: Effects, run: ClaimedRun, calls: readonly CallRow
 }
 
 /**
- * Stores one call's result in one statement (SPEC L2): its terminal status, its
- * tool message and its `tool_end` event, all only if this attempt still owns
+ * Stores one call's result in one statement (SPEC L2, T3): its terminal status,
+ * its tool message, its file-change records and its `tool_end` event, all only if this attempt still owns
  * the call (fence). If no other call of the batch is open and the run may take
  * another step, the same statement hands the run to that step; otherwise the
  * end transaction of the job closes the batch.
@@ -192,7 +192,15 @@ async function commitCall(
 ): Promise<"committed" | "finished" | "stale"> {
   const status = result.isError ? "failed" : "succeeded";
   const isError = result.isError === true;
-  const outcome = { status, isError, errorCode: result.errorCode ?? null, content: result.content, ...(result.displayDiff ? { diff: result.displayDiff } : {}) } as const;
+  const fileChanges = (result.fileChanges ?? []).map((change) => ({ ...change, id: newId("fch") }));
+  const outcome = {
+    status,
+    isError,
+    errorCode: result.errorCode ?? null,
+    content: result.content,
+    ...(result.displayDiff ? { diff: result.displayDiff } : {}),
+    fileChanges,
+  } as const;
   const nextIndex = call.stepIndex + 1;
   const next = { kind: "step", stepIndex: nextIndex } as const;
   const mayClose = nextIndex < services.config.maxStepsPerRun;
@@ -211,6 +219,13 @@ async function commitCall(
              'tool', ${JSON.stringify(toolMessageOf(call, outcome))}::jsonb
       from committed_call
       on conflict do nothing
+    ),
+    recorded_changes as (
+      insert into file_changes (id, tenant_id, session_id, run_id, tool_call_id, path, existed_before, mode_before, mode_after, sha256_before, sha256_after, diff)
+      select f.id, ${run.tenantId}, ${run.sessionId}, ${run.id}, ${call.id}, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff
+      from committed_call,
+           jsonb_to_recordset(${JSON.stringify(fileChanges)}::jsonb)
+             as f(id text, path text, "existedBefore" boolean, "modeBefore" int, "modeAfter" int, "sha256Before" text, "sha256After" text, diff text)
     ),
     closed_batch as (
       update runs

@@ -68,6 +68,28 @@ describe("streamed tool calls", () => {
     }
   });
 
+  it("T3: a result carries text, image and artifact references, a display diff and file-change records, each to its place", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ tool: "rich_result", args: {} }], [{ text: "ok" }]]));
+    await client.waitForRun(run.body.id);
+    const message = (await client.messages(sessionId)).find((m) => m.role === "tool");
+    expect(message.content.content).toEqual([
+      { type: "text", text: "made a chart" },
+      { type: "image", artifactId: "art_chart", mediaType: "image/png" },
+      { type: "artifact", artifactId: "art_data", mediaType: "text/csv", name: "data.csv" },
+    ]);
+    expect(JSON.stringify(message.content)).not.toContain("chart.txt");
+    const end = (await client.events(sessionId)).find((e) => e.type === "tool_end");
+    expect(end.data.preview).toBe("made a chart\n[image art_chart]\n[artifact art_data]");
+    expect(end.data.diff).toContain("+++ b/chart.txt");
+    const [change] = await env.query<{ id: string; path: string; tool_call_id: string; existed_before: boolean; mode_after: number }>(
+      "select f.id, f.path, f.tool_call_id, f.existed_before, f.mode_after from file_changes f join tool_calls c on c.id = f.tool_call_id where c.run_id = $1",
+      [run.body.id],
+    );
+    expect(change).toMatchObject({ path: "chart.txt", existed_before: false, mode_after: 0o644 });
+    expect(end.data.fileChanges).toEqual([{ id: change!.id, path: "chart.txt", existedBefore: false, sha256Before: null, sha256After: "ab".repeat(32) }]);
+  });
+
   it("L2: a finished call is written twice: tool_end with the display diff for clients, a tool message without it for the model", async () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ tool: "show_diff", args: { text: "changed x" } }], [{ text: "ok" }]]));
