@@ -1,15 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ApiClient } from "../helpers/api-client.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { describe, expect, it } from "vitest";
+import { useTestEnv } from "../helpers/test-env.js";
 
-let env: TestEnv;
-let client: ApiClient;
-
-beforeAll(async () => {
-  env = await createTestEnv();
-  client = await env.newTenant();
-});
-afterAll(async () => env?.close());
+const { env, client } = useTestEnv();
 
 describe("requests", () => {
   it("rejects invalid bodies with a clear 400 and writes nothing", async () => {

@@ -1,19 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runTransitions, type RunStatus } from "../../src/core/run-status.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { useTestEnv } from "../helpers/test-env.js";
 import { readMarkers } from "../fixtures/test-tools.js";
-import { script, type ApiClient } from "../helpers/api-client.js";
+import { script } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 
-let env: TestEnv;
-let client: ApiClient;
-
-beforeAll(async () => {
-  env = await createTestEnv();
-  await env.startWorker();
-  client = await env.newTenant();
-});
-afterAll(async () => env?.close());
+const { env, client } = useTestEnv({ worker: true });
 
 describe("a turn through step and batch jobs", () => {
   it("D1, D2: a turn runs to completion through step and batch jobs; statuses move only along the state machine", async () => {

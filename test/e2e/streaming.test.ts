@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { script, type ApiClient } from "../helpers/api-client.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { describe, expect, it } from "vitest";
+import { script } from "../helpers/api-client.js";
+import { useTestEnv } from "../helpers/test-env.js";
 
-let env: TestEnv;
-let client: ApiClient;
-
-beforeAll(async () => {
-  env = await createTestEnv();
-  await env.startWorker();
-  client = await env.newTenant();
-});
-afterAll(async () => env?.close());
+const { env, client } = useTestEnv({ worker: true });
 
 describe("streamed tool calls", () => {
   it("T2: raw argument strings are stored byte for byte as streamed", async () => {

@@ -1,18 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readMarkers } from "../fixtures/test-tools.js";
-import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { script, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { useTestEnv } from "../helpers/test-env.js";
 
-let env: TestEnv;
-let client: ApiClient;
-
-beforeAll(async () => {
-  env = await createTestEnv();
-  await env.startWorker();
-  client = await env.newTenant();
-});
-afterAll(async () => env?.close());
+const { env, client } = useTestEnv({ worker: true });
 
 describe("what a running tool sees", () => {
   it("L3: a tool receives an explicit context, and its progress reaches clients as tool_update", async () => {

@@ -1,18 +1,10 @@
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { script, type ApiClient } from "../helpers/api-client.js";
+import { describe, expect, it } from "vitest";
+import { script } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { createTestEnv, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
+import { repoRoot, testToolsModule, useTestEnv } from "../helpers/test-env.js";
 
-let env: TestEnv;
-let client: ApiClient;
-
-beforeAll(async () => {
-  env = await createTestEnv({ FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/deferred-tools.ts")}` });
-  await env.startWorker();
-  client = await env.newTenant();
-});
-afterAll(async () => env?.close());
+const { env, client } = useTestEnv({ worker: true, overrides: { FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/deferred-tools.ts")}` } });
 
 async function stepTools(runId: string): Promise<string[][]> {
   const rows = await env.query<{ tools: string[] }>("select tools from steps where run_id = $1 order by index", [runId]);

@@ -1,17 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { describe, expect, it } from "vitest";
+import { script, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { useTestEnv } from "../helpers/test-env.js";
 
-let env: TestEnv;
-let client: ApiClient;
-
-beforeAll(async () => {
-  env = await createTestEnv();
-  await env.startWorker();
-  client = await env.newTenant();
-});
-afterAll(async () => env?.close());
+const { env, client } = useTestEnv({ worker: true });
 
 const slowTurn = (label: string) => script([[{ tool: "marker_sleep", args: { marker: label, sleepMs: 800 } }], [{ text: `${label} done` }]]);
 

@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Redis } from "ioredis";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { createApp } from "../../src/api/app.js";
 import type { App } from "../../src/api/app-env.js";
 import { startHttpServer, type HttpServer } from "../../src/api/http-server.js";
@@ -132,4 +132,32 @@ async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> 
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * The usual file setup: one isolated environment with a tenant (and, with
+ * `worker`, an in-process worker), created before the file's tests and closed
+ * after them. The answers may be destructured at once; they resolve on use.
+ */
+export function useTestEnv(options: { worker?: boolean; overrides?: Record<string, string> } = {}): { env: TestEnv; client: ApiClient } {
+  let env: TestEnv | undefined;
+  let client: ApiClient | undefined;
+  beforeAll(async () => {
+    env = await createTestEnv(options.overrides);
+    if (options.worker) await env.startWorker();
+    client = await env.newTenant();
+  });
+  afterAll(async () => env?.close());
+  return { env: lateBound(() => env, "env"), client: lateBound(() => client, "client") };
+}
+
+function lateBound<T extends object>(current: () => T | undefined, name: string): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      const value = current();
+      if (!value) throw new Error(`${name} used before the file's beforeAll ran`);
+      const member = Reflect.get(value, key, value) as unknown;
+      return typeof member === "function" ? member.bind(value) : member;
+    },
+  });
 }
