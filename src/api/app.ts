@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { requireApiKey } from "./auth.js";
+import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
 import { registerProjectRoutes } from "./routes/project-routes.js";
 import { registerRunRoutes } from "./routes/run-routes.js";
@@ -40,13 +41,14 @@ export function createApp(services: ApiServices): App {
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
   const authenticated = requireApiKey(services.db.db);
-  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools"]) {
+  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*"]) {
     app.use(path, authenticated);
   }
   registerProjectRoutes(app, services);
   registerSessionRoutes(app, services);
   registerRunRoutes(app, services);
   registerToolRoutes(app, services);
+  registerFileChangeRoutes(app, services);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -1,8 +1,10 @@
 import type { AnyTool } from "./tool.js";
+import { deleteTool } from "./builtin/delete-tool.js";
+import { editTool } from "./builtin/edit-tool.js";
 import { readTool } from "./builtin/read-tool.js";
 import { toolSearchTool } from "./builtin/tool-search-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
 export function builtinTools(): AnyTool[] {
-  return [readTool, toolSearchTool, writeTool];
+  return [deleteTool, editTool, readTool, toolSearchTool, writeTool];
 }

@@ -58,6 +58,11 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Reports progress to clients as a `tool_update` event. */
   reportProgress(message: string): void;
+  /** The tenant's content-addressed blob store (file contents for review and revert). */
+  blobs: {
+    /** Stores the bytes once per digest; answers their sha256. */
+    put(content: Buffer): Promise<string>;
+  };
 }
 
 export interface ToolCallInput {

@@ -10,6 +10,7 @@ import { StaleWorkError, transact, transactFenced, withRetry, type Effects } fro
 import type { Services } from "../services.js";
 import type { ToolContext, ToolResult } from "../tools/tool.js";
 import { newId } from "../ids.js";
+import { putBlob } from "../files/blob-store.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
@@ -99,6 +100,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
           `);
         },
       },
+      blobs: { put: (content) => putBlob(services.db.db, run.tenantId, content) },
       reportProgress(message) {
         void appendEvents(services.db.db, run.tenantId, run.sessionId, [
           { runId, step: stepRef, body: { type: "tool_update", callId: call.callId, progress: message } },

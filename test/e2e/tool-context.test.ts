@@ -25,6 +25,7 @@ describe("what a running tool sees", () => {
       signalAborted: false,
       canReport: "function",
       canActivate: "function",
+      canStore: "function",
     });
     const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress);
     expect(progress.map((e) => e.data.progress).sort()).toEqual(["almost", "halfway"]);

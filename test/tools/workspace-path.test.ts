@@ -6,6 +6,9 @@ import { readTool } from "../../src/tools/builtin/read-tool.js";
 import { writeTool } from "../../src/tools/builtin/write-tool.js";
 import type { Tool, ToolContext } from "../../src/tools/tool.js";
 import { resolveWorkspacePath } from "../../src/tools/workspace-path.js";
+import { sha256 } from "../../src/tools/file-change.js";
+
+const blobs = new Map<string, Buffer>();
 
 let root: string;
 let workspace: string;
@@ -36,6 +39,7 @@ function context(): ToolContext {
     exposedTools: ["read", "write"],
     signal: new AbortController().signal,
     deferredTools: { search: () => [], activate: async () => {} },
+    blobs: { put: async (content) => { blobs.set(sha256(content), content); return sha256(content); } },
     reportProgress: () => {},
   };
 }

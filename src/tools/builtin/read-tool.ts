@@ -1,6 +1,6 @@
 import { open } from "node:fs/promises";
 import { defineTool, errorResult, textResult } from "../tool.js";
-import { resolveWorkspacePath } from "../workspace-path.js";
+import { resolveToolPath } from "./tool-path.js";
 
 interface ReadArgs {
   path: string;
@@ -30,7 +30,7 @@ export const readTool = defineTool<ReadArgs>({
   sideEffect: "read",
   parallel: true,
   async run(context, args) {
-    const resolved = await resolveWorkspacePath(context.workspaceDir, args.path);
+    const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
     let handle;
     try {

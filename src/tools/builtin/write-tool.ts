@@ -1,14 +1,15 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { defineTool, errorResult, textResult } from "../tool.js";
-import { resolveWorkspacePath } from "../workspace-path.js";
+import { recordFileChange, snapshotFile } from "../file-change.js";
+import { defineTool, errorResult } from "../tool.js";
+import { resolveToolPath } from "./tool-path.js";
 
 interface WriteArgs {
   path: string;
   content: string;
 }
 
-/** Creates or replaces a text file in the workspace. File change records arrive with the full file tools. */
+/** Creates or replaces a text file; the change is recorded with both contents (F1) and a display diff (F2). */
 export const writeTool = defineTool<WriteArgs>({
   name: "write",
   description: "Write a text file in the project workspace, creating parent folders; replaces the file if it exists.",
@@ -24,17 +25,26 @@ export const writeTool = defineTool<WriteArgs>({
   exposure: "direct",
   sideEffect: "write",
   async run(context, args) {
-    const resolved = await resolveWorkspacePath(context.workspaceDir, args.path);
+    const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
     if (resolved.relative === ".") return errorResult("is_directory", "Cannot write to the workspace root.");
+    let before;
     try {
+      before = await snapshotFile(resolved.absolute);
       await mkdir(path.dirname(resolved.absolute), { recursive: true });
       await writeFile(resolved.absolute, args.content, { signal: context.signal });
+      if (before.kind === "file") await chmod(resolved.absolute, before.mode);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === "EISDIR") return errorResult("is_directory", `"${args.path}" is a directory.`);
+      if (code === "EISDIR" || code === "ENOTFILE") return errorResult("is_directory", `"${args.path}" is not a regular file.`);
       return errorResult("write_failed", `Could not write "${args.path}": ${code ?? (error as Error).message}`);
     }
-    return textResult(`Wrote ${Buffer.byteLength(args.content)} bytes to ${resolved.relative}.`);
+    const change = await recordFileChange(context, resolved.relative, before, await snapshotFile(resolved.absolute));
+    const verb = before.kind === "file" ? "Updated" : "Created";
+    return {
+      content: [{ type: "text", text: `${verb} ${resolved.relative} (${Buffer.byteLength(args.content)} bytes).` }],
+      displayDiff: change.diff,
+      fileChanges: [change],
+    };
   },
 });

@@ -1,0 +1,108 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, asc, eq } from "drizzle-orm";
+import { fileChanges } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+import { revertFileChanges, type FileChangeRow } from "../../files/revert-file-changes.js";
+import type { ApiServices, App } from "../app-env.js";
+import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
+import { findSession } from "./find-owned.js";
+
+const FileChangeSchema = z
+  .object({
+    id: z.string(),
+    sessionId: z.string(),
+    runId: z.string(),
+    toolCallId: z.string().nullable(),
+    path: z.string(),
+    existedBefore: z.boolean(),
+    modeBefore: z.number().nullable(),
+    modeAfter: z.number().nullable(),
+    sha256Before: z.string().nullable(),
+    sha256After: z.string().nullable(),
+    revertedAt: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .openapi("FileChange");
+const FileChangeWithDiffSchema = FileChangeSchema.extend({ diff: z.string() }).openapi("FileChangeWithDiff");
+
+function serialize(row: FileChangeRow) {
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    runId: row.runId,
+    toolCallId: row.toolCallId,
+    path: row.path,
+    existedBefore: row.existedBefore,
+    modeBefore: row.modeBefore,
+    modeAfter: row.modeAfter,
+    sha256Before: row.sha256Before,
+    sha256After: row.sha256After,
+    revertedAt: row.revertedAt ? row.revertedAt.toISOString() : null,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+const listChanges = createRoute({
+  method: "get",
+  path: "/v1/sessions/{id}/file-changes",
+  summary: "File changes of a session, oldest first (review)",
+  request: { params: IdParam },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ fileChanges: z.array(FileChangeSchema) }) } }, description: "Changes" },
+    ...errorResponses,
+  },
+});
+
+const getChange = createRoute({
+  method: "get",
+  path: "/v1/file-changes/{id}",
+  summary: "One file change with its unified diff",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: FileChangeWithDiffSchema } }, description: "The change" }, ...errorResponses },
+});
+
+const revert = createRoute({
+  method: "post",
+  path: "/v1/file-changes/{id}/revert",
+  summary: "Revert a change, or it and every later change of its session; refused with 409 if a file changed since",
+  request: {
+    params: IdParam,
+    body: { content: { "application/json": { schema: z.object({ andLater: z.boolean().default(false) }).strict() } }, required: false },
+  },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ reverted: z.array(FileChangeSchema) }) } }, description: "What was reverted" },
+    409: { content: { "application/json": { schema: ErrorSchema } }, description: "A file changed since, or the change was already reverted" },
+    ...errorResponses,
+  },
+});
+
+export function registerFileChangeRoutes(app: App, services: ApiServices): void {
+  app.openapi(listChanges, async (c) => {
+    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const rows = await services.db.db
+      .select()
+      .from(fileChanges)
+      .where(eq(fileChanges.sessionId, session.id))
+      .orderBy(asc(fileChanges.createdAt), asc(fileChanges.id));
+    return c.json({ fileChanges: rows.map(serialize) }, 200);
+  });
+
+  app.openapi(getChange, async (c) => {
+    const [row] = await services.db.db
+      .select()
+      .from(fileChanges)
+      .where(and(eq(fileChanges.id, c.req.valid("param").id), eq(fileChanges.tenantId, c.get("tenantId"))));
+    if (!row) throw notFound("file change");
+    return c.json({ ...serialize(row), diff: row.diff }, 200);
+  });
+
+  app.openapi(revert, async (c) => {
+    const body = c.req.valid("json") as { andLater?: boolean } | undefined;
+    const reverted = await revertFileChanges(services.db.db, {
+      tenantId: c.get("tenantId"),
+      changeId: c.req.valid("param").id,
+      andLater: body?.andLater ?? false,
+    });
+    return c.json({ reverted: reverted.map(serialize) }, 200);
+  });
+}
