@@ -66,6 +66,8 @@ const envSchema = z.object({
   FOYA_TOOL_MODULES: z.string().optional(),
   FOYA_FAILPOINTS: z.string().optional(),
   FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
+  PATH: z.string().default("/usr/local/bin:/usr/bin:/bin"),
+  FOYA_TOOL_PATH: z.string().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -99,6 +101,8 @@ export interface Config {
   /** Named fault-injection points, used by crash tests. */
   readonly failpoints: ReadonlySet<string>;
   readonly migrateOnStart: boolean;
+  /** PATH given to processes tools start; their environment holds nothing else of the service's. */
+  readonly toolPath: string;
   readonly logLevel: string;
 }
 
@@ -160,6 +164,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     toolModules: Object.freeze((e.FOYA_TOOL_MODULES ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p))),
     failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
+    toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
     logLevel: e.LOG_LEVEL,
   });
 }

@@ -1,10 +1,11 @@
 import type { AnyTool } from "./tool.js";
+import { createBashTool } from "./builtin/bash-tool.js";
 import { deleteTool } from "./builtin/delete-tool.js";
 import { editTool } from "./builtin/edit-tool.js";
 import { readTool } from "./builtin/read-tool.js";
 import { toolSearchTool } from "./builtin/tool-search-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
-export function builtinTools(): AnyTool[] {
-  return [deleteTool, editTool, readTool, toolSearchTool, writeTool];
+export function builtinTools(options: { toolPath: string }): AnyTool[] {
+  return [createBashTool({ path: options.toolPath }), deleteTool, editTool, readTool, toolSearchTool, writeTool];
 }

@@ -1,0 +1,94 @@
+import { execa } from "execa";
+import { findPermanentDelete } from "../shell/permanent-delete.js";
+import { BoundedOutput } from "../shell/bounded-output.js";
+import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
+
+interface BashArgs {
+  command: string;
+  timeoutMs?: number;
+}
+
+const defaultTimeoutMs = 120_000;
+const maxTimeoutMs = 600_000;
+/** A small head (the first error is often early) and mostly the tail (SPEC O1). */
+const headBytes = 4 * 1024;
+const tailBytes = 28 * 1024;
+
+/**
+ * Runs a shell command in the workspace. The process gets its own process
+ * group, killed whole on timeout, cancel, and when the command ends (nothing it
+ * started outlives the call). Its environment holds only PATH, HOME and
+ * terminal settings, never the service's secrets. Output is kept bounded
+ * while it streams. Outside Full Access, permanent deletes are refused.
+ */
+export function createBashTool(options: { path: string }): AnyTool {
+  return defineTool<BashArgs>({
+    name: "bash",
+    description:
+      "Run a shell command (bash) in the project workspace and return its exit status and output (long output keeps the start and mostly the end). Use the delete tool, not rm, to delete files.",
+    parameters: {
+      type: "object",
+      properties: {
+        command: { type: "string", minLength: 1, maxLength: 100_000, description: "The command line, run with bash -c." },
+        timeoutMs: { type: "integer", minimum: 100, maximum: maxTimeoutMs, description: `Time limit in milliseconds (default ${defaultTimeoutMs}).` },
+      },
+      required: ["command"],
+      additionalProperties: false,
+    },
+    exposure: "direct",
+    sideEffect: "exec",
+    async run(context, args) {
+      if (context.approvalMode !== "full_access") {
+        const reason = findPermanentDelete(args.command);
+        if (reason) return errorResult("permanent_delete_refused", `Refused: ${reason}.`);
+      }
+      const output = new BoundedOutput(headBytes, tailBytes);
+      const child = execa("bash", ["-c", args.command], {
+        cwd: context.workspaceDir,
+        env: { PATH: options.path, HOME: context.workspaceDir, TERM: "dumb", PAGER: "cat", GIT_PAGER: "cat", LANG: "C.UTF-8" },
+        extendEnv: false,
+        detached: true,
+        stdin: "ignore",
+        buffer: false,
+        reject: false,
+        all: true,
+      });
+      const killGroup = () => {
+        try {
+          if (child.pid) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // the group is already gone
+        }
+      };
+      let stopped: "timeout" | "cancelled" | undefined;
+      const timer = setTimeout(() => {
+        stopped = "timeout";
+        killGroup();
+      }, args.timeoutMs ?? defaultTimeoutMs);
+      const onAbort = () => {
+        stopped = "cancelled";
+        killGroup();
+      };
+      context.signal.addEventListener("abort", onAbort, { once: true });
+      child.all?.on("data", (chunk: Buffer) => output.write(chunk));
+      // When the command itself ends, whatever it left running goes too; this also
+      // closes pipes a background child still holds, so the call cannot hang on them.
+      child.on("exit", killGroup);
+      let result;
+      try {
+        result = await child;
+      } finally {
+        clearTimeout(timer);
+        context.signal.removeEventListener("abort", onAbort);
+        killGroup();
+      }
+      const text = output.render();
+      const body = text.length > 0 ? text : "(no output)\n";
+      if (stopped === "timeout") return errorResult("timeout", `${body}\n[killed after ${args.timeoutMs ?? defaultTimeoutMs} ms]`);
+      if (stopped === "cancelled") return errorResult("cancelled", `${body}\n[cancelled]`);
+      if (result.signal) return errorResult("killed", `${body}\n[killed by ${result.signal}]`);
+      if (result.exitCode !== 0) return errorResult("exit_code", `${body}\n[exit code ${result.exitCode}]`);
+      return textResult(`${body}\n[exit code 0]`);
+    },
+  });
+}
