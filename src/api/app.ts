@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { requireApiKey } from "./auth.js";
+import { registerCommandRoutes } from "./routes/command-routes.js";
 import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
 import { registerProjectRoutes } from "./routes/project-routes.js";
@@ -41,7 +42,7 @@ export function createApp(services: ApiServices): App {
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
   const authenticated = requireApiKey(services.db.db);
-  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*"]) {
+  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*"]) {
     app.use(path, authenticated);
   }
   registerProjectRoutes(app, services);
@@ -49,6 +50,7 @@ export function createApp(services: ApiServices): App {
   registerRunRoutes(app, services);
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);
+  registerCommandRoutes(app, services);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -260,6 +260,36 @@ export const fileChanges = pgTable(
   (t) => [index("file_changes_session_idx").on(t.sessionId)],
 );
 
+export type CommandStatus = "running" | "exited" | "failed" | "killed" | "cancelled" | "lost";
+
+/**
+ * Background commands (SPEC B1-B4). The owning worker holds a lease and
+ * flushes a bounded snapshot of the output; anyone can read it. A command whose
+ * owner stops renewing is reported `lost`, never `running`.
+ */
+export const commands = pgTable(
+  "commands",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    sessionId: text("session_id").notNull().references(() => sessions.id),
+    runId: text("run_id").notNull().references(() => runs.id),
+    command: text("command").notNull(),
+    status: text("status").$type<CommandStatus>().notNull(),
+    exitCode: integer("exit_code"),
+    signal: text("signal"),
+    ownerWorker: text("owner_worker").notNull(),
+    leaseUntil: tstz("lease_until").notNull(),
+    /** The bounded view of stdout and stderr (head and tail), as last flushed. */
+    output: text("output").notNull().default(""),
+    outputBytes: bigint("output_bytes", { mode: "number" }).notNull().default(0),
+    outputLines: bigint("output_lines", { mode: "number" }).notNull().default(0),
+    createdAt: createdAt(),
+    endedAt: tstz("ended_at"),
+  },
+  (t) => [index("commands_session_idx").on(t.sessionId), index("commands_running_idx").on(t.leaseUntil).where(sql`status = 'running'`)],
+);
+
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
 
 export const approvals = pgTable(

@@ -12,6 +12,9 @@ export interface EventBus {
   subscribe(sessionId: string, listener: (event: SessionEvent) => void): Promise<() => void>;
   publishCancel(runId: string): Promise<void>;
   onCancel(listener: (runId: string) => void): Promise<() => void>;
+  /** Background commands: the owning worker kills the command (B1, B3). */
+  publishCommandCancel(commandId: string): Promise<void>;
+  onCommandCancel(listener: (commandId: string) => void): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -19,6 +22,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
   const { publisher, prefix } = options;
   const sessionChannel = (sessionId: string) => `${prefix}:events:${sessionId}`;
   const cancelChannel = `${prefix}:cancel`;
+  const commandCancelChannel = `${prefix}:command-cancel`;
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let subscriber: Redis | undefined;
 
@@ -68,6 +72,12 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
     },
     onCancel(listener) {
       return listen(cancelChannel, listener);
+    },
+    async publishCommandCancel(commandId) {
+      await publisher.publish(commandCancelChannel, commandId);
+    },
+    onCommandCancel(listener) {
+      return listen(commandCancelChannel, listener);
     },
     async close() {
       listeners.clear();

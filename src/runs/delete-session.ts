@@ -1,12 +1,13 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { activeRunStatuses } from "../core/run-status.js";
-import { runs, sessions } from "../db/schema.js";
+import { commands, runs, sessions } from "../db/schema.js";
+import { requestCommandCancel } from "../commands/command-store.js";
 import { notFound } from "../errors.js";
 import type { Services } from "../services.js";
 import { cancelRunInTransaction } from "./cancel-run.js";
 import { transact } from "./transact.js";
 
-/** Marks a session deleted and cancels its active and waiting runs; history is kept for audit. */
+/** Marks a session deleted, cancels its active and waiting runs and stops its background commands; history is kept for audit. */
 export async function deleteSession(
   services: Pick<Services, "db" | "bus" | "dispatcher">,
   input: { tenantId: string; sessionId: string },
@@ -28,5 +29,10 @@ export async function deleteSession(
       await cancelRunInTransaction(fx, run, { code: "session_deleted", message: "the session was deleted" }, false);
     }
   });
+  // Its background commands stop wherever they run (B3).
+  const running = await services.db.db
+    .select()
+    .from(commands)
+    .where(and(eq(commands.sessionId, input.sessionId), eq(commands.tenantId, input.tenantId), eq(commands.status, "running")));
+  for (const command of running) await requestCommandCancel(services.db.db, services.bus, command);
 }
-

@@ -1,5 +1,6 @@
 import type { AnyTool } from "./tool.js";
 import { createBashTool } from "./builtin/bash-tool.js";
+import { commandTools } from "./builtin/command-tools.js";
 import { deleteTool } from "./builtin/delete-tool.js";
 import { editTool } from "./builtin/edit-tool.js";
 import { readTool } from "./builtin/read-tool.js";
@@ -7,5 +8,5 @@ import { toolSearchTool } from "./builtin/tool-search-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
 export function builtinTools(options: { toolPath: string }): AnyTool[] {
-  return [createBashTool({ path: options.toolPath }), deleteTool, editTool, readTool, toolSearchTool, writeTool];
+  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, readTool, toolSearchTool, writeTool];
 }

@@ -58,11 +58,30 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Reports progress to clients as a `tool_update` event. */
   reportProgress(message: string): void;
+  /** Background commands of this session (B1): started here, owned by this worker, readable anywhere. */
+  commands: {
+    start(command: string): Promise<{ id: string } | { error: string }>;
+    get(id: string): Promise<BackgroundCommandView | undefined>;
+    cancel(id: string): Promise<BackgroundCommandView | undefined>;
+  };
   /** The tenant's content-addressed blob store (file contents for review and revert). */
   blobs: {
     /** Stores the bytes once per digest; answers their sha256. */
     put(content: Buffer): Promise<string>;
   };
+}
+
+/** What tools see of a background command. */
+export interface BackgroundCommandView {
+  id: string;
+  command: string;
+  status: "running" | "exited" | "failed" | "killed" | "cancelled" | "lost";
+  exitCode: number | null;
+  signal: string | null;
+  /** Bounded: head and tail of stdout and stderr, with omitted counts. */
+  output: string;
+  outputBytes: number;
+  outputLines: number;
 }
 
 export interface ToolCallInput {

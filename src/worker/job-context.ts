@@ -2,6 +2,7 @@ import type { Services } from "../services.js";
 import type { LeaseKeeper } from "./lease-keeper.js";
 import type { RunAborts } from "./run-aborts.js";
 import type { SessionContextCache } from "./session-context-cache.js";
+import type { BackgroundCommands } from "./background-commands.js";
 
 /** What a job processor receives: the shared services plus this process's own bookkeeping. */
 export interface JobContext {
@@ -10,6 +11,7 @@ export interface JobContext {
   leases: LeaseKeeper;
   aborts: RunAborts;
   sessionContexts: SessionContextCache;
+  commands: BackgroundCommands;
 }
 
 /** Outcome of one job, for logs and tests; failures that should be retried throw instead. */

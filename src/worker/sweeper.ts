@@ -3,6 +3,7 @@ import type { RunStatus } from "../core/run-status.js";
 import { runs } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
+import { markLostCommands } from "../commands/command-store.js";
 import { transact } from "../runs/transact.js";
 import type { Services } from "../services.js";
 
@@ -67,9 +68,10 @@ export function startSweeper(services: Services): { stop(): void } {
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    sweepOnce(services)
-      .then((count) => {
+    Promise.all([sweepOnce(services), markLostCommands(services.db.db)])
+      .then(([count, lost]) => {
         if (count > 0) services.logger.info({ count }, "sweeper re-dispatched lost work");
+        if (lost > 0) services.logger.warn({ lost }, "background commands lost with their worker");
       })
       .catch((error: unknown) => services.logger.warn({ err: error }, "sweep failed"))
       .finally(() => {

@@ -11,6 +11,7 @@ import type { Services } from "../services.js";
 import type { ToolContext, ToolResult } from "../tools/tool.js";
 import { newId } from "../ids.js";
 import { putBlob } from "../files/blob-store.js";
+import { findCommand, requestCommandCancel } from "../commands/command-store.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
@@ -101,6 +102,15 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       blobs: { put: (content) => putBlob(services.db.db, run.tenantId, content) },
+      commands: {
+        start: (command) => context.commands.start({ tenantId: run.tenantId, sessionId: run.sessionId, runId, command, cwd: project.workspacePath }),
+        get: (id) => findCommand(services.db.db, run.tenantId, id, run.sessionId),
+        async cancel(id) {
+          const found = await findCommand(services.db.db, run.tenantId, id, run.sessionId);
+          if (found) await requestCommandCancel(services.db.db, services.bus, found);
+          return found && (await findCommand(services.db.db, run.tenantId, id, run.sessionId));
+        },
+      },
       reportProgress(message) {
         void appendEvents(services.db.db, run.tenantId, run.sessionId, [
           { runId, step: stepRef, body: { type: "tool_update", callId: call.callId, progress: message } },

@@ -8,6 +8,7 @@ import type { JobContext } from "./job-context.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
 import { createRunAborts } from "./run-aborts.js";
 import { createSessionContextCache } from "./session-context-cache.js";
+import { startBackgroundCommands } from "./background-commands.js";
 import { startSweeper } from "./sweeper.js";
 import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
@@ -23,8 +24,16 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const leases = startLeaseKeeper(services.db.db, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
   const aborts = createRunAborts();
-  const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache() };
+  const commands = startBackgroundCommands({
+    db: services.db.db,
+    workerId,
+    leaseMs: config.leaseMs,
+    toolPath: config.toolPath,
+    onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
+  });
+  const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), commands };
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
+  const stopCommandListener = await services.bus.onCommandCancel((commandId) => void commands.cancel(commandId));
 
   const connections: Redis[] = [];
   const workerOptions = (concurrency: number) => {
@@ -60,6 +69,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     async close() {
       sweeper.stop();
       stopCancelListener();
+      stopCommandListener();
       const graceful = Promise.all([stepWorker.close(), toolWorker.close()]);
       const timedOut = await Promise.race([
         graceful.then(() => false),
@@ -71,6 +81,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
         aborts.abortAll("worker shutting down");
         await Promise.all([stepWorker.close(true), toolWorker.close(true)]);
       }
+      // Background commands live as long as their worker: a drained worker ends them, truthfully recorded.
+      await commands.stop();
       leases.stop();
       for (const connection of connections) connection.disconnect();
     },

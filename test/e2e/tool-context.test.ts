@@ -26,6 +26,7 @@ describe("what a running tool sees", () => {
       canReport: "function",
       canActivate: "function",
       canStore: "function",
+      canStartCommands: "function",
     });
     const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress);
     expect(progress.map((e) => e.data.progress).sort()).toEqual(["almost", "halfway"]);

@@ -4,6 +4,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
 import type { Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
+import { toolContext } from "../helpers/tool-context.js";
 
 const bash = createBashTool({ path: "/usr/local/bin:/usr/bin:/bin" }) as unknown as Tool<{ command: string; timeoutMs?: number }>;
 let workspace: string;
@@ -13,20 +14,7 @@ beforeAll(async () => {
 });
 
 function context(options: { approvalMode?: ToolContext["approvalMode"]; signal?: AbortSignal } = {}): ToolContext {
-  return {
-    tenantId: "ten",
-    sessionId: "ses",
-    runId: "run",
-    projectId: "prj",
-    workspaceDir: workspace,
-    approvalMode: options.approvalMode ?? "auto",
-    provider: { profile: "scripted", model: "scripted" },
-    exposedTools: ["bash"],
-    signal: options.signal ?? new AbortController().signal,
-    deferredTools: { search: () => [], activate: async () => {} },
-    blobs: { put: async () => "" },
-    reportProgress: () => {},
-  };
+  return toolContext({ workspaceDir: workspace, exposedTools: ["bash"], ...options });
 }
 
 const run = (command: string, options: { timeoutMs?: number; approvalMode?: ToolContext["approvalMode"]; signal?: AbortSignal } = {}): Promise<ToolResult> =>

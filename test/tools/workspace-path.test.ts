@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { readTool } from "../../src/tools/builtin/read-tool.js";
 import { writeTool } from "../../src/tools/builtin/write-tool.js";
 import type { Tool, ToolContext } from "../../src/tools/tool.js";
+import { toolContext } from "../helpers/tool-context.js";
 import { resolveWorkspacePath } from "../../src/tools/workspace-path.js";
 import { sha256 } from "../../src/tools/file-change.js";
 
@@ -28,20 +29,16 @@ beforeAll(async () => {
 });
 
 function context(): ToolContext {
-  return {
-    tenantId: "ten",
-    sessionId: "ses",
-    runId: "run",
-    projectId: "prj",
+  return toolContext({
     workspaceDir: workspace,
-    approvalMode: "auto",
-    provider: { profile: "scripted", model: "scripted" },
     exposedTools: ["read", "write"],
-    signal: new AbortController().signal,
-    deferredTools: { search: () => [], activate: async () => {} },
-    blobs: { put: async (content) => { blobs.set(sha256(content), content); return sha256(content); } },
-    reportProgress: () => {},
-  };
+    blobs: {
+      put: async (content) => {
+        blobs.set(sha256(content), content);
+        return sha256(content);
+      },
+    },
+  });
 }
 const run = <A>(tool: unknown, args: A) =>
   (tool as Tool<A>).run(context(), args, { callId: "c", name: "t", argumentsRaw: JSON.stringify(args) });

@@ -6,6 +6,7 @@ import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
 interface BashArgs {
   command: string;
   timeoutMs?: number;
+  background?: boolean;
 }
 
 const defaultTimeoutMs = 120_000;
@@ -31,6 +32,10 @@ export function createBashTool(options: { path: string }): AnyTool {
       properties: {
         command: { type: "string", minLength: 1, maxLength: 100_000, description: "The command line, run with bash -c." },
         timeoutMs: { type: "integer", minimum: 100, maximum: maxTimeoutMs, description: `Time limit in milliseconds (default ${defaultTimeoutMs}).` },
+        background: {
+          type: "boolean",
+          description: "Start the command in the background and answer its id at once; follow it with command_status, command_output and command_cancel.",
+        },
       },
       required: ["command"],
       additionalProperties: false,
@@ -41,6 +46,11 @@ export function createBashTool(options: { path: string }): AnyTool {
       if (context.approvalMode !== "full_access") {
         const reason = findPermanentDelete(args.command);
         if (reason) return errorResult("permanent_delete_refused", `Refused: ${reason}.`);
+      }
+      if (args.background) {
+        const started = await context.commands.start(args.command);
+        if ("error" in started) return errorResult("too_many_commands", started.error);
+        return textResult(`Started background command ${started.id}. Use command_status, command_output or command_cancel with this id.`);
       }
       const output = new BoundedOutput(headBytes, tailBytes);
       const child = execa("bash", ["-c", args.command], {

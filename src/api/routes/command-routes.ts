@@ -1,0 +1,84 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { asc, eq } from "drizzle-orm";
+import { findCommand, requestCommandCancel, type CommandRow } from "../../commands/command-store.js";
+import { commands } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+import type { ApiServices, App } from "../app-env.js";
+import { errorResponses, IdParam } from "../schemas.js";
+import { findSession } from "./find-owned.js";
+
+const CommandSchema = z
+  .object({
+    id: z.string(),
+    sessionId: z.string(),
+    runId: z.string(),
+    command: z.string(),
+    status: z.enum(["running", "exited", "failed", "killed", "cancelled", "lost"]),
+    exitCode: z.number().nullable(),
+    signal: z.string().nullable(),
+    output: z.string(),
+    outputBytes: z.number(),
+    outputLines: z.number(),
+    createdAt: z.string(),
+    endedAt: z.string().nullable(),
+  })
+  .openapi("Command");
+
+function serialize(row: CommandRow) {
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    runId: row.runId,
+    command: row.command,
+    status: row.status,
+    exitCode: row.exitCode,
+    signal: row.signal,
+    output: row.output,
+    outputBytes: row.outputBytes,
+    outputLines: row.outputLines,
+    createdAt: row.createdAt.toISOString(),
+    endedAt: row.endedAt ? row.endedAt.toISOString() : null,
+  };
+}
+
+const listCommands = createRoute({
+  method: "get",
+  path: "/v1/sessions/{id}/commands",
+  summary: "Background commands of a session",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: z.object({ commands: z.array(CommandSchema) }) } }, description: "Commands" }, ...errorResponses },
+});
+const getCommand = createRoute({
+  method: "get",
+  path: "/v1/commands/{id}",
+  summary: "A background command: status and bounded output",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: CommandSchema } }, description: "The command" }, ...errorResponses },
+});
+const cancelCommand = createRoute({
+  method: "post",
+  path: "/v1/commands/{id}/cancel",
+  summary: "Stop a background command, on whichever worker runs it",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: CommandSchema } }, description: "The command as it is now" }, ...errorResponses },
+});
+
+export function registerCommandRoutes(app: App, services: ApiServices): void {
+  app.openapi(listCommands, async (c) => {
+    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const rows = await services.db.db.select().from(commands).where(eq(commands.sessionId, session.id)).orderBy(asc(commands.createdAt));
+    return c.json({ commands: rows.map(serialize) }, 200);
+  });
+  app.openapi(getCommand, async (c) => {
+    const row = await findCommand(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    if (!row) throw notFound("command");
+    return c.json(serialize(row), 200);
+  });
+  app.openapi(cancelCommand, async (c) => {
+    const tenantId = c.get("tenantId");
+    const row = await findCommand(services.db.db, tenantId, c.req.valid("param").id);
+    if (!row) throw notFound("command");
+    await requestCommandCancel(services.db.db, services.bus, row);
+    return c.json(serialize((await findCommand(services.db.db, tenantId, row.id)) ?? row), 200);
+  });
+}

@@ -1,0 +1,141 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { execa } from "execa";
+import type { Database } from "../db/client.js";
+import { commands, type CommandStatus } from "../db/schema.js";
+import { storableText } from "../core/storable-text.js";
+import { newId } from "../ids.js";
+import { BoundedOutput } from "../tools/shell/bounded-output.js";
+
+/**
+ * The background commands this worker owns (SPEC B1-B4). A command's process
+ * lives as long as this worker, not its job. The worker keeps a bounded view
+ * of the output (B2), flushes it to Postgres every second with a lease
+ * renewal, and writes the true final status when the process ends. Anyone can
+ * read a command; a cancel reaches the owner through Redis.
+ */
+export interface BackgroundCommands {
+  start(input: { tenantId: string; sessionId: string; runId: string; command: string; cwd: string }): Promise<{ id: string } | { error: string }>;
+  /** Kills the command if this worker owns it; answers whether it did. */
+  cancel(commandId: string): boolean;
+  /** Kills every command of this worker (shutdown) and records them as killed. */
+  stop(): Promise<void>;
+}
+
+interface LiveCommand {
+  id: string;
+  kill(): void;
+  output: BoundedOutput;
+  dirty: boolean;
+  cancelled: boolean;
+  finished: Promise<void>;
+}
+
+/** At most this many live commands per worker. */
+const maxLive = 64;
+const flushIntervalMs = 1000;
+/** 1 MiB kept per command: a little head, mostly tail. */
+const headBytes = 64 * 1024;
+const tailBytes = 960 * 1024;
+
+export function startBackgroundCommands(options: {
+  db: Database;
+  workerId: string;
+  leaseMs: number;
+  toolPath: string;
+  onError: (error: unknown) => void;
+}): BackgroundCommands {
+  const { db, workerId, leaseMs } = options;
+  const live = new Map<string, LiveCommand>();
+  const lease = sql`now() + make_interval(secs => ${leaseMs / 1000})`;
+
+  const flush = async (command: LiveCommand) => {
+    command.dirty = false;
+    await db
+      .update(commands)
+      .set({ output: storableText(command.output.render()), outputBytes: command.output.bytes, outputLines: command.output.lines, leaseUntil: lease })
+      .where(and(eq(commands.id, command.id), eq(commands.ownerWorker, workerId), eq(commands.status, "running")));
+  };
+  const timer = setInterval(() => {
+    const ids = [...live.keys()];
+    if (ids.length === 0) return;
+    Promise.all([
+      ...[...live.values()].filter((command) => command.dirty).map(flush),
+      db.update(commands).set({ leaseUntil: lease }).where(and(inArray(commands.id, ids), eq(commands.ownerWorker, workerId), eq(commands.status, "running"))),
+    ]).catch(options.onError);
+  }, Math.min(flushIntervalMs, Math.floor(leaseMs / 3)));
+  timer.unref();
+
+  return {
+    async start(input) {
+      if (live.size >= maxLive) return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
+      const id = newId("cmd");
+      await db.insert(commands).values({
+        id,
+        tenantId: input.tenantId,
+        sessionId: input.sessionId,
+        runId: input.runId,
+        command: input.command,
+        status: "running",
+        ownerWorker: workerId,
+        leaseUntil: lease,
+      });
+      const child = execa("bash", ["-c", input.command], {
+        cwd: input.cwd,
+        env: { PATH: options.toolPath, HOME: input.cwd, TERM: "dumb", PAGER: "cat", GIT_PAGER: "cat", LANG: "C.UTF-8" },
+        extendEnv: false,
+        detached: true,
+        stdin: "ignore",
+        buffer: false,
+        reject: false,
+        all: true,
+      });
+      const killGroup = () => {
+        try {
+          if (child.pid) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      };
+      const command: LiveCommand = { id, kill: killGroup, output: new BoundedOutput(headBytes, tailBytes), dirty: false, cancelled: false, finished: Promise.resolve() };
+      child.all?.on("data", (chunk: Buffer) => {
+        command.output.write(chunk);
+        command.dirty = true;
+      });
+      child.on("exit", killGroup);
+      command.finished = child.then(async (result) => {
+        live.delete(id);
+        // The truth, whatever happened meanwhile: a killed process is never "exit 0" (B2).
+        const status: CommandStatus = command.cancelled ? "cancelled" : result.signal ? "killed" : result.exitCode === 0 ? "exited" : "failed";
+        await db
+          .update(commands)
+          .set({
+            status,
+            exitCode: result.exitCode ?? null,
+            signal: result.signal ?? null,
+            output: storableText(command.output.render()),
+            outputBytes: command.output.bytes,
+            outputLines: command.output.lines,
+            endedAt: sql`now()`,
+          })
+          .where(and(eq(commands.id, id), eq(commands.ownerWorker, workerId), inArray(commands.status, ["running", "lost"])))
+          .catch(options.onError);
+      });
+      live.set(id, command);
+      return { id };
+    },
+    cancel(commandId) {
+      const command = live.get(commandId);
+      if (!command) return false;
+      command.cancelled = true;
+      command.kill();
+      return true;
+    },
+    async stop() {
+      clearInterval(timer);
+      const running = [...live.values()];
+      for (const command of running) command.kill();
+      await Promise.all(running.map((command) => command.finished));
+    },
+  };
+}
+

@@ -1,0 +1,24 @@
+import type { ToolContext } from "../../src/tools/tool.js";
+
+/** A ToolContext for calling a tool directly, without a run around it. */
+export function toolContext(overrides: Partial<ToolContext> & { workspaceDir: string }): ToolContext {
+  return {
+    tenantId: "ten",
+    sessionId: "ses",
+    runId: "run",
+    projectId: "prj",
+    approvalMode: "auto",
+    provider: { profile: "scripted", model: "scripted" },
+    exposedTools: [],
+    signal: new AbortController().signal,
+    deferredTools: { search: () => [], activate: async () => {} },
+    commands: {
+      start: async () => ({ error: "no background commands here" }),
+      get: async () => undefined,
+      cancel: async () => undefined,
+    },
+    blobs: { put: async () => "" },
+    reportProgress: () => {},
+    ...overrides,
+  };
+}
