@@ -3,10 +3,12 @@ import { createBashTool } from "./builtin/bash-tool.js";
 import { commandTools } from "./builtin/command-tools.js";
 import { deleteTool } from "./builtin/delete-tool.js";
 import { editTool } from "./builtin/edit-tool.js";
+import { grepTool } from "./builtin/grep-tool.js";
+import { listTool } from "./builtin/list-tool.js";
 import { readTool } from "./builtin/read-tool.js";
 import { toolSearchTool } from "./builtin/tool-search-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
 export function builtinTools(options: { toolPath: string }): AnyTool[] {
-  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, readTool, toolSearchTool, writeTool];
+  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, writeTool];
 }
