@@ -56,6 +56,7 @@ export const SessionSchema = z
     toolAllowList: z.array(z.string()).nullable(),
     runMode: z.enum(runModes),
     activeRunId: z.string().nullable(),
+    tasks: z.array(z.object({ title: z.string(), status: z.enum(["pending", "in_progress", "done"]) })),
     deleted: z.boolean(),
     createdAt: z.string(),
   })

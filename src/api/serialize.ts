@@ -24,6 +24,7 @@ export function serializeSession(session: typeof sessions.$inferSelect) {
     toolAllowList: session.toolAllowList ?? null,
     runMode: session.runMode,
     activeRunId: session.activeRunId,
+    tasks: session.tasks,
     deleted: session.deletedAt !== null,
     createdAt: session.createdAt.toISOString(),
   };

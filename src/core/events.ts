@@ -31,6 +31,7 @@ export type EventBody =
   | { type: "approval_resolved"; approvalId: string; callId: string; decision: "approve" | "deny" }
   | { type: "step_end"; stepIndex: number; attempt: number; finishReason: string; toolCalls: number }
   | { type: "run_status"; status: RunStatus }
+  | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
 
 export type EventType = EventBody["type"];

@@ -63,6 +63,10 @@ export const projects = pgTable(
 );
 
 export type ApprovalMode = "manual" | "auto" | "full_access";
+export interface SessionTask {
+  title: string;
+  status: "pending" | "in_progress" | "done";
+}
 export type RunMode = "normal" | "read_only";
 
 export const sessions = pgTable(
@@ -78,6 +82,8 @@ export const sessions = pgTable(
     toolAllowList: jsonb("tool_allow_list").$type<string[] | null>(),
     runMode: text("run_mode").$type<RunMode>().notNull(),
     systemPrompt: text("system_prompt"),
+    /** The session's task list, kept by the model with update_tasks. */
+    tasks: jsonb("tasks").$type<SessionTask[]>().notNull().default([]),
     /** Last event sequence number handed out; bumped in the event insert itself. */
     eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
     runCount: integer("run_count").notNull().default(0),

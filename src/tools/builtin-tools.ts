@@ -7,8 +7,9 @@ import { grepTool } from "./builtin/grep-tool.js";
 import { listTool } from "./builtin/list-tool.js";
 import { readTool } from "./builtin/read-tool.js";
 import { toolSearchTool } from "./builtin/tool-search-tool.js";
+import { updateTasksTool } from "./builtin/update-tasks-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
 export function builtinTools(options: { toolPath: string }): AnyTool[] {
-  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, writeTool];
+  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, updateTasksTool, writeTool];
 }

@@ -64,6 +64,10 @@ export interface ToolContext {
     get(id: string): Promise<BackgroundCommandView | undefined>;
     cancel(id: string): Promise<BackgroundCommandView | undefined>;
   };
+  /** The session's task list: replaced whole, announced as `tasks_updated`. */
+  tasks: {
+    replace(tasks: ReadonlyArray<{ title: string; status: "pending" | "in_progress" | "done" }>): Promise<void>;
+  };
   /** The tenant's content-addressed blob store (file contents for review and revert). */
   blobs: {
     /** Stores the bytes once per digest; answers their sha256. */

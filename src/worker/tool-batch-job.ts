@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from "bullmq";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { runs, steps, toolCalls } from "../db/schema.js";
+import { runs, sessions, steps, toolCalls } from "../db/schema.js";
 import { appendEvents, appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
 import type { ToolBatchJobData } from "../queue/job-types.js";
 import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js";
@@ -102,6 +102,14 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       blobs: { put: (content) => putBlob(services.db.db, run.tenantId, content) },
+      tasks: {
+        async replace(tasks) {
+          await transact(services, async (fx) => {
+            await fx.tx.update(sessions).set({ tasks: [...tasks] }).where(eq(sessions.id, run.sessionId));
+            await fx.emit(run.tenantId, run.sessionId, [{ runId, step: stepRef, body: { type: "tasks_updated", tasks: [...tasks] } }]);
+          });
+        },
+      },
       commands: {
         start: (command) => context.commands.start({ tenantId: run.tenantId, sessionId: run.sessionId, runId, command, cwd: project.workspacePath }),
         get: (id) => findCommand(services.db.db, run.tenantId, id, run.sessionId),

@@ -27,6 +27,7 @@ describe("what a running tool sees", () => {
       canActivate: "function",
       canStore: "function",
       canStartCommands: "function",
+      canKeepTasks: "function",
     });
     const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress);
     expect(progress.map((e) => e.data.progress).sort()).toEqual(["almost", "halfway"]);
@@ -66,5 +67,23 @@ describe("what a running tool sees", () => {
     expect((await client.waitForRun(first.body.id)).status).toBe("completed");
     const messages = await client.messages(busy.sessionId);
     expect(messages.some((m) => m.content.text === "never")).toBe(false);
+  });
+
+  it("update_tasks stores the session's task list and announces it", async () => {
+    const { sessionId } = await client.newSession();
+    const tasks = [
+      { title: "read the code", status: "done" },
+      { title: "write the fix", status: "in_progress" },
+    ];
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "update_tasks", args: { tasks } }, { tool: "update_tasks", args: { tasks: [{ title: "x", status: "later" }] } }], [{ text: "ok" }]]),
+    );
+    await client.waitForRun(run.body.id);
+    expect((await client.get(`/v1/sessions/${sessionId}`)).body.tasks).toEqual(tasks);
+    const announced = (await client.events(sessionId)).filter((e) => e.type === "tasks_updated");
+    expect(announced.map((e) => e.data.tasks)).toEqual([tasks]);
+    const [, invalid] = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    expect(invalid!.error_code).toBe("invalid_arguments");
   });
 });

@@ -17,6 +17,7 @@ export function toolContext(overrides: Partial<ToolContext> & { workspaceDir: st
       get: async () => undefined,
       cancel: async () => undefined,
     },
+    tasks: { replace: async () => {} },
     blobs: { put: async () => "" },
     reportProgress: () => {},
     ...overrides,

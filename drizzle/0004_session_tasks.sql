@@ -1,0 +1,1 @@
+ALTER TABLE "sessions" ADD COLUMN "tasks" jsonb DEFAULT '[]'::jsonb NOT NULL;
