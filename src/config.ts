@@ -68,6 +68,7 @@ const envSchema = z.object({
   FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
   PATH: z.string().default("/usr/local/bin:/usr/bin:/bin"),
   FOYA_TOOL_PATH: z.string().optional(),
+  FOYA_WEB_FETCH_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -103,6 +104,8 @@ export interface Config {
   readonly migrateOnStart: boolean;
   /** PATH given to processes tools start; their environment holds nothing else of the service's. */
   readonly toolPath: string;
+  /** Lets web_fetch reach loopback and private addresses (tests, trusted deployments). */
+  readonly webFetchAllowPrivate: boolean;
   readonly logLevel: string;
 }
 
@@ -165,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
     toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
+    webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",
     logLevel: e.LOG_LEVEL,
   });
 }

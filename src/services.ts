@@ -45,7 +45,7 @@ export async function createServices(config: Config, options: { extraTools?: Any
     prefix: config.queuePrefix,
   });
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
-  const tools = createToolRegistry([...builtinTools({ toolPath: config.toolPath }), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
+  const tools = createToolRegistry([...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate }), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
   return {
     config,
     logger,

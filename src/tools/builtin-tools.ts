@@ -8,8 +8,9 @@ import { listTool } from "./builtin/list-tool.js";
 import { readTool } from "./builtin/read-tool.js";
 import { toolSearchTool } from "./builtin/tool-search-tool.js";
 import { updateTasksTool } from "./builtin/update-tasks-tool.js";
+import { createWebFetchTool } from "./builtin/web-fetch-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
-export function builtinTools(options: { toolPath: string }): AnyTool[] {
-  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, updateTasksTool, writeTool];
+export function builtinTools(options: { toolPath: string; webFetchAllowPrivate: boolean }): AnyTool[] {
+  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
 }

@@ -1,0 +1,107 @@
+import { lookup } from "node:dns/promises";
+import { convert } from "html-to-text";
+import ipaddr from "ipaddr.js";
+import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
+
+interface WebFetchArgs {
+  url: string;
+}
+
+const timeoutMs = 15_000;
+const maxBodyBytes = 2 * 1024 * 1024;
+const maxTextChars = 64 * 1024;
+const maxRedirects = 5;
+
+/** Why a host may not be fetched, or null: loopback, private, link-local and similar ranges are refused by default. */
+async function refusedAddress(hostname: string): Promise<string | null> {
+  const host = hostname.replace(/^\[|\]$/g, "");
+  const addresses = ipaddr.isValid(host) ? [host] : (await lookup(host, { all: true })).map((entry) => entry.address);
+  for (const address of addresses) {
+    const parsed = ipaddr.process(address);
+    const range = parsed.range();
+    if (range !== "unicast") return `${hostname} resolves to ${address} (${range}), which this deployment does not allow`;
+  }
+  return null;
+}
+
+/**
+ * Fetches an http(s) page for the model (SPEC O1): size and time caps, HTML
+ * turned into readable text, the head kept. Every redirect hop is checked
+ * again, so a public URL cannot bounce to a private address.
+ */
+export function createWebFetchTool(options: { allowPrivate: boolean }): AnyTool {
+  return defineTool<WebFetchArgs>({
+    name: "web_fetch",
+    description: "Fetch a web page (http or https) and return its readable text. Long pages keep their beginning.",
+    parameters: {
+      type: "object",
+      properties: { url: { type: "string", minLength: 1, maxLength: 4000, description: "An http:// or https:// URL." } },
+      required: ["url"],
+      additionalProperties: false,
+    },
+    exposure: "direct",
+    sideEffect: "network",
+    parallel: true,
+    async run(context, args) {
+      let url: URL;
+      try {
+        url = new URL(args.url);
+      } catch {
+        return errorResult("invalid_url", `"${args.url}" is not a URL.`);
+      }
+      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
+      let response: Response | undefined;
+      for (let hop = 0; ; hop++) {
+        if (url.protocol !== "http:" && url.protocol !== "https:") return errorResult("unsupported_scheme", `Only http and https URLs can be fetched, not ${url.protocol}`);
+        if (!options.allowPrivate) {
+          const refused = await refusedAddress(url.hostname).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
+          if (refused) return errorResult("address_refused", refused);
+        }
+        try {
+          response = await fetch(url, { redirect: "manual", signal, headers: { "user-agent": "foya-web-fetch/0.1", accept: "text/html, text/plain, */*;q=0.5" } });
+        } catch (error) {
+          const reason = signal.aborted ? (context.signal.aborted ? "cancelled" : `timed out after ${timeoutMs} ms`) : (error as Error).message;
+          return errorResult("fetch_failed", `Could not fetch ${url.href}: ${reason}`);
+        }
+        const location = response.headers.get("location");
+        if (response.status >= 300 && response.status < 400 && location) {
+          if (hop >= maxRedirects) return errorResult("too_many_redirects", `More than ${maxRedirects} redirects from ${args.url}`);
+          await response.body?.cancel();
+          url = new URL(location, url);
+          continue;
+        }
+        break;
+      }
+      const { body, truncated } = await readCapped(response, maxBodyBytes).catch(() => ({ body: Buffer.alloc(0), truncated: false }));
+      const type = response.headers.get("content-type") ?? "";
+      if (!/text|html|json|xml/.test(type) && body.includes(0)) return errorResult("binary_content", `${url.href} answered ${type || "binary content"}, not text`);
+      let text = type.includes("html") ? convert(body.toString("utf8"), { wordwrap: false, selectors: [{ selector: "img", format: "skip" }] }) : body.toString("utf8");
+      const notes: string[] = [];
+      if (truncated) notes.push(`only the first ${maxBodyBytes} bytes were downloaded`);
+      if (text.length > maxTextChars) {
+        notes.push(`${text.length - maxTextChars} of ${text.length} characters not shown`);
+        text = text.slice(0, maxTextChars);
+      }
+      const header = `${response.status} ${url.href}\n\n`;
+      const result = header + text + (notes.length ? `\n[${notes.join("; ")}]` : "");
+      return response.ok ? textResult(result) : errorResult("http_status", result);
+    },
+  });
+}
+
+async function readCapped(response: Response, limit: number): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  if (!response.body) return { body: Buffer.alloc(0), truncated: false };
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { body: Buffer.concat(chunks), truncated: false };
+    chunks.push(Buffer.from(value));
+    size += value.length;
+    if (size >= limit) {
+      await reader.cancel();
+      return { body: Buffer.concat(chunks).subarray(0, limit), truncated: true };
+    }
+  }
+}
