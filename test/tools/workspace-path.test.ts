@@ -74,4 +74,19 @@ describe("workspace confinement", () => {
     expect(text.split("\n").slice(0, 2)).toEqual(["     3\tline 3", "     4\tline 4"]);
     expect(text).toContain("not shown");
   });
+
+  it("O1: read reaches any offset of a big file, cuts long lines, and says what it left out of how much", async () => {
+    const big = Array.from({ length: 50_000 }, (_, i) => `row ${i + 1}`).join("\n") + "\n";
+    await run(writeTool, { path: "big.txt", content: big });
+    const far = await run(readTool, { path: "big.txt", offset: 49_999, limit: 5 });
+    const farText = far.content[0]!.type === "text" ? far.content[0]!.text : "";
+    expect(farText.split("\n").slice(0, 2)).toEqual([" 49999\trow 49999", " 50000\trow 50000"]);
+    expect(farText).toContain(`showing lines 49999-50000 of 50000; ${Buffer.byteLength(big) - 20} of ${Buffer.byteLength(big)} bytes not shown`);
+    await run(writeTool, { path: "wide.txt", content: "x".repeat(5000) + "\nshort\n" });
+    const wide = await run(readTool, { path: "wide.txt" });
+    const wideText = wide.content[0]!.type === "text" ? wide.content[0]!.text : "";
+    expect(wideText).toContain("… [line cut: 3000 more characters]");
+    expect(wideText).toContain("     2\tshort");
+    expect(wideText).toContain("1 long lines cut at 2000 characters");
+  });
 });

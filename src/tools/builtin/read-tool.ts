@@ -1,3 +1,4 @@
+import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { defineTool, errorResult, textResult } from "../tool.js";
 import { resolveToolPath } from "./tool-path.js";
@@ -8,10 +9,18 @@ interface ReadArgs {
   limit?: number;
 }
 
-const maxBytes = 256 * 1024;
 const defaultLineLimit = 2000;
+const maxLineChars = 2000;
+const maxOutputBytes = 256 * 1024;
+/** Lines are counted to the end for files up to this size, so the note can say "of how many". */
+const maxCountedBytes = 64 * 1024 * 1024;
 
-/** Reads a text file of the workspace with line numbers; keeps the head and says what it left out. */
+/**
+ * Reads a text file of the workspace with line numbers (SPEC O1): offset and
+ * limit page through it; lines, line length and bytes are capped keeping the
+ * head, and a note says what was left out of how much. Binary files are
+ * described, not dumped.
+ */
 export const readTool = defineTool<ReadArgs>({
   name: "read",
   description:
@@ -32,37 +41,71 @@ export const readTool = defineTool<ReadArgs>({
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
-    let handle;
+    let size: number;
     try {
-      handle = await open(resolved.absolute, "r");
+      const handle = await open(resolved.absolute, "r");
+      try {
+        const stat = await handle.stat();
+        if (stat.isDirectory()) return errorResult("is_directory", `"${args.path}" is a directory.`);
+        size = stat.size;
+        const probe = Buffer.alloc(Math.min(size, 8192));
+        await handle.read(probe, 0, probe.length, 0);
+        if (probe.includes(0)) return textResult(`"${args.path}" is a binary file of ${size} bytes; not shown.`);
+      } finally {
+        await handle.close();
+      }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return errorResult("file_not_found", `No file at "${args.path}".`);
       if (code === "EISDIR") return errorResult("is_directory", `"${args.path}" is a directory.`);
       return errorResult("read_failed", `Could not read "${args.path}": ${code ?? (error as Error).message}`);
     }
-    try {
-      const stat = await handle.stat();
-      if (stat.isDirectory()) return errorResult("is_directory", `"${args.path}" is a directory.`);
-      const buffer = Buffer.alloc(Math.min(stat.size, maxBytes));
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-      const head = buffer.subarray(0, bytesRead);
-      if (head.includes(0)) return textResult(`"${args.path}" is a binary file of ${stat.size} bytes; not shown.`);
-      const lines = head.toString("utf8").split("\n");
-      // Drop the empty piece after a final newline, or the last line the byte cap cut short.
-      if (lines.length > 1 && (stat.size > bytesRead || lines.at(-1) === "")) lines.pop();
-      const start = (args.offset ?? 1) - 1;
-      const selected = lines.slice(start, start + (args.limit ?? defaultLineLimit));
-      const numbered = selected.map((line, i) => `${String(start + i + 1).padStart(6)}\t${line}`).join("\n");
-      const shownBytes = Buffer.byteLength(selected.join("\n"));
-      const omittedBytes = stat.size - shownBytes;
-      const note =
-        omittedBytes > 0 && (stat.size > bytesRead || start + selected.length < lines.length || start > 0)
-          ? `\n[showing lines ${start + 1}-${start + selected.length}; ${omittedBytes} of ${stat.size} bytes not shown]`
-          : "";
-      return textResult(numbered + note);
-    } finally {
-      await handle.close();
+
+    const first = (args.offset ?? 1) - 1;
+    const limit = args.limit ?? defaultLineLimit;
+    const shown: string[] = [];
+    let outputBytes = 0;
+    let shownFileBytes = 0;
+    let lineNumber = 0;
+    let cutLines = 0;
+    let stoppedByBytes = false;
+    let partial = "";
+    let reachedEnd = true;
+    const take = (line: string) => {
+      if (lineNumber >= first && shown.length < limit && !stoppedByBytes) {
+        const text = line.length > maxLineChars ? `${line.slice(0, maxLineChars)}… [line cut: ${line.length - maxLineChars} more characters]` : line;
+        if (line.length > maxLineChars) cutLines++;
+        const rendered = `${String(lineNumber + 1).padStart(6)}\t${text}`;
+        if (outputBytes + Buffer.byteLength(rendered) + 1 > maxOutputBytes) stoppedByBytes = true;
+        else {
+          shown.push(rendered);
+          outputBytes += Buffer.byteLength(rendered) + 1;
+          shownFileBytes += Buffer.byteLength(line.length > maxLineChars ? line.slice(0, maxLineChars) : line) + 1;
+        }
+      }
+      lineNumber++;
+    };
+    const stream = createReadStream(resolved.absolute, { encoding: "utf8", signal: context.signal });
+    for await (const chunk of stream as AsyncIterable<string>) {
+      const pieces = (partial + chunk).split("\n");
+      partial = pieces.pop() ?? "";
+      for (const piece of pieces) take(piece);
+      const done = shown.length >= limit || stoppedByBytes;
+      if (done && (size > maxCountedBytes || lineNumber > first + limit + 1_000_000)) {
+        reachedEnd = false;
+        stream.destroy();
+        break;
+      }
     }
+    if (reachedEnd && partial.length > 0) take(partial);
+
+    const total = reachedEnd ? `${lineNumber}` : `at least ${lineNumber}`;
+    const notes: string[] = [];
+    if (shown.length === 0) return textResult(`"${args.path}" has ${total} lines; none from line ${first + 1}.`);
+    const last = first + shown.length;
+    if (first > 0 || last < lineNumber || !reachedEnd) notes.push(`showing lines ${first + 1}-${last} of ${total}; ${Math.max(0, size - shownFileBytes)} of ${size} bytes not shown`);
+    if (stoppedByBytes) notes.push(`output capped at ${maxOutputBytes} bytes; continue with offset ${last + 1}`);
+    if (cutLines > 0) notes.push(`${cutLines} long lines cut at ${maxLineChars} characters`);
+    return textResult(shown.join("\n") + (notes.length ? `\n[${notes.join("; ")}]` : ""));
   },
 });
