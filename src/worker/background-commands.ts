@@ -1,10 +1,10 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { execa } from "execa";
 import type { Database } from "../db/client.js";
 import { commands, type CommandStatus } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
-import { BoundedOutput } from "../tools/shell/bounded-output.js";
+import type { BoundedOutput } from "../tools/shell/bounded-output.js";
+import { spawnShell } from "../tools/shell/spawn-shell.js";
 
 /**
  * The background commands this worker owns (SPEC B1-B4). A command's process
@@ -79,29 +79,11 @@ export function startBackgroundCommands(options: {
         ownerWorker: workerId,
         leaseUntil: lease,
       });
-      const child = execa("bash", ["-c", input.command], {
-        cwd: input.cwd,
-        env: { PATH: options.toolPath, HOME: input.cwd, TERM: "dumb", PAGER: "cat", GIT_PAGER: "cat", LANG: "C.UTF-8" },
-        extendEnv: false,
-        detached: true,
-        stdin: "ignore",
-        buffer: false,
-        reject: false,
-        all: true,
-      });
-      const killGroup = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      };
-      const command: LiveCommand = { id, kill: killGroup, output: new BoundedOutput(headBytes, tailBytes), dirty: false, cancelled: false, finished: Promise.resolve() };
-      child.all?.on("data", (chunk: Buffer) => {
-        command.output.write(chunk);
+      const { child, output, killGroup } = spawnShell({ command: input.command, cwd: input.cwd, path: options.toolPath, headBytes, tailBytes });
+      const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
+      child.all.on("data", () => {
         command.dirty = true;
       });
-      child.on("exit", killGroup);
       command.finished = child.then(async (result) => {
         live.delete(id);
         // The truth, whatever happened meanwhile: a killed process is never "exit 0" (B2).

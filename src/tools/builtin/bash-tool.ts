@@ -1,6 +1,5 @@
-import { execa } from "execa";
 import { findPermanentDelete } from "../shell/permanent-delete.js";
-import { BoundedOutput } from "../shell/bounded-output.js";
+import { spawnShell } from "../shell/spawn-shell.js";
 import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
 
 interface BashArgs {
@@ -16,11 +15,9 @@ const headBytes = 4 * 1024;
 const tailBytes = 28 * 1024;
 
 /**
- * Runs a shell command in the workspace. The process gets its own process
- * group, killed whole on timeout, cancel, and when the command ends (nothing it
- * started outlives the call). Its environment holds only PATH, HOME and
- * terminal settings, never the service's secrets. Output is kept bounded
- * while it streams. Outside Full Access, permanent deletes are refused.
+ * Runs a shell command in the workspace (see `spawnShell`): its process group
+ * is killed whole on timeout, cancel, and when the command ends, so nothing it
+ * started outlives the call. Outside Full Access, permanent deletes are refused.
  */
 export function createBashTool(options: { path: string }): AnyTool {
   return defineTool<BashArgs>({
@@ -52,24 +49,7 @@ export function createBashTool(options: { path: string }): AnyTool {
         if ("error" in started) return errorResult("too_many_commands", started.error);
         return textResult(`Started background command ${started.id}. Use command_status, command_output or command_cancel with this id.`);
       }
-      const output = new BoundedOutput(headBytes, tailBytes);
-      const child = execa("bash", ["-c", args.command], {
-        cwd: context.workspaceDir,
-        env: { PATH: options.path, HOME: context.workspaceDir, TERM: "dumb", PAGER: "cat", GIT_PAGER: "cat", LANG: "C.UTF-8" },
-        extendEnv: false,
-        detached: true,
-        stdin: "ignore",
-        buffer: false,
-        reject: false,
-        all: true,
-      });
-      const killGroup = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // the group is already gone
-        }
-      };
+      const { child, output, killGroup } = spawnShell({ command: args.command, cwd: context.workspaceDir, path: options.path, headBytes, tailBytes });
       let stopped: "timeout" | "cancelled" | undefined;
       const timer = setTimeout(() => {
         stopped = "timeout";
@@ -80,10 +60,6 @@ export function createBashTool(options: { path: string }): AnyTool {
         killGroup();
       };
       context.signal.addEventListener("abort", onAbort, { once: true });
-      child.all?.on("data", (chunk: Buffer) => output.write(chunk));
-      // When the command itself ends, whatever it left running goes too; this also
-      // closes pipes a background child still holds, so the call cannot hang on them.
-      child.on("exit", killGroup);
       let result;
       try {
         result = await child;
