@@ -18,17 +18,8 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import type { ProbeStats } from "./probe-types.js";
 
-interface Counters {
-  queries: number;
-  transactions: number;
-  queryMs: number;
-  poolCheckouts: number;
-  poolWaitMs: number;
-  poolWaitMaxMs: number;
-  redisCommands: number;
-  /** Statements by kind ("update runs", "begin", ...). */
-  statements: Record<string, number>;
-}
+/** The counters this probe accumulates; the rest of ProbeStats is read when reporting. */
+type Counters = Pick<ProbeStats, "queries" | "transactions" | "queryMs" | "poolCheckouts" | "poolWaitMs" | "poolWaitMaxMs" | "redisCommands" | "statements">;
 
 const fresh = (): Counters => ({
   queries: 0,

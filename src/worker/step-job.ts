@@ -35,13 +35,6 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     if (claim.kind !== "claimed") return claim;
     const { run } = claim;
     const { session } = await context.sessionContexts.get(fx.tx, run.sessionId);
-    if (stepIndex >= config.maxStepsPerRun) {
-      await endRun(fx, run, "failed", {
-        fence: run.fence,
-        error: { code: "max_steps_exceeded", message: `the run reached the limit of ${config.maxStepsPerRun} steps` },
-      });
-      return { kind: "gone" as const, reason: "max steps" };
-    }
     const exposed = services.tools.exposedFor(session, run.activatedTools);
     const toolNames = exposed.map((tool) => tool.name);
     const [step] = await fx.tx
