@@ -18,6 +18,7 @@ import type { ToolCallStatus } from "../core/tool-call-status.js";
 import type { EventBody, EventType } from "../core/events.js";
 import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { NextJob } from "../queue/job-types.js";
+import type { ApprovalPolicy } from "../core/policy.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -31,6 +32,8 @@ const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: "date
 export const tenants = pgTable("tenants", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
+  /** Approval rules and expiry for every project of the tenant (SPEC S2, S4). */
+  policy: jsonb("policy").$type<ApprovalPolicy>().notNull().default({}),
   createdAt: createdAt(),
 });
 
@@ -57,6 +60,8 @@ export const projects = pgTable(
     name: text("name").notNull(),
     /** Server-chosen folder; tenants never pass host paths. */
     workspacePath: text("workspace_path").notNull(),
+    /** Approval rules of this project; combined with the tenant's. */
+    policy: jsonb("policy").$type<ApprovalPolicy>().notNull().default({}),
     createdAt: createdAt(),
   },
   (t) => [index("projects_tenant_idx").on(t.tenantId)],
@@ -298,6 +303,10 @@ export const commands = pgTable(
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
 
+/**
+ * One row per call the gateway answered "ask" for (SPEC X3), created in the same
+ * transaction that moves the call to `awaiting_approval`.
+ */
 export const approvals = pgTable(
   "approvals",
   {
@@ -307,12 +316,87 @@ export const approvals = pgTable(
     runId: text("run_id").notNull().references(() => runs.id),
     toolCallId: text("tool_call_id").notNull().references(() => toolCalls.id),
     status: text("status").$type<ApprovalStatus>().notNull(),
+    /** Why the gateway asked. */
+    requestReason: text("request_reason").notNull().default(""),
+    /** Whether approving also opens the network to the call's sandbox. */
+    grantsNetwork: boolean("grants_network").notNull().default(false),
+    /** Why the decider decided (their words), or why it expired. */
     reason: text("reason"),
     decidedByKeyId: text("decided_by_key_id"),
     decidedAt: tstz("decided_at"),
+    /** Approve-with-edited-arguments: the arguments the call runs with instead of the model's. */
     editedArguments: text("edited_arguments"),
-    expiresAt: tstz("expires_at"),
+    expiresAt: tstz("expires_at").notNull(),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("approvals_call_idx").on(t.toolCallId), index("approvals_tenant_status_idx").on(t.tenantId, t.status)],
+  (t) => [
+    uniqueIndex("approvals_call_idx").on(t.toolCallId),
+    index("approvals_tenant_status_idx").on(t.tenantId, t.status),
+    index("approvals_pending_expiry_idx").on(t.expiresAt).where(sql`status = 'pending'`),
+  ],
+);
+
+/** A tenant's webhook subscription (SPEC S4). The secret signs deliveries (Standard Webhooks). */
+export const webhooks = pgTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    url: text("url").notNull(),
+    /** Event types delivered, e.g. ["approval_request"]; "*" for every type that is delivered. */
+    eventTypes: jsonb("event_types").$type<string[]>().notNull(),
+    /** `whsec_` + base64 key; shown once when created. */
+    secret: text("secret").notNull(),
+    description: text("description"),
+    createdAt: createdAt(),
+    disabledAt: tstz("disabled_at"),
+  },
+  (t) => [index("webhooks_tenant_idx").on(t.tenantId)],
+);
+
+export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
+
+/**
+ * One event to one subscription. Rows are inserted by a trigger on `events`, so
+ * a delivery exists exactly when its event committed (outbox); the id is the
+ * `webhook-id` header, stable across retries.
+ */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    webhookId: text("webhook_id").notNull().references(() => webhooks.id),
+    sessionId: text("session_id").notNull(),
+    eventSeq: bigint("event_seq", { mode: "number" }).notNull(),
+    eventType: text("event_type").notNull(),
+    /** The JSON body sent, exactly as signed. */
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
+    status: text("status").$type<WebhookDeliveryStatus>().notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    /** Set when a BullMQ job was enqueued for it; a poller enqueues rows where this is null. */
+    enqueuedAt: tstz("enqueued_at"),
+    deliveredAt: tstz("delivered_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_event_idx").on(t.webhookId, t.sessionId, t.eventSeq),
+    index("webhook_deliveries_pending_idx").on(t.createdAt).where(sql`status = 'pending' and enqueued_at is null`),
+  ],
+);
+
+/** Every delivery attempt, successful or not. */
+export const webhookAttempts = pgTable(
+  "webhook_attempts",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    deliveryId: text("delivery_id").notNull().references(() => webhookDeliveries.id),
+    attempt: integer("attempt").notNull(),
+    statusCode: integer("status_code"),
+    error: text("error"),
+    durationMs: integer("duration_ms").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("webhook_attempts_delivery_idx").on(t.deliveryId)],
 );

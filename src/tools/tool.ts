@@ -10,6 +10,23 @@ import type { ApprovalMode } from "../db/schema.js";
 /** What the approval gateway needs to know about a tool's effects. */
 export type SideEffect = "read" | "write" | "exec" | "network" | "other";
 
+/**
+ * What the approval gateway judges for a call (SPEC S2): a shell command line
+ * (parsed, every sub-command counts), a path the call touches, or a URL it reaches.
+ * Rules with an argument pattern (`bash(npm test*)`, `write(src/**)`) match against it.
+ */
+export type ApprovalSubject =
+  | { kind: "command"; command: string }
+  | { kind: "path"; path: string }
+  | { kind: "url"; url: string }
+  | { kind: "none" };
+
+/** How the processes a call starts are confined (SPEC S3). */
+export interface SandboxGrant {
+  /** Whether the sandbox keeps the network (policy allows it, or a human approved a call that needs it). */
+  network: boolean;
+}
+
 /** direct: sent from the turn's start; deferred: sent after tool_search activates it; hidden: never sent, calls refused (R4). */
 export type Exposure = "direct" | "deferred" | "hidden";
 
@@ -45,6 +62,8 @@ export interface ToolContext {
   /** Absolute, real path of the project's workspace. */
   workspaceDir: string;
   approvalMode: ApprovalMode;
+  /** Confinement for processes this call starts; null in Full Access, where nothing is sandboxed. */
+  sandbox: SandboxGrant | null;
   provider: { profile: string; model: string };
   /** Names of the tools exposed to the model in the step that produced this call. */
   exposedTools: readonly string[];
@@ -103,6 +122,8 @@ export interface Tool<Args = unknown> {
   sideEffect: SideEffect;
   /** Parallel capability (P1); may look at the call's arguments. Absent means serial. */
   parallel?: boolean | ((args: Args) => boolean);
+  /** What the approval gateway judges; absent means the tool is judged by its side-effect class alone. */
+  approvalSubject?: (args: Args) => ApprovalSubject;
   run(context: ToolContext, args: Args, call: ToolCallInput): Promise<ToolResult>;
 }
 

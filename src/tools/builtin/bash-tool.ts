@@ -39,6 +39,7 @@ export function createBashTool(options: { path: string }): AnyTool {
     },
     exposure: "direct",
     sideEffect: "exec",
+    approvalSubject: (args) => ({ kind: "command", command: args.command }),
     async run(context, args) {
       if (context.approvalMode !== "full_access") {
         const reason = findPermanentDelete(args.command);

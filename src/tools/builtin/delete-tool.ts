@@ -31,6 +31,7 @@ export const deleteTool = defineTool<DeleteArgs>({
   },
   exposure: "direct",
   sideEffect: "write",
+  approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path, { followFinalLink: false });
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);

@@ -38,6 +38,7 @@ export const editTool = defineTool<EditArgs>({
   },
   exposure: "direct",
   sideEffect: "write",
+  approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);

@@ -24,6 +24,7 @@ export const listTool = defineTool<ListArgs>({
   },
   exposure: "direct",
   sideEffect: "read",
+  approvalSubject: (args) => ({ kind: "path", path: args.path ?? "." }),
   parallel: true,
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path ?? ".");

@@ -37,6 +37,7 @@ export const readTool = defineTool<ReadArgs>({
   },
   exposure: "direct",
   sideEffect: "read",
+  approvalSubject: (args) => ({ kind: "path", path: args.path }),
   parallel: true,
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path);

@@ -29,7 +29,8 @@ export const updateTasksTool = defineTool<UpdateTasksArgs>({
     additionalProperties: false,
   },
   exposure: "direct",
-  sideEffect: "other",
+  // Touches only the session's own task list, nothing outside it: judged like a read.
+  sideEffect: "read",
   async run(context, args) {
     await context.tasks.replace(args.tasks);
     const done = args.tasks.filter((task) => task.status === "done").length;

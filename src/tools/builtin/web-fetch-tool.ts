@@ -41,6 +41,7 @@ export function createWebFetchTool(options: { allowPrivate: boolean }): AnyTool 
     },
     exposure: "direct",
     sideEffect: "network",
+    approvalSubject: (args) => ({ kind: "url", url: args.url }),
     parallel: true,
     async run(context, args) {
       let url: URL;

@@ -24,6 +24,7 @@ export const writeTool = defineTool<WriteArgs>({
   },
   exposure: "direct",
   sideEffect: "write",
+  approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
