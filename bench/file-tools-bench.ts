@@ -22,6 +22,7 @@ const context: ToolContext = {
   projectId: "prj",
   workspaceDir: workspace,
   approvalMode: "auto",
+  sandbox: { network: false },
   provider: { profile: "scripted", model: "scripted" },
   exposedTools: [],
   signal: new AbortController().signal,

@@ -68,7 +68,18 @@ const envSchema = z.object({
   FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
   PATH: z.string().default("/usr/local/bin:/usr/bin:/bin"),
   FOYA_TOOL_PATH: z.string().optional(),
+  FOYA_BWRAP_PATH: z.string().min(1).default("bwrap"),
+  FOYA_SANDBOX_HIDE: z.string().optional(),
+  FOYA_SANDBOX_READONLY: z.string().optional(),
   FOYA_WEB_FETCH_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
+  FOYA_APPROVAL_TTL_SECONDS: intFromEnv(86_400),
+  FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
+  FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
+  FOYA_WEBHOOK_BACKOFF_MS: intFromEnv(2_000),
+  FOYA_WEBHOOK_TIMEOUT_MS: intFromEnv(10_000),
+  FOYA_WEBHOOK_STALE_MS: intFromEnv(60_000),
+  FOYA_WEBHOOK_CONCURRENCY: intFromEnv(16),
+  FOYA_WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -104,10 +115,34 @@ export interface Config {
   readonly migrateOnStart: boolean;
   /** PATH given to processes tools start; their environment holds nothing else of the service's. */
   readonly toolPath: string;
+  /** bubblewrap for the sandbox (SPEC S3): a path, or a name looked up on the tool PATH. */
+  readonly bwrapPath: string;
+  /** Extra host paths the sandbox hides, beyond the service's files, other workspaces and known secrets. */
+  readonly sandboxHiddenPaths: readonly string[];
+  /** Extra host trees the sandbox shows read-only (a toolchain outside /usr and /opt). */
+  readonly sandboxReadOnlyPaths: readonly string[];
   /** Lets web_fetch reach loopback and private addresses (tests, trusted deployments). */
   readonly webFetchAllowPrivate: boolean;
+  /** How long a pending approval waits before it expires (counts as denied), unless the tenant's or project's policy says otherwise. */
+  readonly approvalTtlSeconds: number;
+  /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
+  readonly webhookPollMs: number;
+  /** HTTP attempts per delivery, the first included; then it is marked failed. */
+  readonly webhookAttempts: number;
+  /** First retry delay; each later one doubles (BullMQ exponential backoff). */
+  readonly webhookBackoffMs: number;
+  readonly webhookTimeoutMs: number;
+  /** A pending delivery enqueued this long ago is checked for a lost job and enqueued again. */
+  readonly webhookStaleMs: number;
+  readonly webhookConcurrency: number;
+  /** Lets webhooks target loopback and private addresses (tests, trusted deployments). */
+  readonly webhookAllowPrivate: boolean;
   readonly logLevel: string;
 }
+
+/** A comma-separated list of paths, each made absolute. */
+const pathList = (value: string | undefined): readonly string[] =>
+  Object.freeze((value ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p)));
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = envSchema.safeParse(env);
@@ -168,7 +203,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
     toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
+    bwrapPath: e.FOYA_BWRAP_PATH,
+    sandboxHiddenPaths: pathList(e.FOYA_SANDBOX_HIDE),
+    sandboxReadOnlyPaths: pathList(e.FOYA_SANDBOX_READONLY),
     webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",
+    approvalTtlSeconds: Math.max(1, e.FOYA_APPROVAL_TTL_SECONDS),
+    webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),
+    webhookAttempts: Math.max(1, e.FOYA_WEBHOOK_ATTEMPTS),
+    webhookBackoffMs: Math.max(10, e.FOYA_WEBHOOK_BACKOFF_MS),
+    webhookTimeoutMs: Math.max(100, e.FOYA_WEBHOOK_TIMEOUT_MS),
+    webhookStaleMs: Math.max(500, e.FOYA_WEBHOOK_STALE_MS),
+    webhookConcurrency: Math.max(1, e.FOYA_WEBHOOK_CONCURRENCY),
+    webhookAllowPrivate: e.FOYA_WEBHOOK_ALLOW_PRIVATE === "true",
     logLevel: e.LOG_LEVEL,
   });
 }

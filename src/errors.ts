@@ -8,6 +8,8 @@ export type FoyaErrorCode =
   | "forbidden"
   | "not_found"
   | "conflict"
+  | "approval_conflict"
+  | "approval_expired"
   | "provider_error"
   | "provider_config"
   | "internal";
@@ -18,6 +20,8 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  approval_conflict: 409,
+  approval_expired: 409,
   provider_error: 502,
   provider_config: 500,
   internal: 500,

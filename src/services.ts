@@ -7,6 +7,8 @@ import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
+import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
+import type { SandboxRunner } from "./sandbox/sandbox-runner.js";
 import { builtinTools } from "./tools/builtin-tools.js";
 import { createToolExecutor, type ToolExecutor } from "./tools/execute-tool-call.js";
 import { loadToolModules } from "./tools/load-tool-modules.js";
@@ -26,6 +28,8 @@ export interface Services {
   bus: EventBus;
   dispatcher: Dispatcher;
   tools: ToolRegistry;
+  /** Confines the processes tools start outside Full Access (SPEC S3). */
+  sandbox: SandboxRunner;
   executor: ToolExecutor;
   providers: ProviderRegistry;
   failpoints: Failpoints;
@@ -45,7 +49,8 @@ export async function createServices(config: Config, options: { extraTools?: Any
     prefix: config.queuePrefix,
   });
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
-  const tools = createToolRegistry([...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate }), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
+  const sandbox = sandboxFromConfig(config);
+  const tools = createToolRegistry([...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox }), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
   return {
     config,
     logger,
@@ -54,6 +59,7 @@ export async function createServices(config: Config, options: { extraTools?: Any
     bus,
     dispatcher,
     tools,
+    sandbox,
     executor: createToolExecutor(tools),
     providers: createProviderRegistry(config.providerProfiles),
     failpoints: createFailpoints(config.failpoints),

@@ -3,14 +3,17 @@ import { HTTPException } from "hono/http-exception";
 import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { requireApiKey } from "./auth.js";
+import { registerApprovalRoutes } from "./routes/approval-routes.js";
 import { registerCommandRoutes } from "./routes/command-routes.js";
 import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
+import { registerPolicyRoutes } from "./routes/policy-routes.js";
 import { registerProjectRoutes } from "./routes/project-routes.js";
 import { registerRunRoutes } from "./routes/run-routes.js";
 import { registerSessionRoutes } from "./routes/session-routes.js";
 import { registerTenantRoutes } from "./routes/tenant-routes.js";
 import { registerToolRoutes } from "./routes/tool-routes.js";
+import { registerWebhookRoutes } from "./routes/webhook-routes.js";
 
 /** Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server. */
 export function createApp(services: ApiServices): App {
@@ -42,7 +45,7 @@ export function createApp(services: ApiServices): App {
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
   const authenticated = requireApiKey(services.db.db);
-  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*"]) {
+  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals", "/v1/approvals/*", "/v1/policy", "/v1/webhooks", "/v1/webhooks/*"]) {
     app.use(path, authenticated);
   }
   registerProjectRoutes(app, services);
@@ -51,6 +54,9 @@ export function createApp(services: ApiServices): App {
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);
   registerCommandRoutes(app, services);
+  registerApprovalRoutes(app, services);
+  registerPolicyRoutes(app, services);
+  registerWebhookRoutes(app, services);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

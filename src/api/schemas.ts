@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { runStatuses } from "../core/run-status.js";
 import { storableText } from "../core/storable-text.js";
+import { webhookEventTypes, webhookSubscriptionTypes } from "../webhooks/webhook-event-types.js";
 
 /** A string Postgres can store: no NUL characters, no unpaired surrogates. */
 const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
@@ -113,3 +114,71 @@ export const ToolInfoSchema = z
     exposedNow: z.boolean(),
   })
   .openapi("ToolInfo");
+
+/** An http(s) URL a webhook can be sent to; credentials in the URL are refused (fetch cannot send them). */
+const webhookUrl = () =>
+  z
+    .string()
+    .max(2048)
+    .refine((value) => {
+      if (!URL.canParse(value)) return false;
+      const url = new URL(value);
+      return (url.protocol === "http:" || url.protocol === "https:") && url.username === "" && url.password === "";
+    }, "must be an http:// or https:// URL without credentials");
+
+export const WebhookCreateSchema = z
+  .object({
+    url: webhookUrl(),
+    eventTypes: z
+      .array(z.enum(webhookSubscriptionTypes))
+      .min(1)
+      .max(20)
+      .openapi({ description: `Event types to deliver: ${webhookEventTypes.join(", ")}, or "*" for all of them.` }),
+    description: text().max(500).optional(),
+  })
+  .strict()
+  .openapi("WebhookCreate");
+
+export const WebhookSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    eventTypes: z.array(z.string()),
+    description: z.string().nullable(),
+    enabled: z.boolean(),
+    createdAt: z.string(),
+    disabledAt: z.string().nullable(),
+  })
+  .openapi("Webhook");
+
+export const WebhookCreatedSchema = z
+  .object({
+    webhook: WebhookSchema,
+    secret: z.string().openapi({ description: "Standard Webhooks signing secret (whsec_...). Shown once; store it now." }),
+  })
+  .openapi("WebhookCreated");
+
+export const WebhookAttemptSchema = z
+  .object({
+    id: z.string(),
+    attempt: z.number(),
+    statusCode: z.number().nullable(),
+    error: z.string().nullable(),
+    durationMs: z.number(),
+    at: z.string().openapi({ description: "When the attempt started" }),
+  })
+  .openapi("WebhookAttempt");
+
+export const WebhookDeliverySchema = z
+  .object({
+    id: z.string().openapi({ description: "The webhook-id header of every attempt" }),
+    eventType: z.string(),
+    sessionId: z.string(),
+    eventSeq: z.number(),
+    status: z.enum(["pending", "delivered", "failed"]),
+    payload: z.record(z.string(), z.unknown()),
+    attempts: z.array(WebhookAttemptSchema),
+    createdAt: z.string(),
+    deliveredAt: z.string().nullable(),
+  })
+  .openapi("WebhookDelivery");

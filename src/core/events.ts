@@ -27,8 +27,16 @@ export type EventBody =
       /** File changes the call made (F5): what clients show instead of the raw arguments. */
       fileChanges?: Array<{ id: string; path: string; existedBefore: boolean; sha256Before: string | null; sha256After: string | null }>;
     }
-  | { type: "approval_request"; approvalId: string; callId: string }
-  | { type: "approval_resolved"; approvalId: string; callId: string; decision: "approve" | "deny" }
+  | { type: "approval_request"; approvalId: string; callId: string; name: string; reason: string; expiresAt: string }
+  | {
+      type: "approval_resolved";
+      approvalId: string;
+      callId: string;
+      status: "approved" | "denied" | "expired" | "cancelled";
+      /** Approved with arguments edited by the decider (X3). */
+      edited: boolean;
+      reason?: string;
+    }
   | { type: "step_end"; stepIndex: number; attempt: number; finishReason: string; toolCalls: number }
   | { type: "run_status"; status: RunStatus }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }

@@ -4,10 +4,10 @@
  * found `running` by a later batch attempt was never confirmed: it becomes
  * `interrupted` and is never executed again (D3).
  *
- *   queued ──► awaiting_approval ──► queued | denied | cancelled
+ *   queued ──► awaiting_approval ──► queued | denied | skipped | cancelled
  *     │
  *     ├──► running ──► succeeded | failed | cancelled | interrupted
- *     └──► skipped | cancelled
+ *     └──► denied (by the gateway) | skipped | cancelled
  */
 export const toolCallStatuses = [
   "queued",
@@ -23,8 +23,8 @@ export const toolCallStatuses = [
 export type ToolCallStatus = (typeof toolCallStatuses)[number];
 
 export const toolCallTransitions: Readonly<Record<ToolCallStatus, readonly ToolCallStatus[]>> = {
-  queued: ["awaiting_approval", "running", "skipped", "cancelled"],
-  awaiting_approval: ["queued", "denied", "cancelled"],
+  queued: ["awaiting_approval", "running", "denied", "skipped", "cancelled"],
+  awaiting_approval: ["queued", "denied", "skipped", "cancelled"],
   running: ["succeeded", "failed", "cancelled", "interrupted"],
   succeeded: [],
   failed: [],

@@ -326,6 +326,8 @@ export const approvals = pgTable(
     decidedAt: tstz("decided_at"),
     /** Approve-with-edited-arguments: the arguments the call runs with instead of the model's. */
     editedArguments: text("edited_arguments"),
+    /** What the call would change, for the approver (write and edit); never sent to the model. */
+    displayDiff: text("display_diff"),
     expiresAt: tstz("expires_at").notNull(),
     createdAt: createdAt(),
   },
@@ -382,6 +384,9 @@ export const webhookDeliveries = pgTable(
   (t) => [
     uniqueIndex("webhook_deliveries_event_idx").on(t.webhookId, t.sessionId, t.eventSeq),
     index("webhook_deliveries_pending_idx").on(t.createdAt).where(sql`status = 'pending' and enqueued_at is null`),
+    // The poller's re-check of deliveries whose job may be lost.
+    index("webhook_deliveries_enqueued_idx").on(t.enqueuedAt).where(sql`status = 'pending'`),
+    index("webhook_deliveries_list_idx").on(t.webhookId, t.createdAt),
   ],
 );
 

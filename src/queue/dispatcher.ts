@@ -39,7 +39,11 @@ export function createDispatcher(options: { connection: Redis; prefix: string; s
     async dispatch(requests) {
       await Promise.all(
         requests.map((request) => {
-          const data = { runId: request.runId, stepIndex: request.next.stepIndex };
+          const data = {
+            runId: request.runId,
+            stepIndex: request.next.stepIndex,
+            ...(request.next.kind === "batch" && request.next.resume !== undefined ? { resume: request.next.resume } : {}),
+          };
           const jobId = jobIdFor(request.runId, request.next, request.redispatches);
           const attempts = request.next.kind === "step" ? options.stepAttempts : 3;
           return request.next.kind === "step"

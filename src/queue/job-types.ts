@@ -3,7 +3,10 @@
  * it is stored on the run row (the outbox) and turned into a BullMQ job whose
  * id is derived from the work, so enqueuing the same work twice is a no-op.
  */
-export type NextJob = { kind: "step"; stepIndex: number } | { kind: "batch"; stepIndex: number };
+export type NextJob =
+  | { kind: "step"; stepIndex: number }
+  /** `resume` is set when an approval decision resumes a parked batch: the fence it was parked at, so each resume gets its own job id. */
+  | { kind: "batch"; stepIndex: number; resume?: number };
 
 export interface StepJobData {
   runId: string;
@@ -13,6 +16,7 @@ export interface StepJobData {
 export interface ToolBatchJobData {
   runId: string;
   stepIndex: number;
+  resume?: number;
 }
 
 export const stepQueueName = "steps";
@@ -24,6 +28,7 @@ export const toolQueueName = "tools";
  * a finished job still kept in Redis under the old id. BullMQ forbids ':' in custom ids.
  */
 export function jobIdFor(runId: string, next: NextJob, redispatch: number): string {
-  const base = `${next.kind}-${runId}-${next.stepIndex}`;
+  const resumed = next.kind === "batch" && next.resume !== undefined ? `-a${next.resume}` : "";
+  const base = `${next.kind}-${runId}-${next.stepIndex}${resumed}`;
   return redispatch === 0 ? base : `${base}-r${redispatch}`;
 }

@@ -4,6 +4,7 @@ import { runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status
 import { runs, sessions, toolCalls } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
 import { answerCall } from "./answer-call.js";
+import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
 import { insertMessage } from "./history-store.js";
 import type { Effects } from "./transact.js";
 
@@ -134,5 +135,11 @@ export async function closeOpenCalls(
       .where(eq(toolCalls.id, call.id));
     await answerCall(effects, run, call, { status, isError: true, errorCode: code, content }, null);
   }
+  await cancelPendingApprovals(
+    effects,
+    run,
+    open.filter((call) => call.status === "awaiting_approval").map((call) => call.id),
+    `the run was ${reason}`,
+  );
   return open.length;
 }

@@ -1,3 +1,4 @@
+import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import type { AnyTool } from "./tool.js";
 import { createBashTool } from "./builtin/bash-tool.js";
 import { commandTools } from "./builtin/command-tools.js";
@@ -11,6 +12,7 @@ import { updateTasksTool } from "./builtin/update-tasks-tool.js";
 import { createWebFetchTool } from "./builtin/web-fetch-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
-export function builtinTools(options: { toolPath: string; webFetchAllowPrivate: boolean }): AnyTool[] {
-  return [createBashTool({ path: options.toolPath }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
+/** `sandbox` confines bash outside Full Access (SPEC S3); without it such calls fail closed. */
+export function builtinTools(options: { toolPath: string; webFetchAllowPrivate: boolean; sandbox?: SandboxRunner }): AnyTool[] {
+  return [createBashTool({ path: options.toolPath, sandbox: options.sandbox }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
 }

@@ -10,6 +10,8 @@ import type { ToolRegistry } from "./tool-registry.js";
  * result. Never throws for a tool's failure (T4, T5).
  */
 export interface ToolExecutor {
+  /** The tool and parsed, schema-valid arguments of a call, or why the call cannot run at all. */
+  parse(call: ToolCallInput): { ok: true; tool: AnyTool; args: unknown } | { ok: false; message: string };
   /** Whether the call may join the parallel lane (P1); false for anything invalid. */
   isParallel(call: ToolCallInput): boolean;
   execute(context: ToolContext, call: ToolCallInput): Promise<ToolResult>;
@@ -68,6 +70,12 @@ export function createToolExecutor(registry: ToolRegistry): ToolExecutor {
   }
 
   return {
+    parse(call) {
+      const checked = check(null, call);
+      if (checked.ok) return { ok: true, tool: checked.tool as AnyTool, args: checked.args };
+      const [first] = checked.result.content;
+      return { ok: false, message: first?.type === "text" ? first.text : "the call is invalid" };
+    },
     isParallel(call) {
       const checked = check(null, call);
       if (!checked.ok) return false;

@@ -24,7 +24,7 @@ export function sha256(content: Buffer): string {
 /** Past this size a diff is summarized rather than computed: it is for display only (F2). */
 const maxDiffBytes = 1024 * 1024;
 
-function displayDiff(path: string, before: FileSnapshot, after: FileSnapshot): string {
+export function displayDiff(path: string, before: FileSnapshot, after: FileSnapshot): string {
   const old = before.kind === "file" ? before.content : Buffer.alloc(0);
   const next = after.kind === "file" ? after.content : Buffer.alloc(0);
   if (old.includes(0) || next.includes(0)) return `Binary file ${path} changed (${old.length} → ${next.length} bytes)\n`;

@@ -124,6 +124,8 @@ export interface Tool<Args = unknown> {
   parallel?: boolean | ((args: Args) => boolean);
   /** What the approval gateway judges; absent means the tool is judged by its side-effect class alone. */
   approvalSubject?: (args: Args) => ApprovalSubject;
+  /** The change the call would make, as a diff for an approver to read (X3); null when there is none to show. */
+  previewDiff?: (context: Pick<ToolContext, "workspaceDir" | "approvalMode">, args: Args) => Promise<string | null>;
   run(context: ToolContext, args: Args, call: ToolCallInput): Promise<ToolResult>;
 }
 

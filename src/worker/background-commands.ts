@@ -4,17 +4,22 @@ import { commands, type CommandStatus } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
-import { spawnShell } from "../tools/shell/spawn-shell.js";
+import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
+import { prepareShell } from "../tools/shell/spawn-shell.js";
+import type { SandboxGrant } from "../tools/tool.js";
 
 /**
  * The background commands this worker owns (SPEC B1-B4). A command's process
  * lives as long as this worker, not its job. The worker keeps a bounded view
  * of the output (B2), flushes it to Postgres every second with a lease
  * renewal, and writes the true final status when the process ends. Anyone can
- * read a command; a cancel reaches the owner through Redis.
+ * read a command; a cancel reaches the owner through Redis. With a sandbox
+ * grant the process runs in the sandbox (SPEC S3); when the sandbox cannot be
+ * planned nothing is recorded or started and the answer carries
+ * `code: "sandbox_unavailable"`.
  */
 export interface BackgroundCommands {
-  start(input: { tenantId: string; sessionId: string; runId: string; command: string; cwd: string }): Promise<{ id: string } | { error: string }>;
+  start(input: { tenantId: string; sessionId: string; runId: string; command: string; cwd: string; sandbox: SandboxGrant | null }): Promise<{ id: string } | { error: string; code?: string }>;
   /** Kills the command if this worker owns it; answers whether it did. */
   cancel(commandId: string): boolean;
   /** Kills every command of this worker (shutdown) and records them as killed. */
@@ -42,6 +47,8 @@ export function startBackgroundCommands(options: {
   workerId: string;
   leaseMs: number;
   toolPath: string;
+  /** Confines commands outside Full Access; without it they fail closed. */
+  sandbox: SandboxRunner | undefined;
   onError: (error: unknown) => void;
 }): BackgroundCommands {
   const { db, workerId, leaseMs } = options;
@@ -68,6 +75,16 @@ export function startBackgroundCommands(options: {
   return {
     async start(input) {
       if (live.size >= maxLive) return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
+      const prepared = await prepareShell({
+        command: input.command,
+        cwd: input.cwd,
+        path: options.toolPath,
+        headBytes,
+        tailBytes,
+        sandbox: input.sandbox,
+        runner: options.sandbox,
+      });
+      if ("unavailable" in prepared) return { error: prepared.unavailable, code: "sandbox_unavailable" };
       const id = newId("cmd");
       await db.insert(commands).values({
         id,
@@ -79,21 +96,23 @@ export function startBackgroundCommands(options: {
         ownerWorker: workerId,
         leaseUntil: lease,
       });
-      const { child, output, killGroup } = spawnShell({ command: input.command, cwd: input.cwd, path: options.toolPath, headBytes, tailBytes });
+      const { ended, output, onOutput, killGroup } = prepared.start();
       const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
-      child.all.on("data", () => {
+      onOutput(() => {
         command.dirty = true;
       });
-      command.finished = child.then(async (result) => {
+      command.finished = ended.then(async (end) => {
         live.delete(id);
+        // The sandbox failing to start is the command's outcome: say why in its output.
+        if (end.kind === "sandbox_failed") output.write(Buffer.from(`\n${end.message}\n`));
         // The truth, whatever happened meanwhile: a killed process is never "exit 0" (B2).
-        const status: CommandStatus = command.cancelled ? "cancelled" : result.signal ? "killed" : result.exitCode === 0 ? "exited" : "failed";
+        const status: CommandStatus = command.cancelled ? "cancelled" : end.kind === "signaled" ? "killed" : end.kind === "exited" && end.exitCode === 0 ? "exited" : "failed";
         await db
           .update(commands)
           .set({
             status,
-            exitCode: result.exitCode ?? null,
-            signal: result.signal ?? null,
+            exitCode: end.kind === "exited" ? end.exitCode : null,
+            signal: end.kind === "signaled" ? end.signal : null,
             output: storableText(command.output.render()),
             outputBytes: command.output.bytes,
             outputLines: command.output.lines,

@@ -54,7 +54,14 @@ export async function claimRun(
   const state = current.rows[0];
   if (!state) return { kind: "gone", reason: "run does not exist" };
   if (state.status !== "queued" && state.status !== "running") return { kind: "gone", reason: `run is ${state.status}` };
-  if (JSON.stringify(state.next_job) !== expected) return { kind: "gone", reason: "run does not need this job" };
+  if (!sameJob(state.next_job, next)) return { kind: "gone", reason: "run does not need this job" };
   if (state.live_ms !== null) return { kind: "busy", retryInMs: state.live_ms + 50 };
   return { kind: "gone", reason: "claim lost a race" };
+}
+
+/** jsonb orders keys its own way, so compare jobs by field. */
+function sameJob(stored: NextJob | null, wanted: NextJob): boolean {
+  if (!stored || stored.kind !== wanted.kind || stored.stepIndex !== wanted.stepIndex) return false;
+  const resume = (job: NextJob) => (job.kind === "batch" ? job.resume : undefined);
+  return resume(stored) === resume(wanted);
 }

@@ -4,6 +4,7 @@ import { runs } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { markLostCommands } from "../commands/command-store.js";
+import { expireApprovals } from "../approvals/decide-approval.js";
 import { transact } from "../runs/transact.js";
 import type { Services } from "../services.js";
 
@@ -68,8 +69,9 @@ export function startSweeper(services: Services): { stop(): void } {
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    Promise.all([sweepOnce(services), markLostCommands(services.db.db)])
-      .then(([count, lost]) => {
+    Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services)])
+      .then(([count, lost, expired]) => {
+        if (expired > 0) services.logger.info({ expired }, "approvals expired without a decision");
         if (count > 0) services.logger.info({ count }, "sweeper re-dispatched lost work");
         if (lost > 0) services.logger.warn({ lost }, "background commands lost with their worker");
       })

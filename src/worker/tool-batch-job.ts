@@ -1,9 +1,9 @@
 import { DelayedError, type Job } from "bullmq";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { runs, sessions, steps, toolCalls } from "../db/schema.js";
+import { runs, sessions, steps, toolCalls, type ApprovalMode } from "../db/schema.js";
 import { appendEvents, appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
-import type { ToolBatchJobData } from "../queue/job-types.js";
+import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
 import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js";
 import { closeOpenCalls, endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../runs/transact.js";
@@ -12,6 +12,8 @@ import type { ToolContext, ToolResult } from "../tools/tool.js";
 import { newId } from "../ids.js";
 import { putBlob } from "../files/blob-store.js";
 import { findCommand, requestCommandCancel } from "../commands/command-store.js";
+import { gateBatch, type CallGrant } from "../approvals/gate-batch.js";
+import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
@@ -36,10 +38,11 @@ const openStatuses = ["queued", "running", "awaiting_approval"] as const;
 export async function processToolBatchJob(context: JobContext, job: Job<ToolBatchJobData>, token: string | undefined): Promise<JobOutcome> {
   const { services, leases, aborts } = context;
   const { runId, stepIndex } = job.data;
+  const next: NextJob = { kind: "batch", stepIndex, ...(job.data.resume !== undefined ? { resume: job.data.resume } : {}) };
   const owner = `${context.workerId}/${job.id}`;
 
   const claimed = await transact(services, async (fx) => {
-    const claim = await claimRun(fx.tx, runId, { kind: "batch", stepIndex }, owner, services.config.leaseMs);
+    const claim = await claimRun(fx.tx, runId, next, owner, services.config.leaseMs);
     if (claim.kind !== "claimed") return claim;
     const { run } = claim;
     const rows = await fx.tx
@@ -58,13 +61,11 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       return { kind: "gone" as const, reason: "interrupted" };
     }
     const stepRef: StepRef = { index: stepIndex, attempt: rows[0]?.attempt ?? 1 };
-    const groups = planLanes(
-      calls.filter((call) => call.status === "queued"),
-      (call) => services.executor.isParallel(call),
-    );
-    if (groups[0]) await markRunning(fx, run, groups[0], owner, stepRef);
     const { session, project } = await context.sessionContexts.get(fx.tx, run.sessionId);
-    return { kind: "claimed" as const, run, groups, session, project, stepTools: rows[0]?.tools ?? [], stepRef };
+    const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath };
+    const plan = await planRunnable(fx, services, batch, calls);
+    if (plan.groups[0]) await markRunning(fx, run, plan.groups[0], owner, stepRef);
+    return { kind: "claimed" as const, run, batch, plan, session, project, stepTools: rows[0]?.tools ?? [], stepRef };
   });
 
   if (claimed.kind === "busy") {
@@ -73,18 +74,20 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   }
   if (claimed.kind === "gone") return claimed;
 
-  const { run, groups, session, project, stepTools, stepRef } = claimed;
+  const { run, batch, session, project, stepTools, stepRef } = claimed;
+  let { plan } = claimed;
   leases.hold(owner);
   const controller = aborts.register(runId);
   try {
     const provider = services.providers.get(session.providerProfile);
-    const toolContext = (call: CallRow): ToolContext => ({
+    const toolContext = (call: CallRow, grant: CallGrant): ToolContext => ({
       tenantId: run.tenantId,
       sessionId: run.sessionId,
       runId,
       projectId: project.id,
       workspaceDir: project.workspacePath,
       approvalMode: session.approvalMode,
+      sandbox: session.approvalMode === "full_access" ? null : { network: grant.network },
       provider: { profile: provider.profile, model: session.model ?? provider.defaultModel },
       exposedTools: stepTools,
       signal: controller.signal,
@@ -111,7 +114,15 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       commands: {
-        start: (command) => context.commands.start({ tenantId: run.tenantId, sessionId: run.sessionId, runId, command, cwd: project.workspacePath }),
+        start: (command) =>
+          context.commands.start({
+            tenantId: run.tenantId,
+            sessionId: run.sessionId,
+            runId,
+            command,
+            cwd: project.workspacePath,
+            sandbox: session.approvalMode === "full_access" ? null : { network: grant.network },
+          }),
         get: (id) => findCommand(services.db.db, run.tenantId, id, run.sessionId),
         async cancel(id) {
           const found = await findCommand(services.db.db, run.tenantId, id, run.sessionId);
@@ -128,48 +139,140 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       },
     });
 
-    let endBatch = false;
-    let stale = false;
-    let finished = false;
-    for (const [groupIndex, group] of groups.entries()) {
-      if (endBatch || stale || controller.signal.aborted) break;
-      if (groupIndex > 0) {
-        const marked = await transactFenced(services, async (fx) => markRunning(fx, run, group, owner, stepRef));
-        if (marked === null) {
-          stale = true;
-          break;
+    for (;;) {
+      let endBatch = false;
+      let stale = false;
+      let finished = false;
+      const { grants } = plan;
+      for (const [groupIndex, group] of plan.groups.entries()) {
+        if (endBatch || stale || controller.signal.aborted) break;
+        if (groupIndex > 0) {
+          const marked = await transactFenced(services, async (fx) => markRunning(fx, run, group, owner, stepRef));
+          if (marked === null) {
+            stale = true;
+            break;
+          }
         }
+        await runWithLimit(group, maxParallelCalls, async (call) => {
+          if (stale) return;
+          const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
+          const result = withEditNote(
+            grant,
+            await services.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw }),
+          );
+          const outcome = await commitCall(services, run, call, result, stepRef);
+          if (outcome === "stale") stale = true;
+          else if (outcome === "finished") finished = true;
+          if (result.endBatch) endBatch = true;
+        });
       }
-      await runWithLimit(group, maxParallelCalls, async (call) => {
-        if (stale) return;
-        const result = await services.executor.execute(toolContext(call), { callId: call.callId, name: call.name, argumentsRaw: call.argumentsRaw });
-        const outcome = await commitCall(services, run, call, result, stepRef);
-        if (outcome === "stale") stale = true;
-        else if (outcome === "finished") finished = true;
-        if (result.endBatch) endBatch = true;
-      });
-    }
-    if (finished) return { kind: "committed", detail: "batch done" };
-    if (controller.signal.aborted) return { kind: "cancelled" };
-    if (stale) return { kind: "stale" };
+      if (finished) return { kind: "committed", detail: "batch done" };
+      if (controller.signal.aborted) return { kind: "cancelled" };
+      if (stale) return { kind: "stale" };
 
-    // Reached when the last commit could not close the batch: an end-of-batch signal, or siblings committing at once.
-    const closed = await transactFenced(services, async (fx) => {
-      const [locked] = await fx.tx
-        .select({ id: runs.id })
-        .from(runs)
-        .where(and(eq(runs.id, runId), eq(runs.fence, run.fence), eq(runs.status, "running")))
-        .for("update");
-      if (!locked) throw new StaleWorkError();
-      if (endBatch) await skipRemaining(fx, run, stepIndex);
-      if (!(await closeBatchIfDone(fx, services, run, stepIndex))) throw new StaleWorkError("calls of this batch are still open");
-      return true;
-    });
-    return closed ? { kind: "committed", detail: "batch done" } : { kind: "stale" };
+      // Reached when the last commit could not close the batch: an end-of-batch signal, siblings
+      // committing at once, calls awaiting approval, or calls approved while this job ran.
+      const settled = await transactFenced(services, async (fx) => settleBatch(fx, services, batch, owner, endBatch));
+      if (settled === null) return { kind: "stale" };
+      if (settled.kind === "closed") return { kind: "committed", detail: "batch done" };
+      if (settled.kind === "parked") return { kind: "committed", detail: "waiting for approval" };
+      plan = settled.plan;
+    }
   } finally {
     aborts.unregister(runId, controller);
     leases.release(owner);
   }
+}
+
+/** What every transaction of one batch attempt needs to know about it. */
+interface BatchScope {
+  run: ClaimedRun;
+  stepRef: StepRef;
+  approvalMode: ApprovalMode;
+  projectId: string;
+  workspaceDir: string;
+}
+
+interface RunnablePlan {
+  /** Groups to run now, in model order (P2); the first is already marked running by the caller. */
+  groups: CallRow[][];
+  grants: Map<string, CallGrant>;
+}
+
+/**
+ * Gates the batch's queued calls, then plans what may run now: lanes in model
+ * order, up to and including the first group that holds a call awaiting
+ * approval. Later calls wait for it, so no call overtakes an earlier one the
+ * model meant to happen first (P2, D6).
+ */
+async function planRunnable(fx: Effects, services: Services, batch: BatchScope, calls: readonly CallRow[]): Promise<RunnablePlan> {
+  const { grants, asked } = await gateBatch(fx, services, {
+    run: batch.run,
+    approvalMode: batch.approvalMode,
+    projectId: batch.projectId,
+    workspaceDir: batch.workspaceDir,
+    calls: calls.filter((call) => call.status === "queued"),
+    stepRef: batch.stepRef,
+  });
+  // The gate may have answered some calls; only those it granted, or that still wait, stay open.
+  const open = calls.filter((call) => grants.has(call.id) || asked.has(call.id) || call.status === "awaiting_approval");
+  const lanes = planLanes(open, (call) => {
+    const grant = grants.get(call.id);
+    return grant !== undefined && services.executor.isParallel({ callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+  });
+  const groups: CallRow[][] = [];
+  for (const lane of lanes) {
+    const ready = lane.filter((call) => grants.has(call.id));
+    if (ready.length > 0) groups.push(ready);
+    if (ready.length !== lane.length) break;
+  }
+  return { groups, grants };
+}
+type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan };
+
+/**
+ * After this attempt's groups: skips what an end-of-batch signal left (P6),
+ * runs calls approved meanwhile, closes the batch when nothing is open, and
+ * otherwise parks the run in `awaiting_approval` with no job (D6): the next
+ * decision re-arms it. Under the run's lock, so a decision committing at the
+ * same moment is seen either here or by its own transaction, never by neither.
+ */
+async function settleBatch(fx: Effects, services: Services, batch: BatchScope, owner: string, endBatch: boolean): Promise<Settled> {
+  const { run, stepRef } = batch;
+  const [locked] = await fx.tx
+    .select({ id: runs.id })
+    .from(runs)
+    .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
+    .for("update");
+  if (!locked) throw new StaleWorkError();
+  if (endBatch) await skipRemaining(fx, run, stepRef);
+  const open = await fx.tx
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepRef.index), inArray(toolCalls.status, [...openStatuses])))
+    .orderBy(asc(toolCalls.callIndex));
+  if (open.some((call) => call.status === "running")) throw new StaleWorkError("calls of this batch are still running");
+  const plan = await planRunnable(fx, services, batch, open);
+  if (plan.groups[0]) {
+    await markRunning(fx, run, plan.groups[0], owner, stepRef);
+    return { kind: "more", plan };
+  }
+  if (await closeBatchIfDone(fx, services, run, stepRef.index)) return { kind: "closed" };
+  const [parked] = await fx.tx
+    .update(runs)
+    .set({ status: "awaiting_approval", nextJob: null, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
+    .returning({ id: runs.id });
+  if (!parked) throw new StaleWorkError();
+  await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status: "awaiting_approval" } }]);
+  return { kind: "parked" };
+}
+
+/** The model is told when a human changed what it asked for (X3), so its next step reasons about what really ran. */
+function withEditNote(grant: CallGrant, result: ToolResult): ToolResult {
+  if (!grant.edited) return result;
+  const note = `Note: a reviewer edited the arguments before approving; the call ran with ${grant.argumentsRaw}`;
+  return { ...result, content: [{ type: "text", text: note }, ...result.content] };
 }
 
 /** Marks calls `running` before their tools start, guarded by the batch's fence. */
@@ -252,7 +355,7 @@ async function commitCall(
       set step_index = ${nextIndex}, next_job = ${JSON.stringify(next)}::jsonb, redispatches = 0,
           lease_owner = null, lease_until = null, updated_at = now()
       where id = ${run.id} and fence = ${run.fence} and status = 'running'
-        and next_job = ${JSON.stringify({ kind: "batch", stepIndex: call.stepIndex })}::jsonb
+        and next_job = ${JSON.stringify(run.nextJob)}::jsonb
         and ${mayClose} and ${updated}
         and not exists (
           select 1 from tool_calls
@@ -305,7 +408,7 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
         eq(runs.id, run.id),
         eq(runs.fence, run.fence),
         eq(runs.status, "running"),
-        sql`${runs.nextJob} = ${JSON.stringify({ kind: "batch", stepIndex })}::jsonb`,
+        sql`${runs.nextJob} = ${JSON.stringify(run.nextJob)}::jsonb`,
       ),
     )
     .returning({ id: runs.id });
@@ -315,20 +418,20 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
 }
 
 /** After an end-of-batch signal, the remaining calls get `skipped` results so every call id has one (P6). */
-async function skipRemaining(fx: Effects, run: ClaimedRun, stepIndex: number): Promise<void> {
+async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Promise<void> {
+  const content = [{ type: "text" as const, text: "Skipped: an earlier call in this batch ended the batch." }];
   const skipped = await fx.tx
     .update(toolCalls)
-    .set({
-      status: "skipped",
-      isError: true,
-      errorCode: "skipped",
-      result: [{ type: "text", text: "Skipped: an earlier call in this batch ended the batch." }],
-      endedAt: sql`now()`,
-    })
-    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepIndex), eq(toolCalls.status, "queued")))
+    .set({ status: "skipped", isError: true, errorCode: "skipped", result: content, endedAt: sql`now()` })
+    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepRef.index), inArray(toolCalls.status, ["queued", "awaiting_approval"])))
     .returning();
+  await cancelPendingApprovals(
+    fx,
+    run,
+    skipped.map((call) => call.id),
+    "an earlier call in this batch ended the batch",
+  );
   for (const call of skipped) {
-    await answerCall(fx, run, call, { status: "skipped", isError: true, errorCode: "skipped", content: call.result ?? [] }, null);
+    await answerCall(fx, run, call, { status: "skipped", isError: true, errorCode: "skipped", content }, stepRef);
   }
 }
-

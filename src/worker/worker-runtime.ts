@@ -4,6 +4,7 @@ import { Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { stepQueueName, toolQueueName, type StepJobData, type ToolBatchJobData } from "../queue/job-types.js";
 import type { Services } from "../services.js";
+import { startWebhookDelivery } from "../webhooks/webhook-runtime.js";
 import type { JobContext } from "./job-context.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
 import { createRunAborts } from "./run-aborts.js";
@@ -29,6 +30,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     workerId,
     leaseMs: config.leaseMs,
     toolPath: config.toolPath,
+    sandbox: services.sandbox,
     onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
   });
   const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), commands };
@@ -62,12 +64,15 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   }
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
   const sweeper = startSweeper(services);
+  const webhooks = await startWebhookDelivery(services);
   logger.info({ workerId }, "worker started");
 
   return {
     workerId,
     async close() {
       sweeper.stop();
+      // Drains in parallel with the step and tool workers, under the same grace.
+      const webhooksClosed = webhooks.close();
       stopCancelListener();
       stopCommandListener();
       const graceful = Promise.all([stepWorker.close(), toolWorker.close()]);
@@ -83,6 +88,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       }
       // Background commands live as long as their worker: a drained worker ends them, truthfully recorded.
       await commands.stop();
+      await webhooksClosed;
       leases.stop();
       for (const connection of connections) connection.disconnect();
     },

@@ -8,6 +8,7 @@ export function toolContext(overrides: Partial<ToolContext> & { workspaceDir: st
     runId: "run",
     projectId: "prj",
     approvalMode: "auto",
+    sandbox: { network: false },
     provider: { profile: "scripted", model: "scripted" },
     exposedTools: [],
     signal: new AbortController().signal,

@@ -1,5 +1,6 @@
 import { findPermanentDelete } from "../shell/permanent-delete.js";
-import { spawnShell } from "../shell/spawn-shell.js";
+import type { SandboxRunner } from "../../sandbox/sandbox-runner.js";
+import { prepareShell } from "../shell/spawn-shell.js";
 import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
 
 interface BashArgs {
@@ -15,11 +16,13 @@ const headBytes = 4 * 1024;
 const tailBytes = 28 * 1024;
 
 /**
- * Runs a shell command in the workspace (see `spawnShell`): its process group
+ * Runs a shell command in the workspace (see `prepareShell`): its process group
  * is killed whole on timeout, cancel, and when the command ends, so nothing it
- * started outlives the call. Outside Full Access, permanent deletes are refused.
+ * started outlives the call. Outside Full Access, permanent deletes are refused
+ * and the command runs in the sandbox (`sandbox`; without one such calls fail
+ * closed with `sandbox_unavailable`).
  */
-export function createBashTool(options: { path: string }): AnyTool {
+export function createBashTool(options: { path: string; sandbox?: SandboxRunner }): AnyTool {
   return defineTool<BashArgs>({
     name: "bash",
     description:
@@ -47,10 +50,22 @@ export function createBashTool(options: { path: string }): AnyTool {
       }
       if (args.background) {
         const started = await context.commands.start(args.command);
-        if ("error" in started) return errorResult("too_many_commands", started.error);
+        // Background commands are sandboxed by their owner; a refusal there names its code.
+        if ("error" in started) return errorResult("code" in started && typeof started.code === "string" ? started.code : "too_many_commands", started.error);
         return textResult(`Started background command ${started.id}. Use command_status, command_output or command_cancel with this id.`);
       }
-      const { child, output, killGroup } = spawnShell({ command: args.command, cwd: context.workspaceDir, path: options.path, headBytes, tailBytes });
+      const prepared = await prepareShell({
+        command: args.command,
+        cwd: context.workspaceDir,
+        path: options.path,
+        headBytes,
+        tailBytes,
+        sandbox: context.sandbox,
+        runner: options.sandbox,
+      });
+      if ("unavailable" in prepared) return errorResult("sandbox_unavailable", prepared.unavailable);
+      if (context.signal.aborted) return errorResult("cancelled", "(no output)\n\n[cancelled]");
+      const { ended, output, killGroup } = prepared.start();
       let stopped: "timeout" | "cancelled" | undefined;
       const timer = setTimeout(() => {
         stopped = "timeout";
@@ -61,9 +76,9 @@ export function createBashTool(options: { path: string }): AnyTool {
         killGroup();
       };
       context.signal.addEventListener("abort", onAbort, { once: true });
-      let result;
+      let end;
       try {
-        result = await child;
+        end = await ended;
       } finally {
         clearTimeout(timer);
         context.signal.removeEventListener("abort", onAbort);
@@ -73,8 +88,9 @@ export function createBashTool(options: { path: string }): AnyTool {
       const body = text.length > 0 ? text : "(no output)\n";
       if (stopped === "timeout") return errorResult("timeout", `${body}\n[killed after ${args.timeoutMs ?? defaultTimeoutMs} ms]`);
       if (stopped === "cancelled") return errorResult("cancelled", `${body}\n[cancelled]`);
-      if (result.signal) return errorResult("killed", `${body}\n[killed by ${result.signal}]`);
-      if (result.exitCode !== 0) return errorResult("exit_code", `${body}\n[exit code ${result.exitCode}]`);
+      if (end.kind === "sandbox_failed") return errorResult("sandbox_unavailable", end.message);
+      if (end.kind === "signaled") return errorResult("killed", `${body}\n[killed by ${end.signal}]`);
+      if (end.exitCode !== 0) return errorResult("exit_code", `${body}\n[exit code ${end.exitCode}]`);
       return textResult(`${body}\n[exit code 0]`);
     },
   });

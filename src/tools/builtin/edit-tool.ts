@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
-import { recordFileChange, snapshotFile } from "../file-change.js";
-import { defineTool, errorResult } from "../tool.js";
+import { displayDiff, recordFileChange, snapshotFile } from "../file-change.js";
+import { defineTool, errorResult, type ToolResult } from "../tool.js";
 import { resolveToolPath } from "./tool-path.js";
 
 interface EditArgs {
@@ -14,6 +14,35 @@ function countOccurrences(text: string, needle: string): number {
   let count = 0;
   for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++;
   return count;
+}
+
+/** The edited text, or the is_error result the model gets; shared by run and the approval preview. */
+function applyEdit(content: Buffer, args: EditArgs): { ok: true; updated: string; occurrences: number } | { ok: false; error: ToolResult } {
+  if (content.includes(0)) return { ok: false, error: errorResult("binary_file", `"${args.path}" is a binary file; edit works on text.`) };
+  if (args.old_string === args.new_string) return { ok: false, error: errorResult("no_change", "old_string and new_string are the same.") };
+  const text = content.toString("utf8");
+  let oldString = args.old_string;
+  let newString = args.new_string;
+  if (!text.includes(oldString) && text.includes("\r\n")) {
+    // The file uses CRLF; the model almost always writes LF.
+    oldString = oldString.replace(/\r?\n/g, "\r\n");
+    newString = newString.replace(/\r?\n/g, "\r\n");
+  }
+  const occurrences = countOccurrences(text, oldString);
+  if (occurrences === 0) {
+    return { ok: false, error: errorResult("no_match", `old_string was not found in "${args.path}". Read the file and copy the text exactly.`) };
+  }
+  if (occurrences > 1 && !args.replace_all) {
+    return {
+      ok: false,
+      error: errorResult(
+        "ambiguous_match",
+        `old_string occurs ${occurrences} times in "${args.path}". Add surrounding lines to make it unique, or set replace_all.`,
+      ),
+    };
+  }
+  const updated = args.replace_all ? text.split(oldString).join(newString) : text.replace(oldString, () => newString);
+  return { ok: true, updated, occurrences };
 }
 
 /**
@@ -39,6 +68,14 @@ export const editTool = defineTool<EditArgs>({
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
+  async previewDiff(context, args) {
+    const resolved = await resolveToolPath(context, args.path);
+    if (!resolved.ok) return null;
+    const before = await snapshotFile(resolved.absolute).catch(() => null);
+    if (before?.kind !== "file") return null;
+    const edited = applyEdit(before.content, args);
+    return edited.ok ? displayDiff(resolved.relative, before, { kind: "file", content: Buffer.from(edited.updated), mode: before.mode }) : null;
+  },
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
@@ -49,25 +86,9 @@ export const editTool = defineTool<EditArgs>({
       return errorResult("is_directory", `"${args.path}" is not a regular file.`);
     }
     if (before.kind === "absent") return errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`);
-    if (before.content.includes(0)) return errorResult("binary_file", `"${args.path}" is a binary file; edit works on text.`);
-    if (args.old_string === args.new_string) return errorResult("no_change", "old_string and new_string are the same.");
-    const text = before.content.toString("utf8");
-    let oldString = args.old_string;
-    let newString = args.new_string;
-    if (!text.includes(oldString) && text.includes("\r\n")) {
-      // The file uses CRLF; the model almost always writes LF.
-      oldString = oldString.replace(/\r?\n/g, "\r\n");
-      newString = newString.replace(/\r?\n/g, "\r\n");
-    }
-    const occurrences = countOccurrences(text, oldString);
-    if (occurrences === 0) return errorResult("no_match", `old_string was not found in "${args.path}". Read the file and copy the text exactly.`);
-    if (occurrences > 1 && !args.replace_all) {
-      return errorResult(
-        "ambiguous_match",
-        `old_string occurs ${occurrences} times in "${args.path}". Add surrounding lines to make it unique, or set replace_all.`,
-      );
-    }
-    const updated = args.replace_all ? text.split(oldString).join(newString) : text.replace(oldString, () => newString);
+    const edited = applyEdit(before.content, args);
+    if (!edited.ok) return edited.error;
+    const { updated, occurrences } = edited;
     try {
       await writeFile(resolved.absolute, updated, { signal: context.signal });
     } catch (error) {

@@ -1,6 +1,6 @@
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { recordFileChange, snapshotFile } from "../file-change.js";
+import { displayDiff, recordFileChange, snapshotFile } from "../file-change.js";
 import { defineTool, errorResult } from "../tool.js";
 import { resolveToolPath } from "./tool-path.js";
 
@@ -25,6 +25,13 @@ export const writeTool = defineTool<WriteArgs>({
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
+  async previewDiff(context, args) {
+    const resolved = await resolveToolPath(context, args.path);
+    if (!resolved.ok || resolved.relative === ".") return null;
+    const before = await snapshotFile(resolved.absolute).catch(() => null);
+    if (!before) return null;
+    return displayDiff(resolved.relative, before, { kind: "file", content: Buffer.from(args.content), mode: before.kind === "file" ? before.mode : 0o644 });
+  },
   async run(context, args) {
     const resolved = await resolveToolPath(context, args.path);
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);

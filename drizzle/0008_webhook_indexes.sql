@@ -1,0 +1,2 @@
+CREATE INDEX "webhook_deliveries_enqueued_idx" ON "webhook_deliveries" USING btree ("enqueued_at") WHERE status = 'pending';--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_list_idx" ON "webhook_deliveries" USING btree ("webhook_id","created_at");

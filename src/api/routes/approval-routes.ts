@@ -1,0 +1,165 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, desc, eq, type SQL } from "drizzle-orm";
+import { decideApproval, type ApprovalDecision } from "../../approvals/decide-approval.js";
+import { judge } from "../../approvals/gate-batch.js";
+import { storableText } from "../../core/storable-text.js";
+import { approvals, projects, sessions, tenants, toolCalls, type ApprovalStatus } from "../../db/schema.js";
+import { FoyaError, notFound } from "../../errors.js";
+import type { ApiServices, App } from "../app-env.js";
+import { errorResponses, IdParam } from "../schemas.js";
+
+const approvalStatuses = ["pending", "approved", "denied", "expired", "cancelled"] as const satisfies readonly ApprovalStatus[];
+
+const ApprovalSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(approvalStatuses),
+    sessionId: z.string(),
+    runId: z.string(),
+    call: z.object({
+      id: z.string().openapi({ description: "The provider's tool call id." }),
+      tool: z.string(),
+      arguments: z.string().openapi({ description: "The raw arguments exactly as the model produced them." }),
+    }),
+    requestReason: z.string().openapi({ description: "Why the gateway asked." }),
+    displayDiff: z.string().nullable().openapi({ description: "What the call would change (write, edit); for people only." }),
+    reason: z.string().nullable(),
+    decidedByKeyId: z.string().nullable(),
+    decidedAt: z.string().nullable(),
+    editedArguments: z.string().nullable(),
+    expiresAt: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi("Approval");
+
+const DecisionSchema = z
+  .object({
+    decision: z.enum(["approve", "deny"]),
+    reason: z
+      .string()
+      .max(10_000)
+      .refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates")
+      .optional(),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ description: "Approve with these arguments instead of the model's; validated again and recorded as an edit." }),
+  })
+  .strict()
+  .openapi("ApprovalDecision");
+
+const ListQuery = z.object({
+  status: z.enum(approvalStatuses).optional(),
+  sessionId: z.string().optional(),
+  runId: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+const conflict = { 409: { content: { "application/json": { schema: errorResponses[400].content["application/json"].schema } }, description: "Already decided otherwise, or expired" } };
+
+const listApprovals = createRoute({
+  method: "get",
+  path: "/v1/approvals",
+  summary: "The tenant's approvals, newest first; `status=pending` for what waits on a decision",
+  request: { query: ListQuery },
+  responses: { 200: { content: { "application/json": { schema: z.object({ approvals: z.array(ApprovalSchema) }) } }, description: "Approvals" }, ...errorResponses },
+});
+const getApproval = createRoute({
+  method: "get",
+  path: "/v1/approvals/{id}",
+  summary: "One approval with its call",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: ApprovalSchema } }, description: "The approval" }, ...errorResponses },
+});
+const decide = createRoute({
+  method: "post",
+  path: "/v1/approvals/{id}",
+  summary: "Approve or deny a call; a repeated identical decision is a no-op",
+  request: { params: IdParam, body: { content: { "application/json": { schema: DecisionSchema } }, required: true } },
+  responses: { 200: { content: { "application/json": { schema: ApprovalSchema } }, description: "The approval as decided" }, ...errorResponses, ...conflict },
+});
+
+type Row = { approval: typeof approvals.$inferSelect; callId: string; tool: string; argumentsRaw: string };
+
+function serialize({ approval, callId, tool, argumentsRaw }: Row) {
+  return {
+    id: approval.id,
+    status: approval.status,
+    sessionId: approval.sessionId,
+    runId: approval.runId,
+    call: { id: callId, tool, arguments: argumentsRaw },
+    requestReason: approval.requestReason,
+    displayDiff: approval.displayDiff,
+    reason: approval.reason,
+    decidedByKeyId: approval.decidedByKeyId,
+    decidedAt: approval.decidedAt?.toISOString() ?? null,
+    editedArguments: approval.editedArguments,
+    expiresAt: approval.expiresAt.toISOString(),
+    createdAt: approval.createdAt.toISOString(),
+  };
+}
+
+export function registerApprovalRoutes(app: App, services: ApiServices): void {
+  const { db } = services.db;
+  const select = (where: SQL | undefined) =>
+    db
+      .select({ approval: approvals, callId: toolCalls.callId, tool: toolCalls.name, argumentsRaw: toolCalls.argumentsRaw })
+      .from(approvals)
+      .innerJoin(toolCalls, eq(toolCalls.id, approvals.toolCallId))
+      .where(where);
+  const findOne = async (tenantId: string, id: string): Promise<Row> => {
+    const [row] = await select(and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
+    if (!row) throw notFound("approval");
+    return row;
+  };
+
+  app.openapi(listApprovals, async (c) => {
+    const query = c.req.valid("query");
+    const conditions = [eq(approvals.tenantId, c.get("tenantId"))];
+    if (query.status) conditions.push(eq(approvals.status, query.status));
+    if (query.sessionId) conditions.push(eq(approvals.sessionId, query.sessionId));
+    if (query.runId) conditions.push(eq(approvals.runId, query.runId));
+    const rows = await select(and(...conditions))
+      .orderBy(desc(approvals.createdAt))
+      .limit(query.limit);
+    return c.json({ approvals: rows.map(serialize) }, 200);
+  });
+
+  app.openapi(getApproval, async (c) => c.json(serialize(await findOne(c.get("tenantId"), c.req.valid("param").id)), 200));
+
+  app.openapi(decide, async (c) => {
+    const tenantId = c.get("tenantId");
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const row = await findOne(tenantId, id);
+    let decision: ApprovalDecision;
+    if (body.decision === "approve") {
+      const editedArguments = body.arguments === undefined ? undefined : JSON.stringify(body.arguments);
+      if (editedArguments !== undefined) await checkEditedArguments(services, row, editedArguments);
+      decision = { kind: "approve", ...(body.reason !== undefined ? { reason: body.reason } : {}), ...(editedArguments !== undefined ? { editedArguments } : {}) };
+    } else {
+      decision = { kind: "deny", ...(body.reason !== undefined ? { reason: body.reason } : {}) };
+    }
+    const result = await decideApproval(services, { tenantId, approvalId: id, decision, keyId: c.get("apiKeyId") });
+    return c.json(serialize({ ...row, approval: result.approval }), 200);
+  });
+}
+
+/**
+ * Edited arguments are validated again (schema), and judged again: an edit may
+ * not turn the call into one the tenant's or project's policy denies.
+ */
+async function checkEditedArguments(services: ApiServices, row: Row, argumentsRaw: string): Promise<void> {
+  const call = { callId: row.callId, name: row.tool, argumentsRaw };
+  const parsed = services.executor.parse(call);
+  if (!parsed.ok) throw new FoyaError("bad_request", `the edited arguments are invalid: ${parsed.message}`);
+  const [scope] = await services.db.db
+    .select({ mode: sessions.approvalMode, workspaceDir: projects.workspacePath, tenantPolicy: tenants.policy, projectPolicy: projects.policy })
+    .from(sessions)
+    .innerJoin(projects, eq(projects.id, sessions.projectId))
+    .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
+    .where(eq(sessions.id, row.approval.sessionId));
+  if (!scope) throw notFound("session");
+  const verdict = judge(services, { approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, [scope.tenantPolicy, scope.projectPolicy], call);
+  if (verdict.decision === "deny") throw new FoyaError("bad_request", `the edited arguments are denied by policy: ${verdict.reason}`);
+}

@@ -1,0 +1,97 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import type { ApprovalPolicy } from "../../core/policy.js";
+import { projects, tenants } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+import { parseRule } from "../../gateway/rules.js";
+import type { ApiServices, App } from "../app-env.js";
+import { errorResponses, IdParam } from "../schemas.js";
+
+const RuleList = z
+  .array(z.string().min(1).max(1000))
+  .max(1000)
+  .superRefine((rules, ctx) => {
+    for (const [index, rule] of rules.entries()) {
+      const parsed = parseRule(rule);
+      if (!parsed.ok) ctx.addIssue({ code: "custom", path: [index], message: `invalid rule "${rule}": ${parsed.error}` });
+    }
+  });
+
+const PolicySchema = z
+  .object({
+    rules: z
+      .object({ allow: RuleList.optional(), ask: RuleList.optional(), deny: RuleList.optional() })
+      .strict()
+      .optional()
+      .openapi({ description: "Checked deny, then ask, then allow; first match wins. E.g. `bash(npm test*)`, `write(src/**)`, `web_fetch`." }),
+    approvalTtlSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .optional()
+      .openapi({ description: "How long an approval waits before it expires and counts as denied." }),
+    network: z.boolean().optional().openapi({ description: "Sandboxed processes may use the network without asking." }),
+  })
+  .strict()
+  .openapi("ApprovalPolicy");
+
+const getTenantPolicy = createRoute({
+  method: "get",
+  path: "/v1/policy",
+  summary: "The tenant's approval policy, applied to every project",
+  responses: { 200: { content: { "application/json": { schema: PolicySchema } }, description: "The policy" }, ...errorResponses },
+});
+const putTenantPolicy = createRoute({
+  method: "put",
+  path: "/v1/policy",
+  summary: "Replace the tenant's approval policy",
+  request: { body: { content: { "application/json": { schema: PolicySchema } }, required: true } },
+  responses: { 200: { content: { "application/json": { schema: PolicySchema } }, description: "The policy" }, ...errorResponses },
+});
+const getProjectPolicy = createRoute({
+  method: "get",
+  path: "/v1/projects/{id}/policy",
+  summary: "A project's approval policy; combined with the tenant's",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: PolicySchema } }, description: "The policy" }, ...errorResponses },
+});
+const putProjectPolicy = createRoute({
+  method: "put",
+  path: "/v1/projects/{id}/policy",
+  summary: "Replace a project's approval policy",
+  request: { params: IdParam, body: { content: { "application/json": { schema: PolicySchema } }, required: true } },
+  responses: { 200: { content: { "application/json": { schema: PolicySchema } }, description: "The policy" }, ...errorResponses },
+});
+
+export function registerPolicyRoutes(app: App, services: ApiServices): void {
+  const { db } = services.db;
+  app.openapi(getTenantPolicy, async (c) => {
+    const [row] = await db.select({ policy: tenants.policy }).from(tenants).where(eq(tenants.id, c.get("tenantId")));
+    if (!row) throw notFound("tenant");
+    return c.json(row.policy, 200);
+  });
+  app.openapi(putTenantPolicy, async (c) => {
+    const policy: ApprovalPolicy = c.req.valid("json");
+    await db.update(tenants).set({ policy }).where(eq(tenants.id, c.get("tenantId")));
+    return c.json(policy, 200);
+  });
+  app.openapi(getProjectPolicy, async (c) => {
+    const [row] = await db
+      .select({ policy: projects.policy })
+      .from(projects)
+      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId"))));
+    if (!row) throw notFound("project");
+    return c.json(row.policy, 200);
+  });
+  app.openapi(putProjectPolicy, async (c) => {
+    const policy: ApprovalPolicy = c.req.valid("json");
+    const [row] = await db
+      .update(projects)
+      .set({ policy })
+      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId"))))
+      .returning({ id: projects.id });
+    if (!row) throw notFound("project");
+    return c.json(policy, 200);
+  });
+}

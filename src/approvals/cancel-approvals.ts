@@ -1,0 +1,39 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { approvals } from "../db/schema.js";
+import type { Effects } from "../runs/transact.js";
+
+/**
+ * Closes the pending approvals of calls that will not run after all (cancel,
+ * interruption, end of batch), so no approver is asked about them any more and
+ * a late decision answers 409 instead of acting.
+ */
+export async function cancelPendingApprovals(
+  fx: Effects,
+  run: { id: string; tenantId: string; sessionId: string },
+  toolCallIds: readonly string[],
+  reason: string,
+): Promise<void> {
+  if (toolCallIds.length === 0) return;
+  const cancelled = await fx.tx
+    .update(approvals)
+    .set({ status: "cancelled", reason, decidedAt: sql`now()` })
+    .where(and(inArray(approvals.toolCallId, [...toolCallIds]), eq(approvals.status, "pending")))
+    .returning({ id: approvals.id, toolCallId: approvals.toolCallId });
+  if (cancelled.length === 0) return;
+  const callIds = await fx.tx.execute<{ id: string; call_id: string }>(
+    sql`select id, call_id from tool_calls where id in (${sql.join(
+      cancelled.map((row) => sql`${row.toolCallId}`),
+      sql`, `,
+    )})`,
+  );
+  const providerIds = new Map(callIds.rows.map((row) => [row.id, row.call_id]));
+  await fx.emit(
+    run.tenantId,
+    run.sessionId,
+    cancelled.map((row) => ({
+      runId: run.id,
+      step: null,
+      body: { type: "approval_resolved" as const, approvalId: row.id, callId: providerIds.get(row.toolCallId) ?? "", status: "cancelled" as const, edited: false, reason },
+    })),
+  );
+}

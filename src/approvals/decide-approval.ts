@@ -1,0 +1,169 @@
+import { and, eq, sql } from "drizzle-orm";
+import { approvals, runs, toolCalls, type ApprovalStatus } from "../db/schema.js";
+import { FoyaError, notFound } from "../errors.js";
+import type { NextJob } from "../queue/job-types.js";
+import { answerCall } from "../runs/answer-call.js";
+import { transact, type Effects } from "../runs/transact.js";
+import type { Services } from "../services.js";
+
+export type ApprovalRow = typeof approvals.$inferSelect;
+
+/** A decision on one approval (X3). `expire` is the policy's, taken when nobody answered in time. */
+export type ApprovalDecision =
+  | { kind: "approve"; reason?: string; editedArguments?: string }
+  | { kind: "deny"; reason?: string }
+  | { kind: "expire" };
+
+export interface DecideInput {
+  tenantId: string;
+  approvalId: string;
+  decision: ApprovalDecision;
+  /** The API key that decided; null for the policy's own expiry. */
+  keyId: string | null;
+}
+
+/** `changed` is false for a repeated identical decision, which is a no-op (X3). */
+export interface DecideResult {
+  approval: ApprovalRow;
+  changed: boolean;
+}
+
+const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as const satisfies Record<ApprovalDecision["kind"], ApprovalStatus>;
+
+/**
+ * Records a decision in one transaction, on any API instance (D6, X3): who
+ * decided, when, why, and any edited arguments; moves the call to `queued`
+ * (approved) or `denied` with its is_error tool message; and, when the run is
+ * parked in `awaiting_approval` with no job, re-arms its batch through the
+ * outbox so any worker resumes it. Locks the run first, like every writer of
+ * a run, so a batch parking at the same moment sees the decision or is seen
+ * by it. An approval that expired before the decision arrives is expired here
+ * and the decision refused with 409.
+ */
+export async function decideApproval(services: Pick<Services, "db" | "bus" | "dispatcher">, input: DecideInput): Promise<DecideResult> {
+  const outcome = await transact(services, async (fx) => {
+    const [found] = await fx.tx
+      .select({ runId: approvals.runId })
+      .from(approvals)
+      .where(and(eq(approvals.id, input.approvalId), eq(approvals.tenantId, input.tenantId)));
+    if (!found) throw notFound("approval");
+    const [run] = await fx.tx.select().from(runs).where(eq(runs.id, found.runId)).for("update");
+    const [approval] = await fx.tx.select().from(approvals).where(eq(approvals.id, input.approvalId)).for("update");
+    if (!run || !approval) throw notFound("approval");
+
+    if (approval.status !== "pending") {
+      if (isSameDecision(approval, input.decision)) return { kind: "done" as const, result: { approval, changed: false } };
+      return { kind: "conflict" as const, approval };
+    }
+    const expired = approval.expiresAt.getTime() <= Date.now();
+    const decision: ApprovalDecision = expired ? { kind: "expire" } : input.decision;
+    const decided = await recordDecision(fx, run, approval, decision, expired ? null : input.keyId);
+    if (expired && input.decision.kind !== "expire") return { kind: "conflict" as const, approval: decided };
+    return { kind: "done" as const, result: { approval: decided, changed: true } };
+  });
+  if (outcome.kind === "conflict") {
+    const { status } = outcome.approval;
+    throw new FoyaError(
+      status === "expired" ? "approval_expired" : "approval_conflict",
+      status === "expired"
+        ? "the approval expired before a decision arrived; the call was denied"
+        : `the approval is already ${status}; a different decision cannot replace it`,
+    );
+  }
+  return outcome.result;
+}
+
+function isSameDecision(approval: ApprovalRow, decision: ApprovalDecision): boolean {
+  if (approval.status !== statusOf[decision.kind]) return false;
+  return decision.kind !== "approve" || (decision.editedArguments ?? null) === approval.editedArguments;
+}
+
+async function recordDecision(
+  fx: Effects,
+  run: typeof runs.$inferSelect,
+  approval: ApprovalRow,
+  decision: ApprovalDecision,
+  keyId: string | null,
+): Promise<ApprovalRow> {
+  const reason = decision.kind === "expire" ? "no decision arrived before the approval expired" : (decision.reason ?? null);
+  const [decided] = await fx.tx
+    .update(approvals)
+    .set({
+      status: statusOf[decision.kind],
+      reason,
+      decidedByKeyId: keyId,
+      decidedAt: sql`now()`,
+      editedArguments: decision.kind === "approve" ? (decision.editedArguments ?? null) : null,
+    })
+    .where(eq(approvals.id, approval.id))
+    .returning();
+  const [call] = await fx.tx
+    .update(toolCalls)
+    .set(
+      decision.kind === "approve"
+        ? { status: "queued" }
+        : { status: "denied", isError: true, errorCode: decision.kind === "expire" ? "approval_expired" : "denied", endedAt: sql`now()` },
+    )
+    .where(and(eq(toolCalls.id, approval.toolCallId), eq(toolCalls.status, "awaiting_approval")))
+    .returning();
+  if (!decided || !call) throw new FoyaError("internal", `approval ${approval.id} and its call disagree`);
+  if (run.ordinal === null) throw new FoyaError("internal", `run ${run.id} has no place in history`);
+  const ordered = { ...run, ordinal: run.ordinal };
+
+  await fx.emit(run.tenantId, run.sessionId, [
+    {
+      runId: run.id,
+      step: null,
+      body: {
+        type: "approval_resolved",
+        approvalId: approval.id,
+        callId: call.callId,
+        status: decided.status as "approved" | "denied" | "expired",
+        edited: decided.editedArguments !== null,
+        ...(reason ? { reason } : {}),
+      },
+    },
+  ]);
+  if (decision.kind !== "approve") {
+    const text =
+      decision.kind === "expire"
+        ? "Not run: the request for approval expired without an answer, which counts as denied."
+        : `Denied by the user${reason ? `: ${reason}` : "."}`;
+    const content = [{ type: "text" as const, text }];
+    await fx.tx.update(toolCalls).set({ result: content }).where(eq(toolCalls.id, call.id));
+    await answerCall(fx, ordered, call, { status: "denied", isError: true, errorCode: call.errorCode, content }, null);
+  }
+  await resumeIfParked(fx, run, call.stepIndex);
+  return decided;
+}
+
+/** A parked run (no job, D6) gets its batch back through the outbox; a run whose batch job still runs needs nothing. */
+async function resumeIfParked(fx: Effects, run: typeof runs.$inferSelect, stepIndex: number): Promise<void> {
+  if (run.status !== "awaiting_approval") return;
+  // The fence names the parked attempt, so each resume gets a job id of its own.
+  const next: NextJob = { kind: "batch", stepIndex, resume: run.fence };
+  await fx.tx
+    .update(runs)
+    .set({ status: "running", nextJob: next, redispatches: 0, updatedAt: sql`now()` })
+    .where(and(eq(runs.id, run.id), eq(runs.status, "awaiting_approval")));
+  await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running" } }]);
+  fx.dispatch({ runId: run.id, next, redispatches: 0 });
+}
+
+/** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */
+export async function expireApprovals(services: Pick<Services, "db" | "bus" | "dispatcher">, limit = 100): Promise<number> {
+  const due = await services.db.db.execute<{ id: string; tenant_id: string }>(sql`
+    select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
+  `);
+  let expired = 0;
+  for (const row of due.rows) {
+    const result = await decideApproval(services, { tenantId: row.tenant_id, approvalId: row.id, decision: { kind: "expire" }, keyId: null }).catch(
+      (error: unknown) => {
+        if (error instanceof FoyaError) return null;
+        throw error;
+      },
+    );
+    if (result?.changed) expired++;
+  }
+  return expired;
+}

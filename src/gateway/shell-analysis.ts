@@ -1,0 +1,424 @@
+import path from "node:path";
+import { isInside } from "../tools/workspace-path.js";
+import {
+  dangerousPrefixes,
+  dangerousPrograms,
+  harmlessDevices,
+  networkPrograms,
+  networkSubcommands,
+  networkWithoutSubcommand,
+  patternFirst,
+  patternOptions,
+  permanentDeleters,
+  printers,
+  reservedWords,
+  shells,
+  shellValueOptions,
+  subcommandValueOptions,
+  wrappers,
+  type WrapperSpec,
+} from "./shell-commands.js";
+import { parseShell, type ShellRedirection, type ShellWord, type SimpleCommand } from "./shell-syntax.js";
+
+/**
+ * Judges what a shell command line would do (SPEC S2, F4), with no I/O: every
+ * sub-command it runs, including those inside substitutions, subshells,
+ * `sh -c` / `eval` scripts and wrappers (`sudo`, `env`, `timeout`, `xargs`,
+ * `FOO=1 …`), where the wrapper and the wrapped command are both sub-commands.
+ * Each gets findings: a permanent delete, the network, a dangerous program,
+ * a path outside the workspace, or something only known at run time.
+ * Paths are resolved lexically against the workspace root, never on disk.
+ */
+
+export type FindingKind = "permanent_delete" | "network" | "dangerous" | "outside" | "unknown" | "unparsed";
+
+export interface ShellFinding {
+  kind: FindingKind;
+  /** Says why, naming the program or path. */
+  reason: string;
+}
+
+export interface ShellSubCommand {
+  /** Its words from the program on (a wrapper's include the wrapped command), joined by single spaces: what rule patterns match. */
+  text: string;
+  /** The program's basename; "" for bare assignments and names only known at run time. */
+  program: string;
+  /** Runs nothing of its own beyond the next sub-command (`env`, `timeout`, `FOO=1`, `sh -c`, a `for` header). */
+  wrapper: boolean;
+  findings: ShellFinding[];
+}
+
+export interface ShellRedirectFinding extends ShellFinding {
+  /** The sub-command the redirection belongs to. */
+  command: string;
+}
+
+export type ShellAnalysis =
+  | { parsed: true; commands: ShellSubCommand[]; redirections: ShellRedirectFinding[]; network: boolean }
+  | { parsed: false; error: string };
+
+export function analyzeShell(commandLine: string, workspaceDir: string): ShellAnalysis {
+  const parsed = parseShell(commandLine);
+  if (!parsed.ok) return { parsed: false, error: parsed.error };
+  const analysis = new Analysis(workspaceDir);
+  analysis.simpleCommands(parsed.commands, 0);
+  return { parsed: true, commands: analysis.commands, redirections: analysis.redirections, network: analysis.network };
+}
+
+/** `sh -c "sh -c '…'"` nesting beyond this is refused as unjudgeable. */
+const maxScriptNesting = 8;
+const assignment = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/;
+const deleteTool = "use the delete tool, which moves files to the trash";
+
+class Analysis {
+  readonly commands: ShellSubCommand[] = [];
+  readonly redirections: ShellRedirectFinding[] = [];
+  network = false;
+
+  constructor(private readonly workspaceDir: string) {}
+
+  simpleCommands(list: readonly SimpleCommand[], depth: number): void {
+    for (const command of list) {
+      const text = joinWords(command.words);
+      for (const redirection of command.redirections) this.redirection(redirection, text);
+      this.words(command.words, depth);
+    }
+  }
+
+  private push(text: string, program: string, wrapper: boolean, findings: ShellFinding[]): void {
+    if (findings.some((finding) => finding.kind === "network")) this.network = true;
+    this.commands.push({ text, program, wrapper, findings });
+  }
+
+  private redirection(redirection: ShellRedirection, command: string): void {
+    const { op, target } = redirection;
+    const writes = op !== "<" && op !== "<&";
+    const shown = `${op} ${target.text}`;
+    let finding = this.pathFinding(target);
+    if (!finding && writes && target.expandsAtStart) finding = { kind: "unknown", reason: "" };
+    if (!finding) return;
+    if (finding.kind === "network") {
+      this.network = true;
+      finding = { kind: "network", reason: `the redirection "${shown}" opens a network connection` };
+    } else if (finding.kind === "unknown") {
+      finding = { kind: "unknown", reason: `the redirection "${shown}" goes to a path only known at run time` };
+    } else {
+      finding = { kind: "outside", reason: `the redirection "${shown}" ${writes ? "writes" : "reads"} outside the workspace` };
+    }
+    this.redirections.push({ ...finding, command: command || shown });
+  }
+
+  /** A nested command line: `sh -c '…'`, `eval …`, `su -c …`, `env -S …`. */
+  private script(text: string, via: string, depth: number): void {
+    if (depth >= maxScriptNesting) {
+      this.push(text, "", false, [{ kind: "unparsed", reason: "the command nests shells too deeply to check" }]);
+      return;
+    }
+    const parsed = parseShell(text);
+    if (!parsed.ok) this.push(text, "", false, [{ kind: "unparsed", reason: `the script given to ${via} could not be parsed: ${parsed.error}` }]);
+    else this.simpleCommands(parsed.commands, depth + 1);
+  }
+
+  private words(all: readonly ShellWord[], depth: number): void {
+    let words = dropReservedWords(all);
+    const first = words[0];
+    if (!first) return;
+    const text = joinWords(words);
+    if (first.literal && (first.text === "for" || first.text === "select")) {
+      // `for NAME in WORDS`: a loop header; its words are only paths
+      const inIndex = words.findIndex((word) => word.literal && word.text === "in");
+      this.push(text, first.text, true, inIndex === -1 ? [] : this.pathFindings(first.text, words.slice(inIndex + 1)));
+      return;
+    }
+    if (assignment.test(first.text) && !first.expandsAtStart) {
+      let count = 0;
+      const findings: ShellFinding[] = [];
+      while (count < words.length && assignment.test((words[count] as ShellWord).text)) {
+        findings.push(...this.valueFindings(words[count] as ShellWord));
+        count++;
+      }
+      this.push(text, "", true, findings);
+      this.words(words.slice(count), depth);
+      return;
+    }
+    if (first.braceExpansion) {
+      const expanded = expandBraceWord(first);
+      if (expanded) words = [...expanded, ...words.slice(1)];
+    }
+    const head = words[0] as ShellWord;
+    const args = words.slice(1);
+    if (!head.literal) {
+      this.push(text, "", false, [{ kind: "unknown", reason: `the program "${head.text}" is only known at run time` }, ...this.pathFindings("", args)]);
+      return;
+    }
+    const program = path.basename(head.text);
+    const wrapper = wrappers.get(program);
+    if (wrapper) return this.wrapper(program, wrapper, args, text, depth);
+    if (shells.has(program)) return this.shell(program, args, text, depth);
+    if (program === "eval") {
+      const literal = args.every((word) => word.literal);
+      this.push(text, program, true, literal ? [] : [{ kind: "unknown", reason: "eval runs text only known at run time" }]);
+      if (literal && args.length > 0) this.script(joinWords(args), "eval", depth);
+      return;
+    }
+    if (program === "su") return this.su(args, text, depth);
+    if ((program === "source" || program === ".") && args[0] && !args[0].literal) {
+      this.push(text, program, false, [{ kind: "unknown", reason: `${program} runs a script only known at run time` }]);
+      return;
+    }
+    this.push(text, program, false, this.programFindings(program, args));
+    if (program === "find") {
+      // `find … -exec CMD {} ;` runs CMD: a sub-command of its own
+      for (const [index, arg] of args.entries()) {
+        if (!["-exec", "-execdir", "-ok", "-okdir"].includes(arg.text)) continue;
+        const rest = args.slice(index + 1);
+        const end = rest.findIndex((word) => word.text === ";" || word.text === "+");
+        this.words(end === -1 ? rest : rest.slice(0, end), depth);
+      }
+    }
+  }
+
+  private wrapper(program: string, spec: WrapperSpec, args: readonly ShellWord[], text: string, depth: number): void {
+    const findings: ShellFinding[] = spec.dangerous ? [{ kind: "dangerous", reason: `${program} ${spec.dangerous}` }] : [];
+    const options = readOptions(args, spec.valueOptions, spec.scriptOptions ?? [], program === "env");
+    for (const value of options.values) {
+      const finding = this.pathFinding(value);
+      if (finding) findings.push(finding);
+    }
+    let index = options.next;
+    if (spec.assignments) {
+      while (index < args.length && assignment.test((args[index] as ShellWord).text)) findings.push(...this.valueFindings(args[index++] as ShellWord));
+    }
+    for (let positional = 0; positional < (spec.positionals ?? 0) && index < args.length; positional++) {
+      const finding = this.pathFinding(args[index++] as ShellWord);
+      if (finding) findings.push(finding);
+    }
+    if (options.script && !options.script.literal) findings.push({ kind: "unknown", reason: `${program} runs a command line only known at run time` });
+    this.push(text, program, true, findings);
+    if (spec.lookupOptions && options.flags.some((flag) => spec.lookupOptions?.includes(flag))) return; // `command -v rm` runs nothing
+    if (options.script?.literal) this.script(options.script.text, `${program} -S`, depth);
+    else this.words(args.slice(index), depth);
+  }
+
+  private shell(program: string, args: readonly ShellWord[], text: string, depth: number): void {
+    let index = 0;
+    let command = false;
+    let stdin = false;
+    while (index < args.length) {
+      const option = (args[index] as ShellWord).text;
+      if (option === "--" || option === "-") {
+        index++;
+        break;
+      }
+      if (shellValueOptions.has(option)) index += 2;
+      else if (option.startsWith("--")) index++;
+      else if (/^[-+][A-Za-z]+$/.test(option)) {
+        if (option.startsWith("-") && option.includes("c")) command = true;
+        if (option.startsWith("-") && option.includes("s")) stdin = true;
+        index++;
+      } else break;
+    }
+    if (!command) {
+      // `bash script.sh` runs a file, like any program; `echo 'rm x' | sh` runs what it reads
+      const findings = this.pathFindings(program, args);
+      if (stdin || index >= args.length) findings.push({ kind: "unknown", reason: `${program} runs commands read from its input, which cannot be judged` });
+      this.push(text, program, false, findings);
+      return;
+    }
+    const script = args[index];
+    this.push(text, program, true, script && !script.literal ? [{ kind: "unknown", reason: `${program} -c runs a command line only known at run time` }] : []);
+    if (script?.literal) this.script(script.text, `${program} -c`, depth);
+  }
+
+  private su(args: readonly ShellWord[], text: string, depth: number): void {
+    const findings: ShellFinding[] = [{ kind: "dangerous", reason: `su ${dangerousPrograms.get("su")}` }];
+    let script: ShellWord | undefined;
+    for (const [index, arg] of args.entries()) {
+      if (arg.text === "-c" || arg.text === "--command") script = args[index + 1];
+      else if (arg.text.startsWith("--command=")) script = { ...arg, text: arg.text.slice("--command=".length) };
+    }
+    if (script && !script.literal) findings.push({ kind: "unknown", reason: "su -c runs a command line only known at run time" });
+    this.push(text, "su", true, findings);
+    if (script?.literal) this.script(script.text, "su -c", depth);
+  }
+
+  private programFindings(program: string, args: readonly ShellWord[]): ShellFinding[] {
+    const findings: ShellFinding[] = [];
+    const subcommand = firstPositional(args, subcommandValueOptions.get(program));
+    if (permanentDeleters.has(program)) findings.push({ kind: "permanent_delete", reason: `${program} deletes permanently; ${deleteTool}` });
+    if (program === "find" && args.some((arg) => arg.text === "-delete")) findings.push({ kind: "permanent_delete", reason: `find -delete deletes permanently; ${deleteTool}` });
+    if (program === "git" && subcommand === "clean" && !args.some((arg) => arg.text === "--dry-run" || /^-[a-zA-Z]*n/.test(arg.text))) {
+      findings.push({ kind: "permanent_delete", reason: `git clean deletes untracked files permanently; ${deleteTool}` });
+    }
+    const network = networkReason(program, subcommand, args);
+    if (network) findings.push({ kind: "network", reason: network });
+    const dangerous = dangerousPrograms.get(program) ?? dangerousPrefixes.find(([prefix]) => program.startsWith(prefix))?.[1];
+    if (dangerous) findings.push({ kind: "dangerous", reason: `${program} ${dangerous}` });
+    if ((program === "cd" || program === "pushd") && args.length === 0) findings.push({ kind: "outside", reason: `${program} without a directory goes to the home directory, outside the workspace` });
+    else if ((program === "cd" || program === "pushd") && args.some((arg) => arg.text === "-" || (!arg.literal && !arg.text.startsWith("-")))) {
+      findings.push({ kind: "unknown", reason: `${program} goes to a directory only known at run time` });
+    }
+    if (!printers.has(program)) findings.push(...this.pathFindings(program, args));
+    return findings;
+  }
+
+  /** Arguments that name paths outside the workspace; a pattern-first program's pattern is skipped. */
+  private pathFindings(program: string, args: readonly ShellWord[]): ShellFinding[] {
+    const findings: ShellFinding[] = [];
+    const valueOptions = patternFirst.get(program);
+    let patternPending = valueOptions !== undefined && !args.some((arg) => patternOptions.has(arg.text) || /^--(?:regexp|file|expression)=/.test(arg.text));
+    let optionsEnded = false;
+    for (let index = 0; index < args.length; index++) {
+      const arg = args[index] as ShellWord;
+      if (!optionsEnded && arg.text === "--") {
+        optionsEnded = true;
+        continue;
+      }
+      if (!optionsEnded && arg.text.startsWith("-") && arg.text.length > 1) {
+        if (valueOptions?.has(arg.text)) index++;
+        findings.push(...this.valueFindings(arg));
+        continue;
+      }
+      if (patternPending) {
+        patternPending = false;
+        continue;
+      }
+      const finding = this.pathFinding(arg);
+      if (finding) findings.push(finding);
+      else if (/^[A-Za-z_][A-Za-z0-9_.-]*=/.test(arg.text)) findings.push(...this.valueFindings(arg));
+    }
+    return findings;
+  }
+
+  /** The value of `NAME=value` or `--option=value`, judged as a path. */
+  private valueFindings(word: ShellWord): ShellFinding[] {
+    const equals = word.text.indexOf("=");
+    if (equals === -1) return [];
+    const value = word.text.slice(equals + 1);
+    const finding = this.pathFinding({ ...word, text: value, tilde: value.startsWith("~"), expandsAtStart: value.startsWith("$") || value.startsWith("`") });
+    return finding ? [finding] : [];
+  }
+
+  /** A word used as a path: outside the workspace, a network device, or only known at run time. */
+  private pathFinding(word: ShellWord): ShellFinding | null {
+    const text = word.text;
+    if (word.tilde) return { kind: "outside", reason: `"${text}" is in the home directory, outside the workspace` };
+    let known = text;
+    if (!word.literal) {
+      if (word.expandsAtStart) {
+        if (/^\$\{?HOME\}?(?:\/|$)/.test(text)) return { kind: "outside", reason: `"${text}" is in the home directory, outside the workspace` };
+        if (/^\$\{?PWD\}?(?:\/|$)/.test(text)) known = `.${text.replace(/^\$\{?PWD\}?/, "")}`;
+        else return text.includes("/") ? { kind: "unknown", reason: `the path "${text}" is only known at run time` } : null;
+      }
+      const cut = known.search(/[$`]/);
+      if (cut !== -1) known = known.slice(0, cut);
+    }
+    if (known.includes("://")) return null;
+    if (known.startsWith("/")) {
+      if (/^\/dev\/(?:tcp|udp)\//.test(known)) return { kind: "network", reason: `"${text}" opens a network connection` };
+      if (harmlessDevices.has(known) || /^\/dev\/fd\/\d+$/.test(known)) return null;
+      return isInside(this.workspaceDir, path.resolve(known)) ? null : { kind: "outside", reason: `"${text}" is outside the workspace` };
+    }
+    if (/(?:^|\/)\.\.(?:\/|$)/.test(known) && !isInside(this.workspaceDir, path.resolve(this.workspaceDir, known))) {
+      return { kind: "outside", reason: `"${text}" is outside the workspace` };
+    }
+    return null;
+  }
+}
+
+function joinWords(words: readonly ShellWord[]): string {
+  return words.map((word) => word.text).join(" ");
+}
+
+function dropReservedWords(words: readonly ShellWord[]): readonly ShellWord[] {
+  let start = 0;
+  for (;;) {
+    const word = words[start];
+    if (!word?.literal) break;
+    if (reservedWords.has(word.text)) start++;
+    else if (word.text === "function") start += 2;
+    else break;
+  }
+  return start === 0 ? words : words.slice(start);
+}
+
+/** `{rm,-rf,x}` as a whole word is `rm -rf x`; other brace expansions stay unknown. */
+function expandBraceWord(word: ShellWord): ShellWord[] | null {
+  const match = /^\{([^{}$`]*,[^{}$`]*)\}$/.exec(word.text);
+  if (!match) return null;
+  return (match[1] as string).split(",").map((text) => ({ ...word, text, literal: true, braceExpansion: false }));
+}
+
+interface Options {
+  /** Index of the first word after the options. */
+  next: number;
+  flags: string[];
+  /** Values of value-taking options. */
+  values: ShellWord[];
+  /** The value of a script option (`env -S '…'`). */
+  script: ShellWord | null;
+}
+
+/** Skips a wrapper's options; a short cluster (`-Eu root`, `-n5`) takes its value glued or from the next word. */
+function readOptions(args: readonly ShellWord[], valueOptions: readonly string[], scriptOptions: readonly string[], dashIsFlag: boolean): Options {
+  const options: Options = { next: 0, flags: [], values: [], script: null };
+  let index = 0;
+  while (index < args.length) {
+    const word = args[index] as ShellWord;
+    const text = word.text;
+    if (text === "--") {
+      index++;
+      break;
+    }
+    if (text === "-" && dashIsFlag) {
+      index++;
+      continue;
+    }
+    if (!text.startsWith("-") || text.length < 2) break;
+    options.flags.push(text);
+    index++;
+    if (text.startsWith("--")) {
+      const equals = text.indexOf("=");
+      const name = equals === -1 ? text : text.slice(0, equals);
+      const glued = equals === -1 ? null : { ...word, text: text.slice(equals + 1) };
+      const value = glued ?? (valueOptions.includes(name) || scriptOptions.includes(name) ? (args[index++] ?? null) : null);
+      if (value && scriptOptions.includes(name)) options.script = value;
+      else if (value) options.values.push(value);
+      continue;
+    }
+    for (let at = 1; at < text.length; at++) {
+      const name = `-${text[at]}`;
+      const isScript = scriptOptions.includes(name);
+      if (!isScript && !valueOptions.includes(name)) continue;
+      const value = at + 1 < text.length ? { ...word, text: text.slice(at + 1) } : (args[index++] ?? null);
+      if (value && isScript) options.script = value;
+      else if (value) options.values.push(value);
+      break;
+    }
+  }
+  options.next = index;
+  return options;
+}
+
+/** The first word that is not an option (or an option's value): a program's sub-command. */
+function firstPositional(args: readonly ShellWord[], valueOptions: ReadonlySet<string> | undefined): string | undefined {
+  for (let index = 0; index < args.length; index++) {
+    const text = (args[index] as ShellWord).text;
+    if (!text.startsWith("-")) return text;
+    if (valueOptions?.has(text)) index++;
+  }
+  return undefined;
+}
+
+function networkReason(program: string, subcommand: string | undefined, args: readonly ShellWord[]): string | null {
+  if (networkPrograms.has(program)) return `${program} reaches the network`;
+  if (subcommand !== undefined && networkSubcommands.get(program)?.has(subcommand)) return `${program} ${subcommand} reaches the network`;
+  if (subcommand === undefined && networkWithoutSubcommand.has(program)) return `${program} reaches the network`;
+  if (program === "rsync" && args.some((arg) => arg.text.startsWith("rsync://") || /^[^/\s-][^/\s]*:/.test(arg.text))) return "rsync to or from another host reaches the network";
+  if (/^python[0-9.]*$/.test(program)) {
+    const module = args.findIndex((arg) => arg.text === "-m");
+    const rest = module === -1 ? [] : args.slice(module + 1).map((arg) => arg.text);
+    if (rest[0] === "pip" && ["install", "download"].includes(rest[1] ?? "")) return `${program} -m pip ${rest[1]} reaches the network`;
+  }
+  return null;
+}

@@ -1,0 +1,127 @@
+/**
+ * The bubblewrap command line for one sandboxed process (SPEC S3), built from
+ * facts about the host that `sandbox-runner.ts` gathered. Pure: no I/O.
+ *
+ * The new root is an empty tmpfs. Only whitelisted system trees are bound into
+ * it, read-only; everything else of the host (the service's files, other
+ * workspaces, /root, /home, /run, /var, database sockets and data) simply does
+ * not exist inside. Hidden paths that lie inside a shown tree (secrets under
+ * /etc, a service installed under /opt) are covered by an empty read-only
+ * tmpfs (directories) or /dev/null (files). The workspace is bound writable at
+ * its own path, on top of whatever covers its ancestors.
+ */
+
+export interface HostTree {
+  /** Absolute path as it appears inside the sandbox (the same as on the host). */
+  path: string;
+  /** Set when the host path is a symlink into another shown tree (/bin -> usr/bin): recreated as that symlink. */
+  symlinkTo?: string;
+  /** Host directory bound read-only at `path` when it is not a symlink (its real path). */
+  source?: string;
+}
+
+export interface SandboxLayout {
+  /** Read-only trees: the system whitelist and configured extras, only those that exist. */
+  readOnly: readonly HostTree[];
+  /** Existing host paths that must not be visible (real paths). */
+  hidden: ReadonlyArray<{ path: string; isDirectory: boolean }>;
+  /** Real path of the workspace: writable, and the working directory. */
+  workspace: string;
+  /**
+   * The workspace's `.git` directory, if it has one: `pin` binds it on itself so
+   * it cannot be renamed away; `readOnly` lists `.git/hooks` and `.git/config`
+   * (or `.git` itself when those are symlinks and cannot be pinned).
+   */
+  git: { pin: string | null; readOnly: readonly string[] } | null;
+  /** Size cap of each private tmpfs (/tmp, /var/tmp, /dev/shm). */
+  tmpfsBytes: number;
+}
+
+type Mount =
+  | { kind: "ro" | "rw"; path: string; source: string }
+  | { kind: "symlink"; path: string; target: string }
+  | { kind: "tmpfs"; path: string; sizeBytes: number }
+  | { kind: "proc" | "dev"; path: string }
+  | { kind: "hide-dir" | "hide-file"; path: string };
+
+const depth = (p: string) => (p === "/" ? 0 : p.split("/").length - 1);
+const within = (p: string, ancestor: string) => ancestor === "/" || p === ancestor || p.startsWith(`${ancestor}/`);
+
+/** Arguments for bwrap, up to and including `--`; the command follows. */
+export function bwrapArguments(layout: SandboxLayout, options: { network: boolean; statusFd: number }): string[] {
+  const mounts: Mount[] = [
+    ...layout.readOnly.map((tree): Mount => (tree.symlinkTo ? { kind: "symlink", path: tree.path, target: tree.symlinkTo } : { kind: "ro", path: tree.path, source: tree.source ?? tree.path })),
+    { kind: "proc", path: "/proc" },
+    { kind: "dev", path: "/dev" },
+    { kind: "tmpfs", path: "/dev/shm", sizeBytes: layout.tmpfsBytes },
+    { kind: "tmpfs", path: "/tmp", sizeBytes: layout.tmpfsBytes },
+    { kind: "tmpfs", path: "/var/tmp", sizeBytes: layout.tmpfsBytes },
+    { kind: "rw", path: layout.workspace, source: layout.workspace },
+  ];
+  if (layout.git?.pin) mounts.push({ kind: "rw", path: layout.git.pin, source: layout.git.pin });
+  for (const entry of layout.git?.readOnly ?? []) mounts.push({ kind: "ro", path: entry, source: entry });
+
+  // A hidden path needs covering only where a host tree would show it; under
+  // the empty root or a private tmpfs it does not exist anyway.
+  const shown = [...mounts];
+  for (const hidden of layout.hidden) {
+    const nearest = shown.filter((m) => within(hidden.path, m.path)).sort((a, b) => depth(b.path) - depth(a.path))[0];
+    if (nearest && (nearest.kind === "ro" || nearest.kind === "rw")) mounts.push({ kind: hidden.isDirectory ? "hide-dir" : "hide-file", path: hidden.path });
+  }
+
+  // Parents before children, so each mount lands on top of its ancestors';
+  // at the same path a cover goes last and wins.
+  const rank = (m: Mount) => depth(m.path) * 2 + (m.kind === "hide-dir" || m.kind === "hide-file" ? 1 : 0);
+  mounts.sort((a, b) => rank(a) - rank(b));
+
+  const args = [
+    "--unshare-user",
+    "--disable-userns",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    ...(options.network ? [] : ["--unshare-net"]),
+    "--hostname",
+    "foya-sandbox",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--json-status-fd",
+    String(options.statusFd),
+  ];
+  for (const mount of mounts) {
+    switch (mount.kind) {
+      case "ro":
+        args.push("--ro-bind", mount.source, mount.path);
+        break;
+      case "rw":
+        args.push("--bind", mount.source, mount.path);
+        break;
+      case "symlink":
+        args.push("--symlink", mount.target, mount.path);
+        break;
+      case "tmpfs":
+        args.push("--size", String(mount.sizeBytes), "--tmpfs", mount.path);
+        break;
+      case "proc":
+        args.push("--proc", mount.path);
+        break;
+      case "dev":
+        args.push("--dev", mount.path);
+        break;
+      case "hide-dir":
+        args.push("--size", "4096", "--tmpfs", mount.path);
+        break;
+      case "hide-file":
+        args.push("--ro-bind", "/dev/null", mount.path);
+        break;
+    }
+  }
+  // Covers and the root become read-only last, once every mount point inside
+  // them exists; remount-ro is not recursive, so the workspace stays writable.
+  for (const mount of mounts) if (mount.kind === "hide-dir") args.push("--remount-ro", mount.path);
+  args.push("--remount-ro", "/", "--chdir", layout.workspace, "--");
+  return args;
+}

@@ -1,0 +1,24 @@
+import type { Config } from "../config.js";
+import { createSandbox, systemReadOnlyPaths, type SandboxRunner } from "./sandbox-runner.js";
+import { findServiceDir } from "./service-dir.js";
+
+/**
+ * The sandbox runner the composition root builds. Hidden as the service's own
+ * files: the directory the code was installed in, and the process's working
+ * directory (where .env files and the default `.data` usually are), unless
+ * the service was started from "/" or a system tree, which cannot be hidden.
+ */
+export function sandboxFromConfig(
+  config: Pick<Config, "bwrapPath" | "toolPath" | "workspacesDir" | "sandboxHiddenPaths" | "sandboxReadOnlyPaths">,
+  cwd: string = process.cwd(),
+): SandboxRunner {
+  const holdsSystemTree = systemReadOnlyPaths.some((system) => cwd === "/" || system === cwd || system.startsWith(`${cwd}/`));
+  return createSandbox({
+    bwrapPath: config.bwrapPath,
+    searchPath: config.toolPath,
+    workspacesDir: config.workspacesDir,
+    servicePaths: [findServiceDir(), ...(holdsSystemTree ? [] : [cwd])],
+    hiddenPaths: config.sandboxHiddenPaths,
+    readOnlyPaths: config.sandboxReadOnlyPaths,
+  });
+}

@@ -1,0 +1,190 @@
+import { lstat, realpath } from "node:fs/promises";
+import path from "node:path";
+import { findExecutable } from "./find-executable.js";
+import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
+
+/**
+ * The sandbox runner (SPEC S1, S3): confines every process a tool starts
+ * outside Full Access, with bubblewrap. Built once from configuration; each
+ * call answers the argv to run, or why the sandbox cannot be set up (the
+ * caller then fails the call: never a fallback to running unconfined).
+ *
+ * Design: a whitelist. The sandbox root is empty; only the system trees below
+ * are shown, read-only. `--ro-bind / /` with holes would show every path
+ * nobody thought of (a new secret, another service's socket, a mounted
+ * volume); here a forgotten path is absent, and a missing toolchain is a
+ * visible failure fixed with FOYA_SANDBOX_READONLY.
+ */
+
+/** Shown read-only when present: programs, their libraries and configuration. */
+export const systemReadOnlyPaths: readonly string[] = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
+
+/**
+ * Always hidden, also inside a shown tree: credentials, the configuration of
+ * other services (which may hold passwords), and paths that only a configured
+ * extra read-only tree (say `/var`) could expose.
+ */
+export const defaultHiddenPaths: readonly string[] = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssh",
+  "/etc/ssl/private",
+  "/etc/foya",
+  "/etc/postgresql",
+  "/etc/redis",
+  "/etc/mysql",
+  "/etc/rabbitmq",
+  "/etc/mosquitto",
+  "/root",
+  "/home",
+  "/run",
+  "/var/run",
+  "/var/lib/postgresql",
+  "/var/lib/redis",
+  "/var/lib/mysql",
+];
+
+export interface SandboxOptions {
+  /** The bwrap binary: a path, or a name looked up on `searchPath`. */
+  bwrapPath: string;
+  searchPath: string;
+  /** Every tenant's workspaces live below it; hidden except the one workspace. */
+  workspacesDir: string;
+  /** Service paths to hide: its install directory, its working directory (see `sandbox-from-config.ts`). */
+  servicePaths: readonly string[];
+  /** Extra hidden paths, added to `defaultHiddenPaths`. */
+  hiddenPaths?: readonly string[];
+  /** Extra trees shown read-only at their real path (a toolchain outside /usr and /opt). */
+  readOnlyPaths?: readonly string[];
+  /** Size cap of each private tmpfs (/tmp, /var/tmp, /dev/shm); default 1 GiB. */
+  tmpfsBytes?: number;
+}
+
+export interface SandboxRequest {
+  command: string;
+  /** The workspace: writable, and the working directory. */
+  workspaceDir: string;
+  /** Keep the host's network (loopback included); false gives an empty network namespace. */
+  network: boolean;
+}
+
+/** How to start the confined `bash -c command`: bwrap reports its child's start and end as JSON on `statusFd`. */
+export interface SandboxInvocation {
+  file: string;
+  args: string[];
+  statusFd: number;
+}
+
+export type SandboxPlan = ({ ok: true } & SandboxInvocation) | { ok: false; message: string };
+
+export interface SandboxRunner {
+  plan(request: SandboxRequest): Promise<SandboxPlan>;
+}
+
+/** The is_error text for a call the sandbox could not confine: why, and how to fix it. */
+export function sandboxUnavailableMessage(reason: string): string {
+  return (
+    `Sandbox unavailable: ${reason}. Outside Full Access every command runs inside the bubblewrap sandbox and is never run unconfined. ` +
+    "To fix: install the Debian package bubblewrap on the worker host (apt-get install bubblewrap) or set FOYA_BWRAP_PATH to the bwrap binary, " +
+    "and let the worker create namespaces (in a container: a seccomp profile that allows unshare and mount); or switch the session to Full Access."
+  );
+}
+
+const statusFd = 3;
+const within = (p: string, ancestor: string) => ancestor === "/" || p === ancestor || p.startsWith(`${ancestor}/`);
+
+async function real(p: string): Promise<string | undefined> {
+  try {
+    return await realpath(p);
+  } catch {
+    return undefined;
+  }
+}
+
+export function createSandbox(options: SandboxOptions): SandboxRunner {
+  const absolute = (paths: readonly string[] | undefined) => (paths ?? []).map((p) => path.resolve(p));
+  const systemPaths = systemReadOnlyPaths;
+  const extraReadOnly = absolute(options.readOnlyPaths);
+  const hiddenPaths = [...new Set([...defaultHiddenPaths, path.resolve(options.workspacesDir), ...absolute(options.servicePaths), ...absolute(options.hiddenPaths)])];
+  for (const hidden of hiddenPaths) {
+    // Covering "/" or /usr would hide the toolchain itself; that is a configuration error, not a sandbox.
+    const covers = systemPaths.find((system) => within(system, hidden));
+    if (covers) throw new Error(`invalid sandbox configuration: hidden path ${hidden} would hide ${covers}`);
+  }
+  const tmpfsBytes = options.tmpfsBytes ?? 1024 * 1024 * 1024;
+
+  /** Shown trees, checked per call: a path that appears later is shown (or hidden) from then on. */
+  const readOnlyTrees = async (): Promise<HostTree[]> => {
+    const system = await Promise.all(
+      systemPaths.map(async (p): Promise<HostTree | undefined> => {
+        const stats = await lstat(p).catch(() => undefined);
+        if (!stats) return undefined;
+        if (!stats.isSymbolicLink()) return { path: p };
+        const target = await real(p);
+        if (!target) return undefined;
+        // /bin -> /usr/bin stays a symlink when its target is shown anyway; else the target is shown at p.
+        return systemPaths.some((other) => other !== p && within(target, other)) ? { path: p, symlinkTo: target } : { path: p, source: target };
+      }),
+    );
+    const extras = await Promise.all(
+      extraReadOnly.map(async (p): Promise<HostTree | undefined> => {
+        const target = await real(p);
+        return target ? { path: target } : undefined;
+      }),
+    );
+    return [...system, ...extras].filter((tree): tree is HostTree => tree !== undefined);
+  };
+
+  const hiddenEntries = async () => {
+    const entries = await Promise.all(
+      hiddenPaths.map(async (p) => {
+        const target = await real(p);
+        const stats = target ? await lstat(target).catch(() => undefined) : undefined;
+        return target && stats ? { path: target, isDirectory: stats.isDirectory() } : undefined;
+      }),
+    );
+    const seen = new Set<string>();
+    return entries.filter((entry): entry is { path: string; isDirectory: boolean } => entry !== undefined && !seen.has(entry.path) && Boolean(seen.add(entry.path)));
+  };
+
+  return {
+    async plan(request) {
+      const [bwrap, readOnly, hidden, workspace, workspacesDir] = await Promise.all([
+        findExecutable(options.bwrapPath, options.searchPath),
+        readOnlyTrees(),
+        hiddenEntries(),
+        real(request.workspaceDir),
+        real(options.workspacesDir),
+      ]);
+      if (!bwrap) return { ok: false, message: sandboxUnavailableMessage(`bubblewrap ("${options.bwrapPath}") is not installed on this worker`) };
+      const workspaceStats = workspace ? await lstat(workspace).catch(() => undefined) : undefined;
+      if (!workspace || !workspaceStats?.isDirectory()) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${request.workspaceDir} is not a directory`) };
+      // A writable workspace must not contain the system trees or every tenant's workspaces.
+      const exposes = [...systemPaths, ...(workspacesDir ? [workspacesDir] : [])].find((p) => within(p, workspace));
+      if (exposes) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${workspace} contains ${exposes}; a workspace must be a project's own folder`) };
+      const layout: SandboxLayout = { readOnly, hidden, workspace, git: await gitLayout(workspace), tmpfsBytes };
+      return { ok: true, file: bwrap, args: [...bwrapArguments(layout, { network: request.network, statusFd }), "bash", "-c", request.command], statusFd };
+    },
+  };
+}
+
+/**
+ * `.git/hooks` and `.git/config` run code when someone later uses git on the
+ * host, so they stay read-only. `.git` itself is bound on itself, which makes
+ * it a mount point: it cannot be renamed away and replaced by a fresh one.
+ * When hooks or config is a symlink (which could be re-pointed), all of `.git`
+ * is read-only instead. A workspace without `.git` gets nothing: a repository
+ * the command creates itself is its own.
+ */
+async function gitLayout(workspace: string): Promise<SandboxLayout["git"]> {
+  const gitDir = path.join(workspace, ".git");
+  const stats = await lstat(gitDir).catch(() => undefined);
+  if (!stats?.isDirectory()) return null;
+  const entries = await Promise.all(["hooks", "config"].map(async (name) => ({ path: path.join(gitDir, name), stats: await lstat(path.join(gitDir, name)).catch(() => undefined) })));
+  if (entries.some((entry) => entry.stats?.isSymbolicLink())) return { pin: null, readOnly: [gitDir] };
+  return { pin: gitDir, readOnly: entries.filter((entry) => entry.stats).map((entry) => entry.path) };
+}

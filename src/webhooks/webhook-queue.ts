@@ -1,0 +1,56 @@
+import { Queue, type JobsOptions } from "bullmq";
+import type { Redis } from "ioredis";
+
+/** Job data carries the delivery id only; the payload and the secret stay in Postgres. */
+export interface WebhookJobData {
+  deliveryId: string;
+}
+
+export const webhookQueueName = "webhooks";
+
+export interface WebhookQueueOptions {
+  connection: Redis;
+  prefix: string;
+  attempts: number;
+  backoffMs: number;
+}
+
+export interface WebhookQueue {
+  readonly queue: Queue<WebhookJobData>;
+  /** Enqueues one job per delivery, the job id being the delivery id: enqueuing twice is a no-op. */
+  enqueue(deliveryIds: readonly string[]): Promise<void>;
+  /** BullMQ's view of a delivery's job: "waiting", "delayed", "active", "failed", "unknown", ... */
+  jobState(deliveryId: string): Promise<string>;
+  /** Drops a finished job so that the same id can be enqueued again. */
+  removeFinished(deliveryId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createWebhookQueue(options: WebhookQueueOptions): WebhookQueue {
+  const queue = new Queue<WebhookJobData>(webhookQueueName, { connection: options.connection, prefix: options.prefix });
+  const jobOptions: JobsOptions = {
+    attempts: options.attempts,
+    // Jitter spreads the retries of many deliveries when a receiver comes back, without
+    // making any delay shorter than 80 % of its exponential value.
+    backoff: { type: "exponential", delay: options.backoffMs, jitter: 0.2 },
+    removeOnComplete: { count: 5000 },
+    removeOnFail: { count: 5000 },
+  };
+  return {
+    queue,
+    async enqueue(deliveryIds) {
+      if (deliveryIds.length === 0) return;
+      await queue.addBulk(deliveryIds.map((deliveryId) => ({ name: "deliver", data: { deliveryId }, opts: { ...jobOptions, jobId: deliveryId } })));
+    },
+    jobState(deliveryId) {
+      return queue.getJobState(deliveryId);
+    },
+    async removeFinished(deliveryId) {
+      const state = await queue.getJobState(deliveryId);
+      if (state === "completed" || state === "failed") await queue.remove(deliveryId);
+    },
+    close() {
+      return queue.close();
+    },
+  };
+}

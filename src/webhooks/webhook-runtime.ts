@@ -1,0 +1,64 @@
+import { Worker } from "bullmq";
+import { Redis } from "ioredis";
+import type { Services } from "../services.js";
+import { processWebhookJob } from "./deliver-webhook-job.js";
+import { startOutboxPoller } from "./webhook-outbox.js";
+import { createWebhookQueue, webhookQueueName, type WebhookJobData } from "./webhook-queue.js";
+
+export interface WebhookDelivery {
+  /** Stops polling, lets running attempts finish for up to the shutdown grace, then aborts them. */
+  close(): Promise<void>;
+}
+
+/** The worker side of SPEC S4: the outbox poller and the BullMQ worker that sends deliveries. */
+export async function startWebhookDelivery(services: Pick<Services, "config" | "db" | "redis" | "logger">): Promise<WebhookDelivery> {
+  const { config, logger } = services;
+  const db = services.db.db;
+  const queue = createWebhookQueue({
+    connection: services.redis,
+    prefix: config.queuePrefix,
+    attempts: config.webhookAttempts,
+    backoffMs: config.webhookBackoffMs,
+  });
+  const shutdown = new AbortController();
+  const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  connection.on("error", (error) => logger.warn({ err: error }, "webhook worker redis error"));
+  const worker = new Worker<WebhookJobData>(webhookQueueName, (job) => processWebhookJob({ db, config, shutdown: shutdown.signal }, job), {
+    connection,
+    prefix: config.queuePrefix,
+    concurrency: config.webhookConcurrency,
+    stalledInterval: config.stalledIntervalMs,
+    // Receivers dedupe by webhook-id; a stalled attempt may be sent again.
+    maxStalledCount: 10,
+  });
+  // A receiver that fails is the receiver's problem, not this worker's: info, not warn.
+  worker.on("failed", (job, error) => logger.info({ deliveryId: job?.data.deliveryId, reason: error.message }, "webhook attempt failed"));
+  worker.on("error", (error) => logger.warn({ err: error }, "webhook worker error"));
+  await worker.waitUntilReady();
+  const poller = startOutboxPoller(
+    { db, queue },
+    {
+      intervalMs: config.webhookPollMs,
+      staleMs: config.webhookStaleMs,
+      onError: (error) => logger.warn({ err: error }, "webhook outbox poll failed"),
+      onRequeued: (count) => logger.info({ count }, "webhook deliveries whose job was lost enqueued again"),
+    },
+  );
+
+  return {
+    async close() {
+      await poller.stop();
+      const timedOut = await Promise.race([
+        worker.close().then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownGraceMs).unref()),
+      ]);
+      if (timedOut) {
+        // Aborted attempts are recorded as errors; the jobs come back through BullMQ's stall check.
+        shutdown.abort();
+        await worker.close(true);
+      }
+      await queue.close();
+      connection.disconnect();
+    },
+  };
+}

