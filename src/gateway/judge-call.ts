@@ -2,8 +2,8 @@ import path from "node:path";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { ApprovalSubject } from "../tools/tool.js";
 import { isInside } from "../tools/workspace-path.js";
-import { compilePolicy, matchesPath, type PolicyRule, type RulePath } from "./rules.js";
-import { analyzeShell, type ShellFinding, type ShellSubCommand } from "./shell-analysis.js";
+import { matchesPath, rulesForTool, type PolicyRule, type RulePath, type RuleSet } from "./rules.js";
+import { analyzeShell, type ShellSubCommand } from "./shell-analysis.js";
 import type { JudgeInput, Verdict } from "./verdict.js";
 
 /**
@@ -25,29 +25,11 @@ import type { JudgeInput, Verdict } from "./verdict.js";
  * order (tenant, then project); within a class the first match is reported.
  */
 export function judgeCall(input: JudgeInput): Verdict {
-  const rules = applicableRules(input.policies, input.tool.name);
+  const rules = rulesForTool(input.policies, input.tool.name);
   const networkAllowed = policyAllowsNetwork(input.policies);
   return input.subject.kind === "command"
     ? judgeCommand(input, input.subject.command, rules, networkAllowed)
     : judgeSubject(input, input.subject, rules, networkAllowed);
-}
-
-interface ApplicableRules {
-  deny: PolicyRule[];
-  ask: PolicyRule[];
-  allow: PolicyRule[];
-}
-
-/** The rules of every policy whose tool part matches this tool, in policy order. */
-function applicableRules(policies: readonly ApprovalPolicy[], toolName: string): ApplicableRules {
-  const rules: ApplicableRules = { deny: [], ask: [], allow: [] };
-  for (const policy of policies) {
-    const compiled = compilePolicy(policy);
-    for (const kind of ["deny", "ask", "allow"] as const) {
-      for (const rule of compiled[kind]) if (rule.tool.test(toolName)) rules[kind].push(rule);
-    }
-  }
-  return rules;
 }
 
 /** The network is allowed when some policy says so and none forbids it explicitly. */
@@ -60,8 +42,12 @@ function policyAllowsNetwork(policies: readonly ApprovalPolicy[]): boolean {
   return allowed;
 }
 
-function byRule(kind: "deny" | "ask", rule: PolicyRule, what: string): string {
-  return kind === "deny" ? `Denied by the policy rule "${rule.source}"${what}.` : `The policy rule "${rule.source}" asks for approval${what}.`;
+function deniedBy(rule: PolicyRule, what: string): string {
+  return `Denied by the policy rule "${rule.source}"${what}.`;
+}
+
+function askedBy(rule: PolicyRule, what: string): string {
+  return `The policy rule "${rule.source}" asks for approval${what}.`;
 }
 
 function quote(text: string): string {
@@ -72,14 +58,27 @@ function quote(text: string): string {
 
 type Target = { kind: "path"; shown: string; path: RulePath; inside: boolean } | { kind: "url"; url: string } | { kind: "none" };
 
+/** Segments that need node:path to resolve: `.`, `..`, empty ones (`a//b`), a trailing slash. */
+const needsResolve = /(?:^|\/)\.{1,2}(?:\/|$)|\/\/|\/$/;
+
 function targetOf(subject: Exclude<ApprovalSubject, { kind: "command" }>, workspaceDir: string): Target {
   if (subject.kind === "url") return { kind: "url", url: subject.url };
   if (subject.kind === "none") return { kind: "none" };
+  const requested = subject.path;
   // Lexical only: symbolic links leading out are the tool's own check (resolveWorkspacePath).
-  const absolute = path.resolve(workspaceDir, subject.path);
+  if (requested !== "" && !needsResolve.test(requested) && !workspaceDir.endsWith("/")) {
+    // The common shapes, without node:path: `src/a.ts`, `/ws/src/a.ts`, `/etc/x`.
+    if (!requested.startsWith("/")) return { kind: "path", shown: requested, path: { relative: requested, absolute: `${workspaceDir}/${requested}` }, inside: true };
+    if (requested === workspaceDir) return { kind: "path", shown: requested, path: { relative: ".", absolute: requested }, inside: true };
+    if (requested.startsWith(`${workspaceDir}/`)) {
+      return { kind: "path", shown: requested, path: { relative: requested.slice(workspaceDir.length + 1), absolute: requested }, inside: true };
+    }
+    return { kind: "path", shown: requested, path: { relative: null, absolute: requested }, inside: false };
+  }
+  const absolute = path.resolve(workspaceDir, requested);
   const inside = isInside(workspaceDir, absolute);
   const relative = inside ? path.relative(workspaceDir, absolute).split(path.sep).join("/") || "." : null;
-  return { kind: "path", shown: subject.path, path: { relative, absolute }, inside };
+  return { kind: "path", shown: requested, path: { relative, absolute }, inside };
 }
 
 function ruleMatchesTarget(rule: PolicyRule, target: Target): boolean {
@@ -89,48 +88,65 @@ function ruleMatchesTarget(rule: PolicyRule, target: Target): boolean {
   return false;
 }
 
-function judgeSubject(input: JudgeInput, subject: Exclude<ApprovalSubject, { kind: "command" }>, rules: ApplicableRules, networkAllowed: boolean): Verdict {
+function firstMatching(rules: readonly PolicyRule[], target: Target): PolicyRule | undefined {
+  for (const rule of rules) if (ruleMatchesTarget(rule, target)) return rule;
+  return undefined;
+}
+
+function targetShown(target: Target): string {
+  return target.kind === "path" ? ` on ${quote(target.shown)}` : target.kind === "url" ? ` on ${quote(target.url)}` : "";
+}
+
+function judgeSubject(input: JudgeInput, subject: Exclude<ApprovalSubject, { kind: "command" }>, rules: RuleSet, networkAllowed: boolean): Verdict {
   const { mode, tool } = input;
   const target = targetOf(subject, input.workspaceDir);
-  const on = target.kind === "path" ? ` on ${quote(target.shown)}` : target.kind === "url" ? ` on ${quote(target.url)}` : "";
-  const denied = rules.deny.find((rule) => ruleMatchesTarget(rule, target));
-  if (denied) return { decision: "deny", reason: byRule("deny", denied, on) };
+  const denied = firstMatching(rules.deny, target);
+  if (denied) return { decision: "deny", reason: deniedBy(denied, targetShown(target)) };
   if (mode === "full_access") return { decision: "allow", network: true };
   const network = tool.sideEffect === "network" || target.kind === "url" || (tool.sideEffect === "exec" && networkAllowed);
-  const asked = rules.ask.find((rule) => ruleMatchesTarget(rule, target));
-  if (asked) return { decision: "ask", reason: byRule("ask", asked, on), network };
-  if (rules.allow.some((rule) => ruleMatchesTarget(rule, target))) return { decision: "allow", network };
+  const asked = firstMatching(rules.ask, target);
+  if (asked) return { decision: "ask", reason: askedBy(asked, targetShown(target)), network };
+  if (firstMatching(rules.allow, target)) return { decision: "allow", network };
+  const reason = modeDefault(mode, tool.name, tool.sideEffect, target, networkAllowed);
+  return reason === null ? { decision: "allow", network } : { decision: "ask", reason, network };
+}
 
-  const outside = target.kind === "path" && !target.inside;
-  const ask = (reason: string): Verdict => ({ decision: "ask", reason, network });
-  if (tool.sideEffect === "read") return outside ? ask(`${tool.name} reads ${quote(target.shown)}, outside the workspace.`) : { decision: "allow", network };
-  if (mode === "manual") return ask(`Manual mode asks before every ${tool.name} call${on}.`);
-  switch (tool.sideEffect) {
+/** What Manual and Auto ask for when no rule decides; null allows. */
+function modeDefault(mode: "manual" | "auto", tool: string, sideEffect: JudgeInput["tool"]["sideEffect"], target: Target, networkAllowed: boolean): string | null {
+  const outside = target.kind === "path" && !target.inside ? target.shown : null;
+  if (sideEffect === "read") return outside === null ? null : `${tool} reads ${quote(outside)}, outside the workspace.`;
+  if (mode === "manual") return `Manual mode asks before every ${tool} call${targetShown(target)}.`;
+  switch (sideEffect) {
     case "write":
-      if (target.kind === "path") return outside ? ask(`${tool.name} writes ${quote(target.shown)}, outside the workspace.`) : { decision: "allow", network };
-      return ask(`Auto mode cannot tell where ${tool.name} writes.`);
+      if (target.kind !== "path") return `Auto mode cannot tell where ${tool} writes.`;
+      return outside === null ? null : `${tool} writes ${quote(outside)}, outside the workspace.`;
     case "network":
-      return networkAllowed ? { decision: "allow", network } : ask(`${tool.name} reaches the network${target.kind === "url" ? ` (${quote(target.url)})` : ""}.`);
+      return networkAllowed ? null : `${tool} reaches the network${target.kind === "url" ? ` (${quote(target.url)})` : ""}.`;
     case "exec":
-      return { decision: "allow", network };
+      return null;
     case "other":
-      return ask(`Auto mode asks before ${tool.name}, whose effects it cannot judge.`);
+      return `Auto mode asks before ${tool}, whose effects it cannot judge.`;
   }
 }
 
 // ---------------------------------------------------------------- shell commands
 
-function judgeCommand(input: JudgeInput, command: string, rules: ApplicableRules, networkAllowed: boolean): Verdict {
+function firstWholeTool(rules: readonly PolicyRule[]): PolicyRule | undefined {
+  for (const rule of rules) if (rule.argument === null) return rule;
+  return undefined;
+}
+
+function judgeCommand(input: JudgeInput, command: string, rules: RuleSet, networkAllowed: boolean): Verdict {
   const { mode } = input;
   // Rules without an argument pattern cover the whole call, redirections included.
-  const wholeDeny = rules.deny.find((rule) => rule.argument === null);
-  if (wholeDeny) return { decision: "deny", reason: byRule("deny", wholeDeny, "") };
+  const wholeDeny = firstWholeTool(rules.deny);
+  if (wholeDeny) return { decision: "deny", reason: deniedBy(wholeDeny, "") };
   const analysis = analyzeShell(command, input.workspaceDir);
   if (!analysis.parsed) {
     if (mode === "full_access") return { decision: "allow", network: true };
-    const wholeAsk = rules.ask.find((rule) => rule.argument === null);
-    if (wholeAsk) return { decision: "ask", reason: byRule("ask", wholeAsk, ""), network: networkAllowed };
-    if (rules.allow.some((rule) => rule.argument === null)) return { decision: "allow", network: networkAllowed };
+    const wholeAsk = firstWholeTool(rules.ask);
+    if (wholeAsk) return { decision: "ask", reason: askedBy(wholeAsk, ""), network: networkAllowed };
+    if (firstWholeTool(rules.allow)) return { decision: "allow", network: networkAllowed };
     return { decision: "ask", reason: `The command could not be parsed (${analysis.error}), so it cannot be judged.`, network: networkAllowed };
   }
   const network = mode === "full_access" || analysis.network || networkAllowed;
@@ -140,34 +156,42 @@ function judgeCommand(input: JudgeInput, command: string, rules: ApplicableRules
     analysis.commands.length > 0 || analysis.redirections.length > 0 ? analysis.commands : [{ text: command.trim(), program: "", wrapper: false, findings: [] }];
   for (const unit of units) {
     const verdict = judgeSubCommand(unit, mode, rules, networkAllowed);
-    if (verdict.decision === "deny") return verdict;
-    if (verdict.decision === "ask" && firstAsk === null) firstAsk = verdict.reason;
+    if (verdict === null) continue;
+    if (verdict.decision === "deny") return { decision: "deny", reason: verdict.reason };
+    firstAsk ??= verdict.reason;
   }
   if (mode === "full_access") return { decision: "allow", network };
   // Redirections are not covered by argument patterns (`bash(echo *)` does not allow `echo x > /etc/y`).
-  const wholeAllow = rules.allow.some((rule) => rule.argument === null);
-  for (const redirection of analysis.redirections) {
-    if (firstAsk !== null || wholeAllow) break;
-    if (!(redirection.kind === "network" && networkAllowed && mode === "auto")) firstAsk = `${quote(redirection.command)}: ${redirection.reason}.`;
+  if (firstAsk === null && !firstWholeTool(rules.allow)) {
+    for (const redirection of analysis.redirections) {
+      if (redirection.kind === "network" && networkAllowed && mode === "auto") continue;
+      firstAsk = `${quote(redirection.command)}: ${redirection.reason}.`;
+      break;
+    }
   }
   return firstAsk === null ? { decision: "allow", network } : { decision: "ask", reason: firstAsk, network };
 }
 
-type UnitVerdict = { decision: "allow" } | { decision: "ask"; reason: string } | { decision: "deny"; reason: string };
+function firstMatchingText(rules: readonly PolicyRule[], text: string): PolicyRule | undefined {
+  for (const rule of rules) if (rule.argument === null || rule.argument.wildcard.test(text)) return rule;
+  return undefined;
+}
 
-function judgeSubCommand(unit: ShellSubCommand, mode: JudgeInput["mode"], rules: ApplicableRules, networkAllowed: boolean): UnitVerdict {
-  const matches = (rule: PolicyRule) => rule.argument === null || rule.argument.wildcard.test(unit.text);
-  const on = ` for ${quote(unit.text)}`;
-  const denied = rules.deny.find(matches);
-  if (denied) return { decision: "deny", reason: byRule("deny", denied, on) };
-  if (mode === "full_access") return { decision: "allow" };
-  const deletes = unit.findings.find((finding) => finding.kind === "permanent_delete");
-  if (deletes) return { decision: "deny", reason: `Refused ${quote(unit.text)}: ${deletes.reason}.` };
-  const asked = rules.ask.find(matches);
-  if (asked) return { decision: "ask", reason: byRule("ask", asked, on) };
-  if (rules.allow.some(matches)) return { decision: "allow" };
-  const finding = unit.findings.find((candidate: ShellFinding) => !(candidate.kind === "network" && networkAllowed && mode === "auto"));
-  if (finding) return { decision: "ask", reason: `${quote(unit.text)}: ${finding.reason}.` };
+/** One sub-command's answer; null allows. */
+function judgeSubCommand(unit: ShellSubCommand, mode: JudgeInput["mode"], rules: RuleSet, networkAllowed: boolean): { decision: "ask" | "deny"; reason: string } | null {
+  const denied = firstMatchingText(rules.deny, unit.text);
+  if (denied) return { decision: "deny", reason: deniedBy(denied, ` for ${quote(unit.text)}`) };
+  if (mode === "full_access") return null;
+  for (const finding of unit.findings) {
+    if (finding.kind === "permanent_delete") return { decision: "deny", reason: `Refused ${quote(unit.text)}: ${finding.reason}.` };
+  }
+  const asked = firstMatchingText(rules.ask, unit.text);
+  if (asked) return { decision: "ask", reason: askedBy(asked, ` for ${quote(unit.text)}`) };
+  if (firstMatchingText(rules.allow, unit.text)) return null;
+  for (const finding of unit.findings) {
+    if (finding.kind === "network" && networkAllowed && mode === "auto") continue;
+    return { decision: "ask", reason: `${quote(unit.text)}: ${finding.reason}.` };
+  }
   if (mode === "manual" && !unit.wrapper) return { decision: "ask", reason: `Manual mode asks before running ${quote(unit.text)}.` };
-  return { decision: "allow" };
+  return null;
 }

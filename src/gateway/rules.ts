@@ -1,5 +1,5 @@
 import type { ApprovalPolicy, PolicyRules } from "../core/policy.js";
-import { compilePathGlob, compileWildcard } from "./glob.js";
+import { compilePathGlob, compileWildcard, type Wildcard } from "./glob.js";
 
 /**
  * Policy rules (SPEC S2): `toolGlob` or `toolGlob(argumentPattern)`.
@@ -21,7 +21,7 @@ import { compilePathGlob, compileWildcard } from "./glob.js";
 export interface PolicyRule {
   /** As written, for reasons shown to the model and the user. */
   source: string;
-  tool: RegExp;
+  tool: Wildcard;
   /** Null: the rule matches every call of the tool. */
   argument: RuleArgument | null;
 }
@@ -29,7 +29,7 @@ export interface PolicyRule {
 export interface RuleArgument {
   pattern: string;
   /** Over a command's text and over a URL. */
-  wildcard: RegExp;
+  wildcard: Wildcard;
   /** Null when the pattern is not a valid glob (`[` or `{` left open): it then matches no path. */
   path: RegExp | null;
   /** Path patterns starting with `/` match absolute paths. */
@@ -83,10 +83,15 @@ export function validatePolicyRules(rules: PolicyRules | undefined): string[] {
   return errors;
 }
 
-export interface CompiledPolicy {
+export interface RuleSet {
   deny: readonly PolicyRule[];
   ask: readonly PolicyRule[];
   allow: readonly PolicyRule[];
+}
+
+export interface CompiledPolicy extends RuleSet {
+  /** The rules whose tool part matches a tool name, memoised per name. */
+  forTool(toolName: string): RuleSet;
 }
 
 /** Compiled once per policy object (policies are treated as immutable); recompiled if its `rules` object is replaced. */
@@ -104,9 +109,53 @@ export function compilePolicy(policy: ApprovalPolicy): CompiledPolicy {
       const parsed = parseRule(text);
       return parsed.ok ? [parsed.rule] : [];
     });
-  const result: CompiledPolicy = { deny: compile(policy.rules?.deny), ask: compile(policy.rules?.ask), allow: compile(policy.rules?.allow) };
+  const result = new Compiled(compile(policy.rules?.deny), compile(policy.rules?.ask), compile(policy.rules?.allow));
   compiled.set(policy, { rules: policy.rules, policy: result });
   return result;
+}
+
+/** Tool names are few (the registry's), so the memo stays small; it is bounded anyway. */
+const maxToolsPerPolicy = 4096;
+
+class Compiled implements CompiledPolicy {
+  private readonly byTool = new Map<string, RuleSet>();
+
+  constructor(
+    readonly deny: readonly PolicyRule[],
+    readonly ask: readonly PolicyRule[],
+    readonly allow: readonly PolicyRule[],
+  ) {}
+
+  forTool(toolName: string): RuleSet {
+    let rules = this.byTool.get(toolName);
+    if (rules === undefined) {
+      rules = { deny: this.deny.filter((rule) => rule.tool.test(toolName)), ask: this.ask.filter((rule) => rule.tool.test(toolName)), allow: this.allow.filter((rule) => rule.tool.test(toolName)) };
+      if (this.byTool.size >= maxToolsPerPolicy) this.byTool.clear();
+      this.byTool.set(toolName, rules);
+    }
+    return rules;
+  }
+}
+
+const emptyRules: RuleSet = { deny: [], ask: [], allow: [] };
+
+/** The rules of every policy that apply to a tool, in policy order (tenant, then project). */
+export function rulesForTool(policies: readonly ApprovalPolicy[], toolName: string): RuleSet {
+  let single: RuleSet | null = null;
+  let merged: { deny: PolicyRule[]; ask: PolicyRule[]; allow: PolicyRule[] } | null = null;
+  for (const policy of policies) {
+    const rules = compilePolicy(policy).forTool(toolName);
+    if (rules.deny.length + rules.ask.length + rules.allow.length === 0) continue;
+    if (single === null) {
+      single = rules;
+      continue;
+    }
+    merged ??= { deny: [...single.deny], ask: [...single.ask], allow: [...single.allow] };
+    merged.deny.push(...rules.deny);
+    merged.ask.push(...rules.ask);
+    merged.allow.push(...rules.allow);
+  }
+  return merged ?? single ?? emptyRules;
 }
 
 /** A path as rules see it: relative to the workspace when inside it, always absolute too. */

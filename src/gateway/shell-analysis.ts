@@ -1,5 +1,4 @@
 import path from "node:path";
-import { isInside } from "../tools/workspace-path.js";
 import {
   dangerousPrefixes,
   dangerousPrograms,
@@ -75,12 +74,25 @@ class Analysis {
   readonly redirections: ShellRedirectFinding[] = [];
   network = false;
 
-  constructor(private readonly workspaceDir: string) {}
+  private readonly workspaceDir: string;
+  private readonly workspacePrefix: string;
+
+  constructor(workspaceDir: string) {
+    this.workspaceDir = path.resolve(workspaceDir);
+    this.workspacePrefix = this.workspaceDir === "/" ? "/" : `${this.workspaceDir}/`;
+  }
+
+  /** For a path already resolved by node:path (normalized, absolute): a prefix test is exact. */
+  private inside(absolute: string): boolean {
+    return absolute === this.workspaceDir || absolute.startsWith(this.workspacePrefix);
+  }
 
   simpleCommands(list: readonly SimpleCommand[], depth: number): void {
     for (const command of list) {
-      const text = joinWords(command.words);
-      for (const redirection of command.redirections) this.redirection(redirection, text);
+      if (command.redirections.length > 0) {
+        const text = joinWords(command.words);
+        for (const redirection of command.redirections) this.redirection(redirection, text);
+      }
       this.words(command.words, depth);
     }
   }
@@ -317,9 +329,9 @@ class Analysis {
     if (known.startsWith("/")) {
       if (/^\/dev\/(?:tcp|udp)\//.test(known)) return { kind: "network", reason: `"${text}" opens a network connection` };
       if (harmlessDevices.has(known) || /^\/dev\/fd\/\d+$/.test(known)) return null;
-      return isInside(this.workspaceDir, path.resolve(known)) ? null : { kind: "outside", reason: `"${text}" is outside the workspace` };
+      return this.inside(path.resolve(known)) ? null : { kind: "outside", reason: `"${text}" is outside the workspace` };
     }
-    if (/(?:^|\/)\.\.(?:\/|$)/.test(known) && !isInside(this.workspaceDir, path.resolve(this.workspaceDir, known))) {
+    if (/(?:^|\/)\.\.(?:\/|$)/.test(known) && !this.inside(path.resolve(this.workspaceDir, known))) {
       return { kind: "outside", reason: `"${text}" is outside the workspace` };
     }
     return null;
@@ -327,7 +339,9 @@ class Analysis {
 }
 
 function joinWords(words: readonly ShellWord[]): string {
-  return words.map((word) => word.text).join(" ");
+  let text = "";
+  for (let index = 0; index < words.length; index++) text += index === 0 ? (words[index] as ShellWord).text : ` ${(words[index] as ShellWord).text}`;
+  return text;
 }
 
 function dropReservedWords(words: readonly ShellWord[]): readonly ShellWord[] {

@@ -65,6 +65,18 @@ interface PendingHeredoc {
 
 /** Characters that end an unquoted word. */
 const wordEnd = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">"]);
+/** ASCII codes a plain run of word characters stops at: word ends, quotes, escapes, expansions. */
+const special = new Uint8Array(128);
+for (const c of [...wordEnd, "\\", "'", '"', "$", "`"]) special[c.charCodeAt(0)] = 1;
+
+function isDigits(src: string, start: number, end: number): boolean {
+  if (end <= start) return false;
+  for (let at = start; at < end; at++) {
+    const code = src.charCodeAt(at);
+    if (code < 48 || code > 57) return false;
+  }
+  return true;
+}
 const arrayAssignment = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=$/;
 
 function newWord(): ShellWord {
@@ -87,14 +99,10 @@ class Parser {
     let command: SimpleCommand = { words: [], redirections: [] };
     let caseDepth = 0;
     let inPattern = false; // reading a `case` arm's pattern, up to its `)`
-    const finish = () => {
-      if (command.words.length > 0 || command.redirections.length > 0) this.commands.push(command);
-      command = { words: [], redirections: [] };
-    };
     for (;;) {
       this.skipBlanks();
       if (this.i >= src.length) {
-        finish();
+        command = this.finish(command);
         if (end !== null) throw new ShellSyntaxError('a "(" is not closed');
         return;
       }
@@ -105,10 +113,10 @@ class Parser {
         this.i = newline === -1 ? src.length : newline;
       } else if (c === "\n") {
         this.i++;
-        finish();
+        command = this.finish(command);
         this.readHeredocBodies(depth);
       } else if (c === ";") {
-        finish();
+        command = this.finish(command);
         if (next === ";" || next === "&") {
           // `;;`, `;&`, `;;&` end a case arm; the next pattern follows
           this.i += src.startsWith(";;&", this.i) ? 3 : 2;
@@ -121,11 +129,11 @@ class Parser {
           this.readRedirectionTarget(command, op, depth);
         } else {
           this.i += next === "&" ? 2 : 1;
-          finish();
+          command = this.finish(command);
         }
       } else if (c === "|") {
         this.i += next === "|" || next === "&" ? 2 : 1;
-        if (!inPattern) finish();
+        if (!inPattern) command = this.finish(command);
       } else if (c === "(") {
         const first = command.words[0];
         if (inPattern) {
@@ -151,7 +159,7 @@ class Parser {
           inPattern = false;
           command = { words: [], redirections: [] };
         } else if (end === ")") {
-          finish();
+          command = this.finish(command);
           return;
         } else throw new ShellSyntaxError('unbalanced ")"');
       } else if (c === "<" || c === ">") {
@@ -160,7 +168,8 @@ class Parser {
         const start = this.i;
         const word = this.readWord(depth);
         // `2>file`, `2>&1`: the digits name a file descriptor, not an argument
-        if (/^\d+$/.test(src.slice(start, this.i)) && (src[this.i] === "<" || src[this.i] === ">")) continue;
+        const after = src[this.i];
+        if ((after === "<" || after === ">") && isDigits(src, start, this.i)) continue;
         if (inPattern) {
           if (word.literal && word.text === "esac") {
             caseDepth--;
@@ -181,6 +190,12 @@ class Parser {
         }
       }
     }
+  }
+
+  /** Records a finished command (if it has anything) and starts the next. */
+  private finish(command: SimpleCommand): SimpleCommand {
+    if (command.words.length > 0 || command.redirections.length > 0) this.commands.push(command);
+    return { words: [], redirections: [] };
   }
 
   private skipBlanks(): void {
@@ -304,9 +319,12 @@ class Parser {
         shape += "_";
       } else {
         if (c === "~" && word.text === "" && !word.quoted) word.tilde = true;
-        word.text += c;
-        shape += c;
-        this.i++;
+        // A run of ordinary characters at once.
+        const start = this.i++;
+        for (let code = src.charCodeAt(this.i); this.i < src.length && (code >= 128 || !special[code]); code = src.charCodeAt(++this.i));
+        const run = src.slice(start, this.i);
+        word.text += run;
+        shape += run;
       }
     }
     if (/\{[^{}]*(?:,|\.\.)[^{}]*\}/.test(shape)) {

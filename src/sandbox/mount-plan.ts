@@ -61,12 +61,16 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: boolea
   if (layout.git?.pin) mounts.push({ kind: "rw", path: layout.git.pin, source: layout.git.pin });
   for (const entry of layout.git?.readOnly ?? []) mounts.push({ kind: "ro", path: entry, source: entry });
 
-  // A hidden path needs covering only where a host tree would show it; under
-  // the empty root or a private tmpfs it does not exist anyway.
+  // A hidden path needs covering where a host tree would show it; under the
+  // empty root or a private tmpfs it does not exist anyway. A hidden folder
+  // holding the workspace (the workspaces folder) is covered wherever it is,
+  // so the path down to the workspace is read-only even inside a private /tmp.
   const shown = [...mounts];
   for (const hidden of layout.hidden) {
     const nearest = shown.filter((m) => within(hidden.path, m.path)).sort((a, b) => depth(b.path) - depth(a.path))[0];
-    if (nearest && (nearest.kind === "ro" || nearest.kind === "rw")) mounts.push({ kind: hidden.isDirectory ? "hide-dir" : "hide-file", path: hidden.path });
+    const onHostTree = nearest !== undefined && (nearest.kind === "ro" || nearest.kind === "rw");
+    const holdsWorkspace = hidden.isDirectory && within(layout.workspace, hidden.path);
+    if (onHostTree || holdsWorkspace) mounts.push({ kind: hidden.isDirectory ? "hide-dir" : "hide-file", path: hidden.path });
   }
 
   // Parents before children, so each mount lands on top of its ancestors';

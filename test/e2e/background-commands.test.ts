@@ -53,7 +53,8 @@ describe("background commands", () => {
   });
 
   it("B1, B2: status never lies: a killed command is not exit 0, a cancelled one says so; output stays bounded", async () => {
-    const { sessionId } = await client.newSession();
+    // `kill` asks outside Full Access; this test is about truthful status, not the gateway.
+    const { sessionId } = await client.newSession({ approvalMode: "full_access" });
     const killed = await startCommand(sessionId, "echo started; kill -9 $$");
     expect(await settled(killed)).toMatchObject({ status: "killed", signal: "SIGKILL", exitCode: null });
     const failing = await startCommand(sessionId, "exit 4");

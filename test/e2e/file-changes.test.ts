@@ -147,6 +147,8 @@ describe("file changes", () => {
     ];
     for (const mode of ["manual", "auto"]) {
       const session = await client.newSession({ approvalMode: mode });
+      // The gateway would ask for these; a rule lets them through, so the tool's own refusals are what is tested (S1).
+      await client.request("PUT", `/v1/projects/${session.projectId}/policy`, { rules: { allow: ["delete"] } });
       await prepare(await env.workspaceOf(session.sessionId));
       const { results } = await runCalls(cases.map(([p]) => ({ tool: "delete", args: { path: p } })), session);
       expect(results.map((r) => r.error_code), mode).toEqual(cases.map(([, code]) => code));

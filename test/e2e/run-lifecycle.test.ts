@@ -93,7 +93,9 @@ describe("a turn through step and batch jobs", () => {
   });
 
   it("T4, T5: unparseable arguments and unknown tools become is_error results the model sees; the run goes on", async () => {
-    const { sessionId } = await client.newSession();
+    const { projectId, sessionId } = await client.newSession();
+    // Reading outside the workspace would ask; a rule lets it through, so the tool's own refusal is what is tested (S1).
+    await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { allow: ["read"] } });
     const run = await client.startRun(
       sessionId,
       script([

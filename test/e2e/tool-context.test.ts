@@ -20,6 +20,7 @@ describe("what a running tool sees", () => {
       projectId,
       workspaceDir: await env.workspaceOf(sessionId),
       approvalMode: "manual",
+      sandbox: { network: false },
       provider: { profile: "scripted", model: "scripted" },
       exposedTools: ["context_echo", "read"],
       signalAborted: false,

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,6 +25,7 @@ let bash: Tool<{ command: string; timeoutMs?: number }>;
 let server: Server;
 let port: number;
 let connections = 0;
+const sockets = new Set<Socket>();
 const markers = new Set<string>();
 const hostChildren: ChildProcess[] = [];
 
@@ -41,6 +42,8 @@ beforeAll(async () => {
   bash = createBashTool({ path: toolPath, sandbox: runner }) as unknown as typeof bash;
   server = createServer((socket) => {
     connections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
     socket.end("HTTP/1.0 200 OK\r\ncontent-length: 5\r\n\r\nhello");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -50,6 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await killAll(markers);
   for (const child of hostChildren) child.kill("SIGKILL");
+  for (const socket of sockets) socket.destroy();
   await new Promise((resolve) => server.close(resolve));
   await rm(workspacesDir, { recursive: true, force: true });
   await rm(outside, { recursive: true, force: true });
@@ -102,9 +106,12 @@ describe("sandbox escapes", () => {
       await refused(`echo pwned > ${target}`);
       expect(existsSync(target), target).toBe(false);
     }
-    // Creating the missing folders does not reach the host either: the root is read-only.
-    await refused(`mkdir -p ${outside}/deep && echo pwned > ${outside}/deep/x`);
-    expect(existsSync(path.join(outside, "deep"))).toBe(false);
+    // Nor can the missing folders be made: the root and the path down to the workspace are read-only.
+    await refused(`mkdir -p ${repoRoot}/deep && echo pwned > ${repoRoot}/deep/x`);
+    expect(existsSync(path.join(repoRoot, "deep"))).toBe(false);
+    await refused(`mkdir ${workspacesDir}/tenant-c`);
+    await refused(`echo pwned > ${path.dirname(workspace)}/pwned.txt`);
+    expect(existsSync(path.join(path.dirname(workspace), "pwned.txt"))).toBe(false);
   });
 
   it("S3: another tenant's workspace is neither readable nor listed", async () => {
@@ -145,7 +152,7 @@ describe("sandbox escapes", () => {
 
   it("S3: without the network grant, no port on 127.0.0.1 and no outside host is reachable", async () => {
     const before = connections;
-    await refused(`exec 3<>/dev/tcp/127.0.0.1/${port}; echo connected`);
+    await refused(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`);
     await refused(`curl -sS --max-time 5 http://127.0.0.1:${port}/`);
     await refused("curl -sS --max-time 5 http://example.com/");
     await refused("curl -sS --max-time 5 http://1.1.1.1/");
@@ -165,7 +172,7 @@ describe("sandbox escapes", () => {
     expect(existsSync(path.join(workspace, ".git-old"))).toBe(false);
     expect(await readFile(path.join(workspace, ".git", "config"), "utf8")).toBe(config);
     // The rest of .git stays writable: git works.
-    expect(await run("echo ref > .git/probe && cat .git/probe && rm .git/probe")).toMatchObject({ content: [{ text: expect.stringContaining("ref") }] });
+    expect(await run("echo ref > .git/probe && cat .git/probe && mv .git/probe .git/probe-moved")).toMatchObject({ content: [{ text: expect.stringContaining("ref") }] });
   });
 
   it("S3: a process outside the sandbox cannot be signalled", async () => {

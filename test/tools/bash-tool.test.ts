@@ -2,22 +2,32 @@ import { mkdtemp, readFile, realpath } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
 import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
 import type { Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
+import { repoRoot } from "../helpers/test-env.js";
 import { toolContext } from "../helpers/tool-context.js";
 
-const bash = createBashTool({ path: "/usr/local/bin:/usr/bin:/bin" }) as unknown as Tool<{ command: string; timeoutMs?: number }>;
+const toolPath = "/usr/local/bin:/usr/bin:/bin";
+let bash: Tool<{ command: string; timeoutMs?: number }>;
 let workspace: string;
 
 beforeAll(async () => {
   workspace = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bash-")));
+  // Outside Full Access bash runs sandboxed (test/sandbox covers the sandbox itself).
+  const sandbox = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.dirname(workspace), servicePaths: [repoRoot] });
+  bash = createBashTool({ path: toolPath, sandbox }) as unknown as typeof bash;
 });
 
-function context(options: { approvalMode?: ToolContext["approvalMode"]; signal?: AbortSignal } = {}): ToolContext {
-  return toolContext({ workspaceDir: workspace, exposedTools: ["bash"], ...options });
+type RunOptions = { timeoutMs?: number; approvalMode?: ToolContext["approvalMode"]; signal?: AbortSignal };
+
+function context(options: RunOptions = {}): ToolContext {
+  const { timeoutMs: _timeout, ...overrides } = options;
+  // Full Access has no sandbox, as the worker passes it.
+  return toolContext({ workspaceDir: workspace, exposedTools: ["bash"], ...(options.approvalMode === "full_access" ? { sandbox: null } : {}), ...overrides });
 }
 
-const run = (command: string, options: { timeoutMs?: number; approvalMode?: ToolContext["approvalMode"]; signal?: AbortSignal } = {}): Promise<ToolResult> =>
+const run = (command: string, options: RunOptions = {}): Promise<ToolResult> =>
   bash.run(context(options), { command, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) }, { callId: "c", name: "bash", argumentsRaw: "" });
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 /** Running, as opposed to gone or a zombie waiting to be reaped (an init that does not reap leaves those). */
@@ -49,8 +59,10 @@ describe("bash", () => {
     expect(text(result)).toMatch(/before\noops\n\n\[exit code 3\]$/);
   });
 
+  // The pid files below hold host pids only without a sandbox (inside, pids are the sandbox's own);
+  // test/sandbox/sandbox-escape.test.ts covers the same for sandboxed calls.
   it("C1: a timeout kills the whole process group, background children included", async () => {
-    const result = await run("sleep 30 & echo $! > bg.pid; sleep 30", { timeoutMs: 500 });
+    const result = await run("sleep 30 & echo $! > bg.pid; sleep 30", { timeoutMs: 500, approvalMode: "full_access" });
     expect(result).toMatchObject({ isError: true, errorCode: "timeout" });
     const pid = Number(await readFile(path.join(workspace, "bg.pid"), "utf8"));
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -60,9 +72,9 @@ describe("bash", () => {
   it("C1: cancelling aborts the command and its children; nothing outlives a finished command", async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
-    const cancelled = await run("sleep 30 & echo $! > cancel.pid; wait", { signal: controller.signal });
+    const cancelled = await run("sleep 30 & echo $! > cancel.pid; wait", { signal: controller.signal, approvalMode: "full_access" });
     expect(cancelled).toMatchObject({ isError: true, errorCode: "cancelled" });
-    const finished = await run("sleep 30 > /dev/null 2>&1 & echo $! > left.pid; echo done");
+    const finished = await run("sleep 30 > /dev/null 2>&1 & echo $! > left.pid; echo done", { approvalMode: "full_access" });
     expect(text(finished)).toContain("done");
     await new Promise((resolve) => setTimeout(resolve, 100));
     for (const file of ["cancel.pid", "left.pid"]) expect(await alive(Number(await readFile(path.join(workspace, file), "utf8"))), file).toBe(false);

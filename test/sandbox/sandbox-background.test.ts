@@ -1,0 +1,92 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
+import { startBackgroundCommands, type BackgroundCommands } from "../../src/worker/background-commands.js";
+import { script, waitFor } from "../helpers/api-client.js";
+import { repoRoot, useTestEnv } from "../helpers/test-env.js";
+import { killAll, survivorsAfter, uniqueMarker } from "./host-processes.js";
+
+// Background commands (B1) started directly on a BackgroundCommands with the service's sandbox runner, on the real database.
+const { env, client } = useTestEnv();
+const toolPath = "/usr/local/bin:/usr/bin:/bin";
+const markers = new Set<string>();
+let commands: BackgroundCommands;
+let owner: { tenantId: string; sessionId: string; runId: string; cwd: string };
+let outside: string;
+
+beforeAll(async () => {
+  outside = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-bg-outside-")));
+  commands = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test", leaseMs: 2000, toolPath, sandbox: env.services.sandbox, onError: () => {} });
+  const { sessionId } = await client.newSession();
+  const run = await client.startRun(sessionId, script([[{ text: "ok" }]]));
+  const [row] = await env.query<{ tenant_id: string }>("select tenant_id from runs where id = $1", [run.body.id]);
+  owner = { tenantId: row!.tenant_id, sessionId, runId: run.body.id, cwd: await env.workspaceOf(sessionId) };
+});
+
+afterAll(async () => {
+  await commands?.stop();
+  await killAll(markers);
+  await rm(outside, { recursive: true, force: true });
+});
+
+const start = (command: string, sandbox: { network: boolean } | null = { network: false }, on: BackgroundCommands = commands) => on.start({ ...owner, command, sandbox });
+const row = async (id: string) => (await env.query<{ status: string; exit_code: number | null; signal: string | null; output: string }>("select status, exit_code, signal, output from commands where id = $1", [id]))[0];
+const ended = (id: string) => waitFor(async () => {
+  const found = await row(id);
+  return found && found.status !== "running" && found;
+}, 20_000, `command ${id} to end`);
+
+describe("sandboxed background commands", () => {
+  it("S3: a background command runs in the sandbox: the workspace is writable, nothing outside is", async () => {
+    const target = path.join(outside, "bg.txt");
+    const started = await start(`echo made > made.txt && echo pwned > ${target}`);
+    expect(started).toHaveProperty("id");
+    const done = await ended((started as { id: string }).id);
+    expect(done).toMatchObject({ status: "failed", exit_code: 1 });
+    expect(done.output).toContain("No such file or directory");
+    expect(await readFile(path.join(owner.cwd, "made.txt"), "utf8")).toBe("made\n");
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it("B2: a command killed by a signal inside the sandbox is reported killed, not as an exit code", async () => {
+    const started = (await start("echo started; kill -9 $$")) as { id: string };
+    expect(await ended(started.id)).toMatchObject({ status: "killed", signal: "SIGKILL", exit_code: null });
+  });
+
+  it("C1: cancelling a sandboxed background command kills its whole process tree", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const started = (await start(`sleep ${marker} & (sleep ${marker} &); setsid sleep ${marker} & wait`)) as { id: string };
+    await waitFor(async () => (await survivorsAfter(marker, 0)).length >= 4, 10_000, "the process tree to start");
+    expect(commands.cancel(started.id)).toBe(true);
+    expect(await ended(started.id)).toMatchObject({ status: "cancelled" });
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("S3: without a usable sandbox nothing is recorded or started, and the refusal says why", async () => {
+    const target = path.join(outside, "never.txt");
+    const broken = startBackgroundCommands({
+      db: env.services.db.db,
+      workerId: "sandbox-test-broken",
+      leaseMs: 2000,
+      toolPath,
+      sandbox: createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] }),
+      onError: () => {},
+    });
+    try {
+      const refused = await start(`echo ran > ${target}`, { network: false }, broken);
+      expect(refused).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package bubblewrap") });
+      expect(await env.query("select id from commands where owner_worker = 'sandbox-test-broken'")).toEqual([]);
+      // Full Access does not need the sandbox.
+      const unconfined = (await start(`echo ran > ${target}`, null, broken)) as { id: string };
+      expect(unconfined).toHaveProperty("id");
+      await waitFor(async () => (await row(unconfined.id))?.status === "exited", 20_000, "the full access command");
+      expect(existsSync(target)).toBe(true);
+    } finally {
+      await broken.stop();
+    }
+  });
+});

@@ -1,0 +1,142 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bwrapArguments, type SandboxLayout } from "../../src/sandbox/mount-plan.js";
+import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
+import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
+import type { Tool, ToolResult } from "../../src/tools/tool.js";
+import { repoRoot } from "../helpers/test-env.js";
+import { toolContext } from "../helpers/tool-context.js";
+
+const toolPath = "/usr/local/bin:/usr/bin:/bin";
+let base: string;
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-layout-")));
+});
+afterAll(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
+const runIn = (runner: SandboxRunner, workspaceDir: string, command: string): Promise<ToolResult> =>
+  (createBashTool({ path: toolPath, sandbox: runner }) as unknown as Tool<{ command: string }>).run(
+    toolContext({ workspaceDir, exposedTools: ["bash"], sandbox: { network: false } }),
+    { command },
+    { callId: "c", name: "bash", argumentsRaw: "" },
+  );
+
+describe("sandbox layout", () => {
+  it("S3: the service's folder is hidden even inside a shown tree, with the workspaces folder inside it (the default .data/workspaces)", async () => {
+    // A service installed under a tree the sandbox shows (like /opt/foya), its workspaces inside it.
+    const shown = path.join(base, "opt");
+    const service = path.join(shown, "foya");
+    const workspaces = path.join(service, ".data", "workspaces");
+    const workspace = path.join(workspaces, "tenant", "project");
+    await mkdir(workspace, { recursive: true });
+    await mkdir(path.join(workspaces, "other", "project"), { recursive: true });
+    await writeFile(path.join(service, "package.json"), '{"name":"foya"}\n');
+    await writeFile(path.join(service, ".env"), "DATABASE_URL=postgres://secret\n");
+    await writeFile(path.join(shown, "tool.txt"), "a shared tool\n");
+    await writeFile(path.join(shown, "extra-secret.key"), "key\n");
+    const runner = createSandbox({
+      bwrapPath: "bwrap",
+      searchPath: toolPath,
+      workspacesDir: workspaces,
+      servicePaths: [service],
+      readOnlyPaths: [shown],
+      hiddenPaths: [path.join(shown, "extra-secret.key")],
+    });
+
+    const ok = await runIn(runner, workspace, `cat ${shown}/tool.txt && echo work > done.txt && ls -A ${service}`);
+    expect(text(ok)).toMatch(/^a shared tool\n\.data\n\n\[exit code 0\]$/);
+    expect(await readFile(path.join(workspace, "done.txt"), "utf8")).toBe("work\n");
+    for (const attempt of [
+      `cat ${service}/package.json`,
+      `cat ${service}/.env`,
+      `ls ${workspaces}/other`,
+      `cat ${shown}/extra-secret.key`,
+      `echo x > ${shown}/new.txt`,
+      `echo x > ${service}/new.txt`,
+      `mkdir ${workspaces}/third`,
+    ]) {
+      const result = await runIn(runner, workspace, attempt);
+      expect(result, `${attempt}\n${text(result)}`).toMatchObject({ isError: true, errorCode: "exit_code" });
+    }
+    expect(existsSync(path.join(shown, "new.txt"))).toBe(false);
+    expect(existsSync(path.join(service, "new.txt"))).toBe(false);
+    expect(existsSync(path.join(workspaces, "third"))).toBe(false);
+  });
+
+  it("S3: when .git/hooks is a symlink (which could be re-pointed), all of .git is read-only", async () => {
+    const workspaces = path.join(base, "ws-links");
+    const workspace = path.join(workspaces, "t", "p");
+    await mkdir(path.join(workspace, ".git", "real-hooks"), { recursive: true });
+    await symlink("real-hooks", path.join(workspace, ".git", "hooks"));
+    await writeFile(path.join(workspace, ".git", "config"), "[core]\n");
+    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: workspaces, servicePaths: [repoRoot] });
+    for (const attempt of ["echo evil > .git/hooks/pre-commit", "ln -sfn /tmp .git/hooks", "echo x > .git/HEAD"]) {
+      expect(await runIn(runner, workspace, attempt), attempt).toMatchObject({ isError: true, errorCode: "exit_code" });
+    }
+    expect(existsSync(path.join(workspace, ".git", "real-hooks", "pre-commit"))).toBe(false);
+    expect(await runIn(runner, workspace, "echo fine > notes.txt")).toMatchObject({ content: [{ text: expect.stringMatching(/\[exit code 0\]$/) }] });
+  });
+
+  it("S3: a workspace that would expose the workspaces folder or the system trees is refused", async () => {
+    const workspaces = path.join(base, "ws-refuse");
+    await mkdir(path.join(workspaces, "t", "p"), { recursive: true });
+    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: workspaces, servicePaths: [repoRoot] });
+    for (const workspaceDir of [workspaces, base, "/"]) {
+      const plan = await runner.plan({ command: "true", workspaceDir, network: false });
+      expect(plan, workspaceDir).toMatchObject({ ok: false, message: expect.stringContaining("a workspace must be a project's own folder") });
+    }
+    expect(await runner.plan({ command: "true", workspaceDir: path.join(base, "missing"), network: false })).toMatchObject({ ok: false, message: expect.stringContaining("is not a directory") });
+  });
+
+  it("S3: hiding a path that holds the system trees is a configuration error", () => {
+    for (const hidden of ["/", "/usr", "/etc"]) {
+      expect(() => createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: base, servicePaths: [], hiddenPaths: [hidden] })).toThrow(/would hide/);
+    }
+  });
+
+  it("S3: the bwrap command line: whitelist, namespaces, no capabilities, covers only where needed, network only when granted", () => {
+    const layout: SandboxLayout = {
+      readOnly: [{ path: "/usr" }, { path: "/bin", symlinkTo: "/usr/bin" }, { path: "/etc" }],
+      hidden: [
+        { path: "/etc/shadow", isDirectory: false },
+        { path: "/etc/ssh", isDirectory: true },
+        { path: "/root", isDirectory: true }, // not shown anyway: no cover
+        { path: "/srv/foya", isDirectory: true }, // holds the workspace: covered
+        { path: "/srv/foya/.data/workspaces", isDirectory: true },
+      ],
+      workspace: "/srv/foya/.data/workspaces/t/p",
+      git: { pin: "/srv/foya/.data/workspaces/t/p/.git", readOnly: ["/srv/foya/.data/workspaces/t/p/.git/hooks"] },
+      tmpfsBytes: 1024,
+    };
+    const args = bwrapArguments(layout, { network: false, statusFd: 3 });
+    const line = args.join(" ");
+    for (const flag of ["--unshare-user --disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--json-status-fd 3"]) {
+      expect(line).toContain(flag);
+    }
+    expect(line).not.toContain("--ro-bind / /");
+    expect(line).not.toContain("/root");
+    const order = [
+      "--ro-bind /usr /usr",
+      "--ro-bind /dev/null /etc/shadow",
+      "--tmpfs /srv/foya ",
+      "--tmpfs /srv/foya/.data/workspaces ",
+      "--bind /srv/foya/.data/workspaces/t/p /srv/foya/.data/workspaces/t/p",
+      "--bind /srv/foya/.data/workspaces/t/p/.git /srv/foya/.data/workspaces/t/p/.git",
+      "--ro-bind /srv/foya/.data/workspaces/t/p/.git/hooks",
+      "--remount-ro /srv/foya ",
+      "--remount-ro / --chdir /srv/foya/.data/workspaces/t/p --",
+    ].map((part) => line.indexOf(part));
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(line).toContain("--symlink /usr/bin /bin");
+    expect(args.at(-1)).toBe("--");
+    expect(bwrapArguments(layout, { network: true, statusFd: 3 })).not.toContain("--unshare-net");
+  });
+});
