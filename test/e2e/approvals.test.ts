@@ -151,6 +151,57 @@ describe("approvals", () => {
     expectValidHistory(await client.messages(sessionId));
   });
 
+  it("D6: a decision that arrives while the batch still runs other calls is taken up by that same job, without parking", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "manual" });
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "probe", args: { marker: "d6-slow-read", sleepMs: 1500 } },
+          { tool: "marker_sleep", args: { marker: "d6-approved-early" } },
+        ],
+        [{ text: "done" }],
+      ]),
+    );
+    const [approval] = await pendingApprovals(client, run.body.id);
+    expect((await client.get(`/v1/runs/${run.body.id}`)).body.status).toBe("running");
+    expect((await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" })).status).toBe(200);
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    expect(await readMarkers(workspace, "d6-approved-early")).toHaveLength(1);
+    const statuses = (await client.events(sessionId)).filter((e) => e.type === "run_status").map((e) => e.data.status);
+    expect(statuses).not.toContain("awaiting_approval");
+    const tools = (await client.messages(sessionId)).filter((m) => m.role === "tool").map((m) => m.content.name);
+    expect(tools).toEqual(["probe", "marker_sleep"]);
+  });
+
+  it("X3: racing decisions: identical ones record once, conflicting ones leave exactly one winner", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "manual" });
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "marker_sleep", args: { marker: "race-a" } },
+          { tool: "marker_sleep", args: { marker: "race-b" } },
+        ],
+        [{ text: "done" }],
+      ]),
+    );
+    const [first, second] = await pendingApprovals(client, run.body.id, 2);
+    const same = await Promise.all(Array.from({ length: 4 }, () => client.post(`/v1/approvals/${first.id}`, { decision: "approve" })));
+    expect(same.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(new Set(same.map((r) => r.body.decidedAt)).size).toBe(1);
+    const mixed = await Promise.all([
+      client.post(`/v1/approvals/${second.id}`, { decision: "approve" }),
+      client.post(`/v1/approvals/${second.id}`, { decision: "deny" }),
+    ]);
+    expect(mixed.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const resolved = (await client.events(sessionId)).filter((e) => e.type === "approval_resolved");
+    expect(resolved).toHaveLength(2);
+    expectValidHistory(await client.messages(sessionId));
+  });
+
   it("S1: a visible tool can still be denied by a rule, and a denial is final", async () => {
     const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
     const policy = await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { deny: ["marker_*"] } });
