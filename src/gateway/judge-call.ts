@@ -23,6 +23,10 @@ import type { JudgeInput, Verdict } from "./verdict.js";
  * its redirections on their own; the strictest answer wins (deny > ask > allow),
  * and the first sub-command with it gives the reason. Rules apply in policy
  * order (tenant, then project); within a class the first match is reported.
+ * A line that cannot be parsed asks; where argument-pattern deny rules apply to
+ * the tool it is denied instead, in every mode, since they cannot be checked.
+ * Deny rules match what is written: a program only known at run time (`$CMD`,
+ * `eval "$X"`) asks outside Full Access, but no rule can recognise it.
  */
 export function judgeCall(input: JudgeInput): Verdict {
   const rules = rulesForTool(input.policies, input.tool.name);
@@ -142,7 +146,10 @@ function judgeCommand(input: JudgeInput, command: string, rules: RuleSet, networ
   const wholeDeny = firstWholeTool(rules.deny);
   if (wholeDeny) return { decision: "deny", reason: deniedBy(wholeDeny, "") };
   const analysis = analyzeShell(command, input.workspaceDir);
+  // Deny rules are absolute: a line (or a nested `sh -c` script) they cannot be checked against is refused.
+  const patternDeny = rules.deny.length > 0;
   if (!analysis.parsed) {
+    if (patternDeny) return { decision: "deny", reason: `The command could not be parsed (${analysis.error}), so the policy's deny rules cannot be checked; rewrite it.` };
     if (mode === "full_access") return { decision: "allow", network: true };
     const wholeAsk = firstWholeTool(rules.ask);
     if (wholeAsk) return { decision: "ask", reason: askedBy(wholeAsk, ""), network: networkAllowed };
@@ -155,6 +162,9 @@ function judgeCommand(input: JudgeInput, command: string, rules: RuleSet, networ
   const units: readonly ShellSubCommand[] =
     analysis.commands.length > 0 || analysis.redirections.length > 0 ? analysis.commands : [{ text: command.trim(), program: "", wrapper: false, findings: [] }];
   for (const unit of units) {
+    if (patternDeny && unit.findings.some((finding) => finding.kind === "unparsed")) {
+      return { decision: "deny", reason: `${quote(unit.text)} could not be parsed, so the policy's deny rules cannot be checked; rewrite it.` };
+    }
     const verdict = judgeSubCommand(unit, mode, rules, networkAllowed);
     if (verdict === null) continue;
     if (verdict.decision === "deny") return { decision: "deny", reason: verdict.reason };

@@ -66,6 +66,8 @@ export function analyzeShell(commandLine: string, workspaceDir: string): ShellAn
 
 /** `sh -c "sh -c '…'"` nesting beyond this is refused as unjudgeable. */
 const maxScriptNesting = 8;
+/** Wrappers around wrappers (`nohup nice timeout 5 env …`) beyond this are refused as unjudgeable. */
+const maxWrapperNesting = 24;
 const assignment = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/;
 const deleteTool = "use the delete tool, which moves files to the trash";
 
@@ -131,11 +133,15 @@ class Analysis {
     else this.simpleCommands(parsed.commands, depth + 1);
   }
 
-  private words(all: readonly ShellWord[], depth: number): void {
+  private words(all: readonly ShellWord[], depth: number, level = 0): void {
     let words = dropReservedWords(all);
     const first = words[0];
     if (!first) return;
     const text = joinWords(words);
+    if (level > maxWrapperNesting) {
+      this.push(text, "", false, [{ kind: "unparsed", reason: "the command nests wrappers too deeply to check" }]);
+      return;
+    }
     if (first.literal && (first.text === "for" || first.text === "select")) {
       // `for NAME in WORDS`: a loop header; its words are only paths
       const inIndex = words.findIndex((word) => word.literal && word.text === "in");
@@ -150,7 +156,7 @@ class Analysis {
         count++;
       }
       this.push(text, "", true, findings);
-      this.words(words.slice(count), depth);
+      this.words(words.slice(count), depth, level + 1);
       return;
     }
     if (first.braceExpansion) {
@@ -165,7 +171,7 @@ class Analysis {
     }
     const program = path.basename(head.text);
     const wrapper = wrappers.get(program);
-    if (wrapper) return this.wrapper(program, wrapper, args, text, depth);
+    if (wrapper) return this.wrapper(program, wrapper, args, text, depth, level);
     if (shells.has(program)) return this.shell(program, args, text, depth);
     if (program === "eval") {
       const literal = args.every((word) => word.literal);
@@ -185,12 +191,12 @@ class Analysis {
         if (!["-exec", "-execdir", "-ok", "-okdir"].includes(arg.text)) continue;
         const rest = args.slice(index + 1);
         const end = rest.findIndex((word) => word.text === ";" || word.text === "+");
-        this.words(end === -1 ? rest : rest.slice(0, end), depth);
+        this.words(end === -1 ? rest : rest.slice(0, end), depth, level + 1);
       }
     }
   }
 
-  private wrapper(program: string, spec: WrapperSpec, args: readonly ShellWord[], text: string, depth: number): void {
+  private wrapper(program: string, spec: WrapperSpec, args: readonly ShellWord[], text: string, depth: number, level: number): void {
     const findings: ShellFinding[] = spec.dangerous ? [{ kind: "dangerous", reason: `${program} ${spec.dangerous}` }] : [];
     const options = readOptions(args, spec.valueOptions, spec.scriptOptions ?? [], program === "env");
     for (const value of options.values) {
@@ -209,7 +215,7 @@ class Analysis {
     this.push(text, program, true, findings);
     if (spec.lookupOptions && options.flags.some((flag) => spec.lookupOptions?.includes(flag))) return; // `command -v rm` runs nothing
     if (options.script?.literal) this.script(options.script.text, `${program} -S`, depth);
-    else this.words(args.slice(index), depth);
+    else this.words(args.slice(index), depth, level + 1);
   }
 
   private shell(program: string, args: readonly ShellWord[], text: string, depth: number): void {

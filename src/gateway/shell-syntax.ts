@@ -50,6 +50,8 @@ export function parseShell(source: string): ShellParse {
     new Parser(source, commands).parseList(null, 0);
   } catch (error) {
     if (error instanceof ShellSyntaxError) return { ok: false, error: error.message };
+    // Quotes inside `${…}` inside quotes nest without a list in between; past the stack, it is too deep to judge.
+    if (error instanceof RangeError) return { ok: false, error: "the command nests too deeply to check" };
     throw error;
   }
   return { ok: true, commands };

@@ -187,6 +187,34 @@ describe("judgeCall: rules", () => {
     expect(bash("manual", "echo hi > /etc/x", [echo]).decision).toBe("ask");
   });
 
+  it("S2: a line that cannot be parsed asks, or is denied where deny rules could not be checked", () => {
+    for (const command of ['echo "unterminated', "echo 'x", "echo (x", "echo `ls", "echo $(ls", "ls )", "cat <", "sh -c 'echo \"x'"]) {
+      expect(bash("auto", command).decision, command).toBe("ask");
+      expect(bash("full_access", command).decision, command).toBe("allow");
+    }
+    const deny: ApprovalPolicy = { rules: { deny: ["bash(curl*)"] } };
+    expect(bash("full_access", 'curl https://x; echo "oops', [deny])).toMatchObject({ decision: "deny", reason: expect.stringContaining("could not be parsed") });
+    expect(bash("full_access", "sh -c 'curl \"x'", [deny]).decision).toBe("deny");
+    expect(bash("full_access", "ls", [deny]).decision).toBe("allow");
+  });
+
+  it("S2: pathological command lines are judged quickly and never throw", () => {
+    const cases: Array<[string, Decision]> = [
+      ["nohup ".repeat(15_000) + "rm x", "ask"], // too many wrappers to check: not silently allowed
+      ['"${a:-'.repeat(15_000), "ask"], // nesting beyond the stack
+      ["$(".repeat(15_000), "ask"],
+      ["FOO=1 ".repeat(15_000) + "ls", "allow"],
+      ["echo $(ls) ".repeat(8_000), "allow"],
+      ["ls | ".repeat(20_000) + "ls", "allow"],
+      ["a".repeat(100_000), "allow"],
+    ];
+    for (const [command, expected] of cases) {
+      const start = performance.now();
+      expect(bash("auto", command).decision, command.slice(0, 20)).toBe(expected);
+      expect(performance.now() - start, command.slice(0, 20)).toBeLessThan(500);
+    }
+  });
+
   it("S1: a visible tool can still be denied by the gateway", () => {
     const policy: ApprovalPolicy = { rules: { deny: ["read"] } };
     for (const mode of ["manual", "auto", "full_access"] as const) {

@@ -6,14 +6,15 @@ import { analyzeShell } from "../../gateway/shell-analysis.js";
  * env assignments, `sudo`, `env`, `xargs`, `sh -c '…'`, `eval`, `$(…)`,
  * backquotes, subshells, groups, pipes, lists and newlines. It uses the
  * approval gateway's shell analysis, so both see the same sub-commands.
- * Answers the reason, or null; a line that cannot be parsed is refused too.
+ * Answers the reason, or null. A line that cannot be parsed is not refused
+ * here: the gateway asks a human about it, and their approval must mean something.
  */
 export function findPermanentDelete(commandLine: string): string | null {
   // Paths do not matter here; "/" as the workspace keeps every path inside.
   const analysis = analyzeShell(commandLine, "/");
-  if (!analysis.parsed) return `the command line could not be parsed (${analysis.error})`;
+  if (!analysis.parsed) return null;
   for (const command of analysis.commands) {
-    const finding = command.findings.find((candidate) => candidate.kind === "permanent_delete" || candidate.kind === "unparsed");
+    const finding = command.findings.find((candidate) => candidate.kind === "permanent_delete");
     if (finding) return finding.reason;
   }
   return null;
