@@ -55,6 +55,11 @@ describe("requests", () => {
       "/v1/runs/{id}",
       "/v1/runs/{id}/cancel",
       "/v1/tools",
+      "/v1/approvals",
+      "/v1/approvals/{id}",
+      "/v1/policy",
+      "/v1/projects/{id}/policy",
+      "/v1/webhooks",
       "/healthz",
       "/readyz",
     ]) {

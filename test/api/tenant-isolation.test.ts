@@ -33,6 +33,8 @@ describe("tenant isolation", () => {
       ["POST", `/v1/runs/${runId}/cancel`, {}],
       ["GET", `/v1/tools?session=${sessionId}`],
       ["POST", "/v1/sessions", { projectId }],
+      ["GET", `/v1/projects/${projectId}/policy`],
+      ["PUT", `/v1/projects/${projectId}/policy`, { rules: { allow: ["bash"] } }],
     ];
     for (const [method, path, body] of calls) {
       const response = await stranger.request(method, path, body);
