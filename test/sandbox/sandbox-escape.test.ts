@@ -9,6 +9,7 @@ import { loadConfig } from "../../src/config.js";
 import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
+import { prepareShell } from "../../src/tools/shell/spawn-shell.js";
 import type { SandboxGrant, Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { repoRoot } from "../helpers/test-env.js";
@@ -273,6 +274,21 @@ describe("sandboxed cancellation", () => {
     expect((await survivorsAfter(marker, 0)).length).toBeGreaterThanOrEqual(4); // bwrap, its init, and the sleeps
     controller.abort();
     expect(await started).toMatchObject({ isError: true, errorCode: "cancelled" });
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("C1: a sandboxed process stopped while bwrap is still setting up leaves nothing behind", async () => {
+    // bwrap arms --die-with-parent only after setup; a stop in that window must still reach the sandbox.
+    const marker = uniqueMarker();
+    markers.add(marker);
+    for (let i = 0; i < 40; i++) {
+      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, sandbox: { network: false }, runner });
+      if ("unavailable" in prepared) throw new Error(prepared.unavailable);
+      const shell = prepared.start();
+      await new Promise((resolve) => setTimeout(resolve, i % 8));
+      shell.killGroup();
+      expect((await shell.ended).kind).toBe("signaled");
+    }
     expect(await survivorsAfter(marker, 1000)).toEqual([]);
   });
 

@@ -61,6 +61,13 @@ export async function prepareShell(options: ShellOptions): Promise<PreparedShell
   return { start: () => startProcess({ file: plan.file, args: plan.args, cwd: options.cwd, env, options, statusFd: plan.statusFd }) };
 }
 
+/** How long output pipes may stay open after the process exited. */
+const pipeGraceMs = 1000;
+/** How long a stop waits for bwrap to report its sandbox's init. */
+const initReportGraceMs = 2000;
+/** How long bwrap may take to exit once its sandbox's init was killed. */
+const bwrapExitGraceMs = 200;
+
 function startProcess(spec: { file: string; args: string[]; cwd: string; env: Record<string, string>; options: ShellOptions; statusFd?: number }): ShellProcess {
   const sandboxed = spec.statusFd !== undefined;
   // bwrap's status fd is fd 3: the only extra pipe.
@@ -77,34 +84,62 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   const output = new BoundedOutput(spec.options.headBytes, spec.options.tailBytes);
   child.all.on("data", (chunk: Buffer) => output.write(chunk));
 
-  let status = "";
-  const statusStream = sandboxed ? (child.stdio[3] as Readable) : undefined;
-  statusStream?.on("data", (chunk: Buffer) => (status += chunk.toString("utf8")));
-  const statusRead = statusStream ? finished(statusStream).catch(() => {}) : Promise.resolve();
-
   let exited = false;
   let stopped = false;
-  // Sandboxed, the group is bwrap: killing it kills the sandbox's init
-  // (--die-with-parent), and the kernel then kills its whole PID namespace.
-  const signalGroup = () => {
+  /** Host pid of the sandbox's init (pid 1 of its PID namespace), once bwrap reported it. */
+  let sandboxInit: number | undefined;
+  const signal = (pid: number) => {
     try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
+      process.kill(pid, "SIGKILL");
     } catch {
-      // the group is already gone
+      // already gone
     }
   };
+  const signalGroup = () => {
+    if (child.pid) signal(-child.pid);
+  };
+  // Killing the sandbox's init makes the kernel kill its whole PID namespace.
+  // The init is killed by pid, not through bwrap's --die-with-parent alone:
+  // bwrap arms that only after setting the sandbox up, so a bwrap killed
+  // during setup would leave its sandbox running. The init is bwrap's child,
+  // so while bwrap lives its pid cannot be reused by another process. bwrap
+  // then reaps it and exits by itself; it is killed only if it lingers.
+  const killSandbox = () => {
+    if (sandboxInit === undefined || exited) return signalGroup();
+    signal(sandboxInit);
+    setTimeout(() => !exited && signalGroup(), bwrapExitGraceMs).unref();
+  };
+
+  let status = "";
+  const statusStream = sandboxed ? (child.stdio[3] as Readable) : undefined;
+  statusStream?.on("data", (chunk: Buffer) => {
+    status += chunk.toString("utf8");
+    if (sandboxInit !== undefined) return;
+    const reported = /"child-pid"\s*:\s*(\d+)/.exec(status);
+    if (!reported) return;
+    sandboxInit = Number(reported[1]);
+    if (stopped) killSandbox();
+  });
+  const statusRead = statusStream ? finished(statusStream).catch(() => {}) : Promise.resolve();
+
   child.on("exit", () => {
     exited = true;
     // What the command left running dies with it (this also closes pipes a stray child still holds).
     signalGroup();
+    // A process that left the group (setsid) may still hold the output pipes: stop waiting for them.
+    setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      statusStream?.destroy();
+    }, pipeGraceMs).unref();
   });
 
   const ended = Promise.all([child, statusRead]).then(([result]): ShellEnd => {
     if (!sandboxed) return result.signal ? { kind: "signaled", signal: result.signal } : { kind: "exited", exitCode: result.exitCode ?? 1 };
     const reported = readSandboxStatus(status);
     if (reported.exitCode !== undefined) {
-      const signal = signalOfExitStatus(reported.exitCode);
-      return signal ? { kind: "signaled", signal } : { kind: "exited", exitCode: reported.exitCode };
+      const bySignal = signalOfExitStatus(reported.exitCode);
+      return bySignal ? { kind: "signaled", signal: bySignal } : { kind: "exited", exitCode: reported.exitCode };
     }
     if (stopped || result.signal) return { kind: "signaled", signal: result.signal ?? "SIGKILL" };
     const detail = (output.render().trim() || result.shortMessage || "no message").slice(-1000);
@@ -119,8 +154,12 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
     output,
     onOutput: (listener) => void child.all.on("data", listener),
     killGroup() {
-      if (!exited) stopped = true;
-      signalGroup();
+      if (exited) return signalGroup();
+      stopped = true;
+      if (!sandboxed || sandboxInit !== undefined) return killSandbox();
+      // bwrap has not reported its init yet: kill once it does (a bwrap that
+      // fails exits by itself); kill bwrap regardless if that never comes.
+      setTimeout(killSandbox, initReportGraceMs).unref();
     },
   };
 }

@@ -1,0 +1,87 @@
+/**
+ * Sandbox benchmark: the latency the bubblewrap sandbox (SPEC S3) adds to a
+ * tool process. `true` runs through the same spawn path as bash
+ * (`prepareShell`, start, wait for the end and the output) with and without a
+ * sandbox grant, interleaved so both see the same machine load. Planning the
+ * sandbox (file-system checks and the bwrap argv) is also timed on its own.
+ * Needs bwrap installed; no services.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createSandbox } from "../src/sandbox/sandbox-runner.js";
+import { findServiceDir } from "../src/sandbox/service-dir.js";
+import { prepareShell } from "../src/tools/shell/spawn-shell.js";
+import type { SandboxGrant } from "../src/tools/tool.js";
+import { distribution, round, type Distribution } from "./support/stats.js";
+
+const runs = Number(process.argv[2] ?? 200);
+const warmup = 10;
+const toolPath = "/usr/local/bin:/usr/bin:/bin";
+const workspacesDir = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bench-sandbox-")));
+const workspace = path.join(workspacesDir, "tenant", "project");
+await mkdir(workspace, { recursive: true });
+const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir, servicePaths: [findServiceDir()] });
+
+/** One `true`, from preparing to the end of its output; answers milliseconds. */
+async function once(sandbox: SandboxGrant | null): Promise<number> {
+  const start = performance.now();
+  const prepared = await prepareShell({ command: "true", cwd: workspace, path: toolPath, headBytes: 4096, tailBytes: 28 * 1024, sandbox, runner });
+  if ("unavailable" in prepared) throw new Error(prepared.unavailable);
+  const end = await prepared.start().ended;
+  if (end.kind !== "exited" || end.exitCode !== 0) throw new Error(`true ended ${JSON.stringify(end)}`);
+  return performance.now() - start;
+}
+
+try {
+  for (let i = 0; i < warmup; i++) {
+    await once(null);
+    await once({ network: false });
+  }
+  const plain: number[] = [];
+  const sandboxed: number[] = [];
+  const planning: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    // Alternate which goes first, so neither always follows the other.
+    if (i % 2 === 0) {
+      plain.push(await once(null));
+      sandboxed.push(await once({ network: false }));
+    } else {
+      sandboxed.push(await once({ network: false }));
+      plain.push(await once(null));
+    }
+    const start = performance.now();
+    await runner.plan({ command: "true", workspaceDir: workspace, network: false });
+    planning.push(performance.now() - start);
+  }
+  const rounded = (d: Distribution) => ({ count: d.count, mean: round(d.mean), p50: round(d.p50), p90: round(d.p90), p99: round(d.p99), max: round(d.max) });
+  const unsandboxedMs = distribution(plain);
+  const sandboxedMs = distribution(sandboxed);
+  const planMs = distribution(planning);
+  const report = {
+    date: new Date().toISOString(),
+    command: "true",
+    runsEach: runs,
+    unsandboxedMs: rounded(unsandboxedMs),
+    sandboxedMs: rounded(sandboxedMs),
+    planMs: rounded(planMs),
+    addedP50Ms: round(sandboxedMs.p50 - unsandboxedMs.p50),
+    addedP99Ms: round(sandboxedMs.p99 - unsandboxedMs.p99),
+    ratioP50: round(sandboxedMs.p50 / unsandboxedMs.p50),
+    ratioP99: round(sandboxedMs.p99 / unsandboxedMs.p99),
+  };
+  const row = (name: string, d: Distribution) => `${name.padEnd(22)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
+  console.log(`sandbox overhead, ${runs} runs each of \`true\` through prepareShell (ms)`);
+  console.log(`${"".padEnd(22)} ${["p50", "p90", "p99", "mean"].map((h) => h.padStart(8)).join(" ")}`);
+  console.log(row("unsandboxed", unsandboxedMs));
+  console.log(row("sandboxed (bwrap)", sandboxedMs));
+  console.log(row("  of which planning", planMs));
+  console.log(`added: p50 +${report.addedP50Ms} ms (x${report.ratioP50}), p99 +${report.addedP99Ms} ms (x${report.ratioP99})`);
+  const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
+  mkdirSync(results, { recursive: true });
+  writeFileSync(path.join(results, "sandbox.json"), `${JSON.stringify(report, null, 2)}\n`);
+} finally {
+  await rm(workspacesDir, { recursive: true, force: true });
+}
