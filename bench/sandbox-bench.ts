@@ -1,10 +1,12 @@
 /**
  * Sandbox benchmark: the latency the bubblewrap sandbox (SPEC S3) adds to a
  * tool process. `true` runs through the same spawn path as bash
- * (`prepareShell`, start, wait for the end and the output) with and without a
- * sandbox grant, interleaved so both see the same machine load. Planning the
- * sandbox (file-system checks and the bwrap argv) is also timed on its own.
- * Needs bwrap installed; no services.
+ * (`prepareShell`, start, wait for the end and the output) without a sandbox
+ * grant, sandboxed without the network, and sandboxed with the network (its
+ * own namespace connected by slirp4netns before the command starts),
+ * interleaved so all three see the same machine load. Planning the sandbox
+ * (file-system checks and the bwrap argv) is also timed on its own.
+ * Needs bwrap and slirp4netns installed; no services.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
@@ -36,21 +38,19 @@ async function once(sandbox: SandboxGrant | null): Promise<number> {
 }
 
 try {
-  for (let i = 0; i < warmup; i++) {
-    await once(null);
-    await once({ network: false });
-  }
-  const plain: number[] = [];
-  const sandboxed: number[] = [];
+  const variants: Array<{ grant: SandboxGrant | null; times: number[] }> = [
+    { grant: null, times: [] },
+    { grant: { network: false }, times: [] },
+    { grant: { network: true }, times: [] },
+  ];
+  for (let i = 0; i < warmup; i++) for (const variant of variants) await once(variant.grant);
+  const [plain, sandboxed, networked] = variants.map((variant) => variant.times) as [number[], number[], number[]];
   const planning: number[] = [];
   for (let i = 0; i < runs; i++) {
-    // Alternate which goes first, so neither always follows the other.
-    if (i % 2 === 0) {
-      plain.push(await once(null));
-      sandboxed.push(await once({ network: false }));
-    } else {
-      sandboxed.push(await once({ network: false }));
-      plain.push(await once(null));
+    // Rotate which goes first, so none always follows the same one.
+    for (let k = 0; k < variants.length; k++) {
+      const variant = variants[(i + k) % variants.length]!;
+      variant.times.push(await once(variant.grant));
     }
     const start = performance.now();
     await runner.plan({ command: "true", workspaceDir: workspace, network: false });
@@ -59,6 +59,7 @@ try {
   const rounded = (d: Distribution) => ({ count: d.count, mean: round(d.mean), p50: round(d.p50), p90: round(d.p90), p99: round(d.p99), max: round(d.max) });
   const unsandboxedMs = distribution(plain);
   const sandboxedMs = distribution(sandboxed);
+  const networkedMs = distribution(networked);
   const planMs = distribution(planning);
   const report = {
     date: new Date().toISOString(),
@@ -66,19 +67,25 @@ try {
     runsEach: runs,
     unsandboxedMs: rounded(unsandboxedMs),
     sandboxedMs: rounded(sandboxedMs),
+    networkSandboxedMs: rounded(networkedMs),
     planMs: rounded(planMs),
     addedP50Ms: round(sandboxedMs.p50 - unsandboxedMs.p50),
     addedP99Ms: round(sandboxedMs.p99 - unsandboxedMs.p99),
     ratioP50: round(sandboxedMs.p50 / unsandboxedMs.p50),
     ratioP99: round(sandboxedMs.p99 / unsandboxedMs.p99),
+    /** What connecting the network (slirp4netns) adds over the sandbox without it. */
+    networkAddedP50Ms: round(networkedMs.p50 - sandboxedMs.p50),
+    networkAddedP99Ms: round(networkedMs.p99 - sandboxedMs.p99),
   };
   const row = (name: string, d: Distribution) => `${name.padEnd(22)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
   console.log(`sandbox overhead, ${runs} runs each of \`true\` through prepareShell (ms)`);
   console.log(`${"".padEnd(22)} ${["p50", "p90", "p99", "mean"].map((h) => h.padStart(8)).join(" ")}`);
   console.log(row("unsandboxed", unsandboxedMs));
   console.log(row("sandboxed (bwrap)", sandboxedMs));
+  console.log(row("  + network (slirp)", networkedMs));
   console.log(row("  of which planning", planMs));
   console.log(`added: p50 +${report.addedP50Ms} ms (x${report.ratioP50}), p99 +${report.addedP99Ms} ms (x${report.ratioP99})`);
+  console.log(`network added over the sandbox: p50 +${report.networkAddedP50Ms} ms, p99 +${report.networkAddedP99Ms} ms`);
   const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   mkdirSync(results, { recursive: true });
   writeFileSync(path.join(results, "sandbox.json"), `${JSON.stringify(report, null, 2)}\n`);

@@ -69,6 +69,7 @@ const envSchema = z.object({
   PATH: z.string().default("/usr/local/bin:/usr/bin:/bin"),
   FOYA_TOOL_PATH: z.string().optional(),
   FOYA_BWRAP_PATH: z.string().min(1).default("bwrap"),
+  FOYA_SLIRP4NETNS_PATH: z.string().min(1).default("slirp4netns"),
   FOYA_SANDBOX_HIDE: z.string().optional(),
   FOYA_SANDBOX_READONLY: z.string().optional(),
   FOYA_WEB_FETCH_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
@@ -117,6 +118,8 @@ export interface Config {
   readonly toolPath: string;
   /** bubblewrap for the sandbox (SPEC S3): a path, or a name looked up on the tool PATH. */
   readonly bwrapPath: string;
+  /** slirp4netns, which connects a network-granted sandbox to the outside (SPEC S3): a path, or a name looked up on the tool PATH. */
+  readonly slirp4netnsPath: string;
   /** Extra host paths the sandbox hides, beyond the service's files, other workspaces and known secrets. */
   readonly sandboxHiddenPaths: readonly string[];
   /** Extra host trees the sandbox shows read-only (a toolchain outside /usr and /opt). */
@@ -204,6 +207,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
     toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
     bwrapPath: e.FOYA_BWRAP_PATH,
+    slirp4netnsPath: e.FOYA_SLIRP4NETNS_PATH,
     sandboxHiddenPaths: pathList(e.FOYA_SANDBOX_HIDE),
     sandboxReadOnlyPaths: pathList(e.FOYA_SANDBOX_READONLY),
     webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",

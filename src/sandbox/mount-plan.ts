@@ -42,13 +42,33 @@ type Mount =
   | { kind: "symlink"; path: string; target: string }
   | { kind: "tmpfs"; path: string; sizeBytes: number }
   | { kind: "proc" | "dev"; path: string }
-  | { kind: "hide-dir" | "hide-file"; path: string };
+  | { kind: "hide-dir" | "hide-file"; path: string }
+  | { kind: "data"; path: string; fd: number };
+
+/**
+ * How a network-granted sandbox is wired (see `sandbox-network.ts`). bwrap
+ * then runs inside a fresh network namespace that `unshare` made for it (so
+ * it must not be run any other way), and waits on `blockFd` before it
+ * runs the command, until slirp4netns has connected that namespace. The
+ * generated resolv.conf (slirp4netns's DNS) is read from `resolvConf.fd` and
+ * bound read-only at `resolvConf.path`, where /etc/resolv.conf leads.
+ */
+export interface NetworkWiring {
+  blockFd: number;
+  resolvConf: { fd: number; path: string } | null;
+}
 
 const depth = (p: string) => (p === "/" ? 0 : p.split("/").length - 1);
 const within = (p: string, ancestor: string) => ancestor === "/" || p === ancestor || p.startsWith(`${ancestor}/`);
 
-/** Arguments for bwrap, up to and including `--`; the command follows. */
-export function bwrapArguments(layout: SandboxLayout, options: { network: boolean; statusFd: number }): string[] {
+/**
+ * Arguments for bwrap, up to and including `--`; the command follows. The
+ * sandbox never has the host's network namespace: without `network` bwrap
+ * makes an empty one (loopback only); with it, the runner starts bwrap in one
+ * made for slirp4netns (bwrap's own would race slirp4netns: both bring up its
+ * loopback, and bwrap dies on the address slirp4netns got there first).
+ */
+export function bwrapArguments(layout: SandboxLayout, options: { network: NetworkWiring | null; statusFd: number }): string[] {
   const mounts: Mount[] = [
     ...layout.readOnly.map((tree): Mount => (tree.symlinkTo ? { kind: "symlink", path: tree.path, target: tree.symlinkTo } : { kind: "ro", path: tree.path, source: tree.source ?? tree.path })),
     { kind: "proc", path: "/proc" },
@@ -73,6 +93,8 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: boolea
     if (onHostTree || holdsWorkspace) mounts.push({ kind: hidden.isDirectory ? "hide-dir" : "hide-file", path: hidden.path });
   }
 
+  if (options.network?.resolvConf) mounts.push({ kind: "data", path: options.network.resolvConf.path, fd: options.network.resolvConf.fd });
+
   // Parents before children, so each mount lands on top of its ancestors';
   // at the same path a cover goes last and wins.
   const rank = (m: Mount) => depth(m.path) * 2 + (m.kind === "hide-dir" || m.kind === "hide-file" ? 1 : 0);
@@ -94,6 +116,7 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: boolea
     "ALL",
     "--json-status-fd",
     String(options.statusFd),
+    ...(options.network ? ["--block-fd", String(options.network.blockFd)] : []),
   ];
   for (const mount of mounts) {
     switch (mount.kind) {
@@ -120,6 +143,9 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: boolea
         break;
       case "hide-file":
         args.push("--ro-bind", "/dev/null", mount.path);
+        break;
+      case "data":
+        args.push("--ro-bind-data", String(mount.fd), mount.path);
         break;
     }
   }

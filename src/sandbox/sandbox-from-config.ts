@@ -9,12 +9,13 @@ import { findServiceDir } from "./service-dir.js";
  * the service was started from "/" or a system tree, which cannot be hidden.
  */
 export function sandboxFromConfig(
-  config: Pick<Config, "bwrapPath" | "toolPath" | "workspacesDir" | "sandboxHiddenPaths" | "sandboxReadOnlyPaths">,
+  config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolPath" | "workspacesDir" | "sandboxHiddenPaths" | "sandboxReadOnlyPaths">,
   cwd: string = process.cwd(),
 ): SandboxRunner {
   const holdsSystemTree = systemReadOnlyPaths.some((system) => cwd === "/" || system === cwd || system.startsWith(`${cwd}/`));
   return createSandbox({
     bwrapPath: config.bwrapPath,
+    slirp4netnsPath: config.slirp4netnsPath,
     searchPath: config.toolPath,
     workspacesDir: config.workspacesDir,
     servicePaths: [findServiceDir(), ...(holdsSystemTree ? [] : [cwd])],

@@ -1,7 +1,8 @@
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { findExecutable } from "./find-executable.js";
 import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
+import { sandboxResolvConf } from "./sandbox-network.js";
 
 /**
  * The sandbox runner (SPEC S1, S3): confines every process a tool starts
@@ -51,6 +52,8 @@ export const defaultHiddenPaths: readonly string[] = [
 export interface SandboxOptions {
   /** The bwrap binary: a path, or a name looked up on `searchPath`. */
   bwrapPath: string;
+  /** slirp4netns, needed only by network-granted calls: a path, or a name looked up on `searchPath`. Default "slirp4netns". */
+  slirp4netnsPath?: string;
   searchPath: string;
   /** Every tenant's workspaces live below it; hidden except the one workspace. */
   workspacesDir: string;
@@ -68,15 +71,30 @@ export interface SandboxRequest {
   command: string;
   /** The workspace: writable, and the working directory. */
   workspaceDir: string;
-  /** Keep the host's network (loopback included); false gives an empty network namespace. */
+  /**
+   * Connect the sandbox to the outside through slirp4netns, in its own network
+   * namespace (never the host's: the host's loopback stays unreachable); false
+   * gives an empty network namespace (loopback only).
+   */
   network: boolean;
 }
 
-/** How to start the confined `bash -c command`: bwrap reports its child's start and end as JSON on `statusFd`. */
+/**
+ * How to start the confined `bash -c command`: bwrap reports its child's
+ * start and end as JSON on `statusFd`. With the network, `file` is unshare,
+ * which runs bwrap in a new user and network namespace.
+ */
 export interface SandboxInvocation {
   file: string;
   args: string[];
   statusFd: number;
+  /**
+   * Set for a network-granted call (see `sandbox-network.ts`): bwrap waits on
+   * `blockFd` (one byte starts the command) until `slirp4netns` has connected
+   * the sandbox; `resolvConf.content` is written to `resolvConf.fd` (and the
+   * fd closed) for bwrap to bind as the sandbox's resolv.conf.
+   */
+  network: { slirp4netns: string; blockFd: number; resolvConf: { fd: number; content: string } | null } | null;
 }
 
 export type SandboxPlan = ({ ok: true } & SandboxInvocation) | { ok: false; message: string };
@@ -94,7 +112,24 @@ export function sandboxUnavailableMessage(reason: string): string {
   );
 }
 
+/**
+ * The is_error text for a network-granted call whose network could not be
+ * set up: why, and how to fix it. Such a call never falls back to the host's
+ * network namespace.
+ */
+export function sandboxNetworkUnavailableMessage(reason: string): string {
+  return (
+    `Sandbox unavailable: ${reason}. A command granted the network runs in the bubblewrap sandbox with its own network namespace, ` +
+    "connected to the outside by slirp4netns (so the host's loopback services stay out of reach), and never on the host's network. " +
+    "To fix: install the Debian package slirp4netns on the worker host (apt-get install slirp4netns) or set FOYA_SLIRP4NETNS_PATH to the slirp4netns binary, " +
+    "have bubblewrap working (see calls without the network), and run the worker as root (the sandbox's network namespace is made with unshare and entered by slirp4netns, which confines itself in a mount namespace; in a container: CAP_SYS_ADMIN and /dev/net/tun); " +
+    "or run the command without the network grant, or switch the session to Full Access."
+  );
+}
+
 const statusFd = 3;
+const blockFd = 4;
+const resolvConfFd = 5;
 const within = (p: string, ancestor: string) => ancestor === "/" || p === ancestor || p.startsWith(`${ancestor}/`);
 
 // The host facts are read synchronously: a few dozen stat calls on local
@@ -108,6 +143,39 @@ function real(p: string): string | undefined {
   }
 }
 const lstat = (p: string) => lstatSync(p, { throwIfNoEntry: false });
+
+/**
+ * Where the sandbox's /etc/resolv.conf leads, following symlinks as the host
+ * has them, for the generated resolv.conf to be bound there: a file that
+ * exists, or a path outside every shown tree (bwrap creates it on the
+ * sandbox's own root, as for systemd-resolved's /run/systemd/resolve/...).
+ * Null when nothing can be bound (a missing file inside a read-only tree).
+ */
+function resolvConfTarget(shownTrees: readonly string[]): string | null {
+  let p = "/etc/resolv.conf";
+  for (let hops = 0; hops < 16; hops++) {
+    const stats = lstat(p);
+    if (stats?.isSymbolicLink()) {
+      try {
+        p = path.resolve(path.dirname(p), readlinkSync(p));
+      } catch {
+        return null;
+      }
+      continue;
+    }
+    if (stats) return stats.isFile() ? p : null;
+    return shownTrees.some((tree) => within(p, tree)) ? null : p;
+  }
+  return null;
+}
+
+const readText = (p: string) => {
+  try {
+    return readFileSync(p, "utf8");
+  } catch {
+    return undefined;
+  }
+};
 
 export function createSandbox(options: SandboxOptions): SandboxRunner {
   const absolute = (paths: readonly string[] | undefined) => (paths ?? []).map((p) => path.resolve(p));
@@ -153,6 +221,14 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
     async plan(request) {
       const bwrap = findExecutable(options.bwrapPath, options.searchPath);
       if (!bwrap) return { ok: false, message: sandboxUnavailableMessage(`bubblewrap ("${options.bwrapPath}") is not installed on this worker`) };
+      const slirp4netnsPath = options.slirp4netnsPath ?? "slirp4netns";
+      const slirp4netns = request.network ? findExecutable(slirp4netnsPath, options.searchPath) : undefined;
+      if (request.network && !slirp4netns) {
+        return { ok: false, message: sandboxNetworkUnavailableMessage(`slirp4netns ("${slirp4netnsPath}") is not installed on this worker, and this command was granted the network`) };
+      }
+      // util-linux's unshare makes a network-granted sandbox's network namespace, and a user namespace owning it (see sandbox-network.ts).
+      const unshare = request.network ? findExecutable("unshare", options.searchPath) : undefined;
+      if (request.network && !unshare) return { ok: false, message: sandboxNetworkUnavailableMessage("unshare (Debian package util-linux) is not installed on this worker") };
       const workspace = real(request.workspaceDir);
       const workspacesDir = real(options.workspacesDir);
       const workspaceStats = workspace ? lstat(workspace) : undefined;
@@ -161,7 +237,17 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       const exposes = [...systemPaths, ...(workspacesDir ? [workspacesDir] : [])].find((p) => within(p, workspace));
       if (exposes) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${workspace} contains ${exposes}; a workspace must be a project's own folder`) };
       const layout: SandboxLayout = { readOnly: readOnlyTrees(), hidden: hiddenEntries(), workspace, git: gitLayout(workspace), tmpfsBytes };
-      return { ok: true, file: bwrap, args: [...bwrapArguments(layout, { network: request.network, statusFd }), "bash", "-c", request.command], statusFd };
+      if (!slirp4netns || !unshare) return { ok: true, file: bwrap, args: [...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command], statusFd, network: null };
+      const resolvConfPath = resolvConfTarget(layout.readOnly.map((tree) => tree.path));
+      const resolvConf = resolvConfPath ? { fd: resolvConfFd, path: resolvConfPath } : null;
+      const content = sandboxResolvConf(readText("/etc/resolv.conf"), readText("/run/systemd/resolve/resolv.conf"));
+      return {
+        ok: true,
+        file: unshare,
+        args: ["--user", "--map-root-user", "--net", "--", bwrap, ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd }), "bash", "-c", request.command],
+        statusFd,
+        network: { slirp4netns, blockFd, resolvConf: resolvConf ? { fd: resolvConfFd, content } : null },
+      };
     },
   };
 }

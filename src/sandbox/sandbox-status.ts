@@ -13,6 +13,13 @@ export function readSandboxStatus(text: string): { started: boolean; exitCode: n
   return { started: /"child-pid"\s*:\s*\d+/.test(text), exitCode: exit ? Number(exit[1]) : undefined };
 }
 
+/** The host pid of the sandbox's init, from bwrap's first status document once it is complete; undefined until then. */
+export function readSandboxStart(text: string): number | undefined {
+  const first = /\{[^}]*\}/.exec(text);
+  const pid = first ? /"child-pid"\s*:\s*(\d+)/.exec(first[0]) : null;
+  return pid ? Number(pid[1]) : undefined;
+}
+
 const signalNames = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name]));
 
 /**

@@ -23,7 +23,10 @@ export type ApprovalSubject =
 
 /** How the processes a call starts are confined (SPEC S3). */
 export interface SandboxGrant {
-  /** Whether the sandbox keeps the network (policy allows it, or a human approved a call that needs it). */
+  /**
+   * Whether the sandbox may reach the network (policy allows it, or a human approved a call
+   * that needs it): through slirp4netns, never the host's loopback services.
+   */
   network: boolean;
 }
 

@@ -7,7 +7,7 @@ import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
 import { startBackgroundCommands, type BackgroundCommands } from "../../src/worker/background-commands.js";
 import { script, waitFor } from "../helpers/api-client.js";
 import { repoRoot, useTestEnv } from "../helpers/test-env.js";
-import { killAll, survivorsAfter, uniqueMarker } from "./host-processes.js";
+import { killAll, livingSlirp4netns, slirp4netnsLeftAfter, survivorsAfter, uniqueMarker } from "./host-processes.js";
 
 // Background commands (B1) started directly on a BackgroundCommands with the service's sandbox runner, on the real database.
 const { env, client } = useTestEnv();
@@ -64,6 +64,49 @@ describe("sandboxed background commands", () => {
     expect(commands.cancel(started.id)).toBe(true);
     expect(await ended(started.id)).toMatchObject({ status: "cancelled" });
     expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("S3: a network-granted background command has its own connected network, not the host's loopback; slirp4netns ends with it", async () => {
+    const started = (await start("cat /proc/net/route; exec 3<>/dev/tcp/127.0.0.1/5432 && echo postgres; exec 3<>/dev/tcp/10.0.2.2/6379 && echo redis", { network: true })) as { id: string };
+    const done = await ended(started.id);
+    expect(done).toMatchObject({ status: "failed", exit_code: 1 });
+    expect(done.output).toMatch(/^tap0\t00000000\t0202000A/m);
+    expect(done.output).toContain("/dev/tcp/127.0.0.1/5432: Connection refused");
+    expect(done.output).toContain("/dev/tcp/10.0.2.2/6379: Network is unreachable");
+    expect(done.output).not.toMatch(/^(postgres|redis)$/m);
+    expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
+
+    // Cancelled while it runs: the command's tree and slirp4netns are gone.
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const running = (await start(`sleep ${marker} & setsid sleep ${marker} & wait`, { network: true })) as { id: string };
+    await waitFor(async () => (await survivorsAfter(marker, 0)).length >= 4, 10_000, "the process tree to start");
+    expect((await livingSlirp4netns()).length).toBeGreaterThanOrEqual(1);
+    expect(commands.cancel(running.id)).toBe(true);
+    expect(await ended(running.id)).toMatchObject({ status: "cancelled" });
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+    expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
+  });
+
+  it("S3: a network-granted background command is refused before anything is recorded when slirp4netns is missing", async () => {
+    const broken = startBackgroundCommands({
+      db: env.services.db.db,
+      workerId: "sandbox-test-no-slirp",
+      leaseMs: 2000,
+      toolPath,
+      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: "/nonexistent/slirp4netns", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] }),
+      onError: () => {},
+    });
+    try {
+      const refused = await start("echo ran", { network: true }, broken);
+      expect(refused).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package slirp4netns") });
+      expect(await env.query("select id from commands where owner_worker = 'sandbox-test-no-slirp'")).toEqual([]);
+      // Without the network grant it is not needed.
+      const plain = (await start("echo ran", { network: false }, broken)) as { id: string };
+      await waitFor(async () => (await row(plain.id))?.status === "exited", 20_000, "the command without network");
+    } finally {
+      await broken.stop();
+    }
   });
 
   it("S3: without a usable sandbox nothing is recorded or started, and the refusal says why", async () => {

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
-import { tmpdir } from "node:os";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { networkInterfaces, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
@@ -13,7 +13,7 @@ import { prepareShell } from "../../src/tools/shell/spawn-shell.js";
 import type { SandboxGrant, Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { repoRoot } from "../helpers/test-env.js";
-import { killAll, survivorsAfter, uniqueMarker } from "./host-processes.js";
+import { killAll, livingSlirp4netns, slirp4netnsLeftAfter, survivorsAfter, uniqueMarker } from "./host-processes.js";
 
 // The real bash tool, approval mode "auto", sandbox { network: false }, a runner built from configuration as the service builds it.
 const toolPath = "/usr/local/bin:/usr/bin:/bin";
@@ -26,6 +26,10 @@ let bash: Tool<{ command: string; timeoutMs?: number }>;
 let server: Server;
 let port: number;
 let connections = 0;
+/** A second server, on every address of the host (0.0.0.0): reached from a network-granted sandbox through the host's non-loopback address. */
+let wideServer: Server;
+let widePort: number;
+let wideConnections = 0;
 const sockets = new Set<Socket>();
 const markers = new Set<string>();
 const hostChildren: ChildProcess[] = [];
@@ -49,6 +53,14 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as { port: number }).port;
+  wideServer = createServer((socket) => {
+    wideConnections++;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.end("HTTP/1.0 200 OK\r\ncontent-length: 4\r\n\r\nwide");
+  });
+  await new Promise<void>((resolve) => wideServer.listen(0, "0.0.0.0", resolve));
+  widePort = (wideServer.address() as { port: number }).port;
 });
 
 afterAll(async () => {
@@ -56,6 +68,7 @@ afterAll(async () => {
   for (const child of hostChildren) child.kill("SIGKILL");
   for (const socket of sockets) socket.destroy();
   await new Promise((resolve) => server.close(resolve));
+  await new Promise((resolve) => wideServer.close(resolve));
   await rm(workspacesDir, { recursive: true, force: true });
   await rm(outside, { recursive: true, force: true });
 });
@@ -83,8 +96,8 @@ const run = (command: string, options: RunOptions = {}): Promise<ToolResult> =>
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 
 /** An escape attempt must fail from inside a sandbox that really ran: a non-zero exit, never exit 0 and never "sandbox unavailable". */
-async function refused(command: string): Promise<string> {
-  const result = await run(command);
+async function refused(command: string, options: RunOptions = {}): Promise<string> {
+  const result = await run(command, options);
   expect(result, `${command}\n${text(result)}`).toMatchObject({ isError: true, errorCode: "exit_code" });
   expect(text(result)).not.toMatch(/\[exit code 0\]$/);
   return text(result);
@@ -210,14 +223,83 @@ describe("sandboxed work", () => {
     expect(existsSync(path.join("/tmp", name))).toBe(false);
   });
 
-  it("S3: with the network grant the sandbox shares the host's network, loopback included", async () => {
+  it("S3: a network-granted sandbox reaches the outside but not the host's loopback services", async () => {
+    const networked = { sandbox: { network: true } };
     const before = connections;
-    const result = await run(`exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`, { sandbox: { network: true } });
-    expect(text(result)).toContain("hello");
-    expect(await run(`curl -sS --max-time 5 http://127.0.0.1:${port}/`, { sandbox: { network: true } })).toMatchObject({ content: [{ text: expect.stringContaining("hello") }] });
-    expect(connections).toBe(before + 2);
+    // The host's 127.0.0.1 is not the sandbox's: nothing listens there.
+    await refused(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`, networked);
+    await refused(`curl -sS --max-time 5 http://127.0.0.1:${port}/`, networked);
+    // Nor does slirp4netns's gateway alias 10.0.2.2 lead to it (--disable-host-loopback).
+    await refused(`exec 3<>/dev/tcp/10.0.2.2/${port} && echo connected`, networked);
+    await refused(`curl -sS --max-time 5 http://10.0.2.2:${port}/`, networked);
+    expect(connections).toBe(before);
+
+    // The sandbox has its own network namespace, connected: tap0 with 10.0.2.100 and a default route via 10.0.2.2.
+    const inside = await run("cat /proc/net/route; grep -q '10.0.2.100' /proc/net/fib_trie && echo has-address; cat /etc/resolv.conf", networked);
+    expect(text(inside), text(inside)).toMatch(/\[exit code 0\]$/);
+    expect(text(inside)).toContain("has-address\n");
+    expect(text(inside)).toMatch(/^tap0\t00000000\t0202000A\t0003\t/m); // default route, gateway 10.0.2.2
+    expect(text(inside)).not.toMatch(/^nameserver 127\./m);
+    expect(text(inside)).toMatch(/^nameserver /m);
+
+    // Outside connectivity, shown without the internet (which this machine may not have): the host's
+    // non-loopback address is outside the sandbox, and a server listening there answers, through slirp4netns.
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((address) => address && address.family === "IPv4" && !address.internal)?.address;
+    if (external) {
+      const wideBefore = wideConnections;
+      const reached = await run(`exec 3<>/dev/tcp/${external}/${widePort} && cat <&3`, networked);
+      expect(text(reached), text(reached)).toMatch(/wide\n\[exit code 0\]$/);
+      expect(wideConnections).toBe(wideBefore + 1);
+      // Without the grant the same address is out of reach.
+      await refused(`exec 3<>/dev/tcp/${external}/${widePort} && cat <&3`);
+      expect(wideConnections).toBe(wideBefore + 1);
+    }
     // Only the network is granted: the file system stays confined.
-    await expect(run(`cat ${path.join(sibling, "secret.txt")}`, { sandbox: { network: true } })).resolves.toMatchObject({ isError: true, errorCode: "exit_code" });
+    await refused(`cat ${path.join(sibling, "secret.txt")}`, networked);
+  });
+
+  it("S3: Postgres and Redis on the host's loopback are out of reach of a network-granted sandbox", async () => {
+    // They do listen on this host (the suite needs them): the refusals below are the sandbox's doing.
+    const listening = (p: number) =>
+      new Promise<boolean>((resolve) => {
+        const socket = connect(p, "127.0.0.1", () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.on("error", () => resolve(false));
+      });
+    expect(await listening(5432), "Postgres on 127.0.0.1:5432").toBe(true);
+    expect(await listening(6379), "Redis on 127.0.0.1:6379").toBe(true);
+    for (const service of [5432, 6379]) {
+      for (const address of ["127.0.0.1", "localhost", "::1", "10.0.2.2", "10.0.2.3"]) {
+        await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/${address}/${service}' && echo reached`, { sandbox: { network: true } });
+      }
+    }
+  });
+
+  it.runIf(process.getuid?.() === 0)("S3: with a loopback resolver on the host (systemd-resolved, dnsmasq), slirp4netns's DNS address does not lead to the host's loopback", async () => {
+    // slirp4netns's 10.0.2.3 forwards to the host's first nameserver. Here slirp4netns sees a resolv.conf naming
+    // 127.0.0.1 (a private mount namespace, as root), where this test's server and Postgres listen.
+    const fakeResolvConf = path.join(outside, "loopback-resolv.conf");
+    await writeFile(fakeResolvConf, "nameserver 127.0.0.1\n");
+    const wrapper = path.join(outside, "slirp4netns-loopback-dns");
+    await writeFile(wrapper, `#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount --bind "$0" /etc/resolv.conf && exec slirp4netns "$@"' ${fakeResolvConf} "$@"\n`);
+    await chmod(wrapper, 0o755);
+    const tool = createBashTool({
+      path: toolPath,
+      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: wrapper, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
+    }) as unknown as typeof bash;
+    const before = connections;
+    // The network is up through the wrapper...
+    expect(text(await run("cat /proc/net/route", { tool, sandbox: { network: true } }))).toMatch(/^tap0\t00000000\t0202000A/m);
+    // ...and the DNS alias refuses every port, as it does any other path to the host's loopback (so names do
+    // not resolve through it there either: the sandbox's resolv.conf then names the host's upstream servers).
+    for (const target of [port, 5432, 6379]) {
+      await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.3/${target}' && echo reached`, { tool, sandbox: { network: true } });
+    }
+    expect(connections).toBe(before);
   });
 
   it("S3: Full Access runs unsandboxed", async () => {
@@ -259,6 +341,112 @@ describe("sandboxed work", () => {
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toContain("bubblewrap could not set up the sandbox (bwrap: No permissions to create new namespace)");
     expect(text(result)).toContain("install the Debian package bubblewrap");
+    // With the network grant bwrap runs under unshare: the same refusal, with the network's fixes.
+    const networked = await run("echo hi", { tool: broken, sandbox: { network: true } });
+    expect(networked).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(networked)).toContain("bubblewrap could not set up the sandbox (bwrap: No permissions to create new namespace)");
+    expect(text(networked)).toContain("install the Debian package slirp4netns");
+    expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
+  });
+});
+
+describe("sandboxed network", () => {
+  it("S3: a network-granted call fails closed when slirp4netns is missing, with a clear error; calls without the network still run", async () => {
+    const target = path.join(outside, "ran-without-slirp.txt");
+    // Configured as the service configures it (FOYA_SLIRP4NETNS_PATH).
+    const missing = createBashTool({
+      path: toolPath,
+      sandbox: sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath, FOYA_SLIRP4NETNS_PATH: "/nonexistent/slirp4netns" })),
+    }) as unknown as typeof bash;
+    const result = await run(`echo ran > ${target}`, { tool: missing, sandbox: { network: true } });
+    expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(result)).toMatch(/^Sandbox unavailable: slirp4netns \("\/nonexistent\/slirp4netns"\) is not installed on this worker/);
+    expect(text(result)).toContain("install the Debian package slirp4netns");
+    expect(text(result)).toContain("FOYA_SLIRP4NETNS_PATH");
+    expect(text(result)).toContain("never on the host's network");
+    expect(existsSync(target)).toBe(false);
+    // Looked up by name on a PATH without it: the same.
+    const emptyDir = await mkdtemp(path.join(outside, "empty-path-"));
+    const unnamed = createBashTool({ path: toolPath, sandbox: createSandbox({ bwrapPath: "/usr/bin/bwrap", searchPath: emptyDir, workspacesDir, servicePaths: [repoRoot] }) }) as unknown as typeof bash;
+    expect(await run(`echo ran > ${target}`, { tool: unnamed, sandbox: { network: true } })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(existsSync(target)).toBe(false);
+    // Without the network grant slirp4netns is not needed.
+    expect(text(await run("echo fine", { tool: missing }))).toBe("fine\n\n[exit code 0]");
+  });
+
+  it("S3: a network-granted call fails closed when slirp4netns cannot connect the sandbox, with its reason, and the command never runs", async () => {
+    // A slirp4netns that fails as one without the right to enter the namespace does.
+    const fake = path.join(outside, "slirp4netns");
+    await writeFile(fake, "#!/bin/sh\necho 'setns(CLONE_NEWNET): Operation not permitted' >&2\nexit 1\n");
+    await chmod(fake, 0o755);
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const target = path.join(workspace, `never-${marker}.txt`);
+    const broken = createBashTool({
+      path: toolPath,
+      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
+    }) as unknown as typeof bash;
+    const result = await run(`echo ran > ${target}; sleep ${marker}`, { tool: broken, sandbox: { network: true } });
+    expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(result)).toContain("slirp4netns could not connect the sandbox's network (slirp4netns exited (status 1) before the network was up: setns(CLONE_NEWNET): Operation not permitted)");
+    expect(text(result)).toContain("install the Debian package slirp4netns");
+    expect(existsSync(target)).toBe(false);
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("S3: when slirp4netns exits while the command runs, the command is stopped and the call says why", async () => {
+    // A slirp4netns that reports ready, then fails, as one whose own confinement fails right after does.
+    const fake = path.join(outside, "slirp4netns-dies");
+    await writeFile(fake, "#!/bin/sh\necho 1 >&3\nexec 3>&-\nsleep 0.5\necho 'create_sandbox failed' >&2\nexit 1\n");
+    await chmod(fake, 0o755);
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const dies = createBashTool({
+      path: toolPath,
+      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
+    }) as unknown as typeof bash;
+    const result = await run(`echo started; sleep ${marker}`, { tool: dies, sandbox: { network: true } });
+    expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(result)).toContain("the sandbox lost its network, and the command was stopped (slirp4netns exited (status 1) while the command ran: create_sandbox failed)");
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("S3: slirp4netns does not outlive network-granted calls: finished, failed, timed out or cancelled", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    const results = await Promise.all([
+      run("true", { sandbox: { network: true } }),
+      run("exit 3", { sandbox: { network: true } }),
+      run("cat /proc/net/route", { sandbox: { network: true } }),
+      run(`sleep ${marker}`, { sandbox: { network: true }, timeoutMs: 300 }),
+    ]);
+    expect(results.map((result) => result.errorCode)).toEqual([undefined, "exit_code", undefined, "timeout"]);
+    expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
+
+    // Cancelled once the command runs (slirp4netns is up by then).
+    const controller = new AbortController();
+    const started = run(`echo started; sleep ${marker}`, { sandbox: { network: true }, signal: controller.signal });
+    await expect.poll(async () => (await survivorsAfter(marker, 0)).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
+    expect((await livingSlirp4netns()).length).toBeGreaterThanOrEqual(1);
+    controller.abort();
+    expect(await started).toMatchObject({ isError: true, errorCode: "cancelled" });
+    expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
+  });
+
+  it("C1: a network-granted sandbox stopped at any point of its setup leaves nothing behind, slirp4netns included", async () => {
+    const marker = uniqueMarker();
+    markers.add(marker);
+    for (let i = 0; i < 20; i++) {
+      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, sandbox: { network: true }, runner });
+      if ("unavailable" in prepared) throw new Error(prepared.unavailable);
+      const shell = prepared.start();
+      await new Promise((resolve) => setTimeout(resolve, (i * 2) % 40));
+      shell.killGroup();
+      expect((await shell.ended).kind).toBe("signaled");
+      expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
+    }
+    expect(await survivorsAfter(marker, 1000)).toEqual([]);
   });
 });
 

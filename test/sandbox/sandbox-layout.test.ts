@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapArguments, type SandboxLayout } from "../../src/sandbox/mount-plan.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
+import { sandboxResolvConf } from "../../src/sandbox/sandbox-network.js";
 import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
 import type { Tool, ToolResult } from "../../src/tools/tool.js";
 import { repoRoot } from "../helpers/test-env.js";
@@ -101,7 +102,7 @@ describe("sandbox layout", () => {
     }
   });
 
-  it("S3: the bwrap command line: whitelist, namespaces, no capabilities, covers only where needed, network only when granted", () => {
+  it("S3: the bwrap command line: whitelist, namespaces, no capabilities, covers only where needed, always its own network namespace", () => {
     const layout: SandboxLayout = {
       readOnly: [{ path: "/usr" }, { path: "/bin", symlinkTo: "/usr/bin" }, { path: "/etc" }],
       hidden: [
@@ -115,7 +116,7 @@ describe("sandbox layout", () => {
       git: { pin: "/srv/foya/.data/workspaces/t/p/.git", readOnly: ["/srv/foya/.data/workspaces/t/p/.git/hooks"] },
       tmpfsBytes: 1024,
     };
-    const args = bwrapArguments(layout, { network: false, statusFd: 3 });
+    const args = bwrapArguments(layout, { network: null, statusFd: 3 });
     const line = args.join(" ");
     for (const flag of ["--unshare-user --disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--json-status-fd 3"]) {
       expect(line).toContain(flag);
@@ -137,6 +138,43 @@ describe("sandbox layout", () => {
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(line).toContain("--symlink /usr/bin /bin");
     expect(args.at(-1)).toBe("--");
-    expect(bwrapArguments(layout, { network: true, statusFd: 3 })).not.toContain("--unshare-net");
+    expect(line).not.toContain("--block-fd");
+    expect(line).not.toContain("--ro-bind-data");
+    // With the network bwrap runs in a namespace made for slirp4netns (see the runner below), the command waits
+    // on the block fd, and the generated resolv.conf is bound once /etc is there.
+    const networked = bwrapArguments(layout, { network: { blockFd: 4, resolvConf: { fd: 5, path: "/etc/resolv.conf" } }, statusFd: 3 }).join(" ");
+    expect(networked).not.toContain("--unshare-net");
+    for (const flag of ["--unshare-user --disable-userns", "--unshare-pid", "--cap-drop ALL", "--json-status-fd 3 --block-fd 4"]) expect(networked).toContain(flag);
+    expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeGreaterThan(networked.indexOf("--ro-bind /etc /etc"));
+    expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeLessThan(networked.indexOf("--remount-ro / "));
+    expect(bwrapArguments(layout, { network: { blockFd: 4, resolvConf: null }, statusFd: 3 }).join(" ")).not.toContain("--ro-bind-data");
+  });
+
+  it("S3: the runner never gives a sandbox the host's network namespace: bwrap makes an empty one, or unshare one for slirp4netns", async () => {
+    const workspace = path.join(base, "ws-net", "t", "p");
+    await mkdir(workspace, { recursive: true });
+    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "ws-net"), servicePaths: [repoRoot] });
+    const plain = await runner.plan({ command: "true", workspaceDir: workspace, network: false });
+    expect(plain).toMatchObject({ ok: true, file: expect.stringMatching(/\/bwrap$/), network: null });
+    expect(plain.ok && plain.args).toContain("--unshare-net");
+    const networked = await runner.plan({ command: "true", workspaceDir: workspace, network: true });
+    expect(networked).toMatchObject({ ok: true, file: expect.stringMatching(/\/unshare$/), network: { slirp4netns: expect.stringMatching(/\/slirp4netns$/), blockFd: 4 } });
+    if (!networked.ok) throw new Error(networked.message);
+    expect(networked.args.slice(0, 5)).toEqual(["--user", "--map-root-user", "--net", "--", plain.ok ? plain.file : ""]);
+    expect(networked.args).toContain("--block-fd");
+  });
+
+  it("S3: a network-granted sandbox's resolv.conf names slirp4netns's DNS, or the host's upstream servers when the host's resolver is on loopback", () => {
+    expect(sandboxResolvConf("nameserver 10.255.255.53\n", undefined)).toBe("nameserver 10.0.2.3\n");
+    expect(sandboxResolvConf("# generated\nsearch corp.example\nnameserver 192.0.2.53\noptions edns0\n", undefined)).toBe("search corp.example\noptions edns0\nnameserver 10.0.2.3\n");
+    // systemd-resolved: the stub on 127.0.0.53, the real servers in /run/systemd/resolve/resolv.conf.
+    expect(sandboxResolvConf("nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch lan\n", "nameserver 192.0.2.1\nnameserver 2001:db8::1\nnameserver 198.51.100.1\n")).toBe(
+      "options edns0 trust-ad\nsearch lan\nnameserver 192.0.2.1\nnameserver 198.51.100.1\n",
+    );
+    // A local dnsmasq first, a real server after it.
+    expect(sandboxResolvConf("nameserver 127.0.0.1\nnameserver 192.0.2.7\n", undefined)).toBe("nameserver 192.0.2.7\n");
+    // Nothing usable: slirp4netns's address anyway (names then do not resolve; addresses still work).
+    expect(sandboxResolvConf("nameserver 127.0.0.53\n", undefined)).toBe("nameserver 10.0.2.3\n");
+    expect(sandboxResolvConf(undefined, undefined)).toBe("nameserver 10.0.2.3\n");
   });
 });

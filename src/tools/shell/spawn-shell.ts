@@ -1,8 +1,9 @@
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { execa } from "execa";
-import { sandboxUnavailableMessage, type SandboxRunner } from "../../sandbox/sandbox-runner.js";
-import { readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
+import { connectNetwork, type NetworkLink } from "../../sandbox/sandbox-network.js";
+import { sandboxNetworkUnavailableMessage, sandboxUnavailableMessage, type SandboxInvocation, type SandboxRunner } from "../../sandbox/sandbox-runner.js";
+import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
 import type { SandboxGrant } from "../tool.js";
 import { BoundedOutput } from "./bounded-output.js";
 
@@ -46,8 +47,10 @@ export interface ShellOptions {
  * Prepares `bash -c command` the way every tool process starts: in its own
  * process group, with only PATH, HOME (the workspace) and terminal settings
  * in its environment, never the service's secrets, and output kept bounded
- * while it streams. With a sandbox grant it runs under bubblewrap (SPEC S3);
- * if the sandbox cannot be planned this answers why, and nothing starts.
+ * while it streams. With a sandbox grant it runs under bubblewrap (SPEC S3),
+ * in its own network namespace: empty, or with the network grant connected
+ * by slirp4netns before the command starts (`sandbox-network.ts`); if the
+ * sandbox cannot be planned this answers why, and nothing starts.
  * Preparing is separate from starting so a caller can record the command
  * first (background commands) and still refuse before anything ran.
  */
@@ -58,7 +61,7 @@ export async function prepareShell(options: ShellOptions): Promise<PreparedShell
   const plan = await options.runner.plan({ command: options.command, workspaceDir: options.cwd, network: options.sandbox.network });
   if (!plan.ok) return { unavailable: plan.message };
   // bwrap gets the same small environment, so even its own /proc/1/environ inside shows nothing of the service.
-  return { start: () => startProcess({ file: plan.file, args: plan.args, cwd: options.cwd, env, options, statusFd: plan.statusFd }) };
+  return { start: () => startProcess({ file: plan.file, args: plan.args, cwd: options.cwd, env, options, sandbox: plan }) };
 }
 
 /** How long output pipes may stay open after the process exited. */
@@ -68,13 +71,20 @@ const initReportGraceMs = 2000;
 /** How long bwrap may take to exit once its sandbox's init was killed. */
 const bwrapExitGraceMs = 200;
 
-function startProcess(spec: { file: string; args: string[]; cwd: string; env: Record<string, string>; options: ShellOptions; statusFd?: number }): ShellProcess {
-  const sandboxed = spec.statusFd !== undefined;
-  // bwrap's status fd is fd 3: the only extra pipe.
+function startProcess(spec: { file: string; args: string[]; cwd: string; env: Record<string, string>; options: ShellOptions; sandbox?: SandboxInvocation }): ShellProcess {
+  const sandboxed = spec.sandbox !== undefined;
+  const network = spec.sandbox?.network ?? null;
+  // Extra pipes for bwrap: its status fd, and with the network its block fd and the resolv.conf it binds.
+  const extraFds: Array<"ignore" | "pipe"> = [];
+  for (const fd of [spec.sandbox?.statusFd, network?.blockFd, network?.resolvConf?.fd]) {
+    if (fd === undefined) continue;
+    while (extraFds.length <= fd - 3) extraFds.push("ignore");
+    extraFds[fd - 3] = "pipe";
+  }
   const child = execa(spec.file, spec.args, {
     extendEnv: false,
     detached: true,
-    stdio: sandboxed ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", ...extraFds],
     buffer: false,
     reject: false,
     all: true,
@@ -83,11 +93,22 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   });
   const output = new BoundedOutput(spec.options.headBytes, spec.options.tailBytes);
   child.all.on("data", (chunk: Buffer) => output.write(chunk));
+  const pipe = (fd: number | undefined) => (fd === undefined ? undefined : (child.stdio[fd] as Writable | null) ?? undefined);
+  const blockStream = pipe(network?.blockFd);
+  const resolvConfStream = pipe(network?.resolvConf?.fd);
+  // bwrap may be gone before it reads these (it failed, or was stopped): a broken pipe is no error here.
+  blockStream?.on("error", () => {});
+  resolvConfStream?.on("error", () => {});
+  resolvConfStream?.end(network?.resolvConf?.content);
 
   let exited = false;
   let stopped = false;
   /** Host pid of the sandbox's init (pid 1 of its PID namespace), once bwrap reported it. */
   let sandboxInit: number | undefined;
+  /** slirp4netns connecting a network-granted sandbox; started once bwrap reported its init. */
+  let link: NetworkLink | undefined;
+  /** Why the sandbox's network failed: before the command started (it never ran), or under it (it was stopped). */
+  let networkFailure: string | undefined;
   const signal = (pid: number) => {
     try {
       process.kill(pid, "SIGKILL");
@@ -111,19 +132,39 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   };
 
   let status = "";
-  const statusStream = sandboxed ? (child.stdio[3] as Readable) : undefined;
+  const statusStream = spec.sandbox ? (child.stdio[spec.sandbox.statusFd] as Readable) : undefined;
   statusStream?.on("data", (chunk: Buffer) => {
     status += chunk.toString("utf8");
     if (sandboxInit !== undefined) return;
-    const reported = /"child-pid"\s*:\s*(\d+)/.exec(status);
-    if (!reported) return;
-    sandboxInit = Number(reported[1]);
-    if (stopped) killSandbox();
+    const reported = readSandboxStart(status);
+    if (reported === undefined) return;
+    sandboxInit = reported;
+    if (stopped || exited) return killSandbox();
+    if (!network) return;
+    // The namespaces exist and bwrap waits on its block fd: connect the network, then let the command start.
+    const connecting = connectNetwork(network.slirp4netns, { pid: sandboxInit, bwrapPid: child.pid ?? 0 });
+    link = connecting;
+    void connecting.ready.then((outcome) => {
+      if (exited || stopped) return;
+      if (outcome.ok) return void blockStream?.end("1");
+      networkFailure = `slirp4netns could not connect the sandbox's network (${outcome.reason})`;
+      killSandbox();
+    });
+    // Without slirp4netns the command would run on with no network at all: stop it, and say why.
+    void connecting.lost.then((reason) => {
+      if (exited || stopped) return;
+      networkFailure = `the sandbox lost its network, and the command was stopped (${reason})`;
+      killSandbox();
+    });
   });
   const statusRead = statusStream ? finished(statusStream).catch(() => {}) : Promise.resolve();
 
   child.on("exit", () => {
     exited = true;
+    // The sandbox's network goes with it: slirp4netns is SIGKILLed now. The
+    // call does not wait for it to be reaped: the kernel takes 15-30 ms to
+    // unregister its tap device, and a killed process runs no more code.
+    link?.stop();
     // What the command left running dies with it (this also closes pipes a stray child still holds).
     signalGroup();
     // A process that left the group (setsid) may still hold the output pipes: stop waiting for them.
@@ -136,6 +177,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
 
   const ended = Promise.all([child, statusRead]).then(([result]): ShellEnd => {
     if (!sandboxed) return result.signal ? { kind: "signaled", signal: result.signal } : { kind: "exited", exitCode: result.exitCode ?? 1 };
+    if (networkFailure !== undefined && !stopped) return { kind: "sandbox_failed", message: sandboxNetworkUnavailableMessage(networkFailure) };
     const reported = readSandboxStatus(status);
     if (reported.exitCode !== undefined) {
       const bySignal = signalOfExitStatus(reported.exitCode);
@@ -143,10 +185,9 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
     }
     if (stopped || result.signal) return { kind: "signaled", signal: result.signal ?? "SIGKILL" };
     const detail = (output.render().trim() || result.shortMessage || "no message").slice(-1000);
-    return {
-      kind: "sandbox_failed",
-      message: sandboxUnavailableMessage(reported.started ? `bash could not be started inside the sandbox (${detail})` : `bubblewrap could not set up the sandbox (${detail})`),
-    };
+    const reason = reported.started ? `bash could not be started inside the sandbox (${detail})` : `bubblewrap could not set up the sandbox (${detail})`;
+    // With the network, setup also needs unshare's namespaces: the fix is in the network message.
+    return { kind: "sandbox_failed", message: network && !reported.started ? sandboxNetworkUnavailableMessage(reason) : sandboxUnavailableMessage(reason) };
   });
 
   return {
@@ -156,6 +197,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
     killGroup() {
       if (exited) return signalGroup();
       stopped = true;
+      link?.stop();
       if (!sandboxed || sandboxInit !== undefined) return killSandbox();
       // bwrap has not reported its init yet: kill once it does (a bwrap that
       // fails exits by itself); kill bwrap regardless if that never comes.
