@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { refusedHost } from "./address-guard.js";
+import { refusedHost } from "../net/address-guard.js";
 import { signWebhook } from "./webhook-signature.js";
 
 export interface WebhookRequest {

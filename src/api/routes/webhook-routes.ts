@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError, notFound } from "../../errors.js";
-import { refusedLiteralHost } from "../../webhooks/address-guard.js";
+import { refusedLiteralHost } from "../../net/address-guard.js";
 import { createWebhook, disableWebhook, findWebhook, listDeliveries, listWebhooks, type DeliveryWithAttempts, type WebhookRow } from "../../webhooks/webhook-store.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, WebhookCreatedSchema, WebhookCreateSchema, WebhookDeliverySchema, WebhookSchema } from "../schemas.js";

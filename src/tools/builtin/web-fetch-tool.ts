@@ -1,6 +1,5 @@
-import { lookup } from "node:dns/promises";
 import { convert } from "html-to-text";
-import ipaddr from "ipaddr.js";
+import { refusedHost } from "../../net/address-guard.js";
 import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
 
 interface WebFetchArgs {
@@ -11,18 +10,6 @@ const timeoutMs = 15_000;
 const maxBodyBytes = 2 * 1024 * 1024;
 const maxTextChars = 64 * 1024;
 const maxRedirects = 5;
-
-/** Why a host may not be fetched, or null: loopback, private, link-local and similar ranges are refused by default. */
-async function refusedAddress(hostname: string): Promise<string | null> {
-  const host = hostname.replace(/^\[|\]$/g, "");
-  const addresses = ipaddr.isValid(host) ? [host] : (await lookup(host, { all: true })).map((entry) => entry.address);
-  for (const address of addresses) {
-    const parsed = ipaddr.process(address);
-    const range = parsed.range();
-    if (range !== "unicast") return `${hostname} resolves to ${address} (${range}), which this deployment does not allow`;
-  }
-  return null;
-}
 
 /**
  * Fetches an http(s) page for the model (SPEC O1): size and time caps, HTML
@@ -55,7 +42,7 @@ export function createWebFetchTool(options: { allowPrivate: boolean }): AnyTool 
       for (let hop = 0; ; hop++) {
         if (url.protocol !== "http:" && url.protocol !== "https:") return errorResult("unsupported_scheme", `Only http and https URLs can be fetched, not ${url.protocol}`);
         if (!options.allowPrivate) {
-          const refused = await refusedAddress(url.hostname).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
+          const refused = await refusedHost(url.hostname).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
           if (refused) return errorResult("address_refused", refused);
         }
         try {

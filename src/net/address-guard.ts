@@ -2,9 +2,10 @@ import { lookup } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
 
 /**
- * Tenants choose webhook URLs, so a shared server must not be turned into a
- * probe of its own network: loopback, private, link-local and similar ranges
- * are refused unless the deployment allows them (FOYA_WEBHOOK_ALLOW_PRIVATE).
+ * Tenants and models choose the URLs the service itself fetches (webhooks,
+ * web_fetch), so a shared server must not be turned into a probe of its own
+ * network: loopback, private, link-local and similar ranges are refused unless
+ * the deployment allows them (FOYA_WEBHOOK_ALLOW_PRIVATE, FOYA_WEB_FETCH_ALLOW_PRIVATE).
  */
 
 function refusedIp(hostname: string, address: string): string | null {
