@@ -81,16 +81,18 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
   if (layout.git?.pin) mounts.push({ kind: "rw", path: layout.git.pin, source: layout.git.pin });
   for (const entry of layout.git?.readOnly ?? []) mounts.push({ kind: "ro", path: entry, source: entry });
 
-  // A hidden path needs covering where a host tree would show it; under the
-  // empty root or a private tmpfs it does not exist anyway. A hidden folder
-  // holding the workspace (the workspaces folder) is covered wherever it is,
-  // so the path down to the workspace is read-only even inside a private /tmp.
+  // A hidden path needs covering where a host tree would show it. Under a
+  // private tmpfs (the service installed below /tmp, say) it is covered too, so
+  // it reads as the same empty, read-only place it is everywhere else rather
+  // than a folder the command may fill. Under the empty root it does not exist
+  // and cannot be made. A hidden folder holding the workspace (the workspaces
+  // folder) is covered wherever it is, so the path down to the workspace is read-only.
   const shown = [...mounts];
   for (const hidden of layout.hidden) {
     const nearest = shown.filter((m) => within(hidden.path, m.path)).sort((a, b) => depth(b.path) - depth(a.path))[0];
-    const onHostTree = nearest !== undefined && (nearest.kind === "ro" || nearest.kind === "rw");
+    const visible = nearest !== undefined && (nearest.kind === "ro" || nearest.kind === "rw" || nearest.kind === "tmpfs");
     const holdsWorkspace = hidden.isDirectory && within(layout.workspace, hidden.path);
-    if (onHostTree || holdsWorkspace) mounts.push({ kind: hidden.isDirectory ? "hide-dir" : "hide-file", path: hidden.path });
+    if (visible || holdsWorkspace) mounts.push({ kind: hidden.isDirectory ? "hide-dir" : "hide-file", path: hidden.path });
   }
 
   if (options.network?.resolvConf) mounts.push({ kind: "data", path: options.network.resolvConf.path, fd: options.network.resolvConf.fd });
