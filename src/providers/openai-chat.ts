@@ -1,7 +1,6 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import type { HistoryMessage, ResultPart } from "../core/history.js";
 import { FoyaError, isFoyaError } from "../errors.js";
-import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, Usage } from "./provider.js";
+import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
 import { toOpenAITools, type OpenAIFunctionTool } from "./render-tool-schemas.js";
 
 /**
@@ -105,7 +104,7 @@ function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequ
   return wire;
 }
 
-function toWireMessage(message: HistoryMessage): WireMessage {
+function toWireMessage(message: RequestMessage): WireMessage {
   switch (message.role) {
     case "user":
       return { role: "user", content: message.text };
@@ -126,18 +125,9 @@ function toWireMessage(message: HistoryMessage): WireMessage {
   }
 }
 
-/** Chat Completions tool messages are text only; binary results are named so the model knows they exist. */
-function resultPartText(part: ResultPart): string {
-  switch (part.type) {
-    case "text":
-      return part.text;
-    case "image":
-      return `[image omitted: artifact ${part.artifactId} (${part.mediaType})]`;
-    case "artifact": {
-      const name = part.name ? ` "${part.name}"` : "";
-      return `[artifact omitted: artifact ${part.artifactId}${name} (${part.mediaType})]`;
-    }
-  }
+/** Chat Completions tool messages are text only; an image that reaches here is named so the model knows it exists. */
+function resultPartText(part: RequestResultPart): string {
+  return part.type === "text" ? part.text : `[image omitted (${part.mediaType}): tool messages of this API carry text only]`;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import type { HistoryMessage } from "../core/history.js";
+import type { AssistantToolCall } from "../core/history.js";
 
 /**
  * The provider contract. An adapter turns a provider-neutral request into the
@@ -14,10 +14,24 @@ export interface FunctionToolSchema {
   parameters: Record<string, unknown>;
 }
 
+/**
+ * A tool result part as a model receives it. The context compiler
+ * (`src/context/compile-request.ts`) builds these from canonical history:
+ * images are materialized from the artifact store for models that take them,
+ * or replaced by a note saying an image was omitted (SPEC I3).
+ */
+export type RequestResultPart = { type: "text"; text: string } | { type: "image"; mediaType: string; dataBase64: string };
+
+/** A message of a provider request: canonical history as compiled for one model (SPEC O2). */
+export type RequestMessage =
+  | { role: "user"; text: string }
+  | { role: "assistant"; text: string; toolCalls: AssistantToolCall[] }
+  | { role: "tool"; callId: string; name: string; isError: boolean; content: RequestResultPart[] };
+
 export interface ProviderRequest {
   model: string;
-  /** Canonical history, oldest first; tool messages follow their assistant message in call order. */
-  messages: HistoryMessage[];
+  /** Compiled history, oldest first; tool messages follow their assistant message in call order. */
+  messages: RequestMessage[];
   /**
    * Already sorted by name (SPEC R2); adapters keep the order. The same frozen
    * list comes back while the exposed set is unchanged, so renderings can be cached.
@@ -32,6 +46,9 @@ export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" |
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** Prompt-cache tokens, where the provider reports them. */
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
-import type { HistoryMessage } from "../core/history.js";
+import type { RequestMessage } from "./provider.js";
 import { FoyaError } from "../errors.js";
 import type { ModelProvider, ProviderStreamPart } from "./provider.js";
 
@@ -43,7 +43,7 @@ export function createScriptedProvider(options: { profile: string; model: string
   };
 }
 
-async function* play(history: HistoryMessage[], signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
+async function* play(history: RequestMessage[], signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
   const lastUser = findLastIndex(history, (m) => m.role === "user");
   const userMessage = history[lastUser];
   const stepInTurn = history.slice(lastUser + 1).filter((m) => m.role === "assistant").length;
@@ -87,7 +87,7 @@ function parseScript(text: string): z.infer<typeof scriptSchema> | null {
 
 const demoPath = "notes/hello.md";
 
-function demoStep(stepInTurn: number, history: HistoryMessage[]): Action[] {
+function demoStep(stepInTurn: number, history: RequestMessage[]): Action[] {
   const lastUser = [...history].reverse().find((m) => m.role === "user");
   const input = lastUser?.role === "user" ? lastUser.text : "";
   if (stepInTurn === 0) {

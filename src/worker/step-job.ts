@@ -7,6 +7,7 @@ import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import type { StepJobData } from "../queue/job-types.js";
 import { loadHistory } from "../runs/history-store.js";
+import { compileMessages } from "../context/compile-request.js";
 import { endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry } from "../runs/transact.js";
 import { commitStep } from "./commit-step.js";
@@ -80,7 +81,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     let finish: { reason: FinishReason; usage?: Usage } | undefined;
     const request = {
       model: session.model ?? provider.defaultModel,
-      messages: history,
+      messages: compileMessages(history),
       tools: services.tools.schemasFor(exposed),
       ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
     };
