@@ -30,6 +30,7 @@ const context: ToolContext = {
   deferredTools: { search: () => [], activate: async () => {} },
   commands: { start: async () => ({ error: "none" }), get: async () => undefined, cancel: async () => undefined },
   tasks: { replace: async () => {} },
+  history: { readToolResult: async () => undefined },
   blobs: {
     async put(content) {
       const digest = createHash("sha256").update(content).digest("hex");

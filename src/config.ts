@@ -32,6 +32,19 @@ const providerProfileSchema = z.discriminatedUnion("kind", [
     timeoutMs: z.number().int().positive().default(120_000),
     capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
   }),
+  z.object({
+    name: z.string().min(1),
+    kind: z.literal("anthropic-messages"),
+    /** Without the version prefix, e.g. `https://api.anthropic.com`; the adapter adds `/v1/messages`. */
+    baseUrl: z.url(),
+    model: z.string().min(1),
+    apiKeyEnv: z.string().optional(),
+    apiKey: z.string().optional(),
+    /** The Messages API requires an output limit on every request. */
+    maxTokens: z.number().int().positive().default(8192),
+    timeoutMs: z.number().int().positive().default(120_000),
+    capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+  }),
 ]);
 
 export type ProviderProfileConfig = z.infer<typeof providerProfileSchema>;
@@ -74,6 +87,7 @@ const envSchema = z.object({
   FOYA_SANDBOX_READONLY: z.string().optional(),
   FOYA_WEB_FETCH_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   FOYA_APPROVAL_TTL_SECONDS: intFromEnv(86_400),
+  FOYA_CONTEXT_RESULT_MAX_CHARS: intFromEnv(0),
   FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
   FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
   FOYA_WEBHOOK_BACKOFF_MS: intFromEnv(2_000),
@@ -128,6 +142,8 @@ export interface Config {
   readonly webFetchAllowPrivate: boolean;
   /** How long a pending approval waits before it expires (counts as denied), unless the tenant's or project's policy says otherwise. */
   readonly approvalTtlSeconds: number;
+  /** Tool results longer than this are projected in requests (O2); 0 scales with the model's context window. */
+  readonly contextResultMaxChars: number;
   /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
   readonly webhookPollMs: number;
   /** HTTP attempts per delivery, the first included; then it is marked failed. */
@@ -157,7 +173,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.FOYA_PROVIDERS_FILE) {
     const file = providersFileSchema.parse(JSON.parse(readFileSync(e.FOYA_PROVIDERS_FILE, "utf8")));
     for (const profile of file.profiles) {
-      if (profile.kind === "openai-chat" && profile.apiKeyEnv && !profile.apiKey) {
+      if ((profile.kind === "openai-chat" || profile.kind === "anthropic-messages") && profile.apiKeyEnv && !profile.apiKey) {
         profile.apiKey = env[profile.apiKeyEnv];
       }
       profiles.push(profile);
@@ -212,6 +228,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sandboxReadOnlyPaths: pathList(e.FOYA_SANDBOX_READONLY),
     webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",
     approvalTtlSeconds: Math.max(1, e.FOYA_APPROVAL_TTL_SECONDS),
+    contextResultMaxChars: e.FOYA_CONTEXT_RESULT_MAX_CHARS,
     webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),
     webhookAttempts: Math.max(1, e.FOYA_WEBHOOK_ATTEMPTS),
     webhookBackoffMs: Math.max(10, e.FOYA_WEBHOOK_BACKOFF_MS),

@@ -4,6 +4,7 @@ import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { requireApiKey } from "./auth.js";
 import { registerApprovalRoutes } from "./routes/approval-routes.js";
+import { registerArtifactRoutes } from "./routes/artifact-routes.js";
 import { registerCommandRoutes } from "./routes/command-routes.js";
 import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
@@ -45,7 +46,7 @@ export function createApp(services: ApiServices): App {
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
   const authenticated = requireApiKey(services.db.db);
-  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals", "/v1/approvals/*", "/v1/policy", "/v1/webhooks", "/v1/webhooks/*"]) {
+  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals", "/v1/approvals/*", "/v1/policy", "/v1/webhooks", "/v1/webhooks/*", "/v1/artifacts/*"]) {
     app.use(path, authenticated);
   }
   registerProjectRoutes(app, services);
@@ -57,6 +58,7 @@ export function createApp(services: ApiServices): App {
   registerApprovalRoutes(app, services);
   registerPolicyRoutes(app, services);
   registerWebhookRoutes(app, services);
+  registerArtifactRoutes(app, services);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -109,7 +109,7 @@ export const ToolInfoSchema = z
     name: z.string(),
     description: z.string(),
     parameters: z.record(z.string(), z.unknown()),
-    exposure: z.enum(["direct", "deferred", "hidden"]),
+    exposure: z.enum(["direct", "deferred", "hidden", "contextual"]),
     sideEffect: z.enum(["read", "write", "exec", "network", "other"]),
     exposedNow: z.boolean(),
   })

@@ -37,7 +37,16 @@ export type EventBody =
       edited: boolean;
       reason?: string;
     }
-  | { type: "step_end"; stepIndex: number; attempt: number; finishReason: string; toolCalls: number }
+  | {
+      type: "step_end";
+      stepIndex: number;
+      attempt: number;
+      finishReason: string;
+      /** The provider's own stop reason (e.g. `end_turn`), when it sent one. */
+      stopReason?: string;
+      usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number };
+      toolCalls: number;
+    }
   | { type: "run_status"; status: RunStatus }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };

@@ -153,8 +153,11 @@ export const steps = pgTable(
     status: text("status").$type<StepStatus>().notNull(),
     /** The tool names exposed to the model in this step (SPEC R6). */
     tools: jsonb("tools").$type<string[]>().notNull(),
+    /** Normalized finish reason (the provider contract's FinishReason). */
     finishReason: text("finish_reason"),
-    usage: jsonb("usage").$type<{ inputTokens: number; outputTokens: number } | null>(),
+    /** The provider's own stop reason as sent (e.g. Anthropic `end_turn`, OpenAI `stop`), for diagnosis. */
+    stopReason: text("stop_reason"),
+    usage: jsonb("usage").$type<{ inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number } | null>(),
     createdAt: createdAt(),
     endedAt: tstz("ended_at"),
   },

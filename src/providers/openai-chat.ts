@@ -69,9 +69,11 @@ export function createOpenAIChatProvider(options: OpenAIChatProviderOptions): Mo
 
 type WireMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string | WireUserPart[] }
   | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
   | { role: "tool"; tool_call_id: string; content: string };
+
+type WireUserPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 
 interface WireToolCall {
   id: string;
@@ -90,7 +92,19 @@ interface WireRequest {
 function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequest {
   const messages: WireMessage[] = [];
   if (request.system) messages.push({ role: "system", content: request.system });
-  for (const message of request.messages) messages.push(toWireMessage(message));
+  // Tool messages of this API carry text only: the images of a turn's tool results follow
+  // its tool messages in one user message, each introduced by the call it belongs to.
+  let turnImages: WireUserPart[] = [];
+  const flushImages = () => {
+    if (turnImages.length > 0) messages.push({ role: "user", content: turnImages });
+    turnImages = [];
+  };
+  for (const message of request.messages) {
+    if (message.role !== "tool") flushImages();
+    messages.push(toWireMessage(message));
+    if (message.role === "tool") turnImages.push(...toolImageParts(message));
+  }
+  flushImages();
   const wire: WireRequest = {
     model: request.model || defaultModel,
     stream: true,
@@ -125,9 +139,20 @@ function toWireMessage(message: RequestMessage): WireMessage {
   }
 }
 
-/** Chat Completions tool messages are text only; an image that reaches here is named so the model knows it exists. */
+/** Chat Completions tool messages are text only; an image is named where it was, and sent in the user message after the turn's tool messages. */
 function resultPartText(part: RequestResultPart): string {
-  return part.type === "text" ? part.text : `[image omitted (${part.mediaType}): tool messages of this API carry text only]`;
+  return part.type === "text" ? part.text : `[image (${part.mediaType}): attached in the next user message]`;
+}
+
+/** The images of one tool result as user-message parts, after a line naming their call. */
+function toolImageParts(message: Extract<RequestMessage, { role: "tool" }>): WireUserPart[] {
+  const images = message.content.filter((part) => part.type === "image");
+  if (images.length === 0) return [];
+  const noun = images.length === 1 ? "image" : `${images.length} images`;
+  return [
+    { type: "text", text: `The ${noun} returned by tool call ${message.callId} (${message.name}):` },
+    ...images.map((image): WireUserPart => ({ type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.dataBase64}` } })),
+  ];
 }
 
 // ---------------------------------------------------------------------------
@@ -148,7 +173,8 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
   const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   // Keyed by the wire index, which servers may not number from 0.
   const toolCalls = new Map<number, ToolCallState>();
-  let finishReason: FinishReason | undefined;
+  // The raw value is kept beside the normalized one (stored per step as stop_reason).
+  let finish: { reason: FinishReason; stopReason: string } | undefined;
   let usage: Usage | undefined;
   try {
     for (;;) {
@@ -161,12 +187,7 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
 
       // With include_usage the usage arrives in a final chunk whose `choices` is empty.
       const wireUsage = asRecord(chunk.usage);
-      if (wireUsage) {
-        usage = {
-          inputTokens: asNumber(wireUsage.prompt_tokens) ?? 0,
-          outputTokens: asNumber(wireUsage.completion_tokens) ?? 0,
-        };
-      }
+      if (wireUsage) usage = toUsage(wireUsage);
 
       const choice = Array.isArray(chunk.choices) ? asRecord(chunk.choices[0]) : undefined;
       if (!choice) continue;
@@ -177,14 +198,14 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
         for (const item of delta.tool_calls) yield* applyToolCallDelta(toolCalls, item);
       }
       const reason = asString(choice.finish_reason);
-      if (reason) finishReason = mapFinishReason(reason);
+      if (reason) finish = { reason: mapFinishReason(reason), stopReason: reason };
     }
     // The finish reason is required; the [DONE] line is not (some servers just close).
-    if (!finishReason) throw new FoyaError("provider_error", "stream ended without a finish reason");
+    if (!finish) throw new FoyaError("provider_error", "stream ended without a finish reason");
     for (const call of toolCalls.values()) {
       if (!call.started) yield* startToolCall(call);
     }
-    yield usage ? { type: "finish", reason: finishReason, usage } : { type: "finish", reason: finishReason };
+    yield { type: "finish", ...finish, ...(usage ? { usage } : {}) };
   } finally {
     // Releases the connection when the consumer stops early; a no-op after a complete stream.
     await reader.cancel().catch(() => undefined);
@@ -244,6 +265,17 @@ function parseChunk(data: string): Record<string, unknown> {
   const chunk = asRecord(parsed);
   if (!chunk) throw new FoyaError("provider_error", `stream chunk is not an object: ${excerpt}`);
   return chunk;
+}
+
+/** `prompt_tokens` already counts cached tokens; servers with a prompt cache say how many in the details. */
+function toUsage(wire: Record<string, unknown>): Usage {
+  const usage: Usage = {
+    inputTokens: asNumber(wire.prompt_tokens) ?? 0,
+    outputTokens: asNumber(wire.completion_tokens) ?? 0,
+  };
+  const cached = asNumber(asRecord(wire.prompt_tokens_details)?.cached_tokens);
+  if (cached !== undefined) usage.cacheReadTokens = cached;
+  return usage;
 }
 
 function mapFinishReason(reason: string): FinishReason {

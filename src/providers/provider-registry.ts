@@ -1,13 +1,18 @@
 import type { ProviderProfileConfig } from "../config.js";
 import { FoyaError } from "../errors.js";
+import { createAnthropicProvider } from "./anthropic-messages.js";
 import { createOpenAIChatProvider } from "./openai-chat.js";
 import type { ModelProvider } from "./provider.js";
 import { createScriptedProvider } from "./scripted-provider.js";
+
+export type ProviderCapabilities = ProviderProfileConfig["capabilities"];
 
 /** Provider profiles configured on the server; tenants pick a profile by name, never a URL (PR1). */
 export interface ProviderRegistry {
   get(profile: string): ModelProvider;
   has(profile: string): boolean;
+  /** What the profile's models can take, e.g. images (I3); throws like `get` for an unknown profile. */
+  capabilities(profile: string): ProviderCapabilities;
   profiles(): readonly ProviderProfileConfig[];
 }
 
@@ -30,6 +35,19 @@ export function createProviderRegistry(profiles: readonly ProviderProfileConfig[
           }),
         );
         break;
+      case "anthropic-messages":
+        providers.set(
+          profile.name,
+          createAnthropicProvider({
+            profile: profile.name,
+            baseUrl: profile.baseUrl,
+            model: profile.model,
+            maxTokens: profile.maxTokens,
+            timeoutMs: profile.timeoutMs,
+            ...(profile.apiKey ? { apiKey: profile.apiKey } : {}),
+          }),
+        );
+        break;
       default: {
         const unreachable: never = profile;
         throw new Error(`unknown provider kind ${JSON.stringify(unreachable)}`);
@@ -43,6 +61,11 @@ export function createProviderRegistry(profiles: readonly ProviderProfileConfig[
       return provider;
     },
     has: (profile) => providers.has(profile),
+    capabilities(profile) {
+      const config = profiles.find((candidate) => candidate.name === profile);
+      if (!config) throw new FoyaError("provider_config", `provider profile "${profile}" is not configured`);
+      return config.capabilities;
+    },
     profiles: () => profiles,
   };
 }

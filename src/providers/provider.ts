@@ -62,7 +62,8 @@ export type ProviderStreamPart =
   | { type: "text-delta"; text: string }
   | { type: "tool-call-start"; index: number; id: string; name: string }
   | { type: "tool-call-delta"; index: number; argumentsDelta: string }
-  | { type: "finish"; reason: FinishReason; usage?: Usage };
+  /** `stopReason` is the provider's own value as sent (e.g. `end_turn`), kept beside the normalized `reason`. */
+  | { type: "finish"; reason: FinishReason; stopReason?: string; usage?: Usage };
 
 export interface ModelProvider {
   /** Profile name, as configured on the server. */

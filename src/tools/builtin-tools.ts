@@ -5,6 +5,7 @@ import { commandTools } from "./builtin/command-tools.js";
 import { deleteTool } from "./builtin/delete-tool.js";
 import { editTool } from "./builtin/edit-tool.js";
 import { grepTool } from "./builtin/grep-tool.js";
+import { historyReadTool } from "./builtin/history-read-tool.js";
 import { listTool } from "./builtin/list-tool.js";
 import { readTool } from "./builtin/read-tool.js";
 import { toolSearchTool } from "./builtin/tool-search-tool.js";
@@ -14,5 +15,5 @@ import { writeTool } from "./builtin/write-tool.js";
 
 /** `sandbox` confines bash outside Full Access (SPEC S3); without it such calls fail closed. */
 export function builtinTools(options: { toolPath: string; webFetchAllowPrivate: boolean; sandbox?: SandboxRunner }): AnyTool[] {
-  return [createBashTool({ path: options.toolPath, sandbox: options.sandbox }), ...commandTools, deleteTool, editTool, grepTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
+  return [createBashTool({ path: options.toolPath, sandbox: options.sandbox }), ...commandTools, deleteTool, editTool, grepTool, historyReadTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
 }

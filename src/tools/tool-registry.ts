@@ -23,7 +23,7 @@ export interface ToolRegistry {
    * Sorted by name: registered ∩ exposure ∩ allow-list ∩ run mode, where deferred
    * tools count only once `activated` names them (R3, R4, R5).
    */
-  exposedFor(scope: SessionToolScope, activated?: readonly string[]): readonly AnyTool[];
+  exposedFor(scope: SessionToolScope, activated?: readonly string[], contextual?: readonly string[]): readonly AnyTool[];
   /** Deferred tools the scope may use, ranked for `query` (R5). */
   searchDeferred(query: string, scope: SessionToolScope, limit: number): readonly AnyTool[];
   schemasFor(tools: readonly AnyTool[]): readonly FunctionToolSchema[];
@@ -47,11 +47,12 @@ export function createToolRegistry(tools: readonly AnyTool[]): ToolRegistry {
   return {
     get: (name) => byName.get(name),
     list: () => sorted,
-    exposedFor(scope, activated = []) {
+    exposedFor(scope, activated = [], contextual = []) {
       return sorted.filter((tool) => {
         if (!inScope(tool, scope)) return false;
         if (tool.name === toolSearchName) return hasDeferredFor(scope);
         if (tool.exposure === "deferred") return activated.includes(tool.name);
+        if (tool.exposure === "contextual") return contextual.includes(tool.name);
         return tool.exposure === "direct";
       });
     },

@@ -30,8 +30,12 @@ export interface SandboxGrant {
   network: boolean;
 }
 
-/** direct: sent from the turn's start; deferred: sent after tool_search activates it; hidden: never sent, calls refused (R4). */
-export type Exposure = "direct" | "deferred" | "hidden";
+/**
+ * direct: sent from the turn's start; deferred: sent after tool_search activates it; hidden: never
+ * sent, calls refused (R4); contextual: sent only while the request needs it (history_read_tool_result
+ * while a projected result is in the context, O3).
+ */
+export type Exposure = "direct" | "deferred" | "hidden" | "contextual";
 
 /** A file change produced by a tool (SPEC F1); stored and shown to clients, never to the model. */
 export interface FileChangeRecord {
@@ -44,8 +48,21 @@ export interface FileChangeRecord {
   diff: string;
 }
 
+/**
+ * Bytes a tool returns (SPEC I1). They exist only between the tool and the
+ * engine: before a result is stored, the engine puts them in the session's
+ * artifact store and replaces each by its reference part (`image` / `artifact`),
+ * so history and events never hold binary content (I2, L4).
+ */
+export type BinaryResultPart =
+  | { type: "image-data"; mediaType: string; data: Buffer }
+  | { type: "binary"; mediaType: string; name?: string; data: Buffer };
+
+/** What a tool may put in its result: stored parts, or bytes the engine turns into references. */
+export type ToolResultPart = ResultPart | BinaryResultPart;
+
 export interface ToolResult {
-  content: ResultPart[];
+  content: ToolResultPart[];
   isError?: boolean;
   /** Stable machine-readable code for is_error results, e.g. `invalid_arguments`. */
   errorCode?: string;
@@ -55,6 +72,9 @@ export interface ToolResult {
   /** For display only; never sent to the model (L2, F2). */
   displayDiff?: string;
 }
+
+/** A result as stored and sent to the model: bytes replaced by artifact references. */
+export type StoredToolResult = Omit<ToolResult, "content"> & { content: ResultPart[] };
 
 /** Everything a tool may use; there is no global current session (L3). */
 export interface ToolContext {
@@ -89,6 +109,11 @@ export interface ToolContext {
   /** The session's task list: replaced whole, announced as `tasks_updated`. */
   tasks: {
     replace(tasks: ReadonlyArray<{ title: string; status: "pending" | "in_progress" | "done" }>): Promise<void>;
+  };
+  /** The session's canonical history, for tools that read it back (O3). */
+  history: {
+    /** The full text of a stored tool result, by the reference the context compiler gave it; undefined if there is none. */
+    readToolResult(reference: string): Promise<{ name: string; text: string; isError: boolean } | undefined>;
   };
   /** The tenant's content-addressed blob store (file contents for review and revert). */
   blobs: {

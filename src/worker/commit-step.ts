@@ -11,7 +11,8 @@ import type { RunRow } from "../runs/run-lifecycle.js";
 export interface StepResult {
   text: string;
   toolCalls: AssistantToolCall[];
-  finish: { reason: FinishReason; usage?: Usage } | undefined;
+  /** `stopReason` is the provider's raw value, stored beside the normalized reason. */
+  finish: { reason: FinishReason; stopReason?: string; usage?: Usage } | undefined;
   /** Live events the step's sink had not written yet; they go before `step_end`. */
   pendingEvents: EventBody[];
 }
@@ -31,6 +32,8 @@ export async function commitStep(
 ): Promise<SessionEvent[] | null> {
   const stepRef: StepRef = { index: step.index, attempt: step.attempt };
   const finishReason = result.finish?.reason ?? "other";
+  const stopReason = result.finish?.stopReason ?? null;
+  const usage = result.finish?.usage;
   const next = result.toolCalls.length > 0 ? JSON.stringify({ kind: "batch", stepIndex: step.index }) : null;
   const calls = JSON.stringify(
     result.toolCalls.map((call, callIndex) => ({
@@ -46,7 +49,15 @@ export async function commitStep(
     {
       runId: run.id,
       step: stepRef,
-      body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason, toolCalls: result.toolCalls.length },
+      body: {
+        type: "step_end",
+        stepIndex: step.index,
+        attempt: step.attempt,
+        finishReason,
+        ...(stopReason !== null ? { stopReason } : {}),
+        ...(usage ? { usage } : {}),
+        toolCalls: result.toolCalls.length,
+      },
     },
   ]);
   const committed = sql`exists (select 1 from committed_run)`;
@@ -57,7 +68,8 @@ export async function commitStep(
       returning id
     ),
     ended_step as (
-      update steps set status = 'completed', finish_reason = ${finishReason}, usage = ${result.finish?.usage ? JSON.stringify(result.finish.usage) : null}::jsonb, ended_at = now()
+      update steps set status = 'completed', finish_reason = ${finishReason}, stop_reason = ${stopReason},
+          usage = ${usage ? JSON.stringify(usage) : null}::jsonb, ended_at = now()
       where id = ${step.id} and ${committed}
     ),
     assistant_message as (

@@ -8,6 +8,9 @@ import type { FinishReason, Usage } from "../providers/provider.js";
 import type { StepJobData } from "../queue/job-types.js";
 import { loadHistory } from "../runs/history-store.js";
 import { compileMessages } from "../context/compile-request.js";
+import { oversizedResults, projectionLimit } from "../context/project-results.js";
+import { historyReadToolName } from "../tools/builtin/history-read-tool.js";
+import { artifactReader } from "../artifacts/artifact-store.js";
 import { endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry } from "../runs/transact.js";
 import { commitStep } from "./commit-step.js";
@@ -36,7 +39,11 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     if (claim.kind !== "claimed") return claim;
     const { run } = claim;
     const { session } = await context.sessionContexts.get(fx.tx, run.sessionId);
-    const exposed = services.tools.exposedFor(session, run.activatedTools);
+    // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
+    const history = await loadHistory(fx.tx, run.tenantId, run.sessionId, run.ordinal);
+    const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
+    const projected = oversizedResults(history, resultLimit);
+    const exposed = services.tools.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []);
     const toolNames = exposed.map((tool) => tool.name);
     const [step] = await fx.tx
       .insert(steps)
@@ -51,7 +58,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     await fx.emit(run.tenantId, run.sessionId, [
       { runId, step: stepRef, body: { type: "step_start", stepIndex, attempt: step.attempt, tools: toolNames } },
     ]);
-    return { kind: "claimed" as const, run, session, step, stepRef, exposed };
+    return { kind: "claimed" as const, run, session, step, stepRef, exposed, history, resultLimit };
   });
 
   if (claimed.kind === "busy") {
@@ -60,12 +67,11 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   }
   if (claimed.kind === "gone") return claimed;
 
-  const { run, session, step, stepRef, exposed } = claimed;
+  const { run, session, step, stepRef, exposed, history, resultLimit } = claimed;
   leases.hold(owner);
   const controller = aborts.register(runId);
   try {
     const provider = services.providers.get(session.providerProfile);
-    const history = await loadHistory(services.db.db, run.tenantId, run.sessionId, run.ordinal);
     const sink = createStepEventSink({
       db: services.db.db,
       bus: services.bus,
@@ -78,10 +84,14 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     });
     let text = "";
     const calls = new Map<number, AssistantToolCall>();
-    let finish: { reason: FinishReason; usage?: Usage } | undefined;
+    let finish: { reason: FinishReason; stopReason?: string; usage?: Usage } | undefined;
     const request = {
       model: session.model ?? provider.defaultModel,
-      messages: compileMessages(history),
+      messages: await compileMessages(history, {
+        imageInput: services.providers.capabilities(session.providerProfile).imageInput,
+        artifacts: artifactReader(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }),
+        resultLimit,
+      }),
       tools: services.tools.schemasFor(exposed),
       ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
     };
@@ -106,7 +116,11 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
           break;
         }
         case "finish":
-          finish = { reason: part.reason, ...(part.usage ? { usage: part.usage } : {}) };
+          finish = {
+            reason: part.reason,
+            ...(part.stopReason !== undefined ? { stopReason: storableText(part.stopReason) } : {}),
+            ...(part.usage ? { usage: part.usage } : {}),
+          };
           break;
         default: {
           const unreachable: never = part;

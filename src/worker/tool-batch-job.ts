@@ -8,9 +8,11 @@ import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js"
 import { closeOpenCalls, endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
-import type { ToolContext, ToolResult } from "../tools/tool.js";
+import type { StoredToolResult, ToolContext } from "../tools/tool.js";
 import { newId } from "../ids.js";
 import { putBlob } from "../files/blob-store.js";
+import { readToolResult } from "../context/read-tool-result.js";
+import { storeResultArtifacts } from "../artifacts/store-result-artifacts.js";
 import { findCommand, requestCommandCancel } from "../commands/command-store.js";
 import { gateBatch, type CallGrant } from "../approvals/gate-batch.js";
 import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
@@ -105,6 +107,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       blobs: { put: (content) => putBlob(services.db.db, run.tenantId, content) },
+      history: { readToolResult: (reference) => readToolResult(services.db.db, run, reference) },
       tasks: {
         async replace(tasks) {
           await transact(services, async (fx) => {
@@ -156,10 +159,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         await runWithLimit(group, maxParallelCalls, async (call) => {
           if (stale) return;
           const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
-          const result = withEditNote(
-            grant,
-            await services.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw }),
-          );
+          const executed = await services.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+          // Bytes become artifact references before anything is stored or emitted (I1, I2).
+          const result = withEditNote(grant, await storeResultArtifacts(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }, executed));
           const outcome = await commitCall(services, run, call, result, stepRef);
           if (outcome === "stale") stale = true;
           else if (outcome === "finished") finished = true;
@@ -269,7 +271,7 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
 }
 
 /** The model is told when a human changed what it asked for (X3), so its next step reasons about what really ran. */
-function withEditNote(grant: CallGrant, result: ToolResult): ToolResult {
+function withEditNote(grant: CallGrant, result: StoredToolResult): StoredToolResult {
   if (!grant.edited) return result;
   const note = `Note: a reviewer edited the arguments before approving; the call ran with ${grant.argumentsRaw}`;
   return { ...result, content: [{ type: "text", text: note }, ...result.content] };
@@ -310,7 +312,7 @@ async function commitCall(
   services: Services,
   run: ClaimedRun,
   call: CallRow,
-  result: ToolResult,
+  result: StoredToolResult,
   stepRef: StepRef,
 ): Promise<"committed" | "finished" | "stale"> {
   const status = result.isError ? "failed" : "succeeded";

@@ -59,7 +59,9 @@ describe("OpenAI-compatible provider through the whole loop", () => {
           usageChunk(12, 7),
         ]);
       }
-      return sse([textChunk("Both "), textChunk("done."), finishChunk("stop"), usageChunk(30, 2)]);
+      // A server with a prompt cache reports the cached part of the prompt in the details.
+      const cached = { ...usageChunk(30, 2), usage: { prompt_tokens: 30, completion_tokens: 2, total_tokens: 32, prompt_tokens_details: { cached_tokens: 24 } } };
+      return sse([textChunk("Both "), textChunk("done."), finishChunk("stop"), cached]);
     };
     const { sessionId } = await client.newSession({ providerProfile: "wire" });
     const run = await client.startRun(sessionId, "use two tools");
@@ -76,10 +78,10 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     const messages = await client.messages(sessionId);
     expectValidHistory(messages);
     expect(messages.at(-1).content.text).toBe("Both done.");
-    const usage = await env.query<{ usage: unknown }>("select usage from steps where run_id = $1 order by index", [run.body.id]);
-    expect(usage.map((row) => row.usage)).toEqual([
-      { inputTokens: 12, outputTokens: 7 },
-      { inputTokens: 30, outputTokens: 2 },
+    const steps = await env.query<{ stop_reason: string; usage: unknown }>("select stop_reason, usage from steps where run_id = $1 order by index", [run.body.id]);
+    expect(steps).toEqual([
+      { stop_reason: "tool_calls", usage: { inputTokens: 12, outputTokens: 7 } },
+      { stop_reason: "stop", usage: { inputTokens: 30, outputTokens: 2, cacheReadTokens: 24 } },
     ]);
 
     // R2: both steps sent the same tool set, byte for byte.
@@ -90,7 +92,7 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     expect(request.headers.authorization).toBe("Bearer sk-wire");
     expect(request.body.model).toBe("wire-model");
     expect(request.body.stream).toBe(true);
-    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "list", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "update_tasks", "web_fetch", "write"]);
+    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "update_tasks", "web_fetch", "write"]);
     const assistant = request.body.messages.find((m: { role: string }) => m.role === "assistant");
     expect(assistant.tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments)).toEqual([first, second]);
     expect(request.body.messages.filter((m: { role: string }) => m.role === "tool").map((m: { tool_call_id: string }) => m.tool_call_id)).toEqual([

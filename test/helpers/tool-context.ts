@@ -20,6 +20,7 @@ export function toolContext(overrides: Partial<ToolContext> & { workspaceDir: st
     },
     tasks: { replace: async () => {} },
     blobs: { put: async () => "" },
+    history: { readToolResult: async () => undefined },
     reportProgress: () => {},
     ...overrides,
   };

@@ -70,7 +70,7 @@ describe("OpenAI Chat Completions provider", () => {
     expect(parts).toEqual([
       { type: "text-delta", text: "Hel" },
       { type: "text-delta", text: "lo" },
-      { type: "finish", reason: "stop" },
+      { type: "finish", reason: "stop", stopReason: "stop" },
     ]);
   });
 
@@ -105,7 +105,7 @@ describe("OpenAI Chat Completions provider", () => {
     expect(args.get(1)).toBe(second);
     // Fragments are passed through, not re-serialized (the \u escape survives as text).
     expect(parts).toContainEqual({ type: "tool-call-delta", index: 1, argumentsDelta: '{"name": "caf\\u0' });
-    expect(parts.at(-1)).toEqual({ type: "finish", reason: "tool_calls" });
+    expect(parts.at(-1)).toEqual({ type: "finish", reason: "tool_calls", stopReason: "tool_calls" });
   });
 
   it("PR1: SSE frames and UTF-8 characters split across TCP writes are reassembled", async () => {
@@ -126,7 +126,7 @@ describe("OpenAI Chat Completions provider", () => {
     });
     const parts = await collect(provider.stream(simpleRequest, new AbortController().signal));
     expect(argumentsByIndex(parts).get(0)).toBe('{"q": "🦊"}');
-    expect(parts.at(-1)).toEqual({ type: "finish", reason: "tool_calls" });
+    expect(parts.at(-1)).toEqual({ type: "finish", reason: "tool_calls", stopReason: "tool_calls" });
   });
 
   it("PR1: interleaved tool call indexes are kept apart", async () => {
@@ -176,7 +176,7 @@ describe("OpenAI Chat Completions provider", () => {
       { type: "tool-call-delta", index: 0, argumentsDelta: ' "x"}' },
       { type: "tool-call-start", index: 1, id: "call_b", name: "list" },
       { type: "tool-call-delta", index: 1, argumentsDelta: "{}" },
-      { type: "finish", reason: "tool_calls" },
+      { type: "finish", reason: "tool_calls", stopReason: "tool_calls" },
     ]);
   });
 
@@ -244,7 +244,14 @@ describe("OpenAI Chat Completions provider", () => {
           ],
         },
         { role: "tool", tool_call_id: "call_1", content: "a.png\nb.txt" },
-        { role: "tool", tool_call_id: "call_2", content: "Here it is\n[image omitted (image/png): tool messages of this API carry text only]" },
+        { role: "tool", tool_call_id: "call_2", content: "Here it is\n[image (image/png): attached in the next user message]" },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "The image returned by tool call call_2 (read_file):" },
+            { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+          ],
+        },
         { role: "assistant", content: "Done." },
         { role: "user", content: "Thanks" },
       ],
@@ -270,13 +277,20 @@ describe("OpenAI Chat Completions provider", () => {
     });
     const parts = await collect(provider.stream(simpleRequest, new AbortController().signal));
     expect(parts.filter((p) => p.type === "finish")).toHaveLength(1);
-    expect(parts.at(-1)).toEqual({ type: "finish", reason: "length", usage: { inputTokens: 120, outputTokens: 7 } });
+    expect(parts.at(-1)).toEqual({ type: "finish", reason: "length", stopReason: "length", usage: { inputTokens: 120, outputTokens: 7 } });
   });
 
-  it("PR1: maps unknown finish reasons to other", async () => {
+  it("PR1: reports prompt_tokens_details.cached_tokens as cache read tokens", async () => {
+    const usage = { ...usageChunk(120, 7), usage: { prompt_tokens: 120, completion_tokens: 7, total_tokens: 127, prompt_tokens_details: { cached_tokens: 96 } } };
+    const { provider } = await setup({ chunks: [textChunk("ok"), finishChunk("stop"), usage, done] });
+    const parts = await collect(provider.stream(simpleRequest, new AbortController().signal));
+    expect(parts.at(-1)).toEqual({ type: "finish", reason: "stop", stopReason: "stop", usage: { inputTokens: 120, outputTokens: 7, cacheReadTokens: 96 } });
+  });
+
+  it("PR1: maps unknown finish reasons to other and keeps the raw one as the stop reason", async () => {
     const { provider } = await setup({ chunks: [finishChunk("eos_token"), done] });
     const parts = await collect(provider.stream(simpleRequest, new AbortController().signal));
-    expect(parts).toEqual([{ type: "finish", reason: "other" }]);
+    expect(parts).toEqual([{ type: "finish", reason: "other", stopReason: "eos_token" }]);
   });
 
   it("PR1: an HTTP 500 becomes provider_error with the status and a body excerpt", async () => {

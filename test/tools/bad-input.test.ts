@@ -23,6 +23,7 @@ const specific: Record<string, Array<[args: string, code: string]>> = {
   delete: [['{"path": "../x"}', "path_outside_workspace"], ['{"path": "."}', "protected_path"]],
   edit: [['{"path": "a", "old_string": "", "new_string": "b"}', "invalid_arguments"], ['{"path": "nope", "old_string": "a", "new_string": "b"}', "file_not_found"]],
   grep: [['{"pattern": "(["}', "invalid_pattern"]],
+  history_read_tool_result: [['{"reference": "res_1_0_0", "operation": "peek"}', "invalid_arguments"], ['{"reference": "nonsense", "operation": "inspect"}', "unknown_reference"]],
   list: [['{"pattern": "../**"}', "path_outside_workspace"]],
   read: [['{"path": "/etc/passwd"}', "path_outside_workspace"], ['{"path": "a", "offset": 0}', "invalid_arguments"]],
   tool_search: [['{"query": ""}', "invalid_arguments"]],

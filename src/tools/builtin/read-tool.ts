@@ -1,6 +1,8 @@
 import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
-import { defineTool, errorResult, textResult } from "../tool.js";
+import { maxArtifactBytes } from "../../artifacts/artifact-store.js";
+import { sniffImageMediaType } from "../../artifacts/media-types.js";
+import { defineTool, errorResult, textResult, type ToolResult } from "../tool.js";
 import { resolveToolPath } from "./tool-path.js";
 
 interface ReadArgs {
@@ -18,13 +20,13 @@ const maxCountedBytes = 64 * 1024 * 1024;
 /**
  * Reads a text file of the workspace with line numbers (SPEC O1): offset and
  * limit page through it; lines, line length and bytes are capped keeping the
- * head, and a note says what was left out of how much. Binary files are
- * described, not dumped.
+ * head, and a note says what was left out of how much. Images (by their bytes)
+ * are returned as images (I1); other binary files are described, not dumped.
  */
 export const readTool = defineTool<ReadArgs>({
   name: "read",
   description:
-    "Read a text file from the project workspace. Returns numbered lines. Use offset (1-based line) and limit to page through long files.",
+    "Read a file from the project workspace. Text files return numbered lines; use offset (1-based line) and limit to page through long files. PNG, JPEG, GIF and WebP images are returned as images.",
   parameters: {
     type: "object",
     properties: {
@@ -51,6 +53,9 @@ export const readTool = defineTool<ReadArgs>({
         size = stat.size;
         const probe = Buffer.alloc(Math.min(size, 8192));
         await handle.read(probe, 0, probe.length, 0);
+        // Images are told by their bytes, not their name; the engine stores them as artifacts (I1).
+        const imageType = sniffImageMediaType(probe);
+        if (imageType) return await imageResult(args.path, imageType, size, () => handle.readFile());
         if (probe.includes(0)) return textResult(`"${args.path}" is a binary file of ${size} bytes; not shown.`);
       } finally {
         await handle.close();
@@ -110,3 +115,17 @@ export const readTool = defineTool<ReadArgs>({
     return textResult(shown.join("\n") + (notes.length ? `\n[${notes.join("; ")}]` : ""));
   },
 });
+
+/** An image file as an image part, with a line saying what it is; too large an image is described instead. */
+async function imageResult(displayPath: string, mediaType: string, size: number, readBytes: () => Promise<Buffer>): Promise<ToolResult> {
+  if (size > maxArtifactBytes) {
+    return errorResult("image_too_large", `"${displayPath}" is a ${mediaType} image of ${size} bytes; images over ${maxArtifactBytes} bytes are not returned.`);
+  }
+  const data = await readBytes();
+  return {
+    content: [
+      { type: "text", text: `"${displayPath}": ${mediaType} image, ${data.length} bytes` },
+      { type: "image-data", mediaType, data },
+    ],
+  };
+}

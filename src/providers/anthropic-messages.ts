@@ -1,0 +1,356 @@
+import { EventSourceParserStream } from "eventsource-parser/stream";
+import { FoyaError, isFoyaError } from "../errors.js";
+import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
+import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
+
+/**
+ * Adapter for the Anthropic Messages API (PR1). Like the Chat Completions
+ * adapter it speaks only the streaming wire format and maps it onto the same
+ * provider contract: text deltas, tool calls announced before their argument
+ * text, argument text passed on exactly as streamed (SPEC T2), one finish.
+ */
+
+export interface AnthropicProviderOptions {
+  profile: string;
+  /** Server root, e.g. `https://api.anthropic.com`; a trailing `/v1` is accepted too. */
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  /** The API requires an output limit on every request. */
+  maxTokens?: number;
+  /** Deadline for the whole response, headers to last event. */
+  timeoutMs?: number;
+  /** Injected for tests; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+const anthropicVersion = "2023-06-01";
+const defaultMaxTokens = 8192;
+/** Long answers with many tool calls can take minutes; a deadline still stops a hung server. */
+const defaultTimeoutMs = 10 * 60 * 1000;
+/** Enough of an error body to diagnose, short enough for a log line. */
+const errorExcerptLength = 300;
+
+export function createAnthropicProvider(options: AnthropicProviderOptions): ModelProvider {
+  const root = options.baseUrl.replace(/\/+$/, "");
+  const url = root.endsWith("/v1") ? `${root}/messages` : `${root}/v1/messages`;
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+  const maxTokens = options.maxTokens ?? defaultMaxTokens;
+  const fetchFn = options.fetch ?? fetch;
+
+  return {
+    profile: options.profile,
+    defaultModel: options.model,
+    async *stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
+      // Kept separately so an expired deadline can be told apart from a caller abort.
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        accept: "text/event-stream",
+        "anthropic-version": anthropicVersion,
+      };
+      if (options.apiKey) headers["x-api-key"] = options.apiKey;
+      try {
+        const response = await fetchFn(url, {
+          method: "POST",
+          headers,
+          body: JSON.stringify(toWireRequest(request, options.model, maxTokens)),
+          signal: AbortSignal.any([signal, deadline]),
+        });
+        if (!response.ok) {
+          const excerpt = (await response.text()).replace(/\s+/g, " ").trim().slice(0, errorExcerptLength);
+          throw new FoyaError("provider_error", `${response.status} ${excerpt}`);
+        }
+        if (!response.body) throw new FoyaError("provider_error", "response has no body");
+        yield* parseStream(response.body);
+      } catch (error) {
+        // The caller's abort is not a provider failure: it must surface unchanged.
+        if (signal.aborted || isFoyaError(error)) throw error;
+        if (deadline.aborted) {
+          throw new FoyaError("provider_error", `no complete response within ${timeoutMs} ms`, { cause: error });
+        }
+        throw new FoyaError("provider_error", `request to ${url} failed: ${errorMessage(error)}`, { cause: error });
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Request mapping
+
+type WireImage = { type: "image"; source: { type: "base64"; media_type: string; data: string } };
+type WireText = { type: "text"; text: string };
+type WireBlock =
+  | WireText
+  | WireImage
+  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> }
+  | { type: "tool_result"; tool_use_id: string; content?: Array<WireText | WireImage>; is_error: boolean };
+
+interface WireMessage {
+  role: "user" | "assistant";
+  content: WireBlock[];
+}
+
+interface WireRequest {
+  model: string;
+  max_tokens: number;
+  stream: true;
+  system?: string;
+  messages: WireMessage[];
+  tools?: readonly AnthropicTool[];
+}
+
+function toWireRequest(request: ProviderRequest, defaultModel: string, maxTokens: number): WireRequest {
+  const wire: WireRequest = { model: request.model || defaultModel, max_tokens: maxTokens, stream: true, messages: toWireMessages(request.messages) };
+  if (request.system) wire.system = request.system;
+  // Left out when empty, like the Chat Completions adapter does.
+  if (request.tools.length > 0) wire.tools = toAnthropicTools(request.tools);
+  return wire;
+}
+
+/**
+ * The API requires user and assistant turns to alternate, and tool results are
+ * user content. So blocks of the same role are gathered into one turn: the
+ * results of one assistant message become one user message, and a user
+ * message right after them joins that turn (results first, as required).
+ */
+function toWireMessages(messages: readonly RequestMessage[]): WireMessage[] {
+  const wire: WireMessage[] = [];
+  for (const message of messages) {
+    const role = message.role === "assistant" ? "assistant" : "user";
+    const blocks = toWireBlocks(message);
+    // The API rejects empty turns; an empty assistant answer is simply left out.
+    if (blocks.length === 0) continue;
+    const last = wire.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else wire.push({ role, content: blocks });
+  }
+  return wire;
+}
+
+function toWireBlocks(message: RequestMessage): WireBlock[] {
+  switch (message.role) {
+    case "user":
+      return message.text ? [{ type: "text", text: message.text }] : [];
+    case "assistant": {
+      const blocks: WireBlock[] = message.text ? [{ type: "text", text: message.text }] : [];
+      for (const call of message.toolCalls) {
+        blocks.push({ type: "tool_use", id: call.callId, name: call.name, input: toolInput(call.argumentsRaw) });
+      }
+      return blocks;
+    }
+    case "tool": {
+      // Empty text blocks are rejected; a result with no content at all is allowed.
+      const content = message.content.filter((part) => part.type === "image" || part.text !== "").map(toWireResultPart);
+      return [{ type: "tool_result", tool_use_id: message.callId, ...(content.length > 0 ? { content } : {}), is_error: message.isError }];
+    }
+  }
+}
+
+/**
+ * This API takes tool input as a JSON object, not a string, so argumentsRaw
+ * cannot go back verbatim as it does for Chat Completions (SPEC T2 holds for
+ * what is stored and streamed, not for this re-encoding). Arguments that are
+ * not a JSON object (the model wrote broken JSON, which the tool call already
+ * failed on) are sent as `{}` so the conversation can go on.
+ */
+function toolInput(argumentsRaw: string): Record<string, unknown> {
+  try {
+    return asRecord(JSON.parse(argumentsRaw)) ?? {};
+  } catch {
+    return {};
+  }
+}
+
+function toWireResultPart(part: RequestResultPart): WireText | WireImage {
+  return part.type === "text"
+    ? { type: "text", text: part.text }
+    : { type: "image", source: { type: "base64", media_type: part.mediaType, data: part.dataBase64 } };
+}
+
+// ---------------------------------------------------------------------------
+// Response parsing
+
+/** What is known about one content block of the response, by its wire index. */
+type BlockState =
+  | { kind: "tool"; index: number; argumentsSent: boolean; startInput: Record<string, unknown> | undefined }
+  | { kind: "other" };
+
+async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<ProviderStreamPart> {
+  const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  const blocks = new Map<number, BlockState>();
+  let toolCount = 0;
+  let stopReason: string | undefined;
+  const usage = new UsageTotals();
+  try {
+    for (;;) {
+      const { done, value: message } = await reader.read();
+      if (done) break;
+      const event = parseEvent(message.data);
+      // The `type` field repeats the SSE event name; it is what the API documents as authoritative.
+      const type = asString(event.type) ?? message.event;
+      if (type === "message_stop") break;
+      switch (type) {
+        case "message_start":
+          usage.add(asRecord(asRecord(event.message)?.usage));
+          break;
+        case "content_block_start": {
+          const index = blockIndex(event);
+          const block = asRecord(event.content_block);
+          if (block?.type === "tool_use") {
+            const id = asString(block.id);
+            const name = asString(block.name);
+            if (!id || !name) throw new FoyaError("provider_error", `tool_use block ${index} has no ${id ? "name" : "id"}`);
+            const input = asRecord(block.input);
+            blocks.set(index, { kind: "tool", index: toolCount, argumentsSent: false, startInput: input && Object.keys(input).length > 0 ? input : undefined });
+            yield { type: "tool-call-start", index: toolCount, id, name };
+            toolCount++;
+          } else {
+            blocks.set(index, { kind: "other" });
+            const text = block?.type === "text" ? asString(block.text) : undefined;
+            if (text) yield { type: "text-delta", text };
+          }
+          break;
+        }
+        case "content_block_delta": {
+          const index = blockIndex(event);
+          const delta = asRecord(event.delta);
+          if (delta?.type === "text_delta") {
+            const text = asString(delta.text);
+            if (text) yield { type: "text-delta", text };
+          } else if (delta?.type === "input_json_delta") {
+            const block = blocks.get(index);
+            if (block?.kind !== "tool") throw new FoyaError("provider_error", `input_json_delta for block ${index}, which is not a tool_use block`);
+            const fragment = asString(delta.partial_json);
+            // Passed on exactly as received (SPEC T2).
+            if (fragment) {
+              block.argumentsSent = true;
+              yield { type: "tool-call-delta", index: block.index, argumentsDelta: fragment };
+            }
+          }
+          // thinking, signature and citation deltas carry nothing the contract has a place for.
+          break;
+        }
+        case "content_block_stop": {
+          const block = blocks.get(blockIndex(event));
+          // Some compatible servers put the whole input in the start block and stream no deltas.
+          if (block?.kind === "tool" && !block.argumentsSent && block.startInput) {
+            block.argumentsSent = true;
+            yield { type: "tool-call-delta", index: block.index, argumentsDelta: JSON.stringify(block.startInput) };
+          }
+          break;
+        }
+        case "message_delta":
+          stopReason = asString(asRecord(event.delta)?.stop_reason) ?? stopReason;
+          usage.add(asRecord(event.usage));
+          break;
+        case "error": {
+          const error = asRecord(event.error);
+          throw new FoyaError("provider_error", asString(error?.message) ?? JSON.stringify(event.error ?? event));
+        }
+        // `ping` keeps the connection alive; event types added later are to be ignored, per the API's versioning policy.
+        default:
+          break;
+      }
+    }
+    if (!stopReason) throw new FoyaError("provider_error", "stream ended without a stop reason");
+    const reported = usage.toUsage();
+    yield { type: "finish", reason: mapStopReason(stopReason), stopReason, ...(reported ? { usage: reported } : {}) };
+  } finally {
+    // Releases the connection when the consumer stops early; a no-op after a complete stream.
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * Usage arrives in `message_start` (input and cache counts) and `message_delta`
+ * (cumulative output; newer servers repeat the input counts). Later values win.
+ */
+class UsageTotals {
+  private input: number | undefined;
+  private output: number | undefined;
+  private cacheRead: number | undefined;
+  private cacheWrite: number | undefined;
+
+  add(wire: Record<string, unknown> | undefined): void {
+    if (!wire) return;
+    this.input = asNumber(wire.input_tokens) ?? this.input;
+    this.output = asNumber(wire.output_tokens) ?? this.output;
+    this.cacheRead = asNumber(wire.cache_read_input_tokens) ?? this.cacheRead;
+    this.cacheWrite = asNumber(wire.cache_creation_input_tokens) ?? this.cacheWrite;
+  }
+
+  /**
+   * `input_tokens` here excludes cached tokens, while OpenAI's `prompt_tokens`
+   * includes them. `inputTokens` is the whole prompt for every adapter, so it
+   * can be compared with a context window; the cache fields tell how it split.
+   */
+  toUsage(): Usage | undefined {
+    if (this.input === undefined && this.output === undefined) return undefined;
+    const usage: Usage = {
+      inputTokens: (this.input ?? 0) + (this.cacheRead ?? 0) + (this.cacheWrite ?? 0),
+      outputTokens: this.output ?? 0,
+    };
+    if (this.cacheRead !== undefined) usage.cacheReadTokens = this.cacheRead;
+    if (this.cacheWrite !== undefined) usage.cacheWriteTokens = this.cacheWrite;
+    return usage;
+  }
+}
+
+function mapStopReason(reason: string): FinishReason {
+  switch (reason) {
+    case "end_turn":
+    case "stop_sequence":
+      return "stop";
+    case "tool_use":
+      return "tool_calls";
+    case "max_tokens":
+      return "length";
+    case "refusal":
+      return "content_filter";
+    // pause_turn (a server tool paused a long turn) and values added later.
+    default:
+      return "other";
+  }
+}
+
+function parseEvent(data: string): Record<string, unknown> {
+  const excerpt = data.slice(0, errorExcerptLength);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch (error) {
+    throw new FoyaError("provider_error", `unparseable stream event: ${excerpt}`, { cause: error });
+  }
+  const event = asRecord(parsed);
+  if (!event) throw new FoyaError("provider_error", `stream event is not an object: ${excerpt}`);
+  return event;
+}
+
+function blockIndex(event: Record<string, unknown>): number {
+  const index = asNumber(event.index);
+  if (index === undefined) throw new FoyaError("provider_error", `${String(event.type)} event without an index`);
+  return index;
+}
+
+// Events are read field by field: compatible servers differ in what they send.
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+function asString(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function asNumber(value: unknown): number | undefined {
+  return typeof value === "number" ? value : undefined;
+}
+
+function errorMessage(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  // undici reports "fetch failed" and keeps the useful part (ECONNREFUSED...) in the cause.
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
+}

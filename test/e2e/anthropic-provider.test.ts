@@ -1,0 +1,169 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ApiClient } from "../helpers/api-client.js";
+import { expectValidHistory } from "../helpers/history.js";
+import {
+  blockStop,
+  inputJsonDelta,
+  messageDelta,
+  messageStart,
+  messageStop,
+  ping,
+  startAnthropicWireServer,
+  textDelta,
+  textResponse,
+  textStart,
+  toolUseStart,
+  type AnthropicScript,
+  type AnthropicWireServer,
+} from "../helpers/anthropic-wire-server.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+let env: TestEnv;
+let client: ApiClient;
+let server: AnthropicWireServer;
+let respond: (body: any) => AnthropicScript;
+
+beforeAll(async () => {
+  server = await startAnthropicWireServer(({ body }) => respond(body));
+  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
+  const providersFile = path.join(folder, "providers.json");
+  await writeFile(
+    providersFile,
+    JSON.stringify({
+      profiles: [{ name: "claude", kind: "anthropic-messages", baseUrl: server.baseUrl, model: "claude-wire", apiKeyEnv: "ANTHROPIC_WIRE_KEY", maxTokens: 2048 }],
+    }),
+  );
+  env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, ANTHROPIC_WIRE_KEY: "sk-ant-wire", FOYA_STEP_ATTEMPTS: "2" });
+  await env.startWorker();
+  client = await env.newTenant();
+});
+afterAll(async () => {
+  await env?.close();
+  await server?.close();
+});
+
+describe("Anthropic Messages provider through the whole loop", () => {
+  it("PR1: Anthropic: tool_use blocks streamed with split input_json_delta, results returned as tool_result blocks, usage and stop reasons recorded per step", async () => {
+    const first = '{"marker":"pr1-anthropic-a"}';
+    const second = '{"marker":"pr1-\\u00e9"}';
+    // noop allows no other properties: this call fails validation and returns as is_error.
+    const invalid = '{"bogus":1}';
+    respond = (body) => {
+      const last = body.messages.at(-1);
+      const hasResults = last.content.some((block: { type: string }) => block.type === "tool_result");
+      if (!hasResults) {
+        return {
+          events: [
+            messageStart({ input: 40, cacheRead: 0, cacheWrite: 1200 }),
+            ping,
+            textStart(0),
+            textDelta(0, "Calling three tools."),
+            blockStop(0),
+            toolUseStart(1, "toolu_a", "noop"),
+            inputJsonDelta(1, first.slice(0, 7)),
+            inputJsonDelta(1, first.slice(7)),
+            blockStop(1),
+            toolUseStart(2, "toolu_b", "noop"),
+            inputJsonDelta(2, second.slice(0, 16)), // split inside \u00e9
+            inputJsonDelta(2, second.slice(16)),
+            blockStop(2),
+            toolUseStart(3, "toolu_c", "noop"),
+            inputJsonDelta(3, invalid),
+            blockStop(3),
+            messageDelta("tool_use", 61),
+            messageStop,
+          ],
+        };
+      }
+      return { events: textResponse("All done.", { usage: { input: 9, cacheRead: 1200, cacheWrite: 80 }, outputTokens: 4 }) };
+    };
+    const before = server.requests.length;
+    const { sessionId } = await client.newSession({ providerProfile: "claude" });
+    const run = await client.startRun(sessionId, "use three tools");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+
+    const calls = await env.query<{ call_id: string; arguments_raw: string; status: string }>(
+      "select call_id, arguments_raw, status from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
+    expect(calls.map((call) => [call.call_id, call.arguments_raw])).toEqual([
+      ["toolu_a", first],
+      ["toolu_b", second],
+      ["toolu_c", invalid],
+    ]);
+    expect(calls.slice(0, 2).map((call) => call.status)).toEqual(["succeeded", "succeeded"]);
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    expect(messages.at(-1).content.text).toBe("All done.");
+
+    // Stop reasons (normalized and raw) and usage, including prompt-cache tokens, per step.
+    const steps = await env.query<{ finish_reason: string; stop_reason: string; usage: unknown }>(
+      "select finish_reason, stop_reason, usage from steps where run_id = $1 order by index",
+      [run.body.id],
+    );
+    expect(steps).toEqual([
+      { finish_reason: "tool_calls", stop_reason: "tool_use", usage: { inputTokens: 1240, outputTokens: 61, cacheReadTokens: 0, cacheWriteTokens: 1200 } },
+      { finish_reason: "stop", stop_reason: "end_turn", usage: { inputTokens: 1289, outputTokens: 4, cacheReadTokens: 1200, cacheWriteTokens: 80 } },
+    ]);
+    const stepEnds = (await client.events(sessionId)).filter((e) => e.type === "step_end");
+    expect(stepEnds.map((e) => [e.data.finishReason, e.data.stopReason, e.data.usage?.outputTokens])).toEqual([
+      ["tool_calls", "tool_use", 61],
+      ["stop", "end_turn", 4],
+    ]);
+
+    // The second request carried the history in the Messages wire format, with the server-side key.
+    expect(server.requests.length - before).toBe(2);
+    const stepRequests = server.requests.slice(-2);
+    expect(JSON.stringify(stepRequests[0]!.body.tools)).toBe(JSON.stringify(stepRequests[1]!.body.tools));
+    const request = stepRequests[1]!;
+    expect(request.headers["x-api-key"]).toBe("sk-ant-wire");
+    expect(request.headers["anthropic-version"]).toBe("2023-06-01");
+    expect(request.body).toMatchObject({ model: "claude-wire", max_tokens: 2048, stream: true });
+    expect(request.body.tools.find((t: { name: string }) => t.name === "noop")).toMatchObject({ input_schema: { type: "object" } });
+    const roles = request.body.messages.map((m: { role: string }) => m.role);
+    expect(roles).toEqual(["user", "assistant", "user"]);
+    expect(request.body.messages[1].content).toEqual([
+      { type: "text", text: "Calling three tools." },
+      { type: "tool_use", id: "toolu_a", name: "noop", input: { marker: "pr1-anthropic-a" } },
+      { type: "tool_use", id: "toolu_b", name: "noop", input: { marker: "pr1-é" } },
+      { type: "tool_use", id: "toolu_c", name: "noop", input: { bogus: 1 } },
+    ]);
+    const results = request.body.messages[2].content;
+    expect(results.map((block: { type: string; tool_use_id: string; is_error: boolean }) => [block.type, block.tool_use_id, block.is_error])).toEqual([
+      ["tool_result", "toolu_a", false],
+      ["tool_result", "toolu_b", false],
+      ["tool_result", "toolu_c", true],
+    ]);
+    expect(results[0].content).toEqual([{ type: "text", text: "ok" }]);
+  });
+
+  it("PR1: Anthropic: an error event mid-stream is retried as a new step attempt, then the run completes", async () => {
+    let attempts = 0;
+    respond = () => {
+      attempts++;
+      return attempts === 1
+        ? { events: [messageStart(), textStart(0), textDelta(0, "Hello, wor"), { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }] }
+        : { events: textResponse("Hello, world.") };
+    };
+    const { sessionId } = await client.newSession({ providerProfile: "claude" });
+    const run = await client.startRun(sessionId, "greet");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const [step] = await env.query<{ attempt: number; stop_reason: string }>("select attempt, stop_reason from steps where run_id = $1", [run.body.id]);
+    expect(step).toEqual({ attempt: 2, stop_reason: "end_turn" });
+    const assistant = (await client.messages(sessionId)).filter((m) => m.role === "assistant");
+    expect(assistant.map((m) => m.content.text)).toEqual(["Hello, world."]);
+  });
+
+  it("PR1: Anthropic: an HTTP error on every attempt fails the run with provider_error", async () => {
+    respond = () => ({ status: 529, body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' });
+    const { sessionId } = await client.newSession({ providerProfile: "claude" });
+    const run = await client.startRun(sessionId, "hello");
+    const done = await client.waitForRun(run.body.id);
+    expect(done.status).toBe("failed");
+    expect(done.error.code).toBe("provider_error");
+    expect(done.error.message).toContain("529");
+  });
+});
