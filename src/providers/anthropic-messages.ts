@@ -98,13 +98,17 @@ interface WireRequest {
   system?: string;
   messages: WireMessage[];
   tools?: readonly AnthropicTool[];
+  tool_choice?: { type: "auto"; disable_parallel_tool_use: true };
 }
 
 function toWireRequest(request: ProviderRequest, defaultModel: string, maxTokens: number): WireRequest {
   const wire: WireRequest = { model: request.model || defaultModel, max_tokens: maxTokens, stream: true, messages: toWireMessages(request.messages) };
   if (request.system) wire.system = request.system;
   // Left out when empty, like the Chat Completions adapter does.
-  if (request.tools.length > 0) wire.tools = toAnthropicTools(request.tools);
+  if (request.tools.length > 0) {
+    wire.tools = toAnthropicTools(request.tools);
+    if (request.parallelToolCalls === false) wire.tool_choice = { type: "auto", disable_parallel_tool_use: true };
+  }
   return wire;
 }
 

@@ -87,6 +87,7 @@ interface WireRequest {
   stream_options: { include_usage: true };
   messages: WireMessage[];
   tools?: readonly OpenAIFunctionTool[];
+  parallel_tool_calls?: false;
 }
 
 function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequest {
@@ -114,6 +115,8 @@ function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequ
   // Some servers reject an empty tools array, so the key is left out instead.
   if (request.tools.length > 0) {
     wire.tools = toOpenAITools(request.tools);
+    // Only the refusal is sent: servers that do not know the flag keep their default.
+    if (request.parallelToolCalls === false) wire.parallel_tool_calls = false;
   }
   return wire;
 }

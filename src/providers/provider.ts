@@ -39,6 +39,11 @@ export interface ProviderRequest {
   tools: readonly FunctionToolSchema[];
   /** Optional system prompt, sent first. */
   system?: string;
+  /**
+   * Whether the model may answer with several tool calls at once (the profile's
+   * `capabilities.parallelToolCalls`, SPEC PR2); false asks it for one call per response.
+   */
+  parallelToolCalls?: boolean;
 }
 
 export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" | "error" | "other";

@@ -72,6 +72,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const controller = aborts.register(runId);
   try {
     const provider = services.providers.get(session.providerProfile);
+    const capabilities = services.providers.capabilities(session.providerProfile);
     const sink = createStepEventSink({
       db: services.db.db,
       bus: services.bus,
@@ -88,11 +89,12 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const request = {
       model: session.model ?? provider.defaultModel,
       messages: await compileMessages(history, {
-        imageInput: services.providers.capabilities(session.providerProfile).imageInput,
+        imageInput: capabilities.imageInput,
         artifacts: artifactReader(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }),
         resultLimit,
       }),
       tools: services.tools.schemasFor(exposed),
+      parallelToolCalls: capabilities.parallelToolCalls,
       ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
     };
     for await (const part of provider.stream(request, controller.signal)) {

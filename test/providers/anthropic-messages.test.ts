@@ -289,6 +289,19 @@ describe("Anthropic Messages provider", () => {
     ]);
   });
 
+  it("PR2: Anthropic: a profile without parallel tool calls asks for one tool_use per response; the default asks nothing", async () => {
+    const tools = [{ name: "noop", description: "does nothing", parameters: { type: "object", properties: {} } }];
+    const { provider, server } = await setup({ events: textResponse("ok") });
+    const ask = (parallelToolCalls?: boolean) =>
+      collect(provider.stream({ model: "", tools, messages: [{ role: "user", text: "hi" }], ...(parallelToolCalls === undefined ? {} : { parallelToolCalls }) }, signal()));
+    await ask(false);
+    await ask(true);
+    await ask();
+    expect(server.requests[0]!.body.tool_choice).toEqual({ type: "auto", disable_parallel_tool_use: true });
+    expect(server.requests[1]!.body).not.toHaveProperty("tool_choice");
+    expect(server.requests[2]!.body).not.toHaveProperty("tool_choice");
+  });
+
   it("PR1: Anthropic: reports input, output, cache read and cache write tokens; inputTokens is the whole prompt", async () => {
     const { provider } = await setup({
       events: [
