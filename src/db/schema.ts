@@ -201,6 +201,7 @@ export const toolCalls = pgTable(
     /** Fence of the batch attempt that marked the call running. */
     execFence: bigint("exec_fence", { mode: "number" }),
     executedBy: text("executed_by"),
+    /** A bounded copy (`src/runs/result-preview.ts`); the whole result is the call's tool message. */
     result: jsonb("result").$type<ResultPart[] | null>(),
     isError: boolean("is_error"),
     errorCode: text("error_code"),

@@ -5,6 +5,7 @@ import { runs, sessions, steps, toolCalls, type ApprovalMode } from "../db/schem
 import { appendEvents, appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
 import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js";
+import { resultPreview } from "../runs/result-preview.js";
 import { closeOpenCalls, endRun, type RunRow } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
@@ -333,7 +334,7 @@ async function commitCall(
   const statement = sql`
     with committed_call as (
       update tool_calls
-      set status = ${status}, result = ${JSON.stringify(result.content)}::jsonb, is_error = ${isError},
+      set status = ${status}, result = ${JSON.stringify(resultPreview(result.content))}::jsonb, is_error = ${isError},
           error_code = ${result.errorCode ?? null}, ended_at = now()
       where id = ${call.id} and status = 'running' and exec_fence = ${run.fence}
       returning id

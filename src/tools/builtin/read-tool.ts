@@ -64,7 +64,9 @@ export const readTool = defineTool<ReadArgs>({
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return errorResult("file_not_found", `No file at "${args.path}".`);
       if (code === "EISDIR") return errorResult("is_directory", `"${args.path}" is a directory.`);
-      return errorResult("read_failed", `Could not read "${args.path}": ${code ?? (error as Error).message}`);
+      // The path is echoed short: a path long enough to fail is no use to the model whole.
+      const shown = args.path.length > 200 ? `${args.path.slice(0, 200)}… (${args.path.length} characters)` : args.path;
+      return errorResult("read_failed", `Could not read "${shown}": ${code ?? (error as Error).message}`);
     }
 
     const first = (args.offset ?? 1) - 1;
