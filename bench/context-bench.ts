@@ -420,17 +420,17 @@ async function amplification(services: Services, app: App, tenant: Tenant, wal: 
     elapsedMs: round(elapsedMs),
     walBytesThisDatabase: slice.bytes,
     walFpiBytesThisDatabase: slice.fpiBytes,
-    walPerOutputByte: round(ratio(slice.bytes, outputBytes) * 1000) / 1000,
+    walPerOutputByte: Number(ratio(slice.bytes, outputBytes).toFixed(4)),
     walByTable: Object.fromEntries(
       Object.entries(slice.byTable)
         .sort((a, b) => b[1].bytes - a[1].bytes)
-        .map(([table, entry]) => [table, { ...entry, perOutputByte: round(ratio(entry.bytes, outputBytes) * 1000) / 1000 }]),
+        .map(([table, entry]) => [table, { ...entry, perOutputByte: Number(ratio(entry.bytes, outputBytes).toFixed(4)) }]),
     ),
     clusterWalBytes: clusterAfter - clusterBefore,
-    clusterWalPerOutputByte: round(ratio(clusterAfter - clusterBefore, outputBytes) * 1000) / 1000,
+    clusterWalPerOutputByte: Number(ratio(clusterAfter - clusterBefore, outputBytes).toFixed(4)),
     relationGrowthBytes: growth,
     relationGrowthTotal: growthTotal,
-    relationGrowthPerOutputByte: round(ratio(growthTotal, outputBytes) * 1000) / 1000,
+    relationGrowthPerOutputByte: Number(ratio(growthTotal, outputBytes).toFixed(4)),
     storedColumnBytes: Object.fromEntries(stored.map((row) => [row.table, Number(row.stored ?? 0)])),
   };
 }
