@@ -2,6 +2,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import { FoyaError, isFoyaError } from "../errors.js";
 import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
 import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
+import { asNumber, asRecord, asString, errorMessage } from "./wire-fields.js";
 
 /**
  * Adapter for the Anthropic Messages API (PR1). Like the Chat Completions
@@ -335,26 +336,4 @@ function blockIndex(event: Record<string, unknown>): number {
   const index = asNumber(event.index);
   if (index === undefined) throw new FoyaError("provider_error", `${String(event.type)} event without an index`);
   return index;
-}
-
-// Events are read field by field: compatible servers differ in what they send.
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
-
-function asString(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-function asNumber(value: unknown): number | undefined {
-  return typeof value === "number" ? value : undefined;
-}
-
-function errorMessage(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  // undici reports "fetch failed" and keeps the useful part (ECONNREFUSED...) in the cause.
-  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
 }

@@ -2,6 +2,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import { FoyaError, isFoyaError } from "../errors.js";
 import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
 import { toOpenAITools, type OpenAIFunctionTool } from "./render-tool-schemas.js";
+import { asNumber, asRecord, asString, errorMessage } from "./wire-fields.js";
 
 /**
  * Adapter for OpenAI-compatible Chat Completions servers (OpenAI, LM Studio,
@@ -291,27 +292,4 @@ function mapFinishReason(reason: string): FinishReason {
     default:
       return "other";
   }
-}
-
-// Servers differ in which fields they send and whether absent ones are null, so
-// chunks are read field by field instead of trusted as a declared shape.
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
-
-function asString(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-function asNumber(value: unknown): number | undefined {
-  return typeof value === "number" ? value : undefined;
-}
-
-function errorMessage(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  // undici reports "fetch failed" and keeps the useful part (ECONNREFUSED...) in the cause.
-  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
 }
