@@ -1,0 +1,85 @@
+import { createHash } from "node:crypto";
+
+/**
+ * How one MCP server is reached (SPEC M1). Configured per tenant or project; the
+ * configuration is the only source of a stdio server's environment.
+ */
+export type McpTransportConfig =
+  | {
+      kind: "stdio";
+      command: string;
+      args: string[];
+      /** The server's whole environment (plus PATH from the manager's `stdioPath`, unless set here). */
+      env: Record<string, string>;
+      cwd?: string;
+    }
+  | { kind: "http"; url: string; headers: Record<string, string> };
+
+export interface McpServerConfig {
+  /** Unique within its scope; becomes the `<server>` of `mcp__<server>__<tool>`. */
+  name: string;
+  transport: McpTransportConfig;
+  /** Start-up (spawn or connect, then `initialize`) limit; default from the manager (30 s). */
+  startupTimeoutMs?: number;
+  /** Limit of one request (a tool call, a resource read); default from the manager (10 min). */
+  callTimeoutMs?: number;
+  /** true: all its tools deferred; false: all direct; absent: deferred when the server has many tools. */
+  deferTools?: boolean;
+}
+
+/** Whose server this is: a tenant's, or one project's of a tenant. */
+export interface McpScope {
+  tenantId: string;
+  /** null for a tenant-wide server. */
+  projectId: string | null;
+}
+
+export interface McpDefaults {
+  startupTimeoutMs: number;
+  callTimeoutMs: number;
+  /** PATH given to stdio servers whose env does not name one; absent gives them none. */
+  stdioPath?: string;
+  /** Between SIGTERM to a stdio server's process group and SIGKILL. */
+  stopGraceMs: number;
+  /** First wait before reconnecting after a failure; doubles per consecutive failure up to `maxBackoffMs`. */
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+  /** Text of one result above this keeps head and tail (O1). */
+  maxResultTextBytes: number;
+  /** One binary or image part above this is replaced by a note. */
+  maxResultBinaryBytes: number;
+  /** Servers with more tools than this have them deferred, unless `deferTools` says otherwise. */
+  deferThreshold: number;
+}
+
+export const defaultMcpDefaults: McpDefaults = {
+  startupTimeoutMs: 30_000,
+  callTimeoutMs: 10 * 60_000,
+  stopGraceMs: 2_000,
+  initialBackoffMs: 1_000,
+  maxBackoffMs: 60_000,
+  maxResultTextBytes: 256 * 1024,
+  maxResultBinaryBytes: 10 * 1024 * 1024,
+  deferThreshold: 20,
+};
+
+/** Identifies a server's connection within a worker: scope and name. */
+export function mcpServerKey(scope: McpScope, name: string): string {
+  return `${scope.tenantId}/${scope.projectId ?? "*"}/${name}`;
+}
+
+/** Changes when anything that affects the connection changes, so an edited configuration reconnects. */
+export function mcpConfigFingerprint(config: McpServerConfig): string {
+  return createHash("sha256").update(stableJson(config.transport)).digest("hex");
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,447 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type GetPromptResult,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type Tool as McpTool,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../logger.js";
+import type { ToolResult } from "../tools/tool.js";
+import { defaultMcpDefaults, mcpConfigFingerprint, mcpServerKey, type McpDefaults, type McpScope, type McpServerConfig } from "./mcp-config.js";
+import { mapCallToolResult, type McpErrorCode } from "./mcp-results.js";
+import { StdioProcessTransport, type StdioEnd } from "./stdio-process-transport.js";
+
+/** A request's answer, or why there is none (SPEC M3): never an exception. */
+export type McpOutcome<T> = { ok: true; value: T } | McpFailure;
+export interface McpFailure {
+  ok: false;
+  errorCode: McpErrorCode;
+  message: string;
+}
+
+export interface McpCallOptions {
+  /** Aborts the request (the run was cancelled); the server is told, the connection stays. */
+  signal?: AbortSignal;
+  /** Progress notifications of the server, as text. */
+  onProgress?: (message: string) => void;
+}
+
+export type McpServerState = "idle" | "connecting" | "connected" | "down";
+
+export interface McpServerStatus {
+  state: McpServerState;
+  /** Why it is down, and when the next connection attempt may happen. */
+  lastError?: string;
+  retryAt?: Date;
+  /** A stdio server's process group id while connected. */
+  pid?: number;
+}
+
+/**
+ * MCP connections of one worker (SPEC M1, M3): created once per worker, shared by
+ * every call. A server, identified by its scope and name, is connected on first use,
+ * kept for later calls, and after a crash, a hang or garbage it is dropped (its whole
+ * process group stopped) and reconnected on a later request, with exponential backoff.
+ * Every failure is an answer (`McpFailure`, or an is_error `ToolResult`), never a throw.
+ */
+export interface McpConnections {
+  listTools(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<McpTool[]>>;
+  callTool(scope: McpScope, config: McpServerConfig, tool: string, args: Record<string, unknown>, options?: McpCallOptions): Promise<ToolResult>;
+  listResources(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<Resource[]>>;
+  readResource(scope: McpScope, config: McpServerConfig, uri: string, options?: McpCallOptions): Promise<McpOutcome<ReadResourceResult["contents"]>>;
+  listPrompts(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<Prompt[]>>;
+  getPrompt(scope: McpScope, config: McpServerConfig, name: string, args?: Record<string, string>, options?: McpCallOptions): Promise<McpOutcome<GetPromptResult>>;
+  status(scope: McpScope, name: string): McpServerStatus;
+  /** Stops one server (e.g. its configuration was deleted); the next request starts it again. */
+  disconnect(scope: McpScope, name: string): Promise<void>;
+  /** Stops every server and refuses later requests. */
+  close(): Promise<void>;
+  readonly defaults: McpDefaults;
+}
+
+export interface CreateMcpConnectionsOptions {
+  logger: Logger;
+  defaults?: Partial<McpDefaults>;
+  /** Identifies this client to servers. */
+  clientInfo?: { name: string; version: string };
+}
+
+interface Live {
+  client: Client;
+  transport: Transport;
+  stdio: StdioProcessTransport | undefined;
+  dropped: boolean;
+  failure: McpFailure | undefined;
+  tools: Promise<McpTool[]> | undefined;
+}
+
+type EntryState =
+  | { kind: "idle" }
+  | { kind: "connecting"; promise: Promise<McpOutcome<Live>>; attempt: object }
+  | { kind: "connected"; live: Live }
+  | { kind: "down"; failure: McpFailure; retryAt: number };
+
+interface Entry {
+  key: string;
+  name: string;
+  fingerprint: string;
+  config: McpServerConfig;
+  state: EntryState;
+  /** Consecutive failures since the last request that succeeded: the backoff exponent. */
+  failures: number;
+}
+
+const maxPages = 50;
+
+export function createMcpConnections(options: CreateMcpConnectionsOptions): McpConnections {
+  const defaults: McpDefaults = { ...defaultMcpDefaults, ...options.defaults };
+  const logger = options.logger;
+  const clientInfo = options.clientInfo ?? { name: "foya", version: "0.1.0" };
+  const entries = new Map<string, Entry>();
+  const closing = new Set<Promise<void>>();
+  let closed = false;
+
+  const startupTimeout = (config: McpServerConfig) => config.startupTimeoutMs ?? defaults.startupTimeoutMs;
+  const callTimeout = (config: McpServerConfig) => config.callTimeoutMs ?? defaults.callTimeoutMs;
+
+  function failure(errorCode: McpErrorCode, message: string): McpFailure {
+    return { ok: false, errorCode, message };
+  }
+
+  function stopLive(live: Live): void {
+    const stopping = live.client
+      .close()
+      .catch(() => undefined)
+      .then(() => live.transport.close())
+      .catch(() => undefined)
+      .finally(() => closing.delete(stopping));
+    closing.add(stopping);
+  }
+
+  function markDown(entry: Entry, down: McpFailure): void {
+    entry.failures += 1;
+    const delay = Math.min(defaults.maxBackoffMs, defaults.initialBackoffMs * 2 ** (entry.failures - 1));
+    entry.state = { kind: "down", failure: down, retryAt: Date.now() + delay };
+    logger.warn({ mcpServer: entry.key, errorCode: down.errorCode, retryInMs: delay }, `MCP server down: ${down.message}`);
+  }
+
+  /** Ends a connection that failed; its server is restarted by a later request. */
+  function drop(entry: Entry, live: Live, why: McpFailure): void {
+    if (live.dropped) return;
+    live.dropped = true;
+    live.failure = why;
+    if (entry.state.kind === "connected" && entry.state.live === live) markDown(entry, why);
+    stopLive(live);
+  }
+
+  function describeEnd(entry: Entry, live: Live, during: string): McpFailure {
+    const end: StdioEnd | undefined = live.stdio?.end;
+    const stderr = live.stdio?.stderr.trim();
+    const stderrNote = stderr ? ` Its last stderr output: ${JSON.stringify(stderr.slice(-1000))}` : "";
+    if (end?.kind === "protocol") return failure("mcp_protocol_error", `The MCP server "${entry.name}" broke the protocol ${during}: ${end.message}. The connection was dropped and will be restarted.`);
+    if (end?.kind === "exited") {
+      const how = end.signal ? `was killed by ${end.signal}` : `exited with code ${end.code}`;
+      return failure("mcp_unavailable", `The MCP server "${entry.name}" ${how} ${during}. It will be restarted on a later call.${stderrNote}`);
+    }
+    if (end?.kind === "spawn") return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${end.message}.`);
+    return failure("mcp_unavailable", `The connection to the MCP server "${entry.name}" closed ${during}. It will be reconnected on a later call.`);
+  }
+
+  function createTransport(entry: Entry): { transport: Transport; stdio: StdioProcessTransport | undefined } {
+    const transport = entry.config.transport;
+    if (transport.kind === "http") {
+      const http = new StreamableHTTPClientTransport(new URL(transport.url), { requestInit: { headers: { ...transport.headers } } });
+      return { transport: http, stdio: undefined };
+    }
+    const env: Record<string, string> = { ...transport.env };
+    if (env.PATH === undefined && defaults.stdioPath !== undefined) env.PATH = defaults.stdioPath;
+    const stdio = new StdioProcessTransport({
+      command: transport.command,
+      args: transport.args,
+      env,
+      ...(transport.cwd === undefined ? {} : { cwd: transport.cwd }),
+      stopGraceMs: defaults.stopGraceMs,
+      onStderr: (text) => logger.debug({ mcpServer: entry.key, stderr: text.slice(0, 2000) }, "MCP server stderr"),
+    });
+    return { transport: stdio, stdio };
+  }
+
+  function connect(entry: Entry): Promise<McpOutcome<Live>> {
+    const attempt = {};
+    /** Whether the entry still waits for this attempt (not retired, closed or replaced meanwhile). */
+    const current = () => entry.state.kind === "connecting" && entry.state.attempt === attempt && entries.get(entry.key) === entry;
+    const promise = (async (): Promise<McpOutcome<Live>> => {
+      const { transport, stdio } = createTransport(entry);
+      const client = new Client(clientInfo, { capabilities: {} });
+      const live: Live = { client, transport, stdio, dropped: false, failure: undefined, tools: undefined };
+      client.onerror = (error) => logger.debug({ mcpServer: entry.key, err: error.message }, "MCP client error");
+      client.onclose = () => {
+        if (!live.dropped) drop(entry, live, describeEnd(entry, live, "during a request"));
+      };
+      const timeoutMs = startupTimeout(entry.config);
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          client.connect(transport, { timeout: timeoutMs }),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new McpError(ErrorCode.RequestTimeout, "start-up timed out")), timeoutMs);
+          }),
+        ]);
+      } catch (error) {
+        live.dropped = true;
+        stopLive(live);
+        const down = startupFailure(entry, live, error, timeoutMs);
+        if (current()) markDown(entry, down);
+        return down;
+      } finally {
+        clearTimeout(timer);
+      }
+      if (!current()) {
+        live.dropped = true;
+        stopLive(live);
+        return failure("mcp_unavailable", `The MCP server "${entry.name}" was stopped while it started.`);
+      }
+      if (live.dropped) {
+        // Closed between initialize and here.
+        const down = live.failure ?? describeEnd(entry, live, "while starting");
+        markDown(entry, down);
+        return down;
+      }
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        live.tools = undefined;
+      });
+      entry.state = { kind: "connected", live };
+      logger.info({ mcpServer: entry.key, pid: stdio?.pid }, "MCP server connected");
+      return { ok: true, value: live };
+    })();
+    entry.state = { kind: "connecting", promise, attempt };
+    return promise;
+  }
+
+  function startupFailure(entry: Entry, live: Live, error: unknown, timeoutMs: number): McpFailure {
+    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+      return failure("mcp_unavailable", `The MCP server "${entry.name}" did not finish starting within ${timeoutMs} ms.`);
+    }
+    const end = live.stdio?.end;
+    if (end && end.kind !== "closed") return describeEnd(entry, live, "while starting");
+    return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${errorText(error)}.`);
+  }
+
+  function entryFor(scope: McpScope, config: McpServerConfig): Entry {
+    const key = mcpServerKey(scope, config.name);
+    const fingerprint = mcpConfigFingerprint(config);
+    const existing = entries.get(key);
+    if (existing && existing.fingerprint === fingerprint) {
+      existing.config = config;
+      return existing;
+    }
+    if (existing) retire(existing);
+    const entry: Entry = { key, name: config.name, fingerprint, config, state: { kind: "idle" }, failures: 0 };
+    entries.set(key, entry);
+    return entry;
+  }
+
+  function retire(entry: Entry): void {
+    const state = entry.state;
+    entry.state = { kind: "idle" };
+    if (state.kind === "connected") {
+      state.live.dropped = true;
+      stopLive(state.live);
+    } else if (state.kind === "connecting") {
+      void state.promise.then((outcome) => {
+        if (outcome.ok) {
+          outcome.value.dropped = true;
+          stopLive(outcome.value);
+        }
+      });
+    }
+  }
+
+  async function acquire(entry: Entry): Promise<McpOutcome<Live>> {
+    const state = entry.state;
+    if (state.kind === "connected") return { ok: true, value: state.live };
+    if (state.kind === "connecting") return state.promise;
+    if (state.kind === "down" && Date.now() < state.retryAt) {
+      const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
+      return failure("mcp_unavailable", `The MCP server "${entry.name}" is unavailable (${state.failure.message}) A new connection will be tried in about ${seconds} s.`);
+    }
+    return connect(entry);
+  }
+
+  async function request<T>(
+    scope: McpScope,
+    config: McpServerConfig,
+    what: string,
+    signal: AbortSignal | undefined,
+    run: (live: Live, timeoutMs: number) => Promise<T>,
+  ): Promise<McpOutcome<T>> {
+    if (closed) return failure("mcp_unavailable", `The MCP server "${config.name}" is unavailable: the worker is shutting down.`);
+    if (signal?.aborted) return failure("cancelled", "The call was cancelled.");
+    const entry = entryFor(scope, config);
+    const acquired = await acquire(entry);
+    if (!acquired.ok) return acquired;
+    const live = acquired.value;
+    const timeoutMs = callTimeout(config);
+    try {
+      const value = await run(live, timeoutMs);
+      entry.failures = 0;
+      return { ok: true, value };
+    } catch (error) {
+      if (signal?.aborted) return failure("cancelled", "The call was cancelled.");
+      if (live.dropped) return live.failure ?? describeEnd(entry, live, `during ${what}`);
+      if (error instanceof McpError) {
+        if (error.code === ErrorCode.RequestTimeout) {
+          const down = failure("mcp_timeout", `The MCP server "${entry.name}" did not answer ${what} within ${timeoutMs} ms. The connection was dropped and will be restarted on a later call.`);
+          drop(entry, live, down);
+          return down;
+        }
+        if (error.code === ErrorCode.ConnectionClosed) {
+          const down = describeEnd(entry, live, `during ${what}`);
+          drop(entry, live, down);
+          return down;
+        }
+        return failure("mcp_request_failed", `The MCP server "${entry.name}" refused ${what}: ${error.message}`);
+      }
+      const isSchemaError = error instanceof Error && (error.name === "ZodError" || "issues" in error);
+      const down = isSchemaError
+        ? failure("mcp_protocol_error", `The MCP server "${entry.name}" answered ${what} with a malformed message. The connection was dropped and will be restarted on a later call.`)
+        : failure("mcp_unavailable", `The MCP server "${entry.name}" could not be reached for ${what}: ${errorText(error)}. It will be reconnected on a later call.`);
+      drop(entry, live, down);
+      return down;
+    }
+  }
+
+  function requestOptions(timeoutMs: number, options: McpCallOptions | undefined) {
+    const onProgress = options?.onProgress;
+    return {
+      timeout: timeoutMs,
+      maxTotalTimeout: timeoutMs,
+      ...(options?.signal ? { signal: options.signal } : {}),
+      ...(onProgress
+        ? {
+            onprogress: (progress: { progress: number; total?: number; message?: string }) => {
+              const amount = progress.total === undefined ? `${progress.progress}` : `${progress.progress}/${progress.total}`;
+              onProgress(progress.message ? `${progress.message} (${amount})` : `progress ${amount}`);
+            },
+          }
+        : {}),
+    };
+  }
+
+  async function paginate<T>(fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>): Promise<T[]> {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < maxPages; page++) {
+      const answer = await fetchPage(cursor);
+      items.push(...answer.items);
+      if (!answer.nextCursor) break;
+      cursor = answer.nextCursor;
+    }
+    return items;
+  }
+
+  return {
+    defaults,
+
+    listTools(scope, config) {
+      return request(scope, config, "tools/list", undefined, (live, timeoutMs) => {
+        live.tools ??= paginate(async (cursor) => {
+          const answer = await live.client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+          return { items: answer.tools, nextCursor: answer.nextCursor };
+        });
+        const tools = live.tools;
+        tools.catch(() => {
+          if (live.tools === tools) live.tools = undefined;
+        });
+        return tools;
+      });
+    },
+
+    async callTool(scope, config, tool, args, options) {
+      const outcome = await request(scope, config, `the call of its tool "${tool}"`, options?.signal, (live, timeoutMs) =>
+        live.client.callTool({ name: tool, arguments: args }, undefined, requestOptions(timeoutMs, options)),
+      );
+      if (!outcome.ok) return { content: [{ type: "text", text: outcome.message }], isError: true, errorCode: outcome.errorCode === "mcp_request_failed" ? "mcp_tool_error" : outcome.errorCode };
+      return mapCallToolResult(outcome.value as Record<string, unknown>, defaults);
+    },
+
+    listResources(scope, config) {
+      return request(scope, config, "resources/list", undefined, (live, timeoutMs) =>
+        paginate(async (cursor) => {
+          const answer = await live.client.listResources(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+          return { items: answer.resources, nextCursor: answer.nextCursor };
+        }),
+      );
+    },
+
+    readResource(scope, config, uri, options) {
+      return request(scope, config, `the read of resource ${JSON.stringify(uri)}`, options?.signal, async (live, timeoutMs) => {
+        const answer = await live.client.readResource({ uri }, requestOptions(timeoutMs, options));
+        return answer.contents;
+      });
+    },
+
+    listPrompts(scope, config) {
+      return request(scope, config, "prompts/list", undefined, (live, timeoutMs) =>
+        paginate(async (cursor) => {
+          const answer = await live.client.listPrompts(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+          return { items: answer.prompts, nextCursor: answer.nextCursor };
+        }),
+      );
+    },
+
+    getPrompt(scope, config, name, args, options) {
+      return request(scope, config, `prompt ${JSON.stringify(name)}`, options?.signal, (live, timeoutMs) =>
+        live.client.getPrompt({ name, ...(args ? { arguments: args } : {}) }, requestOptions(timeoutMs, options)),
+      );
+    },
+
+    status(scope, name) {
+      const entry = entries.get(mcpServerKey(scope, name));
+      if (!entry) return { state: "idle" };
+      const state = entry.state;
+      switch (state.kind) {
+        case "idle":
+        case "connecting":
+          return { state: state.kind };
+        case "connected":
+          return state.live.stdio?.pid === undefined ? { state: "connected" } : { state: "connected", pid: state.live.stdio.pid };
+        case "down":
+          return { state: "down", lastError: state.failure.message, retryAt: new Date(state.retryAt) };
+      }
+    },
+
+    async disconnect(scope, name) {
+      const key = mcpServerKey(scope, name);
+      const entry = entries.get(key);
+      if (!entry) return;
+      entries.delete(key);
+      const state = entry.state;
+      retire(entry);
+      if (state.kind === "connecting") await state.promise;
+      await Promise.all([...closing]);
+    },
+
+    async close() {
+      closed = true;
+      const pending: Promise<unknown>[] = [];
+      for (const entry of entries.values()) {
+        if (entry.state.kind === "connecting") pending.push(entry.state.promise);
+        retire(entry);
+      }
+      entries.clear();
+      await Promise.all(pending);
+      while (closing.size > 0) await Promise.all([...closing]);
+    },
+  };
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,53 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createLogger } from "../../src/logger.js";
+import { createMcpConnections, type McpConnections } from "../../src/mcp/mcp-connections.js";
+import type { McpDefaults, McpScope, McpServerConfig } from "../../src/mcp/mcp-config.js";
+import type { ToolResult } from "../../src/tools/tool.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+export const scope: McpScope = { tenantId: "ten_mcp", projectId: "prj_mcp" };
+
+/** server-everything's stdio entry, run by this very node binary. */
+export function everythingConfig(env: Record<string, string> = {}, overrides: Partial<McpServerConfig> = {}): McpServerConfig {
+  const entry = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist/index.js");
+  return { name: "everything", transport: { kind: "stdio", command: process.execPath, args: [entry, "stdio"], env }, ...overrides };
+}
+
+export function faultyConfig(overrides: Partial<McpServerConfig> = {}): McpServerConfig {
+  return {
+    name: "faulty",
+    transport: { kind: "stdio", command: process.execPath, args: [path.join(here, "fixtures/faulty-server.mjs")], env: {} },
+    ...overrides,
+  };
+}
+
+export function connections(defaults: Partial<McpDefaults> = {}): McpConnections {
+  return createMcpConnections({ logger: createLogger("silent"), defaults });
+}
+
+export function textOf(result: ToolResult): string {
+  return result.content.map((part) => (part.type === "text" ? part.text : `[${part.type}]`)).join("\n");
+}
+
+/** Whether any process of the group is alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
