@@ -88,6 +88,8 @@ const envSchema = z.object({
   FOYA_WEB_FETCH_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   FOYA_APPROVAL_TTL_SECONDS: intFromEnv(86_400),
   FOYA_CONTEXT_RESULT_MAX_CHARS: intFromEnv(0),
+  FOYA_MCP_STDIO_COMMANDS: z.string().optional(),
+  FOYA_MCP_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
   FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
   FOYA_WEBHOOK_BACKOFF_MS: intFromEnv(2_000),
@@ -144,6 +146,13 @@ export interface Config {
   readonly approvalTtlSeconds: number;
   /** Tool results longer than this are projected in requests (O2); 0 scales with the model's context window. */
   readonly contextResultMaxChars: number;
+  /**
+   * Commands tenants may configure as stdio MCP servers (absolute paths). A stdio server runs a
+   * program on the service's hosts, so none is allowed unless an operator names it.
+   */
+  readonly mcpStdioCommands: readonly string[];
+  /** Lets tenants point HTTP MCP servers at loopback and private addresses (tests, trusted deployments). */
+  readonly mcpAllowPrivate: boolean;
   /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
   readonly webhookPollMs: number;
   /** HTTP attempts per delivery, the first included; then it is marked failed. */
@@ -229,6 +238,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",
     approvalTtlSeconds: Math.max(1, e.FOYA_APPROVAL_TTL_SECONDS),
     contextResultMaxChars: e.FOYA_CONTEXT_RESULT_MAX_CHARS,
+    mcpStdioCommands: Object.freeze((e.FOYA_MCP_STDIO_COMMANDS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
+    mcpAllowPrivate: e.FOYA_MCP_ALLOW_PRIVATE === "true",
     webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),
     webhookAttempts: Math.max(1, e.FOYA_WEBHOOK_ATTEMPTS),
     webhookBackoffMs: Math.max(10, e.FOYA_WEBHOOK_BACKOFF_MS),

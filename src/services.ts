@@ -5,6 +5,7 @@ import { runMigrations } from "./db/migrate.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
@@ -33,6 +34,8 @@ export interface Services {
   executor: ToolExecutor;
   providers: ProviderRegistry;
   failpoints: Failpoints;
+  /** MCP server connections of this process, shared by every request (SPEC M1, M2). */
+  mcp: McpConnections;
   close(): Promise<void>;
 }
 
@@ -50,6 +53,7 @@ export async function createServices(config: Config, options: { extraTools?: Any
   });
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
   const sandbox = sandboxFromConfig(config);
+  const mcp = createMcpConnections({ logger });
   const tools = createToolRegistry([...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox }), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
   return {
     config,
@@ -63,7 +67,9 @@ export async function createServices(config: Config, options: { extraTools?: Any
     executor: createToolExecutor(tools),
     providers: createProviderRegistry(config.providerProfiles),
     failpoints: createFailpoints(config.failpoints),
+    mcp,
     async close() {
+      await mcp.close();
       await dispatcher.close();
       await bus.close();
       redis.disconnect();

@@ -7,6 +7,7 @@ import { registerApprovalRoutes } from "./routes/approval-routes.js";
 import { registerArtifactRoutes } from "./routes/artifact-routes.js";
 import { registerCommandRoutes } from "./routes/command-routes.js";
 import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
+import { registerMcpRoutes } from "./routes/mcp-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
 import { registerPolicyRoutes } from "./routes/policy-routes.js";
 import { registerProjectRoutes } from "./routes/project-routes.js";
@@ -46,7 +47,7 @@ export function createApp(services: ApiServices): App {
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
   const authenticated = requireApiKey(services.db.db);
-  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals", "/v1/approvals/*", "/v1/policy", "/v1/webhooks", "/v1/webhooks/*", "/v1/artifacts/*"]) {
+  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals", "/v1/approvals/*", "/v1/policy", "/v1/webhooks", "/v1/webhooks/*", "/v1/artifacts/*", "/v1/mcp-servers", "/v1/mcp-servers/*"]) {
     app.use(path, authenticated);
   }
   registerProjectRoutes(app, services);
@@ -59,6 +60,7 @@ export function createApp(services: ApiServices): App {
   registerPolicyRoutes(app, services);
   registerWebhookRoutes(app, services);
   registerArtifactRoutes(app, services);
+  registerMcpRoutes(app, services);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

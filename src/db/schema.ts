@@ -19,6 +19,7 @@ import type { EventBody, EventType } from "../core/events.js";
 import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { ApprovalPolicy } from "../core/policy.js";
+import type { McpTransportConfig } from "../mcp/mcp-config.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -408,4 +409,30 @@ export const webhookAttempts = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index("webhook_attempts_delivery_idx").on(t.deliveryId)],
+);
+
+/**
+ * An MCP server configured for a tenant (every project) or one project of it (SPEC M1).
+ * Env and header values are secrets: the API never answers them, only their names.
+ */
+export const mcpServers = pgTable(
+  "mcp_servers",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    /** null: every project of the tenant. */
+    projectId: text("project_id").references(() => projects.id),
+    /** Becomes the `<server>` of `mcp__<server>__<tool>`; unique within its scope. */
+    name: text("name").notNull(),
+    transport: jsonb("transport").$type<McpTransportConfig>().notNull(),
+    startupTimeoutMs: integer("startup_timeout_ms"),
+    callTimeoutMs: integer("call_timeout_ms"),
+    deferTools: boolean("defer_tools"),
+    createdAt: createdAt(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("mcp_servers_tenant_name_idx").on(t.tenantId, t.name).where(sql`project_id is null`),
+    uniqueIndex("mcp_servers_project_name_idx").on(t.tenantId, t.projectId, t.name).where(sql`project_id is not null`),
+  ],
 );

@@ -60,6 +60,12 @@ describe("requests", () => {
       "/v1/policy",
       "/v1/projects/{id}/policy",
       "/v1/webhooks",
+      "/v1/mcp-servers",
+      "/v1/mcp-servers/{id}",
+      "/v1/projects/{id}/mcp/{server}/resources",
+      "/v1/projects/{id}/mcp/{server}/resources/read",
+      "/v1/projects/{id}/mcp/{server}/prompts",
+      "/v1/projects/{id}/mcp/{server}/prompts/{prompt}",
       "/healthz",
       "/readyz",
     ]) {

@@ -1,0 +1,75 @@
+import { and, asc, eq, isNull, or } from "drizzle-orm";
+import type { Database } from "../db/client.js";
+import { mcpServers } from "../db/schema.js";
+import { newId } from "../ids.js";
+import type { McpScope, McpServerConfig, McpTransportConfig } from "./mcp-config.js";
+
+/** MCP server configurations as the API reads and writes them; every lookup is by tenant (D8). */
+
+export type McpServerRow = typeof mcpServers.$inferSelect;
+
+export interface McpServerInput {
+  tenantId: string;
+  projectId: string | null;
+  name: string;
+  transport: McpTransportConfig;
+  startupTimeoutMs: number | null;
+  callTimeoutMs: number | null;
+  deferTools: boolean | null;
+}
+
+/** Answers null when the name is taken in the same scope (tenant-wide, or the same project). */
+export async function createMcpServer(db: Database, input: McpServerInput): Promise<McpServerRow | null> {
+  const [row] = await db
+    .insert(mcpServers)
+    .values({ id: newId("mcp"), ...input })
+    .onConflictDoNothing()
+    .returning();
+  return row ?? null;
+}
+
+export async function findMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
+  const [row] = await db.select().from(mcpServers).where(and(eq(mcpServers.id, id), eq(mcpServers.tenantId, tenantId)));
+  return row ?? null;
+}
+
+/** The tenant's servers; with `projectId`, only those that project sees (its own and the tenant-wide ones). */
+export async function listMcpServers(db: Database, tenantId: string, projectId?: string): Promise<McpServerRow[]> {
+  const scope = projectId === undefined ? undefined : or(isNull(mcpServers.projectId), eq(mcpServers.projectId, projectId));
+  return db
+    .select()
+    .from(mcpServers)
+    .where(and(eq(mcpServers.tenantId, tenantId), scope))
+    .orderBy(asc(mcpServers.createdAt), asc(mcpServers.id));
+}
+
+export async function deleteMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
+  const [row] = await db
+    .delete(mcpServers)
+    .where(and(eq(mcpServers.id, id), eq(mcpServers.tenantId, tenantId)))
+    .returning();
+  return row ?? null;
+}
+
+/** The server named `name` that a project sees: its own first, else the tenant-wide one. */
+export async function resolveMcpServer(db: Database, tenantId: string, projectId: string, name: string): Promise<McpServerRow | null> {
+  const rows = await db
+    .select()
+    .from(mcpServers)
+    .where(and(eq(mcpServers.tenantId, tenantId), eq(mcpServers.name, name), or(isNull(mcpServers.projectId), eq(mcpServers.projectId, projectId))));
+  return rows.find((row) => row.projectId === projectId) ?? rows.find((row) => row.projectId === null) ?? null;
+}
+
+export function mcpScopeOf(row: McpServerRow): McpScope {
+  return { tenantId: row.tenantId, projectId: row.projectId };
+}
+
+export function mcpConfigOf(row: McpServerRow): McpServerConfig {
+  return {
+    name: row.name,
+    transport: row.transport,
+    ...(row.startupTimeoutMs === null ? {} : { startupTimeoutMs: row.startupTimeoutMs }),
+    ...(row.callTimeoutMs === null ? {} : { callTimeoutMs: row.callTimeoutMs }),
+    ...(row.deferTools === null ? {} : { deferTools: row.deferTools }),
+  };
+}
