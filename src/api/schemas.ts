@@ -115,8 +115,8 @@ export const ToolInfoSchema = z
   })
   .openapi("ToolInfo");
 
-/** An http(s) URL a webhook can be sent to; credentials in the URL are refused (fetch cannot send them). */
-const webhookUrl = () =>
+/** An http(s) URL the service will call (webhooks, MCP servers); credentials in the URL are refused (fetch cannot send them). */
+export const httpUrl = () =>
   z
     .string()
     .max(2048)
@@ -128,7 +128,7 @@ const webhookUrl = () =>
 
 export const WebhookCreateSchema = z
   .object({
-    url: webhookUrl(),
+    url: httpUrl(),
     eventTypes: z
       .array(z.enum(webhookSubscriptionTypes))
       .min(1)

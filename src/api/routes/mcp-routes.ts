@@ -9,7 +9,7 @@ import type { McpFailure } from "../../mcp/mcp-connections.js";
 import { createMcpServer, deleteMcpServer, findMcpServer, listMcpServers, mcpConfigOf, mcpScopeOf, resolveMcpServer, type McpServerRow } from "../../mcp/mcp-server-store.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
-import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
+import { ErrorSchema, errorResponses, httpUrl, IdParam } from "../schemas.js";
 
 /** A string Postgres can store: no NUL characters, no unpaired surrogates. */
 const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
@@ -18,16 +18,6 @@ const serverName = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** An HTTP header name (RFC 9110 token). */
 const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-const httpUrl = () =>
-  z
-    .string()
-    .max(2048)
-    .refine((value) => {
-      if (!URL.canParse(value)) return false;
-      const url = new URL(value);
-      return (url.protocol === "http:" || url.protocol === "https:") && url.username === "" && url.password === "";
-    }, "must be an http:// or https:// URL without credentials");
 
 const StdioTransportSchema = z
   .object({
