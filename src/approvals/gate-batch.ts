@@ -11,6 +11,7 @@ import type { Services } from "../services.js";
 import type { ApprovalSubject } from "../tools/tool.js";
 
 type CallRow = typeof toolCalls.$inferSelect;
+type ParsedCall = ReturnType<Services["executor"]["parse"]>;
 
 /** What a call that may run runs with. */
 export interface CallGrant {
@@ -70,13 +71,14 @@ export async function gateBatch(fx: Effects, services: Pick<Services, "config" |
       });
       continue;
     }
-    const verdict = judge(services, input, policies, call);
+    const parsed = services.executor.parse(call);
+    const verdict = judge(input, policies, parsed);
     if (verdict.decision === "allow") {
       grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: verdict.network });
     } else if (verdict.decision === "deny") {
       await denyCall(fx, input, call, verdict.reason);
     } else {
-      events.push(...(await requestApproval(fx, services, input, policies, call, verdict)));
+      events.push(...(await requestApproval(fx, services, input, policies, call, verdict, parsed.ok ? parsed : null)));
       asked.add(call.id);
     }
   }
@@ -84,14 +86,11 @@ export async function gateBatch(fx: Effects, services: Pick<Services, "config" |
   return { grants, asked };
 }
 
-/** The gateway's verdict for one call; a call that cannot run at all is let through, so the executor answers why. */
-export function judge(
-  services: Pick<Services, "executor">,
-  input: Pick<GateInput, "approvalMode" | "workspaceDir">,
-  policies: readonly ApprovalPolicy[],
-  call: { callId: string; name: string; argumentsRaw: string },
-): Verdict {
-  const parsed = services.executor.parse(call);
+/**
+ * The gateway's verdict for one call, from the executor's parse of it; a call
+ * that cannot run at all is let through, so the executor answers why.
+ */
+export function judge(input: Pick<GateInput, "approvalMode" | "workspaceDir">, policies: readonly ApprovalPolicy[], parsed: ParsedCall): Verdict {
   if (!parsed.ok) return { decision: "allow", network: false };
   const subject: ApprovalSubject = parsed.tool.approvalSubject?.(parsed.args as never) ?? { kind: "none" };
   return judgeCall({
@@ -147,6 +146,7 @@ async function requestApproval(
   policies: readonly ApprovalPolicy[],
   call: CallRow,
   verdict: Extract<Verdict, { decision: "ask" }>,
+  parsed: Extract<ParsedCall, { ok: true }> | null,
 ): Promise<NewEvent[]> {
   const [moved] = await fx.tx
     .update(toolCalls)
@@ -166,7 +166,7 @@ async function requestApproval(
     status: "pending",
     requestReason: verdict.reason,
     grantsNetwork: verdict.network,
-    displayDiff: await previewOf(services, input, call),
+    displayDiff: parsed ? await previewOf(input, parsed) : null,
     expiresAt,
   });
   return [
@@ -180,9 +180,8 @@ async function requestApproval(
 }
 
 /** The change a write or edit would make, for the approver; never fails the gate. */
-async function previewOf(services: Pick<Services, "executor">, input: GateInput, call: CallRow): Promise<string | null> {
-  const parsed = services.executor.parse(call);
-  if (!parsed.ok || !parsed.tool.previewDiff) return null;
+async function previewOf(input: GateInput, parsed: Extract<ParsedCall, { ok: true }>): Promise<string | null> {
+  if (!parsed.tool.previewDiff) return null;
   try {
     return await parsed.tool.previewDiff({ workspaceDir: input.workspaceDir, approvalMode: input.approvalMode }, parsed.args as never);
   } catch {

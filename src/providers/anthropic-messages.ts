@@ -1,8 +1,9 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import { FoyaError, isFoyaError } from "../errors.js";
+import { FoyaError } from "../errors.js";
 import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
 import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
-import { asNumber, asRecord, asString, errorMessage } from "./wire-fields.js";
+import { asNumber, asRecord, asString } from "./wire-fields.js";
+import { postStream } from "./post-stream.js";
 
 /**
  * Adapter for the Anthropic Messages API (PR1). Like the Chat Completions
@@ -42,36 +43,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Mode
   return {
     profile: options.profile,
     defaultModel: options.model,
-    async *stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
-      // Kept separately so an expired deadline can be told apart from a caller abort.
-      const deadline = AbortSignal.timeout(timeoutMs);
-      const headers: Record<string, string> = {
-        "content-type": "application/json",
-        accept: "text/event-stream",
-        "anthropic-version": anthropicVersion,
-      };
-      if (options.apiKey) headers["x-api-key"] = options.apiKey;
-      try {
-        const response = await fetchFn(url, {
-          method: "POST",
-          headers,
-          body: JSON.stringify(toWireRequest(request, options.model, maxTokens)),
-          signal: AbortSignal.any([signal, deadline]),
-        });
-        if (!response.ok) {
-          const excerpt = (await response.text()).replace(/\s+/g, " ").trim().slice(0, errorExcerptLength);
-          throw new FoyaError("provider_error", `${response.status} ${excerpt}`);
-        }
-        if (!response.body) throw new FoyaError("provider_error", "response has no body");
-        yield* parseStream(response.body);
-      } catch (error) {
-        // The caller's abort is not a provider failure: it must surface unchanged.
-        if (signal.aborted || isFoyaError(error)) throw error;
-        if (deadline.aborted) {
-          throw new FoyaError("provider_error", `no complete response within ${timeoutMs} ms`, { cause: error });
-        }
-        throw new FoyaError("provider_error", `request to ${url} failed: ${errorMessage(error)}`, { cause: error });
-      }
+    stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
+      const headers: Record<string, string> = { "anthropic-version": anthropicVersion, ...(options.apiKey ? { "x-api-key": options.apiKey } : {}) };
+      return postStream({ fetch: fetchFn, url, headers, body: toWireRequest(request, options.model, maxTokens), timeoutMs, signal }, parseStream);
     },
   };
 }

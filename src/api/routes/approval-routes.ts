@@ -160,6 +160,6 @@ async function checkEditedArguments(services: ApiServices, row: Row, argumentsRa
     .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
     .where(eq(sessions.id, row.approval.sessionId));
   if (!scope) throw notFound("session");
-  const verdict = judge(services, { approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, [scope.tenantPolicy, scope.projectPolicy], call);
+  const verdict = judge({ approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, [scope.tenantPolicy, scope.projectPolicy], parsed);
   if (verdict.decision === "deny") throw new FoyaError("bad_request", `the edited arguments are denied by policy: ${verdict.reason}`);
 }
