@@ -90,6 +90,8 @@ const envSchema = z.object({
   FOYA_CONTEXT_RESULT_MAX_CHARS: intFromEnv(0),
   FOYA_MCP_STDIO_COMMANDS: z.string().optional(),
   FOYA_MCP_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
+  FOYA_MCP_CONFIG_TTL_MS: intFromEnv(5_000),
+  FOYA_AGENT_MAX_DEPTH: intFromEnv(2),
   FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
   FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
   FOYA_WEBHOOK_BACKOFF_MS: intFromEnv(2_000),
@@ -153,6 +155,10 @@ export interface Config {
   readonly mcpStdioCommands: readonly string[];
   /** Lets tenants point HTTP MCP servers at loopback and private addresses (tests, trusted deployments). */
   readonly mcpAllowPrivate: boolean;
+  /** How long a worker reuses a project's MCP server configurations before reading them again. */
+  readonly mcpConfigTtlMs: number;
+  /** Sessions this many sub-agent levels down cannot start sub-agents (SPEC A1); 0 turns the agent tool off. */
+  readonly agentMaxDepth: number;
   /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
   readonly webhookPollMs: number;
   /** HTTP attempts per delivery, the first included; then it is marked failed. */
@@ -240,6 +246,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     contextResultMaxChars: e.FOYA_CONTEXT_RESULT_MAX_CHARS,
     mcpStdioCommands: Object.freeze((e.FOYA_MCP_STDIO_COMMANDS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     mcpAllowPrivate: e.FOYA_MCP_ALLOW_PRIVATE === "true",
+    mcpConfigTtlMs: e.FOYA_MCP_CONFIG_TTL_MS,
+    agentMaxDepth: e.FOYA_AGENT_MAX_DEPTH,
     webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),
     webhookAttempts: Math.max(1, e.FOYA_WEBHOOK_ATTEMPTS),
     webhookBackoffMs: Math.max(10, e.FOYA_WEBHOOK_BACKOFF_MS),

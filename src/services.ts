@@ -14,6 +14,7 @@ import { builtinTools } from "./tools/builtin-tools.js";
 import { createToolExecutor, type ToolExecutor } from "./tools/execute-tool-call.js";
 import { loadToolModules } from "./tools/load-tool-modules.js";
 import type { AnyTool } from "./tools/tool.js";
+import { createToolCatalog, type ToolCatalog } from "./tools/tool-catalog.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js";
 
 /**
@@ -32,6 +33,8 @@ export interface Services {
   /** Confines the processes tools start outside Full Access (SPEC S3). */
   sandbox: SandboxRunner;
   executor: ToolExecutor;
+  /** Per project: the tools above plus its MCP servers' tools (SPEC M1). Jobs and routes that serve a session use this. */
+  catalog: ToolCatalog;
   providers: ProviderRegistry;
   failpoints: Failpoints;
   /** MCP server connections of this process, shared by every request (SPEC M1, M2). */
@@ -54,7 +57,14 @@ export async function createServices(config: Config, options: { extraTools?: Any
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
   const sandbox = sandboxFromConfig(config);
   const mcp = createMcpConnections({ logger });
-  const tools = createToolRegistry([...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox }), ...(await loadToolModules(config.toolModules)), ...(options.extraTools ?? [])]);
+  const baseTools = [
+    ...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox }),
+    ...(await loadToolModules(config.toolModules)),
+    ...(options.extraTools ?? []),
+  ];
+  const tools = createToolRegistry(baseTools);
+  const executor = createToolExecutor(tools);
+  const catalog = createToolCatalog({ base: { registry: tools, executor }, baseTools, db: db.db, mcp, logger, configTtlMs: config.mcpConfigTtlMs });
   return {
     config,
     logger,
@@ -64,7 +74,8 @@ export async function createServices(config: Config, options: { extraTools?: Any
     dispatcher,
     tools,
     sandbox,
-    executor: createToolExecutor(tools),
+    executor,
+    catalog,
     providers: createProviderRegistry(config.providerProfiles),
     failpoints: createFailpoints(config.failpoints),
     mcp,

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
-import { projects, sessions } from "../db/schema.js";
+import { projects, runs, sessions } from "../db/schema.js";
 import { FoyaError } from "../errors.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -14,15 +14,40 @@ export interface SessionContext {
  * A worker's cache of session and project rows. Jobs read only the fields that
  * never change after creation (provider, model, allow-list, run mode, approval
  * mode, workspace), so an entry never goes stale for them; the run's own status
- * says whether work is still wanted. Bounded: the oldest entry leaves first.
+ * says whether work is still wanted. A run's project never changes either.
+ * Bounded: the oldest entry leaves first.
  */
 export interface SessionContextCache {
   get(tx: DbExecutor, sessionId: string): Promise<SessionContext>;
+  /**
+   * Whose project a run works in, read before its claim so the project's tools (MCP
+   * servers may need starting) are ready without holding the run; undefined for no such run.
+   */
+  scopeOfRun(db: DbExecutor, runId: string): Promise<RunScope | undefined>;
+}
+
+export interface RunScope {
+  tenantId: string;
+  projectId: string;
 }
 
 export function createSessionContextCache(maxEntries = 10_000): SessionContextCache {
   const entries = new Map<string, SessionContext>();
+  const runScopes = new Map<string, RunScope>();
   return {
+    async scopeOfRun(db, runId) {
+      const cached = runScopes.get(runId);
+      if (cached) return cached;
+      const [row] = await db
+        .select({ tenantId: runs.tenantId, projectId: sessions.projectId })
+        .from(runs)
+        .innerJoin(sessions, eq(sessions.id, runs.sessionId))
+        .where(eq(runs.id, runId));
+      if (!row) return undefined;
+      if (runScopes.size >= maxEntries) runScopes.delete(runScopes.keys().next().value as string);
+      runScopes.set(runId, row);
+      return row;
+    },
     async get(tx, sessionId) {
       const cached = entries.get(sessionId);
       if (cached) return cached;

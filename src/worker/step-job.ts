@@ -21,6 +21,7 @@ import type { EventBody, StepRef } from "../core/events.js";
 import type { Services } from "../services.js";
 import { toolSearchName } from "../tools/tool-registry.js";
 import { createStepEventSink } from "./step-event-sink.js";
+import { toolsOfRun } from "./run-tools.js";
 
 /**
  * One model Step (SPEC D1): claim the run, stream the model's response as
@@ -33,6 +34,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const { config } = services;
   const { runId, stepIndex } = job.data;
   const owner = `${context.workerId}/${job.id}`;
+  const tools = await toolsOfRun(context, runId);
 
   const claimed = await transact(services, async (fx) => {
     const claim = await claimRun(fx.tx, runId, { kind: "step", stepIndex }, owner, config.leaseMs);
@@ -43,7 +45,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const history = await loadHistory(fx.tx, run.tenantId, run.sessionId, run.ordinal);
     const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
     const projected = oversizedResults(history, resultLimit);
-    const exposed = services.tools.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []);
+    const exposed = tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []);
     const toolNames = exposed.map((tool) => tool.name);
     const [step] = await fx.tx
       .insert(steps)
@@ -93,7 +95,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
         artifacts: artifactReader(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }),
         resultLimit,
       }),
-      tools: services.tools.schemasFor(exposed),
+      tools: tools.registry.schemasFor(exposed),
       parallelToolCalls: capabilities.parallelToolCalls,
       ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
     };

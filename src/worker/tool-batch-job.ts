@@ -20,6 +20,8 @@ import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
 import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
+import { toolsOfRun } from "./run-tools.js";
+import type { ScopedTools } from "../tools/tool-catalog.js";
 
 type CallRow = typeof toolCalls.$inferSelect;
 type ClaimedRun = RunRow & { ordinal: number };
@@ -43,6 +45,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   const { runId, stepIndex } = job.data;
   const next: NextJob = { kind: "batch", stepIndex, ...(job.data.resume !== undefined ? { resume: job.data.resume } : {}) };
   const owner = `${context.workerId}/${job.id}`;
+  const tools = await toolsOfRun(context, runId);
 
   const claimed = await transact(services, async (fx) => {
     const claim = await claimRun(fx.tx, runId, next, owner, services.config.leaseMs);
@@ -65,7 +68,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
     }
     const stepRef: StepRef = { index: stepIndex, attempt: rows[0]?.attempt ?? 1 };
     const { session, project } = await context.sessionContexts.get(fx.tx, run.sessionId);
-    const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath };
+    const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath, tools };
     const plan = await planRunnable(fx, services, batch, calls);
     if (plan.groups[0]) await markRunning(fx, run, plan.groups[0], owner, stepRef);
     return { kind: "claimed" as const, run, batch, plan, session, project, stepTools: rows[0]?.tools ?? [], stepRef };
@@ -95,7 +98,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       exposedTools: stepTools,
       signal: controller.signal,
       deferredTools: {
-        search: (query, limit) => services.tools.searchDeferred(query, session, limit),
+        search: (query, limit) => tools.registry.searchDeferred(query, session, limit),
         async activate(names) {
           // Fenced like every write of this batch: a superseded attempt activates nothing.
           await services.db.db.execute(sql`
@@ -160,7 +163,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         await runWithLimit(group, maxParallelCalls, async (call) => {
           if (stale) return;
           const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
-          const executed = await services.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+          const executed = await tools.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
           // Bytes become artifact references before anything is stored or emitted (I1, I2).
           const result = withEditNote(grant, await storeResultArtifacts(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }, executed));
           const outcome = await commitCall(services, run, call, result, stepRef);
@@ -194,6 +197,7 @@ interface BatchScope {
   approvalMode: ApprovalMode;
   projectId: string;
   workspaceDir: string;
+  tools: ScopedTools;
 }
 
 interface RunnablePlan {
@@ -209,7 +213,7 @@ interface RunnablePlan {
  * model meant to happen first (P2, D6).
  */
 async function planRunnable(fx: Effects, services: Services, batch: BatchScope, calls: readonly CallRow[]): Promise<RunnablePlan> {
-  const { grants, asked } = await gateBatch(fx, services, {
+  const { grants, asked } = await gateBatch(fx, { config: services.config, executor: batch.tools.executor }, {
     run: batch.run,
     approvalMode: batch.approvalMode,
     projectId: batch.projectId,
@@ -221,7 +225,7 @@ async function planRunnable(fx: Effects, services: Services, batch: BatchScope, 
   const open = calls.filter((call) => grants.has(call.id) || asked.has(call.id) || call.status === "awaiting_approval");
   const lanes = planLanes(open, (call) => {
     const grant = grants.get(call.id);
-    return grant !== undefined && services.executor.isParallel({ callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+    return grant !== undefined && batch.tools.executor.isParallel({ callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
   });
   const groups: CallRow[][] = [];
   for (const lane of lanes) {

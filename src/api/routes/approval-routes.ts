@@ -151,15 +151,23 @@ export function registerApprovalRoutes(app: App, services: ApiServices): void {
  */
 async function checkEditedArguments(services: ApiServices, row: Row, argumentsRaw: string): Promise<void> {
   const call = { callId: row.callId, name: row.tool, argumentsRaw };
-  const parsed = services.executor.parse(call);
-  if (!parsed.ok) throw new FoyaError("bad_request", `the edited arguments are invalid: ${parsed.message}`);
   const [scope] = await services.db.db
-    .select({ mode: sessions.approvalMode, workspaceDir: projects.workspacePath, tenantPolicy: tenants.policy, projectPolicy: projects.policy })
+    .select({
+      tenantId: sessions.tenantId,
+      projectId: sessions.projectId,
+      mode: sessions.approvalMode,
+      workspaceDir: projects.workspacePath,
+      tenantPolicy: tenants.policy,
+      projectPolicy: projects.policy,
+    })
     .from(sessions)
     .innerJoin(projects, eq(projects.id, sessions.projectId))
     .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
     .where(eq(sessions.id, row.approval.sessionId));
   if (!scope) throw notFound("session");
+  const { executor } = await services.catalog.forProject({ tenantId: scope.tenantId, projectId: scope.projectId });
+  const parsed = executor.parse(call);
+  if (!parsed.ok) throw new FoyaError("bad_request", `the edited arguments are invalid: ${parsed.message}`);
   const verdict = judge({ approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, [scope.tenantPolicy, scope.projectPolicy], parsed);
   if (verdict.decision === "deny") throw new FoyaError("bad_request", `the edited arguments are denied by policy: ${verdict.reason}`);
 }

@@ -17,8 +17,9 @@ const listTools = createRoute({
 export function registerToolRoutes(app: App, services: ApiServices): void {
   app.openapi(listTools, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("query").session);
-    const exposed = new Set(services.tools.exposedFor(session).map((tool) => tool.name));
-    const tools = services.tools
+    const { registry } = await services.catalog.forProject({ tenantId: session.tenantId, projectId: session.projectId });
+    const exposed = new Set(registry.exposedFor(session).map((tool) => tool.name));
+    const tools = registry
       .list()
       .filter((tool) => tool.exposure !== "hidden")
       .map((tool) => ({

@@ -1,0 +1,123 @@
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { Database } from "../db/client.js";
+import type { Logger } from "../logger.js";
+import type { McpConnections } from "../mcp/mcp-connections.js";
+import { listMcpServers, mcpConfigOf, mcpScopeOf, type McpServerRow } from "../mcp/mcp-server-store.js";
+import { mapMcpTools } from "../mcp/mcp-tools.js";
+import { mcpConfigFingerprint, mcpServerKey } from "../mcp/mcp-config.js";
+import { createToolExecutor, type ToolExecutor } from "./execute-tool-call.js";
+import type { AnyTool } from "./tool.js";
+import { createToolRegistry, type ToolRegistry } from "./tool-registry.js";
+
+/** The registry and executor one project's sessions use: the service's own tools plus its MCP servers' tools (SPEC M1). */
+export interface ScopedTools {
+  registry: ToolRegistry;
+  executor: ToolExecutor;
+}
+
+export interface ProjectScope {
+  tenantId: string;
+  projectId: string;
+}
+
+export interface ToolCatalog {
+  /** Never throws for a server's failure: a server that cannot list its tools offers its last known ones, or none. */
+  forProject(scope: ProjectScope): Promise<ScopedTools>;
+}
+
+export interface ToolCatalogOptions {
+  base: ScopedTools;
+  baseTools: readonly AnyTool[];
+  db: Database;
+  mcp: McpConnections;
+  logger: Logger;
+  /** How long a project's server configurations are reused before they are read again. */
+  configTtlMs: number;
+}
+
+const maxCachedScopes = 1_000;
+
+/**
+ * Builds each project's tool view once per distinct set of tool lists and reuses it:
+ * the same servers with the same tools give the same registry object, so its rendered
+ * schemas stay cached and byte-identical from step to step (R2). Server configurations
+ * are read at most once per `configTtlMs` per project.
+ */
+export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
+  const { base, baseTools, db, mcp, logger } = options;
+  const configs = new Map<string, { rows: McpServerRow[]; readAt: number; reading?: Promise<McpServerRow[]> }>();
+  // A server's mapped tools, per listed array (the connection keeps one array per tool list).
+  const mapped = new WeakMap<McpTool[], { version: number; tools: AnyTool[] }>();
+  // What each server offered last, for when it is down: calls then get mcp_unavailable results, not "unknown tool".
+  const lastKnown = new Map<string, { fingerprint: string; version: number; tools: AnyTool[] }>();
+  const views = new Map<string, ScopedTools>();
+  let versions = 0;
+
+  async function serverRows(scope: ProjectScope): Promise<McpServerRow[]> {
+    const key = `${scope.tenantId}/${scope.projectId}`;
+    const cached = configs.get(key);
+    if (cached && Date.now() - cached.readAt < options.configTtlMs) return cached.rows;
+    if (cached?.reading) return cached.reading;
+    const reading = listMcpServers(db, scope.tenantId, scope.projectId).then((all) => {
+      // A project's own server hides a tenant-wide one of the same name.
+      const rows = all.filter((row) => row.projectId !== null || !all.some((other) => other.projectId !== null && other.name === row.name));
+      configs.set(key, { rows, readAt: Date.now() });
+      if (configs.size > maxCachedScopes) configs.delete(configs.keys().next().value as string);
+      return rows;
+    });
+    configs.set(key, { rows: cached?.rows ?? [], readAt: cached?.readAt ?? 0, reading });
+    try {
+      return await reading;
+    } catch (error) {
+      configs.delete(key);
+      throw error;
+    }
+  }
+
+  async function serverTools(row: McpServerRow): Promise<{ version: number; tools: AnyTool[] } | undefined> {
+    const scope = mcpScopeOf(row);
+    const config = mcpConfigOf(row);
+    const key = mcpServerKey(scope, row.name);
+    const fingerprint = `${mcpConfigFingerprint(config)}/${config.deferTools ?? ""}`;
+    const listed = await mcp.listTools(scope, config);
+    if (!listed.ok) {
+      const known = lastKnown.get(key);
+      logger.warn({ mcpServer: key, errorCode: listed.errorCode }, `MCP tools unavailable: ${listed.message}`);
+      return known?.fingerprint === fingerprint ? known : undefined;
+    }
+    let entry = mapped.get(listed.value);
+    if (!entry) {
+      entry = { version: ++versions, tools: mapMcpTools({ connections: mcp, scope, config }, listed.value).map((d) => d.tool) };
+      mapped.set(listed.value, entry);
+    }
+    lastKnown.set(key, { fingerprint, ...entry });
+    return entry;
+  }
+
+  return {
+    async forProject(scope) {
+      const rows = await serverRows(scope);
+      if (rows.length === 0) return base;
+      const lists = await Promise.all(rows.map((row) => serverTools(row)));
+      const present = lists.filter((list): list is { version: number; tools: AnyTool[] } => list !== undefined);
+      if (present.length === 0) return base;
+      const key = present.map((list) => list.version).join(",");
+      let view = views.get(key);
+      if (!view) {
+        const names = new Set(baseTools.map((tool) => tool.name));
+        const tools = [...baseTools];
+        for (const tool of present.flatMap((list) => list.tools)) {
+          // Two servers whose names sanitize alike would collide; the first keeps the name.
+          if (names.has(tool.name)) continue;
+          names.add(tool.name);
+          tools.push(tool);
+        }
+        const registry = createToolRegistry(tools);
+        view = { registry, executor: createToolExecutor(registry) };
+        views.set(key, view);
+        if (views.size > maxCachedScopes) views.delete(views.keys().next().value as string);
+      }
+      return view;
+    },
+  };
+}

@@ -1,0 +1,148 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { expectValidHistory } from "../helpers/history.js";
+import { useTestEnv } from "../helpers/test-env.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const everythingEntry = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist/index.js");
+const faultyEntry = path.join(here, "fixtures/faulty-server.mjs");
+
+const { env, client } = useTestEnv({ worker: true, overrides: { FOYA_MCP_STDIO_COMMANDS: process.execPath, FOYA_MCP_CONFIG_TTL_MS: "0" } });
+
+const stdio = (entry: string, args: string[] = [], envVars: Record<string, string> = {}) => ({ kind: "stdio", command: process.execPath, args: [entry, ...args], env: envVars });
+
+async function addServer(api: ApiClient, body: Record<string, unknown>): Promise<void> {
+  const created = await api.post("/v1/mcp-servers", body);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+}
+
+async function toolMessages(api: ApiClient, sessionId: string): Promise<any[]> {
+  return (await api.messages(sessionId)).filter((m) => m.role === "tool").map((m) => m.content);
+}
+
+const textOf = (message: { content: Array<{ type: string; text?: string }> }) => message.content.map((part) => part.text ?? `[${part.type}]`).join("\n");
+
+describe("MCP tools in sessions", () => {
+  it("M1: a project's stdio server's tools run in its sessions like built-in tools; images go to the artifact store; get-env shows no worker secret", async () => {
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
+    await addServer(client, { name: "everything", projectId, transport: stdio(everythingEntry, ["stdio"], { FOYA_MCP_PROBE: "configured-value" }) });
+
+    const listed = await client.get(`/v1/tools?session=${sessionId}`);
+    expect(listed.status).toBe(200);
+    const echo = listed.body.tools.find((t: { name: string }) => t.name === "mcp__everything__echo");
+    expect(echo).toMatchObject({ exposure: "direct", sideEffect: "read", exposedNow: true, parameters: { type: "object", properties: { message: expect.any(Object) } } });
+
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "mcp__everything__echo", args: { message: "hello from foya" } },
+          { tool: "mcp__everything__get_sum", args: { a: 2, b: 40 } },
+        ],
+        [{ tool: "mcp__everything__get_tiny_image", args: {} }],
+        [{ tool: "mcp__everything__get_env", args: {} }],
+        [{ tool: "mcp__everything__trigger_long_running_operation", args: { duration: 1, steps: 2 } }],
+        [{ text: "done" }],
+      ]),
+    );
+    expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
+    expectValidHistory(await client.messages(sessionId));
+    const [echoed, sum, image, envDump, longOp] = await toolMessages(client, sessionId);
+    expect(echoed).toMatchObject({ name: "mcp__everything__echo", status: "succeeded", isError: false });
+    expect(textOf(echoed)).toContain("hello from foya");
+    expect(textOf(sum)).toContain("42");
+    const imagePart = image.content.find((part: { type: string }) => part.type === "image");
+    expect(imagePart).toMatchObject({ artifactId: expect.stringMatching(/^art_/), mediaType: "image/png" });
+    const meta = await client.get(`/v1/artifacts/${imagePart.artifactId}/meta`);
+    expect(meta.status).toBe(200);
+    expect(meta.body).toMatchObject({ mediaType: "image/png", size: expect.any(Number) });
+    expect(textOf(envDump)).toContain("configured-value");
+    expect(textOf(envDump)).not.toContain("DATABASE_URL");
+    expect(textOf(envDump)).not.toContain(env.env.DATABASE_URL);
+    expect(textOf(envDump)).not.toContain("FOYA_ADMIN_TOKEN");
+    expect(longOp).toMatchObject({ status: "succeeded", isError: false });
+
+    const events = await client.events(sessionId);
+    const firstStep = events.find((e) => e.type === "step_start");
+    expect(firstStep.data.tools).toContain("mcp__everything__echo");
+    // The schema list is sorted by name (R2): built-ins and MCP tools in one order.
+    expect([...firstStep.data.tools].sort()).toEqual(firstStep.data.tools);
+    expect(events.some((e) => e.type === "tool_update" && typeof e.data.progress === "string")).toBe(true);
+  });
+
+  it("M1: another tenant's sessions neither see nor reach a tenant's MCP server", async () => {
+    const { projectId } = await client.newSession();
+    await addServer(client, { name: "private", projectId, transport: stdio(faultyEntry) });
+    await addServer(client, { name: "tenantwide", transport: stdio(faultyEntry) });
+    const other = await env.newTenant();
+    const { sessionId } = await other.newSession({ approvalMode: "full_access" });
+    const listed = await other.get(`/v1/tools?session=${sessionId}`);
+    expect(listed.body.tools.filter((t: { name: string }) => t.name.startsWith("mcp__"))).toEqual([]);
+    const run = await other.startRun(sessionId, script([[{ tool: "mcp__private__ok", args: {} }, { tool: "mcp__tenantwide__ok", args: {} }], [{ text: "done" }]]));
+    expect((await other.waitForRun(run.body.id)).status).toBe("completed");
+    const messages = await toolMessages(other, sessionId);
+    expect(messages.map((m) => m.status)).toEqual(["failed", "failed"]);
+    expect(textOf(messages[0])).toContain("No tool named");
+
+    // The tenant's own other project sees the tenant-wide server but not the first project's.
+    const own = await client.newSession({ approvalMode: "full_access" });
+    const ownTools = (await client.get(`/v1/tools?session=${own.sessionId}`)).body.tools.map((t: { name: string }) => t.name);
+    expect(ownTools).toContain("mcp__tenantwide__ok");
+    expect(ownTools).not.toContain("mcp__private__ok");
+  });
+
+  it("S5: an MCP tool marked destructive asks in Auto mode; its read-only sibling runs without asking", async () => {
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "auto" });
+    await addServer(client, { name: "faulty", projectId, transport: stdio(faultyEntry) });
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "mcp__faulty__ok", args: {} }, { tool: "mcp__faulty__drop_table", args: { table: "users" } }], [{ text: "done" }]]),
+    );
+    const approval = await waitFor(
+      async () => (await client.get(`/v1/approvals?status=pending&runId=${run.body.id}`)).body.approvals[0],
+      30_000,
+      "an approval for the destructive tool",
+    );
+    expect(approval.call).toMatchObject({ tool: "mcp__faulty__drop_table" });
+    expect(approval.requestReason).toContain("cannot tell where");
+    // The read-only call ran already; the destructive one has not.
+    const before = await toolMessages(client, sessionId);
+    expect(before.map((m) => m.name)).toEqual(["mcp__faulty__ok"]);
+    expect(textOf(before[0])).toMatch(/^ok from \d+/);
+
+    expect((await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" })).status).toBe(200);
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const after = await toolMessages(client, sessionId);
+    expect(after[1]).toMatchObject({ name: "mcp__faulty__drop_table", status: "succeeded" });
+    expect(textOf(after[1])).toBe("dropped users");
+  });
+
+  it("M3: a server that crashes mid-call gives the session an is_error result; the run goes on and a later call reconnects", async () => {
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
+    await addServer(client, { name: "faulty", projectId, transport: stdio(faultyEntry) });
+    const run = await client.startRun(sessionId, script([[{ tool: "mcp__faulty__crash", args: {} }], [{ text: "noted" }]]));
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const [crashed] = await toolMessages(client, sessionId);
+    expect(crashed).toMatchObject({ status: "failed", isError: true });
+    expect(textOf(crashed)).toContain("exited with code 3");
+
+    // After the backoff, the server is started again for the next call.
+    const again = await waitFor(
+      async () => {
+        const next = await client.startRun(sessionId, script([[{ tool: "mcp__faulty__ok", args: {} }], [{ text: "fine" }]]));
+        await client.waitForRun(next.body.id);
+        const messages = await toolMessages(client, sessionId);
+        const last = messages[messages.length - 1];
+        return last.status === "succeeded" ? last : null;
+      },
+      30_000,
+      "a reconnected server",
+    );
+    expect(textOf(again)).toMatch(/^ok from \d+/);
+    expectValidHistory(await client.messages(sessionId));
+  });
+});
