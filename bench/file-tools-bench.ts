@@ -31,6 +31,7 @@ const context: ToolContext = {
   commands: { start: async () => ({ error: "none" }), get: async () => undefined, cancel: async () => undefined },
   tasks: { replace: async () => {} },
   history: { readToolResult: async () => undefined },
+  subagents: { start: async () => ({ ok: false, errorCode: "agent_unavailable", message: "no sub-agents here" }) },
   blobs: {
     async put(content) {
       const digest = createHash("sha256").update(content).digest("hex");

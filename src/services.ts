@@ -58,7 +58,7 @@ export async function createServices(config: Config, options: { extraTools?: Any
   const sandbox = sandboxFromConfig(config);
   const mcp = createMcpConnections({ logger });
   const baseTools = [
-    ...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox }),
+    ...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox, agents: config.agentMaxDepth > 0 }),
     ...(await loadToolModules(config.toolModules)),
     ...(options.extraTools ?? []),
   ];

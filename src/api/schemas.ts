@@ -57,6 +57,11 @@ export const SessionSchema = z
     toolAllowList: z.array(z.string()).nullable(),
     runMode: z.enum(runModes),
     activeRunId: z.string().nullable(),
+    parent: z
+      .object({ sessionId: z.string().nullable(), runId: z.string(), callId: z.string().nullable() })
+      .nullable()
+      .openapi({ description: "A sub-agent's session: the session, run and `agent` call that started it (SPEC A1); null for a client's session." }),
+    depth: z.number().int().openapi({ description: "Sub-agent levels above this session; 0 for a session a client created." }),
     tasks: z.array(z.object({ title: z.string(), status: z.enum(["pending", "in_progress", "done"]) })),
     deleted: z.boolean(),
     createdAt: z.string(),

@@ -24,6 +24,8 @@ export function serializeSession(session: typeof sessions.$inferSelect) {
     toolAllowList: session.toolAllowList ?? null,
     runMode: session.runMode,
     activeRunId: session.activeRunId,
+    parent: session.parentRunId ? { sessionId: session.parentSessionId, runId: session.parentRunId, callId: session.parentCallId } : null,
+    depth: session.depth,
     tasks: session.tasks,
     deleted: session.deletedAt !== null,
     createdAt: session.createdAt.toISOString(),

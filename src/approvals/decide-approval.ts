@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { approvals, runs, toolCalls, type ApprovalStatus } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
-import type { NextJob } from "../queue/job-types.js";
 import { answerCall } from "../runs/answer-call.js";
+import { resumeParkedBatch } from "../runs/resume-batch.js";
 import { transact, type Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
 
@@ -133,21 +133,8 @@ async function recordDecision(
     await fx.tx.update(toolCalls).set({ result: content }).where(eq(toolCalls.id, call.id));
     await answerCall(fx, ordered, call, { status: "denied", isError: true, errorCode: call.errorCode, content }, null);
   }
-  await resumeIfParked(fx, run, call.stepIndex);
+  await resumeParkedBatch(fx, run, call.stepIndex);
   return decided;
-}
-
-/** A parked run (no job, D6) gets its batch back through the outbox; a run whose batch job still runs needs nothing. */
-async function resumeIfParked(fx: Effects, run: typeof runs.$inferSelect, stepIndex: number): Promise<void> {
-  if (run.status !== "awaiting_approval") return;
-  // The fence names the parked attempt, so each resume gets a job id of its own.
-  const next: NextJob = { kind: "batch", stepIndex, resume: run.fence };
-  await fx.tx
-    .update(runs)
-    .set({ status: "running", nextJob: next, redispatches: 0, updatedAt: sql`now()` })
-    .where(and(eq(runs.id, run.id), eq(runs.status, "awaiting_approval")));
-  await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running" } }]);
-  fx.dispatch({ runId: run.id, next, redispatches: 0 });
 }
 
 /** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */

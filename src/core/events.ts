@@ -48,6 +48,8 @@ export type EventBody =
       toolCalls: number;
     }
   | { type: "run_status"; status: RunStatus }
+  /** An `agent` call started a sub-agent (A1): its session and run, whose own events tell what it does. */
+  | { type: "subagent_start"; callId: string; childSessionId: string; childRunId: string; depth: number }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
 

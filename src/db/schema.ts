@@ -94,6 +94,15 @@ export const sessions = pgTable(
     eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
     runCount: integer("run_count").notNull().default(0),
     activeRunId: text("active_run_id"),
+    /**
+     * A sub-agent's session (SPEC A1): the session, run and call (the provider's call id, as in
+     * events) of the `agent` call that started it; null for a session a client created.
+     */
+    parentSessionId: text("parent_session_id"),
+    parentRunId: text("parent_run_id"),
+    parentCallId: text("parent_call_id"),
+    /** Sub-agent levels above this session: 0 for a client's session, parent's + 1 for a sub-agent's. */
+    depth: integer("depth").notNull().default(0),
     deletedAt: tstz("deleted_at"),
     createdAt: createdAt(),
   },
@@ -206,11 +215,20 @@ export const toolCalls = pgTable(
     result: jsonb("result").$type<ResultPart[] | null>(),
     isError: boolean("is_error"),
     errorCode: text("error_code"),
+    /**
+     * An `agent` call's child run (SPEC A1), set in the transaction that created it. Such a call
+     * stays `running` while the child works: it is not lost with a worker, so a claim does not interrupt it.
+     */
+    childRunId: text("child_run_id").references(() => runs.id),
     createdAt: createdAt(),
     startedAt: tstz("started_at"),
     endedAt: tstz("ended_at"),
   },
-  (t) => [uniqueIndex("tool_calls_step_call_idx").on(t.stepId, t.callIndex), index("tool_calls_run_idx").on(t.runId)],
+  (t) => [
+    uniqueIndex("tool_calls_step_call_idx").on(t.stepId, t.callIndex),
+    index("tool_calls_run_idx").on(t.runId),
+    uniqueIndex("tool_calls_child_run_idx").on(t.childRunId).where(sql`child_run_id is not null`),
+  ],
 );
 
 export const events = pgTable(

@@ -4,8 +4,7 @@ import { runs, sessions, type ActivePolicy } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Services } from "../services.js";
-import { cancelRunInTransaction } from "./cancel-run.js";
-import { activateRun, type RunRow } from "./run-lifecycle.js";
+import { activateRun, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError, transact } from "./transact.js";
 
 /**

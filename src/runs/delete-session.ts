@@ -4,7 +4,7 @@ import { commands, runs, sessions } from "../db/schema.js";
 import { requestCommandCancel } from "../commands/command-store.js";
 import { notFound } from "../errors.js";
 import type { Services } from "../services.js";
-import { cancelRunInTransaction } from "./cancel-run.js";
+import { cancelRunInTransaction } from "./run-lifecycle.js";
 import { transact } from "./transact.js";
 
 /** Marks a session deleted, cancels its active and waiting runs and stops its background commands; history is kept for audit. */

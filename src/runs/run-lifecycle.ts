@@ -1,7 +1,8 @@
 import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { ResultPart } from "../core/history.js";
-import { runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
-import { runs, sessions, toolCalls } from "../db/schema.js";
+import { isTerminalRunStatus, runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
+import { deliverToParentCall } from "../agents/deliver-child-result.js";
+import { events, runs, sessions, steps, toolCalls } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
 import { answerCall } from "./answer-call.js";
 import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
@@ -75,6 +76,7 @@ export async function endRun(
     { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
   ]);
   await releaseSession(effects, run.sessionId, run.id, options.activateNext ?? true);
+  await deliverToParentCall(effects, run.id, status, options.error);
   return true;
 }
 
@@ -141,5 +143,69 @@ export async function closeOpenCalls(
     open.filter((call) => call.status === "awaiting_approval").map((call) => call.id),
     `the run was ${reason}`,
   );
+  // A sub-agent works for its call only: it ends with it (A1). Parent before child is the lock order.
+  for (const call of open) {
+    if (call.childRunId) await cancelChildRun(effects, call.childRunId, reason);
+  }
   return open.length;
+}
+
+async function cancelChildRun(effects: Effects, childRunId: string, reason: "interrupted" | "cancelled"): Promise<void> {
+  const [child] = await effects.tx.select().from(runs).where(eq(runs.id, childRunId)).for("update");
+  if (!child || isTerminalRunStatus(child.status)) return;
+  await cancelRunInTransaction(effects, child, { code: "parent_ended", message: `the parent run was ${reason}` }, true);
+}
+
+/**
+ * Cancels a run inside the caller's transaction (SPEC X2): the partial assistant text
+ * streamed so far, a terminal state for every unfinished call (and the sub-agent runs
+ * they wait on, A1), the run's terminal state and its `run_end`; the workers are told
+ * after the commit to abort the run's tools.
+ */
+export async function cancelRunInTransaction(
+  fx: Effects,
+  run: RunRow,
+  error: { code: string; message: string },
+  activateNext: boolean,
+): Promise<void> {
+  if (run.ordinal !== null) {
+    const ordered = { ...run, ordinal: run.ordinal };
+    await persistPartialText(fx, ordered);
+    await closeOpenCalls(fx, ordered, "cancelled");
+  }
+  await endRun(fx, run, "cancelled", { error, activateNext });
+  fx.cancel(run.id);
+}
+
+/** Keeps what the model had streamed of an unfinished step as its assistant message. */
+async function persistPartialText(fx: Effects, run: RunRow & { ordinal: number }): Promise<void> {
+  const [step] = await fx.tx
+    .select()
+    .from(steps)
+    .where(and(eq(steps.runId, run.id), eq(steps.index, run.stepIndex), eq(steps.status, "streaming")))
+    .for("update");
+  if (!step) return;
+  const deltas = await fx.tx
+    .select({ text: sql<string>`${events.data}->>'text'` })
+    .from(events)
+    .where(
+      and(
+        eq(events.sessionId, run.sessionId),
+        eq(events.runId, run.id),
+        eq(events.stepIndex, step.index),
+        eq(events.attempt, step.attempt),
+        eq(events.type, "text_delta"),
+      ),
+    )
+    .orderBy(asc(events.seq));
+  const text = deltas.map((d) => d.text).join("");
+  await fx.tx.update(steps).set({ status: "completed", finishReason: "cancelled", endedAt: sql`now()` }).where(eq(steps.id, step.id));
+  if (text.length > 0) {
+    await insertMessage(
+      fx.tx,
+      { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
+      { runOrdinal: run.ordinal, stepIndex: step.index, part: 1, callIndex: 0 },
+      { role: "assistant", text, toolCalls: [] },
+    );
+  }
 }

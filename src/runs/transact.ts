@@ -92,9 +92,10 @@ export async function transact<T>(
 export async function transactFenced<T>(
   services: Pick<Services, "db" | "bus" | "dispatcher">,
   work: (effects: Effects) => Promise<T>,
+  options: { afterCommit?: () => void } = {},
 ): Promise<T | null> {
   try {
-    return await transact(services, work);
+    return await transact(services, work, options);
   } catch (error) {
     if (error instanceof StaleWorkError) return null;
     throw error;

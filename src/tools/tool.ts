@@ -71,6 +71,12 @@ export interface ToolResult {
   fileChanges?: FileChangeRecord[];
   /** For display only; never sent to the model (L2, F2). */
   displayDiff?: string;
+  /**
+   * The call's result comes from this sub-agent run when it ends (SPEC A1): the call stays
+   * `running` with the child named on it, nothing is committed for it now, and the parent
+   * run parks without holding a worker until the child's end delivers the result.
+   */
+  awaitChildRun?: string;
 }
 
 /** A result as stored and sent to the model: bytes replaced by artifact references. */
@@ -115,12 +121,31 @@ export interface ToolContext {
     /** The full text of a stored tool result, by the reference the context compiler gave it; undefined if there is none. */
     readToolResult(reference: string): Promise<{ name: string; text: string; isError: boolean } | undefined>;
   };
+  /** Sub-agents (A1): starts a child run, never wider than this session, whose final answer becomes this call's result. */
+  subagents: {
+    start(request: SubAgentRequest): Promise<SubAgentStart>;
+  };
   /** The tenant's content-addressed blob store (file contents for review and revert). */
   blobs: {
     /** Stores the bytes once per digest; answers their sha256. */
     put(content: Buffer): Promise<string>;
   };
 }
+
+/** What a sub-agent is asked to do, and how far it may reach: each limit may only narrow the parent's. */
+export interface SubAgentRequest {
+  task: string;
+  /** Tool names; a subset of what the parent session may use. Absent: the parent's own set. */
+  tools?: string[];
+  readOnly?: boolean;
+  approvalMode?: ApprovalMode;
+  /** The sub-agent's system prompt. */
+  instructions?: string;
+}
+
+export type SubAgentStart =
+  | { ok: true; childSessionId: string; childRunId: string; depth: number }
+  | { ok: false; errorCode: string; message: string };
 
 /** What tools see of a background command. */
 export interface BackgroundCommandView {

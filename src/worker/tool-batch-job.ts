@@ -21,6 +21,7 @@ import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
+import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
 
 type CallRow = typeof toolCalls.$inferSelect;
@@ -58,7 +59,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       .where(and(eq(steps.runId, runId), eq(steps.index, stepIndex)))
       .orderBy(asc(toolCalls.callIndex));
     const calls = rows.map((row) => row.call);
-    if (calls.some((call) => call.status === "running")) {
+    // A call waiting on its sub-agent is `running` but lost nothing with a worker: its child carries on (A1).
+    if (calls.some((call) => call.status === "running" && call.childRunId === null)) {
       await closeOpenCalls(fx, run, "interrupted");
       await endRun(fx, run, "interrupted", {
         fence: run.fence,
@@ -111,6 +113,10 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       blobs: { put: (content) => putBlob(services.db.db, run.tenantId, content) },
+      subagents: {
+        start: (request) =>
+          startSubAgent(services, { run, session, call, stepRef, isTool: (name) => tools.registry.get(name) !== undefined }, request),
+      },
       history: { readToolResult: (reference) => readToolResult(services.db.db, run, reference) },
       tasks: {
         async replace(tasks) {
@@ -164,6 +170,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
           if (stale) return;
           const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
           const executed = await tools.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+          // A sub-agent's end delivers this call's result (A1); the batch settles around it.
+          if (executed.awaitChildRun !== undefined && !executed.isError) return;
           // Bytes become artifact references before anything is stored or emitted (I1, I2).
           const result = withEditNote(grant, await storeResultArtifacts(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }, executed));
           const outcome = await commitCall(services, run, call, result, stepRef);
@@ -181,7 +189,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       const settled = await transactFenced(services, async (fx) => settleBatch(fx, services, batch, owner, endBatch));
       if (settled === null) return { kind: "stale" };
       if (settled.kind === "closed") return { kind: "committed", detail: "batch done" };
-      if (settled.kind === "parked") return { kind: "committed", detail: "waiting for approval" };
+      if (settled.kind === "parked") return { kind: "committed", detail: "parked: waiting for approval or sub-agents" };
       plan = settled.plan;
     }
   } finally {
@@ -204,6 +212,8 @@ interface RunnablePlan {
   /** Groups to run now, in model order (P2); the first is already marked running by the caller. */
   groups: CallRow[][];
   grants: Map<string, CallGrant>;
+  /** Whether a call waits for a human; otherwise what is still open waits for sub-agents. */
+  waitsForApproval: boolean;
 }
 
 /**
@@ -221,8 +231,9 @@ async function planRunnable(fx: Effects, services: Services, batch: BatchScope, 
     calls: calls.filter((call) => call.status === "queued"),
     stepRef: batch.stepRef,
   });
-  // The gate may have answered some calls; only those it granted, or that still wait, stay open.
-  const open = calls.filter((call) => grants.has(call.id) || asked.has(call.id) || call.status === "awaiting_approval");
+  // The gate may have answered some calls; only those it granted, or that still wait (for a decision or a sub-agent), stay open.
+  const waitsForApproval = (call: CallRow) => asked.has(call.id) || call.status === "awaiting_approval";
+  const open = calls.filter((call) => grants.has(call.id) || waitsForApproval(call) || (call.status === "running" && call.childRunId !== null));
   const lanes = planLanes(open, (call) => {
     const grant = grants.get(call.id);
     return grant !== undefined && batch.tools.executor.isParallel({ callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
@@ -233,7 +244,7 @@ async function planRunnable(fx: Effects, services: Services, batch: BatchScope, 
     if (ready.length > 0) groups.push(ready);
     if (ready.length !== lane.length) break;
   }
-  return { groups, grants };
+  return { groups, grants, waitsForApproval: open.some(waitsForApproval) };
 }
 type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan };
 
@@ -258,20 +269,24 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
     .from(toolCalls)
     .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepRef.index), inArray(toolCalls.status, [...openStatuses])))
     .orderBy(asc(toolCalls.callIndex));
-  if (open.some((call) => call.status === "running")) throw new StaleWorkError("calls of this batch are still running");
+  if (open.some((call) => call.status === "running" && call.childRunId === null)) throw new StaleWorkError("calls of this batch are still running");
   const plan = await planRunnable(fx, services, batch, open);
   if (plan.groups[0]) {
     await markRunning(fx, run, plan.groups[0], owner, stepRef);
     return { kind: "more", plan };
   }
   if (await closeBatchIfDone(fx, services, run, stepRef.index)) return { kind: "closed" };
+  // Waiting for a human shows as `awaiting_approval`; waiting only for sub-agents, the run is still `running` (they work for it).
+  const status = plan.waitsForApproval ? "awaiting_approval" : "running";
   const [parked] = await fx.tx
     .update(runs)
-    .set({ status: "awaiting_approval", nextJob: null, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .set({ status, nextJob: null, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
     .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
     .returning({ id: runs.id });
   if (!parked) throw new StaleWorkError();
-  await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status: "awaiting_approval" } }]);
+  if (status === "awaiting_approval") {
+    await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status } }]);
+  }
   return { kind: "parked" };
 }
 

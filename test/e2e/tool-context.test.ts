@@ -29,6 +29,7 @@ describe("what a running tool sees", () => {
       canStore: "function",
       canStartCommands: "function",
       canKeepTasks: "function",
+      canStartSubAgents: "function",
     });
     const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress);
     expect(progress.map((e) => e.data.progress).sort()).toEqual(["almost", "halfway"]);

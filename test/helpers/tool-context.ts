@@ -21,6 +21,7 @@ export function toolContext(overrides: Partial<ToolContext> & { workspaceDir: st
     tasks: { replace: async () => {} },
     blobs: { put: async () => "" },
     history: { readToolResult: async () => undefined },
+    subagents: { start: async () => ({ ok: false, errorCode: "agent_unavailable", message: "no sub-agents here" }) },
     reportProgress: () => {},
     ...overrides,
   };

@@ -16,6 +16,7 @@ beforeAll(async () => {
 
 /** Per tool, arguments that are wrong in a way only that tool's schema or checks catch. */
 const specific: Record<string, Array<[args: string, code: string]>> = {
+  agent: [['{"task": ""}', "invalid_arguments"], ['{"task": "x", "approvalMode": "root"}', "invalid_arguments"], ['{"task": "x"}', "agent_unavailable"]],
   bash: [['{"command": ""}', "invalid_arguments"], ['{"command": "true", "timeoutMs": 10}', "invalid_arguments"]],
   command_status: [['{"id": "cmd_missing"}', "unknown_command"]],
   command_output: [['{"id": "cmd_missing", "tail": 0}', "invalid_arguments"]],

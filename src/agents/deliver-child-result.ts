@@ -1,0 +1,89 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { ResultPart } from "../core/history.js";
+import type { TerminalRunStatus } from "../core/run-status.js";
+import { messages, runs, toolCalls } from "../db/schema.js";
+import { answerCall } from "../runs/answer-call.js";
+import { resultPreview } from "../runs/result-preview.js";
+import { resumeParkedBatch } from "../runs/resume-batch.js";
+import type { Effects } from "../runs/transact.js";
+
+/** What the parent's `agent` call answers when its sub-agent ended without completing. */
+const endings: Record<Exclude<TerminalRunStatus, "completed">, { code: string; text: string }> = {
+  failed: { code: "agent_failed", text: "The sub-agent failed" },
+  cancelled: { code: "agent_cancelled", text: "The sub-agent was cancelled" },
+  interrupted: { code: "agent_interrupted", text: "The sub-agent was interrupted" },
+};
+
+/**
+ * A sub-agent's end is its `agent` call's result (SPEC A1), written in the child's own
+ * terminal transaction: the call's status and tool message in the parent's history, its
+ * `tool_end` in the parent's events, and the parent's batch re-armed if it was parked.
+ * Nothing is lost between the child ending and the parent learning it: both are one commit.
+ * A run that is nobody's sub-agent, or whose call was already closed (the parent ended
+ * first), changes nothing.
+ */
+export async function deliverToParentCall(
+  fx: Effects,
+  childRunId: string,
+  status: TerminalRunStatus,
+  error: { code: string; message: string } | undefined,
+): Promise<void> {
+  const [waiting] = await fx.tx
+    .select({ id: toolCalls.id, runId: toolCalls.runId })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.childRunId, childRunId), eq(toolCalls.status, "running")));
+  if (!waiting) return;
+  // Parent before its call, as every writer of a run locks it first.
+  const [parent] = await fx.tx.select().from(runs).where(eq(runs.id, waiting.runId)).for("update");
+  if (!parent || parent.ordinal === null) return;
+  const outcome = status === "completed" ? await answerOf(fx, childRunId) : failureOf(status, error);
+  const [call] = await fx.tx
+    .update(toolCalls)
+    .set({
+      status: outcome.isError ? "failed" : "succeeded",
+      result: resultPreview(outcome.content),
+      isError: outcome.isError,
+      errorCode: outcome.errorCode,
+      endedAt: sql`now()`,
+    })
+    .where(and(eq(toolCalls.id, waiting.id), eq(toolCalls.status, "running")))
+    .returning();
+  if (!call) return;
+  await answerCall(
+    fx,
+    { ...parent, ordinal: parent.ordinal },
+    call,
+    { status: outcome.isError ? "failed" : "succeeded", isError: outcome.isError, errorCode: outcome.errorCode, content: outcome.content },
+    null,
+  );
+  await resumeParkedBatch(fx, parent, call.stepIndex);
+}
+
+interface ChildOutcome {
+  isError: boolean;
+  errorCode: string | null;
+  content: ResultPart[];
+}
+
+/** The child's final answer: the text of its last assistant message. */
+async function answerOf(fx: Effects, childRunId: string): Promise<ChildOutcome> {
+  const [last] = await fx.tx
+    .select({ content: messages.content })
+    .from(messages)
+    .innerJoin(runs, and(eq(runs.sessionId, messages.sessionId), eq(runs.ordinal, messages.runOrdinal)))
+    .where(and(eq(runs.id, childRunId), eq(messages.role, "assistant")))
+    .orderBy(desc(messages.stepIndex), desc(messages.part))
+    .limit(1);
+  const text = last?.content.role === "assistant" ? last.content.text : "";
+  return {
+    isError: false,
+    errorCode: null,
+    content: [{ type: "text", text: text.trim() === "" ? "The sub-agent finished without a final answer." : text }],
+  };
+}
+
+function failureOf(status: Exclude<TerminalRunStatus, "completed">, error: { code: string; message: string } | undefined): ChildOutcome {
+  const ending = endings[status];
+  const why = error ? `: ${error.message} (${error.code})` : ".";
+  return { isError: true, errorCode: ending.code, content: [{ type: "text", text: `${ending.text}${why}` }] };
+}

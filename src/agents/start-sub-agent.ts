@@ -1,0 +1,127 @@
+import { and, eq, isNull } from "drizzle-orm";
+import type { StepRef } from "../core/events.js";
+import { runs, sessions, toolCalls, type ApprovalMode, type RunMode } from "../db/schema.js";
+import { newId } from "../ids.js";
+import { activateRun } from "../runs/run-lifecycle.js";
+import { StaleWorkError, transactFenced } from "../runs/transact.js";
+import type { Services } from "../services.js";
+import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
+
+type SessionRow = typeof sessions.$inferSelect;
+
+/** Wider modes allow more without asking; a sub-agent's may not be wider than its parent's. */
+const modeWidth: Record<ApprovalMode, number> = { manual: 0, auto: 1, full_access: 2 };
+
+/** The child session's limits: each the parent's, or narrower (SPEC A1). */
+export interface ChildLimits {
+  toolAllowList: string[] | null;
+  runMode: RunMode;
+  approvalMode: ApprovalMode;
+  depth: number;
+}
+
+/**
+ * Derives a sub-agent's limits from its parent session and its request, or says why it
+ * may not start: too deep, a tool the parent may not use (or that does not exist), or a
+ * wider approval mode. A read-only parent gives a read-only child.
+ */
+export function narrowLimits(
+  parent: Pick<SessionRow, "toolAllowList" | "runMode" | "approvalMode" | "depth">,
+  request: SubAgentRequest,
+  options: { maxDepth: number; isTool: (name: string) => boolean },
+): { ok: true; limits: ChildLimits } | { ok: false; errorCode: string; message: string } {
+  const depth = parent.depth + 1;
+  if (depth > options.maxDepth) {
+    return { ok: false, errorCode: "agent_depth_limit", message: `Sub-agents may nest at most ${options.maxDepth} levels deep; this session is at level ${parent.depth}.` };
+  }
+  let toolAllowList = parent.toolAllowList;
+  if (request.tools !== undefined) {
+    const unknown = request.tools.filter((name) => !options.isTool(name));
+    if (unknown.length > 0) return { ok: false, errorCode: "agent_unknown_tool", message: `No tool named ${unknown.map((n) => JSON.stringify(n)).join(", ")} exists.` };
+    const wider = parent.toolAllowList === null ? [] : request.tools.filter((name) => !parent.toolAllowList?.includes(name));
+    if (wider.length > 0) {
+      return { ok: false, errorCode: "agent_tools_not_allowed", message: `A sub-agent may only use tools this session may use; not ${wider.map((n) => JSON.stringify(n)).join(", ")}.` };
+    }
+    toolAllowList = [...new Set(request.tools)].sort();
+  }
+  const approvalMode = request.approvalMode ?? parent.approvalMode;
+  if (modeWidth[approvalMode] > modeWidth[parent.approvalMode]) {
+    return { ok: false, errorCode: "agent_mode_not_allowed", message: `A sub-agent's approval mode may not be wider than this session's (${parent.approvalMode}).` };
+  }
+  const runMode: RunMode = parent.runMode === "read_only" || request.readOnly === true ? "read_only" : "normal";
+  return { ok: true, limits: { toolAllowList, runMode, approvalMode, depth } };
+}
+
+export interface SubAgentParent {
+  run: { id: string; tenantId: string; sessionId: string; fence: number };
+  session: SessionRow;
+  /** The `agent` call, already `running` under this batch attempt's fence. */
+  call: { id: string; callId: string };
+  stepRef: StepRef;
+  isTool: (name: string) => boolean;
+}
+
+/**
+ * Starts a sub-agent in one transaction, fenced by the parent's batch attempt: the child
+ * session and run, the child's first step job (outbox), the child named on the parent's
+ * call, and a `subagent_start` event in the parent's session. Either all of it commits or
+ * none; a call that a newer attempt owns starts nothing.
+ */
+export async function startSubAgent(
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "failpoints">,
+  parent: SubAgentParent,
+  request: SubAgentRequest,
+): Promise<SubAgentStart> {
+  const narrowed = narrowLimits(parent.session, request, { maxDepth: services.config.agentMaxDepth, isTool: parent.isTool });
+  if (!narrowed.ok) return narrowed;
+  const { limits } = narrowed;
+  const { run, session, call } = parent;
+  const started = await transactFenced(services, async (fx) => {
+    const [owned] = await fx.tx
+      .select({ id: runs.id })
+      .from(runs)
+      .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
+      .for("update");
+    if (!owned) throw new StaleWorkError();
+    const [child] = await fx.tx
+      .insert(sessions)
+      .values({
+        id: newId("ses"),
+        tenantId: run.tenantId,
+        projectId: session.projectId,
+        approvalMode: limits.approvalMode,
+        providerProfile: session.providerProfile,
+        model: session.model,
+        toolAllowList: limits.toolAllowList,
+        runMode: limits.runMode,
+        systemPrompt: request.instructions ?? null,
+        parentSessionId: run.sessionId,
+        parentRunId: run.id,
+        parentCallId: call.callId,
+        depth: limits.depth,
+      })
+      .returning();
+    if (!child) throw new Error("session insert returned nothing");
+    const [childRun] = await fx.tx
+      .insert(runs)
+      .values({ id: newId("run"), tenantId: run.tenantId, sessionId: child.id, status: "queued", input: request.task })
+      .returning();
+    if (!childRun) throw new Error("run insert returned nothing");
+    await activateRun(fx, childRun);
+    const linked = await fx.tx
+      .update(toolCalls)
+      .set({ childRunId: childRun.id })
+      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "running"), eq(toolCalls.execFence, run.fence), isNull(toolCalls.childRunId)))
+      .returning({ id: toolCalls.id });
+    if (linked.length === 0) throw new StaleWorkError();
+    await fx.emit(run.tenantId, run.sessionId, [
+      {
+        runId: run.id,
+        step: parent.stepRef,
+        body: { type: "subagent_start", callId: call.callId, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth },
+      },
+    ]);
+    return { ok: true as const, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth };
+  }, { afterCommit: () => services.failpoints.hit("worker.after_subagent_start") });
+  return started ?? { ok: false, errorCode: "stale", message: "This batch was taken over by another worker; the sub-agent was not started." };
+}
