@@ -1,7 +1,12 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
@@ -11,7 +16,45 @@ const require = createRequire(import.meta.url);
 const everythingEntry = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist/index.js");
 const faultyEntry = path.join(here, "fixtures/faulty-server.mjs");
 
-const { env, client } = useTestEnv({ worker: true, overrides: { FOYA_MCP_STDIO_COMMANDS: process.execPath, FOYA_MCP_CONFIG_TTL_MS: "0" } });
+const { env, client } = useTestEnv({
+  worker: true,
+  overrides: { FOYA_MCP_STDIO_COMMANDS: process.execPath, FOYA_MCP_CONFIG_TTL_MS: "0", FOYA_MCP_ALLOW_PRIVATE: "true" },
+});
+
+/** A Streamable HTTP MCP server built with the SDK: stateless, one server per request, behind a header check. */
+async function startHttpMcpServer(token: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    if (req.headers["x-token"] !== token) {
+      res.writeHead(401).end();
+      return;
+    }
+    const mcp = new McpServer({ name: "remote", version: "1.0.0" });
+    mcp.registerTool(
+      "multiply",
+      { description: "Multiplies two numbers.", inputSchema: { a: z.number(), b: z.number() }, annotations: { readOnlyHint: true } },
+      async ({ a, b }) => ({ content: [{ type: "text", text: `product=${a * b}` }] }),
+    );
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => void mcp.close());
+    void mcp
+      .connect(transport)
+      .then(() => transport.handleRequest(req, res))
+      .catch(() => res.writeHead(500).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+const httpServers: Array<{ close(): Promise<void> }> = [];
+afterAll(async () => {
+  await Promise.all(httpServers.map((server) => server.close()));
+});
 
 const stdio = (entry: string, args: string[] = [], envVars: Record<string, string> = {}) => ({ kind: "stdio", command: process.execPath, args: [entry, ...args], env: envVars });
 
@@ -72,6 +115,43 @@ describe("MCP tools in sessions", () => {
     // The schema list is sorted by name (R2): built-ins and MCP tools in one order.
     expect([...firstStep.data.tools].sort()).toEqual(firstStep.data.tools);
     expect(events.some((e) => e.type === "tool_update" && typeof e.data.progress === "string")).toBe(true);
+  });
+
+  it("M1: a tenant-wide Streamable HTTP server's tools run in the tenant's sessions, with the configured headers", async () => {
+    const remote = await startHttpMcpServer("sesame");
+    httpServers.push(remote);
+    const tenant = await env.newTenant();
+    await addServer(tenant, { name: "remote", transport: { kind: "http", url: remote.url, headers: { "X-Token": "sesame" } } });
+    const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
+    const run = await tenant.startRun(sessionId, script([[{ tool: "mcp__remote__multiply", args: { a: 6, b: 7 } }], [{ text: "done" }]]));
+    expect((await tenant.waitForRun(run.body.id)).status).toBe("completed");
+    const [product] = await toolMessages(tenant, sessionId);
+    expect(product).toMatchObject({ name: "mcp__remote__multiply", status: "succeeded" });
+    expect(textOf(product)).toBe("product=42");
+    // Schema violations are refused before the server is asked (T5).
+    const bad = await tenant.startRun(sessionId, script([[{ tool: "mcp__remote__multiply", args: { a: "six" } }], [{ text: "ok" }]]));
+    expect((await tenant.waitForRun(bad.body.id)).status).toBe("completed");
+    const messages = await toolMessages(tenant, sessionId);
+    expect(messages[1]).toMatchObject({ status: "failed", isError: true });
+    expect(textOf(messages[1])).toContain("do not match the schema");
+  });
+
+  it("M1: a server's deferred tools are found by tool_search and become callable from the next step", async () => {
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
+    await addServer(client, { name: "everything", projectId, transport: stdio(everythingEntry, ["stdio"]), deferTools: true });
+    const listed = (await client.get(`/v1/tools?session=${sessionId}`)).body.tools;
+    expect(listed.find((t: { name: string }) => t.name === "mcp__everything__echo")).toMatchObject({ exposure: "deferred", exposedNow: false });
+    expect(listed.find((t: { name: string }) => t.name === "tool_search")).toMatchObject({ exposedNow: true });
+
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "tool_search", args: { query: "mcp__everything__echo", limit: 1 } }], [{ tool: "mcp__everything__echo", args: { message: "found me" } }], [{ text: "done" }]]),
+    );
+    expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
+    const [search, echoed] = await toolMessages(client, sessionId);
+    expect(textOf(search)).toContain("mcp__everything__echo");
+    expect(echoed).toMatchObject({ name: "mcp__everything__echo", status: "succeeded" });
+    expect(textOf(echoed)).toContain("found me");
   });
 
   it("M1: another tenant's sessions neither see nor reach a tenant's MCP server", async () => {
