@@ -91,6 +91,7 @@ const envSchema = z.object({
   FOYA_MCP_STDIO_COMMANDS: z.string().optional(),
   FOYA_MCP_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   FOYA_MCP_CONFIG_TTL_MS: intFromEnv(5_000),
+  FOYA_MCP_SANDBOX: z.enum(["true", "false"]).default("true"),
   FOYA_AGENT_MAX_DEPTH: intFromEnv(2),
   FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
   FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
@@ -155,6 +156,8 @@ export interface Config {
   readonly mcpStdioCommands: readonly string[];
   /** Lets tenants point HTTP MCP servers at loopback and private addresses (tests, trusted deployments). */
   readonly mcpAllowPrivate: boolean;
+  /** Stdio MCP servers run under the bubblewrap sandbox (default); false runs them unconfined, with only their configured environment. */
+  readonly mcpSandbox: boolean;
   /** How long a worker reuses a project's MCP server configurations before reading them again. */
   readonly mcpConfigTtlMs: number;
   /** Sessions this many sub-agent levels down cannot start sub-agents (SPEC A1); 0 turns the agent tool off. */
@@ -246,6 +249,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     contextResultMaxChars: e.FOYA_CONTEXT_RESULT_MAX_CHARS,
     mcpStdioCommands: Object.freeze((e.FOYA_MCP_STDIO_COMMANDS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     mcpAllowPrivate: e.FOYA_MCP_ALLOW_PRIVATE === "true",
+    mcpSandbox: e.FOYA_MCP_SANDBOX === "true",
     mcpConfigTtlMs: e.FOYA_MCP_CONFIG_TTL_MS,
     agentMaxDepth: e.FOYA_AGENT_MAX_DEPTH,
     webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),

@@ -6,6 +6,7 @@ import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
+import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
@@ -56,7 +57,10 @@ export async function createServices(config: Config, options: { extraTools?: Any
   });
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
   const sandbox = sandboxFromConfig(config);
-  const mcp = createMcpConnections({ logger });
+  const mcp = createMcpConnections({
+    logger,
+    ...(config.mcpSandbox ? { sandbox: mcpSandbox({ runner: sandbox, db: db.db, workspacesDir: config.workspacesDir }) } : {}),
+  });
   const baseTools = [
     ...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox, agents: config.agentMaxDepth > 0 }),
     ...(await loadToolModules(config.toolModules)),

@@ -1,3 +1,4 @@
+import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import { createHash } from "node:crypto";
 
 /**
@@ -11,7 +12,10 @@ export type McpTransportConfig =
       args: string[];
       /** The server's whole environment (plus PATH from the manager's `stdioPath`, unless set here). */
       env: Record<string, string>;
+      /** Unconfined servers only; a sandboxed server runs in its workspace (see `McpSandbox`). */
       cwd?: string;
+      /** Whether the sandboxed server may reach the network (through slirp4netns, never the host's loopback). */
+      network?: boolean;
     }
   | { kind: "http"; url: string; headers: Record<string, string> };
 
@@ -25,6 +29,18 @@ export interface McpServerConfig {
   callTimeoutMs?: number;
   /** true: all its tools deferred; false: all direct; absent: deferred when the server has many tools. */
   deferTools?: boolean;
+}
+
+/**
+ * How stdio servers are confined (SPEC S3): each runs under bubblewrap like a tool's process,
+ * in a PID namespace of its own (the worker's processes, and their environment, are out of
+ * sight), without the host's loopback (Postgres, Redis), with only the system trees, its
+ * workspace and the operator's read-only trees visible.
+ */
+export interface McpSandbox {
+  runner: SandboxRunner;
+  /** The server's writable folder and working directory: a project's workspace, or a folder of the tenant's own. */
+  workspaceFor(scope: McpScope, name: string): Promise<string>;
 }
 
 /** Whose server this is: a tenant's, or one project's of a tenant. */

@@ -13,9 +13,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.js";
 import type { ToolResult } from "../tools/tool.js";
-import { defaultMcpDefaults, mcpConfigFingerprint, mcpServerKey, type McpDefaults, type McpScope, type McpServerConfig } from "./mcp-config.js";
+import { defaultMcpDefaults, mcpConfigFingerprint, mcpServerKey, type McpDefaults, type McpSandbox, type McpScope, type McpServerConfig } from "./mcp-config.js";
 import { mapCallToolResult, type McpErrorCode } from "./mcp-results.js";
 import { StdioProcessTransport, type StdioEnd } from "./stdio-process-transport.js";
+import type { SandboxInvocation } from "../sandbox/sandbox-runner.js";
 
 /** A request's answer, or why there is none (SPEC M3): never an exception. */
 export type McpOutcome<T> = { ok: true; value: T } | McpFailure;
@@ -67,6 +68,8 @@ export interface McpConnections {
 
 export interface CreateMcpConnectionsOptions {
   logger: Logger;
+  /** Confines stdio servers (SPEC S3); without it they run unconfined, with only their configured environment. */
+  sandbox?: McpSandbox;
   defaults?: Partial<McpDefaults>;
   /** Identifies this client to servers. */
   clientInfo?: { name: string; version: string };
@@ -89,6 +92,7 @@ type EntryState =
 
 interface Entry {
   key: string;
+  scope: McpScope;
   name: string;
   fingerprint: string;
   config: McpServerConfig;
@@ -98,6 +102,11 @@ interface Entry {
 }
 
 const maxPages = 50;
+
+/** `exec` of the server's argv as one bash line, each word single-quoted: the sandbox runs `bash -c`, and nothing in it is interpreted. */
+function execLine(command: string, args: readonly string[]): string {
+  return ["exec", ...[command, ...args].map((word) => `'${word.replaceAll("'", `'\\''`)}'`)].join(" ");
+}
 
 export function createMcpConnections(options: CreateMcpConnectionsOptions): McpConnections {
   const defaults: McpDefaults = { ...defaultMcpDefaults, ...options.defaults };
@@ -150,10 +159,12 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       return failure("mcp_unavailable", `The MCP server "${entry.name}" ${how} ${during}. It will be restarted on a later call.${stderrNote}`);
     }
     if (end?.kind === "spawn") return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${end.message}.`);
+    if (end?.kind === "sandbox") return failure("mcp_unavailable", `The MCP server "${entry.name}" was stopped ${during}: ${end.message}. It will be restarted on a later call.`);
     return failure("mcp_unavailable", `The connection to the MCP server "${entry.name}" closed ${during}. It will be reconnected on a later call.`);
   }
 
-  function createTransport(entry: Entry): { transport: Transport; stdio: StdioProcessTransport | undefined } {
+  /** The server's transport, or why it cannot be started (the sandbox cannot be set up: never a fallback to running unconfined). */
+  async function createTransport(entry: Entry): Promise<{ transport: Transport; stdio: StdioProcessTransport | undefined } | McpFailure> {
     const transport = entry.config.transport;
     if (transport.kind === "http") {
       const http = new StreamableHTTPClientTransport(new URL(transport.url), { requestInit: { headers: { ...transport.headers } } });
@@ -161,11 +172,20 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     }
     const env: Record<string, string> = { ...transport.env };
     if (env.PATH === undefined && defaults.stdioPath !== undefined) env.PATH = defaults.stdioPath;
-    const stdio = new StdioProcessTransport({
+    let launch: { command: string; args: readonly string[]; cwd?: string; sandbox?: SandboxInvocation } = {
       command: transport.command,
       args: transport.args,
-      env,
       ...(transport.cwd === undefined ? {} : { cwd: transport.cwd }),
+    };
+    if (options.sandbox) {
+      const workspaceDir = await options.sandbox.workspaceFor(entry.scope, entry.name);
+      const plan = await options.sandbox.runner.plan({ command: execLine(transport.command, transport.args), workspaceDir, network: transport.network === true });
+      if (!plan.ok) return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${plan.message}`);
+      launch = { command: plan.file, args: plan.args, cwd: workspaceDir, sandbox: plan };
+    }
+    const stdio = new StdioProcessTransport({
+      ...launch,
+      env,
       stopGraceMs: defaults.stopGraceMs,
       onStderr: (text) => logger.debug({ mcpServer: entry.key, stderr: text.slice(0, 2000) }, "MCP server stderr"),
     });
@@ -177,7 +197,12 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     /** Whether the entry still waits for this attempt (not retired, closed or replaced meanwhile). */
     const current = () => entry.state.kind === "connecting" && entry.state.attempt === attempt && entries.get(entry.key) === entry;
     const promise = (async (): Promise<McpOutcome<Live>> => {
-      const { transport, stdio } = createTransport(entry);
+      const created = await createTransport(entry).catch((error: unknown) => failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${errorText(error)}.`));
+      if ("ok" in created) {
+        if (current()) markDown(entry, created);
+        return created;
+      }
+      const { transport, stdio } = created;
       const client = new Client(clientInfo, { capabilities: {} });
       const live: Live = { client, transport, stdio, dropped: false, failure: undefined, tools: undefined };
       client.onerror = (error) => logger.debug({ mcpServer: entry.key, err: error.message }, "MCP client error");
@@ -242,7 +267,7 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       return existing;
     }
     if (existing) retire(existing);
-    const entry: Entry = { key, name: config.name, fingerprint, config, state: { kind: "idle" }, failures: 0 };
+    const entry: Entry = { key, scope, name: config.name, fingerprint, config, state: { kind: "idle" }, failures: 0 };
     entries.set(key, entry);
     return entry;
   }

@@ -2,12 +2,12 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { useTestEnv } from "../helpers/test-env.js";
-import { groupAlive } from "./mcp-test-helpers.js";
+import { groupAlive, sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 const require = createRequire(import.meta.url);
 const everythingEntry = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist/index.js");
 
-const { env, client } = useTestEnv({ overrides: { FOYA_MCP_STDIO_COMMANDS: process.execPath, FOYA_MCP_ALLOW_PRIVATE: "true" } });
+const { env, client } = useTestEnv({ overrides: { ...sandboxedMcpOverrides, FOYA_MCP_ALLOW_PRIVATE: "true" } });
 
 function everythingTransport(envVars: Record<string, string> = {}) {
   return { kind: "stdio", command: process.execPath, args: [everythingEntry, "stdio"], env: envVars };

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
+import { sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -18,7 +19,7 @@ const faultyEntry = path.join(here, "fixtures/faulty-server.mjs");
 
 const { env, client } = useTestEnv({
   worker: true,
-  overrides: { FOYA_MCP_STDIO_COMMANDS: process.execPath, FOYA_MCP_CONFIG_TTL_MS: "0", FOYA_MCP_ALLOW_PRIVATE: "true" },
+  overrides: { ...sandboxedMcpOverrides, FOYA_MCP_CONFIG_TTL_MS: "0", FOYA_MCP_ALLOW_PRIVATE: "true" },
 });
 
 /** A Streamable HTTP MCP server built with the SDK: stateless, one server per request, behind a header check. */
@@ -189,6 +190,7 @@ describe("MCP tools in sessions", () => {
     );
     expect(approval.call).toMatchObject({ tool: "mcp__faulty__drop_table" });
     expect(approval.requestReason).toContain("cannot tell where");
+    await waitFor(async () => (await client.get(`/v1/runs/${run.body.id}`)).body.status === "awaiting_approval", 30_000, "the run to park");
     // The read-only call ran already; the destructive one has not.
     const before = await toolMessages(client, sessionId);
     expect(before.map((m) => m.name)).toEqual(["mcp__faulty__ok"]);

@@ -9,6 +9,16 @@ import type { ToolResult } from "../../src/tools/tool.js";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 
+/**
+ * Settings for a Foya whose stdio MCP servers run in the sandbox (the default): node may be
+ * configured as a server, and the sandbox shows the packages and fixtures the servers load
+ * (the service's own folder is hidden from it otherwise).
+ */
+export const sandboxedMcpOverrides: Record<string, string> = {
+  FOYA_MCP_STDIO_COMMANDS: process.execPath,
+  FOYA_SANDBOX_READONLY: [path.resolve(here, "../../node_modules"), path.join(here, "fixtures")].join(","),
+};
+
 export const scope: McpScope = { tenantId: "ten_mcp", projectId: "prj_mcp" };
 
 /** server-everything's stdio entry, run by this very node binary. */

@@ -28,6 +28,9 @@ const StdioTransportSchema = z
       .record(z.string().regex(envName, "environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$"), text().max(32_768))
       .optional()
       .openapi({ description: "The server's whole environment; the values are secrets and are never answered." }),
+    network: z.boolean().optional().openapi({
+      description: "Whether the server, which runs in the sandbox, may reach the network (never the host's loopback). Default false.",
+    }),
   })
   .strict();
 
@@ -60,7 +63,7 @@ const McpServerSchema = z
     name: z.string(),
     projectId: z.string().nullable(),
     transport: z.union([
-      z.object({ kind: z.literal("stdio"), command: z.string(), args: z.array(z.string()), envNames: z.array(z.string()) }),
+      z.object({ kind: z.literal("stdio"), command: z.string(), args: z.array(z.string()), envNames: z.array(z.string()), network: z.boolean() }),
       z.object({ kind: z.literal("http"), url: z.string(), headerNames: z.array(z.string()) }),
     ]),
     startupTimeoutMs: z.number().nullable(),
@@ -183,7 +186,7 @@ function serializeMcpServer(row: McpServerRow) {
     projectId: row.projectId,
     transport:
       transport.kind === "stdio"
-        ? { kind: "stdio" as const, command: transport.command, args: transport.args, envNames: Object.keys(transport.env).sort() }
+        ? { kind: "stdio" as const, command: transport.command, args: transport.args, envNames: Object.keys(transport.env).sort(), network: transport.network === true }
         : { kind: "http" as const, url: transport.url, headerNames: Object.keys(transport.headers).sort() },
     startupTimeoutMs: row.startupTimeoutMs,
     callTimeoutMs: row.callTimeoutMs,
@@ -228,7 +231,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
     refuseUnsafeTransport(services.config, body.transport);
     const transport: McpTransportConfig =
       body.transport.kind === "stdio"
-        ? { kind: "stdio", command: body.transport.command, args: body.transport.args ?? [], env: body.transport.env ?? {} }
+        ? { kind: "stdio", command: body.transport.command, args: body.transport.args ?? [], env: body.transport.env ?? {}, network: body.transport.network === true }
         : { kind: "http", url: body.transport.url, headers: body.transport.headers ?? {} };
     const row = await createMcpServer(db, {
       tenantId,
