@@ -4,7 +4,7 @@ import type { Logger } from "../logger.js";
 import type { McpConnections } from "../mcp/mcp-connections.js";
 import { listMcpServers, mcpConfigOf, mcpScopeOf, type McpServerRow } from "../mcp/mcp-server-store.js";
 import { mapMcpTools } from "../mcp/mcp-tools.js";
-import { mcpConfigFingerprint, mcpServerKey } from "../mcp/mcp-config.js";
+import { mcpConfigFingerprint, mcpServerKey, type McpScope } from "../mcp/mcp-config.js";
 import { createToolExecutor, type ToolExecutor } from "./execute-tool-call.js";
 import type { AnyTool } from "./tool.js";
 import { createToolRegistry, type ToolRegistry } from "./tool-registry.js";
@@ -49,7 +49,7 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
   // A server's mapped tools, per listed array (the connection keeps one array per tool list).
   const mapped = new WeakMap<McpTool[], { version: number; tools: AnyTool[] }>();
   // What each server offered last, for when it is down: calls then get mcp_unavailable results, not "unknown tool".
-  const lastKnown = new Map<string, { fingerprint: string; version: number; tools: AnyTool[] }>();
+  const lastKnown = new Map<string, { scope: McpScope; name: string; fingerprint: string; version: number; tools: AnyTool[] }>();
   const views = new Map<string, ScopedTools>();
   let versions = 0;
 
@@ -59,6 +59,7 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
     if (cached && Date.now() - cached.readAt < options.configTtlMs) return cached.rows;
     if (cached?.reading) return cached.reading;
     const reading = listMcpServers(db, scope.tenantId, scope.projectId).then((all) => {
+      stopDeleted(scope, all);
       // A project's own server hides a tenant-wide one of the same name.
       const rows = all.filter((row) => row.projectId !== null || !all.some((other) => other.projectId !== null && other.name === row.name));
       configs.set(key, { rows, readAt: Date.now() });
@@ -71,6 +72,21 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
     } catch (error) {
       configs.delete(key);
       throw error;
+    }
+  }
+
+  /**
+   * Servers this process used in the scope that are no longer configured (deleted, or moved)
+   * are stopped, so a deleted server does not keep running until the process restarts.
+   */
+  function stopDeleted(scope: ProjectScope, configured: readonly McpServerRow[]): void {
+    const present = new Set(configured.map((row) => mcpServerKey(mcpScopeOf(row), row.name)));
+    for (const [key, known] of lastKnown) {
+      const { scope: server } = known;
+      if (server.tenantId !== scope.tenantId || (server.projectId !== null && server.projectId !== scope.projectId)) continue;
+      if (present.has(key)) continue;
+      lastKnown.delete(key);
+      void mcp.disconnect(server, known.name);
     }
   }
 
@@ -90,7 +106,7 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
       entry = { version: ++versions, tools: mapMcpTools({ connections: mcp, scope, config }, listed.value).map((d) => d.tool) };
       mapped.set(listed.value, entry);
     }
-    lastKnown.set(key, { fingerprint, ...entry });
+    lastKnown.set(key, { scope, name: row.name, fingerprint, ...entry });
     return entry;
   }
 

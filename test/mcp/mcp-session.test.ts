@@ -10,7 +10,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
-import { sandboxedMcpOverrides } from "./mcp-test-helpers.js";
+import { createLogger } from "../../src/logger.js";
+import { createMcpConnections } from "../../src/mcp/mcp-connections.js";
+import { createToolCatalog } from "../../src/tools/tool-catalog.js";
+import { groupAlive, sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -153,6 +156,29 @@ describe("MCP tools in sessions", () => {
     expect(textOf(search)).toContain("mcp__everything__echo");
     expect(echoed).toMatchObject({ name: "mcp__everything__echo", status: "succeeded" });
     expect(textOf(echoed)).toContain("found me");
+  });
+
+  it("M1: a process stops a server whose configuration was deleted once it reads its project's servers again", async () => {
+    // A catalog and connections of their own, as in a worker process (the test's API shares the in-process worker's).
+    const mcp = createMcpConnections({ logger: createLogger("silent") });
+    const base = { registry: env.services.tools, executor: env.services.executor };
+    const catalog = createToolCatalog({ base, baseTools: env.services.tools.list(), db: env.services.db.db, mcp, logger: createLogger("silent"), configTtlMs: 0 });
+    try {
+      const { projectId } = await client.newSession();
+      const created = await client.post("/v1/mcp-servers", { name: "faulty", projectId, transport: stdio(faultyEntry) });
+      const tenantId = (await env.query<{ tenant_id: string }>("select tenant_id from projects where id = $1", [projectId]))[0]!.tenant_id;
+      const before = await catalog.forProject({ tenantId, projectId });
+      expect(before.registry.get("mcp__faulty__ok")).toBeDefined();
+      const pid = mcp.status({ tenantId, projectId }, "faulty").pid;
+      expect(pid).toBeGreaterThan(0);
+
+      expect((await client.delete(`/v1/mcp-servers/${created.body.id}`)).status).toBe(204);
+      const after = await catalog.forProject({ tenantId, projectId });
+      expect(after.registry.get("mcp__faulty__ok")).toBeUndefined();
+      await waitFor(async () => !groupAlive(pid!), 10_000, "the deleted server to stop");
+    } finally {
+      await mcp.close();
+    }
   });
 
   it("M1: another tenant's sessions neither see nor reach a tenant's MCP server", async () => {
