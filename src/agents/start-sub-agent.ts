@@ -6,8 +6,14 @@ import { activateRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced } from "../runs/transact.js";
 import type { Services } from "../services.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
+import { agentToolName } from "../tools/builtin/agent-tool.js";
 
 type SessionRow = typeof sessions.$inferSelect;
+
+/** A session at the depth limit is not offered the `agent` tool: every call of it would be refused. */
+export function dropAgentAtDepthLimit<T extends { name: string }>(tools: readonly T[], session: Pick<SessionRow, "depth">, maxDepth: number): readonly T[] {
+  return session.depth < maxDepth ? tools : tools.filter((tool) => tool.name !== agentToolName);
+}
 
 /** Wider modes allow more without asking; a sub-agent's may not be wider than its parent's. */
 const modeWidth: Record<ApprovalMode, number> = { manual: 0, auto: 1, full_access: 2 };

@@ -22,6 +22,7 @@ import type { Services } from "../services.js";
 import { toolSearchName } from "../tools/tool-registry.js";
 import { createStepEventSink } from "./step-event-sink.js";
 import { toolsOfRun } from "./run-tools.js";
+import { dropAgentAtDepthLimit } from "../agents/start-sub-agent.js";
 
 /**
  * One model Step (SPEC D1): claim the run, stream the model's response as
@@ -45,7 +46,11 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const history = await loadHistory(fx.tx, run.tenantId, run.sessionId, run.ordinal);
     const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
     const projected = oversizedResults(history, resultLimit);
-    const exposed = tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []);
+    const exposed = dropAgentAtDepthLimit(
+      tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []),
+      session,
+      config.agentMaxDepth,
+    );
     const toolNames = exposed.map((tool) => tool.name);
     const [step] = await fx.tx
       .insert(steps)

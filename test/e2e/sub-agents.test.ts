@@ -121,9 +121,17 @@ describe("sub-agents", () => {
     const deepest = sessions.find((row) => row.depth === 2);
     expect(sessions.map((row) => row.depth)).toEqual(expect.arrayContaining([0, 1, 2]));
     expect(sessions.some((row) => row.depth > 2)).toBe(false);
+    // At the limit the agent tool is not offered, and a call of it anyway is refused.
     const refused = await toolMessages(client, deepest!.id);
     expect(refused[0]).toMatchObject({ name: "agent", status: "failed", isError: true });
-    expect(textOf(refused[0])).toContain("at most 2 levels");
+    expect(textOf(refused[0])).toContain("was not offered");
+    const offered = (await client.get(`/v1/tools?session=${deepest!.id}`)).body.tools.find((t: { name: string }) => t.name === "agent");
+    expect(offered).toMatchObject({ exposedNow: false });
+    const middle = sessions.find((row) => row.depth === 1);
+    expect((await client.get(`/v1/tools?session=${middle!.id}`)).body.tools.find((t: { name: string }) => t.name === "agent")).toMatchObject({ exposedNow: true });
+    // The start itself checks the depth too, whatever a step offered.
+    const beyond = narrowLimits({ toolAllowList: null, runMode: "normal", approvalMode: "auto", depth: 2 }, { task: "x" }, { maxDepth: 2, isTool: () => true });
+    expect(beyond).toMatchObject({ ok: false, errorCode: "agent_depth_limit" });
   });
 
   it("A1: cancelling the parent mid-child cancels the child; every call gets a result", async () => {

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, ToolInfoSchema } from "../schemas.js";
 import { findSession } from "./find-owned.js";
+import { dropAgentAtDepthLimit } from "../../agents/start-sub-agent.js";
 
 const listTools = createRoute({
   method: "get",
@@ -18,7 +19,7 @@ export function registerToolRoutes(app: App, services: ApiServices): void {
   app.openapi(listTools, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("query").session);
     const { registry } = await services.catalog.forProject({ tenantId: session.tenantId, projectId: session.projectId });
-    const exposed = new Set(registry.exposedFor(session).map((tool) => tool.name));
+    const exposed = new Set(dropAgentAtDepthLimit(registry.exposedFor(session), session, services.config.agentMaxDepth).map((tool) => tool.name));
     const tools = registry
       .list()
       .filter((tool) => tool.exposure !== "hidden")
