@@ -103,6 +103,16 @@ interface Entry {
 
 const maxPages = 50;
 
+/** A signal that follows `parent` until `release()`; none without a parent. */
+function linkSignal(parent: AbortSignal | undefined): { signal: AbortSignal | undefined; release(): void } {
+  if (!parent) return { signal: undefined, release: () => {} };
+  const controller = new AbortController();
+  const follow = () => controller.abort(parent.reason);
+  if (parent.aborted) follow();
+  else parent.addEventListener("abort", follow, { once: true });
+  return { signal: controller.signal, release: () => parent.removeEventListener("abort", follow) };
+}
+
 /** `exec` of the server's argv as one bash line, each word single-quoted: the sandbox runs `bash -c`, and nothing in it is interpreted. */
 function execLine(command: string, args: readonly string[]): string {
   return ["exec", ...[command, ...args].map((word) => `'${word.replaceAll("'", `'\\''`)}'`)].join(" ");
@@ -304,7 +314,7 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     config: McpServerConfig,
     what: string,
     signal: AbortSignal | undefined,
-    run: (live: Live, timeoutMs: number) => Promise<T>,
+    run: (live: Live, timeoutMs: number, signal: AbortSignal | undefined) => Promise<T>,
   ): Promise<McpOutcome<T>> {
     if (closed) return failure("mcp_unavailable", `The MCP server "${config.name}" is unavailable: the worker is shutting down.`);
     if (signal?.aborted) return failure("cancelled", "The call was cancelled.");
@@ -313,8 +323,12 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     if (!acquired.ok) return acquired;
     const live = acquired.value;
     const timeoutMs = callTimeout(config);
+    // The SDK never removes the abort listener it adds to a request's signal: each request gets
+    // a signal of its own, linked to the caller's for its duration only, so a run's signal
+    // does not collect one listener per call.
+    const linked = linkSignal(signal);
     try {
-      const value = await run(live, timeoutMs);
+      const value = await run(live, timeoutMs, linked.signal);
       entry.failures = 0;
       return { ok: true, value };
     } catch (error) {
@@ -339,15 +353,17 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
         : failure("mcp_unavailable", `The MCP server "${entry.name}" could not be reached for ${what}: ${errorText(error)}. It will be reconnected on a later call.`);
       drop(entry, live, down);
       return down;
+    } finally {
+      linked.release();
     }
   }
 
-  function requestOptions(timeoutMs: number, options: McpCallOptions | undefined) {
+  function requestOptions(timeoutMs: number, options: McpCallOptions | undefined, signal: AbortSignal | undefined) {
     const onProgress = options?.onProgress;
     return {
       timeout: timeoutMs,
       maxTotalTimeout: timeoutMs,
-      ...(options?.signal ? { signal: options.signal } : {}),
+      ...(signal ? { signal } : {}),
       ...(onProgress
         ? {
             onprogress: (progress: { progress: number; total?: number; message?: string }) => {
@@ -389,8 +405,8 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     },
 
     async callTool(scope, config, tool, args, options) {
-      const outcome = await request(scope, config, `the call of its tool "${tool}"`, options?.signal, (live, timeoutMs) =>
-        live.client.callTool({ name: tool, arguments: args }, undefined, requestOptions(timeoutMs, options)),
+      const outcome = await request(scope, config, `the call of its tool "${tool}"`, options?.signal, (live, timeoutMs, signal) =>
+        live.client.callTool({ name: tool, arguments: args }, undefined, requestOptions(timeoutMs, options, signal)),
       );
       if (!outcome.ok) return { content: [{ type: "text", text: outcome.message }], isError: true, errorCode: outcome.errorCode === "mcp_request_failed" ? "mcp_tool_error" : outcome.errorCode };
       return mapCallToolResult(outcome.value as Record<string, unknown>, defaults);
@@ -406,8 +422,8 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     },
 
     readResource(scope, config, uri, options) {
-      return request(scope, config, `the read of resource ${JSON.stringify(uri)}`, options?.signal, async (live, timeoutMs) => {
-        const answer = await live.client.readResource({ uri }, requestOptions(timeoutMs, options));
+      return request(scope, config, `the read of resource ${JSON.stringify(uri)}`, options?.signal, async (live, timeoutMs, signal) => {
+        const answer = await live.client.readResource({ uri }, requestOptions(timeoutMs, options, signal));
         return answer.contents;
       });
     },
@@ -422,8 +438,8 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     },
 
     getPrompt(scope, config, name, args, options) {
-      return request(scope, config, `prompt ${JSON.stringify(name)}`, options?.signal, (live, timeoutMs) =>
-        live.client.getPrompt({ name, ...(args ? { arguments: args } : {}) }, requestOptions(timeoutMs, options)),
+      return request(scope, config, `prompt ${JSON.stringify(name)}`, options?.signal, (live, timeoutMs, signal) =>
+        live.client.getPrompt({ name, ...(args ? { arguments: args } : {}) }, requestOptions(timeoutMs, options, signal)),
       );
     },
 

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listMcpTools, type McpToolDescriptor } from "../../src/mcp/mcp-tools.js";
 import type { McpConnections } from "../../src/mcp/mcp-connections.js";
@@ -61,6 +62,16 @@ describe("M1: server-everything over stdio", () => {
     const sum = await run("mcp__everything__get_sum", { a: 19, b: 23 });
     expect(sum.isError).toBeFalsy();
     expect(textOf(sum)).toContain("42");
+  });
+
+  it("M1: many calls under one run's signal leave no listener on it", async () => {
+    // A batch's calls share the run's signal; the SDK never removes the listeners it adds to a request's signal.
+    const controller = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      const result = await mcp.callTool(scope, config, "echo", { message: `n${i}` }, { signal: controller.signal });
+      expect(result.isError).toBeFalsy();
+    }
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
   });
 
   it("M1: get-tiny-image returns an image-data part with the PNG's bytes", async () => {
