@@ -191,6 +191,68 @@ describe("sub-agents", () => {
     expect(textOf(agentResult)).toContain("model exploded");
   });
 
+  it("A1: two sub-agents run at once; each answer returns to its own call, in model order", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const slow = script([[{ delayMs: 1200 }, { text: "slow answer" }]]);
+    const fast = script([[{ text: "fast answer" }]]);
+    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: slow } }, { tool: "agent", args: { task: fast } }], [{ text: "both back" }]]));
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const results = await toolMessages(client, sessionId);
+    expect(results.map(textOf)).toEqual(["slow answer", "fast answer"]);
+    const starts = (await client.events(sessionId)).filter((e) => e.type === "subagent_start");
+    expect(starts).toHaveLength(2);
+    // They overlapped: the fast child ended before the slow one did.
+    const ended = async (runId: string) => new Date((await client.get(`/v1/runs/${runId}`)).body.endedAt).getTime();
+    const [slowRun, fastRun] = [starts[0].data.childRunId, starts[1].data.childRunId];
+    expect(await ended(fastRun)).toBeLessThan(await ended(slowRun));
+    expectValidHistory(await client.messages(sessionId));
+  });
+
+  it("A1: a parent waiting on both a sub-agent and a decision shows awaiting_approval, and resumes after both", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "manual" });
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: script([[{ delayMs: 500 }, { text: "child done" }]]) } }, { tool: "marker_sleep", args: { marker: "a1-both" } }], [{ text: "parent done" }]]),
+    );
+    const approval = await waitFor(
+      async () => (await client.get(`/v1/approvals?status=pending&runId=${run.body.id}`)).body.approvals[0],
+      20_000,
+      "the parent's approval",
+    );
+    const child = await childOf(client, sessionId);
+    // The child ends while the decision is still pending: the parent stays parked for the human.
+    await waitFor(async () => (await runRow(child.childRunId)).status === "completed", 20_000, "the child to end");
+    await waitFor(async () => (await runRow(run.body.id)).status === "awaiting_approval", 20_000, "the parent to park for the decision");
+    expect(await readMarkers(workspace, "a1-both")).toHaveLength(0);
+    expect((await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" })).status).toBe(200);
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    expect((await toolMessages(client, sessionId)).map(textOf)[0]).toBe("child done");
+    expect(await readMarkers(workspace, "a1-both")).toHaveLength(1);
+  });
+
+  it("A1: cancelling only the child gives the parent's call an is_error result, and the parent goes on", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ delayMs: 20_000 }, { text: "never" }]]) } }], [{ text: "parent handled it" }]]));
+    const child = await childOf(client, sessionId);
+    await waitFor(async () => (await runRow(child.childRunId)).status === "running", 20_000, "the child to run");
+    expect((await client.post(`/v1/runs/${child.childRunId}/cancel`, {})).status).toBe(200);
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const [agentResult] = await toolMessages(client, sessionId);
+    expect(agentResult).toMatchObject({ status: "failed", isError: true });
+    expect(textOf(agentResult)).toContain("The sub-agent was cancelled");
+    const [row] = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1", [run.body.id]);
+    expect(row?.error_code).toBe("agent_cancelled");
+  });
+
+  it("A1: deleting the parent's session cancels its sub-agent", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ delayMs: 20_000 }, { text: "never" }]]) } }], [{ text: "never" }]]));
+    const child = await childOf(client, sessionId);
+    expect((await client.delete(`/v1/sessions/${sessionId}`)).status).toBe(204);
+    expect(await runRow(child.childRunId)).toMatchObject({ status: "cancelled", error: { code: "parent_ended" } });
+  });
+
   it("A1: another tenant cannot see or cancel a tenant's sub-agent", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ delayMs: 1000 }, { text: "mine" }]]) } }], [{ text: "ok" }]]));
