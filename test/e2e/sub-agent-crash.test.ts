@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiClient, script, waitFor } from "../helpers/api-client.js";
+import { readMarkers } from "../fixtures/test-tools.js";
+import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
@@ -54,6 +55,30 @@ describe("sub-agents across worker crashes", () => {
     // The child's step ran again on the second worker under a new attempt; only one answer was kept.
     const [step] = await env.query<{ attempt: number }>("select attempt from steps where run_id = $1 and index = 0", [child.childRunId]);
     expect(step?.attempt).toBeGreaterThanOrEqual(2);
+    expectValidHistory(await client.messages(sessionId));
+    expectValidHistory(await client.messages(child.childSessionId));
+  });
+
+  it("A1, D3: a child's tool cut off by a worker SIGKILL is interrupted, never run again, and the parent learns it and goes on", async () => {
+    for (const child of processes) child.kill("SIGKILL");
+    await Promise.all(processes.map((child) => child.exited));
+    const first = await startWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "full_access" });
+    const childScript = script([[{ tool: "marker_sleep", args: { marker: "a1-cut", sleepMs: 30_000 } }], [{ text: "never" }]]);
+    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: childScript } }], [{ text: "parent noted the loss" }]]));
+    const child = await waitFor(async () => (await client.events(sessionId)).find((e) => e.type === "subagent_start")?.data, 20_000, "the sub-agent");
+    const workspace = await env.workspaceOf(sessionId);
+    await waitFor(async () => (await readMarkers(workspace, "a1-cut")).length === 1, 20_000, "the child's tool to start");
+
+    first.kill("SIGKILL");
+    await first.exited;
+    await startWorker();
+    expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
+    expect((await client.get(`/v1/runs/${child.childRunId}`)).body.status).toBe("interrupted");
+    const [agentResult] = await toolMessages(sessionId);
+    expect(agentResult).toMatchObject({ name: "agent", status: "failed", isError: true });
+    expect(textOf(agentResult)).toContain("The sub-agent was interrupted");
+    expect(await readMarkers(workspace, "a1-cut")).toHaveLength(1);
     expectValidHistory(await client.messages(sessionId));
     expectValidHistory(await client.messages(child.childSessionId));
   });
