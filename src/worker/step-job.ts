@@ -22,7 +22,7 @@ import type { Services } from "../services.js";
 import { toolSearchName } from "../tools/tool-registry.js";
 import { createStepEventSink } from "./step-event-sink.js";
 import { toolsOfRun } from "./run-tools.js";
-import { dropAgentAtDepthLimit } from "../agents/start-sub-agent.js";
+import { dropAgentAtDepthLimit } from "../agents/child-limits.js";
 
 /**
  * One model Step (SPEC D1): claim the run, stream the model's response as

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { narrowLimits } from "../../src/agents/start-sub-agent.js";
+import { narrowLimits } from "../../src/agents/child-limits.js";
 import { readMarkers } from "../fixtures/test-tools.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, ToolInfoSchema } from "../schemas.js";
 import { findSession } from "./find-owned.js";
-import { dropAgentAtDepthLimit } from "../../agents/start-sub-agent.js";
+import { dropAgentAtDepthLimit } from "../../agents/child-limits.js";
 
 const listTools = createRoute({
   method: "get",
