@@ -7,6 +7,7 @@ import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
 import { mcpSandbox } from "./mcp/mcp-workspaces.js";
+import { refusedHost } from "./net/address-guard.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
@@ -59,6 +60,7 @@ export async function createServices(config: Config, options: { extraTools?: Any
   const sandbox = sandboxFromConfig(config);
   const mcp = createMcpConnections({
     logger,
+    ...(config.mcpAllowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
     ...(config.mcpSandbox ? { sandbox: mcpSandbox({ runner: sandbox, db: db.db, workspacesDir: config.workspacesDir }) } : {}),
   });
   const baseTools = [

@@ -70,6 +70,12 @@ export interface CreateMcpConnectionsOptions {
   logger: Logger;
   /** Confines stdio servers (SPEC S3); without it they run unconfined, with only their configured environment. */
   sandbox?: McpSandbox;
+  /**
+   * Checked before every HTTP request to a server, after DNS: why the address is refused,
+   * or null. The configuration was checked when it was saved, but a name may resolve
+   * elsewhere later (DNS rebinding). Redirects are refused for the same reason.
+   */
+  guardHttp?: (url: URL) => Promise<string | null>;
   defaults?: Partial<McpDefaults>;
   /** Identifies this client to servers. */
   clientInfo?: { name: string; version: string };
@@ -177,7 +183,19 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
   async function createTransport(entry: Entry): Promise<{ transport: Transport; stdio: StdioProcessTransport | undefined } | McpFailure> {
     const transport = entry.config.transport;
     if (transport.kind === "http") {
-      const http = new StreamableHTTPClientTransport(new URL(transport.url), { requestInit: { headers: { ...transport.headers } } });
+      const guard = options.guardHttp;
+      const guardedFetch = guard
+        ? async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+            const url = new URL(input instanceof Request ? input.url : input.toString());
+            const refused = await guard(url).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
+            if (refused) throw new Error(`the server's address is refused: ${refused}`);
+            return fetch(input, { ...init, redirect: "error" });
+          }
+        : undefined;
+      const http = new StreamableHTTPClientTransport(new URL(transport.url), {
+        requestInit: { headers: { ...transport.headers } },
+        ...(guardedFetch ? { fetch: guardedFetch } : {}),
+      });
       return { transport: http, stdio: undefined };
     }
     const env: Record<string, string> = { ...transport.env };

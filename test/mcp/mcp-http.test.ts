@@ -5,8 +5,10 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { McpServerConfig } from "../../src/mcp/mcp-config.js";
-import type { McpConnections } from "../../src/mcp/mcp-connections.js";
 import { listMcpTools } from "../../src/mcp/mcp-tools.js";
+import { createLogger } from "../../src/logger.js";
+import { createMcpConnections, type McpConnections } from "../../src/mcp/mcp-connections.js";
+import { refusedHost } from "../../src/net/address-guard.js";
 import type { Tool } from "../../src/tools/tool.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { connections, scope, textOf } from "./mcp-test-helpers.js";
@@ -94,5 +96,19 @@ describe("M1: a Streamable HTTP MCP server", () => {
     const unknown = await mcp.callTool(scope, config({ "X-Foya-Token": token }), "nope", {});
     expect(unknown.isError).toBe(true);
     expect(textOf(unknown)).toContain("nope");
+  });
+
+  it("M1: with the address guard, a server whose address turns private when connecting is refused before any request", async () => {
+    // The configuration check at creation is bypassed here, as a DNS change after it would.
+    const guarded = createMcpConnections({ logger: createLogger("silent"), guardHttp: (target) => refusedHost(target.hostname) });
+    try {
+      const before = seenHeaders.length;
+      const listed = await guarded.listTools(scope, config({ "X-Foya-Token": token }, "rebound"));
+      expect(listed).toMatchObject({ ok: false, errorCode: "mcp_unavailable" });
+      expect(listed.ok ? "" : listed.message).toContain("address is refused");
+      expect(seenHeaders.length).toBe(before);
+    } finally {
+      await guarded.close();
+    }
   });
 });
