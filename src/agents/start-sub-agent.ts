@@ -80,6 +80,22 @@ export async function startSubAgent(
       },
     ]);
     return { ok: true as const, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth };
-  }, { afterCommit: () => services.failpoints.hit("worker.after_subagent_start") });
+  }, { afterCommit: () => services.failpoints.hit("worker.after_subagent_start") }).catch(async (error: unknown) => {
+    // A failure after the commit (publishing, enqueuing: the outbox and the sweeper make up
+    // for those) must not tell the model its sub-agent failed while the sub-agent runs.
+    const committed = await childOfCall(services, call.id).catch(() => undefined);
+    if (committed) return { ok: true as const, ...committed, depth: limits.depth };
+    throw error;
+  });
   return started ?? { ok: false, errorCode: "stale", message: "This batch was taken over by another worker; the sub-agent was not started." };
+}
+
+/** The child a call's start committed, if it did. */
+async function childOfCall(services: Pick<Services, "db">, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
+  const [row] = await services.db.db
+    .select({ childRunId: runs.id, childSessionId: runs.sessionId })
+    .from(toolCalls)
+    .innerJoin(runs, eq(runs.id, toolCalls.childRunId))
+    .where(eq(toolCalls.id, callId));
+  return row;
 }
