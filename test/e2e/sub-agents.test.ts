@@ -107,28 +107,25 @@ describe("sub-agents", () => {
   it("A1: sub-agents nest only to the depth limit; a deeper one is refused with an is_error result", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     // FOYA_AGENT_MAX_DEPTH is 2: the grandchild (depth 2) may not start another level.
-    const greatGrandchild = script([[{ text: "never runs" }]]);
-    const grandchild = script([[{ tool: "agent", args: { task: greatGrandchild } }], [{ text: "grandchild answer" }]]);
-    const child = script([[{ tool: "agent", args: { task: grandchild } }], [{ text: "child relays: grandchild answer" }]]);
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: child } }], [{ text: "top done" }]]));
+    const greatGrandchildScript = script([[{ text: "never runs" }]]);
+    const grandchildScript = script([[{ tool: "agent", args: { task: greatGrandchildScript } }], [{ text: "grandchild answer" }]]);
+    const childScript = script([[{ tool: "agent", args: { task: grandchildScript } }], [{ text: "child relays: grandchild answer" }]]);
+    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: childScript } }], [{ text: "top done" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     expect(textOf((await toolMessages(client, sessionId))[0])).toBe("child relays: grandchild answer");
 
-    const sessions = await env.query<{ id: string; depth: number }>(
-      "select s.id, s.depth from sessions s join runs r on r.session_id = s.id where s.tenant_id = (select tenant_id from sessions where id = $1) order by s.depth",
-      [sessionId],
-    );
-    const deepest = sessions.find((row) => row.depth === 2);
-    expect(sessions.map((row) => row.depth)).toEqual(expect.arrayContaining([0, 1, 2]));
-    expect(sessions.some((row) => row.depth > 2)).toBe(false);
+    const child = await childOf(client, sessionId);
+    const grandchild = await childOf(client, child.childSessionId);
+    expect([child.depth, grandchild.depth]).toEqual([1, 2]);
+    // No session was started below the grandchild.
+    expect(await env.query("select id from sessions where parent_session_id = $1", [grandchild.childSessionId])).toEqual([]);
     // At the limit the agent tool is not offered, and a call of it anyway is refused.
-    const refused = await toolMessages(client, deepest!.id);
+    const refused = await toolMessages(client, grandchild.childSessionId);
     expect(refused[0]).toMatchObject({ name: "agent", status: "failed", isError: true });
     expect(textOf(refused[0])).toContain("was not offered");
-    const offered = (await client.get(`/v1/tools?session=${deepest!.id}`)).body.tools.find((t: { name: string }) => t.name === "agent");
-    expect(offered).toMatchObject({ exposedNow: false });
-    const middle = sessions.find((row) => row.depth === 1);
-    expect((await client.get(`/v1/tools?session=${middle!.id}`)).body.tools.find((t: { name: string }) => t.name === "agent")).toMatchObject({ exposedNow: true });
+    const agentIn = async (id: string) => (await client.get(`/v1/tools?session=${id}`)).body.tools.find((t: { name: string }) => t.name === "agent");
+    expect(await agentIn(grandchild.childSessionId)).toMatchObject({ exposedNow: false });
+    expect(await agentIn(child.childSessionId)).toMatchObject({ exposedNow: true });
     // The start itself checks the depth too, whatever a step offered.
     const beyond = narrowLimits({ toolAllowList: null, runMode: "normal", approvalMode: "auto", depth: 2 }, { task: "x" }, { maxDepth: 2, isTool: () => true });
     expect(beyond).toMatchObject({ ok: false, errorCode: "agent_depth_limit" });
@@ -201,9 +198,10 @@ describe("sub-agents", () => {
     expect(results.map(textOf)).toEqual(["slow answer", "fast answer"]);
     const starts = (await client.events(sessionId)).filter((e) => e.type === "subagent_start");
     expect(starts).toHaveLength(2);
-    // They overlapped: the fast child ended before the slow one did.
+    // They overlapped: the fast child (the second call) ended before the slow one did.
     const ended = async (runId: string) => new Date((await client.get(`/v1/runs/${runId}`)).body.endedAt).getTime();
-    const [slowRun, fastRun] = [starts[0].data.childRunId, starts[1].data.childRunId];
+    const children = await env.query<{ child_run_id: string }>("select child_run_id from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const [slowRun, fastRun] = children.map((row) => row.child_run_id) as [string, string];
     expect(await ended(fastRun)).toBeLessThan(await ended(slowRun));
     expectValidHistory(await client.messages(sessionId));
   });
