@@ -2,7 +2,8 @@ import { DelayedError, type Job } from "bullmq";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
 import { runs, sessions, steps, toolCalls, type ApprovalMode } from "../db/schema.js";
-import { appendEvents, appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
+import { appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
+import { storableText } from "../core/storable-text.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
 import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js";
 import { resultPreview } from "../runs/result-preview.js";
@@ -144,10 +145,15 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       reportProgress(message) {
-        void appendEvents(services.db.db, run.tenantId, run.sessionId, [
-          { runId, step: stepRef, body: { type: "tool_update", callId: call.callId, progress: message } },
-        ])
-          .then((stored) => services.bus.publish(stored))
+        // Fenced like a result: progress lands only while this attempt still runs the call.
+        const owned = sql`exists (select 1 from tool_calls where id = ${call.id} and status = 'running' and exec_fence = ${run.fence})`;
+        const payload = eventPayload([{ runId, step: stepRef, body: { type: "tool_update", callId: call.callId, progress: storableText(message) } }]);
+        void services.db.db
+          .execute<{ events: Parameters<typeof toSessionEvents>[1] }>(sql`
+            with ${appendEventsCte(run.sessionId, run.tenantId, sql`${payload}`, owned)}
+            select ${appendedEventsJson} as events
+          `)
+          .then((result) => services.bus.publish(toSessionEvents(run.sessionId, result.rows[0]?.events ?? [])))
           .catch(() => {});
       },
     });

@@ -92,7 +92,7 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     expect(request.headers.authorization).toBe("Bearer sk-wire");
     expect(request.body.model).toBe("wire-model");
     expect(request.body.stream).toBe(true);
-    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["agent", "bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "update_tasks", "web_fetch", "write"]);
+    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["agent", "bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "late_progress", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "update_tasks", "web_fetch", "write"]);
     const assistant = request.body.messages.find((m: { role: string }) => m.role === "assistant");
     expect(assistant.tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments)).toEqual([first, second]);
     expect(request.body.messages.filter((m: { role: string }) => m.role === "tool").map((m: { tool_call_id: string }) => m.tool_call_id)).toEqual([

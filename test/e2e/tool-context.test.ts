@@ -7,6 +7,15 @@ import { useTestEnv } from "../helpers/test-env.js";
 const { env, client } = useTestEnv({ worker: true });
 
 describe("what a running tool sees", () => {
+  it("L1, D4: progress a tool reports after its call was answered is dropped, like a stale result", async () => {
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ tool: "late_progress", args: { delayMs: 300 } }], [{ text: "done" }]]));
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress !== undefined).map((e) => e.data.progress);
+    expect(progress).toEqual(["while running"]);
+  });
+
   it("L3: a tool receives an explicit context, and its progress reaches clients as tool_update", async () => {
     const { projectId, sessionId } = await client.newSession({ approvalMode: "manual", toolAllowList: ["context_echo", "read"] });
     const run = await client.startRun(sessionId, script([[{ tool: "context_echo", args: {} }], [{ text: "ok" }]]));
