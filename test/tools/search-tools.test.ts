@@ -40,4 +40,15 @@ describe("list and grep", () => {
     expect(await call(grepTool, { pattern: "([" })).toMatchObject({ isError: true, errorCode: "invalid_pattern" });
     expect(text(await call(grepTool, { pattern: "zzz" }))).toMatch(/^No match for \/zzz\//);
   });
+
+  it("grep: a catastrophic pattern runs in linear time, and lookaround is refused with a clear message", async () => {
+    // With a backtracking engine, `(a+)+$` over 5,000 a's and a b would not finish in any useful time.
+    await writeFile(path.join(workspace, "redos.txt"), `${"a".repeat(5000)}b\n`);
+    const result = await call(grepTool, { pattern: "(a+)+$", glob: "redos.txt" });
+    expect(result.isError).toBeFalsy();
+    expect(text(result)).toMatch(/^No match for/);
+    const refused = await call(grepTool, { pattern: "(?<=x)y" });
+    expect(refused).toMatchObject({ isError: true, errorCode: "invalid_pattern" });
+    expect(text(refused)).toContain("RE2 syntax");
+  });
 });

@@ -2,6 +2,7 @@ import { open } from "node:fs/promises";
 import path from "node:path";
 import { glob } from "tinyglobby";
 import { defineTool, errorResult, textResult } from "../tool.js";
+import { compileLinePattern } from "../line-pattern.js";
 import { resolveToolPath } from "./tool-path.js";
 
 interface GrepArgs {
@@ -34,12 +35,8 @@ export const grepTool = defineTool<GrepArgs>({
   sideEffect: "read",
   parallel: true,
   async run(context, args) {
-    let regex: RegExp;
-    try {
-      regex = new RegExp(args.pattern, args.ignoreCase ? "i" : "");
-    } catch (error) {
-      return errorResult("invalid_pattern", `The pattern is not a valid regular expression: ${(error as Error).message}`);
-    }
+    const regex = compileLinePattern(args.pattern, args.ignoreCase === true);
+    if (!regex.ok) return errorResult("invalid_pattern", `The pattern is not a valid regular expression: ${regex.message}`);
     const resolved = await resolveToolPath(context, ".");
     if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
     const pattern = args.glob ?? "**/*";

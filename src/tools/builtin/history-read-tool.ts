@@ -1,4 +1,5 @@
 import { defineTool, errorResult, textResult } from "../tool.js";
+import { compileLinePattern } from "../line-pattern.js";
 
 /** The tool the context compiler offers while a projected result is in the request (SPEC O3). */
 export const historyReadToolName = "history_read_tool_result";
@@ -110,13 +111,9 @@ function search(lines: string[], args: HistoryReadArgs) {
   if (!args.pattern) return errorResult("invalid_arguments", "search needs a pattern.");
   let matcher: (line: string) => boolean;
   if (args.regex) {
-    let expression: RegExp;
-    try {
-      expression = new RegExp(args.pattern, args.ignoreCase ? "i" : "");
-    } catch (error) {
-      return errorResult("invalid_pattern", `The regular expression is invalid: ${(error as Error).message}`);
-    }
-    matcher = (line) => expression.test(line);
+    const expression = compileLinePattern(args.pattern, args.ignoreCase === true);
+    if (!expression.ok) return errorResult("invalid_pattern", `The regular expression is invalid: ${expression.message}`);
+    matcher = expression.test;
   } else {
     const needle = args.ignoreCase ? args.pattern.toLowerCase() : args.pattern;
     matcher = (line) => (args.ignoreCase ? line.toLowerCase() : line).includes(needle);
