@@ -1,35 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readMarkers } from "../fixtures/test-tools.js";
-import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { script, textOf, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
+import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
 let client: ApiClient;
-const processes: FoyaProcess[] = [];
+const processes = processGroup();
 
-async function startWorker(extra: Record<string, string> = {}): Promise<FoyaProcess> {
-  const child = await startFoyaProcess("worker", { ...env.env, ...extra });
-  processes.push(child);
-  return child;
-}
+const startWorker = (extra: Record<string, string> = {}): Promise<FoyaProcess> => processes.start("worker", { ...env.env, ...extra });
 
 beforeAll(async () => {
   env = await createTestEnv();
   client = await env.newTenant();
 });
 afterAll(async () => {
-  for (const child of processes) child.kill("SIGKILL");
-  await Promise.all(processes.map((child) => child.exited));
+  await processes.killAll();
   await env?.close();
 });
-
-async function toolMessages(sessionId: string): Promise<any[]> {
-  return (await client.messages(sessionId)).filter((m) => m.role === "tool").map((m) => m.content);
-}
-
-const textOf = (message: { content: Array<{ type: string; text?: string }> }) => message.content.map((part) => part.text ?? `[${part.type}]`).join("\n");
 
 describe("sub-agents across worker crashes", () => {
   it("A1: a worker SIGKILLed while the parent waits does not lose the child's result", async () => {
@@ -48,7 +37,7 @@ describe("sub-agents across worker crashes", () => {
     await startWorker();
 
     expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
-    const agentResults = (await toolMessages(sessionId)).filter((m) => m.name === "agent");
+    const agentResults = (await client.toolMessages(sessionId)).filter((m) => m.name === "agent");
     expect(agentResults).toHaveLength(1);
     expect(agentResults[0]).toMatchObject({ status: "succeeded", isError: false });
     expect(textOf(agentResults[0])).toBe("child answer survives");
@@ -60,8 +49,7 @@ describe("sub-agents across worker crashes", () => {
   });
 
   it("A1, D3: a child's tool cut off by a worker SIGKILL is interrupted, never run again, and the parent learns it and goes on", async () => {
-    for (const child of processes) child.kill("SIGKILL");
-    await Promise.all(processes.map((child) => child.exited));
+    await processes.killAll();
     const first = await startWorker();
     const { sessionId } = await client.newSession({ approvalMode: "full_access" });
     const childScript = script([[{ tool: "marker_sleep", args: { marker: "a1-cut", sleepMs: 30_000 } }], [{ text: "never" }]]);
@@ -75,7 +63,7 @@ describe("sub-agents across worker crashes", () => {
     await startWorker();
     expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
     expect((await client.get(`/v1/runs/${child.childRunId}`)).body.status).toBe("interrupted");
-    const [agentResult] = await toolMessages(sessionId);
+    const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ name: "agent", status: "failed", isError: true });
     expect(textOf(agentResult)).toContain("The sub-agent was interrupted");
     expect(await readMarkers(workspace, "a1-cut")).toHaveLength(1);
@@ -85,8 +73,7 @@ describe("sub-agents across worker crashes", () => {
 
   it("A1: a worker killed right after starting a child, before its job was enqueued: the child still runs and the parent gets its answer", async () => {
     // Only the worker that will crash may take the parent's batch.
-    for (const child of processes) child.kill("SIGKILL");
-    await Promise.all(processes.map((child) => child.exited));
+    await processes.killAll();
     const crashing = await startWorker({ FOYA_FAILPOINTS: "worker.after_subagent_start" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ text: "started before the crash" }]]) } }], [{ text: "parent done" }]]));
@@ -97,7 +84,7 @@ describe("sub-agents across worker crashes", () => {
 
     await startWorker();
     expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
-    const [agentResult] = await toolMessages(sessionId);
+    const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ name: "agent", status: "succeeded" });
     expect(textOf(agentResult)).toBe("started before the crash");
     const children = await env.query<{ id: string }>("select id from sessions where parent_run_id = $1", [run.body.id]);

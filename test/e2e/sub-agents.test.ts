@@ -1,17 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { narrowLimits } from "../../src/agents/child-limits.js";
 import { readMarkers } from "../fixtures/test-tools.js";
-import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { script, textOf, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
 const { env, client } = useTestEnv({ worker: true });
-
-async function toolMessages(api: ApiClient, sessionId: string): Promise<any[]> {
-  return (await api.messages(sessionId)).filter((m) => m.role === "tool").map((m) => m.content);
-}
-
-const textOf = (message: { content: Array<{ type: string; text?: string }> }) => message.content.map((part) => part.text ?? `[${part.type}]`).join("\n");
 
 /** The child the parent's agent call started, once it exists. */
 async function childOf(api: ApiClient, sessionId: string): Promise<{ childSessionId: string; childRunId: string; depth: number; callId: string }> {
@@ -52,7 +46,7 @@ describe("sub-agents", () => {
 
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     expect((await client.get(`/v1/runs/${child.childRunId}`)).body.status).toBe("completed");
-    const [agentResult] = await toolMessages(client, sessionId);
+    const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ name: "agent", status: "succeeded", isError: false });
     expect(textOf(agentResult)).toBe("The answer is 42.");
     expect(await readMarkers(workspace, "a1-child")).toHaveLength(1);
@@ -83,7 +77,7 @@ describe("sub-agents", () => {
       ]),
     );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const results = await toolMessages(client, sessionId);
+    const results = await client.toolMessages(sessionId);
     expect(results.map((m) => [m.status, m.isError])).toEqual([
       ["failed", true],
       ["failed", true],
@@ -112,7 +106,7 @@ describe("sub-agents", () => {
     const childScript = script([[{ tool: "agent", args: { task: grandchildScript } }], [{ text: "child relays: grandchild answer" }]]);
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: childScript } }], [{ text: "top done" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    expect(textOf((await toolMessages(client, sessionId))[0])).toBe("child relays: grandchild answer");
+    expect(textOf((await client.toolMessages(sessionId))[0])).toBe("child relays: grandchild answer");
 
     const child = await childOf(client, sessionId);
     const grandchild = await childOf(client, child.childSessionId);
@@ -120,7 +114,7 @@ describe("sub-agents", () => {
     // No session was started below the grandchild.
     expect(await env.query("select id from sessions where parent_session_id = $1", [grandchild.childSessionId])).toEqual([]);
     // At the limit the agent tool is not offered, and a call of it anyway is refused.
-    const refused = await toolMessages(client, grandchild.childSessionId);
+    const refused = await client.toolMessages(grandchild.childSessionId);
     expect(refused[0]).toMatchObject({ name: "agent", status: "failed", isError: true });
     expect(textOf(refused[0])).toContain("was not offered");
     const agentIn = async (id: string) => (await client.get(`/v1/tools?session=${id}`)).body.tools.find((t: { name: string }) => t.name === "agent");
@@ -144,15 +138,15 @@ describe("sub-agents", () => {
     expect(cancelled.body.status).toBe("cancelled");
     const childRun = await runRow(child.childRunId);
     expect(childRun).toMatchObject({ status: "cancelled", error: { code: "parent_ended" } });
-    const [agentResult] = await toolMessages(client, sessionId);
+    const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ name: "agent", status: "cancelled", isError: true });
-    const [childCall] = await toolMessages(client, child.childSessionId);
+    const [childCall] = await client.toolMessages(child.childSessionId);
     expect(childCall).toMatchObject({ name: "marker_sleep", status: "cancelled" });
     expectValidHistory(await client.messages(sessionId));
     expectValidHistory(await client.messages(child.childSessionId));
     // The parent stays cancelled: the child's end delivered nothing over it.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await toolMessages(client, sessionId)).filter((m) => m.name === "agent")).toHaveLength(1);
+    expect((await client.toolMessages(sessionId)).filter((m) => m.name === "agent")).toHaveLength(1);
   });
 
   it("A1: a child's approval request reaches the same approval API; approving it completes the child, then the parent", async () => {
@@ -175,14 +169,14 @@ describe("sub-agents", () => {
     expect((await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" })).status).toBe(200);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     expect(await readMarkers(workspace, "a1-approve")).toHaveLength(1);
-    expect(textOf((await toolMessages(client, sessionId))[0])).toBe("wrote the marker");
+    expect(textOf((await client.toolMessages(sessionId))[0])).toBe("wrote the marker");
   });
 
   it("A1: a child that fails gives the agent call an is_error result and the parent goes on", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ fail: "model exploded" }]]) } }], [{ text: "handled" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const [agentResult] = await toolMessages(client, sessionId);
+    const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ name: "agent", status: "failed", isError: true });
     expect(textOf(agentResult)).toContain("The sub-agent failed");
     expect(textOf(agentResult)).toContain("model exploded");
@@ -194,7 +188,7 @@ describe("sub-agents", () => {
     const fast = script([[{ text: "fast answer" }]]);
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: slow } }, { tool: "agent", args: { task: fast } }], [{ text: "both back" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const results = await toolMessages(client, sessionId);
+    const results = await client.toolMessages(sessionId);
     expect(results.map(textOf)).toEqual(["slow answer", "fast answer"]);
     const starts = (await client.events(sessionId)).filter((e) => e.type === "subagent_start");
     expect(starts).toHaveLength(2);
@@ -225,7 +219,7 @@ describe("sub-agents", () => {
     expect(await readMarkers(workspace, "a1-both")).toHaveLength(0);
     expect((await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" })).status).toBe(200);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    expect((await toolMessages(client, sessionId)).map(textOf)[0]).toBe("child done");
+    expect((await client.toolMessages(sessionId)).map(textOf)[0]).toBe("child done");
     expect(await readMarkers(workspace, "a1-both")).toHaveLength(1);
   });
 
@@ -236,7 +230,7 @@ describe("sub-agents", () => {
     await waitFor(async () => (await runRow(child.childRunId)).status === "running", 20_000, "the child to run");
     expect((await client.post(`/v1/runs/${child.childRunId}/cancel`, {})).status).toBe(200);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const [agentResult] = await toolMessages(client, sessionId);
+    const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ status: "failed", isError: true });
     expect(textOf(agentResult)).toContain("The sub-agent was cancelled");
     const [row] = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1", [run.body.id]);

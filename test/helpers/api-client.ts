@@ -86,6 +86,11 @@ export class ApiClient {
   async messages(sessionId: string): Promise<any[]> {
     return (await this.get(`/v1/sessions/${sessionId}/messages`)).body.messages;
   }
+
+  /** The session's tool messages (their content: name, status, isError, parts), in history order. */
+  async toolMessages(sessionId: string): Promise<any[]> {
+    return (await this.messages(sessionId)).filter((m) => m.role === "tool").map((m) => m.content);
+  }
 }
 
 /** Scripted-provider input: step N of the turn plays `steps[N]`. */
@@ -101,4 +106,9 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | null | fal
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** A tool message's parts as one text: text parts as they are, others as `[type]`. */
+export function textOf(message: { content: Array<{ type: string; text?: string }> }): string {
+  return message.content.map((part) => part.text ?? `[${part.type}]`).join("\n");
 }

@@ -52,3 +52,27 @@ export async function startFoyaProcess(role: "api" | "worker", env: Record<strin
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** The Foya processes a test file starts: each started with the given environment, all killed at the end (`killAll`). */
+export interface ProcessGroup {
+  start(role: "api" | "worker", env: Record<string, string>): Promise<FoyaProcess>;
+  /** SIGKILLs every process started so far and waits for them to end. */
+  killAll(): Promise<void>;
+}
+
+export function processGroup(): ProcessGroup {
+  const started: FoyaProcess[] = [];
+  return {
+    async start(role, env) {
+      const child = await startFoyaProcess(role, env);
+      started.push(child);
+      return child;
+    },
+    async killAll() {
+      for (const child of started.splice(0)) {
+        child.kill("SIGKILL");
+        await child.exited;
+      }
+    },
+  };
+}

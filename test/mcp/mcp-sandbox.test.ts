@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { script, type ApiClient } from "../helpers/api-client.js";
-import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
+import { processGroup } from "../helpers/processes.js";
 import { createTestEnv, repoRoot, type TestEnv } from "../helpers/test-env.js";
 import { createLogger } from "../../src/logger.js";
 import { createMcpConnections } from "../../src/mcp/mcp-connections.js";
@@ -15,23 +15,21 @@ const probeEntry = path.join(here, "fixtures/probe-server.mjs");
 
 let env: TestEnv;
 let client: ApiClient;
-const processes: FoyaProcess[] = [];
+const processes = processGroup();
 
 beforeAll(async () => {
   env = await createTestEnv(sandboxedMcpOverrides);
   client = await env.newTenant();
 });
 afterAll(async () => {
-  for (const child of processes) child.kill("SIGKILL");
-  await Promise.all(processes.map((child) => child.exited));
+  await processes.killAll();
   await env?.close();
 });
 
 /** Only this worker process takes jobs: the one before it is stopped first. */
 async function onlyWorker(extra: Record<string, string>): Promise<void> {
-  for (const child of processes) child.kill("SIGKILL");
-  await Promise.all(processes.map((child) => child.exited));
-  processes.push(await startFoyaProcess("worker", { ...env.env, ...extra }));
+  await processes.killAll();
+  await processes.start("worker", { ...env.env, ...extra });
 }
 
 interface ProbeReport {

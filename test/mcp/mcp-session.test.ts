@@ -7,7 +7,7 @@ import { z } from "zod";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { script, textOf, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 import { createLogger } from "../../src/logger.js";
@@ -67,12 +67,6 @@ async function addServer(api: ApiClient, body: Record<string, unknown>): Promise
   expect(created.status, JSON.stringify(created.body)).toBe(201);
 }
 
-async function toolMessages(api: ApiClient, sessionId: string): Promise<any[]> {
-  return (await api.messages(sessionId)).filter((m) => m.role === "tool").map((m) => m.content);
-}
-
-const textOf = (message: { content: Array<{ type: string; text?: string }> }) => message.content.map((part) => part.text ?? `[${part.type}]`).join("\n");
-
 describe("MCP tools in sessions", () => {
   it("M1: a project's stdio server's tools run in its sessions like built-in tools; images go to the artifact store; get-env shows no worker secret", async () => {
     const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
@@ -98,7 +92,7 @@ describe("MCP tools in sessions", () => {
     );
     expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
     expectValidHistory(await client.messages(sessionId));
-    const [echoed, sum, image, envDump, longOp] = await toolMessages(client, sessionId);
+    const [echoed, sum, image, envDump, longOp] = await client.toolMessages(sessionId);
     expect(echoed).toMatchObject({ name: "mcp__everything__echo", status: "succeeded", isError: false });
     expect(textOf(echoed)).toContain("hello from foya");
     expect(textOf(sum)).toContain("42");
@@ -129,13 +123,13 @@ describe("MCP tools in sessions", () => {
     const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
     const run = await tenant.startRun(sessionId, script([[{ tool: "mcp__remote__multiply", args: { a: 6, b: 7 } }], [{ text: "done" }]]));
     expect((await tenant.waitForRun(run.body.id)).status).toBe("completed");
-    const [product] = await toolMessages(tenant, sessionId);
+    const [product] = await tenant.toolMessages(sessionId);
     expect(product).toMatchObject({ name: "mcp__remote__multiply", status: "succeeded" });
     expect(textOf(product)).toBe("product=42");
     // Schema violations are refused before the server is asked (T5).
     const bad = await tenant.startRun(sessionId, script([[{ tool: "mcp__remote__multiply", args: { a: "six" } }], [{ text: "ok" }]]));
     expect((await tenant.waitForRun(bad.body.id)).status).toBe("completed");
-    const messages = await toolMessages(tenant, sessionId);
+    const messages = await tenant.toolMessages(sessionId);
     expect(messages[1]).toMatchObject({ status: "failed", isError: true });
     expect(textOf(messages[1])).toContain("do not match the schema");
   });
@@ -152,7 +146,7 @@ describe("MCP tools in sessions", () => {
       script([[{ tool: "tool_search", args: { query: "mcp__everything__echo", limit: 1 } }], [{ tool: "mcp__everything__echo", args: { message: "found me" } }], [{ text: "done" }]]),
     );
     expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
-    const [search, echoed] = await toolMessages(client, sessionId);
+    const [search, echoed] = await client.toolMessages(sessionId);
     expect(textOf(search)).toContain("mcp__everything__echo");
     expect(echoed).toMatchObject({ name: "mcp__everything__echo", status: "succeeded" });
     expect(textOf(echoed)).toContain("found me");
@@ -191,7 +185,7 @@ describe("MCP tools in sessions", () => {
     expect(listed.body.tools.filter((t: { name: string }) => t.name.startsWith("mcp__"))).toEqual([]);
     const run = await other.startRun(sessionId, script([[{ tool: "mcp__private__ok", args: {} }, { tool: "mcp__tenantwide__ok", args: {} }], [{ text: "done" }]]));
     expect((await other.waitForRun(run.body.id)).status).toBe("completed");
-    const messages = await toolMessages(other, sessionId);
+    const messages = await other.toolMessages(sessionId);
     expect(messages.map((m) => m.status)).toEqual(["failed", "failed"]);
     expect(textOf(messages[0])).toContain("No tool named");
 
@@ -218,13 +212,13 @@ describe("MCP tools in sessions", () => {
     expect(approval.requestReason).toContain("cannot tell where");
     await waitFor(async () => (await client.get(`/v1/runs/${run.body.id}`)).body.status === "awaiting_approval", 30_000, "the run to park");
     // The read-only call ran already; the destructive one has not.
-    const before = await toolMessages(client, sessionId);
+    const before = await client.toolMessages(sessionId);
     expect(before.map((m) => m.name)).toEqual(["mcp__faulty__ok"]);
     expect(textOf(before[0])).toMatch(/^ok from \d+/);
 
     expect((await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" })).status).toBe(200);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const after = await toolMessages(client, sessionId);
+    const after = await client.toolMessages(sessionId);
     expect(after[1]).toMatchObject({ name: "mcp__faulty__drop_table", status: "succeeded" });
     expect(textOf(after[1])).toBe("dropped users");
   });
@@ -234,7 +228,7 @@ describe("MCP tools in sessions", () => {
     await addServer(client, { name: "faulty", projectId, transport: stdio(faultyEntry) });
     const run = await client.startRun(sessionId, script([[{ tool: "mcp__faulty__crash", args: {} }], [{ text: "noted" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const [crashed] = await toolMessages(client, sessionId);
+    const [crashed] = await client.toolMessages(sessionId);
     expect(crashed).toMatchObject({ status: "failed", isError: true });
     expect(textOf(crashed)).toContain("exited with code 3");
 
@@ -243,7 +237,7 @@ describe("MCP tools in sessions", () => {
       async () => {
         const next = await client.startRun(sessionId, script([[{ tool: "mcp__faulty__ok", args: {} }], [{ text: "fine" }]]));
         await client.waitForRun(next.body.id);
-        const messages = await toolMessages(client, sessionId);
+        const messages = await client.toolMessages(sessionId);
         const last = messages[messages.length - 1];
         return last.status === "succeeded" ? last : null;
       },
