@@ -410,6 +410,8 @@ export const webhookDeliveries = pgTable(
     // The poller's re-check of deliveries whose job may be lost.
     index("webhook_deliveries_enqueued_idx").on(t.enqueuedAt).where(sql`status = 'pending'`),
     index("webhook_deliveries_list_idx").on(t.webhookId, t.createdAt),
+    // The pruner's scan for finished deliveries past the retention.
+    index("webhook_deliveries_finished_idx").on(t.createdAt).where(sql`status <> 'pending'`),
   ],
 );
 

@@ -6,6 +6,7 @@ import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { markLostCommands } from "../commands/command-store.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
 import { transact } from "../runs/transact.js";
+import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
 import type { Services } from "../services.js";
 
 /** After this many re-dispatches of the same work, the run fails visibly instead of looping. */
@@ -64,13 +65,24 @@ export async function sweepOnce(services: Services): Promise<number> {
   return redispatched;
 }
 
+/** Old webhook deliveries are pruned at most this often per worker. */
+const pruneIntervalMs = 60_000;
+
 export function startSweeper(services: Services): { stop(): void } {
   let running = false;
+  let prunedAt = 0;
+  const prune = async (): Promise<number> => {
+    const { webhookRetentionDays } = services.config;
+    if (webhookRetentionDays === 0 || Date.now() - prunedAt < pruneIntervalMs) return 0;
+    prunedAt = Date.now();
+    return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
+  };
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services)])
-      .then(([count, lost, expired]) => {
+    Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services), prune()])
+      .then(([count, lost, expired, pruned]) => {
+        if (pruned > 0) services.logger.info({ pruned }, "old webhook deliveries deleted");
         if (expired > 0) services.logger.info({ expired }, "approvals expired without a decision");
         if (count > 0) services.logger.info({ count }, "sweeper re-dispatched lost work");
         if (lost > 0) services.logger.warn({ lost }, "background commands lost with their worker");

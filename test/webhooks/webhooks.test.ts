@@ -4,6 +4,7 @@ import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, useTestEnv } from "../helpers/test-env.js";
 import { webhookEventTypes } from "../../src/webhooks/webhook-event-types.js";
 import { sendWebhook } from "../../src/webhooks/send-webhook.js";
+import { pruneWebhookDeliveries } from "../../src/webhooks/prune-deliveries.js";
 import { startReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const backoffMs = 300;
@@ -149,6 +150,29 @@ describe("signed outbound webhooks", () => {
     expect(hook.received).toHaveLength(4);
     await new Promise((resolve) => setTimeout(resolve, backoffMs * 2));
     expect(hook.received).toHaveLength(4);
+  });
+
+  it("S4: finished deliveries past the retention are deleted with their attempts; pending and recent ones stay", async () => {
+    const good = await receiver();
+    const { tenant, id } = await subscribe(good.url, ["run_end"]);
+    await completeRun(tenant);
+    await waitFor(async () => (await deliveries(tenant, id))[0]?.status === "delivered", 20_000, "a delivery");
+    const hanging = await receiver(() => "hang");
+    const stuck = await subscribe(hanging.url, ["run_end"]);
+    await completeRun(stuck.tenant);
+    await waitFor(async () => (await deliveries(stuck.tenant, stuck.id))[0]?.attempts.length >= 1, 20_000, "a pending delivery with an attempt");
+    // Both age past 30 days; a third, delivered just now, does not.
+    await env.query("update webhook_deliveries set created_at = now() - interval '31 days' where webhook_id = any($1)", [[id, stuck.id]]);
+    await completeRun(tenant);
+    await waitFor(async () => (await deliveries(tenant, id)).filter((d) => d.status === "delivered").length === 2, 20_000, "a recent delivery");
+    const old = await env.query<{ id: string }>("select id from webhook_deliveries where webhook_id = $1 and created_at < now() - interval '30 days'", [id]);
+
+    expect(await pruneWebhookDeliveries(env.services.db.db, 30 * 24 * 3600 * 1000)).toBeGreaterThanOrEqual(1);
+    const left = await deliveries(tenant, id);
+    expect(left).toHaveLength(1);
+    expect(left[0].status).toBe("delivered");
+    expect(await env.query("select id from webhook_attempts where delivery_id = any($1)", [old.map((row) => row.id)])).toEqual([]);
+    expect((await deliveries(stuck.tenant, stuck.id)).map((d) => d.status)).toEqual(["pending"]);
   });
 
   it("S4: the secret is shown once; GET and list never show it", async () => {
