@@ -1,5 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { startWireServer, type RecordedRequest } from "./wire-server.js";
 
 /**
  * A fake model server speaking the Anthropic Messages streaming wire format
@@ -20,16 +19,7 @@ export type AnthropicScript =
 
 export type AnthropicEvent = { type: string } & Record<string, unknown>;
 
-export interface AnthropicWireRequest {
-  method: string;
-  url: string;
-  // Tests assert on arbitrary paths of the JSON the adapter sent; typing it would only add casts.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  headers: IncomingHttpHeaders;
-  /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
-  outcome: Promise<"completed" | "aborted">;
-}
+export type AnthropicWireRequest = RecordedRequest;
 
 export interface AnthropicWireServer {
   /** The server root, like `https://api.anthropic.com`; the API lives under `/v1/messages`. */
@@ -41,83 +31,21 @@ export interface AnthropicWireServer {
 export async function startAnthropicWireServer(
   handler: (request: Omit<AnthropicWireRequest, "outcome">) => AnthropicScript | Promise<AnthropicScript>,
 ): Promise<AnthropicWireServer> {
-  const requests: AnthropicWireRequest[] = [];
-
-  const server = createServer((req, res) => {
-    let outcomeResolve: (outcome: "completed" | "aborted") => void = () => undefined;
-    const outcome = new Promise<"completed" | "aborted">((resolve) => (outcomeResolve = resolve));
-    // "close" fires both after a normal end and when the client goes away; only the latter leaves it unfinished.
-    res.on("close", () => outcomeResolve(res.writableFinished ? "completed" : "aborted"));
-
-    const parts: Buffer[] = [];
-    req.on("data", (part: Buffer) => parts.push(part));
-    req.on("end", () => {
-      void (async () => {
-        const text = Buffer.concat(parts).toString("utf8");
-        const request = { method: req.method ?? "", url: req.url ?? "", body: text ? JSON.parse(text) : undefined, headers: req.headers };
-        requests.push({ ...request, outcome });
-        // Only the Messages endpoint exists, as on the real server.
-        const script: AnthropicScript =
-          request.method === "POST" && request.url === "/v1/messages"
-            ? await handler(request)
-            : { status: 404, body: JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no route ${request.url}` } }) };
-        await respond(res, script);
-      })().catch((error: unknown) => {
-        // A broken test handler should fail loudly, not hang the client.
-        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
-        res.end(`wire server handler failed: ${String(error)}`);
-      });
-    });
+  const wire = await startWireServer(async (request) => {
+    // Only the Messages endpoint exists, as on the real server.
+    if (request.method !== "POST" || request.url !== "/v1/messages") {
+      return { status: 404, body: JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no route ${request.url}` } }) };
+    }
+    const script = await handler(request);
+    if ("status" in script) return script;
+    const writes = script.events.map((event) => (typeof event === "string" || event instanceof Uint8Array ? event : sseFrame(event)));
+    return { contentType: "text/event-stream; charset=utf-8", writes, ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}) };
   });
-
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-
-  // Memoized so a test may close early (e.g. to get a refused connection) and the cleanup hook again.
-  let closing: Promise<void> | undefined;
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      (closing ??= new Promise<void>((resolve, reject) => {
-        // fetch keeps connections alive; without this close() would wait for them to time out.
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      })),
-  };
-}
-
-async function respond(res: ServerResponse, script: AnthropicScript): Promise<void> {
-  if ("status" in script) {
-    res.writeHead(script.status, { "content-type": "application/json" });
-    res.end(script.body);
-    return;
-  }
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
-  for (const [i, event] of script.events.entries()) {
-    if (i > 0 && script.delayMs) await pause(res, script.delayMs);
-    // The client went away (abort test): stop like a real server would.
-    if (res.destroyed) return;
-    res.write(typeof event === "string" || event instanceof Uint8Array ? event : sseFrame(event));
-  }
-  res.end();
+  return { baseUrl: wire.origin, requests: wire.requests, close: wire.close };
 }
 
 export function sseFrame(event: AnthropicEvent): string {
   return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-}
-
-/** Waits between writes, cut short when the connection closes so aborted tests end promptly. */
-function pause(res: ServerResponse, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      res.off("close", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    res.on("close", done);
-  });
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { startWireServer, type RecordedRequest } from "./wire-server.js";
 
 /**
  * A fake model server speaking the OpenAI Chat Completions streaming wire format
@@ -18,14 +17,7 @@ export type WireScript =
    */
   | { chunks: Array<object | string | Uint8Array>; delayMs?: number };
 
-export interface WireRequest {
-  // Tests assert on arbitrary paths of the JSON the adapter sent; typing it would only add casts.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  headers: IncomingHttpHeaders;
-  /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
-  outcome: Promise<"completed" | "aborted">;
-}
+export type WireRequest = RecordedRequest;
 
 export interface OpenAIWireServer {
   /** Ends in `/v1`, like a real OpenAI-compatible base URL. */
@@ -37,75 +29,13 @@ export interface OpenAIWireServer {
 export async function startOpenAIWireServer(
   handler: (request: Omit<WireRequest, "outcome">) => WireScript | Promise<WireScript>,
 ): Promise<OpenAIWireServer> {
-  const requests: WireRequest[] = [];
-
-  const server = createServer((req, res) => {
-    let outcomeResolve: (outcome: "completed" | "aborted") => void = () => undefined;
-    const outcome = new Promise<"completed" | "aborted">((resolve) => (outcomeResolve = resolve));
-    // "close" fires both after a normal end and when the client goes away; only the latter leaves it unfinished.
-    res.on("close", () => outcomeResolve(res.writableFinished ? "completed" : "aborted"));
-
-    const parts: Buffer[] = [];
-    req.on("data", (part: Buffer) => parts.push(part));
-    req.on("end", () => {
-      void (async () => {
-        const text = Buffer.concat(parts).toString("utf8");
-        const request = { body: text ? JSON.parse(text) : undefined, headers: req.headers };
-        requests.push({ ...request, outcome });
-        const script = await handler(request);
-        await respond(res, script);
-      })().catch((error: unknown) => {
-        // A broken test handler should fail loudly, not hang the client.
-        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
-        res.end(`wire server handler failed: ${String(error)}`);
-      });
-    });
+  const wire = await startWireServer(async (request) => {
+    const script = await handler(request);
+    if ("status" in script) return script;
+    const writes = script.chunks.map((chunk) => (typeof chunk === "string" || chunk instanceof Uint8Array ? chunk : `data: ${JSON.stringify(chunk)}\n\n`));
+    return { contentType: "text/event-stream", writes, ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}) };
   });
-
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-
-  // Memoized so a test may close early (e.g. to get a refused connection) and the cleanup hook again.
-  let closing: Promise<void> | undefined;
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: () =>
-      (closing ??= new Promise<void>((resolve, reject) => {
-        // fetch keeps connections alive; without this close() would wait for them to time out.
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      })),
-  };
-}
-
-async function respond(res: ServerResponse, script: WireScript): Promise<void> {
-  if ("status" in script) {
-    res.writeHead(script.status, { "content-type": "application/json" });
-    res.end(script.body);
-    return;
-  }
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-  for (const [i, chunk] of script.chunks.entries()) {
-    if (i > 0 && script.delayMs) await pause(res, script.delayMs);
-    // The client went away (abort test): stop like a real server would.
-    if (res.destroyed) return;
-    res.write(typeof chunk === "string" || chunk instanceof Uint8Array ? chunk : `data: ${JSON.stringify(chunk)}\n\n`);
-  }
-  res.end();
-}
-
-/** Waits between chunks, cut short when the connection closes so aborted tests end promptly. */
-function pause(res: ServerResponse, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      res.off("close", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    res.on("close", done);
-  });
+  return { baseUrl: `${wire.origin}/v1`, requests: wire.requests, close: wire.close };
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,103 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * The HTTP side shared by the fake model servers (OpenAI and Anthropic wire formats): real
+ * TCP and HTTP, every request recorded with whether its response was read to the end, and
+ * streamed responses written one write per chunk, so adapters meet split frames as in
+ * production. Each format turns its own script into a `WireResponse`.
+ */
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  // Tests assert on arbitrary paths of the JSON the adapter sent; typing it would only add casts.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  headers: IncomingHttpHeaders;
+  /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
+  outcome: Promise<"completed" | "aborted">;
+}
+
+export type WireResponse =
+  /** A plain (error) response. */
+  | { status: number; body: string }
+  /** A streamed 200 response: each write is its own `res.write`, `delayMs` apart. */
+  | { contentType: string; writes: Array<string | Uint8Array>; delayMs?: number };
+
+export interface WireServer {
+  /** `http://127.0.0.1:<port>`. */
+  origin: string;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+export async function startWireServer(respondTo: (request: Omit<RecordedRequest, "outcome">) => Promise<WireResponse>): Promise<WireServer> {
+  const requests: RecordedRequest[] = [];
+  const server = createServer((req, res) => {
+    let outcomeResolve: (outcome: "completed" | "aborted") => void = () => undefined;
+    const outcome = new Promise<"completed" | "aborted">((resolve) => (outcomeResolve = resolve));
+    // "close" fires both after a normal end and when the client goes away; only the latter leaves it unfinished.
+    res.on("close", () => outcomeResolve(res.writableFinished ? "completed" : "aborted"));
+
+    const parts: Buffer[] = [];
+    req.on("data", (part: Buffer) => parts.push(part));
+    req.on("end", () => {
+      void (async () => {
+        const text = Buffer.concat(parts).toString("utf8");
+        const request = { method: req.method ?? "", url: req.url ?? "", body: text ? JSON.parse(text) : undefined, headers: req.headers };
+        requests.push({ ...request, outcome });
+        await respond(res, await respondTo(request));
+      })().catch((error: unknown) => {
+        // A broken test handler should fail loudly, not hang the client.
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+        res.end(`wire server handler failed: ${String(error)}`);
+      });
+    });
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+
+  // Memoized so a test may close early (e.g. to get a refused connection) and the cleanup hook again.
+  let closing: Promise<void> | undefined;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      (closing ??= new Promise<void>((resolve, reject) => {
+        // fetch keeps connections alive; without this close() would wait for them to time out.
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      })),
+  };
+}
+
+async function respond(res: ServerResponse, response: WireResponse): Promise<void> {
+  if ("status" in response) {
+    res.writeHead(response.status, { "content-type": "application/json" });
+    res.end(response.body);
+    return;
+  }
+  res.writeHead(200, { "content-type": response.contentType, "cache-control": "no-cache", connection: "keep-alive" });
+  for (const [i, write] of response.writes.entries()) {
+    if (i > 0 && response.delayMs) await pause(res, response.delayMs);
+    // The client went away (abort test): stop like a real server would.
+    if (res.destroyed) return;
+    res.write(write);
+  }
+  res.end();
+}
+
+/** Waits between writes, cut short when the connection closes so aborted tests end promptly. */
+function pause(res: ServerResponse, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      res.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.on("close", done);
+  });
+}
