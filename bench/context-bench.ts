@@ -44,15 +44,8 @@ import { createServices, type Services } from "../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../src/worker/worker-runtime.js";
 import { createBenchEnv, type BenchEnv } from "./support/bench-env.js";
 import { callHookKey, logText, randomText, type CallHook } from "./support/big-output-tools.js";
+import { envInt } from "./support/env-int.js";
 import { distribution, mean, ratio, round, roundDistribution } from "./support/stats.js";
-
-function envInt(name: string, fallback: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number.parseInt(raw, 10);
-  if (!Number.isFinite(value) || value < 1 || value > max) throw new Error(`${name} must be an integer in 1..${max}`);
-  return value;
-}
 
 const settings = {
   reps: envInt("BENCH_CONTEXT_REPS", 30, 1000),

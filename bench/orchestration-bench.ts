@@ -38,15 +38,8 @@ import { cycleSegments, type ChainRef, type CycleSegments } from "./support/job-
 import { sumProbeStats, type ProbeStats } from "./support/probe-types.js";
 import { benchRoot, startBenchProcess, type BenchProcess } from "./support/processes.js";
 import { printReport, type BenchReport, type LatencyPhase, type PerStepCounts, type ProcessSummary, type SegmentsSummary, type ThroughputPhase } from "./support/report.js";
+import { envInt } from "./support/env-int.js";
 import { distribution, mean, ratio, round, roundDistribution } from "./support/stats.js";
-
-function envInt(name: string, fallback: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number.parseInt(raw, 10);
-  if (!Number.isFinite(value) || value < 1 || value > max) throw new Error(`${name} must be an integer in 1..${max}`);
-  return value;
-}
 
 const settings = {
   latencyRuns: envInt("BENCH_LATENCY_RUNS", 6, 50),

@@ -16,10 +16,11 @@ import { loadConfig } from "../src/config.js";
 import { createServices, type Services } from "../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../src/worker/worker-runtime.js";
 import { createBenchEnv, type BenchEnv } from "./support/bench-env.js";
+import { envInt } from "./support/env-int.js";
 import { distribution, round } from "./support/stats.js";
 
-const runsEach = Number(process.env.BENCH_AGENT_RUNS ?? 40);
-const parallel = Number(process.env.BENCH_AGENT_PARALLEL ?? 32);
+const runsEach = envInt("BENCH_AGENT_RUNS", 40, 1000);
+const parallel = envInt("BENCH_AGENT_PARALLEL", 32, 512);
 const script = (steps: unknown[][]) => JSON.stringify({ script: steps });
 const delegating = script([[{ tool: "agent", args: { task: script([[{ text: "child answer" }]]) } }], [{ text: "parent done" }]]);
 const plain = script([[{ tool: "noop", args: {} }], [{ text: "parent done" }]]);
