@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createAnthropicProvider, type AnthropicProviderOptions } from "../../src/providers/anthropic-messages.js";
-import type { ProviderRequest, ProviderStreamPart } from "../../src/providers/provider.js";
+import type { ProviderRequest } from "../../src/providers/provider.js";
 import {
   blockStop,
   errorEvent,
@@ -18,6 +18,7 @@ import {
   type AnthropicScript,
   type AnthropicWireServer,
 } from "../helpers/anthropic-wire-server.js";
+import { argumentsByIndex, collect, expectStartBeforeDeltas } from "../helpers/provider-stream.js";
 
 const simpleRequest: ProviderRequest = { model: "claude-test", messages: [{ role: "user", text: "hi" }], tools: [] };
 
@@ -39,28 +40,6 @@ async function setup(script: AnthropicScript, options: Partial<Omit<AnthropicPro
     ...rest,
   });
   return { server, provider };
-}
-
-async function collect(stream: AsyncIterable<ProviderStreamPart>): Promise<ProviderStreamPart[]> {
-  const parts: ProviderStreamPart[] = [];
-  for await (const part of stream) parts.push(part);
-  return parts;
-}
-
-function argumentsByIndex(parts: ProviderStreamPart[]): Map<number, string> {
-  const result = new Map<number, string>();
-  for (const part of parts) {
-    if (part.type === "tool-call-delta") result.set(part.index, (result.get(part.index) ?? "") + part.argumentsDelta);
-  }
-  return result;
-}
-
-function expectStartBeforeDeltas(parts: ProviderStreamPart[]): void {
-  const started = new Set<number>();
-  for (const part of parts) {
-    if (part.type === "tool-call-start") started.add(part.index);
-    if (part.type === "tool-call-delta") expect(started.has(part.index), `delta before start of call ${part.index}`).toBe(true);
-  }
 }
 
 const signal = () => new AbortController().signal;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { ProviderRequest, ProviderStreamPart } from "../../src/providers/provider.js";
+import type { ProviderRequest } from "../../src/providers/provider.js";
 import { createOpenAIChatProvider } from "../../src/providers/openai-chat.js";
 import {
   finishChunk,
@@ -11,6 +11,7 @@ import {
   type OpenAIWireServer,
   type WireScript,
 } from "../helpers/openai-wire-server.js";
+import { argumentsByIndex, collect, expectStartBeforeDeltas } from "../helpers/provider-stream.js";
 
 const done = "data: [DONE]\n\n";
 const simpleRequest: ProviderRequest = { model: "local-model", messages: [{ role: "user", text: "hi" }], tools: [] };
@@ -28,31 +29,6 @@ async function setup(script: WireScript, options: { apiKey?: string; timeoutMs?:
   const baseUrl = `${server.baseUrl}/`;
   const provider = createOpenAIChatProvider({ profile: "local", baseUrl, model: "local-model", ...options });
   return { server, provider };
-}
-
-async function collect(stream: AsyncIterable<ProviderStreamPart>): Promise<ProviderStreamPart[]> {
-  const parts: ProviderStreamPart[] = [];
-  for await (const part of stream) parts.push(part);
-  return parts;
-}
-
-/** Concatenated argument deltas per call index: what T2 says must equal the model's string. */
-function argumentsByIndex(parts: ProviderStreamPart[]): Map<number, string> {
-  const result = new Map<number, string>();
-  for (const part of parts) {
-    if (part.type === "tool-call-delta") result.set(part.index, (result.get(part.index) ?? "") + part.argumentsDelta);
-  }
-  return result;
-}
-
-function expectStartBeforeDeltas(parts: ProviderStreamPart[]): void {
-  const started = new Set<number>();
-  for (const part of parts) {
-    if (part.type === "tool-call-start") started.add(part.index);
-    if (part.type === "tool-call-delta") {
-      expect(started.has(part.index), `delta before start of call ${part.index}`).toBe(true);
-    }
-  }
 }
 
 describe("OpenAI Chat Completions provider", () => {
