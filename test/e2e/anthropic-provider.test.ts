@@ -1,6 +1,3 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
@@ -19,7 +16,7 @@ import {
   type AnthropicScript,
   type AnthropicWireServer,
 } from "../helpers/anthropic-wire-server.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -28,14 +25,7 @@ let respond: (body: any) => AnthropicScript;
 
 beforeAll(async () => {
   server = await startAnthropicWireServer(({ body }) => respond(body));
-  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
-  const providersFile = path.join(folder, "providers.json");
-  await writeFile(
-    providersFile,
-    JSON.stringify({
-      profiles: [{ name: "claude", kind: "anthropic-messages", baseUrl: server.baseUrl, model: "claude-wire", apiKeyEnv: "ANTHROPIC_WIRE_KEY", maxTokens: 2048 }],
-    }),
-  );
+  const providersFile = await writeProvidersFile([{ name: "claude", kind: "anthropic-messages", baseUrl: server.baseUrl, model: "claude-wire", apiKeyEnv: "ANTHROPIC_WIRE_KEY", maxTokens: 2048 }]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, ANTHROPIC_WIRE_KEY: "sk-ant-wire", FOYA_STEP_ATTEMPTS: "2" });
   await env.startWorker();
   client = await env.newTenant();

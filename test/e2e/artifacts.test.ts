@@ -1,13 +1,12 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyPng } from "../fixtures/test-tools.js";
 import { script, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer, type WireScript } from "../helpers/openai-wire-server.js";
+import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, sseScript, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
 import { readSse } from "../helpers/sse-client.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -15,7 +14,7 @@ let baseUrl: string;
 let server: OpenAIWireServer;
 
 const pngBase64 = tinyPng.toString("base64");
-const sse = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
+const sse = sseScript;
 
 beforeAll(async () => {
   // Step 1 of every wire run calls the tool named in the user's input; step 2 answers text.
@@ -24,18 +23,11 @@ beforeAll(async () => {
     const input = JSON.parse(body.messages.findLast((m: { role: string }) => m.role === "user").content) as { tool: string; args: object };
     return sse([toolCallStartChunk(0, "call_img", input.tool), toolArgsChunk(0, JSON.stringify(input.args)), finishChunk("tool_calls")]);
   });
-  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
-  const providersFile = path.join(folder, "providers.json");
   const capabilities = (imageInput: boolean) => ({ imageInput, parallelToolCalls: true, contextWindow: 128_000 });
-  await writeFile(
-    providersFile,
-    JSON.stringify({
-      profiles: [
+  const providersFile = await writeProvidersFile([
         { name: "vision", kind: "openai-chat", baseUrl: server.baseUrl, model: "vision-model", capabilities: capabilities(true) },
         { name: "blind", kind: "openai-chat", baseUrl: server.baseUrl, model: "text-model", capabilities: capabilities(false) },
-      ],
-    }),
-  );
+      ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile });
   await env.startWorker();
   baseUrl = (await env.startServer()).url;

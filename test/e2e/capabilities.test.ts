@@ -1,10 +1,8 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
-import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer, type WireScript } from "../helpers/openai-wire-server.js";
-import { createTestEnv, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
+import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, sseScript, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import { createTestEnv, writeProvidersFile, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -18,17 +16,10 @@ beforeAll(async () => {
     if (answered > 0) return sse([textChunk("done"), finishChunk("stop")]);
     return sse([toolCallStartChunk(0, "call_0", "big_result"), toolArgsChunk(0, JSON.stringify({ lines: 200, width: 60 })), finishChunk("tool_calls")]);
   });
-  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
-  const providersFile = path.join(folder, "providers.json");
-  await writeFile(
-    providersFile,
-    JSON.stringify({
-      profiles: [
+  const providersFile = await writeProvidersFile([
         { name: "large", kind: "openai-chat", baseUrl: server.baseUrl, model: "large-model", capabilities: { contextWindow: 200_000, parallelToolCalls: true, imageInput: true } },
         { name: "small", kind: "openai-chat", baseUrl: server.baseUrl, model: "small-model", capabilities: { contextWindow: 8_000, parallelToolCalls: false, imageInput: false } },
-      ],
-    }),
-  );
+      ]);
   env = await createTestEnv({
     FOYA_PROVIDERS_FILE: providersFile,
     FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/context-tools.ts")}`,
@@ -41,7 +32,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-const sse = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
+const sse = sseScript;
 
 describe("provider capabilities", () => {
   it("PR2: each profile's capabilities shape its requests: parallel tool calls, and the context window's projection limit", async () => {

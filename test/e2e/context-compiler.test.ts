@@ -1,11 +1,9 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer, type WireScript } from "../helpers/openai-wire-server.js";
-import { createTestEnv, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
+import { finishChunk, sseScript, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer, type WireScript } from "../helpers/openai-wire-server.js";
+import { createTestEnv, writeProvidersFile, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -17,14 +15,7 @@ const limit = contextWindow * 4 * 0.05;
 
 beforeAll(async () => {
   server = await startOpenAIWireServer(({ body }) => respond(body));
-  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
-  const providersFile = path.join(folder, "providers.json");
-  await writeFile(
-    providersFile,
-    JSON.stringify({
-      profiles: [{ name: "small", kind: "openai-chat", baseUrl: server.baseUrl, model: "small-model", capabilities: { contextWindow, imageInput: false } }],
-    }),
-  );
+  const providersFile = await writeProvidersFile([{ name: "small", kind: "openai-chat", baseUrl: server.baseUrl, model: "small-model", capabilities: { contextWindow, imageInput: false } }]);
   env = await createTestEnv({
     FOYA_PROVIDERS_FILE: providersFile,
     FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/context-tools.ts")}`,
@@ -37,7 +28,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-const sse = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
+const sse = sseScript;
 const toolNames = (body: any): string[] => (body.tools ?? []).map((tool: any) => tool.function.name);
 const calls = (entries: Array<[string, object]>) => [
   ...entries.flatMap(([name, args], index) => [toolCallStartChunk(index, `call_${index}`, name), toolArgsChunk(index, JSON.stringify(args))]),

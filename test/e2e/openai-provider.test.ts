@@ -1,11 +1,9 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import {
   finishChunk,
+  sseScript,
   startOpenAIWireServer,
   textChunk,
   toolArgsChunk,
@@ -14,7 +12,7 @@ import {
   type OpenAIWireServer,
   type WireScript,
 } from "../helpers/openai-wire-server.js";
-import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -23,12 +21,7 @@ let respond: (body: any) => WireScript;
 
 beforeAll(async () => {
   server = await startOpenAIWireServer(({ body }) => respond(body));
-  const folder = await mkdtemp(path.join(tmpdir(), "foya-providers-"));
-  const providersFile = path.join(folder, "providers.json");
-  await writeFile(
-    providersFile,
-    JSON.stringify({ profiles: [{ name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }] }),
-  );
+  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire", FOYA_STEP_ATTEMPTS: "2" });
   await env.startWorker();
   client = await env.newTenant();
@@ -38,7 +31,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-const sse = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
+const sse = sseScript;
 
 describe("OpenAI-compatible provider through the whole loop", () => {
   it("PR1, R2: two tool calls in one streamed response, arguments split mid-token, run to completion over real HTTP", async () => {

@@ -19,6 +19,9 @@ export type WireScript =
 
 export type WireRequest = RecordedRequest;
 
+/** An SSE answer of these chunks, closed by `data: [DONE]` as OpenAI closes a stream. */
+export const sseScript = (chunks: Array<object | string>): WireScript => ({ chunks: [...chunks, "data: [DONE]\n\n"] });
+
 export interface OpenAIWireServer {
   /** Ends in `/v1`, like a real OpenAI-compatible base URL. */
   baseUrl: string;

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,6 +37,13 @@ export interface TestEnv {
   /** Plain SQL on the test database. */
   query<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
+}
+
+/** A providers file (FOYA_PROVIDERS_FILE) in a folder of its own, holding these profiles. */
+export async function writeProvidersFile(profiles: object[]): Promise<string> {
+  const file = path.join(await mkdtemp(path.join(tmpdir(), "foya-providers-")), "providers.json");
+  await writeFile(file, JSON.stringify({ profiles }));
+  return file;
 }
 
 export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
