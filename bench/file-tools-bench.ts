@@ -8,22 +8,39 @@ import { createHash } from "node:crypto";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createBashTool } from "../src/tools/builtin/bash-tool.js";
+import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { createSandbox } from "../src/sandbox/sandbox-runner.js";
+import { findServiceDir } from "../src/sandbox/service-dir.js";
+import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";
+import { bashTool } from "../src/tools/builtin/bash-tool.js";
 import { editTool } from "../src/tools/builtin/edit-tool.js";
 import { writeTool } from "../src/tools/builtin/write-tool.js";
+import { createCallProcesses } from "../src/tools/shell/create-call-processes.js";
 import type { Tool, ToolContext } from "../src/tools/tool.js";
+import { createWorkspaceFolder, projectWorkspaceFiles } from "../src/workspace/project-workspace.js";
 
-const workspace = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bench-tools-")));
+const toolPath = "/usr/local/bin:/usr/bin:/bin";
+const workspacesDir = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bench-tools-")));
+// A tenant slot no real tenant has: the bench's processes run as that uid, as a tenant's would.
+const identity = toolIdentity(identityMode(1_000_000_000), 90_000_002);
+const workspace = await createWorkspaceFolder(workspacesDir, ["tenant", "project"], identity);
 const stored = new Map<string, number>();
 const context: ToolContext = {
   tenantId: "ten",
   sessionId: "ses",
   runId: "run",
   projectId: "prj",
-  workspaceDir: workspace,
-  // Capture throughput of the shell path itself; the sandbox's own cost is bench/sandbox-bench.ts.
-  approvalMode: "full_access",
-  sandbox: null,
+  workspace: projectWorkspaceFiles(workspacesDir, workspace),
+  // Output capture through the sandbox every call uses; the sandbox's own cost is bench/sandbox-bench.ts.
+  processes: createCallProcesses({
+    runner: createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir, servicePaths: [findServiceDir()] }),
+    toolPath,
+    workspaceDir: workspace,
+    confinement: { kind: "sandbox", network: false },
+    identity,
+    limits: defaultProcessLimits,
+  }),
+  approvalMode: "auto",
   provider: { profile: "scripted", model: "scripted" },
   exposedTools: [],
   signal: new AbortController().signal,
@@ -46,7 +63,7 @@ const storedBytes = () => [...stored.values()].reduce((sum, size) => sum + size,
 
 try {
   // 1. bash capturing 1 GiB of output.
-  const bash = createBashTool({ path: "/usr/local/bin:/usr/bin:/bin" });
+  const bash = bashTool;
   const rssBefore = process.memoryUsage().rss;
   let peak = rssBefore;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
@@ -84,5 +101,5 @@ try {
     );
   }
 } finally {
-  await rm(workspace, { recursive: true, force: true });
+  await rm(workspacesDir, { recursive: true, force: true });
 }

@@ -9,7 +9,7 @@
  * Needs bwrap; no services.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
@@ -23,6 +23,9 @@ import { createLogger } from "../src/logger.js";
 import type { McpServerConfig } from "../src/mcp/mcp-config.js";
 import { createMcpConnections, type McpConnections } from "../src/mcp/mcp-connections.js";
 import { mapMcpTools } from "../src/mcp/mcp-tools.js";
+import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";
+import { createWorkspaceFolder } from "../src/workspace/project-workspace.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";
 import { findServiceDir } from "../src/sandbox/service-dir.js";
 import { builtinTools } from "../src/tools/builtin-tools.js";
@@ -38,8 +41,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const everythingEntry = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist/index.js");
 const workspacesDir = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bench-mcp-")));
-const workspace = path.join(workspacesDir, "tenant", "project");
-await mkdir(workspace, { recursive: true });
+// A tenant slot no real tenant has: the sandboxed servers run as that uid, as a tenant's would.
+const identity = toolIdentity(identityMode(1_000_000_000), 90_000_004);
+const workspace = await createWorkspaceFolder(workspacesDir, ["tenant", "project"], identity);
 const logger = createLogger("silent");
 const scope = { tenantId: "ten_bench", projectId: "prj_bench" };
 
@@ -52,7 +56,7 @@ const runner = createSandbox({
   readOnlyPaths: [path.resolve(here, "../node_modules")],
 });
 const unconfined = createMcpConnections({ logger });
-const sandboxed = createMcpConnections({ logger, sandbox: { runner, workspaceFor: async () => workspace } });
+const sandboxed = createMcpConnections({ logger, sandbox: { runner, confined: true, placeFor: async () => ({ workspaceDir: workspace, identity, limits: defaultProcessLimits }) } });
 const everything: McpServerConfig = { name: "everything", transport: { kind: "stdio", command: process.execPath, args: [everythingEntry, "stdio"], env: {} } };
 
 const httpServer = http.createServer((req, res) => {
@@ -96,7 +100,7 @@ async function executorWith(connections: McpConnections, configs: McpServerConfi
     if (!listed.ok) throw new Error(listed.message);
     mcpTools.push(...mapMcpTools({ connections, scope, config }, listed.value).map((d) => d.tool));
   }
-  return createToolExecutor(createToolRegistry([...builtinTools({ toolPath: "/usr/bin:/bin", webFetchAllowPrivate: false }), localEcho, ...mcpTools]));
+  return createToolExecutor(createToolRegistry([...builtinTools({ webFetchAllowPrivate: false }), localEcho, ...mcpTools]));
 }
 
 async function timed(executor: ToolExecutor, name: string, args: object, expected: string): Promise<number> {

@@ -1,36 +1,46 @@
 /**
- * Sandbox benchmark: the latency the bubblewrap sandbox (SPEC S3) adds to a
- * tool process. `true` runs through the same spawn path as bash
- * (`prepareShell`, start, wait for the end and the output) without a sandbox
- * grant, sandboxed without the network, and sandboxed with the network (its
- * own namespace connected by slirp4netns before the command starts),
- * interleaved so all three see the same machine load. Planning the sandbox
- * (file-system checks and the bwrap argv) is also timed on its own.
- * Needs bwrap and slirp4netns installed; no services.
+ * Sandbox benchmark: the latency the bubblewrap sandbox (SPEC S3, S7, S8)
+ * adds to a tool process. The baseline is a bare `bash -c true` spawned with
+ * execa (what a tool process cost before every call was confined); against it
+ * `true` runs through the spawn path bash uses (`prepareShell`: step down to
+ * the tenant's uid, rlimits, bwrap; start, wait for the end and the output)
+ * sandboxed without the network, sandboxed with the network (its own
+ * namespace connected by slirp4netns before the command starts), and in
+ * Full Access (the host view, with the network), interleaved so all see the
+ * same machine load. Planning (file-system checks, the git walk, the argv) is
+ * also timed on its own. Needs bwrap and slirp4netns installed; no services.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { execa } from "execa";
+import type { Confinement } from "../src/sandbox/confinement.js";
+import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";
 import { findServiceDir } from "../src/sandbox/service-dir.js";
+import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";
 import { prepareShell } from "../src/tools/shell/spawn-shell.js";
-import type { SandboxGrant } from "../src/tools/tool.js";
+import { createWorkspaceFolder } from "../src/workspace/project-workspace.js";
 import { distribution, round, type Distribution } from "./support/stats.js";
 
 const runs = Number(process.argv[2] ?? 200);
 const warmup = 10;
 const toolPath = "/usr/local/bin:/usr/bin:/bin";
 const workspacesDir = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bench-sandbox-")));
-const workspace = path.join(workspacesDir, "tenant", "project");
-await mkdir(workspace, { recursive: true });
+const identity = toolIdentity(identityMode(1_000_000_000), 90_000_003);
+const workspace = await createWorkspaceFolder(workspacesDir, ["tenant", "project"], identity);
 const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir, servicePaths: [findServiceDir()] });
 
-/** One `true`, from preparing to the end of its output; answers milliseconds. */
-async function once(sandbox: SandboxGrant | null): Promise<number> {
+/** One `true`, from preparing to the end of its output; answers milliseconds. Null: the bare baseline, no confinement at all. */
+async function once(confinement: Confinement | null): Promise<number> {
   const start = performance.now();
-  const prepared = await prepareShell({ command: "true", cwd: workspace, path: toolPath, headBytes: 4096, tailBytes: 28 * 1024, sandbox, runner });
+  if (confinement === null) {
+    await execa("bash", ["-c", "true"], { cwd: workspace, extendEnv: false, env: { PATH: toolPath } });
+    return performance.now() - start;
+  }
+  const prepared = await prepareShell({ command: "true", cwd: workspace, path: toolPath, headBytes: 4096, tailBytes: 28 * 1024, confinement, identity, limits: defaultProcessLimits, runner });
   if ("unavailable" in prepared) throw new Error(prepared.unavailable);
   const end = await prepared.start().ended;
   if (end.kind !== "exited" || end.exitCode !== 0) throw new Error(`true ended ${JSON.stringify(end)}`);
@@ -38,13 +48,14 @@ async function once(sandbox: SandboxGrant | null): Promise<number> {
 }
 
 try {
-  const variants: Array<{ grant: SandboxGrant | null; times: number[] }> = [
+  const variants: Array<{ grant: Confinement | null; times: number[] }> = [
     { grant: null, times: [] },
-    { grant: { network: false }, times: [] },
-    { grant: { network: true }, times: [] },
+    { grant: { kind: "sandbox", network: false }, times: [] },
+    { grant: { kind: "sandbox", network: true }, times: [] },
+    { grant: { kind: "full_access" }, times: [] },
   ];
   for (let i = 0; i < warmup; i++) for (const variant of variants) await once(variant.grant);
-  const [plain, sandboxed, networked] = variants.map((variant) => variant.times) as [number[], number[], number[]];
+  const [plain, sandboxed, networked, fullAccess] = variants.map((variant) => variant.times) as [number[], number[], number[], number[]];
   const planning: number[] = [];
   for (let i = 0; i < runs; i++) {
     // Rotate which goes first, so none always follows the same one.
@@ -53,13 +64,14 @@ try {
       variant.times.push(await once(variant.grant));
     }
     const start = performance.now();
-    await runner.plan({ command: "true", workspaceDir: workspace, network: false });
+    await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity, limits: defaultProcessLimits });
     planning.push(performance.now() - start);
   }
   const rounded = (d: Distribution) => ({ count: d.count, mean: round(d.mean), p50: round(d.p50), p90: round(d.p90), p99: round(d.p99), max: round(d.max) });
   const unsandboxedMs = distribution(plain);
   const sandboxedMs = distribution(sandboxed);
   const networkedMs = distribution(networked);
+  const fullAccessMs = distribution(fullAccess);
   const planMs = distribution(planning);
   const report = {
     date: new Date().toISOString(),
@@ -68,6 +80,7 @@ try {
     unsandboxedMs: rounded(unsandboxedMs),
     sandboxedMs: rounded(sandboxedMs),
     networkSandboxedMs: rounded(networkedMs),
+    fullAccessMs: rounded(fullAccessMs),
     planMs: rounded(planMs),
     addedP50Ms: round(sandboxedMs.p50 - unsandboxedMs.p50),
     addedP99Ms: round(sandboxedMs.p99 - unsandboxedMs.p99),
@@ -80,9 +93,10 @@ try {
   const row = (name: string, d: Distribution) => `${name.padEnd(22)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
   console.log(`sandbox overhead, ${runs} runs each of \`true\` through prepareShell (ms)`);
   console.log(`${"".padEnd(22)} ${["p50", "p90", "p99", "mean"].map((h) => h.padStart(8)).join(" ")}`);
-  console.log(row("unsandboxed", unsandboxedMs));
+  console.log(row("bare bash (baseline)", unsandboxedMs));
   console.log(row("sandboxed (bwrap)", sandboxedMs));
   console.log(row("  + network (slirp)", networkedMs));
+  console.log(row("Full Access", fullAccessMs));
   console.log(row("  of which planning", planMs));
   console.log(`added: p50 +${report.addedP50Ms} ms (x${report.ratioP50}), p99 +${report.addedP99Ms} ms (x${report.ratioP99})`);
   console.log(`network added over the sandbox: p50 +${report.networkAddedP50Ms} ms, p99 +${report.networkAddedP99Ms} ms`);

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { defaultProcessLimits, type ProcessLimits } from "./sandbox/process-limits.js";
 
 /**
  * The only reader of `process.env`. Everything else receives a frozen `Config`
@@ -52,6 +53,17 @@ export type ProviderProfileConfig = z.infer<typeof providerProfileSchema>;
 const providersFileSchema = z.object({ profiles: z.array(providerProfileSchema) });
 
 const intFromEnv = (fallback: number) => z.coerce.number().int().nonnegative().default(fallback);
+const positiveIntFromEnv = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/**
+ * Tenant tool uids are `FOYA_TOOL_UID_BASE + slot`, and slots (`tenants.tool_uid_slot`) stop at
+ * this many (the identity column's maximum), so the whole range must fit below the largest uid.
+ */
+const toolUidSlotCount = 100_000_000;
+/** 2^32 - 1 is (uid_t)-1, "no uid" to the kernel; every tool uid must stay below it. */
+const largestUidPlusOne = 2 ** 32 - 1;
+/** Below this are the host's own system and login accounts. */
+const smallestToolUidBase = 1000;
 
 const envSchema = z.object({
   DATABASE_URL: z.string().default("postgres://postgres@127.0.0.1:5432/postgres"),
@@ -93,6 +105,14 @@ const envSchema = z.object({
   FOYA_MCP_CONFIG_TTL_MS: intFromEnv(5_000),
   FOYA_MCP_SANDBOX: z.enum(["true", "false"]).default("true"),
   FOYA_AGENT_MAX_DEPTH: intFromEnv(2),
+  FOYA_ALLOW_FULL_ACCESS: z.enum(["true", "false"]).default("false"),
+  FOYA_TOOL_UID_BASE: intFromEnv(1_000_000_000),
+  FOYA_TOOL_MEMORY_BYTES: positiveIntFromEnv(defaultProcessLimits.memoryBytes),
+  FOYA_TOOL_PROCESSES: positiveIntFromEnv(defaultProcessLimits.processes),
+  FOYA_TOOL_CPU_SECONDS: positiveIntFromEnv(defaultProcessLimits.cpuSeconds),
+  FOYA_TOOL_FILE_BYTES: positiveIntFromEnv(defaultProcessLimits.fileSizeBytes),
+  FOYA_TOOL_WALL_SECONDS: positiveIntFromEnv(defaultProcessLimits.wallSeconds),
+  FOYA_TOOL_TMP_BYTES: positiveIntFromEnv(defaultProcessLimits.tmpBytes),
   FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
   FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
   FOYA_WEBHOOK_BACKOFF_MS: intFromEnv(2_000),
@@ -163,6 +183,19 @@ export interface Config {
   readonly mcpConfigTtlMs: number;
   /** Sessions this many sub-agent levels down cannot start sub-agents (SPEC A1); 0 turns the agent tool off. */
   readonly agentMaxDepth: number;
+  /**
+   * The deployment allows Full Access sessions at all (SPEC S8; default false). A tenant also
+   * needs the operator's per-tenant grant (`tenants.full_access`); see src/tenants/tenant-settings.ts.
+   */
+  readonly fullAccessAllowed: boolean;
+  /**
+   * Tenant n (its `tenants.tool_uid_slot`) runs its tool processes as host uid and gid
+   * `toolUidBase + n` (SPEC S7): never root, never another tenant's. At least 1000, and
+   * `toolUidBase + 100,000,000` stays below 2^32 - 1.
+   */
+  readonly toolUidBase: number;
+  /** Per-call process limits of every tenant (SPEC S7); an operator may override them per tenant. */
+  readonly toolLimits: Readonly<ProcessLimits>;
   /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
   readonly webhookPollMs: number;
   /** HTTP attempts per delivery, the first included; then it is marked failed. */
@@ -219,6 +252,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!names.has(e.FOYA_DEFAULT_PROVIDER)) {
     throw new Error(`invalid configuration: FOYA_DEFAULT_PROVIDER "${e.FOYA_DEFAULT_PROVIDER}" is not a profile`);
   }
+  if (e.FOYA_TOOL_UID_BASE < smallestToolUidBase || e.FOYA_TOOL_UID_BASE + toolUidSlotCount >= largestUidPlusOne) {
+    throw new Error(
+      `invalid configuration: FOYA_TOOL_UID_BASE ${e.FOYA_TOOL_UID_BASE} must be at least ${smallestToolUidBase} and leave room for ${toolUidSlotCount} tenant uids below ${largestUidPlusOne}`,
+    );
+  }
   return Object.freeze({
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
@@ -255,6 +293,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcpSandbox: e.FOYA_MCP_SANDBOX === "true",
     mcpConfigTtlMs: e.FOYA_MCP_CONFIG_TTL_MS,
     agentMaxDepth: e.FOYA_AGENT_MAX_DEPTH,
+    fullAccessAllowed: e.FOYA_ALLOW_FULL_ACCESS === "true",
+    toolUidBase: e.FOYA_TOOL_UID_BASE,
+    toolLimits: Object.freeze({
+      memoryBytes: e.FOYA_TOOL_MEMORY_BYTES,
+      processes: e.FOYA_TOOL_PROCESSES,
+      cpuSeconds: e.FOYA_TOOL_CPU_SECONDS,
+      fileSizeBytes: e.FOYA_TOOL_FILE_BYTES,
+      wallSeconds: e.FOYA_TOOL_WALL_SECONDS,
+      tmpBytes: e.FOYA_TOOL_TMP_BYTES,
+    }),
     webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),
     webhookAttempts: Math.max(1, e.FOYA_WEBHOOK_ATTEMPTS),
     webhookBackoffMs: Math.max(10, e.FOYA_WEBHOOK_BACKOFF_MS),

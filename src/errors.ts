@@ -6,6 +6,8 @@ export type FoyaErrorCode =
   | "bad_request"
   | "unauthorized"
   | "forbidden"
+  /** A Full Access session or run without the operator's grant (SPEC S8); the message says what is missing. */
+  | "full_access_not_granted"
   | "not_found"
   | "conflict"
   | "approval_conflict"
@@ -18,6 +20,7 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   bad_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  full_access_not_granted: 403,
   not_found: 404,
   conflict: 409,
   approval_conflict: 409,

@@ -12,6 +12,9 @@ import { createProviderRegistry, type ProviderRegistry } from "./providers/provi
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
 import type { SandboxRunner } from "./sandbox/sandbox-runner.js";
+import { identityMode, type IdentityMode } from "./sandbox/tool-identity.js";
+import { createTenantSettingsCache, type TenantSettingsCache } from "./tenants/tenant-settings.js";
+import { createWorkspaceOwnership, type WorkspaceOwnership } from "./workspace/project-workspace.js";
 import { builtinTools } from "./tools/builtin-tools.js";
 import { createToolExecutor, type ToolExecutor } from "./tools/execute-tool-call.js";
 import { loadToolModules } from "./tools/load-tool-modules.js";
@@ -32,8 +35,14 @@ export interface Services {
   bus: EventBus;
   dispatcher: Dispatcher;
   tools: ToolRegistry;
-  /** Confines the processes tools start outside Full Access (SPEC S3). */
+  /** Confines every process tools and stdio MCP servers start (SPEC S3, S8). */
   sandbox: SandboxRunner;
+  /** Whether tool processes get per-tenant uids (a root service) or the service's own (SPEC S7). */
+  identityMode: IdentityMode;
+  /** Tenants' tool settings (uid slot, Full Access grant, limits), re-read every few seconds. */
+  tenantSettings: TenantSettingsCache;
+  /** Hands workspaces made before per-tenant uids to their tenant's uid, once per process. */
+  workspaceOwnership: WorkspaceOwnership;
   executor: ToolExecutor;
   /** Per project: the tools above plus its MCP servers' tools (SPEC M1). Jobs and routes that serve a session use this. */
   catalog: ToolCatalog;
@@ -58,13 +67,14 @@ export async function createServices(config: Config, options: { extraTools?: Any
   });
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
   const sandbox = sandboxFromConfig(config);
+  const tooling = { identityMode: identityMode(config.toolUidBase), tenantSettings: createTenantSettingsCache(db.db), workspaceOwnership: createWorkspaceOwnership() };
   const mcp = createMcpConnections({
     logger,
     ...(config.mcpAllowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
-    ...(config.mcpSandbox ? { sandbox: mcpSandbox({ runner: sandbox, db: db.db, workspacesDir: config.workspacesDir }) } : {}),
+    sandbox: mcpSandbox({ runner: sandbox, db: db.db, config, ...tooling }),
   });
   const baseTools = [
-    ...builtinTools({ toolPath: config.toolPath, webFetchAllowPrivate: config.webFetchAllowPrivate, sandbox, agents: config.agentMaxDepth > 0 }),
+    ...builtinTools({ webFetchAllowPrivate: config.webFetchAllowPrivate, agents: config.agentMaxDepth > 0 }),
     ...(await loadToolModules(config.toolModules)),
     ...(options.extraTools ?? []),
   ];
@@ -80,6 +90,7 @@ export async function createServices(config: Config, options: { extraTools?: Any
     dispatcher,
     tools,
     sandbox,
+    ...tooling,
     executor,
     catalog,
     providers: createProviderRegistry(config.providerProfiles),

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
+import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
 
 describe("configuration", () => {
   it("PR1: provider profiles come from the server's file and environment, with keys resolved there", async () => {
@@ -23,5 +24,49 @@ describe("configuration", () => {
     const file = path.join(folder, "providers.json");
     await writeFile(file, JSON.stringify({ profiles: [{ name: "scripted", kind: "scripted" }] }));
     expect(() => loadConfig({ FOYA_PROVIDERS_FILE: file })).toThrow(/defined twice/);
+  });
+
+  it("S8: Full Access is off unless the deployment allows it", () => {
+    expect(loadConfig({}).fullAccessAllowed).toBe(false);
+    expect(loadConfig({ FOYA_ALLOW_FULL_ACCESS: "false" }).fullAccessAllowed).toBe(false);
+    expect(loadConfig({ FOYA_ALLOW_FULL_ACCESS: "true" }).fullAccessAllowed).toBe(true);
+    expect(() => loadConfig({ FOYA_ALLOW_FULL_ACCESS: "yes" })).toThrow(/invalid configuration.*FOYA_ALLOW_FULL_ACCESS/s);
+  });
+
+  it("S7: tenant tool uids start at FOYA_TOOL_UID_BASE, which keeps clear of system accounts and of uid 2^32 - 1", () => {
+    expect(loadConfig({}).toolUidBase).toBe(1_000_000_000);
+    expect(loadConfig({ FOYA_TOOL_UID_BASE: "1000" }).toolUidBase).toBe(1000);
+    expect(loadConfig({ FOYA_TOOL_UID_BASE: String(2 ** 32 - 2 - 100_000_000) }).toolUidBase).toBe(2 ** 32 - 2 - 100_000_000);
+    for (const invalid of ["999", "0", String(2 ** 32 - 1 - 100_000_000), String(2 ** 32), "-5", "1.5", "many"]) {
+      expect(() => loadConfig({ FOYA_TOOL_UID_BASE: invalid }), invalid).toThrow(/invalid configuration.*FOYA_TOOL_UID_BASE/s);
+    }
+  });
+
+  it("S7: per-call process limits default to defaultProcessLimits, each overridable by a positive integer", () => {
+    const defaults = loadConfig({});
+    expect(defaults.toolLimits).toEqual(defaultProcessLimits);
+    expect(Object.isFrozen(defaults.toolLimits)).toBe(true);
+    const overridden = loadConfig({
+      FOYA_TOOL_MEMORY_BYTES: "1073741824",
+      FOYA_TOOL_PROCESSES: "64",
+      FOYA_TOOL_CPU_SECONDS: "30",
+      FOYA_TOOL_FILE_BYTES: "1048576",
+      FOYA_TOOL_WALL_SECONDS: "45",
+      FOYA_TOOL_TMP_BYTES: "8388608",
+    });
+    expect(overridden.toolLimits).toEqual({
+      memoryBytes: 1_073_741_824,
+      processes: 64,
+      cpuSeconds: 30,
+      fileSizeBytes: 1_048_576,
+      wallSeconds: 45,
+      tmpBytes: 8_388_608,
+    });
+    const keys = ["FOYA_TOOL_MEMORY_BYTES", "FOYA_TOOL_PROCESSES", "FOYA_TOOL_CPU_SECONDS", "FOYA_TOOL_FILE_BYTES", "FOYA_TOOL_WALL_SECONDS", "FOYA_TOOL_TMP_BYTES"];
+    for (const key of keys) {
+      for (const invalid of ["0", "-1", "2.5", "lots", ""]) {
+        expect(() => loadConfig({ [key]: invalid }), `${key}=${JSON.stringify(invalid)}`).toThrow(new RegExp(`invalid configuration.*${key}`, "s"));
+      }
+    }
   });
 });

@@ -18,6 +18,16 @@ export const errorResponses = {
   404: { content: { "application/json": { schema: ErrorSchema } }, description: "Not found, or owned by another tenant" },
 } as const;
 
+/** Sessions and runs in Full Access when the deployment or the tenant lacks the operator's grant (SPEC S8). */
+export const fullAccessRefusedResponse = {
+  403: { content: { "application/json": { schema: ErrorSchema } }, description: "Full Access is not granted (code full_access_not_granted); the message says what is missing" },
+} as const;
+
+/** Admin routes when the deployment has no admin token. */
+export const adminDisabledResponse = {
+  403: { content: { "application/json": { schema: ErrorSchema } }, description: "Tenant administration is disabled (FOYA_ADMIN_TOKEN is not set)" },
+} as const;
+
 export const IdParam = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" } }) });
 
 export const TenantCreateSchema = z.object({ name: text().min(1).max(200) }).openapi("TenantCreate");
@@ -27,6 +37,57 @@ export const TenantCreatedSchema = z
     apiKey: z.string().openapi({ description: "Shown once; store it now." }),
   })
   .openapi("TenantCreated");
+
+const processLimit = (description: string) => z.number().int().positive().openapi({ description });
+
+/** Per-call process limits (SPEC S7); see src/sandbox/process-limits.ts for what each bounds. */
+export const ProcessLimitsSchema = z
+  .object({
+    memoryBytes: processLimit("Address space per process (RLIMIT_AS), bytes"),
+    processes: processLimit("Processes and threads of the tenant's host uid (RLIMIT_NPROC)"),
+    cpuSeconds: processLimit("CPU time per process (RLIMIT_CPU), seconds"),
+    fileSizeBytes: processLimit("Largest file a process may write (RLIMIT_FSIZE), bytes"),
+    wallSeconds: processLimit("Wall-clock time of a foreground call, seconds"),
+    tmpBytes: processLimit("Size of the sandbox's private /tmp, bytes"),
+  })
+  .strict()
+  .openapi("ProcessLimits");
+
+const limits = ProcessLimitsSchema.shape;
+
+export const TenantUpdateSchema = z
+  .object({
+    fullAccess: z.boolean().optional().openapi({ description: "Grant or revoke Full Access (SPEC S8); the deployment must allow it too (FOYA_ALLOW_FULL_ACCESS)." }),
+    limits: z
+      .object({
+        memoryBytes: limits.memoryBytes.nullable().optional(),
+        processes: limits.processes.nullable().optional(),
+        cpuSeconds: limits.cpuSeconds.nullable().optional(),
+        fileSizeBytes: limits.fileSizeBytes.nullable().optional(),
+        wallSeconds: limits.wallSeconds.nullable().optional(),
+        tmpBytes: limits.tmpBytes.nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional()
+      .openapi({
+        description: "Overrides of the deployment's limits, merged into the tenant's current ones: a value sets a key, null removes it; null for the whole object removes every override.",
+      }),
+  })
+  .strict()
+  .openapi("TenantUpdate");
+
+export const TenantSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    createdAt: z.string(),
+    fullAccess: z.boolean().openapi({ description: "The operator's Full Access grant for this tenant." }),
+    limits: ProcessLimitsSchema.partial().openapi({ description: "The operator's overrides for this tenant." }),
+    effectiveLimits: ProcessLimitsSchema.openapi({ description: "What each tool call of the tenant runs under: the deployment's limits with the overrides on top." }),
+    toolUid: z.number().int().openapi({ description: "Host uid and gid of the tenant's tool processes." }),
+  })
+  .openapi("Tenant");
 
 export const ProjectCreateSchema = z.object({ name: text().min(1).max(200) }).openapi("ProjectCreate");
 export const ProjectSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).openapi("Project");

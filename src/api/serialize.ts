@@ -1,4 +1,6 @@
-import type { projects, runs, sessions } from "../db/schema.js";
+import type { Config } from "../config.js";
+import type { projects, runs, sessions, tenants } from "../db/schema.js";
+import { effectiveToolLimits, tenantSettingsOf, toolUidOf } from "../tenants/tenant-settings.js";
 
 /** Row → response body; one place decides what leaves the service. */
 export function serializeRun(run: typeof runs.$inferSelect) {
@@ -34,4 +36,18 @@ export function serializeSession(session: typeof sessions.$inferSelect) {
 
 export function serializeProject(project: typeof projects.$inferSelect) {
   return { id: project.id, name: project.name, createdAt: project.createdAt.toISOString() };
+}
+
+/** A tenant as the operator sees it (admin API only): never shown to tenants' own keys. */
+export function serializeTenant(tenant: typeof tenants.$inferSelect, config: Pick<Config, "toolUidBase" | "toolLimits">) {
+  const settings = tenantSettingsOf(tenant);
+  return {
+    id: tenant.id,
+    name: tenant.name,
+    createdAt: tenant.createdAt.toISOString(),
+    fullAccess: settings.fullAccess,
+    limits: { ...settings.limits },
+    effectiveLimits: effectiveToolLimits(config, settings),
+    toolUid: toolUidOf(config, settings),
+  };
 }

@@ -8,6 +8,7 @@ import { newId } from "../ids.js";
 import { answerCall } from "../runs/answer-call.js";
 import type { Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
+import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import type { ApprovalSubject } from "../tools/tool.js";
 
 type CallRow = typeof toolCalls.$inferSelect;
@@ -166,7 +167,7 @@ async function requestApproval(
     status: "pending",
     requestReason: verdict.reason,
     grantsNetwork: verdict.network,
-    displayDiff: parsed ? await previewOf(input, parsed) : null,
+    displayDiff: parsed ? await previewOf(services.config.workspacesDir, input, parsed) : null,
     expiresAt,
   });
   return [
@@ -180,10 +181,10 @@ async function requestApproval(
 }
 
 /** The change a write or edit would make, for the approver; never fails the gate. */
-async function previewOf(input: GateInput, parsed: Extract<ParsedCall, { ok: true }>): Promise<string | null> {
+async function previewOf(workspacesDir: string, input: GateInput, parsed: Extract<ParsedCall, { ok: true }>): Promise<string | null> {
   if (!parsed.tool.previewDiff) return null;
   try {
-    return await parsed.tool.previewDiff({ workspaceDir: input.workspaceDir, approvalMode: input.approvalMode }, parsed.args as never);
+    return await parsed.tool.previewDiff({ workspace: projectWorkspaceFiles(workspacesDir, input.workspaceDir) }, parsed.args as never);
   } catch {
     return null;
   }

@@ -20,6 +20,7 @@ import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { McpTransportConfig } from "../mcp/mcp-config.js";
+import type { ProcessLimits } from "../sandbox/process-limits.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -30,13 +31,27 @@ const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () =>
 const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
 
-export const tenants = pgTable("tenants", {
-  id: text("id").primaryKey(),
-  name: text("name").notNull(),
-  /** Approval rules and expiry for every project of the tenant (SPEC S2, S4). */
-  policy: jsonb("policy").$type<ApprovalPolicy>().notNull().default({}),
-  createdAt: createdAt(),
-});
+export const tenants = pgTable(
+  "tenants",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    /** Approval rules and expiry for every project of the tenant (SPEC S2, S4). */
+    policy: jsonb("policy").$type<ApprovalPolicy>().notNull().default({}),
+    /**
+     * The tenant's tool processes run as host uid `FOYA_TOOL_UID_BASE + tool_uid_slot` (SPEC S7).
+     * An identity: assigned on insert, never reused, never written by the service. At most
+     * 100,000,000, the range src/config.ts checks the uid base against.
+     */
+    toolUidSlot: integer("tool_uid_slot").notNull().generatedAlwaysAsIdentity({ startWith: 1, maxValue: 100_000_000 }),
+    /** The operator's Full Access grant (SPEC S8); the deployment must allow it too (`FOYA_ALLOW_FULL_ACCESS`). */
+    fullAccess: boolean("full_access").notNull().default(false),
+    /** The operator's overrides of the deployment's per-call process limits (`FOYA_TOOL_*`); absent keys use those. */
+    toolLimits: jsonb("tool_limits").$type<Partial<ProcessLimits>>().notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("tenants_tool_uid_slot_idx").on(t.toolUidSlot)],
+);
 
 export const apiKeys = pgTable(
   "api_keys",

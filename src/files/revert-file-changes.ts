@@ -1,12 +1,11 @@
-import { chmod, lstat, mkdir, realpath, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { and, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
-import trash from "trash";
 import { fileChanges, projects, sessions } from "../db/schema.js";
 import type { Database } from "../db/client.js";
 import { FoyaError, notFound } from "../errors.js";
-import { sha256, snapshotFile } from "../tools/file-change.js";
-import { isInside } from "../tools/workspace-path.js";
+import { maxRecordedFileBytes, sha256 } from "../tools/file-change.js";
+import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
+import { isWorkspaceError, type WorkspaceFiles } from "../workspace/workspace-files.js";
 import { getBlob } from "./blob-store.js";
 
 export type FileChangeRow = typeof fileChanges.$inferSelect;
@@ -18,9 +17,15 @@ export type FileChangeRow = typeof fileChanges.$inferSelect;
  * it); any difference refuses the whole revert with a conflict, so a revert
  * never overwrites work done since. Content and mode come back from the blob
  * store; a file the change created goes to the trash.
+ *
+ * Every file is reached through the workspace door (S6): a path that now
+ * leads outside the workspace (a parent folder swapped for a symlink, say) is
+ * a conflict, never followed; each file is checked again on the descriptor it
+ * is written through, and restored modes never carry setuid or setgid.
  */
 export async function revertFileChanges(
   db: Database,
+  workspacesDir: string,
   input: { tenantId: string; changeId: string; andLater: boolean },
 ): Promise<FileChangeRow[]> {
   const [target] = await db
@@ -39,26 +44,34 @@ export async function revertFileChanges(
         .orderBy(desc(fileChanges.createdAt), desc(fileChanges.id))
     : [target.change];
 
-  const root = await realpath(target.workspacePath);
+  const workspace = projectWorkspaceFiles(workspacesDir, target.workspacePath);
+  const refused = (change: FileChangeRow, why: string) => new FoyaError("conflict", `${change.path}: ${why}; the revert was refused`);
+  /** Changes made in Full Access before the workspace door kept every tool inside may name absolute paths. */
   const locate = (change: FileChangeRow): string => {
-    const absolute = path.isAbsolute(change.path) ? change.path : path.resolve(root, change.path);
-    if (!path.isAbsolute(change.path) && !isInside(root, absolute)) throw new FoyaError("conflict", `file change ${change.id} points outside its workspace`);
-    return absolute;
+    if (!path.isAbsolute(change.path)) return change.path;
+    const inside = path.relative(target.workspacePath, change.path);
+    if (inside.startsWith("..") || path.isAbsolute(inside)) throw new FoyaError("conflict", `file change ${change.id} points outside its workspace`);
+    return inside || ".";
   };
 
   // Check everything first: the expected digest of each path as the reverts proceed.
   const expected = new Map<string, string | null>();
   for (const change of changes) {
-    const absolute = locate(change);
-    if (!expected.has(absolute)) {
-      const now = await snapshotFile(absolute).catch(() => null);
-      if (now === null) throw new FoyaError("conflict", `${change.path} is no longer a regular file; the revert was refused`);
-      expected.set(absolute, now.kind === "file" ? sha256(now.content) : null);
+    const where = locate(change);
+    // A folder on the way that is gone means the file is absent: the same as its digest being null.
+    const key = await workspace.locate(where).catch((error: unknown) => {
+      if (isWorkspaceError(error) && error.code === "file_not_found") return null;
+      throw refused(change, isWorkspaceError(error) ? error.message : String(error));
+    });
+    if (key === null) {
+      if (change.sha256After !== null) throw new FoyaError("conflict", `${change.path} changed since file change ${change.id}; the revert was refused and nothing was touched`);
+      continue;
     }
-    if (expected.get(absolute) !== change.sha256After) {
+    if (!expected.has(key)) expected.set(key, await digestNow(workspace, where, change, refused));
+    if (expected.get(key) !== change.sha256After) {
       throw new FoyaError("conflict", `${change.path} changed since file change ${change.id}; the revert was refused and nothing was touched`);
     }
-    expected.set(absolute, change.sha256Before);
+    expected.set(key, change.sha256Before);
   }
   const contents = new Map<string, Buffer>();
   for (const change of changes) {
@@ -69,16 +82,7 @@ export async function revertFileChanges(
     }
   }
 
-  for (const change of changes) {
-    const absolute = locate(change);
-    if (change.sha256Before === null) {
-      if (await exists(absolute)) await trash([absolute], { glob: false });
-    } else {
-      await mkdir(path.dirname(absolute), { recursive: true });
-      await writeFile(absolute, contents.get(change.sha256Before) as Buffer);
-      if (change.modeBefore !== null) await chmod(absolute, change.modeBefore);
-    }
-  }
+  for (const change of changes) await restore(workspace, locate(change), change, contents, refused);
   return db
     .update(fileChanges)
     .set({ revertedAt: sql`now()` })
@@ -87,12 +91,38 @@ export async function revertFileChanges(
     .then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
 }
 
-async function exists(absolute: string): Promise<boolean> {
+type Refuse = (change: FileChangeRow, why: string) => FoyaError;
+
+async function digestNow(workspace: WorkspaceFiles, where: string, change: FileChangeRow, refused: Refuse): Promise<string | null> {
   try {
-    await lstat(absolute);
-    return true;
-  } catch {
-    return false;
+    const { snapshot } = await workspace.snapshot(where, { maxBytes: maxRecordedFileBytes });
+    return snapshot.kind === "file" ? sha256(snapshot.content) : null;
+  } catch (error) {
+    if (isWorkspaceError(error) && error.code !== "io_failed") throw refused(change, `it is no longer a regular file inside the workspace (${error.message})`);
+    throw error;
   }
 }
 
+/** Puts one file back as it was before `change`, checking on the same descriptor that it is still as the change left it. */
+async function restore(workspace: WorkspaceFiles, where: string, change: FileChangeRow, contents: Map<string, Buffer>, refused: Refuse): Promise<void> {
+  try {
+    if (change.sha256Before === null) {
+      if ((await workspace.stat(where)) !== null) await workspace.trash(where, { maxFiles: 1, maxBytes: maxRecordedFileBytes });
+      return;
+    }
+    const content = contents.get(change.sha256Before) as Buffer;
+    const outcome = await workspace.update(
+      where,
+      (current) => {
+        const now = current.kind === "file" ? sha256(current.content) : null;
+        if (now !== change.sha256After) return { keep: "changed" as const };
+        return { write: content, ...(change.modeBefore !== null ? { mode: change.modeBefore } : {}) };
+      },
+      { maxBytes: maxRecordedFileBytes },
+    );
+    if (outcome.kind === "kept") throw new FoyaError("conflict", `${change.path} changed while the revert ran; it was left as it is`);
+  } catch (error) {
+    if (isWorkspaceError(error)) throw refused(change, error.message);
+    throw error;
+  }
+}

@@ -1,3 +1,5 @@
+import type { ProcessLimits } from "../sandbox/process-limits.js";
+import type { ProcessIdentity } from "../sandbox/tool-identity.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import { createHash } from "node:crypto";
 
@@ -37,10 +39,23 @@ export interface McpServerConfig {
  * sight), without the host's loopback (Postgres, Redis), with only the system trees, its
  * workspace and the operator's read-only trees visible.
  */
+/**
+ * Where and as whom stdio servers run (SPEC S3, S7). `confined` (the default,
+ * `FOYA_MCP_SANDBOX`) runs each under bubblewrap like a tool's process; an
+ * unconfined server still steps down to its tenant's uid with its limits, so
+ * no server ever runs as host root.
+ */
 export interface McpSandbox {
   runner: SandboxRunner;
-  /** The server's writable folder and working directory: a project's workspace, or a folder of the tenant's own. */
-  workspaceFor(scope: McpScope, name: string): Promise<string>;
+  confined: boolean;
+  /** The server's writable folder and working directory (a project's workspace, or a folder of the tenant's own), its tenant's uid and limits. */
+  placeFor(scope: McpScope, name: string): Promise<McpPlace>;
+}
+
+export interface McpPlace {
+  workspaceDir: string;
+  identity: ProcessIdentity;
+  limits: ProcessLimits;
 }
 
 /** Whose server this is: a tenant's, or one project's of a tenant. */

@@ -68,7 +68,7 @@ export interface McpConnections {
 
 export interface CreateMcpConnectionsOptions {
   logger: Logger;
-  /** Confines stdio servers (SPEC S3); without it they run unconfined, with only their configured environment. */
+  /** Confines stdio servers (SPEC S3) and steps them down to their tenant's uid (S7); without it (tests of the protocol only) they run as the process does. */
   sandbox?: McpSandbox;
   /**
    * Checked before every HTTP request to a server, after DNS: why the address is refused,
@@ -206,10 +206,26 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       ...(transport.cwd === undefined ? {} : { cwd: transport.cwd }),
     };
     if (options.sandbox) {
-      const workspaceDir = await options.sandbox.workspaceFor(entry.scope, entry.name);
-      const plan = await options.sandbox.runner.plan({ command: execLine(transport.command, transport.args), workspaceDir, network: transport.network === true });
-      if (!plan.ok) return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${plan.message}`);
-      launch = { command: plan.file, args: plan.args, cwd: workspaceDir, sandbox: plan };
+      const place = await options.sandbox.placeFor(entry.scope, entry.name);
+      // A server lives for days: no CPU-time limit, which would add its whole lifetime up.
+      const limits = { ...place.limits, cpuSeconds: null };
+      if (options.sandbox.confined) {
+        const plan = await options.sandbox.runner.plan({
+          command: execLine(transport.command, transport.args),
+          workspaceDir: place.workspaceDir,
+          network: transport.network === true,
+          view: "confined",
+          identity: place.identity,
+          limits,
+        });
+        if (!plan.ok) return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${plan.message}`);
+        launch = { command: plan.file, args: plan.args, cwd: place.workspaceDir, sandbox: plan };
+      } else {
+        const stepDown = options.sandbox.runner.stepDown({ identity: place.identity, limits });
+        if (!stepDown.ok) return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${stepDown.message}`);
+        const [command, ...prefix] = [...stepDown.args, transport.command];
+        launch = { command: command as string, args: [...prefix, ...transport.args], cwd: transport.cwd ?? place.workspaceDir };
+      }
     }
     const stdio = new StdioProcessTransport({
       ...launch,

@@ -1,32 +1,46 @@
-import { mkdir, realpath } from "node:fs/promises";
-import path from "node:path";
 import { and, eq } from "drizzle-orm";
+import type { Config } from "../config.js";
 import type { Database } from "../db/client.js";
 import { projects } from "../db/schema.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
+import { toolIdentity, type IdentityMode } from "../sandbox/tool-identity.js";
+import { effectiveToolLimits, type TenantSettingsCache } from "../tenants/tenant-settings.js";
+import { createWorkspaceFolder, type WorkspaceOwnership } from "../workspace/project-workspace.js";
 import type { McpSandbox } from "./mcp-config.js";
 import { sanitizeMcpNamePart } from "./mcp-tools.js";
 
 /**
- * Where sandboxed stdio servers run: a project's server in the project's workspace (it may
- * work on the project's files, like the project's tools); a tenant-wide server in a folder of
- * its own under the tenant's workspaces, which no project sees.
+ * Where and as whom stdio servers run: a project's server in the project's
+ * workspace (it may work on the project's files, like the project's tools); a
+ * tenant-wide server in a folder of its own under the tenant's workspaces,
+ * which no project sees. Either way as the tenant's uid, within its limits.
  */
-export function mcpSandbox(options: { runner: SandboxRunner; db: Database; workspacesDir: string }): McpSandbox {
+export function mcpSandbox(options: {
+  runner: SandboxRunner;
+  db: Database;
+  config: Pick<Config, "workspacesDir" | "toolLimits" | "mcpSandbox">;
+  tenantSettings: TenantSettingsCache;
+  identityMode: IdentityMode;
+  workspaceOwnership: WorkspaceOwnership;
+}): McpSandbox {
   return {
     runner: options.runner,
-    async workspaceFor(scope, name) {
+    confined: options.config.mcpSandbox,
+    async placeFor(scope, name) {
+      const settings = await options.tenantSettings.get(scope.tenantId);
+      const identity = toolIdentity(options.identityMode, settings.toolUidSlot);
+      const limits = effectiveToolLimits(options.config, settings);
       if (scope.projectId !== null) {
         const [project] = await options.db
           .select({ workspacePath: projects.workspacePath })
           .from(projects)
           .where(and(eq(projects.id, scope.projectId), eq(projects.tenantId, scope.tenantId)));
         if (!project) throw new Error(`project ${scope.projectId} does not exist`);
-        return project.workspacePath;
+        await options.workspaceOwnership.ensure(project.workspacePath, identity);
+        return { workspaceDir: project.workspacePath, identity, limits };
       }
-      const folder = path.join(options.workspacesDir, scope.tenantId, "_mcp", sanitizeMcpNamePart(name));
-      await mkdir(folder, { recursive: true });
-      return realpath(folder);
+      const workspaceDir = await createWorkspaceFolder(options.config.workspacesDir, [scope.tenantId, "_mcp", sanitizeMcpNamePart(name)], identity);
+      return { workspaceDir, identity, limits };
     },
   };
 }

@@ -4,6 +4,7 @@ import { runs, sessions, type ActivePolicy } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import type { Services } from "../services.js";
+import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { activateRun, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError, transact } from "./transact.js";
 
@@ -11,10 +12,11 @@ import { TransientConflictError, transact } from "./transact.js";
  * Accepts a turn. The run row, its user message and its first job intent
  * commit together (the outbox, SPEC X4); the job is enqueued after the commit,
  * and the sweeper enqueues it again if this process dies in between.
- * A session with an active run follows `ifActive` (X6).
+ * A session with an active run follows `ifActive` (X6). A Full Access session starts
+ * nothing once the operator's grant is gone (S8).
  */
 export async function createRun(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "failpoints">,
+  services: Pick<Services, "config" | "db" | "bus" | "dispatcher" | "failpoints">,
   input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy },
 ): Promise<RunRow> {
   return transact(
@@ -23,10 +25,16 @@ export async function createRun(
       // Lock order everywhere is run, then session (workers lock their run, then bump the
       // session's event counter), so the active run is locked before the session row.
       const [peek] = await fx.tx
-        .select({ activeRunId: sessions.activeRunId })
+        .select({ activeRunId: sessions.activeRunId, approvalMode: sessions.approvalMode })
         .from(sessions)
         .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
       if (!peek) throw notFound("session");
+      if (peek.approvalMode === "full_access") {
+        const settings = await readTenantSettings(fx.tx, input.tenantId);
+        if (!settings) throw notFound("tenant");
+        const refusal = fullAccessRefusal(services.config, settings);
+        if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
+      }
       const active = peek.activeRunId
         ? (await fx.tx.select().from(runs).where(eq(runs.id, peek.activeRunId)).for("update"))[0]
         : undefined;

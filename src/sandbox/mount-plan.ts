@@ -21,21 +21,32 @@ export interface HostTree {
 }
 
 export interface SandboxLayout {
-  /** Read-only trees: the system whitelist and configured extras, only those that exist. */
+  /**
+   * `confined`: an empty root with the read-only whitelist below (every call
+   * outside Full Access, every stdio MCP server). `host`: Full Access (S8), the
+   * host's file system as the tenant's own uid sees it, minus the hidden
+   * paths; still its own user, PID, IPC and network namespaces.
+   */
+  view: "confined" | "host";
+  /** Read-only trees: the system whitelist and configured extras, only those that exist (confined view only). */
   readOnly: readonly HostTree[];
   /** Existing host paths that must not be visible (real paths). */
   hidden: ReadonlyArray<{ path: string; isDirectory: boolean }>;
   /** Real path of the workspace: writable, and the working directory. */
   workspace: string;
   /**
-   * The workspace's `.git` directory, if it has one: `pin` binds it on itself so
-   * it cannot be renamed away; `readOnly` lists `.git/hooks` and `.git/config`
-   * (or `.git` itself when those are symlinks and cannot be pinned).
+   * The git folders of the workspace's repositories, nested ones included:
+   * `pins` are bound on themselves so they cannot be renamed away and replaced;
+   * `readOnly` lists what runs code (hooks, config, `.git` pointer files), or a
+   * whole git folder when those are symlinks that could be re-pointed.
    */
-  git: { pin: string | null; readOnly: readonly string[] } | null;
-  /** Size cap of each private tmpfs (/tmp, /var/tmp, /dev/shm). */
-  tmpfsBytes: number;
+  git: { pins: readonly string[]; readOnly: readonly string[] };
+  /** Size of the private /tmp; /var/tmp and /dev/shm get at most `smallTmpfsBytes` each. */
+  tmpBytes: number;
 }
+
+/** /var/tmp and /dev/shm are rarely large: a cap of their own, so a call's temporary space stays near `tmpBytes`. */
+export const smallTmpfsBytes = 64 * 1024 * 1024;
 
 type Mount =
   | { kind: "ro" | "rw"; path: string; source: string }
@@ -69,17 +80,20 @@ const within = (p: string, ancestor: string) => ancestor === "/" || p === ancest
  * loopback, and bwrap dies on the address slirp4netns got there first).
  */
 export function bwrapArguments(layout: SandboxLayout, options: { network: NetworkWiring | null; statusFd: number }): string[] {
+  const smallBytes = Math.min(layout.tmpBytes, smallTmpfsBytes);
   const mounts: Mount[] = [
-    ...layout.readOnly.map((tree): Mount => (tree.symlinkTo ? { kind: "symlink", path: tree.path, target: tree.symlinkTo } : { kind: "ro", path: tree.path, source: tree.source ?? tree.path })),
+    ...(layout.view === "host"
+      ? [{ kind: "rw", path: "/", source: "/" } as const]
+      : layout.readOnly.map((tree): Mount => (tree.symlinkTo ? { kind: "symlink", path: tree.path, target: tree.symlinkTo } : { kind: "ro", path: tree.path, source: tree.source ?? tree.path }))),
     { kind: "proc", path: "/proc" },
     { kind: "dev", path: "/dev" },
-    { kind: "tmpfs", path: "/dev/shm", sizeBytes: layout.tmpfsBytes },
-    { kind: "tmpfs", path: "/tmp", sizeBytes: layout.tmpfsBytes },
-    { kind: "tmpfs", path: "/var/tmp", sizeBytes: layout.tmpfsBytes },
+    { kind: "tmpfs", path: "/dev/shm", sizeBytes: smallBytes },
+    { kind: "tmpfs", path: "/tmp", sizeBytes: layout.tmpBytes },
+    { kind: "tmpfs", path: "/var/tmp", sizeBytes: smallBytes },
     { kind: "rw", path: layout.workspace, source: layout.workspace },
   ];
-  if (layout.git?.pin) mounts.push({ kind: "rw", path: layout.git.pin, source: layout.git.pin });
-  for (const entry of layout.git?.readOnly ?? []) mounts.push({ kind: "ro", path: entry, source: entry });
+  for (const pin of layout.git.pins) mounts.push({ kind: "rw", path: pin, source: pin });
+  for (const entry of layout.git.readOnly) mounts.push({ kind: "ro", path: entry, source: entry });
 
   // A hidden path needs covering where a host tree would show it. Under a
   // private tmpfs (the service installed below /tmp, say) it is covered too, so
@@ -104,6 +118,11 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
 
   const args = [
     "--unshare-user",
+    // The tenant's host uid appears as root inside: tools that look themselves up find a user.
+    "--uid",
+    "0",
+    "--gid",
+    "0",
     "--disable-userns",
     "--unshare-pid",
     "--unshare-ipc",
@@ -153,7 +172,9 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
   }
   // Covers and the root become read-only last, once every mount point inside
   // them exists; remount-ro is not recursive, so the workspace stays writable.
+  // The host view keeps the host's own permissions instead (the tenant's uid is no one's owner there).
   for (const mount of mounts) if (mount.kind === "hide-dir") args.push("--remount-ro", mount.path);
-  args.push("--remount-ro", "/", "--chdir", layout.workspace, "--");
+  if (layout.view === "confined") args.push("--remount-ro", "/");
+  args.push("--chdir", layout.workspace, "--");
   return args;
 }

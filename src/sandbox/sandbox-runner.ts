@@ -1,8 +1,11 @@
 import { lstatSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { findExecutable } from "./find-executable.js";
+import { gitLayout } from "./git-layout.js";
 import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
+import type { ProcessLimits } from "./process-limits.js";
 import { sandboxResolvConf } from "./sandbox-network.js";
+import type { ProcessIdentity } from "./tool-identity.js";
 
 /**
  * The sandbox runner (SPEC S1, S3): confines every process a tool starts
@@ -63,8 +66,6 @@ export interface SandboxOptions {
   hiddenPaths?: readonly string[];
   /** Extra trees shown read-only at their real path (a toolchain outside /usr and /opt). */
   readOnlyPaths?: readonly string[];
-  /** Size cap of each private tmpfs (/tmp, /var/tmp, /dev/shm); default 1 GiB. */
-  tmpfsBytes?: number;
 }
 
 export interface SandboxRequest {
@@ -77,6 +78,12 @@ export interface SandboxRequest {
    * gives an empty network namespace (loopback only).
    */
   network: boolean;
+  /** `confined` (the whitelist) or `host` (Full Access: the host's files as the tenant's uid sees them). See `SandboxLayout`. */
+  view: "confined" | "host";
+  /** The host uid and gid the processes run as (SPEC S7): never root. */
+  identity: ProcessIdentity;
+  /** rlimits and temporary space; `cpuSeconds: null` for long-lived servers (MCP), whose CPU time adds up over days. */
+  limits: Omit<ProcessLimits, "cpuSeconds"> & { cpuSeconds: number | null };
 }
 
 /**
@@ -101,14 +108,19 @@ export type SandboxPlan = ({ ok: true } & SandboxInvocation) | { ok: false; mess
 
 export interface SandboxRunner {
   plan(request: SandboxRequest): Promise<SandboxPlan>;
+  /**
+   * The words that run a command as `identity` within `limits`, without the
+   * sandbox (unconfined MCP servers, an operator's choice): never as root.
+   */
+  stepDown(request: Pick<SandboxRequest, "identity" | "limits">): { ok: true; args: string[] } | { ok: false; message: string };
 }
 
 /** The is_error text for a call the sandbox could not confine: why, and how to fix it. */
 export function sandboxUnavailableMessage(reason: string): string {
   return (
-    `Sandbox unavailable: ${reason}. Outside Full Access every command runs inside the bubblewrap sandbox and is never run unconfined. ` +
+    `Sandbox unavailable: ${reason}. Every command runs inside the bubblewrap sandbox as the tenant's own unprivileged user (Full Access too, with a wider view of the host) and is never run unconfined. ` +
     "To fix: install the Debian package bubblewrap on the worker host (apt-get install bubblewrap) or set FOYA_BWRAP_PATH to the bwrap binary, " +
-    "and let the worker create namespaces (in a container: a seccomp profile that allows unshare and mount); or switch the session to Full Access."
+    "and let the worker create namespaces (in a container: a seccomp profile that allows unshare and mount); util-linux's setpriv and prlimit must be on the tool PATH too."
   );
 }
 
@@ -123,7 +135,7 @@ export function sandboxNetworkUnavailableMessage(reason: string): string {
     "connected to the outside by slirp4netns (so the host's loopback services stay out of reach), and never on the host's network. " +
     "To fix: install the Debian package slirp4netns on the worker host (apt-get install slirp4netns) or set FOYA_SLIRP4NETNS_PATH to the slirp4netns binary, " +
     "have bubblewrap working (see calls without the network), and run the worker as root (the sandbox's network namespace is made with unshare and entered by slirp4netns, which confines itself in a mount namespace; in a container: CAP_SYS_ADMIN and /dev/net/tun); " +
-    "or run the command without the network grant, or switch the session to Full Access."
+    "or run the command without the network grant."
   );
 }
 
@@ -187,7 +199,6 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
     const covers = systemPaths.find((system) => within(system, hidden));
     if (covers) throw new Error(`invalid sandbox configuration: hidden path ${hidden} would hide ${covers}`);
   }
-  const tmpfsBytes = options.tmpfsBytes ?? 1024 * 1024 * 1024;
 
   /** Shown trees, checked per call: a path that appears later is shown (or hidden) from then on. */
   const readOnlyTrees = (): HostTree[] => {
@@ -218,6 +229,10 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
   };
 
   return {
+    stepDown(request) {
+      const prefix = identityPrefix(request, options.searchPath);
+      return prefix.ok ? { ok: true, args: prefix.args } : { ok: false, message: sandboxUnavailableMessage(prefix.reason) };
+    },
     async plan(request) {
       const bwrap = findExecutable(options.bwrapPath, options.searchPath);
       if (!bwrap) return { ok: false, message: sandboxUnavailableMessage(`bubblewrap ("${options.bwrapPath}") is not installed on this worker`) };
@@ -229,6 +244,8 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       // util-linux's unshare makes a network-granted sandbox's network namespace, and a user namespace owning it (see sandbox-network.ts).
       const unshare = request.network ? findExecutable("unshare", options.searchPath) : undefined;
       if (request.network && !unshare) return { ok: false, message: sandboxNetworkUnavailableMessage("unshare (Debian package util-linux) is not installed on this worker") };
+      const stepDown = identityPrefix(request, options.searchPath);
+      if (!stepDown.ok) return { ok: false, message: sandboxUnavailableMessage(stepDown.reason) };
       const workspace = real(request.workspaceDir);
       const workspacesDir = real(options.workspacesDir);
       const workspaceStats = workspace ? lstat(workspace) : undefined;
@@ -236,15 +253,30 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       // A writable workspace must not contain the system trees or every tenant's workspaces.
       const exposes = [...systemPaths, ...(workspacesDir ? [workspacesDir] : [])].find((p) => within(p, workspace));
       if (exposes) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${workspace} contains ${exposes}; a workspace must be a project's own folder`) };
-      const layout: SandboxLayout = { readOnly: readOnlyTrees(), hidden: hiddenEntries(), workspace, git: gitLayout(workspace), tmpfsBytes };
-      if (!slirp4netns || !unshare) return { ok: true, file: bwrap, args: [...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command], statusFd, network: null };
-      const resolvConfPath = resolvConfTarget(layout.readOnly.map((tree) => tree.path));
+      const unreachable = identityCannotUse(workspace, workspaceStats, request.identity);
+      if (unreachable) return { ok: false, message: sandboxUnavailableMessage(unreachable) };
+      const git = await gitLayout(workspace);
+      const layout: SandboxLayout = {
+        view: request.view,
+        readOnly: request.view === "confined" ? readOnlyTrees() : [],
+        hidden: hiddenEntries(),
+        workspace,
+        git: { pins: git.pins, readOnly: git.readOnly },
+        tmpBytes: request.limits.tmpBytes,
+      };
+      const prefix = stepDown.args;
+      if (!slirp4netns || !unshare) {
+        const [file, ...rest] = [...prefix, bwrap];
+        return { ok: true, file: file as string, args: [...rest, ...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command], statusFd, network: null };
+      }
+      const resolvConfPath = resolvConfTarget(request.view === "host" ? [] : layout.readOnly.map((tree) => tree.path));
       const resolvConf = resolvConfPath ? { fd: resolvConfFd, path: resolvConfPath } : null;
       const content = sandboxResolvConf(readText("/etc/resolv.conf"), readText("/run/systemd/resolve/resolv.conf"));
+      const [file, ...rest] = [...prefix, unshare];
       return {
         ok: true,
-        file: unshare,
-        args: ["--user", "--map-root-user", "--net", "--", bwrap, ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd }), "bash", "-c", request.command],
+        file: file as string,
+        args: [...rest, "--user", "--map-root-user", "--net", "--", bwrap, ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd }), "bash", "-c", request.command],
         statusFd,
         network: { slirp4netns, blockFd, resolvConf: resolvConf ? { fd: resolvConfFd, content } : null },
       };
@@ -253,17 +285,47 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
 }
 
 /**
- * `.git/hooks` and `.git/config` run code when someone later uses git on the
- * host, so they stay read-only. `.git` itself is bound on itself, which makes
- * it a mount point: it cannot be renamed away and replaced by a fresh one.
- * When hooks or config is a symlink (which could be re-pointed), all of `.git`
- * is read-only instead. A workspace without `.git` gets nothing: a repository
- * the command creates itself is its own.
+ * The words in front of bwrap (SPEC S7): a root service steps down to the
+ * tenant's uid with `setpriv` (no groups, no new privileges: a setuid binary
+ * gains nothing), then `prlimit` sets the call's rlimits, inherited by
+ * everything the call starts. A service that is not root cannot step down and
+ * runs as itself; asking it for another uid is a configuration error.
  */
-function gitLayout(workspace: string): SandboxLayout["git"] {
-  const gitDir = path.join(workspace, ".git");
-  if (!lstat(gitDir)?.isDirectory()) return null;
-  const entries = ["hooks", "config"].map((name) => ({ path: path.join(gitDir, name), stats: lstat(path.join(gitDir, name)) }));
-  if (entries.some((entry) => entry.stats?.isSymbolicLink())) return { pin: null, readOnly: [gitDir] };
-  return { pin: gitDir, readOnly: entries.filter((entry) => entry.stats).map((entry) => entry.path) };
+function identityPrefix(request: Pick<SandboxRequest, "identity" | "limits">, searchPath: string): { ok: true; args: string[] } | { ok: false; reason: string } {
+  const prlimit = findExecutable("prlimit", searchPath);
+  if (!prlimit) return { ok: false, reason: "prlimit (Debian package util-linux) is not installed on this worker; without it the call's limits cannot be set" };
+  const { identity, limits } = request;
+  const rlimits = [
+    `--as=${limits.memoryBytes}`,
+    `--nproc=${limits.processes}`,
+    `--fsize=${limits.fileSizeBytes}`,
+    "--core=0",
+    // The soft limit sends SIGXCPU; the hard one, a second later, SIGKILL for a process that ignores it.
+    ...(limits.cpuSeconds === null ? [] : [`--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`]),
+  ];
+  const self = process.getuid?.() ?? 0;
+  if (identity.uid === 0) return { ok: false, reason: "tool processes may not run as root (uid 0)" };
+  if (self !== 0) {
+    if (identity.uid !== self) return { ok: false, reason: `this worker runs as uid ${self} and cannot run tools as uid ${identity.uid}; start it as root, or let tools use its own uid` };
+    return { ok: true, args: [prlimit, ...rlimits, "--"] };
+  }
+  const setpriv = findExecutable("setpriv", searchPath);
+  if (!setpriv) return { ok: false, reason: "setpriv (Debian package util-linux) is not installed on this worker; without it tools would run as root" };
+  return { ok: true, args: [setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, "--clear-groups", "--no-new-privs", "--", prlimit, ...rlimits, "--"] };
+}
+
+/**
+ * Why the tenant's uid could not work in this workspace, or null: it must own
+ * the workspace, and reach it (every folder above it searchable by others,
+ * mode o+x, as the service keeps its workspaces folder: 0711).
+ */
+function identityCannotUse(workspace: string, stats: NonNullable<ReturnType<typeof lstat>>, identity: ProcessIdentity): string | null {
+  if (stats.uid !== identity.uid) return `the workspace ${workspace} belongs to uid ${stats.uid}, not to the tenant's tool uid ${identity.uid}`;
+  for (let folder = path.dirname(workspace); ; folder = path.dirname(folder)) {
+    const above = lstat(folder);
+    if (above && above.uid !== identity.uid && (above.mode & 0o001) === 0) {
+      return `uid ${identity.uid} cannot reach the workspace: ${folder} is not searchable by others (mode ${(above.mode & 0o777).toString(8)}; the service keeps its workspaces folder at 0711)`;
+    }
+    if (folder === "/") return null;
+  }
 }

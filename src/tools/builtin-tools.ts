@@ -1,7 +1,6 @@
-import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import type { AnyTool } from "./tool.js";
 import { agentTool } from "./builtin/agent-tool.js";
-import { createBashTool } from "./builtin/bash-tool.js";
+import { bashTool } from "./builtin/bash-tool.js";
 import { commandTools } from "./builtin/command-tools.js";
 import { deleteTool } from "./builtin/delete-tool.js";
 import { editTool } from "./builtin/edit-tool.js";
@@ -14,10 +13,7 @@ import { updateTasksTool } from "./builtin/update-tasks-tool.js";
 import { createWebFetchTool } from "./builtin/web-fetch-tool.js";
 import { writeTool } from "./builtin/write-tool.js";
 
-/**
- * `sandbox` confines bash outside Full Access (SPEC S3); without it such calls fail closed.
- * `agents: false` leaves out the sub-agent tool (A1).
- */
-export function builtinTools(options: { toolPath: string; webFetchAllowPrivate: boolean; sandbox?: SandboxRunner; agents?: boolean }): AnyTool[] {
-  return [...(options.agents === false ? [] : [agentTool]), createBashTool({ path: options.toolPath, sandbox: options.sandbox }), ...commandTools, deleteTool, editTool, grepTool, historyReadTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
+/** `agents: false` leaves out the sub-agent tool (A1). */
+export function builtinTools(options: { webFetchAllowPrivate: boolean; agents?: boolean }): AnyTool[] {
+  return [...(options.agents === false ? [] : [agentTool]), bashTool, ...commandTools, deleteTool, editTool, grepTool, historyReadTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
 }

@@ -1,21 +1,15 @@
 import { createHash } from "node:crypto";
-import { lstat, readFile } from "node:fs/promises";
 import { createTwoFilesPatch } from "diff";
+import type { FileSnapshot } from "../workspace/workspace-files.js";
 import type { FileChangeRecord, ToolContext } from "./tool.js";
 
-/** A file as it is on disk at one moment; `absent` also covers "never existed". */
-export type FileSnapshot = { kind: "absent" } | { kind: "file"; content: Buffer; mode: number };
+export type { FileSnapshot } from "../workspace/workspace-files.js";
 
-export async function snapshotFile(absolute: string): Promise<FileSnapshot> {
-  try {
-    const stat = await lstat(absolute);
-    if (!stat.isFile()) throw Object.assign(new Error(`${absolute} is not a regular file`), { code: "ENOTFILE" });
-    return { kind: "file", content: await readFile(absolute), mode: stat.mode & 0o7777 };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { kind: "absent" };
-    throw error;
-  }
-}
+/**
+ * Largest file a write, edit, delete or revert handles: both versions are kept
+ * whole in the blob store (F1), so a bigger one is refused rather than copied.
+ */
+export const maxRecordedFileBytes = 64 * 1024 * 1024;
 
 export function sha256(content: Buffer): string {
   return createHash("sha256").update(content).digest("hex");

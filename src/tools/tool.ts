@@ -1,5 +1,7 @@
 import type { ResultPart } from "../core/history.js";
 import type { ApprovalMode } from "../db/schema.js";
+import type { WorkspaceFiles } from "../workspace/workspace-files.js";
+import type { CallProcesses } from "./call-processes.js";
 
 /**
  * The tool contract (SPEC T1-T5, L3). A tool validates its own input, does its
@@ -20,15 +22,6 @@ export type ApprovalSubject =
   | { kind: "path"; path: string }
   | { kind: "url"; url: string }
   | { kind: "none" };
-
-/** How the processes a call starts are confined (SPEC S3). */
-export interface SandboxGrant {
-  /**
-   * Whether the sandbox may reach the network (policy allows it, or a human approved a call
-   * that needs it): through slirp4netns, never the host's loopback services.
-   */
-  network: boolean;
-}
 
 /**
  * direct: sent from the turn's start; deferred: sent after tool_search activates it; hidden: never
@@ -88,11 +81,14 @@ export interface ToolContext {
   sessionId: string;
   runId: string;
   projectId: string;
-  /** Absolute, real path of the project's workspace. */
-  workspaceDir: string;
+  /**
+   * The project's workspace, through the one door that cannot leave it (S6):
+   * every file a tool reads or writes goes through it. Tools get no host path.
+   */
+  workspace: WorkspaceFiles;
+  /** Starts this call's processes: confined, as the tenant's uid, within its limits (S3, S7, S8). */
+  processes: CallProcesses;
   approvalMode: ApprovalMode;
-  /** Confinement for processes this call starts; null in Full Access, where nothing is sandboxed. */
-  sandbox: SandboxGrant | null;
   provider: { profile: string; model: string };
   /** Names of the tools exposed to the model in the step that produced this call. */
   exposedTools: readonly string[];
@@ -178,7 +174,7 @@ export interface Tool<Args = unknown> {
   /** What the approval gateway judges; absent means the tool is judged by its side-effect class alone. */
   approvalSubject?: (args: Args) => ApprovalSubject;
   /** The change the call would make, as a diff for an approver to read (X3); null when there is none to show. */
-  previewDiff?: (context: Pick<ToolContext, "workspaceDir" | "approvalMode">, args: Args) => Promise<string | null>;
+  previewDiff?: (context: Pick<ToolContext, "workspace">, args: Args) => Promise<string | null>;
   run(context: ToolContext, args: Args, call: ToolCallInput): Promise<ToolResult>;
 }
 

@@ -4,9 +4,7 @@ import { commands, type CommandStatus } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
-import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
-import { prepareShell } from "../tools/shell/spawn-shell.js";
-import type { SandboxGrant } from "../tools/tool.js";
+import type { CallProcesses } from "../tools/call-processes.js";
 
 /**
  * The background commands this worker owns (SPEC B1-B4). A command's process
@@ -19,7 +17,7 @@ import type { SandboxGrant } from "../tools/tool.js";
  * `code: "sandbox_unavailable"`.
  */
 export interface BackgroundCommands {
-  start(input: { tenantId: string; sessionId: string; runId: string; command: string; cwd: string; sandbox: SandboxGrant | null }): Promise<{ id: string } | { error: string; code?: string }>;
+  start(input: { tenantId: string; sessionId: string; runId: string; command: string; processes: CallProcesses }): Promise<{ id: string } | { error: string; code?: string }>;
   /** Kills the command if this worker owns it; answers whether it did. */
   cancel(commandId: string): boolean;
   /** Kills every command of this worker (shutdown) and records them as killed. */
@@ -46,9 +44,6 @@ export function startBackgroundCommands(options: {
   db: Database;
   workerId: string;
   leaseMs: number;
-  toolPath: string;
-  /** Confines commands outside Full Access; without it they fail closed. */
-  sandbox: SandboxRunner | undefined;
   onError: (error: unknown) => void;
 }): BackgroundCommands {
   const { db, workerId, leaseMs } = options;
@@ -75,16 +70,8 @@ export function startBackgroundCommands(options: {
   return {
     async start(input) {
       if (live.size >= maxLive) return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
-      const prepared = await prepareShell({
-        command: input.command,
-        cwd: input.cwd,
-        path: options.toolPath,
-        headBytes,
-        tailBytes,
-        sandbox: input.sandbox,
-        runner: options.sandbox,
-      });
-      if ("unavailable" in prepared) return { error: prepared.unavailable, code: "sandbox_unavailable" };
+      const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes });
+      if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
       const id = newId("cmd");
       await db.insert(commands).values({
         id,

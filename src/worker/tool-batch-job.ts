@@ -22,6 +22,7 @@ import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
+import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
 
@@ -89,14 +90,15 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   const controller = aborts.register(runId);
   try {
     const provider = services.providers.get(session.providerProfile);
+    const environment = await batchToolEnvironment(services, { tenantId: run.tenantId, approvalMode: session.approvalMode, workspacePath: project.workspacePath });
     const toolContext = (call: CallRow, grant: CallGrant): ToolContext => ({
       tenantId: run.tenantId,
       sessionId: run.sessionId,
       runId,
       projectId: project.id,
-      workspaceDir: project.workspacePath,
+      workspace: environment.workspace,
+      processes: environment.processesFor(grant),
       approvalMode: session.approvalMode,
-      sandbox: session.approvalMode === "full_access" ? null : { network: grant.network },
       provider: { profile: provider.profile, model: session.model ?? provider.defaultModel },
       exposedTools: stepTools,
       signal: controller.signal,
@@ -134,8 +136,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
             sessionId: run.sessionId,
             runId,
             command,
-            cwd: project.workspacePath,
-            sandbox: session.approvalMode === "full_access" ? null : { network: grant.network },
+            processes: environment.processesFor(grant),
           }),
         get: (id) => findCommand(services.db.db, run.tenantId, id, run.sessionId),
         async cancel(id) {

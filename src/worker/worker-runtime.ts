@@ -29,8 +29,6 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     db: services.db.db,
     workerId,
     leaseMs: config.leaseMs,
-    toolPath: config.toolPath,
-    sandbox: services.sandbox,
     onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
   });
   const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), commands };

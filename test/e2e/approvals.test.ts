@@ -4,7 +4,7 @@ import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
-const { env, client } = useTestEnv({ worker: true });
+const { env, client } = useTestEnv({ worker: true, fullAccess: true });
 
 /** The run's pending approvals, once there are `count` of them. */
 async function pendingApprovals(api: ApiClient, runId: string, count = 1): Promise<any[]> {

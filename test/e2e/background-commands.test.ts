@@ -4,7 +4,7 @@ import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
 // Commands run on worker processes, so that deleting and crashing can reach them across processes.
-const { env, client } = useTestEnv();
+const { env, client } = useTestEnv({ fullAccess: true });
 const processes: FoyaProcess[] = [];
 afterAll(async () => {
   for (const child of processes) child.kill("SIGKILL");

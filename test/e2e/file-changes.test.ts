@@ -7,7 +7,7 @@ import { script } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
-const { env, client } = useTestEnv({ worker: true });
+const { env, client } = useTestEnv({ worker: true, fullAccess: true });
 const digest = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** Runs one batch of calls in a session and answers the session, run and call results. */
@@ -155,17 +155,28 @@ describe("file changes", () => {
     }
     expect(await readFile(outside, "utf8")).toBe("outside\n");
 
-    // Full Access may delete protected and outside paths, still into the trash, but never the root.
+    // Full Access may delete the protected folders, still into the trash; but the workspace door keeps
+    // every tool inside the workspace in every mode (S6), and git's config and hooks stay protected (S11).
     const full = await client.newSession({ approvalMode: "full_access" });
     const fullWorkspace = await env.workspaceOf(full.sessionId);
     await prepare(fullWorkspace);
+    await mkdir(path.join(fullWorkspace, ".agents"), { recursive: true });
+    await writeFile(path.join(fullWorkspace, ".agents", "notes.md"), "notes\n");
     const { results: fullResults } = await runCalls(
-      [{ tool: "delete", args: { path: ".git/config" } }, { tool: "delete", args: { path: outside } }, { tool: "delete", args: { path: "/" } }],
+      [
+        { tool: "delete", args: { path: ".agents/notes.md" } },
+        { tool: "delete", args: { path: ".git/config" } },
+        { tool: "delete", args: { path: outside } },
+        { tool: "delete", args: { path: `escape/${path.basename(outside)}` } },
+        { tool: "delete", args: { path: "/" } },
+        { tool: "delete", args: { path: "." } },
+      ],
       full,
     );
-    expect(fullResults.map((r) => r.error_code)).toEqual([null, null, "protected_path"]);
-    expect(await trashedCopies(outside)).toHaveLength(1);
-    expect(await trashedCopies(path.join(fullWorkspace, ".git", "config"))).toHaveLength(1);
+    expect(fullResults.map((r) => r.error_code)).toEqual([null, "protected_path", "path_outside_workspace", "path_outside_workspace", "path_outside_workspace", "protected_path"]);
+    expect(await trashedCopies(path.join(fullWorkspace, ".agents", "notes.md"))).toHaveLength(1);
+    expect(await readFile(path.join(fullWorkspace, ".git", "config"), "utf8")).toBe("[core]\n");
+    expect(await readFile(outside, "utf8")).toBe("outside\n");
 
     // A folder: every file recorded, the folder trashed, and a revert restores the files.
     const { sessionId, results } = await runCalls([{ tool: "delete", args: { path: "docs" } }], full);

@@ -5,7 +5,7 @@ import { script } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
-const { env, client } = useTestEnv({ worker: true });
+const { env, client } = useTestEnv({ worker: true, fullAccess: true });
 
 const exists = (file: string) =>
   access(file).then(

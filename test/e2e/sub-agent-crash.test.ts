@@ -13,7 +13,7 @@ const startWorker = (extra: Record<string, string> = {}): Promise<FoyaProcess> =
 
 beforeAll(async () => {
   env = await createTestEnv();
-  client = await env.newTenant();
+  client = await env.newTenant("tenant", { fullAccess: true });
 });
 afterAll(async () => {
   await processes.killAll();

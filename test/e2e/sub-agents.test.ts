@@ -5,7 +5,7 @@ import { script, textOf, waitFor, type ApiClient } from "../helpers/api-client.j
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
-const { env, client } = useTestEnv({ worker: true });
+const { env, client } = useTestEnv({ worker: true, fullAccess: true });
 
 /** The child the parent's agent call started, once it exists. */
 async function childOf(api: ApiClient, sessionId: string): Promise<{ childSessionId: string; childRunId: string; depth: number; callId: string }> {

@@ -10,16 +10,19 @@ export class ApiClient {
   private constructor(
     private readonly send: (path: string, init: RequestInit) => Promise<Response>,
     readonly key: string,
+    /** The key's tenant, when the client was made for one (`TestEnv.newTenant`). */
+    readonly tenantId?: string,
   ) {}
 
-  static forApp(app: App, key: string): ApiClient {
-    return new ApiClient(async (path, init) => app.request(path, init), key);
+  static forApp(app: App, key: string, tenantId?: string): ApiClient {
+    return new ApiClient(async (path, init) => app.request(path, init), key, tenantId);
   }
 
-  static forUrl(baseUrl: string, key: string): ApiClient {
-    return new ApiClient((path, init) => fetch(`${baseUrl}${path}`, init), key);
+  static forUrl(baseUrl: string, key: string, tenantId?: string): ApiClient {
+    return new ApiClient((path, init) => fetch(`${baseUrl}${path}`, init), key, tenantId);
   }
 
+  /** The same transport with another key (of no known tenant). */
   withKey(key: string): ApiClient {
     return new ApiClient(this.send, key);
   }
@@ -39,6 +42,10 @@ export class ApiClient {
 
   post<T = any>(path: string, body?: unknown): Promise<ApiResponse<T>> {
     return this.request<T>("POST", path, body ?? {});
+  }
+
+  patch<T = any>(path: string, body: unknown): Promise<ApiResponse<T>> {
+    return this.request<T>("PATCH", path, body);
   }
 
   delete<T = any>(path: string): Promise<ApiResponse<T>> {

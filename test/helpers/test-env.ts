@@ -28,8 +28,11 @@ export interface TestEnv {
   services: Services;
   app: App;
   admin: ApiClient;
-  /** A new tenant with its own key. */
-  newTenant(name?: string): Promise<ApiClient>;
+  /**
+   * A new tenant with its own key; `fullAccess` has the operator grant it Full Access
+   * (`PATCH /v1/tenants/{id}`), which the test deployment allows (SPEC S8).
+   */
+  newTenant(name?: string, options?: NewTenantOptions): Promise<ApiClient>;
   startWorker(): Promise<WorkerRuntime>;
   startServer(): Promise<HttpServer>;
   /** The workspace folder of a session's project. */
@@ -37,6 +40,10 @@ export interface TestEnv {
   /** Plain SQL on the test database. */
   query<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
+}
+
+export interface NewTenantOptions {
+  fullAccess?: boolean;
 }
 
 /** A providers file (FOYA_PROVIDERS_FILE) in a folder of its own, holding these profiles. */
@@ -64,6 +71,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     FOYA_QUEUE_PREFIX: `foya-test-${suffix}`,
     FOYA_WORKSPACES_DIR: workspaces,
     FOYA_ADMIN_TOKEN: "test-admin-token",
+    // The deployment allows Full Access; each tenant still needs the grant (newTenant's fullAccess).
+    FOYA_ALLOW_FULL_ACCESS: "true",
     FOYA_TOOL_MODULES: testToolsModule,
     FOYA_LEASE_MS: "2000",
     FOYA_STALLED_INTERVAL_MS: "1000",
@@ -87,10 +96,15 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     services,
     app,
     admin: ApiClient.forApp(app, config.adminToken ?? ""),
-    async newTenant(name = "tenant") {
-      const created = await testEnv.admin.post<{ apiKey: string }>("/v1/tenants", { name });
+    async newTenant(name = "tenant", options = {}) {
+      const created = await testEnv.admin.post<{ tenant: { id: string }; apiKey: string }>("/v1/tenants", { name });
       if (created.status !== 201) throw new Error(`tenant creation failed: ${JSON.stringify(created.body)}`);
-      return ApiClient.forApp(app, created.body.apiKey);
+      const tenantId = created.body.tenant.id;
+      if (options.fullAccess) {
+        const granted = await testEnv.admin.patch(`/v1/tenants/${tenantId}`, { fullAccess: true });
+        if (granted.status !== 200) throw new Error(`Full Access grant failed: ${JSON.stringify(granted.body)}`);
+      }
+      return ApiClient.forApp(app, created.body.apiKey, tenantId);
     },
     async startWorker() {
       const worker = await startWorkerRuntime(services);
@@ -143,16 +157,19 @@ async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> 
 
 /**
  * The usual file setup: one isolated environment with a tenant (and, with
- * `worker`, an in-process worker), created before the file's tests and closed
- * after them. The answers may be destructured at once; they resolve on use.
+ * `worker`, an in-process worker; with `fullAccess`, the tenant granted Full
+ * Access), created before the file's tests and closed after them. The answers
+ * may be destructured at once; they resolve on use.
  */
-export function useTestEnv(options: { worker?: boolean; overrides?: Record<string, string> } = {}): { env: TestEnv; client: ApiClient } {
+export function useTestEnv(
+  options: { worker?: boolean; overrides?: Record<string, string>; fullAccess?: boolean } = {},
+): { env: TestEnv; client: ApiClient } {
   let env: TestEnv | undefined;
   let client: ApiClient | undefined;
   beforeAll(async () => {
     env = await createTestEnv(options.overrides);
     if (options.worker) await env.startWorker();
-    client = await env.newTenant();
+    client = await env.newTenant("tenant", { fullAccess: options.fullAccess ?? false });
   });
   afterAll(async () => env?.close());
   return { env: lateBound(() => env, "env"), client: lateBound(() => client, "client") };

@@ -8,6 +8,7 @@ import { createTestEnv, repoRoot, type TestEnv } from "../helpers/test-env.js";
 import { createLogger } from "../../src/logger.js";
 import { createMcpConnections } from "../../src/mcp/mcp-connections.js";
 import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
+import { testIdentity } from "../helpers/tool-context.js";
 import { sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -19,7 +20,7 @@ const processes = processGroup();
 
 beforeAll(async () => {
   env = await createTestEnv(sandboxedMcpOverrides);
-  client = await env.newTenant();
+  client = await env.newTenant("tenant", { fullAccess: true });
 });
 afterAll(async () => {
   await processes.killAll();
@@ -59,13 +60,14 @@ const postgresPort = () => Number(new URL(env.env.DATABASE_URL as string).port |
 const redisPort = () => Number(new URL(env.env.REDIS_URL as string).port || 6379);
 
 describe("stdio MCP servers in the sandbox", () => {
-  it("M1: unconfined (FOYA_MCP_SANDBOX=false), a stdio server could read its worker's environment: what the sandbox is for", async () => {
+  it("M1, S7: unconfined (FOYA_MCP_SANDBOX=false), a stdio server still runs as its tenant's uid, never root: the worker's environment stays out of reach", async () => {
     await onlyWorker({ FOYA_MCP_SANDBOX: "false" });
     expect((await client.post("/v1/mcp-servers", { name: "loose", transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: { PROBE: "1" } } })).status).toBe(201);
     const { report } = await probe("loose");
     expect(report.env).toEqual({ PROBE: "1" });
-    // Its own environment is clean, but the worker's is one /proc read away.
-    expect(report.parentEnviron).toBe(true);
+    // Unconfined, it sees the host's processes; but as another uid than the worker's, /proc/<worker>/environ is closed to it.
+    expect(report.parentEnviron).toBe(process.getuid?.() !== 0);
+    if (process.getuid?.() === 0) expect(report.uid).not.toBe(0);
   });
 
   it("M1, S3: a sandboxed stdio server sees no process of the host, no secret, no service file and no loopback service; it works in its project's workspace", async () => {
@@ -108,7 +110,7 @@ describe("stdio MCP servers in the sandbox", () => {
     const runner = createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: "/usr/bin:/bin", workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] });
     const mcp = createMcpConnections({
       logger: createLogger("silent"),
-      sandbox: { runner, workspaceFor: async () => env.config.workspacesDir },
+      sandbox: { runner, confined: true, placeFor: async () => ({ workspaceDir: env.config.workspacesDir, identity: testIdentity, limits: env.config.toolLimits }) },
     });
     try {
       const config = { name: "nobwrap", transport: { kind: "stdio" as const, command: process.execPath, args: [probeEntry], env: {} } };

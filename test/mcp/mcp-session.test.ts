@@ -22,6 +22,7 @@ const faultyEntry = path.join(here, "fixtures/faulty-server.mjs");
 
 const { env, client } = useTestEnv({
   worker: true,
+  fullAccess: true,
   overrides: { ...sandboxedMcpOverrides, FOYA_MCP_CONFIG_TTL_MS: "0", FOYA_MCP_ALLOW_PRIVATE: "true" },
 });
 
@@ -179,7 +180,7 @@ describe("MCP tools in sessions", () => {
     const { projectId } = await client.newSession();
     await addServer(client, { name: "private", projectId, transport: stdio(faultyEntry) });
     await addServer(client, { name: "tenantwide", transport: stdio(faultyEntry) });
-    const other = await env.newTenant();
+    const other = await env.newTenant("tenant", { fullAccess: true });
     const { sessionId } = await other.newSession({ approvalMode: "full_access" });
     const listed = await other.get(`/v1/tools?session=${sessionId}`);
     expect(listed.body.tools.filter((t: { name: string }) => t.name.startsWith("mcp__"))).toEqual([]);

@@ -3,7 +3,10 @@ import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
+import type { Confinement } from "../../src/sandbox/confinement.js";
+import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
+import { toolIdentity, type ProcessIdentity } from "../../src/sandbox/tool-identity.js";
+import { createCallProcesses } from "../../src/tools/shell/create-call-processes.js";
 import { startBackgroundCommands, type BackgroundCommands } from "../../src/worker/background-commands.js";
 import { script, waitFor } from "../helpers/api-client.js";
 import { repoRoot, useTestEnv } from "../helpers/test-env.js";
@@ -15,15 +18,17 @@ const toolPath = "/usr/local/bin:/usr/bin:/bin";
 const markers = new Set<string>();
 let commands: BackgroundCommands;
 let owner: { tenantId: string; sessionId: string; runId: string; cwd: string };
+let identity: ProcessIdentity;
 let outside: string;
 
 beforeAll(async () => {
   outside = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-bg-outside-")));
-  commands = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test", leaseMs: 2000, toolPath, sandbox: env.services.sandbox, onError: () => {} });
+  commands = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test", leaseMs: 2000, onError: () => {} });
   const { sessionId } = await client.newSession();
   const run = await client.startRun(sessionId, script([[{ text: "ok" }]]));
   const [row] = await env.query<{ tenant_id: string }>("select tenant_id from runs where id = $1", [run.body.id]);
   owner = { tenantId: row!.tenant_id, sessionId, runId: run.body.id, cwd: await env.workspaceOf(sessionId) };
+  identity = toolIdentity(env.services.identityMode, (await env.services.tenantSettings.get(owner.tenantId)).toolUidSlot);
 });
 
 afterAll(async () => {
@@ -32,7 +37,14 @@ afterAll(async () => {
   await rm(outside, { recursive: true, force: true });
 });
 
-const start = (command: string, sandbox: { network: boolean } | null = { network: false }, on: BackgroundCommands = commands) => on.start({ ...owner, command, sandbox });
+const sandboxed = (network: boolean): Confinement => ({ kind: "sandbox", network });
+/** Starts a command as the worker does: the call's processes built from the tenant's identity and limits, and a runner. */
+const start = (command: string, confinement: Confinement = sandboxed(false), runner: SandboxRunner = env.services.sandbox, on: BackgroundCommands = commands) =>
+  on.start({
+    ...owner,
+    command,
+    processes: createCallProcesses({ runner, toolPath, workspaceDir: owner.cwd, confinement, identity, limits: env.config.toolLimits }),
+  });
 const row = async (id: string) => (await env.query<{ status: string; exit_code: number | null; signal: string | null; output: string }>("select status, exit_code, signal, output from commands where id = $1", [id]))[0];
 const ended = (id: string) => waitFor(async () => {
   const found = await row(id);
@@ -67,7 +79,7 @@ describe("sandboxed background commands", () => {
   });
 
   it("S3: a network-granted background command has its own connected network, not the host's loopback; slirp4netns ends with it", async () => {
-    const started = (await start("cat /proc/net/route; exec 3<>/dev/tcp/127.0.0.1/5432 && echo postgres; exec 3<>/dev/tcp/10.0.2.2/6379 && echo redis", { network: true })) as { id: string };
+    const started = (await start("cat /proc/net/route; exec 3<>/dev/tcp/127.0.0.1/5432 && echo postgres; exec 3<>/dev/tcp/10.0.2.2/6379 && echo redis", sandboxed(true))) as { id: string };
     const done = await ended(started.id);
     expect(done).toMatchObject({ status: "failed", exit_code: 1 });
     expect(done.output).toMatch(/^tap0\t00000000\t0202000A/m);
@@ -79,7 +91,7 @@ describe("sandboxed background commands", () => {
     // Cancelled while it runs: the command's tree and slirp4netns are gone.
     const marker = uniqueMarker();
     markers.add(marker);
-    const running = (await start(`sleep ${marker} & setsid sleep ${marker} & wait`, { network: true })) as { id: string };
+    const running = (await start(`sleep ${marker} & setsid sleep ${marker} & wait`, sandboxed(true))) as { id: string };
     await waitFor(async () => (await survivorsAfter(marker, 0)).length >= 4, 10_000, "the process tree to start");
     expect((await livingSlirp4netns()).length).toBeGreaterThanOrEqual(1);
     expect(commands.cancel(running.id)).toBe(true);
@@ -89,45 +101,31 @@ describe("sandboxed background commands", () => {
   });
 
   it("S3: a network-granted background command is refused before anything is recorded when slirp4netns is missing", async () => {
-    const broken = startBackgroundCommands({
-      db: env.services.db.db,
-      workerId: "sandbox-test-no-slirp",
-      leaseMs: 2000,
-      toolPath,
-      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: "/nonexistent/slirp4netns", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] }),
-      onError: () => {},
-    });
+    const broken = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-no-slirp", leaseMs: 2000, onError: () => {} });
+    const runner = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: "/nonexistent/slirp4netns", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] });
     try {
-      const refused = await start("echo ran", { network: true }, broken);
+      const refused = await start("echo ran", sandboxed(true), runner, broken);
       expect(refused).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package slirp4netns") });
       expect(await env.query("select id from commands where owner_worker = 'sandbox-test-no-slirp'")).toEqual([]);
       // Without the network grant it is not needed.
-      const plain = (await start("echo ran", { network: false }, broken)) as { id: string };
+      const plain = (await start("echo ran", sandboxed(false), runner, broken)) as { id: string };
       await waitFor(async () => (await row(plain.id))?.status === "exited", 20_000, "the command without network");
     } finally {
       await broken.stop();
     }
   });
 
-  it("S3: without a usable sandbox nothing is recorded or started, and the refusal says why", async () => {
+  it("S3, S8: without a usable sandbox nothing is recorded or started, Full Access included, and the refusal says why", async () => {
     const target = path.join(outside, "never.txt");
-    const broken = startBackgroundCommands({
-      db: env.services.db.db,
-      workerId: "sandbox-test-broken",
-      leaseMs: 2000,
-      toolPath,
-      sandbox: createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] }),
-      onError: () => {},
-    });
+    const broken = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-broken", leaseMs: 2000, onError: () => {} });
+    const runner = createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] });
     try {
-      const refused = await start(`echo ran > ${target}`, { network: false }, broken);
-      expect(refused).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package bubblewrap") });
+      for (const confinement of [sandboxed(false), { kind: "full_access" } as const]) {
+        const refused = await start(`echo ran > ${target}`, confinement, runner, broken);
+        expect(refused, confinement.kind).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package bubblewrap") });
+      }
       expect(await env.query("select id from commands where owner_worker = 'sandbox-test-broken'")).toEqual([]);
-      // Full Access does not need the sandbox.
-      const unconfined = (await start(`echo ran > ${target}`, null, broken)) as { id: string };
-      expect(unconfined).toHaveProperty("id");
-      await waitFor(async () => (await row(unconfined.id))?.status === "exited", 20_000, "the full access command");
-      expect(existsSync(target)).toBe(true);
+      expect(existsSync(target)).toBe(false);
     } finally {
       await broken.stop();
     }

@@ -8,10 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
-import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
+import type { Confinement } from "../../src/sandbox/confinement.js";
+import { defaultProcessLimits } from "../../src/sandbox/process-limits.js";
+import { bashTool } from "../../src/tools/builtin/bash-tool.js";
 import { prepareShell } from "../../src/tools/shell/spawn-shell.js";
-import type { SandboxGrant, Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
-import { toolContext } from "../helpers/tool-context.js";
+import type { Tool, ToolResult } from "../../src/tools/tool.js";
+import { readyForTools, testIdentity, toolContext } from "../helpers/tool-context.js";
 import { repoRoot } from "../helpers/test-env.js";
 import { killAll, livingSlirp4netns, slirp4netnsLeftAfter, survivorsAfter, uniqueMarker } from "./host-processes.js";
 
@@ -22,7 +24,7 @@ let workspace: string;
 let sibling: string;
 let outside: string;
 let runner: SandboxRunner;
-let bash: Tool<{ command: string; timeoutMs?: number }>;
+const bash = bashTool as unknown as Tool<{ command: string; timeoutMs?: number }>;
 let server: Server;
 let port: number;
 let connections = 0;
@@ -43,8 +45,10 @@ beforeAll(async () => {
   await mkdir(sibling, { recursive: true });
   await writeFile(path.join(sibling, "secret.txt"), "tenant-b-secret\n");
   outside = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-outside-")));
+  // The fake bwrap and slirp4netns below run as the tenant's uid: it may pass through, not list or write.
+  await chmod(outside, 0o711);
   runner = sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath }));
-  bash = createBashTool({ path: toolPath, sandbox: runner }) as unknown as typeof bash;
+  await readyForTools(workspace);
   server = createServer((socket) => {
     connections++;
     sockets.add(socket);
@@ -78,20 +82,22 @@ afterAll(async () => {
 });
 
 interface RunOptions {
-  sandbox?: SandboxGrant | null;
-  approvalMode?: ToolContext["approvalMode"];
+  confinement?: Confinement;
   signal?: AbortSignal;
   timeoutMs?: number;
-  tool?: typeof bash;
+  /** The runner to plan with; null for none at all. Default: the one the service builds. */
+  runner?: SandboxRunner | null;
 }
 
+const networked = { confinement: { kind: "sandbox", network: true } } as const;
+
 const run = (command: string, options: RunOptions = {}): Promise<ToolResult> =>
-  (options.tool ?? bash).run(
+  bash.run(
     toolContext({
       workspaceDir: workspace,
       exposedTools: ["bash"],
-      sandbox: options.sandbox === undefined ? { network: false } : options.sandbox,
-      ...(options.approvalMode ? { approvalMode: options.approvalMode } : {}),
+      runner: options.runner === undefined ? runner : options.runner,
+      ...(options.confinement ? { confinement: options.confinement } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     }),
     { command, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) },
@@ -229,7 +235,6 @@ describe("sandboxed work", () => {
   });
 
   it("S3: a network-granted sandbox reaches the outside but not the host's loopback services", async () => {
-    const networked = { sandbox: { network: true } };
     const before = connections;
     // The host's 127.0.0.1 is not the sandbox's: nothing listens there.
     await refused(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`, networked);
@@ -279,7 +284,7 @@ describe("sandboxed work", () => {
     expect(await listening(6379), "Redis on 127.0.0.1:6379").toBe(true);
     for (const service of [5432, 6379]) {
       for (const address of ["127.0.0.1", "localhost", "::1", "10.0.2.2", "10.0.2.3"]) {
-        await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/${address}/${service}' && echo reached`, { sandbox: { network: true } });
+        await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/${address}/${service}' && echo reached`, networked);
       }
     }
   });
@@ -292,47 +297,54 @@ describe("sandboxed work", () => {
     const wrapper = path.join(outside, "slirp4netns-loopback-dns");
     await writeFile(wrapper, `#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount --bind "$0" /etc/resolv.conf && exec slirp4netns "$@"' ${fakeResolvConf} "$@"\n`);
     await chmod(wrapper, 0o755);
-    const tool = createBashTool({
-      path: toolPath,
-      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: wrapper, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
-    }) as unknown as typeof bash;
+    const tool = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: wrapper, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
     const before = connections;
     // The network is up through the wrapper...
-    expect(text(await run("cat /proc/net/route", { tool, sandbox: { network: true } }))).toMatch(/^tap0\t00000000\t0202000A/m);
+    expect(text(await run("cat /proc/net/route", { runner: tool, ...networked }))).toMatch(/^tap0\t00000000\t0202000A/m);
     // ...and the DNS alias refuses every port, as it does any other path to the host's loopback (so names do
     // not resolve through it there either: the sandbox's resolv.conf then names the host's upstream servers).
     for (const target of [port, 5432, 6379]) {
-      await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.3/${target}' && echo reached`, { tool, sandbox: { network: true } });
+      await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.3/${target}' && echo reached`, { runner: tool, ...networked });
     }
     expect(connections).toBe(before);
   });
 
-  it("S3: Full Access runs unsandboxed", async () => {
-    const target = path.join(outside, "full-access.txt");
-    const result = await run(`cat ${path.join(repoRoot, "package.json")} > /dev/null && echo written > ${target} && exec 3<>/dev/tcp/127.0.0.1/${port} && echo reached`, {
-      sandbox: null,
-      approvalMode: "full_access",
-    });
-    expect(text(result)).toMatch(/reached\n\n\[exit code 0\]$/);
-    expect(await readFile(target, "utf8")).toBe("written\n");
+  it("S8: Full Access sees the host's files as the tenant's uid, not as root: the service, other workspaces and the host's loopback stay out of reach", async () => {
+    const fullAccess = { confinement: { kind: "full_access" } } as const;
+    const before = connections;
+    // The host's system is there (Full Access is not the whitelist)...
+    const system = await run("cat /etc/hostname > /dev/null && ls /var > /dev/null && id -u && echo seen", fullAccess);
+    expect(text(system)).toMatch(/^0\nseen\n\n\[exit code 0\]$/);
+    // ...but only as the tenant's own uid: nothing root's may be written, and the service's secrets are hidden.
+    await refused(`echo written > ${path.join(outside, "full-access.txt")}`, fullAccess);
+    expect(existsSync(path.join(outside, "full-access.txt"))).toBe(false);
+    await refused("echo pwned > /etc/foya-pwned", fullAccess);
+    await refused(`cat ${path.join(repoRoot, "package.json")}`, fullAccess);
+    await refused("cat /etc/shadow", fullAccess);
+    await refused(`cat ${path.join(sibling, "secret.txt")}`, fullAccess);
+    await refused(`cat /proc/${process.pid}/environ`, fullAccess);
+    // Its own PID namespace: no host process to see or signal.
+    expect(text(await run("ps -eo comm=", fullAccess))).not.toMatch(/node|postgres|redis|vitest/);
+    // The network, but not the host's loopback services.
+    await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port}' && echo reached`, fullAccess);
+    await refused("timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432' && echo reached", fullAccess);
+    expect(connections).toBe(before);
+    // The workspace is the tenant's to change, as in the sandbox.
+    expect(text(await run("echo mine > full.txt && cat full.txt", fullAccess))).toBe("mine\n\n[exit code 0]");
   });
 
   it("S3: the sandbox fails closed with a clear error when bwrap is missing, and the command never runs", async () => {
     const target = path.join(outside, "ran-unsandboxed.txt");
-    const missing = createBashTool({
-      path: toolPath,
-      sandbox: createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
-    }) as unknown as typeof bash;
-    const result = await run(`echo ran > ${target}`, { tool: missing });
+    const missing = createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
+    const result = await run(`echo ran > ${target}`, { runner: missing });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toMatch(/Sandbox unavailable: bubblewrap \("\/nonexistent\/bwrap"\) is not installed/);
     expect(text(result)).toContain("install the Debian package bubblewrap");
-    expect(text(result)).toContain("Full Access");
+    expect(text(result)).toContain("never run unconfined");
     // A bwrap looked up by name on a PATH without it, and a tool built without any runner, refuse the same way.
-    const unnamed = createBashTool({ path: toolPath, sandbox: createSandbox({ bwrapPath: "bwrap", searchPath: outside, workspacesDir, servicePaths: [repoRoot] }) }) as unknown as typeof bash;
-    expect(await run(`echo ran > ${target}`, { tool: unnamed })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
-    const none = createBashTool({ path: toolPath }) as unknown as typeof bash;
-    expect(await run(`echo ran > ${target}`, { tool: none })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    const unnamed = createSandbox({ bwrapPath: "bwrap", searchPath: outside, workspacesDir, servicePaths: [repoRoot] });
+    expect(await run(`echo ran > ${target}`, { runner: unnamed })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+        expect(await run(`echo ran > ${target}`, { runner: null })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(existsSync(target)).toBe(false);
   });
 
@@ -341,16 +353,16 @@ describe("sandboxed work", () => {
     const fake = path.join(outside, "bwrap");
     await writeFile(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n");
     await chmod(fake, 0o755);
-    const broken = createBashTool({ path: toolPath, sandbox: createSandbox({ bwrapPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }) }) as unknown as typeof bash;
-    const result = await run("echo hi", { tool: broken });
+    const broken = createSandbox({ bwrapPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
+    const result = await run("echo hi", { runner: broken });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toContain("bubblewrap could not set up the sandbox (bwrap: No permissions to create new namespace)");
     expect(text(result)).toContain("install the Debian package bubblewrap");
     // With the network grant bwrap runs under unshare: the same refusal, with the network's fixes.
-    const networked = await run("echo hi", { tool: broken, sandbox: { network: true } });
-    expect(networked).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
-    expect(text(networked)).toContain("bubblewrap could not set up the sandbox (bwrap: No permissions to create new namespace)");
-    expect(text(networked)).toContain("install the Debian package slirp4netns");
+    const withNetwork = await run("echo hi", { runner: broken, ...networked });
+    expect(withNetwork).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(text(withNetwork)).toContain("bubblewrap could not set up the sandbox (bwrap: No permissions to create new namespace)");
+    expect(text(withNetwork)).toContain("install the Debian package slirp4netns");
     expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
   });
 });
@@ -359,11 +371,8 @@ describe("sandboxed network", () => {
   it("S3: a network-granted call fails closed when slirp4netns is missing, with a clear error; calls without the network still run", async () => {
     const target = path.join(outside, "ran-without-slirp.txt");
     // Configured as the service configures it (FOYA_SLIRP4NETNS_PATH).
-    const missing = createBashTool({
-      path: toolPath,
-      sandbox: sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath, FOYA_SLIRP4NETNS_PATH: "/nonexistent/slirp4netns" })),
-    }) as unknown as typeof bash;
-    const result = await run(`echo ran > ${target}`, { tool: missing, sandbox: { network: true } });
+    const missing = sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath, FOYA_SLIRP4NETNS_PATH: "/nonexistent/slirp4netns" }));
+    const result = await run(`echo ran > ${target}`, { runner: missing, ...networked });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toMatch(/^Sandbox unavailable: slirp4netns \("\/nonexistent\/slirp4netns"\) is not installed on this worker/);
     expect(text(result)).toContain("install the Debian package slirp4netns");
@@ -372,11 +381,11 @@ describe("sandboxed network", () => {
     expect(existsSync(target)).toBe(false);
     // Looked up by name on a PATH without it: the same.
     const emptyDir = await mkdtemp(path.join(outside, "empty-path-"));
-    const unnamed = createBashTool({ path: toolPath, sandbox: createSandbox({ bwrapPath: "/usr/bin/bwrap", searchPath: emptyDir, workspacesDir, servicePaths: [repoRoot] }) }) as unknown as typeof bash;
-    expect(await run(`echo ran > ${target}`, { tool: unnamed, sandbox: { network: true } })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    const unnamed = createSandbox({ bwrapPath: "/usr/bin/bwrap", searchPath: emptyDir, workspacesDir, servicePaths: [repoRoot] });
+    expect(await run(`echo ran > ${target}`, { runner: unnamed, ...networked })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(existsSync(target)).toBe(false);
     // Without the network grant slirp4netns is not needed.
-    expect(text(await run("echo fine", { tool: missing }))).toBe("fine\n\n[exit code 0]");
+    expect(text(await run("echo fine", { runner: missing }))).toBe("fine\n\n[exit code 0]");
   });
 
   it("S3: a network-granted call fails closed when slirp4netns cannot connect the sandbox, with its reason, and the command never runs", async () => {
@@ -387,11 +396,8 @@ describe("sandboxed network", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     const target = path.join(workspace, `never-${marker}.txt`);
-    const broken = createBashTool({
-      path: toolPath,
-      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
-    }) as unknown as typeof bash;
-    const result = await run(`echo ran > ${target}; sleep ${marker}`, { tool: broken, sandbox: { network: true } });
+    const broken = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
+    const result = await run(`echo ran > ${target}; sleep ${marker}`, { runner: broken, ...networked });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toContain("slirp4netns could not connect the sandbox's network (slirp4netns exited (status 1) before the network was up: setns(CLONE_NEWNET): Operation not permitted)");
     expect(text(result)).toContain("install the Debian package slirp4netns");
@@ -406,11 +412,8 @@ describe("sandboxed network", () => {
     await chmod(fake, 0o755);
     const marker = uniqueMarker();
     markers.add(marker);
-    const dies = createBashTool({
-      path: toolPath,
-      sandbox: createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] }),
-    }) as unknown as typeof bash;
-    const result = await run(`echo started; sleep ${marker}`, { tool: dies, sandbox: { network: true } });
+    const dies = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
+    const result = await run(`echo started; sleep ${marker}`, { runner: dies, ...networked });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toContain("the sandbox lost its network, and the command was stopped (slirp4netns exited (status 1) while the command ran: create_sandbox failed)");
     expect(await survivorsAfter(marker, 1000)).toEqual([]);
@@ -420,17 +423,17 @@ describe("sandboxed network", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     const results = await Promise.all([
-      run("true", { sandbox: { network: true } }),
-      run("exit 3", { sandbox: { network: true } }),
-      run("cat /proc/net/route", { sandbox: { network: true } }),
-      run(`sleep ${marker}`, { sandbox: { network: true }, timeoutMs: 300 }),
+      run("true", networked),
+      run("exit 3", networked),
+      run("cat /proc/net/route", networked),
+      run(`sleep ${marker}`, { ...networked, timeoutMs: 300 }),
     ]);
     expect(results.map((result) => result.errorCode)).toEqual([undefined, "exit_code", undefined, "timeout"]);
     expect(await slirp4netnsLeftAfter(1000)).toEqual([]);
 
     // Cancelled once the command runs (slirp4netns is up by then).
     const controller = new AbortController();
-    const started = run(`echo started; sleep ${marker}`, { sandbox: { network: true }, signal: controller.signal });
+    const started = run(`echo started; sleep ${marker}`, { ...networked, signal: controller.signal });
     await expect.poll(async () => (await survivorsAfter(marker, 0)).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
     expect((await livingSlirp4netns()).length).toBeGreaterThanOrEqual(1);
     controller.abort();
@@ -443,7 +446,7 @@ describe("sandboxed network", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     for (let i = 0; i < 20; i++) {
-      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, sandbox: { network: true }, runner });
+      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, confinement: { kind: "sandbox", network: true }, identity: testIdentity, limits: defaultProcessLimits, runner });
       if ("unavailable" in prepared) throw new Error(prepared.unavailable);
       const shell = prepared.start();
       await new Promise((resolve) => setTimeout(resolve, (i * 2) % 40));
@@ -475,7 +478,7 @@ describe("sandboxed cancellation", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     for (let i = 0; i < 40; i++) {
-      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, sandbox: { network: false }, runner });
+      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, confinement: { kind: "sandbox", network: false }, identity: testIdentity, limits: defaultProcessLimits, runner });
       if ("unavailable" in prepared) throw new Error(prepared.unavailable);
       const shell = prepared.start();
       await new Promise((resolve) => setTimeout(resolve, i % 8));

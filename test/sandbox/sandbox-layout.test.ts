@@ -6,12 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapArguments, type SandboxLayout } from "../../src/sandbox/mount-plan.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import { sandboxResolvConf } from "../../src/sandbox/sandbox-network.js";
-import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
+import { defaultProcessLimits } from "../../src/sandbox/process-limits.js";
+import { bashTool } from "../../src/tools/builtin/bash-tool.js";
 import type { Tool, ToolResult } from "../../src/tools/tool.js";
 import { repoRoot } from "../helpers/test-env.js";
-import { toolContext } from "../helpers/tool-context.js";
-
-const toolPath = "/usr/local/bin:/usr/bin:/bin";
+import { readyForTools, testIdentity, toolContext, toolPath } from "../helpers/tool-context.js";
 let base: string;
 
 beforeAll(async () => {
@@ -23,11 +22,9 @@ afterAll(async () => {
 
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 const runIn = (runner: SandboxRunner, workspaceDir: string, command: string): Promise<ToolResult> =>
-  (createBashTool({ path: toolPath, sandbox: runner }) as unknown as Tool<{ command: string }>).run(
-    toolContext({ workspaceDir, exposedTools: ["bash"], sandbox: { network: false } }),
-    { command },
-    { callId: "c", name: "bash", argumentsRaw: "" },
-  );
+  (bashTool as unknown as Tool<{ command: string }>).run(toolContext({ workspaceDir, runner, exposedTools: ["bash"] }), { command }, { callId: "c", name: "bash", argumentsRaw: "" });
+/** What every plan asks besides the command and the workspace: confined, as the test's tool uid, default limits. */
+const planned = { view: "confined" as const, identity: testIdentity, limits: defaultProcessLimits };
 
 describe("sandbox layout", () => {
   it("S3: the service's folder is hidden even inside a shown tree, with the workspaces folder inside it (the default .data/workspaces)", async () => {
@@ -90,10 +87,10 @@ describe("sandbox layout", () => {
     await mkdir(path.join(workspaces, "t", "p"), { recursive: true });
     const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: workspaces, servicePaths: [repoRoot] });
     for (const workspaceDir of [workspaces, base, "/"]) {
-      const plan = await runner.plan({ command: "true", workspaceDir, network: false });
+      const plan = await runner.plan({ command: "true", workspaceDir, network: false, ...planned });
       expect(plan, workspaceDir).toMatchObject({ ok: false, message: expect.stringContaining("a workspace must be a project's own folder") });
     }
-    expect(await runner.plan({ command: "true", workspaceDir: path.join(base, "missing"), network: false })).toMatchObject({ ok: false, message: expect.stringContaining("is not a directory") });
+    expect(await runner.plan({ command: "true", workspaceDir: path.join(base, "missing"), network: false, ...planned })).toMatchObject({ ok: false, message: expect.stringContaining("is not a directory") });
   });
 
   it("S3: hiding a path that holds the system trees is a configuration error", () => {
@@ -104,6 +101,7 @@ describe("sandbox layout", () => {
 
   it("S3: the bwrap command line: whitelist, namespaces, no capabilities, covers only where needed, always its own network namespace", () => {
     const layout: SandboxLayout = {
+      view: "confined",
       readOnly: [{ path: "/usr" }, { path: "/bin", symlinkTo: "/usr/bin" }, { path: "/etc" }],
       hidden: [
         { path: "/etc/shadow", isDirectory: false },
@@ -113,12 +111,12 @@ describe("sandbox layout", () => {
         { path: "/srv/foya/.data/workspaces", isDirectory: true },
       ],
       workspace: "/srv/foya/.data/workspaces/t/p",
-      git: { pin: "/srv/foya/.data/workspaces/t/p/.git", readOnly: ["/srv/foya/.data/workspaces/t/p/.git/hooks"] },
-      tmpfsBytes: 1024,
+      git: { pins: ["/srv/foya/.data/workspaces/t/p/.git"], readOnly: ["/srv/foya/.data/workspaces/t/p/.git/hooks"] },
+      tmpBytes: 1024,
     };
     const args = bwrapArguments(layout, { network: null, statusFd: 3 });
     const line = args.join(" ");
-    for (const flag of ["--unshare-user --disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--json-status-fd 3"]) {
+    for (const flag of ["--unshare-user --uid 0 --gid 0 --disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--json-status-fd 3"]) {
       expect(line).toContain(flag);
     }
     expect(line).not.toContain("--ro-bind / /");
@@ -144,7 +142,7 @@ describe("sandbox layout", () => {
     // on the block fd, and the generated resolv.conf is bound once /etc is there.
     const networked = bwrapArguments(layout, { network: { blockFd: 4, resolvConf: { fd: 5, path: "/etc/resolv.conf" } }, statusFd: 3 }).join(" ");
     expect(networked).not.toContain("--unshare-net");
-    for (const flag of ["--unshare-user --disable-userns", "--unshare-pid", "--cap-drop ALL", "--json-status-fd 3 --block-fd 4"]) expect(networked).toContain(flag);
+    for (const flag of ["--unshare-user --uid 0 --gid 0 --disable-userns", "--unshare-pid", "--cap-drop ALL", "--json-status-fd 3 --block-fd 4"]) expect(networked).toContain(flag);
     expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeGreaterThan(networked.indexOf("--ro-bind /etc /etc"));
     expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeLessThan(networked.indexOf("--remount-ro / "));
     expect(bwrapArguments(layout, { network: { blockFd: 4, resolvConf: null }, statusFd: 3 }).join(" ")).not.toContain("--ro-bind-data");
@@ -153,15 +151,44 @@ describe("sandbox layout", () => {
   it("S3: the runner never gives a sandbox the host's network namespace: bwrap makes an empty one, or unshare one for slirp4netns", async () => {
     const workspace = path.join(base, "ws-net", "t", "p");
     await mkdir(workspace, { recursive: true });
+    await readyForTools(workspace);
     const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "ws-net"), servicePaths: [repoRoot] });
-    const plain = await runner.plan({ command: "true", workspaceDir: workspace, network: false });
-    expect(plain).toMatchObject({ ok: true, file: expect.stringMatching(/\/bwrap$/), network: null });
-    expect(plain.ok && plain.args).toContain("--unshare-net");
-    const networked = await runner.plan({ command: "true", workspaceDir: workspace, network: true });
-    expect(networked).toMatchObject({ ok: true, file: expect.stringMatching(/\/unshare$/), network: { slirp4netns: expect.stringMatching(/\/slirp4netns$/), blockFd: 4 } });
+    const plain = await runner.plan({ command: "true", workspaceDir: workspace, network: false, ...planned });
+    if (!plain.ok) throw new Error(plain.message);
+    expect(plain.network).toBeNull();
+    const bwrapAt = plain.args.findIndex((arg) => arg.endsWith("/bwrap"));
+    expect(bwrapAt).toBeGreaterThan(0);
+    expect(plain.args).toContain("--unshare-net");
+    const networked = await runner.plan({ command: "true", workspaceDir: workspace, network: true, ...planned });
     if (!networked.ok) throw new Error(networked.message);
-    expect(networked.args.slice(0, 5)).toEqual(["--user", "--map-root-user", "--net", "--", plain.ok ? plain.file : ""]);
+    expect(networked.network).toMatchObject({ slirp4netns: expect.stringMatching(/\/slirp4netns$/), blockFd: 4 });
+    const unshareAt = networked.args.findIndex((arg) => arg.endsWith("/unshare"));
+    expect(networked.args.slice(unshareAt + 1, unshareAt + 6)).toEqual(["--user", "--map-root-user", "--net", "--", plain.args[bwrapAt]]);
     expect(networked.args).toContain("--block-fd");
+    expect(networked.args).not.toContain("--unshare-net");
+  });
+
+  it("S7: a root service steps down: setpriv to the tenant's uid without groups or new privileges, then prlimit sets the call's limits", async () => {
+    const workspace = path.join(base, "ws-identity", "t", "p");
+    await mkdir(workspace, { recursive: true });
+    await readyForTools(workspace);
+    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "ws-identity"), servicePaths: [repoRoot] });
+    const limits = { memoryBytes: 1 << 30, processes: 64, cpuSeconds: 30, fileSizeBytes: 1 << 20, wallSeconds: 60, tmpBytes: 1 << 25 };
+    const plan = await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: testIdentity, limits });
+    if (!plan.ok) throw new Error(plan.message);
+    const line = [plan.file, ...plan.args].join(" ");
+    if (process.getuid?.() === 0) {
+      expect(plan.file).toMatch(/\/setpriv$/);
+      expect(line).toContain(`--reuid=${testIdentity.uid} --regid=${testIdentity.gid} --clear-groups --no-new-privs --`);
+    }
+    expect(line).toMatch(/\/prlimit --as=1073741824 --nproc=64 --fsize=1048576 --core=0 --cpu=30:31 -- \S+\/bwrap /);
+    expect(line).toContain(`--size ${1 << 25} --tmpfs /tmp`);
+    // Root may never be asked for; a workspace that is not the tenant's is refused, never used as it is.
+    expect(await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: { uid: 0, gid: 0 }, limits })).toMatchObject({ ok: false, message: expect.stringContaining("may not run as root") });
+    if (process.getuid?.() === 0) {
+      const other = { uid: testIdentity.uid + 1, gid: testIdentity.gid + 1 };
+      expect(await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: other, limits })).toMatchObject({ ok: false, message: expect.stringContaining(`not to the tenant's tool uid ${other.uid}`) });
+    }
   });
 
   it("S3: a network-granted sandbox's resolv.conf names slirp4netns's DNS, or the host's upstream servers when the host's resolver is on loopback", () => {

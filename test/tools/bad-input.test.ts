@@ -7,7 +7,7 @@ import { createToolExecutor } from "../../src/tools/execute-tool-call.js";
 import { createToolRegistry } from "../../src/tools/tool-registry.js";
 import { toolContext } from "../helpers/tool-context.js";
 
-const registry = createToolRegistry(builtinTools({ toolPath: "/usr/bin:/bin", webFetchAllowPrivate: false }));
+const registry = createToolRegistry(builtinTools({ webFetchAllowPrivate: false }));
 const executor = createToolExecutor(registry);
 let workspace: string;
 beforeAll(async () => {

@@ -1,43 +1,43 @@
-import { mkdtemp, readFile, realpath } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
-import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
-import { createBashTool } from "../../src/tools/builtin/bash-tool.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
+import { bashTool } from "../../src/tools/builtin/bash-tool.js";
 import type { Tool, ToolContext, ToolResult } from "../../src/tools/tool.js";
 import { repoRoot } from "../helpers/test-env.js";
-import { toolContext } from "../helpers/tool-context.js";
+import { toolContext, toolPath } from "../helpers/tool-context.js";
+import { killAll, survivorsAfter, uniqueMarker } from "../sandbox/host-processes.js";
 
-const toolPath = "/usr/local/bin:/usr/bin:/bin";
-let bash: Tool<{ command: string; timeoutMs?: number }>;
+const bash = bashTool as unknown as Tool<{ command: string; timeoutMs?: number }>;
 let workspace: string;
+let runner: SandboxRunner;
+const markers = new Set<string>();
 
 beforeAll(async () => {
-  workspace = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bash-")));
-  // Outside Full Access bash runs sandboxed (test/sandbox covers the sandbox itself).
-  const sandbox = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.dirname(workspace), servicePaths: [repoRoot] });
-  bash = createBashTool({ path: toolPath, sandbox }) as unknown as typeof bash;
+  const workspaces = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bash-")));
+  workspace = path.join(workspaces, "tenant", "project");
+  await mkdir(workspace, { recursive: true });
+  // Every call runs under bubblewrap (test/sandbox covers the sandbox itself).
+  runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: workspaces, servicePaths: [repoRoot] });
 });
+afterAll(async () => killAll(markers));
 
 type RunOptions = { timeoutMs?: number; approvalMode?: ToolContext["approvalMode"]; signal?: AbortSignal };
 
 function context(options: RunOptions = {}): ToolContext {
-  const { timeoutMs: _timeout, ...overrides } = options;
-  // Full Access has no sandbox, as the worker passes it.
-  return toolContext({ workspaceDir: workspace, exposedTools: ["bash"], ...(options.approvalMode === "full_access" ? { sandbox: null } : {}), ...overrides });
+  const { timeoutMs: _timeout, approvalMode, ...overrides } = options;
+  return toolContext({ workspaceDir: workspace, runner, exposedTools: ["bash"], ...(approvalMode === "full_access" ? { confinement: { kind: "full_access" } } : {}), ...overrides });
 }
 
 const run = (command: string, options: RunOptions = {}): Promise<ToolResult> =>
   bash.run(context(options), { command, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) }, { callId: "c", name: "bash", argumentsRaw: "" });
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
-/** Running, as opposed to gone or a zombie waiting to be reaped (an init that does not reap leaves those). */
-const alive = async (pid: number): Promise<boolean> => {
-  try {
-    const status = await readFile(`/proc/${pid}/status`, "utf8");
-    return !/^State:\s+Z/m.test(status);
-  } catch {
-    return false;
-  }
+/** A `sleep` the test can find among the host's processes by its unique duration. */
+const marked = (): string => {
+  const marker = uniqueMarker();
+  markers.add(marker);
+  return marker;
 };
 
 describe("bash", () => {
@@ -59,26 +59,28 @@ describe("bash", () => {
     expect(text(result)).toMatch(/before\noops\n\n\[exit code 3\]$/);
   });
 
-  // The pid files below hold host pids only without a sandbox (inside, pids are the sandbox's own);
-  // test/sandbox/sandbox-escape.test.ts covers the same for sandboxed calls.
-  it("C1: a timeout kills the whole process group, background children included", async () => {
-    const result = await run("sleep 30 & echo $! > bg.pid; sleep 30", { timeoutMs: 500, approvalMode: "full_access" });
-    expect(result).toMatchObject({ isError: true, errorCode: "timeout" });
-    const pid = Number(await readFile(path.join(workspace, "bg.pid"), "utf8"));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await alive(pid)).toBe(false);
-  });
+  // Full Access runs in its own PID namespace too (S8): the host's process table shows whether anything is left.
+  for (const approvalMode of ["auto", "full_access"] as const) {
+    it(`C1: a timeout kills the whole process tree, background children included (${approvalMode})`, async () => {
+      const marker = marked();
+      const result = await run(`sleep ${marker} & sleep ${marker}`, { timeoutMs: 500, approvalMode });
+      expect(result).toMatchObject({ isError: true, errorCode: "timeout" });
+      expect(await survivorsAfter(marker, 2000)).toEqual([]);
+    });
 
-  it("C1: cancelling aborts the command and its children; nothing outlives a finished command", async () => {
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
-    const cancelled = await run("sleep 30 & echo $! > cancel.pid; wait", { signal: controller.signal, approvalMode: "full_access" });
-    expect(cancelled).toMatchObject({ isError: true, errorCode: "cancelled" });
-    const finished = await run("sleep 30 > /dev/null 2>&1 & echo $! > left.pid; echo done", { approvalMode: "full_access" });
-    expect(text(finished)).toContain("done");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    for (const file of ["cancel.pid", "left.pid"]) expect(await alive(Number(await readFile(path.join(workspace, file), "utf8"))), file).toBe(false);
-  });
+    it(`C1: cancelling aborts the command and its children; nothing outlives a finished command (${approvalMode})`, async () => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 300);
+      const cancelledMarker = marked();
+      const cancelled = await run(`sleep ${cancelledMarker} & wait`, { signal: controller.signal, approvalMode });
+      expect(cancelled).toMatchObject({ isError: true, errorCode: "cancelled" });
+      const leftMarker = marked();
+      const finished = await run(`sleep ${leftMarker} > /dev/null 2>&1 & echo done`, { approvalMode });
+      expect(text(finished)).toContain("done");
+      expect(await survivorsAfter(cancelledMarker, 2000)).toEqual([]);
+      expect(await survivorsAfter(leftMarker, 2000)).toEqual([]);
+    });
+  }
 
   it("F4: permanent deletes are refused outside Full Access and run in Full Access", async () => {
     const refused = await run("touch x && FOO=1 rm -f x");

@@ -19,7 +19,7 @@ const tool = (name: string, extra: Partial<Parameters<typeof defineTool>[0]> = {
 
 describe("tool registry", () => {
   it("T1: every built-in tool declares name, description, JSON Schema, exposure, side-effect class and run", () => {
-    for (const builtin of builtinTools({ toolPath: "/usr/bin:/bin", webFetchAllowPrivate: false })) {
+    for (const builtin of builtinTools({ webFetchAllowPrivate: false })) {
       expect(builtin.name).toMatch(/^[a-z][a-z0-9_]*$/);
       expect(builtin.description.length).toBeGreaterThan(10);
       expect(builtin.parameters).toMatchObject({ type: "object", additionalProperties: false });
@@ -31,7 +31,7 @@ describe("tool registry", () => {
 
   it("R1: one registry holds built-ins and tools of other sources, and refuses a name twice", async () => {
     const extra = await loadToolModules([testToolsModule]);
-    const registry = createToolRegistry([...builtinTools({ toolPath: "/usr/bin:/bin", webFetchAllowPrivate: false }), ...extra]);
+    const registry = createToolRegistry([...builtinTools({ webFetchAllowPrivate: false }), ...extra]);
     expect(registry.list().map((t) => t.name)).toEqual(["agent", "bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "history_read_tool_result", "late_progress", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "tool_search", "update_tasks", "web_fetch", "write"]);
     expect(() => createToolRegistry([tool("a"), tool("a")])).toThrow(/registered twice/);
     await expect(loadToolModules([new URL(import.meta.url).pathname])).rejects.toThrow(/does not export a "tools" array/);

@@ -1,10 +1,10 @@
-import { mkdir, realpath } from "node:fs/promises";
-import path from "node:path";
 import { createRoute } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
 import { projects } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
+import { toolIdentity } from "../../sandbox/tool-identity.js";
+import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
 import { serializeProject } from "../serialize.js";
@@ -29,11 +29,12 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
     const { name } = c.req.valid("json");
     const tenantId = c.get("tenantId");
     const id = newId("prj");
-    const folder = path.join(services.config.workspacesDir, tenantId, id);
-    await mkdir(folder, { recursive: true });
+    // The workspace belongs to the tenant's tool uid from the start (SPEC S7); nobody else may enter it.
+    const settings = await services.tenantSettings.get(tenantId);
+    const workspacePath = await createWorkspaceFolder(services.config.workspacesDir, [tenantId, id], toolIdentity(services.identityMode, settings.toolUidSlot));
     const [project] = await services.db.db
       .insert(projects)
-      .values({ id, tenantId, name, workspacePath: await realpath(folder) })
+      .values({ id, tenantId, name, workspacePath })
       .returning();
     if (!project) throw new Error("project insert returned nothing");
     return c.json(serializeProject(project), 201);

@@ -6,7 +6,7 @@ import { readEvents } from "../../events/event-store.js";
 import { cancelRun } from "../../runs/cancel-run.js";
 import { createRun } from "../../runs/create-run.js";
 import type { ApiServices, App } from "../app-env.js";
-import { ErrorSchema, errorResponses, EventsPageSchema, IdParam, RunCreateSchema, RunSchema } from "../schemas.js";
+import { ErrorSchema, errorResponses, EventsPageSchema, fullAccessRefusedResponse, IdParam, RunCreateSchema, RunSchema } from "../schemas.js";
 import { serializeRun } from "../serialize.js";
 import { streamSessionEvents } from "../session-event-stream.js";
 import { findSession } from "./find-owned.js";
@@ -20,6 +20,7 @@ const startRun = createRoute({
     202: { content: { "application/json": { schema: RunSchema } }, description: "Accepted; the run will reach a terminal state" },
     409: { content: { "application/json": { schema: ErrorSchema } }, description: "The session has an active run (ifActive=reject)" },
     ...errorResponses,
+    ...fullAccessRefusedResponse,
   },
 });
 

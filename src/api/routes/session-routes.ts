@@ -4,8 +4,9 @@ import { messages, projects, sessions } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { deleteSession } from "../../runs/delete-session.js";
+import { fullAccessRefusal, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
-import { errorResponses, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
+import { errorResponses, fullAccessRefusedResponse, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
 import { serializeSession } from "../serialize.js";
 import { findSession } from "./find-owned.js";
 
@@ -14,7 +15,11 @@ const createSession = createRoute({
   path: "/v1/sessions",
   summary: "Create a session in a project",
   request: { body: { content: { "application/json": { schema: SessionCreateSchema } }, required: true } },
-  responses: { 201: { content: { "application/json": { schema: SessionSchema } }, description: "Created" }, ...errorResponses },
+  responses: {
+    201: { content: { "application/json": { schema: SessionSchema } }, description: "Created" },
+    ...errorResponses,
+    ...fullAccessRefusedResponse,
+  },
 });
 
 const getSession = createRoute({
@@ -55,6 +60,13 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
     const providerProfile = body.providerProfile ?? services.config.defaultProvider;
     if (!services.providers.has(providerProfile)) {
       throw new FoyaError("bad_request", `provider profile "${providerProfile}" is not configured on this server`);
+    }
+    if (body.approvalMode === "full_access") {
+      // Read now, not cached: a grant the operator just gave or revoked applies at once.
+      const settings = await readTenantSettings(services.db.db, tenantId);
+      if (!settings) throw notFound("tenant");
+      const refusal = fullAccessRefusal(services.config, settings);
+      if (refusal) throw new FoyaError("full_access_not_granted", refusal);
     }
     const [session] = await services.db.db
       .insert(sessions)

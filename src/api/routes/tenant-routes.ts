@@ -1,9 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
+import { eq, sql } from "drizzle-orm";
+import type { PgUpdateSetSource } from "drizzle-orm/pg-core";
 import { apiKeys, tenants } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import type { ApiServices, App } from "../app-env.js";
 import { generateApiKey, requireAdminToken } from "../auth.js";
-import { errorResponses, TenantCreatedSchema, TenantCreateSchema } from "../schemas.js";
+import { adminDisabledResponse, errorResponses, IdParam, TenantCreatedSchema, TenantCreateSchema, TenantSchema, TenantUpdateSchema } from "../schemas.js";
+import { serializeTenant } from "../serialize.js";
 
 const createTenant = createRoute({
   method: "post",
@@ -15,11 +19,32 @@ const createTenant = createRoute({
   responses: {
     201: { content: { "application/json": { schema: TenantCreatedSchema } }, description: "Created; the key is shown once" },
     ...errorResponses,
+    ...adminDisabledResponse,
   },
 });
 
+const getTenant = createRoute({
+  method: "get",
+  path: "/v1/tenants/{id}",
+  summary: "A tenant's operator settings: Full Access grant, process limits, tool uid (admin token only)",
+  security: [{ adminToken: [] }],
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant" }, ...errorResponses, ...adminDisabledResponse },
+});
+
+const updateTenant = createRoute({
+  method: "patch",
+  path: "/v1/tenants/{id}",
+  summary: "Grant or revoke Full Access, set or clear process limit overrides (admin token only)",
+  security: [{ adminToken: [] }],
+  request: { params: IdParam, body: { content: { "application/json": { schema: TenantUpdateSchema } }, required: true } },
+  responses: { 200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant, updated" }, ...errorResponses, ...adminDisabledResponse },
+});
+
 export function registerTenantRoutes(app: App, services: ApiServices): void {
-  app.use("/v1/tenants", requireAdminToken(services.config.adminToken));
+  // Also matches /v1/tenants itself.
+  app.use("/v1/tenants/*", requireAdminToken(services.config.adminToken));
+
   app.openapi(createTenant, async (c) => {
     const { name } = c.req.valid("json");
     const key = generateApiKey();
@@ -30,5 +55,27 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
       return row;
     });
     return c.json({ tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.createdAt.toISOString() }, apiKey: key.key }, 201);
+  });
+
+  app.openapi(getTenant, async (c) => {
+    const [tenant] = await services.db.db.select().from(tenants).where(eq(tenants.id, c.req.valid("param").id));
+    if (!tenant) throw notFound("tenant");
+    return c.json(serializeTenant(tenant, services.config), 200);
+  });
+
+  app.openapi(updateTenant, async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const changes: PgUpdateSetSource<typeof tenants> = {};
+    if (body.fullAccess !== undefined) changes.fullAccess = body.fullAccess;
+    if (body.limits === null) changes.toolLimits = {};
+    // A JSON merge in one statement: a null value overwrites its key, and stripping nulls removes it.
+    else if (body.limits !== undefined) changes.toolLimits = sql`jsonb_strip_nulls(${tenants.toolLimits} || ${JSON.stringify(body.limits)}::jsonb)`;
+    const [tenant] =
+      Object.keys(changes).length === 0
+        ? await services.db.db.select().from(tenants).where(eq(tenants.id, id))
+        : await services.db.db.update(tenants).set(changes).where(eq(tenants.id, id)).returning();
+    if (!tenant) throw notFound("tenant");
+    return c.json(serializeTenant(tenant, services.config), 200);
   });
 }

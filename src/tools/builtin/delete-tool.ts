@@ -1,9 +1,6 @@
-import { lstat, readdir } from "node:fs/promises";
-import path from "node:path";
-import trash from "trash";
-import { recordFileChange, snapshotFile } from "../file-change.js";
-import { defineTool, errorResult, type FileChangeRecord, type ToolContext } from "../tool.js";
-import { resolveToolPath } from "./tool-path.js";
+import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
+import { defineTool, type FileChangeRecord } from "../tool.js";
+import { workspaceFailure } from "./workspace-failure.js";
 
 interface DeleteArgs {
   path: string;
@@ -13,12 +10,14 @@ interface DeleteArgs {
 const protectedFolders = new Set([".git", ".agents", ".foya"]);
 /** A folder bigger than this is refused: every file in it is recorded so that it can be restored. */
 const maxRecordedFiles = 2000;
-const maxRecordedBytes = 64 * 1024 * 1024;
 
 /**
- * Moves a file or folder to the OS trash; nothing is ever deleted for good
- * (SPEC F4). Every file removed is recorded as a file change with its content,
- * so a revert can bring it back.
+ * Moves a file or folder of the workspace to the OS trash; nothing is ever
+ * deleted for good (SPEC F4). Every file removed is recorded as a file change
+ * with its content, so a revert can bring it back. The workspace door decides
+ * what is removed (a final symlink is removed, not its target; nothing outside
+ * the workspace, in any mode); the protected folders are checked on the entry
+ * the door actually removes.
  */
 export const deleteTool = defineTool<DeleteArgs>({
   name: "delete",
@@ -33,32 +32,20 @@ export const deleteTool = defineTool<DeleteArgs>({
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async run(context, args) {
-    const resolved = await resolveToolPath(context, args.path, { followFinalLink: false });
-    if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
-    if (resolved.absolute === path.parse(resolved.absolute).root) return errorResult("protected_path", "The file-system root can never be removed.");
-    if (context.approvalMode !== "full_access") {
-      if (resolved.relative === ".") return errorResult("protected_path", "The workspace root cannot be deleted.");
-      const top = resolved.relative.split(path.sep)[0] ?? "";
-      if (protectedFolders.has(top)) return errorResult("protected_path", `"${args.path}" is inside the protected folder ${top}.`);
-    }
-    let stat;
+    const refuse = (path: string): string | null => {
+      if (context.approvalMode === "full_access") return null;
+      const top = path.split("/")[0] ?? "";
+      return protectedFolders.has(top) ? `"${args.path}" is inside the protected folder ${top}.` : null;
+    };
+    let outcome;
     try {
-      stat = await lstat(resolved.absolute);
-    } catch {
-      return errorResult("file_not_found", `Nothing exists at "${args.path}".`);
-    }
-    let changes: FileChangeRecord[];
-    try {
-      changes = stat.isDirectory() ? await recordFolder(context, resolved.absolute, resolved.relative) : await recordOne(context, resolved.absolute, resolved.relative);
+      outcome = await context.workspace.trash(args.path, { maxFiles: maxRecordedFiles, maxBytes: maxRecordedFileBytes, refuse });
     } catch (error) {
-      return errorResult("delete_refused", (error as Error).message);
+      return workspaceFailure(error);
     }
-    try {
-      await trash([resolved.absolute], { glob: false });
-    } catch (error) {
-      return errorResult("trash_failed", `Could not move "${args.path}" to the trash: ${(error as Error).message}`);
-    }
-    const what = stat.isDirectory() ? `folder ${resolved.relative} (${changes.length} files)` : resolved.relative;
+    const changes: FileChangeRecord[] = [];
+    for (const file of outcome.files) changes.push(await recordFileChange(context, file.path, file.snapshot, { kind: "absent" }));
+    const what = outcome.kind === "directory" ? `folder ${outcome.path} (${changes.length} files)` : outcome.path;
     return {
       content: [{ type: "text", text: `Moved ${what} to the trash.` }],
       displayDiff: changes.map((change) => change.diff).join(""),
@@ -66,31 +53,3 @@ export const deleteTool = defineTool<DeleteArgs>({
     };
   },
 });
-
-async function recordOne(context: Pick<ToolContext, "blobs">, absolute: string, relative: string): Promise<FileChangeRecord[]> {
-  const stat = await lstat(absolute);
-  if (!stat.isFile()) return []; // a symbolic link or special file: trashed, not recorded
-  return [await recordFileChange(context, relative, await snapshotFile(absolute), { kind: "absent" })];
-}
-
-async function recordFolder(context: Pick<ToolContext, "blobs">, absolute: string, relative: string): Promise<FileChangeRecord[]> {
-  const files: string[] = [];
-  let bytes = 0;
-  const walk = async (folder: string): Promise<void> => {
-    for (const entry of await readdir(folder, { withFileTypes: true })) {
-      const full = path.join(folder, entry.name);
-      if (entry.isDirectory()) await walk(full);
-      else if (entry.isFile()) {
-        files.push(full);
-        bytes += (await lstat(full)).size;
-        if (files.length > maxRecordedFiles || bytes > maxRecordedBytes) {
-          throw new Error(`"${relative}" is too large to delete recoverably (over ${maxRecordedFiles} files or ${maxRecordedBytes / 1024 / 1024} MiB); delete smaller parts.`);
-        }
-      }
-    }
-  };
-  await walk(absolute);
-  const changes: FileChangeRecord[] = [];
-  for (const file of files) changes.push(...(await recordOne(context, file, path.join(relative, path.relative(absolute, file)))));
-  return changes;
-}

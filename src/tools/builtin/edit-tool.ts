@@ -1,7 +1,6 @@
-import { writeFile } from "node:fs/promises";
-import { displayDiff, recordFileChange, snapshotFile } from "../file-change.js";
+import { displayDiff, maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import { defineTool, errorResult, type ToolResult } from "../tool.js";
-import { resolveToolPath } from "./tool-path.js";
+import { workspaceFailure } from "./workspace-failure.js";
 
 interface EditArgs {
   path: string;
@@ -69,35 +68,36 @@ export const editTool = defineTool<EditArgs>({
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async previewDiff(context, args) {
-    const resolved = await resolveToolPath(context, args.path);
-    if (!resolved.ok) return null;
-    const before = await snapshotFile(resolved.absolute).catch(() => null);
-    if (before?.kind !== "file") return null;
-    const edited = applyEdit(before.content, args);
-    return edited.ok ? displayDiff(resolved.relative, before, { kind: "file", content: Buffer.from(edited.updated), mode: before.mode }) : null;
+    const current = await context.workspace.snapshot(args.path, { maxBytes: maxRecordedFileBytes }).catch(() => null);
+    if (current?.snapshot.kind !== "file") return null;
+    const edited = applyEdit(current.snapshot.content, args);
+    return edited.ok ? displayDiff(current.path, current.snapshot, { kind: "file", content: Buffer.from(edited.updated), mode: current.snapshot.mode }) : null;
   },
   async run(context, args) {
-    const resolved = await resolveToolPath(context, args.path);
-    if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
-    let before;
+    let occurrences = 0;
+    let outcome;
     try {
-      before = await snapshotFile(resolved.absolute);
-    } catch {
-      return errorResult("is_directory", `"${args.path}" is not a regular file.`);
-    }
-    if (before.kind === "absent") return errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`);
-    const edited = applyEdit(before.content, args);
-    if (!edited.ok) return edited.error;
-    const { updated, occurrences } = edited;
-    try {
-      await writeFile(resolved.absolute, updated, { signal: context.signal });
+      // Read, decide and write on one descriptor: the change recorded is the change made.
+      outcome = await context.workspace.update<ToolResult>(
+        args.path,
+        (before) => {
+          if (before.kind === "absent") return { keep: errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`) };
+          const edited = applyEdit(before.content, args);
+          if (!edited.ok) return { keep: edited.error };
+          occurrences = edited.occurrences;
+          return { write: Buffer.from(edited.updated) };
+        },
+        { maxBytes: maxRecordedFileBytes, createParents: false },
+      );
     } catch (error) {
-      return errorResult("write_failed", `Could not write "${args.path}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      if (error instanceof Error && "code" in error && error.code === "not_a_directory") return errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`);
+      return workspaceFailure(error);
     }
-    const change = await recordFileChange(context, resolved.relative, before, await snapshotFile(resolved.absolute));
+    if (outcome.kind === "kept") return outcome.value;
+    const change = await recordFileChange(context, outcome.path, outcome.before, outcome.after);
     const replaced = args.replace_all ? `${occurrences} occurrences` : "1 occurrence";
     return {
-      content: [{ type: "text", text: `Edited ${resolved.relative}: replaced ${replaced}.` }],
+      content: [{ type: "text", text: `Edited ${outcome.path}: replaced ${replaced}.` }],
       displayDiff: change.diff,
       fileChanges: [change],
     };

@@ -1,9 +1,7 @@
-import { open } from "node:fs/promises";
-import path from "node:path";
-import { glob } from "tinyglobby";
+import { compileGlob } from "../../workspace/glob-pattern.js";
 import { defineTool, errorResult, textResult } from "../tool.js";
 import { compileLinePattern } from "../line-pattern.js";
-import { resolveToolPath } from "./tool-path.js";
+import { workspaceFailure } from "./workspace-failure.js";
 
 interface GrepArgs {
   pattern: string;
@@ -15,12 +13,19 @@ const maxMatches = 500;
 const maxLineLength = 300;
 /** Files bigger than this are skipped: grep is for source, not for data dumps. */
 const maxFileBytes = 4 * 1024 * 1024;
+const maxVisited = 100_000;
+const skipped = new Set(["node_modules", ".git"]);
 
-/** Searches workspace files for a regular expression, line by line, capped (SPEC O1). */
+/**
+ * Searches workspace files for a regular expression, line by line, capped
+ * (SPEC O1). Files come from the workspace door's walk (inside only, links
+ * never followed, each file read from the folder the walk holds: S6); the
+ * pattern and the glob both run in linear time.
+ */
 export const grepTool = defineTool<GrepArgs>({
   name: "grep",
   description:
-    "Search workspace files for a regular expression (JavaScript syntax). Answers path:line: text for each match. node_modules, .git and binary files are skipped.",
+    "Search workspace files for a regular expression (RE2 syntax, like JavaScript's without backreferences or lookaround). Answers path:line: text for each match. node_modules, .git, symbolic links and binary files are skipped.",
   parameters: {
     type: "object",
     properties: {
@@ -37,41 +42,37 @@ export const grepTool = defineTool<GrepArgs>({
   async run(context, args) {
     const regex = compileLinePattern(args.pattern, args.ignoreCase === true);
     if (!regex.ok) return errorResult("invalid_pattern", `The pattern is not a valid regular expression: ${regex.message}`);
-    const resolved = await resolveToolPath(context, ".");
-    if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
-    const pattern = args.glob ?? "**/*";
-    if (pattern.split("/").includes("..")) return errorResult("path_outside_workspace", "The glob may not climb out with '..'.");
-    const files = (await glob(pattern, { cwd: resolved.absolute, ignore: ["**/node_modules/**", "**/.git/**"], dot: true, onlyFiles: true, followSymbolicLinks: false })).sort();
+    const glob = compileGlob(args.glob ?? "**/*");
+    if (!glob.ok) return errorResult(glob.outside ? "path_outside_workspace" : "invalid_pattern", glob.message);
     const matches: string[] = [];
     let total = 0;
-    for (const file of files) {
-      if (context.signal.aborted) return errorResult("cancelled", "The search was cancelled.");
-      const content = await readSmallText(path.join(resolved.absolute, file));
-      if (content === null) continue;
-      content.split("\n").forEach((line, index) => {
-        if (!regex.test(line)) return;
-        total++;
-        if (matches.length < maxMatches) {
-          const shown = line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line;
-          matches.push(`${file}:${index + 1}: ${shown}`);
-        }
-      });
+    let searched = 0;
+    let outcome;
+    try {
+      outcome = await context.workspace.walk(
+        { skipFolders: skipped, enter: (path) => glob.mayMatchUnder(path), maxEntries: maxVisited, signal: context.signal },
+        async (file) => {
+          if (file.kind !== "file" || !glob.matches(file.path)) return;
+          const content = await file.read(maxFileBytes);
+          if (content === null || content.includes(0)) return;
+          searched++;
+          content
+            .toString("utf8")
+            .split("\n")
+            .forEach((line, index) => {
+              if (!regex.test(line)) return;
+              total++;
+              if (matches.length < maxMatches) matches.push(`${file.path}:${index + 1}: ${line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line}`);
+            });
+        },
+      );
+    } catch (error) {
+      return workspaceFailure(error);
     }
-    if (total === 0) return textResult(`No match for /${args.pattern}/ in ${files.length} files.`);
+    if (outcome.cancelled) return errorResult("cancelled", "The search was cancelled.");
+    const walkNote = outcome.truncated ? `\n[stopped after looking at ${outcome.visited} entries; narrow the glob]` : "";
+    if (total === 0) return textResult(`No match for /${args.pattern}/ in ${searched} files.${walkNote}`);
     const note = total > matches.length ? `\n[${total - matches.length} of ${total} matches not shown]` : "";
-    return textResult(matches.join("\n") + note);
+    return textResult(matches.join("\n") + note + walkNote);
   },
 });
-
-async function readSmallText(absolute: string): Promise<string | null> {
-  const handle = await open(absolute, "r").catch(() => null);
-  if (!handle) return null;
-  try {
-    const stat = await handle.stat();
-    if (stat.size > maxFileBytes) return null;
-    const buffer = await handle.readFile();
-    return buffer.includes(0) ? null : buffer.toString("utf8");
-  } finally {
-    await handle.close();
-  }
-}

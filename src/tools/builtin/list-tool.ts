@@ -1,23 +1,30 @@
-import { glob } from "tinyglobby";
+import { compileGlob } from "../../workspace/glob-pattern.js";
 import { defineTool, errorResult, textResult } from "../tool.js";
-import { resolveToolPath } from "./tool-path.js";
+import { workspaceFailure } from "./workspace-failure.js";
 
 interface ListArgs {
   pattern?: string;
   path?: string;
 }
 
-const maxEntries = 1000;
-const ignored = ["**/node_modules/**", "**/.git/**"];
+const maxShown = 1000;
+/** Entries looked at before a listing stops, so a huge tree costs a bounded walk. */
+const maxVisited = 100_000;
+const skipped = new Set(["node_modules", ".git"]);
 
-/** Lists files of the workspace matching a glob, sorted, capped like read (SPEC O1). */
+/**
+ * Lists files of the workspace matching a glob, sorted, capped like read
+ * (SPEC O1). The workspace door walks only inside the workspace and never
+ * follows a link (S6); the glob (matched in linear time) only filters what the
+ * walk meets, so no pattern can reach outside.
+ */
 export const listTool = defineTool<ListArgs>({
   name: "list",
-  description: "List files in the workspace matching a glob pattern (default **/*), sorted. node_modules and .git are skipped.",
+  description: "List files in the workspace matching a glob pattern (default **/*), sorted. node_modules and .git are skipped; symbolic links are listed, not followed.",
   parameters: {
     type: "object",
     properties: {
-      pattern: { type: "string", minLength: 1, maxLength: 1000, description: 'Glob, e.g. "src/**/*.ts" (default "**/*").' },
+      pattern: { type: "string", minLength: 1, maxLength: 1000, description: 'Glob relative to path, e.g. "src/**/*.ts" (default "**/*").' },
       path: { type: "string", minLength: 1, description: "Folder to search from, relative to the workspace root (default the root)." },
     },
     additionalProperties: false,
@@ -27,20 +34,26 @@ export const listTool = defineTool<ListArgs>({
   approvalSubject: (args) => ({ kind: "path", path: args.path ?? "." }),
   parallel: true,
   async run(context, args) {
-    const resolved = await resolveToolPath(context, args.path ?? ".");
-    if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
     const pattern = args.pattern ?? "**/*";
-    if (pattern.split("/").includes("..")) return errorResult("path_outside_workspace", "The pattern may not climb out with '..'.");
-    let files: string[];
+    const glob = compileGlob(pattern);
+    if (!glob.ok) return errorResult(glob.outside ? "path_outside_workspace" : "invalid_pattern", glob.message);
+    const files: string[] = [];
+    let outcome;
     try {
-      files = await glob(pattern, { cwd: resolved.absolute, ignore: ignored, dot: true, onlyFiles: true, followSymbolicLinks: false, expandDirectories: false });
+      outcome = await context.workspace.walk(
+        { from: args.path ?? ".", skipFolders: skipped, enter: (_path, relative) => glob.mayMatchUnder(relative), maxEntries: maxVisited, signal: context.signal },
+        (file) => {
+          if (glob.matches(file.relative)) files.push(file.relative);
+        },
+      );
     } catch (error) {
-      return errorResult("list_failed", `Could not list "${pattern}": ${(error as Error).message}`);
+      return workspaceFailure(error);
     }
+    if (outcome.cancelled) return errorResult("cancelled", "The listing was cancelled.");
     files.sort();
-    if (files.length === 0) return textResult(`No files match ${pattern}.`);
-    const shown = files.slice(0, maxEntries).join("\n");
-    const note = files.length > maxEntries ? `\n[${files.length - maxEntries} of ${files.length} entries not shown]` : "";
-    return textResult(shown + note);
+    const walkNote = outcome.truncated ? `\n[stopped after looking at ${outcome.visited} entries; narrow the path or pattern]` : "";
+    if (files.length === 0) return textResult(`No files match ${pattern}.${walkNote}`);
+    const note = files.length > maxShown ? `\n[${files.length - maxShown} of ${files.length} entries not shown]` : "";
+    return textResult(files.slice(0, maxShown).join("\n") + note + walkNote);
   },
 });

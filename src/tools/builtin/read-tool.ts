@@ -1,9 +1,9 @@
-import { createReadStream } from "node:fs";
-import { open } from "node:fs/promises";
 import { maxArtifactBytes } from "../../artifacts/artifact-store.js";
 import { sniffImageMediaType } from "../../artifacts/media-types.js";
+import { readLines } from "../../workspace/line-reader.js";
+import type { OpenedFile } from "../../workspace/workspace-files.js";
 import { defineTool, errorResult, textResult, type ToolResult } from "../tool.js";
-import { resolveToolPath } from "./tool-path.js";
+import { workspaceFailure } from "./workspace-failure.js";
 
 interface ReadArgs {
   path: string;
@@ -14,14 +14,23 @@ interface ReadArgs {
 const defaultLineLimit = 2000;
 const maxLineChars = 2000;
 const maxOutputBytes = 256 * 1024;
-/** Lines are counted to the end for files up to this size, so the note can say "of how many". */
-const maxCountedBytes = 64 * 1024 * 1024;
+/**
+ * Bytes looked at per call, collecting and counting together: lines are
+ * counted to the end within it (so the note can say "of how many"), and a
+ * read further into a huge file stops there and says so. Scanning is linear:
+ * about half a second for the whole budget.
+ */
+const maxScanBytes = 512 * 1024 * 1024;
+/** Room for the line numbers and tabs the lines are shown with (at most 8 bytes a line). */
+const numberingBytes = 8 * 10_000;
 
 /**
  * Reads a text file of the workspace with line numbers (SPEC O1): offset and
  * limit page through it; lines, line length and bytes are capped keeping the
- * head, and a note says what was left out of how much. Images (by their bytes)
- * are returned as images (I1); other binary files are described, not dumped.
+ * head, in one linear pass with bounded memory (a 1 GB line costs a scan, not
+ * a gigabyte), and a note says what was left out of how much. Images (by their
+ * bytes) are returned as images (I1); other binary files are described, not
+ * dumped. The file comes through the workspace door (S6).
  */
 export const readTool = defineTool<ReadArgs>({
   name: "read",
@@ -42,91 +51,64 @@ export const readTool = defineTool<ReadArgs>({
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   parallel: true,
   async run(context, args) {
-    const resolved = await resolveToolPath(context, args.path);
-    if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
-    let size: number;
+    let file: OpenedFile;
     try {
-      const handle = await open(resolved.absolute, "r");
-      try {
-        const stat = await handle.stat();
-        if (stat.isDirectory()) return errorResult("is_directory", `"${args.path}" is a directory.`);
-        size = stat.size;
-        const probe = Buffer.alloc(Math.min(size, 8192));
-        await handle.read(probe, 0, probe.length, 0);
-        // Images are told by their bytes, not their name; the engine stores them as artifacts (I1).
-        const imageType = sniffImageMediaType(probe);
-        if (imageType) return await imageResult(args.path, imageType, size, () => handle.readFile());
-        if (probe.includes(0)) return textResult(`"${args.path}" is a binary file of ${size} bytes; not shown.`);
-      } finally {
-        await handle.close();
-      }
+      file = await context.workspace.openFile(args.path);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return errorResult("file_not_found", `No file at "${args.path}".`);
-      if (code === "EISDIR") return errorResult("is_directory", `"${args.path}" is a directory.`);
-      // The path is echoed short: a path long enough to fail is no use to the model whole.
-      const shown = args.path.length > 200 ? `${args.path.slice(0, 200)}… (${args.path.length} characters)` : args.path;
-      return errorResult("read_failed", `Could not read "${shown}": ${code ?? (error as Error).message}`);
+      return workspaceFailure(error);
     }
-
-    const first = (args.offset ?? 1) - 1;
-    const limit = args.limit ?? defaultLineLimit;
-    const shown: string[] = [];
-    let outputBytes = 0;
-    let shownFileBytes = 0;
-    let lineNumber = 0;
-    let cutLines = 0;
-    let stoppedByBytes = false;
-    let partial = "";
-    let reachedEnd = true;
-    const take = (line: string) => {
-      if (lineNumber >= first && shown.length < limit && !stoppedByBytes) {
-        const text = line.length > maxLineChars ? `${line.slice(0, maxLineChars)}… [line cut: ${line.length - maxLineChars} more characters]` : line;
-        if (line.length > maxLineChars) cutLines++;
-        const rendered = `${String(lineNumber + 1).padStart(6)}\t${text}`;
-        if (outputBytes + Buffer.byteLength(rendered) + 1 > maxOutputBytes) stoppedByBytes = true;
-        else {
-          shown.push(rendered);
-          outputBytes += Buffer.byteLength(rendered) + 1;
-          shownFileBytes += Buffer.byteLength(line.length > maxLineChars ? line.slice(0, maxLineChars) : line) + 1;
-        }
-      }
-      lineNumber++;
-    };
-    const stream = createReadStream(resolved.absolute, { encoding: "utf8", signal: context.signal });
-    for await (const chunk of stream as AsyncIterable<string>) {
-      const pieces = (partial + chunk).split("\n");
-      partial = pieces.pop() ?? "";
-      for (const piece of pieces) take(piece);
-      const done = shown.length >= limit || stoppedByBytes;
-      if (done && (size > maxCountedBytes || lineNumber > first + limit + 1_000_000)) {
-        reachedEnd = false;
-        stream.destroy();
-        break;
-      }
+    try {
+      const probe = await file.head(Math.min(file.size, 8192));
+      // Images are told by their bytes, not their name; the engine stores them as artifacts (I1).
+      const imageType = sniffImageMediaType(probe);
+      if (imageType) return await imageResult(file, imageType, context.signal);
+      if (probe.includes(0)) return textResult(`"${file.path}" is a binary file of ${file.size} bytes; not shown.`);
+      const first = args.offset ?? 1;
+      const read = await readLines(file.chunks({ signal: context.signal }), {
+        offset: first,
+        limit: args.limit ?? defaultLineLimit,
+        maxLineChars,
+        maxOutputBytes: maxOutputBytes - numberingBytes,
+        maxScanBytes,
+        signal: context.signal,
+      });
+      if (read.cancelled) return errorResult("cancelled", "The read was cancelled.");
+      return textResult(render(file, first, read));
+    } finally {
+      await file.close();
     }
-    if (reachedEnd && partial.length > 0) take(partial);
-
-    const total = reachedEnd ? `${lineNumber}` : `at least ${lineNumber}`;
-    const notes: string[] = [];
-    if (shown.length === 0) return textResult(`"${args.path}" has ${total} lines; none from line ${first + 1}.`);
-    const last = first + shown.length;
-    if (first > 0 || last < lineNumber || !reachedEnd) notes.push(`showing lines ${first + 1}-${last} of ${total}; ${Math.max(0, size - shownFileBytes)} of ${size} bytes not shown`);
-    if (stoppedByBytes) notes.push(`output capped at ${maxOutputBytes} bytes; continue with offset ${last + 1}`);
-    if (cutLines > 0) notes.push(`${cutLines} long lines cut at ${maxLineChars} characters`);
-    return textResult(shown.join("\n") + (notes.length ? `\n[${notes.join("; ")}]` : ""));
   },
 });
 
+function render(file: OpenedFile, first: number, read: Awaited<ReturnType<typeof readLines>>): string {
+  const total = read.totalIsExact ? `${read.totalLines}` : `at least ${read.totalLines}`;
+  const scanNote = read.totalIsExact ? "" : ` [stopped after reading ${read.scannedBytes} of ${file.size} bytes]`;
+  if (read.lines.length === 0) return `"${file.path}" has ${total} lines; none from line ${first}.${scanNote}`;
+  let shownBytes = 0;
+  const shown = read.lines.map((line) => {
+    shownBytes += Buffer.byteLength(line.text) + 1;
+    return `${String(line.number).padStart(6)}\t${line.text}${line.cut > 0 ? `… [line cut: ${line.cut} more characters]` : ""}`;
+  });
+  const last = read.lines[read.lines.length - 1]?.number ?? first;
+  const notes: string[] = [];
+  const cut = read.lines.filter((line) => line.cut > 0).length;
+  if (first > 1 || last < read.totalLines || !read.totalIsExact) notes.push(`showing lines ${first}-${last} of ${total}; ${Math.max(0, file.size - shownBytes)} of ${file.size} bytes not shown`);
+  if (read.stoppedByOutputBytes) notes.push(`output capped at ${maxOutputBytes} bytes; continue with offset ${last + 1}`);
+  if (cut > 0) notes.push(`${cut} long lines cut at ${maxLineChars} characters`);
+  return shown.join("\n") + (notes.length ? `\n[${notes.join("; ")}]` : "");
+}
+
 /** An image file as an image part, with a line saying what it is; too large an image is described instead. */
-async function imageResult(displayPath: string, mediaType: string, size: number, readBytes: () => Promise<Buffer>): Promise<ToolResult> {
-  if (size > maxArtifactBytes) {
-    return errorResult("image_too_large", `"${displayPath}" is a ${mediaType} image of ${size} bytes; images over ${maxArtifactBytes} bytes are not returned.`);
+async function imageResult(file: OpenedFile, mediaType: string, signal: AbortSignal): Promise<ToolResult> {
+  if (file.size > maxArtifactBytes) {
+    return errorResult("image_too_large", `"${file.path}" is a ${mediaType} image of ${file.size} bytes; images over ${maxArtifactBytes} bytes are not returned.`);
   }
-  const data = await readBytes();
+  const chunks: Buffer[] = [];
+  for await (const chunk of file.chunks({ end: maxArtifactBytes, signal })) chunks.push(chunk);
+  const data = Buffer.concat(chunks);
   return {
     content: [
-      { type: "text", text: `"${displayPath}": ${mediaType} image, ${data.length} bytes` },
+      { type: "text", text: `"${file.path}": ${mediaType} image, ${data.length} bytes` },
       { type: "image-data", mediaType, data },
     ],
   };

@@ -1,8 +1,6 @@
-import { chmod, mkdir, writeFile } from "node:fs/promises";
-import path from "node:path";
-import { displayDiff, recordFileChange, snapshotFile } from "../file-change.js";
-import { defineTool, errorResult } from "../tool.js";
-import { resolveToolPath } from "./tool-path.js";
+import { displayDiff, maxRecordedFileBytes, recordFileChange } from "../file-change.js";
+import { defineTool } from "../tool.js";
+import { workspaceFailure } from "./workspace-failure.js";
 
 interface WriteArgs {
   path: string;
@@ -26,31 +24,24 @@ export const writeTool = defineTool<WriteArgs>({
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async previewDiff(context, args) {
-    const resolved = await resolveToolPath(context, args.path);
-    if (!resolved.ok || resolved.relative === ".") return null;
-    const before = await snapshotFile(resolved.absolute).catch(() => null);
-    if (!before) return null;
-    return displayDiff(resolved.relative, before, { kind: "file", content: Buffer.from(args.content), mode: before.kind === "file" ? before.mode : 0o644 });
+    const current = await context.workspace.snapshot(args.path, { maxBytes: maxRecordedFileBytes }).catch(() => null);
+    if (!current) return null;
+    const mode = current.snapshot.kind === "file" ? current.snapshot.mode : 0o644;
+    return displayDiff(current.path, current.snapshot, { kind: "file", content: Buffer.from(args.content), mode });
   },
   async run(context, args) {
-    const resolved = await resolveToolPath(context, args.path);
-    if (!resolved.ok) return errorResult("path_outside_workspace", resolved.message);
-    if (resolved.relative === ".") return errorResult("is_directory", "Cannot write to the workspace root.");
-    let before;
+    const content = Buffer.from(args.content);
+    let outcome;
     try {
-      before = await snapshotFile(resolved.absolute);
-      await mkdir(path.dirname(resolved.absolute), { recursive: true });
-      await writeFile(resolved.absolute, args.content, { signal: context.signal });
-      if (before.kind === "file") await chmod(resolved.absolute, before.mode);
+      outcome = await context.workspace.update(args.path, () => ({ write: content }), { maxBytes: maxRecordedFileBytes });
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "EISDIR" || code === "ENOTFILE") return errorResult("is_directory", `"${args.path}" is not a regular file.`);
-      return errorResult("write_failed", `Could not write "${args.path}": ${code ?? (error as Error).message}`);
+      return workspaceFailure(error);
     }
-    const change = await recordFileChange(context, resolved.relative, before, await snapshotFile(resolved.absolute));
-    const verb = before.kind === "file" ? "Updated" : "Created";
+    if (outcome.kind === "kept") throw new Error("write never keeps a file as it is");
+    const change = await recordFileChange(context, outcome.path, outcome.before, outcome.after);
+    const verb = outcome.before.kind === "file" ? "Updated" : "Created";
     return {
-      content: [{ type: "text", text: `${verb} ${resolved.relative} (${Buffer.byteLength(args.content)} bytes).` }],
+      content: [{ type: "text", text: `${verb} ${outcome.path} (${content.length} bytes).` }],
       displayDiff: change.diff,
       fileChanges: [change],
     };

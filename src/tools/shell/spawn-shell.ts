@@ -2,9 +2,11 @@ import type { Readable, Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { execa } from "execa";
 import { connectNetwork, type NetworkLink } from "../../sandbox/sandbox-network.js";
+import type { Confinement } from "../../sandbox/confinement.js";
+import type { ProcessLimits } from "../../sandbox/process-limits.js";
 import { sandboxNetworkUnavailableMessage, sandboxUnavailableMessage, type SandboxInvocation, type SandboxRunner } from "../../sandbox/sandbox-runner.js";
 import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
-import type { SandboxGrant } from "../tool.js";
+import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import { BoundedOutput } from "./bounded-output.js";
 
 /** How a tool process ended. */
@@ -37,9 +39,11 @@ export interface ShellOptions {
   path: string;
   headBytes: number;
   tailBytes: number;
-  /** The call's confinement; null (Full Access only) runs the command unconfined. */
-  sandbox: SandboxGrant | null;
-  /** Builds the confinement; without one, a sandboxed call fails closed. */
+  confinement: Confinement;
+  /** The tenant's host identity: never root (SPEC S7). */
+  identity: ProcessIdentity;
+  limits: ProcessLimits;
+  /** Builds the confinement; without one, every call fails closed. */
   runner: SandboxRunner | undefined;
 }
 
@@ -47,18 +51,26 @@ export interface ShellOptions {
  * Prepares `bash -c command` the way every tool process starts: in its own
  * process group, with only PATH, HOME (the workspace) and terminal settings
  * in its environment, never the service's secrets, and output kept bounded
- * while it streams. With a sandbox grant it runs under bubblewrap (SPEC S3),
- * in its own network namespace: empty, or with the network grant connected
- * by slirp4netns before the command starts (`sandbox-network.ts`); if the
- * sandbox cannot be planned this answers why, and nothing starts.
- * Preparing is separate from starting so a caller can record the command
- * first (background commands) and still refuse before anything ran.
+ * while it streams. It always runs under bubblewrap, as the tenant's uid and
+ * within its limits (SPEC S3, S7): confined, or with Full Access's view of the
+ * host (S8); in its own network namespace, empty or connected by slirp4netns
+ * before the command starts (`sandbox-network.ts`). If that cannot be planned
+ * this answers why, and nothing starts. Preparing is separate from starting so
+ * a caller can record the command first (background commands) and still
+ * refuse before anything ran.
  */
 export async function prepareShell(options: ShellOptions): Promise<PreparedShell | { unavailable: string }> {
   const env: Record<string, string> = { PATH: options.path, HOME: options.cwd, TERM: "dumb", PAGER: "cat", GIT_PAGER: "cat", LANG: "C.UTF-8" };
-  if (options.sandbox === null) return { start: () => startProcess({ file: "bash", args: ["-c", options.command], cwd: options.cwd, env, options }) };
   if (!options.runner) return { unavailable: sandboxUnavailableMessage("this worker was built without a sandbox runner") };
-  const plan = await options.runner.plan({ command: options.command, workspaceDir: options.cwd, network: options.sandbox.network });
+  const fullAccess = options.confinement.kind === "full_access";
+  const plan = await options.runner.plan({
+    command: options.command,
+    workspaceDir: options.cwd,
+    network: fullAccess || (options.confinement.kind === "sandbox" && options.confinement.network),
+    view: fullAccess ? "host" : "confined",
+    identity: options.identity,
+    limits: options.limits,
+  });
   if (!plan.ok) return { unavailable: plan.message };
   // bwrap gets the same small environment, so even its own /proc/1/environ inside shows nothing of the service.
   return { start: () => startProcess({ file: plan.file, args: plan.args, cwd: options.cwd, env, options, sandbox: plan }) };
@@ -71,12 +83,11 @@ const initReportGraceMs = 2000;
 /** How long bwrap may take to exit once its sandbox's init was killed. */
 const bwrapExitGraceMs = 200;
 
-function startProcess(spec: { file: string; args: string[]; cwd: string; env: Record<string, string>; options: ShellOptions; sandbox?: SandboxInvocation }): ShellProcess {
-  const sandboxed = spec.sandbox !== undefined;
-  const network = spec.sandbox?.network ?? null;
+function startProcess(spec: { file: string; args: string[]; cwd: string; env: Record<string, string>; options: ShellOptions; sandbox: SandboxInvocation }): ShellProcess {
+  const network = spec.sandbox.network;
   // Extra pipes for bwrap: its status fd, and with the network its block fd and the resolv.conf it binds.
   const extraFds: Array<"ignore" | "pipe"> = [];
-  for (const fd of [spec.sandbox?.statusFd, network?.blockFd, network?.resolvConf?.fd]) {
+  for (const fd of [spec.sandbox.statusFd, network?.blockFd, network?.resolvConf?.fd]) {
     if (fd === undefined) continue;
     while (extraFds.length <= fd - 3) extraFds.push("ignore");
     extraFds[fd - 3] = "pipe";
@@ -132,7 +143,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   };
 
   let status = "";
-  const statusStream = spec.sandbox ? (child.stdio[spec.sandbox.statusFd] as Readable) : undefined;
+  const statusStream = child.stdio[spec.sandbox.statusFd] as Readable | undefined;
   statusStream?.on("data", (chunk: Buffer) => {
     status += chunk.toString("utf8");
     if (sandboxInit !== undefined) return;
@@ -176,7 +187,6 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   });
 
   const ended = Promise.all([child, statusRead]).then(([result]): ShellEnd => {
-    if (!sandboxed) return result.signal ? { kind: "signaled", signal: result.signal } : { kind: "exited", exitCode: result.exitCode ?? 1 };
     if (networkFailure !== undefined && !stopped) return { kind: "sandbox_failed", message: sandboxNetworkUnavailableMessage(networkFailure) };
     const reported = readSandboxStatus(status);
     if (reported.exitCode !== undefined) {
@@ -198,7 +208,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
       if (exited) return signalGroup();
       stopped = true;
       link?.stop();
-      if (!sandboxed || sandboxInit !== undefined) return killSandbox();
+      if (sandboxInit !== undefined) return killSandbox();
       // bwrap has not reported its init yet: kill once it does (a bwrap that
       // fails exits by itself); kill bwrap regardless if that never comes.
       setTimeout(killSandbox, initReportGraceMs).unref();

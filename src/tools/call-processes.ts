@@ -1,0 +1,25 @@
+import type { ProcessLimits } from "../sandbox/process-limits.js";
+import type { PreparedShell } from "./shell/spawn-shell.js";
+
+/**
+ * How a tool starts processes (SPEC S3, S7, S8). The engine builds it for each
+ * call: the workspace as working directory, the call's confinement, the
+ * tenant's uid and limits. A tool never chooses any of them, and never sees a
+ * host path.
+ */
+export interface CallProcesses {
+  /**
+   * Prepares `bash -c command`; answers why it cannot run (nothing ran) when
+   * its confinement cannot be set up (`sandbox_unavailable`: the call fails
+   * closed) or the session's Full Access is no longer granted
+   * (`full_access_not_granted`).
+   */
+  prepare(command: string, output: { headBytes: number; tailBytes: number }): Promise<PreparedShell | ProcessRefusal>;
+  /** The limits the processes run under, for messages and for capping a call's own timeout. */
+  limits: ProcessLimits;
+}
+
+export interface ProcessRefusal {
+  unavailable: string;
+  code: "sandbox_unavailable" | "full_access_not_granted";
+}

@@ -1,0 +1,44 @@
+import type { ApprovalMode } from "../db/schema.js";
+import type { Services } from "../services.js";
+import type { Confinement } from "../sandbox/confinement.js";
+import { toolIdentity } from "../sandbox/tool-identity.js";
+import { effectiveToolLimits, fullAccessRefusal } from "../tenants/tenant-settings.js";
+import type { CallProcesses } from "../tools/call-processes.js";
+import { createCallProcesses } from "../tools/shell/create-call-processes.js";
+import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
+import type { WorkspaceFiles } from "../workspace/workspace-files.js";
+
+/** Where and as whom every call of one batch works (SPEC S6, S7, S8); built once per batch attempt. */
+export interface BatchToolEnvironment {
+  /** The project's workspace door. */
+  workspace: WorkspaceFiles;
+  /** The processes of one call, with the network its grant allows. */
+  processesFor(grant: { network: boolean }): CallProcesses;
+}
+
+/**
+ * Reads the tenant's settings (cached a few seconds, so an operator's change
+ * applies within them), makes sure the workspace belongs to the tenant's uid,
+ * and builds what the calls' contexts share. A Full Access session whose grant
+ * was revoked keeps its file tools (the door confines them in every mode) but
+ * starts no process.
+ */
+export async function batchToolEnvironment(
+  services: Pick<Services, "config" | "sandbox" | "tenantSettings" | "identityMode" | "workspaceOwnership">,
+  input: { tenantId: string; approvalMode: ApprovalMode; workspacePath: string },
+): Promise<BatchToolEnvironment> {
+  const { config } = services;
+  const settings = await services.tenantSettings.get(input.tenantId);
+  const identity = toolIdentity(services.identityMode, settings.toolUidSlot);
+  const limits = effectiveToolLimits(config, settings);
+  await services.workspaceOwnership.ensure(input.workspacePath, identity);
+  const fullAccess = input.approvalMode === "full_access";
+  const refusal = fullAccess ? fullAccessRefusal(config, settings) : null;
+  return {
+    workspace: projectWorkspaceFiles(config.workspacesDir, input.workspacePath),
+    processesFor(grant) {
+      const confinement: Confinement = fullAccess ? { kind: "full_access" } : { kind: "sandbox", network: grant.network };
+      return createCallProcesses({ runner: services.sandbox, toolPath: config.toolPath, workspaceDir: input.workspacePath, confinement, identity, limits, refusal });
+    },
+  };
+}

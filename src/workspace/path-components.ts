@@ -1,0 +1,47 @@
+import { WorkspaceError } from "./workspace-files.js";
+
+/** Longest path a model may name; the kernel's own limit is 4096 bytes. */
+const maxPathLength = 4096;
+
+/**
+ * The components of a model-written path, relative to the workspace root whose
+ * real path is `rootPath`. Pure: nothing is opened. `..` stays a component (the
+ * descriptor walk pops its own stack for it, so it can never climb above the
+ * root); an absolute path is accepted only when it lies inside the root.
+ */
+export function pathComponents(requested: string, rootPath: string): string[] {
+  if (requested.includes("\u0000")) throw new WorkspaceError("invalid_path", "The path contains a NUL character.");
+  if (requested.length > maxPathLength) throw new WorkspaceError("invalid_path", `The path is ${requested.length} characters long; at most ${maxPathLength} are allowed.`);
+  if (!requested.startsWith("/")) return split(requested);
+  const inside = relativeInside(rootPath, requested);
+  if (inside === null) throw new WorkspaceError("path_outside_workspace", `The path "${shorten(requested)}" is outside the workspace.`);
+  return inside;
+}
+
+/**
+ * The components of an absolute path lexically inside `rootPath` (after
+ * removing `.` and resolving `..` as text), or null when it is outside.
+ */
+export function relativeInside(rootPath: string, absolute: string): string[] | null {
+  const normalized: string[] = [];
+  for (const part of split(absolute)) {
+    if (part === "..") normalized.pop();
+    else normalized.push(part);
+  }
+  const root = split(rootPath);
+  if (normalized.length < root.length || root.some((part, index) => normalized[index] !== part)) return null;
+  return normalized.slice(root.length);
+}
+
+function split(text: string): string[] {
+  return text.split("/").filter((part) => part !== "" && part !== ".");
+}
+
+/** A path as shown in messages: long ones cut, so an error never carries kilobytes of a model's text. */
+export function shorten(requested: string): string {
+  return requested.length > 200 ? `${requested.slice(0, 200)}… (${requested.length} characters)` : requested;
+}
+
+export function joinComponents(components: readonly string[]): string {
+  return components.length === 0 ? "." : components.join("/");
+}
