@@ -1,4 +1,7 @@
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import pg from "pg";
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
@@ -8,6 +11,8 @@ declare module "vitest" {
     /** Admin connection; each test file creates its own database through it. */
     databaseUrl: string;
     redisUrl: string;
+    /** Folder where test/security files record each escape attempt (see test/security/escape-ledger.ts). */
+    escapeLedger: string;
   }
 }
 
@@ -35,8 +40,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   project.provide("databaseUrl", databaseUrl);
   project.provide("redisUrl", redisUrl);
+  const ledger = mkdtempSync(path.join(tmpdir(), "foya-escape-ledger-"));
+  project.provide("escapeLedger", ledger);
   return async () => {
     for (const stop of stops) await stop();
+    printEscapeSummary(ledger);
+    rmSync(ledger, { recursive: true, force: true });
   };
 }
 
@@ -72,4 +81,16 @@ function dockerAnswers(): boolean {
   } catch {
     return false;
   }
+}
+
+/** One line for the whole escape suite (SPEC S6-S8): every attempt test/security recorded, and how many got through. */
+function printEscapeSummary(ledger: string): void {
+  const attempts = readdirSync(ledger)
+    .flatMap((file) => readFileSync(path.join(ledger, file), "utf8").split("\n"))
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { name: string; breached: boolean });
+  if (attempts.length === 0) return;
+  const breaches = attempts.filter((attempt) => attempt.breached);
+  console.log(`escape suite: ${attempts.length} attempts, ${breaches.length} breaches`);
+  for (const breach of breaches) console.log(`  breached: ${breach.name}`);
 }

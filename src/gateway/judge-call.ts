@@ -1,7 +1,6 @@
 import path from "node:path";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { ApprovalSubject } from "../tools/tool.js";
-import { isInside } from "../tools/workspace-path.js";
 import { matchesPath, rulesForTool, type PolicyRule, type RulePath, type RuleSet } from "./rules.js";
 import { analyzeShell, type ShellSubCommand } from "./shell-analysis.js";
 import type { JudgeInput, Verdict } from "./verdict.js";
@@ -204,4 +203,10 @@ function judgeSubCommand(unit: ShellSubCommand, mode: JudgeInput["mode"], rules:
   }
   if (mode === "manual" && !unit.wrapper) return { decision: "ask", reason: `Manual mode asks before running ${quote(unit.text)}.` };
   return null;
+}
+
+/** Whether `candidate` is `root` or below it, as text (the gateway judges what a call names; the workspace door decides what it reaches). */
+function isInside(root: string, candidate: string): boolean {
+  const relative = path.relative(root, candidate);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }

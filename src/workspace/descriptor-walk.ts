@@ -62,7 +62,7 @@ export interface ResolveOptions {
    * created on the way (everything after it is new, so the path is known): a
    * throw stops the walk before anything is made.
    */
-  beforeCreate?(finalComponents: readonly string[]): void;
+  beforeCreate?(finalComponents: readonly string[], chain: readonly HeldEntry[]): void;
   /** Sees the chain of folders from the root to the target's parent while they are still held. */
   inspect?(chain: readonly HeldEntry[]): void;
 }
@@ -108,7 +108,7 @@ export function resolveComponents(root: HeldEntry, rootPath: string, components:
       if (fd === null) {
         if (last) return finish(stack, top, component, null, options);
         if (!options.createParents) throw new WorkspaceError("file_not_found", `No folder "${[...top.components, component].join("/")}" on the way to "${shorten(options.shown)}".`);
-        options.beforeCreate?.(predictPath([...top.components, component], queue));
+        options.beforeCreate?.(predictPath([...top.components, component], queue), stack);
         fd = makeFolder(top, component, options.createParents, options.shown);
       }
       const stats = fstatSync(fd);

@@ -43,12 +43,13 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
     const root = holdRoot(rootPath);
     try {
       const gitFolders: string[][] = [];
+      const gitFoldersOf = (chain: readonly HeldEntry[]) => chain.filter(isGitFolder).map((folder) => folder.components);
       const resolution = resolveComponents(root, rootPath, components, {
         followFinal: resolve.followFinal,
         createParents: resolve.createParents ? ownerOf(root.stats) : null,
         shown: requested,
-        beforeCreate: resolve.gitCheck ? (predicted) => refuseGitMetadata(requested, components, predicted, [], resolve.gitCheck as GitCheck) : undefined,
-        inspect: resolve.gitCheck ? (chain) => chain.forEach((folder) => isGitFolder(folder) && gitFolders.push(folder.components)) : undefined,
+        beforeCreate: resolve.gitCheck ? (predicted, chain) => refuseGitMetadata(requested, components, predicted, gitFoldersOf(chain), resolve.gitCheck as GitCheck) : undefined,
+        inspect: resolve.gitCheck ? (chain) => void gitFolders.push(...gitFoldersOf(chain)) : undefined,
       });
       try {
         if (resolve.gitCheck) refuseGitMetadata(requested, components, resolution.components, gitFolders, resolve.gitCheck);

@@ -39,6 +39,7 @@ interface ProbeReport {
   pids: number;
   secretsSeen: number;
   parentEnviron: boolean;
+  uid: number;
   paths: Record<string, boolean>;
   ports: Record<string, string>;
 }

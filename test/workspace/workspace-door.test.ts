@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, symlink, writeFile, readFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, realpath, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -6,7 +6,7 @@ import { readTool } from "../../src/tools/builtin/read-tool.js";
 import { writeTool } from "../../src/tools/builtin/write-tool.js";
 import type { Tool, ToolContext } from "../../src/tools/tool.js";
 import { toolContext } from "../helpers/tool-context.js";
-import { resolveWorkspacePath } from "../../src/tools/workspace-path.js";
+import { openWorkspaceFiles } from "../../src/workspace/open-workspace-files.js";
 import { sha256 } from "../../src/tools/file-change.js";
 
 const blobs = new Map<string, Buffer>();
@@ -16,7 +16,7 @@ let workspace: string;
 let outside: string;
 
 beforeAll(async () => {
-  root = await mkdtemp(path.join(tmpdir(), "foya-paths-"));
+  root = await realpath(await mkdtemp(path.join(tmpdir(), "foya-paths-")));
   workspace = path.join(root, "ws");
   outside = path.join(root, "outside");
   await mkdir(path.join(workspace, "src"), { recursive: true });
@@ -44,15 +44,18 @@ const run = <A>(tool: unknown, args: A) =>
   (tool as Tool<A>).run(context(), args, { callId: "c", name: "t", argumentsRaw: JSON.stringify(args) });
 
 describe("workspace confinement", () => {
-  it("refuses .., absolute paths and symlinks that lead outside; allows links that stay inside", async () => {
+  it("S6: the door refuses .., absolute paths and symlinks that lead outside; links that stay inside resolve to their target", async () => {
+    const door = openWorkspaceFiles({ root: workspace, trashStaging: path.join(root, "staging") });
     for (const requested of ["../outside/secret.txt", "/etc/passwd", "escape/secret.txt", "secret-link", "escape/new.txt", "src/../../outside"]) {
-      const resolved = await resolveWorkspacePath(workspace, requested);
-      expect(resolved.ok, requested).toBe(false);
+      await expect(door.locate(requested), requested).rejects.toMatchObject({ code: "path_outside_workspace" });
     }
-    const inside = await resolveWorkspacePath(workspace, "inside-link/a.txt");
-    expect(inside).toMatchObject({ ok: true, relative: path.join("src", "a.txt") });
-    expect(await resolveWorkspacePath(workspace, "new/deep/file.txt")).toMatchObject({ ok: true, relative: path.join("new", "deep", "file.txt") });
-    expect((await resolveWorkspacePath(workspace, "a\u0000b")).ok).toBe(false);
+    expect(await door.locate("inside-link/a.txt")).toBe("src/a.txt");
+    expect(await door.locate(path.join(workspace, "src", "a.txt"))).toBe("src/a.txt");
+    expect(await door.locate("src/./../src/a.txt")).toBe("src/a.txt");
+    expect(await door.locate("new.txt")).toBe("new.txt");
+    await expect(door.locate("new/deep/file.txt")).rejects.toMatchObject({ code: "file_not_found" });
+    await expect(door.locate("a\u0000b")).rejects.toMatchObject({ code: "invalid_path" });
+    await expect(door.locate("src/a.txt/x")).rejects.toMatchObject({ code: "not_a_directory" });
   });
 
   it("T4: read and write give is_error results for escapes and missing files, and touch nothing outside", async () => {
