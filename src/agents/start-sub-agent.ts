@@ -6,6 +6,7 @@ import { activateRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced } from "../runs/transact.js";
 import type { Services } from "../services.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
+import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { narrowLimits } from "./child-limits.js";
 
 type SessionRow = typeof sessions.$inferSelect;
@@ -34,6 +35,12 @@ export async function startSubAgent(
   if (!narrowed.ok) return narrowed;
   const { limits } = narrowed;
   const { run, session, call } = parent;
+  if (limits.approvalMode === "full_access") {
+    // Never wider than the parent, but the operator's grant may have been revoked since the parent started (S8).
+    const settings = await readTenantSettings(services.db.db, run.tenantId);
+    const refusal = settings ? fullAccessRefusal(services.config, settings) : "Full Access is not granted: the tenant is gone.";
+    if (refusal) return { ok: false, errorCode: "full_access_not_granted", message: refusal };
+  }
   const started = await transactFenced(services, async (fx) => {
     const [owned] = await fx.tx
       .select({ id: runs.id })

@@ -1,6 +1,7 @@
 import { lstatSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { findExecutable } from "./find-executable.js";
+import { createGitRepositories } from "../workspace/git-repositories.js";
 import { gitLayout } from "./git-layout.js";
 import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
 import type { ProcessLimits } from "./process-limits.js";
@@ -218,6 +219,8 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
     return [...system, ...extras].filter((tree): tree is HostTree => tree !== undefined);
   };
 
+  const repositories = createGitRepositories();
+
   const hiddenEntries = () => {
     const entries = new Map<string, { path: string; isDirectory: boolean }>();
     for (const p of hiddenPaths) {
@@ -255,7 +258,7 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       if (exposes) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${workspace} contains ${exposes}; a workspace must be a project's own folder`) };
       const unreachable = identityCannotUse(workspace, workspaceStats, request.identity);
       if (unreachable) return { ok: false, message: sandboxUnavailableMessage(unreachable) };
-      const git = await gitLayout(workspace);
+      const git = gitLayout(workspace, repositories);
       const layout: SandboxLayout = {
         view: request.view,
         readOnly: request.view === "confined" ? readOnlyTrees() : [],

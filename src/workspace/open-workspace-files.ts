@@ -7,7 +7,7 @@ import { closeQuietly, holdRoot, resolveComponents, viaDescriptor, type HeldEntr
 import { isGitFolder } from "./git-folders.js";
 import { joinComponents, pathComponents, shorten } from "./path-components.js";
 import { protectedGitReason } from "./protected-paths.js";
-import { readBounded, walkTree } from "./workspace-tree.js";
+import { readBounded, walkTree, type TreeFile } from "./workspace-tree.js";
 import {
   WorkspaceError,
   type EntryInfo,
@@ -177,16 +177,12 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
         if (!start.stats.isDirectory()) throw new WorkspaceError("not_a_directory", `"${shorten(walkOptions.from ?? ".")}" is not a folder.`);
         const prefix = start.components.length === 0 ? "" : `${joinComponents(start.components)}/`;
         const enter = walkOptions.enter;
+        const read = (file: TreeFile) => async (maxBytes: number) => {
+          const outcome = await file.read(maxBytes);
+          return outcome.kind === "read" ? outcome.content : null;
+        };
         return walkTree(start, { ...walkOptions, enter: enter ? (folder) => enter(prefix + folder, folder) : undefined }, (file) =>
-          visit({
-            path: prefix + file.path,
-            relative: file.path,
-            kind: file.kind,
-            read: async (maxBytes) => {
-              const read = await file.read(maxBytes);
-              return read.kind === "read" ? read.content : null;
-            },
-          }),
+          visit({ path: prefix + file.path, relative: file.path, kind: file.kind, read: read(file) }),
         );
       }),
   };

@@ -74,11 +74,18 @@ describe("requests", () => {
     expect(Object.keys(document.paths["/v1/sessions/{id}"]!)).toEqual(expect.arrayContaining(["get", "delete"]));
   });
 
-  it("reports liveness and the readiness of Postgres and Redis", async () => {
+  it("S7: reports liveness, the readiness of Postgres and Redis, and how tool processes are confined (identity, rlimits or cgroups)", async () => {
     expect((await env.app.request("/healthz")).status).toBe(200);
     const ready = await env.app.request("/readyz");
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ok", checks: { postgres: "ok", redis: "ok" } });
+    const body = (await ready.json()) as { details: { confinement: Record<string, string> } };
+    expect(body).toMatchObject({ status: "ok", checks: { postgres: "ok", redis: "ok" } });
+    const { confinement } = body.details;
+    expect(confinement.identity).toMatch(process.getuid?.() === 0 ? /^per-tenant uids from 1000000001/ : /^the service's own uid/);
+    expect(confinement.limits).toMatch(/^rlimits per process \(memory 4294967296 bytes of address space, 512 processes per tenant uid/);
+    expect(confinement.limits).toMatch(/cgroup v2: not used \(/);
+    expect(confinement.sandbox).toMatch(/^bubblewrap at \//);
+    expect(confinement.network).toMatch(/^slirp4netns at \//);
   });
 
   it("R3: GET /v1/tools shows the registry as the session sees it", async () => {

@@ -2,6 +2,7 @@ import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readMarkers } from "../fixtures/test-tools.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
@@ -60,6 +61,22 @@ describe("escape suite: Full Access", () => {
       const refused = await granted.startRun(sessionId, script([[{ tool: "bash", args: { command: "id" } }], [{ text: "done" }]]));
       expect(refused.status).toBe(403);
       expect(refused.body.error.code).toBe("full_access_not_granted");
+    });
+    expect((await env.admin.patch(`/v1/tenants/${granted.tenantId}`, { fullAccess: true })).status).toBe(200);
+
+    // Revoked while a run goes on: a sub-agent it then starts cannot carry Full Access on.
+    const running = await granted.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "revoke", sleepMs: 1500 } }], [{ tool: "agent", args: { task: "x" } }], [{ text: "done" }]]),
+    );
+    expect(running.status).toBe(202);
+    const workspace = await env.workspaceOf(sessionId);
+    await waitFor(async () => (await readMarkers(workspace, "revoke")).length === 1, 20_000, "the first step's tool");
+    expect((await env.admin.patch(`/v1/tenants/${granted.tenantId}`, { fullAccess: false })).status).toBe(200);
+    await attempt("start a Full Access sub-agent after the grant was revoked", canary, async () => {
+      expect((await granted.waitForRun(running.body.id, 30_000)).status).toBe("completed");
+      const calls = await env.query<{ name: string; error_code: string | null }>("select name, error_code from tool_calls where run_id = $1 order by created_at", [running.body.id]);
+      expect(calls.find((call) => call.name === "agent")).toMatchObject({ error_code: "full_access_not_granted" });
     });
     expect((await env.admin.patch(`/v1/tenants/${granted.tenantId}`, { fullAccess: true })).status).toBe(200);
   });

@@ -1,8 +1,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
+import { describeConfinement } from "../../sandbox/confinement-report.js";
 import type { ApiServices, App } from "../app-env.js";
 
-const Health = z.object({ status: z.enum(["ok", "unavailable"]), checks: z.record(z.string(), z.string()).optional() });
+const Health = z.object({
+  status: z.enum(["ok", "unavailable"]),
+  checks: z.record(z.string(), z.string()).optional(),
+  /** How this host confines tool processes (SPEC S7); informative, readiness does not depend on it. */
+  details: z.object({ confinement: z.object({ identity: z.string(), limits: z.string(), sandbox: z.string(), network: z.string() }) }).optional(),
+});
 
 const healthz = createRoute({
   method: "get",
@@ -14,7 +20,7 @@ const healthz = createRoute({
 const readyz = createRoute({
   method: "get",
   path: "/readyz",
-  summary: "Readiness of Postgres and Redis",
+  summary: "Readiness of Postgres and Redis, and how tool processes are confined on this host",
   responses: {
     200: { content: { "application/json": { schema: Health } }, description: "Ready" },
     503: { content: { "application/json": { schema: Health } }, description: "A dependency is not answering" },
@@ -38,6 +44,7 @@ export function registerHealthRoutes(app: App, services: ApiServices): void {
       redis: await check(() => services.redis.ping()),
     };
     const ok = Object.values(checks).every((value) => value === "ok");
-    return ok ? c.json({ status: "ok" as const, checks }, 200) : c.json({ status: "unavailable" as const, checks }, 503);
+    const details = { confinement: describeConfinement(services.config, services.identityMode) };
+    return ok ? c.json({ status: "ok" as const, checks, details }, 200) : c.json({ status: "unavailable" as const, checks, details }, 503);
   });
 }

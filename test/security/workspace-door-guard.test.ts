@@ -1,0 +1,51 @@
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { repoRoot } from "../helpers/test-env.js";
+
+/**
+ * Confinement by construction (SPEC S6): the workspace door is the only code
+ * that touches a workspace's files. This guard fails when any other module of
+ * the service starts importing the file system (or the trash, which moves
+ * files by name), so a new tool cannot quietly bypass the door.
+ */
+const allowed: Record<string, string> = {
+  "src/config.ts": "reads the operator's providers file",
+  "src/sandbox/confinement-report.ts": "reads the host's cgroup facts for /readyz",
+  "src/sandbox/find-executable.ts": "looks up programs on the tool PATH",
+  "src/sandbox/git-layout.ts": "stats the git metadata the door found, to bind it read-only",
+  "src/sandbox/sandbox-network.ts": "opens the sandbox's namespaces under /proc",
+  "src/sandbox/sandbox-runner.ts": "reads host facts: system trees, hidden paths, resolv.conf",
+  "src/sandbox/service-dir.ts": "finds the service's own install folder to hide it",
+  "src/workspace/descriptor-walk.ts": "the door: descriptor-relative resolution",
+  "src/workspace/git-folders.ts": "the door: tells git folders by their content",
+  "src/workspace/git-repositories.ts": "finds the workspace's repositories from held descriptors, for the sandbox's read-only binds",
+  "src/workspace/open-workspace-files.ts": "the door itself",
+  "src/workspace/project-workspace.ts": "creates workspace folders and hands them to the tenant's uid",
+  "src/workspace/workspace-tree.ts": "the door: walks folders from held descriptors",
+};
+const fileSystemImport = /from\s+["'](?:node:)?fs(?:\/promises)?["']|from\s+["']trash["']|require\(\s*["'](?:node:)?fs|import\(\s*["'](?:node:)?fs/;
+
+async function sources(folder: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    const full = path.join(folder, entry.name);
+    if (entry.isDirectory()) found.push(...(await sources(full)));
+    else if (entry.name.endsWith(".ts")) found.push(full);
+  }
+  return found;
+}
+
+describe("the workspace door is the only way to a workspace", () => {
+  it("S6: no module outside the door and the sandbox's host checks imports the file system; no tool gets a host path", async () => {
+    const importing: string[] = [];
+    for (const file of await sources(path.join(repoRoot, "src"))) {
+      if (fileSystemImport.test(await readFile(file, "utf8"))) importing.push(path.relative(repoRoot, file));
+    }
+    expect(importing.sort()).toEqual(Object.keys(allowed).sort());
+    expect(importing.filter((file) => file.startsWith("src/tools/"))).toEqual([]);
+    // The tool contract hands tools the door and a process starter, never a folder.
+    const contract = await readFile(path.join(repoRoot, "src/tools/tool.ts"), "utf8");
+    expect(contract).not.toMatch(/workspaceDir|workspacePath/);
+  });
+});
