@@ -59,7 +59,9 @@ try {
   const config = loadConfig(benchEnv.env);
   services = await createServices(config, { role: "bench" });
   const app = createApp(services);
-  const tenant = await call<{ apiKey: string }>(app, config.adminToken ?? "", "POST", "/v1/tenants", { name: "sub-agent-bench" });
+  const tenant = await call<{ apiKey: string; tenant: { id: string } }>(app, config.adminToken ?? "", "POST", "/v1/tenants", { name: "sub-agent-bench" });
+  // Its sessions use Full Access (no approvals in the way): the operator's grant (SPEC S8).
+  await call(app, config.adminToken ?? "", "PATCH", `/v1/tenants/${tenant.tenant.id}`, { fullAccess: true });
   const project = await call<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "sub-agent-bench" });
   worker = await startWorkerRuntime(services);
   const live = services;

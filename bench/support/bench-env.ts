@@ -52,6 +52,8 @@ export async function createBenchEnv(options: { maxStepsPerRun: number; concurre
     FOYA_MAX_STEPS_PER_RUN: String(options.maxStepsPerRun),
     FOYA_SHUTDOWN_GRACE_MS: "3000",
     FOYA_DEFAULT_PROVIDER: "scripted",
+    // The sub-agent benchmark's tenant is granted Full Access (SPEC S8: the deployment must allow it too).
+    FOYA_ALLOW_FULL_ACCESS: "true",
     // Neutralize anything inherited from the caller's shell that would change behaviour.
     FOYA_FAILPOINTS: "",
     FOYA_PROVIDERS_FILE: "",
