@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { chmod, link, mkdir, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { chmod, link, lstat, mkdir, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -13,6 +13,7 @@ import { readTool } from "../../src/tools/builtin/read-tool.js";
 import { writeTool } from "../../src/tools/builtin/write-tool.js";
 import type { ApprovalMode } from "../../src/db/schema.js";
 import type { Tool, ToolResult } from "../../src/tools/tool.js";
+import { waitFor } from "../helpers/api-client.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { attempt, watch, type Canary } from "./escape-ledger.js";
 
@@ -224,23 +225,38 @@ describe("escape suite: file tools", () => {
     const race = path.join(workspace, "race");
     await mkdir(race, { recursive: true });
     await writeFile(path.join(outside, "dir", "race-probe.txt"), `${secret} race\n`);
-    const swapper: ChildProcess = spawn(
-      "bash",
-      ["-c", `cd ${workspace} && while true; do mv race race.real 2>/dev/null; ln -sfn ${path.join(outside, "dir")} race 2>/dev/null; rm -f race; mv race.real race 2>/dev/null; done`],
-      { stdio: "ignore" },
-    );
+    // Swapped atomically (renameat2 RENAME_EXCHANGE) thousands of times a second, so `race` always exists, as a
+    // folder or as a link out (a shell loop spawning mv and ln is too slow to hit a narrow window).
+    await writeFile(path.join(race, "race-probe.txt"), "inside\n");
+    await symlink(path.join(outside, "dir"), path.join(workspace, "race-link"));
+    const swap = [
+      "import ctypes, os, sys",
+      "libc = ctypes.CDLL(None, use_errno=True)",
+      "os.chdir(sys.argv[1])",
+      "while True:",
+      "    libc.renameat2(-100, b'race', -100, b'race-link', 2)",
+    ].join("\n");
+    const swapper: ChildProcess = spawn("python3", ["-c", swap, workspace], { stdio: "ignore" });
     try {
+      let reads = 0;
+      // Start once the swapping runs (python takes a moment to start).
+      await waitFor(async () => (await lstat(path.join(workspace, "race"))).isSymbolicLink(), 10_000, "the swapper to run");
       await attempt("rename-swap race against 200 writes and reads", canary, async () => {
         const outcomes = await Promise.all(
           Array.from({ length: 200 }, async (_, i) => {
             const written = await call(writeTool, { path: `race/file-${i}.txt`, content: `${i}\n` });
             const read = await call(readTool, { path: "race/race-probe.txt" });
             expect(text(read)).not.toContain(secret);
+            if (!read.isError) reads++;
             return written.isError ? written.errorCode : "written";
           }),
         );
         // Each write either landed inside or was refused (the folder was a link at that moment): never outside.
         for (const outcome of outcomes) expect(["written", "path_outside_workspace", "file_not_found", "not_a_directory", "io_failed"]).toContain(outcome);
+        // The race really ran both ways: some operations met the folder, some the link.
+        expect(outcomes.filter((outcome) => outcome === "written").length).toBeGreaterThan(0);
+        expect(outcomes.filter((outcome) => outcome === "path_outside_workspace").length).toBeGreaterThan(0);
+        expect(reads).toBeGreaterThan(0);
       });
     } finally {
       swapper.kill("SIGKILL");
