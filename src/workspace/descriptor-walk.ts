@@ -84,8 +84,8 @@ export function resolveComponents(root: HeldEntry, rootPath: string, components:
   const stack: HeldEntry[] = [root];
   const queue = [...components];
   let hops = 0;
-  const closeStack = (keep?: HeldEntry) => {
-    for (const entry of stack.splice(1)) if (entry !== keep) closeQuietly(entry.fd);
+  const closeStack = () => {
+    for (const entry of stack.splice(1)) closeQuietly(entry.fd);
   };
   try {
     for (;;) {

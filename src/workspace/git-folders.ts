@@ -1,6 +1,5 @@
-import { fstatSync, openSync } from "node:fs";
+import { constants, fstatSync, openSync } from "node:fs";
 import { closeQuietly, O_PATH, viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
-import { constants } from "node:fs";
 
 /**
  * Whether a held folder is a git directory, told by its content rather than

@@ -1,20 +1,17 @@
-import { randomUUID } from "node:crypto";
-import { constants, lstatSync, mkdirSync, renameSync, type Stats } from "node:fs";
-import { open, readFile, writeFile, type FileHandle } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import trashToOs from "trash";
 import { closeQuietly, holdRoot, resolveComponents, viaDescriptor, type HeldEntry, type Resolution } from "./descriptor-walk.js";
 import { isGitFolder } from "./git-folders.js";
 import { joinComponents, pathComponents, shorten } from "./path-components.js";
 import { protectedGitReason } from "./protected-paths.js";
-import { readBounded, walkTree, type TreeFile } from "./workspace-tree.js";
+import { kindOf, ownerOf, openedFile, readBounded, refuseIrregular, reopen, safeMode, tooLarge, writeAll } from "./held-file.js";
+import { moveToTrash, recordRemoval } from "./workspace-trash.js";
+import { walkTree, type TreeFile } from "./workspace-tree.js";
 import {
   WorkspaceError,
   type EntryInfo,
-  type EntryKind,
   type FileSnapshot,
-  type OpenedFile,
-  type TrashedFile,
   type UpdateDecision,
   type WorkspaceFiles,
 } from "./workspace-files.js";
@@ -31,7 +28,6 @@ export interface WorkspaceDoorOptions {
 }
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
-const readChunkBytes = 1024 * 1024;
 
 /** The workspace door (see `workspace-files.ts` for what it guarantees). */
 export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFiles {
@@ -205,22 +201,6 @@ function refuseGitMetadata(requested: string, requestedComponents: readonly stri
   if (reason) throw new WorkspaceError("protected_path", `"${shorten(requested)}" is protected: ${reason}.`);
 }
 
-function ownerOf(stats: Stats): { uid: number; gid: number } {
-  return { uid: stats.uid, gid: stats.gid };
-}
-
-/** Permission bits a written file may have: setuid and setgid never, whatever the model or the old file asked. */
-function safeMode(mode: number): number {
-  return mode & 0o777;
-}
-
-export function kindOf(stats: Stats): EntryKind {
-  if (stats.isFile()) return "file";
-  if (stats.isDirectory()) return "directory";
-  if (stats.isSymbolicLink()) return "symlink";
-  return "special";
-}
-
 function infoOf(entry: HeldEntry): EntryInfo {
   return { path: joinComponents(entry.components), kind: kindOf(entry.stats), size: entry.stats.size, mode: entry.stats.mode & 0o7777 };
 }
@@ -231,26 +211,6 @@ function regularFile(resolution: Resolution, requested: string): HeldEntry {
   if (!target) throw new WorkspaceError("file_not_found", `No file at "${shorten(requested)}".`);
   refuseIrregular(target.stats, requested);
   return target;
-}
-
-export function refuseIrregular(stats: Stats, requested: string): void {
-  if (stats.isDirectory()) throw new WorkspaceError("is_directory", `"${shorten(requested)}" is a folder.`);
-  if (!stats.isFile()) {
-    const what = stats.isFIFO() ? "a FIFO" : stats.isSocket() ? "a socket" : stats.isCharacterDevice() || stats.isBlockDevice() ? "a device" : "not a regular file";
-    throw new WorkspaceError("special_file", `"${shorten(requested)}" is ${what}; only regular files are read or written.`);
-  }
-  if (stats.nlink > 1) {
-    throw new WorkspaceError("hard_link", `"${shorten(requested)}" has ${stats.nlink} hard links; files with more than one are refused, as another link may be outside the workspace.`);
-  }
-}
-
-function tooLarge(requested: string, size: number, maxBytes: number): WorkspaceError {
-  return new WorkspaceError("too_large", `"${shorten(requested)}" is ${size} bytes; at most ${maxBytes} are handled here.`);
-}
-
-/** Opens the object a held `O_PATH` descriptor refers to, for I/O: never by name again. */
-async function reopen(entry: HeldEntry, flags: number): Promise<FileHandle> {
-  return open(viaDescriptor(entry.fd), flags | O_NONBLOCK | O_NOCTTY);
 }
 
 async function snapshotOf(resolution: Resolution, requested: string, maxBytes: number): Promise<FileSnapshot> {
@@ -292,107 +252,3 @@ async function create<T>(
   return { kind: "written", path: at, before: { kind: "absent" }, after: { kind: "file", content: decision.write, mode } };
 }
 
-async function writeAll(handle: FileHandle, content: Buffer): Promise<void> {
-  let written = 0;
-  while (written < content.length) {
-    const { bytesWritten } = await handle.write(content, written, content.length - written, written);
-    written += bytesWritten;
-  }
-}
-
-function openedFile(at: string, stats: Stats, handle: FileHandle): OpenedFile {
-  return {
-    path: at,
-    size: stats.size,
-    mode: stats.mode & 0o7777,
-    async *chunks(range = {}) {
-      let position = range.start ?? 0;
-      const end = range.end ?? Number.POSITIVE_INFINITY;
-      while (position < end) {
-        if (range.signal?.aborted) return;
-        const buffer = Buffer.allocUnsafe(Math.min(readChunkBytes, end - position));
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-        if (bytesRead === 0) return;
-        position += bytesRead;
-        yield buffer.subarray(0, bytesRead);
-      }
-    },
-    async head(length) {
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, 0);
-      return buffer.subarray(0, bytesRead);
-    },
-    close: () => handle.close(),
-  };
-}
-
-/** Every regular file a removal takes away, read before anything moves, so the change can be reverted. */
-async function recordRemoval(target: HeldEntry, at: string, limits: { maxFiles: number; maxBytes: number; shown: string }): Promise<TrashedFile[]> {
-  if (target.stats.isFile()) {
-    refuseIrregular(target.stats, limits.shown);
-    if (target.stats.size > limits.maxBytes) throw tooLarge(limits.shown, target.stats.size, limits.maxBytes);
-    const handle = await reopen(target, O_RDONLY);
-    try {
-      return [{ path: at, snapshot: { kind: "file", content: await readBounded(handle, limits.maxBytes, limits.shown), mode: target.stats.mode & 0o7777 } }];
-    } finally {
-      await handle.close();
-    }
-  }
-  if (!target.stats.isDirectory()) return []; // a symlink or special file is moved, not recorded
-  const files: TrashedFile[] = [];
-  let bytes = 0;
-  const tooMuch = () =>
-    new WorkspaceError("too_large", `"${shorten(limits.shown)}" is too large to remove recoverably (over ${limits.maxFiles} files or ${limits.maxBytes} bytes); remove smaller parts.`);
-  await walkTree(target, { maxEntries: Number.POSITIVE_INFINITY }, async (file) => {
-    if (file.kind !== "file") return;
-    if (files.length >= limits.maxFiles) throw tooMuch();
-    const read = await file.read(limits.maxBytes - bytes);
-    if (read.kind === "skipped") {
-      if (read.reason === "too_large") throw tooMuch();
-      if (read.reason === "hard_link") throw new WorkspaceError("hard_link", `"${at}/${file.path}" has more than one hard link; the removal was refused, as another link may be outside the workspace.`);
-      return; // replaced by a link or a special file since the listing: moved along, not recorded
-    }
-    bytes += read.content.length;
-    files.push({ path: `${at}/${file.path}`, snapshot: { kind: "file", content: read.content, mode: read.mode } });
-  });
-  return files;
-}
-
-/**
- * Renames the entry, by its parent's descriptor, into the private staging
- * folder, checks it is the entry that was recorded, then lets the OS trash
- * take it from there by a path no tenant controls. The trash's record then
- * names where the entry really was, so it can be restored from the OS trash.
- */
-async function moveToTrash(parent: HeldEntry, name: string, recorded: Stats, where: { staging: string; original: string }, requested: string): Promise<void> {
-  mkdirSync(where.staging, { recursive: true, mode: 0o700 });
-  const parked = path.join(where.staging, randomUUID());
-  const origin = viaDescriptor(parent.fd, name);
-  try {
-    renameSync(origin, parked);
-  } catch (error) {
-    throw new WorkspaceError("io_failed", `Could not move "${shorten(requested)}" to the trash: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
-  }
-  const moved = lstatSync(parked);
-  if (moved.ino !== recorded.ino || moved.dev !== recorded.dev) {
-    renameSync(parked, origin);
-    throw new WorkspaceError("io_failed", `"${shorten(requested)}" changed while it was being removed; nothing was removed.`);
-  }
-  let trashed: unknown;
-  try {
-    trashed = await trashToOs([parked], { glob: false });
-  } catch (error) {
-    renameSync(parked, origin);
-    throw new WorkspaceError("io_failed", `Could not move "${shorten(requested)}" to the trash: ${(error as Error).message}`);
-  }
-  await nameOriginal(trashed, where.original);
-}
-
-/** Rewrites the `Path=` of the trash's info file (it names the staging folder) to the entry's real place. */
-async function nameOriginal(trashed: unknown, original: string): Promise<void> {
-  const info = Array.isArray(trashed) ? (trashed[0] as { info?: unknown } | undefined)?.info : undefined;
-  if (typeof info !== "string") return;
-  const text = await readFile(info, "utf8").catch(() => null);
-  if (text === null) return;
-  await writeFile(info, text.replace(/^Path=.*$/m, () => `Path=${encodeURI(original)}`)).catch(() => {});
-}

@@ -19,18 +19,17 @@ export function pathComponents(requested: string, rootPath: string): string[] {
 }
 
 /**
- * The components of an absolute path lexically inside `rootPath` (after
- * removing `.` and resolving `..` as text), or null when it is outside.
+ * The components below `rootPath` of an absolute path that starts with it, or
+ * null when it does not. Nothing is normalized as text: a `..` after the
+ * root's components is left for the descriptor walk, which resolves it from
+ * the folder it actually reached (a `..` after a symlink goes up from the
+ * link's target, as the kernel's does) and stops at the root.
  */
 export function relativeInside(rootPath: string, absolute: string): string[] | null {
-  const normalized: string[] = [];
-  for (const part of split(absolute)) {
-    if (part === "..") normalized.pop();
-    else normalized.push(part);
-  }
+  const parts = split(absolute);
   const root = split(rootPath);
-  if (normalized.length < root.length || root.some((part, index) => normalized[index] !== part)) return null;
-  return normalized.slice(root.length);
+  if (parts.length < root.length || root.some((part, index) => parts[index] !== part)) return null;
+  return parts.slice(root.length);
 }
 
 function split(text: string): string[] {

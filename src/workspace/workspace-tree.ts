@@ -1,8 +1,8 @@
 import { chownSync, constants, fstatSync, lchownSync, openSync, opendirSync, type Dirent } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { closeQuietly, O_PATH, viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
-import { shorten } from "./path-components.js";
+import { readBounded } from "./held-file.js";
 import { WorkspaceError, type WalkOptions, type WalkOutcome } from "./workspace-files.js";
 
 const { O_NOFOLLOW, O_DIRECTORY, O_RDONLY, O_NONBLOCK, O_NOCTTY } = constants;
@@ -139,22 +139,6 @@ async function readChild(folder: HeldEntry, name: string, maxBytes: number): Pro
   } finally {
     closeQuietly(fd);
   }
-}
-
-/** A whole file, but never more than `maxBytes`: a file that grew past it since its size was checked is refused. */
-export async function readBounded(handle: FileHandle, maxBytes: number, shown: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for (;;) {
-    const want = Math.min(1024 * 1024, maxBytes + 1 - total);
-    const buffer = Buffer.allocUnsafe(Math.max(want, 1));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, total);
-    if (bytesRead === 0) break;
-    chunks.push(buffer.subarray(0, bytesRead));
-    total += bytesRead;
-    if (total > maxBytes) throw new WorkspaceError("too_large", `"${shorten(shown)}" is over ${maxBytes} bytes; at most ${maxBytes} are handled here.`);
-  }
-  return Buffer.concat(chunks, total);
 }
 
 /**

@@ -19,9 +19,11 @@ const allowed: Record<string, string> = {
   "src/sandbox/service-dir.ts": "finds the service's own install folder to hide it",
   "src/workspace/descriptor-walk.ts": "the door: descriptor-relative resolution",
   "src/workspace/git-folders.ts": "the door: tells git folders by their content",
+  "src/workspace/held-file.ts": "the door: I/O on entries it holds, through their descriptors",
   "src/workspace/git-repositories.ts": "finds the workspace's repositories from held descriptors, for the sandbox's read-only binds",
   "src/workspace/open-workspace-files.ts": "the door itself",
   "src/workspace/project-workspace.ts": "creates workspace folders and hands them to the tenant's uid",
+  "src/workspace/workspace-trash.ts": "the door: removal into the OS trash through a private staging folder",
   "src/workspace/workspace-tree.ts": "the door: walks folders from held descriptors",
 };
 const fileSystemImport = /from\s+["'](?:node:)?fs(?:\/promises)?["']|from\s+["']trash["']|require\(\s*["'](?:node:)?fs|import\(\s*["'](?:node:)?fs/;

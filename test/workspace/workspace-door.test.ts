@@ -56,6 +56,12 @@ describe("workspace confinement", () => {
     await expect(door.locate("new/deep/file.txt")).rejects.toMatchObject({ code: "file_not_found" });
     await expect(door.locate("a\u0000b")).rejects.toMatchObject({ code: "invalid_path" });
     await expect(door.locate("src/a.txt/x")).rejects.toMatchObject({ code: "not_a_directory" });
+    // A ".." after a link goes up from the link's target, as the kernel's does, and never above the root.
+    await mkdir(path.join(workspace, "src", "deeper"), { recursive: true });
+    await symlink(path.join(workspace, "src", "deeper"), path.join(workspace, "to-deeper"));
+    expect(await door.locate("to-deeper/../a.txt")).toBe("src/a.txt");
+    expect(await door.locate(`${workspace}/to-deeper/../a.txt`)).toBe("src/a.txt");
+    await expect(door.locate("to-deeper/../../..")).rejects.toMatchObject({ code: "path_outside_workspace" });
   });
 
   it("T4: read and write give is_error results for escapes and missing files, and touch nothing outside", async () => {

@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import { constants, lstatSync, mkdirSync, renameSync, type Stats } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import trashToOs from "trash";
+import { viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
+import { readBounded, refuseIrregular, reopen, tooLarge } from "./held-file.js";
+import { shorten } from "./path-components.js";
+import { WorkspaceError, type TrashedFile } from "./workspace-files.js";
+import { walkTree } from "./workspace-tree.js";
+
+/**
+ * Removal through the door (SPEC F4, S6): record every regular file the
+ * removal takes away (so a revert can bring it back), then move the entry to
+ * the OS trash without ever naming it by a path a tenant can change.
+ */
+
+const { O_RDONLY } = constants;
+
+export /** Every regular file a removal takes away, read before anything moves, so the change can be reverted. */
+async function recordRemoval(target: HeldEntry, at: string, limits: { maxFiles: number; maxBytes: number; shown: string }): Promise<TrashedFile[]> {
+  if (target.stats.isFile()) {
+    refuseIrregular(target.stats, limits.shown);
+    if (target.stats.size > limits.maxBytes) throw tooLarge(limits.shown, target.stats.size, limits.maxBytes);
+    const handle = await reopen(target, O_RDONLY);
+    try {
+      return [{ path: at, snapshot: { kind: "file", content: await readBounded(handle, limits.maxBytes, limits.shown), mode: target.stats.mode & 0o7777 } }];
+    } finally {
+      await handle.close();
+    }
+  }
+  if (!target.stats.isDirectory()) return []; // a symlink or special file is moved, not recorded
+  const files: TrashedFile[] = [];
+  let bytes = 0;
+  const tooMuch = () =>
+    new WorkspaceError("too_large", `"${shorten(limits.shown)}" is too large to remove recoverably (over ${limits.maxFiles} files or ${limits.maxBytes} bytes); remove smaller parts.`);
+  await walkTree(target, { maxEntries: Number.POSITIVE_INFINITY }, async (file) => {
+    if (file.kind !== "file") return;
+    if (files.length >= limits.maxFiles) throw tooMuch();
+    const read = await file.read(limits.maxBytes - bytes);
+    if (read.kind === "skipped") {
+      if (read.reason === "too_large") throw tooMuch();
+      if (read.reason === "hard_link") throw new WorkspaceError("hard_link", `"${at}/${file.path}" has more than one hard link; the removal was refused, as another link may be outside the workspace.`);
+      return; // replaced by a link or a special file since the listing: moved along, not recorded
+    }
+    bytes += read.content.length;
+    files.push({ path: `${at}/${file.path}`, snapshot: { kind: "file", content: read.content, mode: read.mode } });
+  });
+  return files;
+}
+
+/**
+ * Renames the entry, by its parent's descriptor, into the private staging
+ * folder, checks it is the entry that was recorded, then lets the OS trash
+ * take it from there by a path no tenant controls. The trash's record then
+ * names where the entry really was, so it can be restored from the OS trash.
+ */
+export async function moveToTrash(parent: HeldEntry, name: string, recorded: Stats, where: { staging: string; original: string }, requested: string): Promise<void> {
+  mkdirSync(where.staging, { recursive: true, mode: 0o700 });
+  const parked = path.join(where.staging, randomUUID());
+  const origin = viaDescriptor(parent.fd, name);
+  try {
+    renameSync(origin, parked);
+  } catch (error) {
+    throw new WorkspaceError("io_failed", `Could not move "${shorten(requested)}" to the trash: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+  }
+  const moved = lstatSync(parked);
+  if (moved.ino !== recorded.ino || moved.dev !== recorded.dev) {
+    renameSync(parked, origin);
+    throw new WorkspaceError("io_failed", `"${shorten(requested)}" changed while it was being removed; nothing was removed.`);
+  }
+  let trashed: unknown;
+  try {
+    trashed = await trashToOs([parked], { glob: false });
+  } catch (error) {
+    renameSync(parked, origin);
+    throw new WorkspaceError("io_failed", `Could not move "${shorten(requested)}" to the trash: ${(error as Error).message}`);
+  }
+  await nameOriginal(trashed, where.original);
+}
+
+/** Rewrites the `Path=` of the trash's info file (it names the staging folder) to the entry's real place. */
+async function nameOriginal(trashed: unknown, original: string): Promise<void> {
+  const info = Array.isArray(trashed) ? (trashed[0] as { info?: unknown } | undefined)?.info : undefined;
+  if (typeof info !== "string") return;
+  const text = await readFile(info, "utf8").catch(() => null);
+  if (text === null) return;
+  await writeFile(info, text.replace(/^Path=.*$/m, () => `Path=${encodeURI(original)}`)).catch(() => {});
+}
