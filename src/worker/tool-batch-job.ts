@@ -74,7 +74,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
     const { session, project } = await context.sessionContexts.get(fx.tx, run.sessionId);
     const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath, tools };
     const plan = await planRunnable(fx, services, batch, calls);
-    if (plan.groups[0]) await markRunning(fx, run, plan.groups[0], owner, stepRef);
+    if (plan.groups[0]) await markRunning(fx, run, startingWindow(plan.groups[0]), owner, stepRef);
     return { kind: "claimed" as const, run, batch, plan, session, project, stepTools: rows[0]?.tools ?? [], stepRef };
   });
 
@@ -166,15 +166,27 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       const { grants } = plan;
       for (const [groupIndex, group] of plan.groups.entries()) {
         if (endBatch || stale || controller.signal.aborted) break;
+        // A call is marked running when its tool starts, never before (D3): the group's first
+        // window of calls together, each later call as a slot frees up. A crash then reports
+        // "may have partly run" only for calls that did start; the rest are "not run".
+        const window = startingWindow(group);
         if (groupIndex > 0) {
-          const marked = await transactFenced(services, async (fx) => markRunning(fx, run, group, owner, stepRef));
+          const marked = await transactFenced(services, async (fx) => markRunning(fx, run, window, owner, stepRef));
           if (marked === null) {
             stale = true;
             break;
           }
         }
+        const markedNow = new Set(window.map((call) => call.id));
         await runWithLimit(group, maxParallelCalls, async (call) => {
           if (stale) return;
+          if (!markedNow.has(call.id)) {
+            const marked = await transactFenced(services, async (fx) => markRunning(fx, run, [call], owner, stepRef));
+            if (marked === null) {
+              stale = true;
+              return;
+            }
+          }
           const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
           const executed = await tools.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
           // A sub-agent's end delivers this call's result (A1); the batch settles around it.
@@ -279,7 +291,7 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
   if (open.some((call) => call.status === "running" && call.childRunId === null)) throw new StaleWorkError("calls of this batch are still running");
   const plan = await planRunnable(fx, services, batch, open);
   if (plan.groups[0]) {
-    await markRunning(fx, run, plan.groups[0], owner, stepRef);
+    await markRunning(fx, run, startingWindow(plan.groups[0]), owner, stepRef);
     return { kind: "more", plan };
   }
   if (await closeBatchIfDone(fx, services, run, stepRef.index)) return { kind: "closed" };
@@ -305,6 +317,11 @@ function withEditNote(grant: CallGrant, result: StoredToolResult): StoredToolRes
 }
 
 /** Marks calls `running` before their tools start, guarded by the batch's fence. */
+/** The calls of a group that start at once: at most `maxParallelCalls` (P3). */
+function startingWindow(group: readonly CallRow[]): CallRow[] {
+  return group.slice(0, maxParallelCalls);
+}
+
 async function markRunning(fx: Effects, run: ClaimedRun, calls: readonly CallRow[], owner: string, stepRef: StepRef): Promise<void> {
   const marked = await fx.tx
     .update(toolCalls)

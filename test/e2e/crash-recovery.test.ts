@@ -35,6 +35,38 @@ afterAll(async () => {
 });
 
 describe("crash recovery", () => {
+  it("D3: in a batch of 7 parallel calls killed while the first 5 run, only those 5 are interrupted; the 2 that never started are cancelled as not run", async () => {
+    const worker = await start("worker");
+    const { sessionId } = await client.newSession();
+    const workspace = await env.workspaceOf(sessionId);
+    const calls = Array.from({ length: 7 }, () => ({ tool: "probe", args: { marker: "d3-seven", sleepMs: 60_000 } }));
+    const run = await client.startRun(sessionId, script([calls, [{ text: "never" }]]));
+    await waitFor(async () => (await readMarkers(workspace, "d3-seven")).length === 5, 20_000, "five calls to start");
+    const [running] = await env.query<{ running: number; queued: number }>(
+      "select count(*) filter (where status = 'running')::int as running, count(*) filter (where status = 'queued')::int as queued from tool_calls where run_id = $1",
+      [run.body.id],
+    );
+    expect(running).toEqual({ running: 5, queued: 2 });
+    worker.kill("SIGKILL");
+    expect((await worker.exited).signal).toBe("SIGKILL");
+
+    await start("worker");
+    expect((await client.waitForRun(run.body.id, 30_000)).status).toBe("interrupted");
+    const ended = await env.query<{ call_index: number; status: string; error_code: string }>(
+      "select call_index, status, error_code from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
+    expect(ended.map((call) => call.status)).toEqual(["interrupted", "interrupted", "interrupted", "interrupted", "interrupted", "cancelled", "cancelled"]);
+    expect(ended.slice(5).map((call) => call.error_code)).toEqual(["not_run_interrupted", "not_run_interrupted"]);
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    const notRun = messages.filter((m) => m.role === "tool" && m.content.status === "cancelled");
+    expect(notRun).toHaveLength(2);
+    for (const message of notRun) expect(message.content.content[0].text).not.toMatch(/partly run/);
+    // Never run again: still the five starts.
+    expect((await readMarkers(workspace, "d3-seven")).filter((line) => line.startsWith("start"))).toHaveLength(5);
+  });
+
   it("D3: a call interrupted by a worker SIGKILL is never run again; the run is interrupted and the history stays valid", async () => {
     const worker = await start("worker");
     const { sessionId } = await client.newSession();
