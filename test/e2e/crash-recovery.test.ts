@@ -65,6 +65,11 @@ describe("crash recovery", () => {
     for (const message of notRun) expect(message.content.content[0].text).not.toMatch(/partly run/);
     // Never run again: still the five starts.
     expect((await readMarkers(workspace, "d3-seven")).filter((line) => line.startsWith("start"))).toHaveLength(5);
+    // The next test starts its own workers.
+    for (const child of processes.splice(0)) {
+      child.kill("SIGKILL");
+      await child.exited;
+    }
   });
 
   it("D3: a call interrupted by a worker SIGKILL is never run again; the run is interrupted and the history stays valid", async () => {
