@@ -9,7 +9,7 @@ import { answerCall } from "../runs/answer-call.js";
 import type { Effects } from "../runs/transact.js";
 import type { Services } from "../services.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
-import type { ApprovalSubject } from "../tools/tool.js";
+import type { ApprovalSubject, ToolRefusal } from "../tools/tool.js";
 
 type CallRow = typeof toolCalls.$inferSelect;
 type ParsedCall = ReturnType<Services["executor"]["parse"]>;
@@ -77,8 +77,14 @@ export async function gateBatch(fx: Effects, services: Pick<Services, "config" |
     if (verdict.decision === "allow") {
       grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: verdict.network });
     } else if (verdict.decision === "deny") {
-      await denyCall(fx, input, call, verdict.reason);
+      await denyCall(fx, input, call, `Denied by policy: ${verdict.reason}`, "denied");
     } else {
+      // Never ask a human about a call that cannot run whatever they decide (S11): deny it with the tool's own reason.
+      const refusal = parsed.ok ? await refusalOf(services.config.workspacesDir, input, parsed) : null;
+      if (refusal) {
+        await denyCall(fx, input, call, `Refused: ${refusal.message}`, refusal.code);
+        continue;
+      }
       events.push(...(await requestApproval(fx, services, input, policies, call, verdict, parsed.ok ? parsed : null)));
       asked.add(call.id);
     }
@@ -130,14 +136,14 @@ async function loadPolicyAndDecisions(
   };
 }
 
-async function denyCall(fx: Effects, input: GateInput, call: CallRow, reason: string): Promise<void> {
-  const content = [{ type: "text" as const, text: `Denied by policy: ${reason}` }];
+async function denyCall(fx: Effects, input: GateInput, call: CallRow, text: string, errorCode: string): Promise<void> {
+  const content = [{ type: "text" as const, text }];
   const [denied] = await fx.tx
     .update(toolCalls)
-    .set({ status: "denied", isError: true, errorCode: "denied", result: content, endedAt: sql`now()` })
+    .set({ status: "denied", isError: true, errorCode, result: content, endedAt: sql`now()` })
     .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "queued")))
     .returning({ id: toolCalls.id });
-  if (denied) await answerCall(fx, input.run, call, { status: "denied", isError: true, errorCode: "denied", content }, input.stepRef);
+  if (denied) await answerCall(fx, input.run, call, { status: "denied", isError: true, errorCode, content }, input.stepRef);
 }
 
 async function requestApproval(
@@ -178,6 +184,12 @@ async function requestApproval(
       body: { type: "approval_request", approvalId: id, callId: call.callId, name: call.name, reason: verdict.reason, expiresAt: expiresAt.toISOString() },
     },
   ];
+}
+
+/** What the tool would refuse this call with before running (a path outside the workspace, protected metadata), or null. */
+async function refusalOf(workspacesDir: string, input: GateInput, parsed: Extract<ParsedCall, { ok: true }>): Promise<ToolRefusal | null> {
+  if (!parsed.tool.refusal) return null;
+  return parsed.tool.refusal({ workspace: projectWorkspaceFiles(workspacesDir, input.workspaceDir), approvalMode: input.approvalMode }, parsed.args as never);
 }
 
 /** The change a write or edit would make, for the approver; never fails the gate. */

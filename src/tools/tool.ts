@@ -173,9 +173,21 @@ export interface Tool<Args = unknown> {
   parallel?: boolean | ((args: Args) => boolean);
   /** What the approval gateway judges; absent means the tool is judged by its side-effect class alone. */
   approvalSubject?: (args: Args) => ApprovalSubject;
+  /**
+   * Why this call would be refused before any side effect, whatever a human
+   * decided (a path the workspace door refuses): the gateway then denies it with
+   * this reason instead of asking anyone (S11). Null when it may run.
+   */
+  refusal?: (context: Pick<ToolContext, "workspace" | "approvalMode">, args: Args) => Promise<ToolRefusal | null>;
   /** The change the call would make, as a diff for an approver to read (X3); null when there is none to show. */
   previewDiff?: (context: Pick<ToolContext, "workspace">, args: Args) => Promise<string | null>;
   run(context: ToolContext, args: Args, call: ToolCallInput): Promise<ToolResult>;
+}
+
+/** A refusal known before running: the stable code and message the model would get from `run`. */
+export interface ToolRefusal {
+  code: string;
+  message: string;
 }
 
 /** Registers tools of any argument type in one list. */

@@ -21,13 +21,22 @@ import { RE2JS } from "re2js";
  *
  * Matching is a segment-level automaton whose wildcard segments run on RE2, so it takes
  * time linear in path length × expanded pattern length: no input can make it backtrack.
+ *
+ * Policy rules (SPEC S2, S9) use the same matcher with {@link GlobOptions}: absolute patterns
+ * allowed, and tighter caps.
  */
 export type GlobPattern =
   | {
       ok: true;
       source: string;
-      /** True when the workspace-relative file path matches the pattern. */
+      /**
+       * True when the workspace-relative file path matches the pattern. An absolute pattern
+       * (only with `absolute: "allow"`) takes an absolute path instead; a path of the other
+       * kind never matches.
+       */
       matches(relativePath: string): boolean;
+      /** Whether every alternative starts with "/"; always false unless `absolute: "allow"`. */
+      absolute: boolean;
       /** The leading literal segments all alternatives share, unescaped: where a walker can start. */
       staticPrefix: string[];
       /** False only when no path inside the folder `relativeDir` can match, so a walker may skip it. */
@@ -36,10 +45,29 @@ export type GlobPattern =
   /** `outside`: the pattern names a place outside the workspace (absolute, `..`); otherwise it is malformed. */
   | { ok: false; message: string; outside: boolean };
 
-const maxPatternLength = 1000;
-const maxAlternatives = 1000;
-/** Matching costs path length × expanded length; this keeps the worst case near 20 times the pattern cap. */
-const maxExpandedLength = 20_000;
+/** How {@link compileGlob} reads a pattern; the defaults are the `list` and `grep` tools'. */
+export interface GlobOptions {
+  /**
+   * "refuse" (default): a leading "/" names a place outside the workspace and is refused.
+   * "allow" (policy rules): a pattern whose alternatives all start with "/" is absolute and
+   * matches absolute paths by their segments ("/" itself has none, so "/**" matches it);
+   * mixing absolute and relative alternatives is refused.
+   */
+  absolute?: "refuse" | "allow";
+  /** Longest pattern, in UTF-16 code units. Default 1000. */
+  maxPatternLength?: number;
+  /** Most alternatives the braces may expand to. Default 1000. */
+  maxAlternatives?: number;
+  /**
+   * Most characters of all alternatives together. Matching costs path length × expanded
+   * length; the default, 20000, keeps the worst case near 20 times the pattern cap.
+   */
+  maxExpandedLength?: number;
+}
+
+type Limits = Required<GlobOptions>;
+
+const defaultLimits: Limits = { absolute: "refuse", maxPatternLength: 1000, maxAlternatives: 1000, maxExpandedLength: 20_000 };
 
 /** One segment of an expanded pattern. */
 type Segment = { kind: "globstar" } | { kind: "literal"; text: string } | { kind: "wildcard"; regex: RE2JS };
@@ -61,36 +89,48 @@ class GlobRefusal extends Error {
  * Compiles a model-written glob (see {@link GlobPattern}), or says what is wrong with it in a
  * message the model can act on. Pure: nothing is read from disk.
  */
-export function compileGlob(pattern: string): GlobPattern {
-  let alternatives: Segment[][];
+export function compileGlob(pattern: string, options: GlobOptions = {}): GlobPattern {
+  const limits: Limits = { ...defaultLimits, ...options };
+  let compiled: { alternatives: Segment[][]; absolute: boolean };
   try {
-    alternatives = compileAlternatives(pattern);
+    compiled = compileAlternatives(pattern, limits);
   } catch (error) {
     if (error instanceof GlobRefusal) return { ok: false, message: error.message, outside: error.outside };
     throw error;
   }
+  const { alternatives, absolute } = compiled;
+  const rooted = limits.absolute === "allow";
   return {
     ok: true,
     source: pattern,
+    absolute,
     staticPrefix: staticPrefixOf(alternatives),
-    matches(relativePath) {
-      const names = relativePath.split("/");
+    matches(path) {
+      let names: string[];
+      if (absolute) {
+        if (!path.startsWith("/")) return false;
+        names = path === "/" ? [] : path.slice(1).split("/");
+      } else {
+        if (rooted && path.startsWith("/")) return false;
+        names = path.split("/");
+      }
       return alternatives.some((segments) => reachableStates(segments, names)[segments.length] === true);
     },
-    mayMatchUnder(relativeDir) {
-      const names = relativeDir.split("/").filter((name) => name !== "" && name !== ".");
+    mayMatchUnder(dir) {
+      const names = dir.split("/").filter((name) => name !== "" && name !== ".");
       // Any live state before the end can still take one more segment below the folder.
       return alternatives.some((segments) => reachableStates(segments, names).slice(0, segments.length).includes(true));
     },
   };
 }
 
-function compileAlternatives(pattern: string): Segment[][] {
+function compileAlternatives(pattern: string, limits: Limits): { alternatives: Segment[][]; absolute: boolean } {
+  const { maxPatternLength, maxAlternatives, maxExpandedLength } = limits;
   if (pattern === "") throw new GlobRefusal('The glob pattern is empty; use "**" to match every file.');
   if (pattern.length > maxPatternLength) throw new GlobRefusal(`The glob pattern is ${pattern.length} characters long; at most ${maxPatternLength} are allowed.`);
   if (pattern.includes("\u0000")) throw new GlobRefusal("The glob pattern contains a NUL character.");
   const braced = parseBraces(pattern);
-  if (countAlternatives(braced) > maxAlternatives) {
+  if (countAlternatives(braced, maxAlternatives) > maxAlternatives) {
     throw new GlobRefusal(`The braces in the glob pattern expand to more than ${maxAlternatives} alternatives; use fewer "{…}" groups or fewer choices in each.`);
   }
   const expanded = [...new Set(expandBraces(braced))];
@@ -98,14 +138,20 @@ function compileAlternatives(pattern: string): Segment[][] {
   if (expandedLength > maxExpandedLength) {
     throw new GlobRefusal(`The braces in the glob pattern expand to ${expandedLength} characters in all; at most ${maxExpandedLength} are allowed. Use fewer or shorter alternatives.`);
   }
+  const split = expanded.map((alternative) => splitSegments(alternative, limits));
+  const absolute = split[0]?.absolute === true;
+  if (split.some((alternative) => alternative.absolute !== absolute)) {
+    throw new GlobRefusal('Some alternatives of the glob pattern start with "/" and some do not; write the absolute and the relative ones as two patterns.');
+  }
   const compiledSegments = new Map<string, Segment>();
-  return expanded.map((alternative) =>
-    splitSegments(alternative).map((raw) => {
+  const alternatives = split.map(({ segments }) =>
+    segments.map((raw) => {
       let segment = compiledSegments.get(raw);
-      if (!segment) compiledSegments.set(raw, (segment = compileSegment(raw)));
+      if (!segment) compiledSegments.set(raw, (segment = compileSegment(raw, limits)));
       return segment;
     }),
   );
+  return { alternatives, absolute };
 }
 
 /** Parses `{…}` groups; escapes stay in the text (as `\x`) for the segment compiler. */
@@ -158,13 +204,13 @@ function parseBraces(pattern: string): BracedText {
 }
 
 /** How many alternatives the braces expand to, counted without expanding and capped just above the limit. */
-function countAlternatives(text: BracedText): number {
+function countAlternatives(text: BracedText, cap: number): number {
   let count = 1;
   for (const part of text) {
     if (typeof part === "string") continue;
     let choices = 0;
-    for (const alternative of part) choices = Math.min(choices + countAlternatives(alternative), maxAlternatives + 1);
-    count = Math.min(count * choices, maxAlternatives + 1);
+    for (const alternative of part) choices = Math.min(choices + countAlternatives(alternative, cap), cap + 1);
+    count = Math.min(count * choices, cap + 1);
   }
   return count;
 }
@@ -178,8 +224,11 @@ function expandBraces(text: BracedText): string[] {
   return results;
 }
 
-/** Splits an expanded alternative at "/" and "\/", refusing what cannot be a relative path pattern. */
-function splitSegments(alternative: string): string[] {
+/**
+ * Splits an expanded alternative at "/" and "\/", refusing what cannot be a relative path
+ * pattern, or (with `absolute: "allow"`) an absolute one, whose leading "/" is dropped.
+ */
+function splitSegments(alternative: string, limits: Limits): { segments: string[]; absolute: boolean } {
   const segments: string[] = [];
   let current = "";
   for (let index = 0; index < alternative.length; index++) {
@@ -194,14 +243,19 @@ function splitSegments(alternative: string): string[] {
   }
   segments.push(current);
   if (alternative === "") throw new GlobRefusal('The glob pattern (or one of its brace alternatives) is empty; use "**" to match every file.');
-  if (segments[0] === "") {
-    throw new GlobRefusal('Glob patterns are relative to the workspace root: drop the leading "/" (write "src/**/*.ts", not "/src/**/*.ts").', true);
+  const absolute = segments[0] === "";
+  if (absolute) {
+    if (limits.absolute !== "allow") {
+      throw new GlobRefusal('Glob patterns are relative to the workspace root: drop the leading "/" (write "src/**/*.ts", not "/src/**/*.ts").', true);
+    }
+    segments.shift();
+    if (segments.length === 1 && segments[0] === "") return { segments: [], absolute }; // "/": the root itself
   }
   if (segments.includes("")) throw new GlobRefusal('The glob pattern has an empty path segment ("//" or a trailing "/"); to match everything in a folder write "folder/**".');
-  return segments;
+  return { segments, absolute };
 }
 
-function compileSegment(raw: string): Segment {
+function compileSegment(raw: string, limits: Limits): Segment {
   if (raw === "**") return { kind: "globstar" };
   const characters = Array.from(raw);
   let source = "";
@@ -230,7 +284,9 @@ function compileSegment(raw: string): Segment {
     }
   }
   if (literal === "." || literal === "..") {
-    throw new GlobRefusal(`The glob pattern has a "${literal}" segment; patterns are relative to the workspace root and cannot name "." or "..": write "src/*.ts", not "./src/*.ts" or "../src/*.ts".`, literal === "..");
+    throw limits.absolute === "allow"
+      ? new GlobRefusal(`The glob pattern has a "${literal}" segment; paths are matched in normal form, where "." and ".." never appear: write "src/*.ts" or "/etc/*", not "src/./x" or "src/../x".`)
+      : new GlobRefusal(`The glob pattern has a "${literal}" segment; patterns are relative to the workspace root and cannot name "." or "..": write "src/*.ts", not "./src/*.ts" or "../src/*.ts".`, literal === "..");
   }
   if (literal !== null) return { kind: "literal", text: literal };
   try {

@@ -36,6 +36,8 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
   /** Resolves `requested` with the root held, runs `use`, and closes every descriptor after. */
   const within = async <T>(requested: string, resolve: { followFinal: boolean; createParents?: boolean; gitCheck?: GitCheck }, use: (resolution: Resolution, root: HeldEntry) => Promise<T> | T): Promise<T> => {
     const components = pathComponents(requested, rootPath);
+    // What the path names as written is checked before anything is opened, missing folders or not.
+    if (resolve.gitCheck) refuseGitMetadata(requested, components, [], [], resolve.gitCheck);
     const root = holdRoot(rootPath);
     try {
       const gitFolders: string[][] = [];
@@ -60,6 +62,13 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
 
   const files: WorkspaceFiles = {
     locate: (requested) => within(requested, { followFinal: true }, (resolution) => joinComponents(resolution.components)),
+
+    check: (requested, intent) =>
+      within(requested, { followFinal: intent !== "remove", ...(intent === "read" ? {} : { gitCheck: intent }) }, () => undefined).catch((error: unknown) => {
+        // Folders a write would create, or a file that is not there yet, are for running to find.
+        if (error instanceof WorkspaceError && (error.code === "file_not_found" || error.code === "not_a_directory")) return;
+        throw error;
+      }),
 
     stat: (requested, statOptions) =>
       within(requested, { followFinal: statOptions?.follow === true }, (resolution) =>

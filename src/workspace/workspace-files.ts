@@ -127,6 +127,13 @@ export interface WalkOutcome {
 export interface WorkspaceFiles {
   /** The normalized path inside the workspace that `requested` leads to (symlinks inside followed). */
   locate(requested: string): Promise<string>;
+  /**
+   * Throws the refusal the operation `intent` on `requested` would meet for the
+   * path itself (outside the workspace, invalid, protected git metadata), and
+   * nothing for what only running finds (a missing file, its size): what the
+   * approval gateway asks before it would ask a human about a call.
+   */
+  check(requested: string, intent: "read" | "write" | "remove"): Promise<void>;
   /** What is at `requested`; null when nothing is. A final symlink is described as itself unless `follow`. */
   stat(requested: string, options?: { follow?: boolean }): Promise<EntryInfo | null>;
   /** A regular file's content, whole; refused above `maxBytes`. */

@@ -1,3 +1,5 @@
+import { mkdir, symlink } from "node:fs/promises";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readMarkers } from "../fixtures/test-tools.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
@@ -27,6 +29,40 @@ async function toolMessage(sessionId: string, name: string): Promise<any> {
 }
 
 describe("approvals", () => {
+  it("S11: the gateway never asks about a call the tool would refuse anyway: it denies it with the tool's reason", async () => {
+    for (const approvalMode of ["auto", "manual"]) {
+      const { sessionId } = await client.newSession({ approvalMode });
+      const workspace = await env.workspaceOf(sessionId);
+      await symlink("/etc", path.join(workspace, "etc-link"));
+      await mkdir(path.join(workspace, ".git"), { recursive: true });
+      const calls = [
+        { tool: "read", args: { path: "/etc/hostname" } },
+        { tool: "write", args: { path: "../elsewhere.txt", content: "x" } },
+        { tool: "edit", args: { path: "etc-link/hostname", old_string: "a", new_string: "b" } },
+        { tool: "write", args: { path: ".git/hooks/pre-commit", content: "evil" } },
+        { tool: "delete", args: { path: ".git" } },
+        { tool: "list", args: { pattern: "/etc/*" } },
+      ];
+      const run = await client.startRun(sessionId, script([calls, [{ text: "done" }]]));
+      expect((await client.waitForRun(run.body.id)).status, approvalMode).toBe("completed");
+      const results = await env.query<{ status: string; error_code: string }>("select status, error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+      // Denied at the gate (where it would have asked) or refused by the tool (where the gateway let it through): never a question.
+      for (const result of results) expect(["denied", "failed"], approvalMode).toContain(result.status);
+      expect(results.map((result) => result.error_code), approvalMode).toEqual([
+        "path_outside_workspace",
+        "path_outside_workspace",
+        "path_outside_workspace",
+        "protected_path",
+        "protected_path",
+        "path_outside_workspace",
+      ]);
+      expect(await env.query("select id from approvals where run_id = $1", [run.body.id])).toEqual([]);
+      expect((await client.events(sessionId)).filter((event) => event.type === "approval_request")).toEqual([]);
+      const refused = (await client.messages(sessionId)).find((m) => m.role === "tool" && m.content.name === "read")?.content;
+      expect(refused.content[0].text).toMatch(/The path "\/etc\/hostname" is outside the workspace/);
+    }
+  });
+
   it("X3: a repeated identical decision is a no-op; a conflicting one is refused with 409", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "manual" });
     const workspace = await env.workspaceOf(sessionId);

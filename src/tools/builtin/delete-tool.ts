@@ -1,6 +1,6 @@
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import { defineTool, type FileChangeRecord } from "../tool.js";
-import { workspaceFailure } from "./workspace-failure.js";
+import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
 interface DeleteArgs {
   path: string;
@@ -10,6 +10,13 @@ interface DeleteArgs {
 const protectedFolders = new Set([".git", ".agents", ".foya"]);
 /** A folder bigger than this is refused: every file in it is recorded so that it can be restored. */
 const maxRecordedFiles = 2000;
+
+/** Why removing `path` is refused in this mode (F4), or null. */
+function protectedReason(path: string, requested: string, mode: string): string | null {
+  if (mode === "full_access") return null;
+  const top = path.split("/")[0] ?? "";
+  return protectedFolders.has(top) ? `"${requested}" is inside the protected folder ${top}.` : null;
+}
 
 /**
  * Moves a file or folder of the workspace to the OS trash; nothing is ever
@@ -31,12 +38,16 @@ export const deleteTool = defineTool<DeleteArgs>({
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
+  async refusal(context, args) {
+    const refused = await doorRefusal(() => context.workspace.check(args.path, "remove"));
+    if (refused) return refused;
+    // The protected folders, by where the path leads (a link inside to them counts).
+    const at = await context.workspace.stat(args.path).catch(() => null);
+    const reason = at ? protectedReason(at.path, args.path, context.approvalMode) : null;
+    return reason ? { code: "protected_path", message: reason } : at?.path === "." ? { code: "protected_path", message: "The workspace root cannot be removed." } : null;
+  },
   async run(context, args) {
-    const refuse = (path: string): string | null => {
-      if (context.approvalMode === "full_access") return null;
-      const top = path.split("/")[0] ?? "";
-      return protectedFolders.has(top) ? `"${args.path}" is inside the protected folder ${top}.` : null;
-    };
+    const refuse = (path: string): string | null => protectedReason(path, args.path, context.approvalMode);
     let outcome;
     try {
       outcome = await context.workspace.trash(args.path, { maxFiles: maxRecordedFiles, maxBytes: maxRecordedFileBytes, refuse });

@@ -39,6 +39,10 @@ export const grepTool = defineTool<GrepArgs>({
   exposure: "direct",
   sideEffect: "read",
   parallel: true,
+  async refusal(_context, args) {
+    const glob = compileGlob(args.glob ?? "**/*");
+    return glob.ok ? null : { code: glob.outside ? "path_outside_workspace" : "invalid_pattern", message: glob.message };
+  },
   async run(context, args) {
     const regex = compileLinePattern(args.pattern, args.ignoreCase === true);
     if (!regex.ok) return errorResult("invalid_pattern", `The pattern is not a valid regular expression: ${regex.message}`);

@@ -1,6 +1,6 @@
 import { compileGlob } from "../../workspace/glob-pattern.js";
 import { defineTool, errorResult, textResult } from "../tool.js";
-import { workspaceFailure } from "./workspace-failure.js";
+import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
 interface ListArgs {
   pattern?: string;
@@ -33,6 +33,11 @@ export const listTool = defineTool<ListArgs>({
   sideEffect: "read",
   approvalSubject: (args) => ({ kind: "path", path: args.path ?? "." }),
   parallel: true,
+  async refusal(context, args) {
+    const glob = compileGlob(args.pattern ?? "**/*");
+    if (!glob.ok) return { code: glob.outside ? "path_outside_workspace" : "invalid_pattern", message: glob.message };
+    return doorRefusal(() => context.workspace.check(args.path ?? ".", "read"));
+  },
   async run(context, args) {
     const pattern = args.pattern ?? "**/*";
     const glob = compileGlob(pattern);

@@ -3,7 +3,7 @@ import { sniffImageMediaType } from "../../artifacts/media-types.js";
 import { readLines } from "../../workspace/line-reader.js";
 import type { OpenedFile } from "../../workspace/workspace-files.js";
 import { defineTool, errorResult, textResult, type ToolResult } from "../tool.js";
-import { workspaceFailure } from "./workspace-failure.js";
+import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
 interface ReadArgs {
   path: string;
@@ -49,6 +49,7 @@ export const readTool = defineTool<ReadArgs>({
   exposure: "direct",
   sideEffect: "read",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
+  refusal: (context, args) => doorRefusal(() => context.workspace.check(args.path, "read")),
   parallel: true,
   async run(context, args) {
     let file: OpenedFile;

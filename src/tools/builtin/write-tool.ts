@@ -1,6 +1,6 @@
 import { displayDiff, maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import { defineTool } from "../tool.js";
-import { workspaceFailure } from "./workspace-failure.js";
+import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
 interface WriteArgs {
   path: string;
@@ -23,6 +23,7 @@ export const writeTool = defineTool<WriteArgs>({
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
+  refusal: (context, args) => doorRefusal(() => context.workspace.check(args.path, "write")),
   async previewDiff(context, args) {
     const current = await context.workspace.snapshot(args.path, { maxBytes: maxRecordedFileBytes }).catch(() => null);
     if (!current) return null;
