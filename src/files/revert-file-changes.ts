@@ -1,7 +1,7 @@
 import path from "node:path";
 import { and, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import { fileChanges, projects, sessions } from "../db/schema.js";
-import type { Database } from "../db/client.js";
+import type { Database, DbExecutor } from "../db/client.js";
 import { FoyaError, notFound } from "../errors.js";
 import { maxRecordedFileBytes, sha256 } from "../tools/file-change.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
@@ -22,9 +22,30 @@ export type FileChangeRow = typeof fileChanges.$inferSelect;
  * leads outside the workspace (a parent folder swapped for a symlink, say) is
  * a conflict, never followed; each file is checked again on the descriptor it
  * is written through, and restored modes never carry setuid or setgid.
+ *
+ * Reverts of one session take turns (D11): each runs in a transaction holding
+ * the session's revert lock, and reads whether its change is still unreverted
+ * only once it holds it. Of racing reverts of one change, exactly one reverts;
+ * the others answer 409 with the change's current state.
  */
 export async function revertFileChanges(
-  db: Database,
+  database: Database,
+  workspacesDir: string,
+  input: { tenantId: string; changeId: string; andLater: boolean },
+): Promise<FileChangeRow[]> {
+  const [owned] = await database
+    .select({ sessionId: fileChanges.sessionId })
+    .from(fileChanges)
+    .where(and(eq(fileChanges.id, input.changeId), eq(fileChanges.tenantId, input.tenantId)));
+  if (!owned) throw notFound("file change");
+  return database.transaction(async (db) => {
+    await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:revert:${owned.sessionId}`}))`);
+    return revertLocked(db, workspacesDir, input);
+  });
+}
+
+async function revertLocked(
+  db: DbExecutor,
   workspacesDir: string,
   input: { tenantId: string; changeId: string; andLater: boolean },
 ): Promise<FileChangeRow[]> {
@@ -35,7 +56,9 @@ export async function revertFileChanges(
     .innerJoin(projects, eq(projects.id, sessions.projectId))
     .where(and(eq(fileChanges.id, input.changeId), eq(fileChanges.tenantId, input.tenantId)));
   if (!target) throw notFound("file change");
-  if (target.change.revertedAt) throw new FoyaError("conflict", `file change ${target.change.id} was already reverted`);
+  if (target.change.revertedAt) {
+    throw new FoyaError("conflict", `file change ${target.change.id} was already reverted at ${target.change.revertedAt.toISOString()}`);
+  }
   const changes = input.andLater
     ? await db
         .select()

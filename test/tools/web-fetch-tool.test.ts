@@ -1,4 +1,6 @@
 import { createServer, type Server } from "node:http";
+import v8 from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebFetchTool } from "../../src/tools/builtin/web-fetch-tool.js";
@@ -19,6 +21,14 @@ beforeAll(async () => {
     } else if (req.url === "/hop") {
       res.writeHead(302, { location: "/plain" });
       res.end();
+    } else if (req.url === "/silent") {
+      // Accepts, then never answers.
+      req.socket.setTimeout(0);
+    } else if (req.url === "/dribble") {
+      // Answers headers at once, then a byte now and then, forever.
+      res.writeHead(200, { "content-type": "text/plain" });
+      const timer = setInterval(() => res.write("."), 200);
+      res.on("close", () => clearInterval(timer));
     } else if (req.url === "/huge") {
       res.writeHead(200, { "content-type": "text/plain" });
       res.end("x".repeat(3 * 1024 * 1024));
@@ -36,7 +46,30 @@ const fetchWith = (allowPrivate: boolean, url: string): Promise<ToolResult> =>
   (createWebFetchTool({ allowPrivate }) as unknown as Tool<{ url: string }>).run(toolContext({ workspaceDir: "/tmp" }), { url }, { callId: "c", name: "web_fetch", argumentsRaw: "" });
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 
+/** A real garbage collection, whatever flags the test process started with. */
+function collectGarbage(): void {
+  v8.setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
+
 describe("web_fetch", () => {
+  it("S10: the time limit fires even when the garbage collector runs meanwhile, for a silent server and a dribbling body", async () => {
+    const tool = createWebFetchTool({ allowPrivate: true, timeoutMs: 600 }) as unknown as Tool<{ url: string }>;
+    const collector = setInterval(collectGarbage, 50);
+    try {
+      for (const route of ["/silent", "/dribble"]) {
+        const started = performance.now();
+        const result = await tool.run(toolContext({ workspaceDir: "/tmp" }), { url: `${base}${route}` }, { callId: "c", name: "web_fetch", argumentsRaw: "" });
+        expect(result, route).toMatchObject({ isError: true, errorCode: "fetch_failed" });
+        expect(text(result)).toContain("timed out after 600 ms");
+        // A correctness bound, not a benchmark: without a timer that fires, this call never ends.
+        expect(performance.now() - started).toBeLessThan(10_000);
+      }
+    } finally {
+      clearInterval(collector);
+    }
+  });
+
   it("turns HTML into readable text and follows redirects (loopback allowed explicitly, as in tests)", async () => {
     const page = await fetchWith(true, `${base}/page`);
     expect(page.isError).toBeUndefined();

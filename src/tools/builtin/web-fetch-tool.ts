@@ -1,12 +1,12 @@
 import { convert } from "html-to-text";
 import { refusedHost } from "../../net/address-guard.js";
-import { defineTool, errorResult, textResult, type AnyTool } from "../tool.js";
+import { defineTool, errorResult, textResult, type AnyTool, type ToolResult } from "../tool.js";
 
 interface WebFetchArgs {
   url: string;
 }
 
-const timeoutMs = 15_000;
+const defaultTimeoutMs = 15_000;
 const maxBodyBytes = 2 * 1024 * 1024;
 const maxTextChars = 64 * 1024;
 const maxRedirects = 5;
@@ -16,7 +16,8 @@ const maxRedirects = 5;
  * turned into readable text, the head kept. Every redirect hop is checked
  * again, so a public URL cannot bounce to a private address.
  */
-export function createWebFetchTool(options: { allowPrivate: boolean }): AnyTool {
+export function createWebFetchTool(options: { allowPrivate: boolean; timeoutMs?: number }): AnyTool {
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   return defineTool<WebFetchArgs>({
     name: "web_fetch",
     description: "Fetch a web page (http or https) and return its readable text. Long pages keep their beginning.",
@@ -37,44 +38,69 @@ export function createWebFetchTool(options: { allowPrivate: boolean }): AnyTool 
       } catch {
         return errorResult("invalid_url", `"${args.url}" is not a URL.`);
       }
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
-      let response: Response | undefined;
-      for (let hop = 0; ; hop++) {
-        if (url.protocol !== "http:" && url.protocol !== "https:") return errorResult("unsupported_scheme", `Only http and https URLs can be fetched, not ${url.protocol}`);
-        if (!options.allowPrivate) {
-          const refused = await refusedHost(url.hostname).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
-          if (refused) return errorResult("address_refused", refused);
-        }
-        try {
-          response = await fetch(url, { redirect: "manual", signal, headers: { "user-agent": "foya-web-fetch/0.1", accept: "text/html, text/plain, */*;q=0.5" } });
-        } catch (error) {
-          const reason = signal.aborted ? (context.signal.aborted ? "cancelled" : `timed out after ${timeoutMs} ms`) : (error as Error).message;
-          return errorResult("fetch_failed", `Could not fetch ${url.href}: ${reason}`);
-        }
-        const location = response.headers.get("location");
-        if (response.status >= 300 && response.status < 400 && location) {
-          if (hop >= maxRedirects) return errorResult("too_many_redirects", `More than ${maxRedirects} redirects from ${args.url}`);
-          await response.body?.cancel();
-          url = new URL(location, url);
-          continue;
-        }
-        break;
+      // One controller for the whole fetch, body included, aborted by a timer this call holds: an
+      // `AbortSignal.timeout()` made inline in `AbortSignal.any` can be garbage-collected on Node 20
+      // before it fires, and then the limit never comes (a slow server held a call for minutes).
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+      const onCancel = () => deadline.abort(new Error("cancelled"));
+      if (context.signal.aborted) onCancel();
+      else context.signal.addEventListener("abort", onCancel, { once: true });
+      try {
+        return await fetchPage(url, args.url, deadline.signal, options.allowPrivate);
+      } finally {
+        clearTimeout(timer);
+        context.signal.removeEventListener("abort", onCancel);
       }
-      const { body, truncated } = await readCapped(response, maxBodyBytes).catch(() => ({ body: Buffer.alloc(0), truncated: false }));
-      const type = response.headers.get("content-type") ?? "";
-      if (!/text|html|json|xml/.test(type) && body.includes(0)) return errorResult("binary_content", `${url.href} answered ${type || "binary content"}, not text`);
-      let text = type.includes("html") ? convert(body.toString("utf8"), { wordwrap: false, selectors: [{ selector: "img", format: "skip" }] }) : body.toString("utf8");
-      const notes: string[] = [];
-      if (truncated) notes.push(`only the first ${maxBodyBytes} bytes were downloaded`);
-      if (text.length > maxTextChars) {
-        notes.push(`${text.length - maxTextChars} of ${text.length} characters not shown`);
-        text = text.slice(0, maxTextChars);
-      }
-      const header = `${response.status} ${url.href}\n\n`;
-      const result = header + text + (notes.length ? `\n[${notes.join("; ")}]` : "");
-      return response.ok ? textResult(result) : errorResult("http_status", result);
     },
   });
+}
+
+/** The page at `start`, following checked redirects, everything under `signal`. */
+async function fetchPage(start: URL, requested: string, signal: AbortSignal, allowPrivate: boolean): Promise<ToolResult> {
+  let url = start;
+  let response: Response | undefined;
+  for (let hop = 0; ; hop++) {
+    if (url.protocol !== "http:" && url.protocol !== "https:") return errorResult("unsupported_scheme", `Only http and https URLs can be fetched, not ${url.protocol}`);
+    if (!allowPrivate) {
+      const refused = await refusedHost(url.hostname).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
+      if (refused) return errorResult("address_refused", refused);
+    }
+    try {
+      response = await fetch(url, { redirect: "manual", signal, headers: { "user-agent": "foya-web-fetch/0.1", accept: "text/html, text/plain, */*;q=0.5" } });
+    } catch (error) {
+      const reason = signal.aborted ? (signal.reason as Error).message : (error as Error).message;
+      return errorResult("fetch_failed", `Could not fetch ${url.href}: ${reason}`);
+    }
+    const location = response.headers.get("location");
+    if (response.status >= 300 && response.status < 400 && location) {
+      if (hop >= maxRedirects) return errorResult("too_many_redirects", `More than ${maxRedirects} redirects from ${requested}`);
+      await response.body?.cancel();
+      url = new URL(location, url);
+      continue;
+    }
+    break;
+  }
+  let read: { body: Buffer; truncated: boolean };
+  try {
+    read = await readCapped(response, maxBodyBytes);
+  } catch {
+    if (signal.aborted) return errorResult("fetch_failed", `Could not fetch ${url.href}: ${(signal.reason as Error).message} while reading the body`);
+    read = { body: Buffer.alloc(0), truncated: false };
+  }
+  const { body, truncated } = read;
+  const type = response.headers.get("content-type") ?? "";
+  if (!/text|html|json|xml/.test(type) && body.includes(0)) return errorResult("binary_content", `${url.href} answered ${type || "binary content"}, not text`);
+  let text = type.includes("html") ? convert(body.toString("utf8"), { wordwrap: false, selectors: [{ selector: "img", format: "skip" }] }) : body.toString("utf8");
+  const notes: string[] = [];
+  if (truncated) notes.push(`only the first ${maxBodyBytes} bytes were downloaded`);
+  if (text.length > maxTextChars) {
+    notes.push(`${text.length - maxTextChars} of ${text.length} characters not shown`);
+    text = text.slice(0, maxTextChars);
+  }
+  const header = `${response.status} ${url.href}\n\n`;
+  const result = header + text + (notes.length ? `\n[${notes.join("; ")}]` : "");
+  return response.ok ? textResult(result) : errorResult("http_status", result);
 }
 
 async function readCapped(response: Response, limit: number): Promise<{ body: Buffer; truncated: boolean }> {
