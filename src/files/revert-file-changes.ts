@@ -100,7 +100,8 @@ async function revertLocked(
   for (const change of changes) {
     if (change.sha256Before && !contents.has(change.sha256Before)) {
       const blob = await getBlob(db, input.tenantId, change.sha256Before);
-      if (!blob) throw new FoyaError("internal", `the content of ${change.path} before change ${change.id} is missing`);
+      // A version too large to keep was recorded by its digest only.
+      if (!blob) throw new FoyaError("conflict", `${change.path}: its content before change ${change.id} was too large to keep, so this change cannot be reverted (the file went to the OS trash if it was deleted)`);
       contents.set(change.sha256Before, blob);
     }
   }
@@ -121,7 +122,7 @@ async function digestNow(workspace: WorkspaceFiles, where: string, change: FileC
     const { snapshot } = await workspace.snapshot(where, { maxBytes: maxRecordedFileBytes });
     return snapshot.kind === "file" ? sha256(snapshot.content) : null;
   } catch (error) {
-    if (isWorkspaceError(error) && error.code !== "io_failed") throw refused(change, `it is no longer a regular file inside the workspace (${error.message})`);
+    if (isWorkspaceError(error) && error.code !== "io_failed") throw refused(change, error.message);
     throw error;
   }
 }

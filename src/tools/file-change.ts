@@ -6,8 +6,9 @@ import type { FileChangeRecord, ToolContext } from "./tool.js";
 export type { FileSnapshot } from "../workspace/workspace-files.js";
 
 /**
- * Largest file a write, edit, delete or revert handles: both versions are kept
- * whole in the blob store (F1), so a bigger one is refused rather than copied.
+ * Largest version of a file kept whole in the blob store (F1). A larger one is
+ * recorded by its digest only (write replacing it, delete): that change cannot
+ * be reverted. `edit` and revert need the content whole and refuse past it.
  */
 export const maxRecordedFileBytes = 64 * 1024 * 1024;
 
@@ -19,6 +20,10 @@ export function sha256(content: Buffer): string {
 const maxDiffBytes = 1024 * 1024;
 
 export function displayDiff(path: string, before: FileSnapshot, after: FileSnapshot): string {
+  if (before.kind === "digest" || after.kind === "digest") {
+    const size = (snapshot: FileSnapshot) => (snapshot.kind === "absent" ? 0 : snapshot.kind === "digest" ? snapshot.size : snapshot.content.length);
+    return `File ${path} changed (${size(before)} → ${size(after)} bytes); too large to keep: no diff, and this change cannot be reverted\n`;
+  }
   const old = before.kind === "file" ? before.content : Buffer.alloc(0);
   const next = after.kind === "file" ? after.content : Buffer.alloc(0);
   if (old.includes(0) || next.includes(0)) return `Binary file ${path} changed (${old.length} → ${next.length} bytes)\n`;
@@ -34,7 +39,8 @@ export function displayDiff(path: string, before: FileSnapshot, after: FileSnaps
 /**
  * Builds the File Change of one path (SPEC F1): both contents go to the
  * content-addressed blob store, so the change can be reviewed and reverted;
- * the diff is for people, never for the model (F2).
+ * the diff is for people, never for the model (F2). A version too large to
+ * keep is recorded by its digest alone (no blob): its revert is refused.
  */
 export async function recordFileChange(
   context: Pick<ToolContext, "blobs">,
@@ -42,15 +48,18 @@ export async function recordFileChange(
   before: FileSnapshot,
   after: FileSnapshot,
 ): Promise<FileChangeRecord> {
-  const sha256Before = before.kind === "file" ? await context.blobs.put(before.content) : null;
-  const sha256After = after.kind === "file" ? await context.blobs.put(after.content) : null;
   return {
     path,
-    existedBefore: before.kind === "file",
-    modeBefore: before.kind === "file" ? before.mode : null,
-    modeAfter: after.kind === "file" ? after.mode : null,
-    sha256Before,
-    sha256After,
+    existedBefore: before.kind !== "absent",
+    modeBefore: before.kind === "absent" ? null : before.mode,
+    modeAfter: after.kind === "absent" ? null : after.mode,
+    sha256Before: await keep(context, before),
+    sha256After: await keep(context, after),
     diff: displayDiff(path, before, after),
   };
+}
+
+async function keep(context: Pick<ToolContext, "blobs">, snapshot: FileSnapshot): Promise<string | null> {
+  if (snapshot.kind === "absent") return null;
+  return snapshot.kind === "digest" ? snapshot.sha256 : context.blobs.put(snapshot.content);
 }

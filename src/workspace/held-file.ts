@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
@@ -97,4 +98,17 @@ export async function readBounded(handle: FileHandle, maxBytes: number, shown: s
     if (total > maxBytes) throw new WorkspaceError("too_large", `"${shorten(shown)}" is over ${maxBytes} bytes; at most ${maxBytes} are handled here.`);
   }
   return Buffer.concat(chunks, total);
+}
+
+/** The sha256 and size of a file too large to keep, read in bounded chunks. */
+export async function digestOf(handle: FileHandle): Promise<{ sha256: string; size: number }> {
+  const hash = createHash("sha256");
+  const buffer = Buffer.allocUnsafe(readChunkBytes);
+  let size = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, size);
+    if (bytesRead === 0) return { sha256: hash.digest("hex"), size };
+    hash.update(buffer.subarray(0, bytesRead));
+    size += bytesRead;
+  }
 }

@@ -5,7 +5,7 @@ import { closeQuietly, holdRoot, resolveComponents, viaDescriptor, type HeldEntr
 import { isGitFolder } from "./git-folders.js";
 import { joinComponents, pathComponents, shorten } from "./path-components.js";
 import { protectedGitReason } from "./protected-paths.js";
-import { kindOf, ownerOf, openedFile, readBounded, refuseIrregular, reopen, safeMode, tooLarge, writeAll } from "./held-file.js";
+import { digestOf, kindOf, ownerOf, openedFile, readBounded, refuseIrregular, reopen, safeMode, tooLarge, writeAll } from "./held-file.js";
 import { moveToTrash, recordRemoval } from "./workspace-trash.js";
 import { walkTree, type TreeFile } from "./workspace-tree.js";
 import {
@@ -103,24 +103,28 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
         snapshot: resolution.target ? await snapshotOf(resolution, requested, maxBytes) : ({ kind: "absent" } as const),
       })),
 
-    async update(requested, decide, { maxBytes, createParents = true }) {
+    async update(requested, decide, { maxBytes, createParents = true, larger = "refuse" }) {
       for (let attempt = 0; ; attempt++) {
         const outcome = await within(requested, { followFinal: true, createParents, gitCheck: "write" }, async (resolution, root) => {
           if (resolution.parent === null || resolution.name === null) throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
           const at = joinComponents(resolution.components);
           if (resolution.target === null) return create(resolution.parent, resolution.name, at, decide, ownerOf(root.stats));
           const target = regularFile(resolution, requested);
-          if (target.stats.size > maxBytes) throw tooLarge(requested, target.stats.size, maxBytes);
+          const tooLargeToKeep = target.stats.size > maxBytes;
+          if (tooLargeToKeep && larger === "refuse") throw tooLarge(requested, target.stats.size, maxBytes);
           const handle = await reopen(target, O_RDWR);
           try {
-            const before = { kind: "file" as const, content: await readBounded(handle, maxBytes, requested), mode: target.stats.mode & 0o7777 };
+            const mode = target.stats.mode & 0o7777;
+            const before: FileSnapshot = tooLargeToKeep
+              ? { kind: "digest", ...(await digestOf(handle)), mode }
+              : { kind: "file", content: await readBounded(handle, maxBytes, requested), mode };
             const decision = decide(before);
             if ("keep" in decision) return { kind: "kept" as const, path: at, value: decision.keep };
-            const mode = safeMode(decision.mode ?? before.mode);
+            const newMode = safeMode(decision.mode ?? before.mode);
             await handle.truncate(0);
             await writeAll(handle, decision.write);
-            if (mode !== before.mode) await handle.chmod(mode);
-            return { kind: "written" as const, path: at, before, after: { kind: "file" as const, content: decision.write, mode } };
+            if (newMode !== before.mode) await handle.chmod(newMode);
+            return { kind: "written" as const, path: at, before, after: { kind: "file" as const, content: decision.write, mode: newMode } };
           }
           finally {
             await handle.close();

@@ -24,8 +24,16 @@
  * way, normalized and with symlinks inside the workspace resolved.
  */
 
-/** A file's content and mode at one moment; `absent` also covers "never existed". */
-export type FileSnapshot = { kind: "absent" } | { kind: "file"; content: Buffer; mode: number };
+/**
+ * A file's content and mode at one moment; `absent` also covers "never
+ * existed". `digest` is a file too large to keep: known by its sha256 and size
+ * only, so a change from it cannot be reverted (the file still goes to the OS
+ * trash when deleted).
+ */
+export type FileSnapshot =
+  | { kind: "absent" }
+  | { kind: "file"; content: Buffer; mode: number }
+  | { kind: "digest"; sha256: string; size: number; mode: number };
 
 /** Why the door refused; stable codes a tool passes on as its `is_error` code. */
 export type WorkspaceErrorCode =
@@ -84,7 +92,7 @@ export type UpdateOutcome<T> = { kind: "written"; path: string; before: FileSnap
 /** A file moved to the trash, with what it held, so a revert can bring it back. */
 export interface TrashedFile {
   path: string;
-  snapshot: Extract<FileSnapshot, { kind: "file" }>;
+  snapshot: Exclude<FileSnapshot, { kind: "absent" }>;
 }
 
 export interface TrashOutcome {
@@ -148,7 +156,16 @@ export interface WorkspaceFiles {
    * folders are created. The new mode is `mode`, else the old one, else 0644,
    * never with setuid or setgid.
    */
-  update<T>(requested: string, decide: (before: FileSnapshot) => UpdateDecision<T>, options: { maxBytes: number; createParents?: boolean }): Promise<UpdateOutcome<T>>;
+  update<T>(
+    requested: string,
+    decide: (before: FileSnapshot) => UpdateDecision<T>,
+    options: {
+      maxBytes: number;
+      createParents?: boolean;
+      /** A file over `maxBytes` is refused (default), or (a write that replaces it whole) passed to `decide` by its digest only. */
+      larger?: "refuse" | "digest";
+    },
+  ): Promise<UpdateOutcome<T>>;
   /**
    * Appends to a regular file, creating it (and missing folders) when absent;
    * each append is one `O_APPEND` write, so concurrent appends never lose each
@@ -157,8 +174,9 @@ export interface WorkspaceFiles {
   append(requested: string, content: Buffer): Promise<{ path: string }>;
   /**
    * Moves a file, link or folder to the OS trash (a final symlink is moved, not
-   * its target), recording every regular file it removes; refused when that
-   * would take more than `maxFiles` files or `maxBytes` bytes to record, or
+   * its target), recording every regular file it removes: whole up to
+   * `maxBytes` in all, by digest only past it; refused when that would take
+   * more than `maxFiles` files, or
    * when `refuse` gives a reason for the resolved path (checked on the entry
    * actually removed, so no rename in between can slip past it).
    */

@@ -4,7 +4,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import trashToOs from "trash";
 import { viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
-import { readBounded, refuseIrregular, reopen, tooLarge } from "./held-file.js";
+import { digestOf, readBounded, refuseIrregular, reopen } from "./held-file.js";
 import { shorten } from "./path-components.js";
 import { WorkspaceError, type TrashedFile } from "./workspace-files.js";
 import { walkTree } from "./workspace-tree.js";
@@ -17,14 +17,21 @@ import { walkTree } from "./workspace-tree.js";
 
 const { O_RDONLY } = constants;
 
-export /** Every regular file a removal takes away, read before anything moves, so the change can be reverted. */
-async function recordRemoval(target: HeldEntry, at: string, limits: { maxFiles: number; maxBytes: number; shown: string }): Promise<TrashedFile[]> {
+/**
+ * Every regular file a removal takes away, read before anything moves, so the
+ * change can be reverted: whole while the removal's files add up to at most
+ * `maxBytes`, by digest only past that (those cannot be reverted; they still go
+ * to the OS trash). More than `maxFiles` files refuse the removal.
+ */
+export async function recordRemoval(target: HeldEntry, at: string, limits: { maxFiles: number; maxBytes: number; shown: string }): Promise<TrashedFile[]> {
   if (target.stats.isFile()) {
     refuseIrregular(target.stats, limits.shown);
-    if (target.stats.size > limits.maxBytes) throw tooLarge(limits.shown, target.stats.size, limits.maxBytes);
+    const mode = target.stats.mode & 0o7777;
     const handle = await reopen(target, O_RDONLY);
     try {
-      return [{ path: at, snapshot: { kind: "file", content: await readBounded(handle, limits.maxBytes, limits.shown), mode: target.stats.mode & 0o7777 } }];
+      const snapshot: TrashedFile["snapshot"] =
+        target.stats.size > limits.maxBytes ? { kind: "digest", ...(await digestOf(handle)), mode } : { kind: "file", content: await readBounded(handle, limits.maxBytes, limits.shown), mode };
+      return [{ path: at, snapshot }];
     } finally {
       await handle.close();
     }
@@ -32,19 +39,18 @@ async function recordRemoval(target: HeldEntry, at: string, limits: { maxFiles: 
   if (!target.stats.isDirectory()) return []; // a symlink or special file is moved, not recorded
   const files: TrashedFile[] = [];
   let bytes = 0;
-  const tooMuch = () =>
-    new WorkspaceError("too_large", `"${shorten(limits.shown)}" is too large to remove recoverably (over ${limits.maxFiles} files or ${limits.maxBytes} bytes); remove smaller parts.`);
   await walkTree(target, { maxEntries: Number.POSITIVE_INFINITY }, async (file) => {
     if (file.kind !== "file") return;
-    if (files.length >= limits.maxFiles) throw tooMuch();
-    const read = await file.read(limits.maxBytes - bytes);
+    if (files.length >= limits.maxFiles) {
+      throw new WorkspaceError("too_large", `"${shorten(limits.shown)}" holds more than ${limits.maxFiles} files to record; remove smaller parts.`);
+    }
+    const read = await file.read(Math.max(0, limits.maxBytes - bytes), "digest");
     if (read.kind === "skipped") {
-      if (read.reason === "too_large") throw tooMuch();
       if (read.reason === "hard_link") throw new WorkspaceError("hard_link", `"${at}/${file.path}" has more than one hard link; the removal was refused, as another link may be outside the workspace.`);
       return; // replaced by a link or a special file since the listing: moved along, not recorded
     }
-    bytes += read.content.length;
-    files.push({ path: `${at}/${file.path}`, snapshot: { kind: "file", content: read.content, mode: read.mode } });
+    if (read.kind === "read") bytes += read.content.length;
+    files.push({ path: `${at}/${file.path}`, snapshot: read.kind === "read" ? { kind: "file", content: read.content, mode: read.mode } : read });
   });
   return files;
 }

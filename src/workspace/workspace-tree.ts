@@ -2,7 +2,7 @@ import { chownSync, constants, fstatSync, lchownSync, openSync, opendirSync, typ
 import { open } from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { closeQuietly, O_PATH, viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
-import { readBounded } from "./held-file.js";
+import { digestOf, readBounded } from "./held-file.js";
 import { WorkspaceError, type WalkOptions, type WalkOutcome } from "./workspace-files.js";
 
 const { O_NOFOLLOW, O_DIRECTORY, O_RDONLY, O_NONBLOCK, O_NOCTTY } = constants;
@@ -13,14 +13,19 @@ const entriesPerSlice = 256;
 const defaultMaxEntries = 100_000;
 
 /** What reading a walked file gave: its bytes, or why it was passed over. */
-export type TreeRead = { kind: "read"; content: Buffer; mode: number } | { kind: "skipped"; reason: "too_large" | "hard_link" | "special" | "gone" };
+export type TreeRead =
+  | { kind: "read"; content: Buffer; mode: number }
+  /** A file over the size asked for, when asked to digest rather than skip it. */
+  | { kind: "digest"; sha256: string; size: number; mode: number }
+  | { kind: "skipped"; reason: "too_large" | "hard_link" | "special" | "gone" };
 
 /** A file or symlink met by `walkTree`, readable from the folder descriptor the walk holds. */
 export interface TreeFile {
   /** Path relative to the folder the walk started from. */
   path: string;
   kind: "file" | "symlink";
-  read(maxBytes: number): Promise<TreeRead>;
+  /** The file whole up to `maxBytes`; past it skipped, or (`larger: "digest"`) known by its digest only. */
+  read(maxBytes: number, larger?: "skip" | "digest"): Promise<TreeRead>;
 }
 
 /**
@@ -64,7 +69,7 @@ export async function walkTree(start: HeldEntry, options: WalkOptions, visit: (f
         }
       } else if (kind === "file" || kind === "symlink") {
         // A visitor that does not wait costs no microtask per entry.
-        const visited = visit({ path: relative, kind, read: (maxBytes) => readChild(folder, entry.name, maxBytes) });
+        const visited = visit({ path: relative, kind, read: (maxBytes, larger = "skip") => readChild(folder, entry.name, maxBytes, larger) });
         if (visited) await visited;
       }
     }
@@ -115,7 +120,7 @@ function openChildFolder(folder: HeldEntry, name: string): Omit<HeldEntry, "comp
 }
 
 /** Reads a regular file with one link from a held folder, without following a link; anything else is skipped. */
-async function readChild(folder: HeldEntry, name: string, maxBytes: number): Promise<TreeRead> {
+async function readChild(folder: HeldEntry, name: string, maxBytes: number, larger: "skip" | "digest"): Promise<TreeRead> {
   let fd: number;
   try {
     fd = openSync(viaDescriptor(folder.fd, name), O_PATH | O_NOFOLLOW);
@@ -126,9 +131,10 @@ async function readChild(folder: HeldEntry, name: string, maxBytes: number): Pro
     const stats = fstatSync(fd);
     if (!stats.isFile()) return { kind: "skipped", reason: "special" };
     if (stats.nlink > 1) return { kind: "skipped", reason: "hard_link" };
-    if (stats.size > maxBytes) return { kind: "skipped", reason: "too_large" };
+    if (stats.size > maxBytes && larger === "skip") return { kind: "skipped", reason: "too_large" };
     const handle = await open(viaDescriptor(fd), O_RDONLY | O_NONBLOCK | O_NOCTTY);
     try {
+      if (stats.size > maxBytes) return { kind: "digest", ...(await digestOf(handle)), mode: stats.mode & 0o7777 };
       return { kind: "read", content: await readBounded(handle, maxBytes, name), mode: stats.mode & 0o7777 };
     } catch (error) {
       if (error instanceof WorkspaceError && error.code === "too_large") return { kind: "skipped", reason: "too_large" };

@@ -192,6 +192,37 @@ describe("file changes", () => {
     expect(await readFile(path.join(fullWorkspace, "docs", "deep", "b.md"), "utf8")).toBe("B\n");
   });
 
+  it("F1, F3: a file too large to keep is recorded by its digest only: deleting or replacing it works, its bytes never reach Postgres, and its revert is refused clearly", async () => {
+    const { sessionId } = await client.newSession();
+    const workspace = await env.workspaceOf(sessionId);
+    const big = Buffer.alloc(70 * 1024 * 1024, "b");
+    await writeFile(path.join(workspace, "big.bin"), big);
+    await writeFile(path.join(workspace, "replaced.bin"), big);
+    const [before] = await env.query<{ bytes: string }>("select coalesce(sum(octet_length(bytes)), 0)::text as bytes from content_blobs");
+    const { results } = await runCalls(
+      [
+        { tool: "delete", args: { path: "big.bin" } },
+        { tool: "write", args: { path: "replaced.bin", content: "small now\n" } },
+      ],
+      { sessionId },
+    );
+    expect(results.map((r) => r.status)).toEqual(["succeeded", "succeeded"]);
+    expect(results[0]!.text).toContain("too large to keep a copy of");
+    expect(results[1]!.text).toContain("too large to keep: this change cannot be reverted");
+    const [after] = await env.query<{ bytes: string }>("select coalesce(sum(octet_length(bytes)), 0)::text as bytes from content_blobs");
+    expect(Number(after!.bytes) - Number(before!.bytes)).toBeLessThan(1024 * 1024);
+    const changes = await changesOf(sessionId);
+    const deletion = changes.find((c) => c.path === "big.bin");
+    expect(deletion).toMatchObject({ existedBefore: true, sha256Before: createHash("sha256").update(big).digest("hex"), sha256After: null });
+    for (const change of changes) {
+      const reverted = await client.post(`/v1/file-changes/${change.id}/revert`);
+      expect(reverted.status).toBe(409);
+      expect(reverted.body.error.message).toContain("too large to keep");
+    }
+    await expect(stat(path.join(workspace, "big.bin"))).rejects.toThrow();
+    expect(await readFile(path.join(workspace, "replaced.bin"), "utf8")).toBe("small now\n");
+  });
+
   it("D8: another tenant's file changes answer 404", async () => {
     const { sessionId } = await runCalls([{ tool: "write", args: { path: "mine.txt", content: "x" } }]);
     const [change] = await changesOf(sessionId);

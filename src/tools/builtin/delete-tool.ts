@@ -57,8 +57,10 @@ export const deleteTool = defineTool<DeleteArgs>({
     const changes: FileChangeRecord[] = [];
     for (const file of outcome.files) changes.push(await recordFileChange(context, file.path, file.snapshot, { kind: "absent" }));
     const what = outcome.kind === "directory" ? `folder ${outcome.path} (${changes.length} files)` : outcome.path;
+    const unkept = outcome.files.filter((file) => file.snapshot.kind === "digest").length;
+    const note = unkept > 0 ? ` ${unkept} of its files were too large to keep a copy of: reverting cannot bring ${unkept === 1 ? "it" : "them"} back (the OS trash still holds them).` : "";
     return {
-      content: [{ type: "text", text: `Moved ${what} to the trash.` }],
+      content: [{ type: "text", text: `Moved ${what} to the trash.${note}` }],
       displayDiff: changes.map((change) => change.diff).join(""),
       fileChanges: changes,
     };

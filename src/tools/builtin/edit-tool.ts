@@ -83,6 +83,7 @@ export const editTool = defineTool<EditArgs>({
         args.path,
         (before) => {
           if (before.kind === "absent") return { keep: errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`) };
+          if (before.kind === "digest") return { keep: errorResult("too_large", `"${args.path}" is ${before.size} bytes, too large to edit; write it whole instead.`) };
           const edited = applyEdit(before.content, args);
           if (!edited.ok) return { keep: edited.error };
           occurrences = edited.occurrences;

@@ -34,15 +34,17 @@ export const writeTool = defineTool<WriteArgs>({
     const content = Buffer.from(args.content);
     let outcome;
     try {
-      outcome = await context.workspace.update(args.path, () => ({ write: content }), { maxBytes: maxRecordedFileBytes });
+      // A file too large to keep is replaced all the same, recorded by its digest only (it cannot be reverted).
+      outcome = await context.workspace.update(args.path, () => ({ write: content }), { maxBytes: maxRecordedFileBytes, larger: "digest" });
     } catch (error) {
       return workspaceFailure(error);
     }
     if (outcome.kind === "kept") throw new Error("write never keeps a file as it is");
     const change = await recordFileChange(context, outcome.path, outcome.before, outcome.after);
-    const verb = outcome.before.kind === "file" ? "Updated" : "Created";
+    const verb = outcome.before.kind === "absent" ? "Created" : "Updated";
+    const note = outcome.before.kind === "digest" ? ` The old version (${outcome.before.size} bytes) was too large to keep: this change cannot be reverted.` : "";
     return {
-      content: [{ type: "text", text: `${verb} ${outcome.path} (${content.length} bytes).` }],
+      content: [{ type: "text", text: `${verb} ${outcome.path} (${content.length} bytes).${note}` }],
       displayDiff: change.diff,
       fileChanges: [change],
     };
