@@ -9,8 +9,27 @@ import ipaddr from "ipaddr.js";
  */
 
 function refusedIp(hostname: string, address: string): string | null {
-  const range = ipaddr.process(address).range();
+  const range = rangeOf(ipaddr.process(address));
   return range === "unicast" ? null : `${hostname} is ${address} (${range}), which this deployment does not allow`;
+}
+
+/**
+ * The range of an address, judging an IPv4 address written inside an IPv6 one
+ * by the IPv4 address: ipaddr.js calls `::7f00:1` (the deprecated
+ * IPv4-compatible form of 127.0.0.1) plain unicast, but a host may route it
+ * to its loopback. (IPv4-mapped `::ffff:a.b.c.d` is unwrapped by `process`;
+ * NAT64 and 6to4 prefixes have ranges of their own and are refused.)
+ */
+function rangeOf(address: ipaddr.IPv4 | ipaddr.IPv6): string {
+  if (address.kind() === "ipv6") {
+    const parts = (address as ipaddr.IPv6).parts;
+    if (parts.slice(0, 6).every((part) => part === 0) && (parts[6] !== 0 || (parts[7] ?? 0) > 1)) {
+      const high = parts[6] ?? 0;
+      const low = parts[7] ?? 0;
+      return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]).range();
+    }
+  }
+  return address.range();
 }
 
 const bare = (hostname: string) => hostname.replace(/^\[|\]$/g, "");

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Config } from "../config.js";
-import { findExecutable } from "./find-executable.js";
+import { findExecutable, systemSearchPath } from "./find-executable.js";
 import { describeIdentityMode, type IdentityMode } from "./tool-identity.js";
 
 /**
@@ -16,8 +16,8 @@ export interface ConfinementReport {
   network: string;
 }
 
-export function describeConfinement(config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolPath" | "toolLimits">, mode: IdentityMode): ConfinementReport {
-  const found = (name: string) => findExecutable(name, config.toolPath);
+export function describeConfinement(config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolLimits">, mode: IdentityMode): ConfinementReport {
+  const found = (name: string) => findExecutable(name, systemSearchPath);
   const missing = ["setpriv", "prlimit"].filter((name) => !found(name));
   const bwrap = found(config.bwrapPath);
   const slirp = found(config.slirp4netnsPath);

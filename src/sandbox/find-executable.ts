@@ -18,3 +18,12 @@ export function findExecutable(name: string, searchPath: string): string | undef
   }
   return undefined;
 }
+
+/**
+ * Where the sandbox's own programs (bwrap, slirp4netns, unshare, setpriv,
+ * prlimit) are looked up by name: the system's folders only, never the
+ * service's PATH, which under `npm start` begins with node_modules/.bin
+ * folders any installed package can put a program in. An operator who keeps
+ * them elsewhere names them by absolute path (FOYA_BWRAP_PATH, ...).
+ */
+export const systemSearchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import { systemSearchPath } from "./find-executable.js";
 import { createSandbox, systemReadOnlyPaths, type SandboxRunner } from "./sandbox-runner.js";
 import { findServiceDir } from "./service-dir.js";
 
@@ -9,14 +10,15 @@ import { findServiceDir } from "./service-dir.js";
  * the service was started from "/" or a system tree, which cannot be hidden.
  */
 export function sandboxFromConfig(
-  config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolPath" | "workspacesDir" | "sandboxHiddenPaths" | "sandboxReadOnlyPaths">,
+  config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "workspacesDir" | "sandboxHiddenPaths" | "sandboxReadOnlyPaths">,
   cwd: string = process.cwd(),
 ): SandboxRunner {
   const holdsSystemTree = systemReadOnlyPaths.some((system) => cwd === "/" || system === cwd || system.startsWith(`${cwd}/`));
   return createSandbox({
     bwrapPath: config.bwrapPath,
     slirp4netnsPath: config.slirp4netnsPath,
-    searchPath: config.toolPath,
+    // The sandbox's programs come from the system's folders, not from the tool PATH (see systemSearchPath).
+    searchPath: systemSearchPath,
     workspacesDir: config.workspacesDir,
     servicePaths: [findServiceDir(), ...(holdsSystemTree ? [] : [cwd])],
     hiddenPaths: config.sandboxHiddenPaths,

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapArguments, type SandboxLayout } from "../../src/sandbox/mount-plan.js";
+import { loadConfig } from "../../src/config.js";
+import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import { sandboxResolvConf } from "../../src/sandbox/sandbox-network.js";
 import { defaultProcessLimits } from "../../src/sandbox/process-limits.js";
@@ -166,6 +168,19 @@ describe("sandbox layout", () => {
     expect(networked.args.slice(unshareAt + 1, unshareAt + 6)).toEqual(["--user", "--map-root-user", "--net", "--", plain.args[bwrapAt]]);
     expect(networked.args).toContain("--block-fd");
     expect(networked.args).not.toContain("--unshare-net");
+  });
+
+  it("S3: the sandbox's programs come from the system's folders, never from the service's PATH (node_modules/.bin under npm start)", async () => {
+    const workspace = path.join(base, "ws-path", "t", "p");
+    await mkdir(workspace, { recursive: true });
+    await readyForTools(workspace);
+    const planted = path.join(base, "planted-bin");
+    await mkdir(planted, { recursive: true });
+    for (const name of ["bwrap", "setpriv", "prlimit", "unshare", "slirp4netns"]) await writeFile(path.join(planted, name), "#!/bin/sh\necho planted\n", { mode: 0o755 });
+    const runner = sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: path.join(base, "ws-path"), PATH: `${planted}:${toolPath}` }));
+    const plan = await runner.plan({ command: "true", workspaceDir: workspace, network: true, ...planned });
+    if (!plan.ok) throw new Error(plan.message);
+    expect([plan.file, ...plan.args, plan.network?.slirp4netns].join(" ")).not.toContain(planted);
   });
 
   it("S7: a root service steps down: setpriv to the tenant's uid without groups or new privileges, then prlimit sets the call's limits", async () => {

@@ -8,12 +8,13 @@ import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
 
 const RuleList = z
-  .array(z.string().min(1).max(1000))
+  .array(z.string().min(1).max(1000, "a rule may have at most 1000 characters"))
   .max(1000)
   .superRefine((rules, ctx) => {
     for (const [index, rule] of rules.entries()) {
       const parsed = parseRule(rule);
-      if (!parsed.ok) ctx.addIssue({ code: "custom", path: [index], message: `invalid rule "${rule}": ${parsed.error}` });
+      // Most parse errors already start with the rule, quoted.
+      if (!parsed.ok) ctx.addIssue({ code: "custom", path: [index], message: `invalid rule ${parsed.error.startsWith('"') ? parsed.error : `"${rule}": ${parsed.error}`}` });
     }
   });
 
@@ -23,7 +24,11 @@ const PolicySchema = z
       .object({ allow: RuleList.optional(), ask: RuleList.optional(), deny: RuleList.optional() })
       .strict()
       .optional()
-      .openapi({ description: "Checked deny, then ask, then allow; first match wins. E.g. `bash(npm test*)`, `write(src/**)`, `web_fetch`." }),
+      .openapi({
+        description:
+          "Checked deny, then ask, then allow; first match wins. E.g. `bash(npm test*)`, `write(src/**)`, `read(/etc/**)`, `web_fetch`. " +
+          "Path patterns are bash globstar globs of at most 256 characters (64 brace alternatives, 512 characters once expanded); a pattern for read, write, edit, delete or list that is not one is refused.",
+      }),
     approvalTtlSeconds: z
       .number()
       .int()

@@ -31,7 +31,7 @@ export const deleteTool = defineTool<DeleteArgs>({
   description: "Delete a file or folder of the workspace by moving it to the trash. It can be restored by reverting the change.",
   parameters: {
     type: "object",
-    properties: { path: { type: "string", minLength: 1, description: "Path relative to the workspace root." } },
+    properties: { path: { type: "string", minLength: 1, maxLength: 4096, description: "Path relative to the workspace root." } },
     required: ["path"],
     additionalProperties: false,
   },

@@ -56,7 +56,7 @@ export const editTool = defineTool<EditArgs>({
   parameters: {
     type: "object",
     properties: {
-      path: { type: "string", minLength: 1, description: "Path relative to the workspace root." },
+      path: { type: "string", minLength: 1, maxLength: 4096, description: "Path relative to the workspace root." },
       old_string: { type: "string", minLength: 1, description: "The exact text to replace." },
       new_string: { type: "string", description: "The text to put in its place." },
       replace_all: { type: "boolean", description: "Replace every occurrence (default false)." },

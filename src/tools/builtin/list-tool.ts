@@ -25,7 +25,7 @@ export const listTool = defineTool<ListArgs>({
     type: "object",
     properties: {
       pattern: { type: "string", minLength: 1, maxLength: 1000, description: 'Glob relative to path, e.g. "src/**/*.ts" (default "**/*").' },
-      path: { type: "string", minLength: 1, description: "Folder to search from, relative to the workspace root (default the root)." },
+      path: { type: "string", minLength: 1, maxLength: 4096, description: "Folder to search from, relative to the workspace root (default the root)." },
     },
     additionalProperties: false,
   },

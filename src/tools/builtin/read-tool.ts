@@ -39,7 +39,7 @@ export const readTool = defineTool<ReadArgs>({
   parameters: {
     type: "object",
     properties: {
-      path: { type: "string", description: "Path relative to the workspace root.", minLength: 1 },
+      path: { type: "string", description: "Path relative to the workspace root.", minLength: 1, maxLength: 4096 },
       offset: { type: "integer", minimum: 1, description: "First line to return (1-based)." },
       limit: { type: "integer", minimum: 1, maximum: 10000, description: "How many lines to return." },
     },

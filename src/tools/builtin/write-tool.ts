@@ -14,7 +14,7 @@ export const writeTool = defineTool<WriteArgs>({
   parameters: {
     type: "object",
     properties: {
-      path: { type: "string", description: "Path relative to the workspace root.", minLength: 1 },
+      path: { type: "string", description: "Path relative to the workspace root.", minLength: 1, maxLength: 4096 },
       content: { type: "string", description: "The complete new content of the file." },
     },
     required: ["path", "content"],
