@@ -223,6 +223,18 @@ describe("file changes", () => {
     expect(await readFile(path.join(workspace, "replaced.bin"), "utf8")).toBe("small now\n");
   });
 
+  it("D11: six racing reverts of one change: exactly one reverts, the others answer 409 with the change's state", async () => {
+    const { sessionId } = await runCalls([{ tool: "write", args: { path: "raced.txt", content: "one\n" } }]);
+    await runCalls([{ tool: "write", args: { path: "raced.txt", content: "two\n" } }], { sessionId });
+    const [, second] = await changesOf(sessionId);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => client.post(`/v1/file-changes/${second.id}/revert`)));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    for (const answer of answers.filter((a) => a.status === 409)) expect(answer.body.error.message).toMatch(/already reverted at/);
+    const workspace = await env.workspaceOf(sessionId);
+    expect(await readFile(path.join(workspace, "raced.txt"), "utf8")).toBe("one\n");
+    expect((await changesOf(sessionId)).map((c) => c.revertedAt !== null)).toEqual([false, true]);
+  });
+
   it("D8: another tenant's file changes answer 404", async () => {
     const { sessionId } = await runCalls([{ tool: "write", args: { path: "mine.txt", content: "x" } }]);
     const [change] = await changesOf(sessionId);
