@@ -88,6 +88,14 @@ const envSchema = z.object({
   FOYA_MAX_STEPS_PER_RUN: intFromEnv(100),
   FOYA_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
   FOYA_SSE_KEEPALIVE_MS: intFromEnv(15_000),
+  FOYA_API_MAX_BODY_BYTES: positiveIntFromEnv(1024 * 1024),
+  FOYA_API_MAX_INPUT_BODY_BYTES: positiveIntFromEnv(8 * 1024 * 1024),
+  FOYA_API_RATE_LIMIT: intFromEnv(1000),
+  FOYA_API_RATE_WINDOW_MS: positiveIntFromEnv(10_000),
+  FOYA_API_AUTH_FAILURE_LIMIT: intFromEnv(20),
+  FOYA_API_AUTH_FAILURE_WINDOW_MS: positiveIntFromEnv(300_000),
+  FOYA_API_TRUST_PROXY_HOPS: intFromEnv(0),
+  FOYA_API_MAX_STREAMS_PER_TENANT: intFromEnv(64),
   FOYA_TOOL_MODULES: z.string().optional(),
   FOYA_FAILPOINTS: z.string().optional(),
   FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
@@ -124,6 +132,40 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
+/**
+ * What one client may ask of the API (SPEC S10). Counters live in Redis under the queue
+ * prefix, so every API instance of a deployment shares them; 0 turns a count limit off.
+ */
+export interface ApiLimits {
+  /** Largest request body of most routes, bytes (FOYA_API_MAX_BODY_BYTES, 1 MiB); larger answers 413. */
+  readonly maxBodyBytes: number;
+  /**
+   * Largest body of the routes that carry user or model content, bytes: POST /v1/sessions/{id}/runs
+   * and POST /v1/approvals/{id} with edited arguments (FOYA_API_MAX_INPUT_BODY_BYTES, 8 MiB).
+   */
+  readonly maxInputBodyBytes: number;
+  /** Requests per API key per window (FOYA_API_RATE_LIMIT, 1000); more answer 429 with Retry-After. */
+  readonly rateLimit: number;
+  /** The rate limit's fixed window (FOYA_API_RATE_WINDOW_MS, 10 s). */
+  readonly rateWindowMs: number;
+  /**
+   * Failed authentications (an unknown or revoked key, a wrong admin token) per client address
+   * per window (FOYA_API_AUTH_FAILURE_LIMIT, 20); past it, that address gets 429 for the rest of
+   * the window, whatever key it sends, so keys cannot be guessed.
+   */
+  readonly authFailureLimit: number;
+  /** The failed-authentication window (FOYA_API_AUTH_FAILURE_WINDOW_MS, 5 min). */
+  readonly authFailureWindowMs: number;
+  /**
+   * Reverse proxies in front of the API (FOYA_API_TRUST_PROXY_HOPS, 0): with n, the client address
+   * is the n-th X-Forwarded-For entry from the right; with 0 it is the socket's peer and
+   * X-Forwarded-For is ignored (a client could forge it).
+   */
+  readonly trustProxyHops: number;
+  /** Open SSE streams per tenant across all API instances (FOYA_API_MAX_STREAMS_PER_TENANT, 64); one more answers 429. */
+  readonly maxStreamsPerTenant: number;
+}
+
 export interface Config {
   readonly databaseUrl: string;
   readonly redisUrl: string;
@@ -147,8 +189,14 @@ export interface Config {
   readonly stepAttempts: number;
   readonly maxStepsPerRun: number;
   readonly shutdownGraceMs: number;
-  /** SSE comment interval; each tick also re-reads the log in case a pub/sub message was lost. */
+  /**
+   * SSE comment interval. Each interval one query per API process also reads the latest sequence
+   * number of every session with an open stream, and a stream that is behind (a pub/sub message
+   * was lost) reads the log; an open stream renews its slot (apiLimits.maxStreamsPerTenant) too.
+   */
   readonly sseKeepaliveMs: number;
+  /** Body sizes, rate limits, failed-authentication lockout and SSE caps of the API (SPEC S10). */
+  readonly apiLimits: ApiLimits;
   /** Extra tool modules (absolute or cwd-relative paths) loaded into the registry. */
   readonly toolModules: readonly string[];
   /** Named fault-injection points, used by crash tests. */
@@ -277,6 +325,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxStepsPerRun: Math.max(1, e.FOYA_MAX_STEPS_PER_RUN),
     shutdownGraceMs: e.FOYA_SHUTDOWN_GRACE_MS,
     sseKeepaliveMs: Math.max(100, e.FOYA_SSE_KEEPALIVE_MS),
+    apiLimits: Object.freeze({
+      maxBodyBytes: e.FOYA_API_MAX_BODY_BYTES,
+      maxInputBodyBytes: Math.max(e.FOYA_API_MAX_BODY_BYTES, e.FOYA_API_MAX_INPUT_BODY_BYTES),
+      rateLimit: e.FOYA_API_RATE_LIMIT,
+      rateWindowMs: e.FOYA_API_RATE_WINDOW_MS,
+      authFailureLimit: e.FOYA_API_AUTH_FAILURE_LIMIT,
+      authFailureWindowMs: e.FOYA_API_AUTH_FAILURE_WINDOW_MS,
+      trustProxyHops: e.FOYA_API_TRUST_PROXY_HOPS,
+      maxStreamsPerTenant: e.FOYA_API_MAX_STREAMS_PER_TENANT,
+    }),
     toolModules: Object.freeze((e.FOYA_TOOL_MODULES ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p))),
     failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",

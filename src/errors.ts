@@ -10,6 +10,14 @@ export type FoyaErrorCode =
   | "full_access_not_granted"
   | "not_found"
   | "conflict"
+  /** A request body over the route's limit (SPEC S10); the message names the limit. */
+  | "payload_too_large"
+  /** Too many requests with one API key in the current window (SPEC S10); answered with Retry-After. */
+  | "rate_limited"
+  /** Too many failed authentications from one client address (SPEC S10); answered with Retry-After. */
+  | "auth_locked_out"
+  /** The tenant already has as many open event streams as the deployment allows (SPEC S10). */
+  | "too_many_streams"
   | "approval_conflict"
   | "approval_expired"
   | "provider_error"
@@ -23,6 +31,10 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   full_access_not_granted: 403,
   not_found: 404,
   conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  auth_locked_out: 429,
+  too_many_streams: 429,
   approval_conflict: 409,
   approval_expired: 409,
   provider_error: 502,
@@ -32,10 +44,13 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
 
 export class FoyaError extends Error {
   readonly code: FoyaErrorCode;
-  constructor(code: FoyaErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** For 429s: when the client may try again, in whole seconds (the HTTP `Retry-After` header). */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(code: FoyaErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "FoyaError";
     this.code = code;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
   get httpStatus(): number {
     return httpStatusByCode[this.code];

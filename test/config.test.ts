@@ -69,4 +69,45 @@ describe("configuration", () => {
       }
     }
   });
+
+  it("S10: API limits have generous defaults, each overridable; 0 turns a count limit off, and body sizes must be positive", () => {
+    const defaults = loadConfig({});
+    expect(defaults.apiLimits).toEqual({
+      maxBodyBytes: 1024 * 1024,
+      maxInputBodyBytes: 8 * 1024 * 1024,
+      rateLimit: 1000,
+      rateWindowMs: 10_000,
+      authFailureLimit: 20,
+      authFailureWindowMs: 300_000,
+      trustProxyHops: 0,
+      maxStreamsPerTenant: 64,
+    });
+    expect(Object.isFrozen(defaults.apiLimits)).toBe(true);
+    const overridden = loadConfig({
+      FOYA_API_MAX_BODY_BYTES: "2048",
+      FOYA_API_MAX_INPUT_BODY_BYTES: "4096",
+      FOYA_API_RATE_LIMIT: "0",
+      FOYA_API_RATE_WINDOW_MS: "1000",
+      FOYA_API_AUTH_FAILURE_LIMIT: "5",
+      FOYA_API_AUTH_FAILURE_WINDOW_MS: "60000",
+      FOYA_API_TRUST_PROXY_HOPS: "2",
+      FOYA_API_MAX_STREAMS_PER_TENANT: "8",
+    });
+    expect(overridden.apiLimits).toEqual({
+      maxBodyBytes: 2048,
+      maxInputBodyBytes: 4096,
+      rateLimit: 0,
+      rateWindowMs: 1000,
+      authFailureLimit: 5,
+      authFailureWindowMs: 60_000,
+      trustProxyHops: 2,
+      maxStreamsPerTenant: 8,
+    });
+    // The input limit is never below the general one.
+    expect(loadConfig({ FOYA_API_MAX_BODY_BYTES: "10000000" }).apiLimits.maxInputBodyBytes).toBe(10_000_000);
+    for (const key of ["FOYA_API_MAX_BODY_BYTES", "FOYA_API_MAX_INPUT_BODY_BYTES", "FOYA_API_RATE_WINDOW_MS", "FOYA_API_AUTH_FAILURE_WINDOW_MS"]) {
+      expect(() => loadConfig({ [key]: "0" }), key).toThrow(new RegExp(`invalid configuration.*${key}`, "s"));
+    }
+    expect(() => loadConfig({ FOYA_API_RATE_LIMIT: "-1" })).toThrow(/invalid configuration.*FOYA_API_RATE_LIMIT/s);
+  });
 });

@@ -1,8 +1,17 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
-import { requireApiKey } from "./auth.js";
+import { requireAdminToken, requireApiKey } from "./auth.js";
+import { apiKeyRateLimit } from "./limits/api-key-rate-limit.js";
+import { createAuthFailureLockout } from "./limits/auth-failure-lockout.js";
+import { createEventStreamSlots } from "./limits/event-stream-slots.js";
+import { createFixedWindowCounter } from "./limits/fixed-window-counter.js";
+import { requestBodyLimit } from "./limits/request-body-limit.js";
+import { findUnstorableString } from "./limits/unstorable-string.js";
 import { registerApprovalRoutes } from "./routes/approval-routes.js";
 import { registerArtifactRoutes } from "./routes/artifact-routes.js";
 import { registerCommandRoutes } from "./routes/command-routes.js";
@@ -16,43 +25,81 @@ import { registerSessionRoutes } from "./routes/session-routes.js";
 import { registerTenantRoutes } from "./routes/tenant-routes.js";
 import { registerToolRoutes } from "./routes/tool-routes.js";
 import { registerWebhookRoutes } from "./routes/webhook-routes.js";
+import { createSessionSequenceWatch } from "./session-sequence-watch.js";
 
-/** Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server. */
+/**
+ * The routes behind an API key. `/x/*` also matches `/x`, and a request must match exactly one
+ * of these, or it would be authenticated, and counted by the rate limit, more than once.
+ */
+const tenantPaths = ["/v1/projects/*", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals/*", "/v1/policy", "/v1/webhooks/*", "/v1/artifacts/*", "/v1/mcp-servers/*"];
+
+/**
+ * Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server.
+ *
+ * Every request passes, in order: a request id; authentication (an admin token on /v1/tenants,
+ * an API key on the tenant routes), refused early for an address with too many failures, then
+ * the key's rate limit; the body limit of the route; then the route's schemas, after which any
+ * string Postgres cannot store is refused (SPEC S10).
+ */
 export function createApp(services: ApiServices): App {
+  const { config, logger } = services;
+  const limits = config.apiLimits;
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
         const message = result.error.issues.map((issue) => `${issue.path.join(".") || "body"}: ${issue.message}`).join("; ");
         return c.json({ error: { code: "bad_request", message } }, 400);
       }
+      const unstorable = findUnstorableString(result.data);
+      if (unstorable !== undefined) {
+        const where = `${result.target === "json" ? "body" : result.target}${unstorable}`;
+        return c.json({ error: { code: "bad_request", message: `${where}: must not contain NUL characters or unpaired surrogates` } }, 400);
+      }
       return undefined;
     },
   });
 
+  const internalError = (c: Context<AppEnv>, error: Error) => {
+    // Driver and library messages can hold SQL, hosts or connection strings: logged, never answered.
+    const id = c.get("requestId");
+    logger.error({ err: error, requestId: id, method: c.req.method, path: c.req.path }, "request failed");
+    return c.json({ error: { code: "internal", message: `internal error; the operator can find it in the log by request id ${id}` } }, 500);
+  };
   app.onError((error, c) => {
-    if (isFoyaError(error)) {
-      return c.json({ error: { code: error.code, message: error.message } }, error.httpStatus as 400);
+    if (isFoyaError(error) && error.code !== "internal") {
+      if (error.retryAfterSeconds !== undefined) c.header("Retry-After", String(error.retryAfterSeconds));
+      return c.json({ error: { code: error.code, message: error.message } }, error.httpStatus as ContentfulStatusCode);
     }
-    if (error instanceof HTTPException) {
-      return c.json({ error: { code: error.status === 415 ? "unsupported_media_type" : "bad_request", message: error.message } }, error.status);
+    if (error instanceof HTTPException && error.status < 500) {
+      return c.json({ error: { code: httpExceptionCode(error.status), message: error.message } }, error.status);
     }
-    services.logger.error({ err: error, path: c.req.path }, "request failed");
-    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+    return internalError(c, error);
   });
   app.notFound((c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer" });
 
+  // Middleware first, every route after it: Hono runs both in the order they were added.
+  const counter = createFixedWindowCounter(services.redis, logger);
+  const lockout = createAuthFailureLockout(counter, limits, config.queuePrefix);
+  app.use("*", requestId());
+  // Also matches /v1/tenants itself.
+  app.use("/v1/tenants/*", requireAdminToken(config.adminToken, lockout));
+  const authenticated = requireApiKey(services.db.db, lockout);
+  const rateLimited = apiKeyRateLimit(counter, limits, config.queuePrefix);
+  for (const path of tenantPaths) app.use(path, authenticated, rateLimited);
+  app.use("*", requestBodyLimit(limits));
+
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
-  const authenticated = requireApiKey(services.db.db);
-  for (const path of ["/v1/projects", "/v1/projects/*", "/v1/sessions", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals", "/v1/approvals/*", "/v1/policy", "/v1/webhooks", "/v1/webhooks/*", "/v1/artifacts/*", "/v1/mcp-servers", "/v1/mcp-servers/*"]) {
-    app.use(path, authenticated);
-  }
   registerProjectRoutes(app, services);
   registerSessionRoutes(app, services);
-  registerRunRoutes(app, services);
+  registerRunRoutes(app, services, {
+    // A slot outlives its stream's last keepalive by a few intervals, so only a dead process's slots lapse.
+    slots: createEventStreamSlots({ redis: services.redis, logger, keyPrefix: config.queuePrefix, max: limits.maxStreamsPerTenant, ttlMs: Math.max(5_000, 3 * config.sseKeepaliveMs) }),
+    sequences: createSessionSequenceWatch(services.db.db, config.sseKeepaliveMs, logger),
+  });
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);
   registerCommandRoutes(app, services);
@@ -68,4 +115,15 @@ export function createApp(services: ApiServices): App {
     security: [{ apiKey: [] }],
   });
   return app;
+}
+
+function httpExceptionCode(status: number): string {
+  switch (status) {
+    case 413:
+      return "payload_too_large";
+    case 415:
+      return "unsupported_media_type";
+    default:
+      return "bad_request";
+  }
 }

@@ -5,6 +5,7 @@ import { apiKeys } from "../db/schema.js";
 import type { Database } from "../db/client.js";
 import { FoyaError } from "../errors.js";
 import type { AppEnv } from "./app-env.js";
+import type { AuthFailureLockout } from "./limits/auth-failure-lockout.js";
 
 export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
@@ -20,29 +21,39 @@ function bearer(header: string | undefined): string | null {
   return match?.[1] ?? null;
 }
 
-/** Resolves `Authorization: Bearer <key>` to the key's tenant (SPEC D8). */
-export function requireApiKey(db: Database): MiddlewareHandler<AppEnv> {
+/**
+ * Resolves `Authorization: Bearer <key>` to the key's tenant (SPEC D8). An address with too
+ * many failed attempts is refused before its key is looked up (SPEC S10).
+ */
+export function requireApiKey(db: Database, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const key = bearer(c.req.header("authorization"));
     if (!key) throw new FoyaError("unauthorized", "send Authorization: Bearer <api key>");
+    await lockout.check(c);
     const [row] = await db
       .select({ id: apiKeys.id, tenantId: apiKeys.tenantId })
       .from(apiKeys)
       .where(and(eq(apiKeys.keyHash, hashApiKey(key)), isNull(apiKeys.revokedAt)));
-    if (!row) throw new FoyaError("unauthorized", "unknown or revoked API key");
+    if (!row) {
+      await lockout.record(c);
+      throw new FoyaError("unauthorized", "unknown or revoked API key");
+    }
     c.set("tenantId", row.tenantId);
     c.set("apiKeyId", row.id);
     await next();
   };
 }
 
-export function requireAdminToken(adminToken: string | undefined): MiddlewareHandler<AppEnv> {
+export function requireAdminToken(adminToken: string | undefined, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!adminToken) throw new FoyaError("forbidden", "tenant administration is disabled: FOYA_ADMIN_TOKEN is not set");
-    const token = bearer(c.req.header("authorization")) ?? "";
+    const token = bearer(c.req.header("authorization"));
+    if (!token) throw new FoyaError("unauthorized", "admin token required");
+    await lockout.check(c);
     const given = Buffer.from(token);
     const expected = Buffer.from(adminToken);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      await lockout.record(c);
       throw new FoyaError("unauthorized", "admin token required");
     }
     await next();

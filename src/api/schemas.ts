@@ -4,7 +4,13 @@ import { storableText } from "../core/storable-text.js";
 import { webhookEventTypes, webhookSubscriptionTypes } from "../webhooks/webhook-event-types.js";
 
 /** A string Postgres can store: no NUL characters, no unpaired surrogates. */
-const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
+export const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
+
+/** What `newId` (src/ids.ts) makes: a lowercase kind prefix, `_`, then base64url. */
+const idPattern = /^[a-z]{3,4}_[A-Za-z0-9_-]+$/;
+
+/** An id of a Foya row (SPEC S10): anything else is refused with 400 before it reaches a query. */
+export const foyaId = () => z.string().max(64).regex(idPattern, "must be an id such as ses_AbC123 (a prefix, an underscore, letters, digits, - or _)");
 
 /** Request and response schemas; the OpenAPI document is generated from these. */
 
@@ -16,6 +22,12 @@ export const errorResponses = {
   400: { content: { "application/json": { schema: ErrorSchema } }, description: "Invalid request" },
   401: { content: { "application/json": { schema: ErrorSchema } }, description: "Missing or unknown API key" },
   404: { content: { "application/json": { schema: ErrorSchema } }, description: "Not found, or owned by another tenant" },
+  413: { content: { "application/json": { schema: ErrorSchema } }, description: "The request body is over the route's limit (payload_too_large)" },
+  429: {
+    content: { "application/json": { schema: ErrorSchema } },
+    description: "Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After",
+    headers: { "Retry-After": { description: "Seconds until the limit's window ends", schema: { type: "integer" } } },
+  },
 } as const;
 
 /** Sessions and runs in Full Access when the deployment or the tenant lacks the operator's grant (SPEC S8). */
@@ -28,7 +40,7 @@ export const adminDisabledResponse = {
   403: { content: { "application/json": { schema: ErrorSchema } }, description: "Tenant administration is disabled (FOYA_ADMIN_TOKEN is not set)" },
 } as const;
 
-export const IdParam = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" } }) });
+export const IdParam = z.object({ id: foyaId().openapi({ param: { name: "id", in: "path" } }) });
 
 export const TenantCreateSchema = z.object({ name: text().min(1).max(200) }).openapi("TenantCreate");
 export const TenantCreatedSchema = z
@@ -97,9 +109,9 @@ export const runModes = ["normal", "read_only"] as const;
 
 export const SessionCreateSchema = z
   .object({
-    projectId: z.string().min(1),
+    projectId: foyaId(),
     approvalMode: z.enum(approvalModes).default("auto"),
-    providerProfile: z.string().min(1).optional(),
+    providerProfile: text().min(1).max(200).optional(),
     model: text().min(1).max(200).optional(),
     toolAllowList: z.array(text().min(1)).max(1000).nullable().optional(),
     runMode: z.enum(runModes).default("normal"),

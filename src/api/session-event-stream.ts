@@ -3,20 +3,26 @@ import { streamSSE } from "hono/streaming";
 import type { SessionEvent } from "../core/events.js";
 import { readEvents } from "../events/event-store.js";
 import type { ApiServices } from "./app-env.js";
+import type { EventStreamSlot } from "./limits/event-stream-slots.js";
+import type { SessionSequenceWatch } from "./session-sequence-watch.js";
 
 /**
  * SSE for one session (SPEC D5, X2). Subscribes first, then replays from
  * Postgres, then forwards live events; an event that arrives ahead of the
  * last one sent triggers a gap fill from Postgres, and one already sent is
- * dropped, so each event reaches the client once, in order. A periodic
- * catch-up covers pub/sub messages Redis dropped. Closing the stream only
- * unsubscribes: it never touches a run.
+ * dropped, so each event reaches the client once, in order. Pub/sub messages
+ * Redis dropped are caught up when the process's sequence watch sees the
+ * session ahead of the stream, so an idle stream costs no query per keepalive.
+ * The stream holds one of its tenant's stream slots (SPEC S10) and renews it on
+ * each keepalive; ending the stream, or the client going away, frees it.
+ * Closing the stream only unsubscribes: it never touches a run.
  */
 export function streamSessionEvents(
   c: Context,
   services: Pick<ApiServices, "db" | "bus">,
-  options: { tenantId: string; sessionId: string; afterSeq: number; keepaliveMs: number },
+  options: { tenantId: string; sessionId: string; afterSeq: number; keepaliveMs: number; slot: EventStreamSlot; sequences: SessionSequenceWatch },
 ): Response {
+  const { slot } = options;
   return streamSSE(c, async (stream) => {
     const { tenantId, sessionId } = options;
     let lastSent = options.afterSeq;
@@ -45,24 +51,29 @@ export function streamSessionEvents(
       });
     };
 
-    const unsubscribe = await services.bus.subscribe(sessionId, (event) => enqueue(() => deliver(event)));
-    stream.onAbort(() => {
+    let unsubscribe: () => void = () => undefined;
+    let unwatch: () => void = () => undefined;
+    const end = () => {
       closed = true;
       unsubscribe();
-    });
-    enqueue(() => catchUp());
+      unwatch();
+      slot.release();
+    };
+    stream.onAbort(end);
     try {
+      unsubscribe = await services.bus.subscribe(sessionId, (event) => enqueue(() => deliver(event)));
+      enqueue(() => catchUp());
+      unwatch = options.sequences.watch(sessionId, (latestSeq) => {
+        if (latestSeq > lastSent) enqueue(() => catchUp(latestSeq));
+      });
       while (!closed && !stream.aborted) {
         await stream.sleep(options.keepaliveMs);
         if (closed || stream.aborted) break;
-        enqueue(async () => {
-          await stream.write(": keepalive\n\n");
-          await catchUp();
-        });
+        slot.renew();
+        enqueue(() => stream.write(": keepalive\n\n").then(() => undefined));
       }
     } finally {
-      closed = true;
-      unsubscribe();
+      end();
     }
   });
 }

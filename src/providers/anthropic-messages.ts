@@ -45,7 +45,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Mode
     defaultModel: options.model,
     stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
       const headers: Record<string, string> = { "anthropic-version": anthropicVersion, ...(options.apiKey ? { "x-api-key": options.apiKey } : {}) };
-      return postStream({ fetch: fetchFn, url, headers, body: toWireRequest(request, options.model, maxTokens), timeoutMs, signal }, parseStream);
+      return postStream({ profile: options.profile, fetch: fetchFn, url, headers, body: toWireRequest(request, options.model, maxTokens), timeoutMs, signal }, parseStream);
     },
   };
 }

@@ -38,7 +38,7 @@ export function createOpenAIChatProvider(options: OpenAIChatProviderOptions): Mo
     defaultModel: options.model,
     stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
       const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
-      return postStream({ fetch: fetchFn, url, headers, body: toWireRequest(request, options.model), timeoutMs, signal }, parseStream);
+      return postStream({ profile: options.profile, fetch: fetchFn, url, headers, body: toWireRequest(request, options.model), timeoutMs, signal }, parseStream);
     },
   };
 }

@@ -1,10 +1,14 @@
 import { FoyaError, isFoyaError } from "../errors.js";
 import type { ProviderStreamPart } from "./provider.js";
+import { errorBodyReason, errorExcerptLength, loggableUrl, redactSecrets, requestSecrets, transportReason } from "./provider-failure.js";
 import { errorMessage } from "./wire-fields.js";
 
-const errorExcerptLength = 300;
+/** How much of an error body is read: enough for any provider's error JSON. */
+const errorBodyBytes = 64 * 1024;
 
 export interface StreamingPost {
+  /** The provider profile, named in failures instead of the URL. */
+  profile: string;
   fetch: typeof fetch;
   url: string;
   headers: Record<string, string>;
@@ -16,13 +20,20 @@ export interface StreamingPost {
 /**
  * POSTs a streaming request and hands the response body to the adapter's
  * parser. What every adapter shares: a deadline for the whole response, HTTP
- * errors and transport failures as `provider_error` with a short excerpt, and a
+ * errors and transport failures as `provider_error` with a short reason, and a
  * caller's abort surfacing unchanged (it is not a provider failure).
+ *
+ * Failure messages reach tenants (the run's error, `run_end`), so they name the
+ * profile, the status and the reason, never the URL or a header value; what the
+ * provider wrote is redacted of both (SPEC S10). The unredacted detail is the
+ * error's `cause`, for the operator's log.
  */
 export async function* postStream(
   post: StreamingPost,
   parse: (body: ReadableStream<Uint8Array>) => AsyncGenerator<ProviderStreamPart>,
 ): AsyncGenerator<ProviderStreamPart> {
+  const secrets = requestSecrets(post.url, post.headers);
+  const where = `provider profile "${post.profile}"`;
   // Kept separately so an expired deadline can be told apart from a caller abort.
   const deadline = AbortSignal.timeout(post.timeoutMs);
   try {
@@ -33,14 +44,44 @@ export async function* postStream(
       signal: AbortSignal.any([post.signal, deadline]),
     });
     if (!response.ok) {
-      const excerpt = (await response.text()).replace(/\s+/g, " ").trim().slice(0, errorExcerptLength);
-      throw new FoyaError("provider_error", `${response.status} ${excerpt}`);
+      const body = await readHead(response, errorBodyBytes);
+      const excerpt = body.replace(/\s+/g, " ").trim().slice(0, errorExcerptLength);
+      const reason = redactSecrets(errorBodyReason(excerpt, body), secrets);
+      throw new FoyaError("provider_error", `${response.status} ${reason} (${where})`.replace(/ {2,}/g, " "), {
+        cause: new Error(`POST ${loggableUrl(post.url)} answered ${response.status}: ${excerpt}`),
+      });
     }
-    if (!response.body) throw new FoyaError("provider_error", "response has no body");
+    if (!response.body) throw new FoyaError("provider_error", `response has no body (${where})`);
     yield* parse(response.body);
   } catch (error) {
-    if (post.signal.aborted || isFoyaError(error)) throw error;
-    if (deadline.aborted) throw new FoyaError("provider_error", `no complete response within ${post.timeoutMs} ms`, { cause: error });
-    throw new FoyaError("provider_error", `request to ${post.url} failed: ${errorMessage(error)}`, { cause: error });
+    if (post.signal.aborted) throw error;
+    if (isFoyaError(error)) {
+      // A parser's message quotes what the provider streamed.
+      const redacted = redactSecrets(error.message, secrets);
+      throw redacted === error.message ? error : new FoyaError(error.code, redacted, { cause: error });
+    }
+    if (deadline.aborted) throw new FoyaError("provider_error", `no complete response within ${post.timeoutMs} ms (${where})`, { cause: error });
+    throw new FoyaError("provider_error", `${where} could not be reached: ${transportReason(error)}`, {
+      cause: new Error(`POST ${loggableUrl(post.url)} failed: ${errorMessage(error)}`, { cause: error }),
+    });
   }
+}
+
+/** The first `maxBytes` of a body as text; the rest is not read. */
+async function readHead(response: Response, maxBytes: number): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
 }

@@ -2,11 +2,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, desc, eq, type SQL } from "drizzle-orm";
 import { decideApproval, type ApprovalDecision } from "../../approvals/decide-approval.js";
 import { judge } from "../../approvals/gate-batch.js";
-import { storableText } from "../../core/storable-text.js";
 import { approvals, projects, sessions, tenants, toolCalls, type ApprovalStatus } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
-import { errorResponses, IdParam } from "../schemas.js";
+import { errorResponses, foyaId, IdParam, text } from "../schemas.js";
 
 const approvalStatuses = ["pending", "approved", "denied", "expired", "cancelled"] as const satisfies readonly ApprovalStatus[];
 
@@ -35,11 +34,7 @@ const ApprovalSchema = z
 const DecisionSchema = z
   .object({
     decision: z.enum(["approve", "deny"]),
-    reason: z
-      .string()
-      .max(10_000)
-      .refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates")
-      .optional(),
+    reason: text().max(10_000).optional(),
     arguments: z
       .record(z.string(), z.unknown())
       .optional()
@@ -50,8 +45,8 @@ const DecisionSchema = z
 
 const ListQuery = z.object({
   status: z.enum(approvalStatuses).optional(),
-  sessionId: z.string().optional(),
-  runId: z.string().optional(),
+  sessionId: foyaId().optional(),
+  runId: foyaId().optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 

@@ -1,7 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { and, eq } from "drizzle-orm";
-import { storableText } from "../../core/storable-text.js";
 import { projects } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { McpTransportConfig } from "../../mcp/mcp-config.js";
@@ -9,10 +8,7 @@ import type { McpFailure } from "../../mcp/mcp-connections.js";
 import { createMcpServer, deleteMcpServer, findMcpServer, listMcpServers, mcpConfigOf, mcpScopeOf, resolveMcpServer, type McpServerRow } from "../../mcp/mcp-server-store.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
-import { ErrorSchema, errorResponses, httpUrl, IdParam } from "../schemas.js";
-
-/** A string Postgres can store: no NUL characters, no unpaired surrogates. */
-const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
+import { ErrorSchema, errorResponses, foyaId, httpUrl, IdParam, text } from "../schemas.js";
 
 const serverName = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -48,7 +44,7 @@ const HttpTransportSchema = z
 const McpServerCreateSchema = z
   .object({
     name: z.string().regex(serverName, "must match ^[a-z0-9][a-z0-9_-]{0,39}$"),
-    projectId: z.string().min(1).max(64).optional().openapi({ description: "Only this project sees the server; absent: every project of the tenant." }),
+    projectId: foyaId().optional().openapi({ description: "Only this project sees the server; absent: every project of the tenant." }),
     transport: z.discriminatedUnion("kind", [StdioTransportSchema, HttpTransportSchema]),
     startupTimeoutMs: z.number().int().min(100).max(600_000).optional(),
     callTimeoutMs: z.number().int().min(100).max(86_400_000).optional(),
@@ -104,11 +100,11 @@ const McpPromptResultSchema = z
   .openapi("McpPromptResult");
 
 const ProjectServerParams = z.object({
-  id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" } }),
-  server: z.string().min(1).max(64).openapi({ param: { name: "server", in: "path" } }),
+  id: foyaId().openapi({ param: { name: "id", in: "path" } }),
+  server: z.string().regex(serverName, "must match ^[a-z0-9][a-z0-9_-]{0,39}$").openapi({ param: { name: "server", in: "path" } }),
 });
 const ProjectPromptParams = ProjectServerParams.extend({
-  prompt: z.string().min(1).max(512).openapi({ param: { name: "prompt", in: "path" } }),
+  prompt: text().min(1).max(512).openapi({ param: { name: "prompt", in: "path" } }),
 });
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({ content: { "application/json": { schema } }, description });
@@ -129,7 +125,7 @@ const list = createRoute({
   method: "get",
   path: "/v1/mcp-servers",
   summary: "The tenant's MCP servers; environment and header values are never answered, only their names",
-  request: { query: z.object({ projectId: z.string().min(1).max(64).optional() }) },
+  request: { query: z.object({ projectId: foyaId().optional() }) },
   responses: { 200: json(z.object({ servers: z.array(McpServerSchema) }), "MCP servers"), ...errorResponses },
 });
 const get = createRoute({
@@ -156,7 +152,7 @@ const readResource = createRoute({
   method: "get",
   path: "/v1/projects/{id}/mcp/{server}/resources/read",
   summary: "Read one resource: text, or binary contents as base64 with their MIME type",
-  request: { params: ProjectServerParams, query: z.object({ uri: z.string().min(1).max(8192) }) },
+  request: { params: ProjectServerParams, query: z.object({ uri: text().min(1).max(8192) }) },
   responses: { 200: json(z.object({ contents: z.array(McpResourceContentSchema) }), "Contents"), ...errorResponses, ...mcpErrorResponses },
 });
 const listPrompts = createRoute({

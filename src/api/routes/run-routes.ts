@@ -1,14 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
 import { runs } from "../../db/schema.js";
-import { notFound } from "../../errors.js";
+import { FoyaError, notFound } from "../../errors.js";
 import { readEvents } from "../../events/event-store.js";
 import { cancelRun } from "../../runs/cancel-run.js";
 import { createRun } from "../../runs/create-run.js";
 import type { ApiServices, App } from "../app-env.js";
+import type { EventStreamSlots } from "../limits/event-stream-slots.js";
 import { ErrorSchema, errorResponses, EventsPageSchema, fullAccessRefusedResponse, IdParam, RunCreateSchema, RunSchema } from "../schemas.js";
 import { serializeRun } from "../serialize.js";
 import { streamSessionEvents } from "../session-event-stream.js";
+import type { SessionSequenceWatch } from "../session-sequence-watch.js";
 import { findSession } from "./find-owned.js";
 
 const startRun = createRoute({
@@ -59,10 +61,20 @@ const listEvents = createRoute({
       description: "Events after the given sequence number",
     },
     ...errorResponses,
+    429: {
+      ...errorResponses[429],
+      description: `${errorResponses[429].description}; for SSE, also: the tenant already has as many open event streams as the deployment allows (too_many_streams)`,
+    },
   },
 });
 
-export function registerRunRoutes(app: App, services: ApiServices): void {
+/** What the event stream route needs besides the services: the tenant's stream slots and the process's sequence watch. */
+export interface EventStreamSupport {
+  slots: EventStreamSlots;
+  sequences: SessionSequenceWatch;
+}
+
+export function registerRunRoutes(app: App, services: ApiServices, streams: EventStreamSupport): void {
   app.openapi(startRun, async (c) => {
     const body = c.req.valid("json");
     const run = await createRun(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id, input: body.input, ifActive: body.ifActive });
@@ -90,7 +102,19 @@ export function registerRunRoutes(app: App, services: ApiServices): void {
     if ((c.req.header("accept") ?? "").includes("text/event-stream")) {
       const lastEventId = Number.parseInt(c.req.header("last-event-id") ?? "", 10);
       const afterSeq = Number.isFinite(lastEventId) && lastEventId >= 0 ? lastEventId : query.after;
-      return streamSessionEvents(c, services, { tenantId, sessionId: session.id, afterSeq, keepaliveMs: services.config.sseKeepaliveMs }) as never;
+      const slot = await streams.slots.acquire(tenantId);
+      if (!slot) {
+        const max = services.config.apiLimits.maxStreamsPerTenant;
+        throw new FoyaError("too_many_streams", `this tenant already has ${max} open event streams, the most allowed; close one, or read events as JSON pages with ?after=`);
+      }
+      return streamSessionEvents(c, services, {
+        tenantId,
+        sessionId: session.id,
+        afterSeq,
+        keepaliveMs: services.config.sseKeepaliveMs,
+        slot,
+        sequences: streams.sequences,
+      }) as never;
     }
     const events = await readEvents(services.db.db, tenantId, session.id, query.after, { limit: query.limit });
     const page = events.map((e) => ({ ...e, data: e.data as unknown as Record<string, unknown> }));

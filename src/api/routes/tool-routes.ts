@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { ApiServices, App } from "../app-env.js";
-import { errorResponses, ToolInfoSchema } from "../schemas.js";
+import { errorResponses, foyaId, ToolInfoSchema } from "../schemas.js";
 import { findSession } from "./find-owned.js";
 import { dropAgentAtDepthLimit } from "../../agents/child-limits.js";
 
@@ -8,7 +8,7 @@ const listTools = createRoute({
   method: "get",
   path: "/v1/tools",
   summary: "The registry as a session sees it, with exposure",
-  request: { query: z.object({ session: z.string().min(1) }) },
+  request: { query: z.object({ session: foyaId() }) },
   responses: {
     200: { content: { "application/json": { schema: z.object({ tools: z.array(ToolInfoSchema) }) } }, description: "Tools" },
     ...errorResponses,

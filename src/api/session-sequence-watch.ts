@@ -1,0 +1,65 @@
+import { inArray } from "drizzle-orm";
+import type { Database } from "../db/client.js";
+import { sessions } from "../db/schema.js";
+import type { Logger } from "../logger.js";
+
+/**
+ * The safety net of the SSE streams of one API process (SPEC D5): a pub/sub message Redis
+ * dropped must still reach the client. Rather than every stream re-reading the event log on
+ * every keepalive, one query per interval reads the latest sequence number
+ * (`sessions.event_seq`, bumped in the same statement as each append) of every session with
+ * an open stream, and only a stream that is behind reads the log.
+ */
+export interface SessionSequenceWatch {
+  /** Calls `onLatest` with the session's latest sequence number once per interval; answers the unwatch. */
+  watch(sessionId: string, onLatest: (latestSeq: number) => void): () => void;
+}
+
+/** Sessions per query; more are read in several. */
+const batchSize = 1000;
+
+export function createSessionSequenceWatch(db: Database, intervalMs: number, logger: Logger): SessionSequenceWatch {
+  const listeners = new Map<string, Set<(latestSeq: number) => void>>();
+  let timer: NodeJS.Timeout | undefined;
+  let polling = false;
+
+  const poll = async () => {
+    if (polling) return;
+    polling = true;
+    try {
+      const ids = [...listeners.keys()];
+      for (let start = 0; start < ids.length; start += batchSize) {
+        const rows = await db
+          .select({ id: sessions.id, eventSeq: sessions.eventSeq })
+          .from(sessions)
+          .where(inArray(sessions.id, ids.slice(start, start + batchSize)));
+        for (const row of rows) for (const listener of listeners.get(row.id) ?? []) listener(row.eventSeq);
+      }
+    } catch (error) {
+      logger.warn({ err: error }, "reading the latest event sequence numbers failed");
+    } finally {
+      polling = false;
+    }
+  };
+
+  return {
+    watch(sessionId, onLatest) {
+      let set = listeners.get(sessionId);
+      if (!set) listeners.set(sessionId, (set = new Set()));
+      set.add(onLatest);
+      if (!timer) {
+        timer = setInterval(() => void poll(), intervalMs);
+        timer.unref();
+      }
+      return () => {
+        const current = listeners.get(sessionId);
+        current?.delete(onLatest);
+        if (current?.size === 0) listeners.delete(sessionId);
+        if (listeners.size === 0 && timer) {
+          clearInterval(timer);
+          timer = undefined;
+        }
+      };
+    },
+  };
+}
