@@ -16,7 +16,9 @@ import type { JudgeInput, Verdict } from "./verdict.js";
  * 5. Otherwise the mode decides: Manual asks for everything but reads inside the
  *    workspace; Auto allows reads and writes inside the workspace and shell
  *    commands that reach nothing outside it, nor the network (unless the policy
- *    allows it), nor anything dangerous.
+ *    allows it), nor anything dangerous, and lose no data the trash would not
+ *    keep (`git reset --hard`, `: > f`) nor run what the gateway cannot see (a
+ *    script file, a variable, an unknown git alias) (S11).
  *
  * A shell command is judged per sub-command (`npm test && curl x` is two), and
  * its redirections on their own; the strictest answer wins (deny > ask > allow),

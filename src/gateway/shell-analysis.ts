@@ -1,7 +1,12 @@
 import path from "node:path";
 import {
+  codeVariablePrefixes,
+  codeVariables,
+  commandVariables,
   dangerousPrefixes,
   dangerousPrograms,
+  declarers,
+  deleteTool,
   harmlessDevices,
   networkPrograms,
   networkSubcommands,
@@ -10,32 +15,34 @@ import {
   patternOptions,
   permanentDeleters,
   printers,
+  programEffects,
   reservedWords,
   shells,
   shellValueOptions,
+  silentPrograms,
   subcommandValueOptions,
+  systemProgramFolders,
   wrappers,
+  type ProgramEffects,
+  type ShellFinding,
   type WrapperSpec,
 } from "./shell-commands.js";
 import { parseShell, type ShellRedirection, type ShellWord, type SimpleCommand } from "./shell-syntax.js";
 
 /**
- * Judges what a shell command line would do (SPEC S2, F4), with no I/O: every
- * sub-command it runs, including those inside substitutions, subshells,
- * `sh -c` / `eval` scripts and wrappers (`sudo`, `env`, `timeout`, `xargs`,
- * `FOO=1 …`), where the wrapper and the wrapped command are both sub-commands.
- * Each gets findings: a permanent delete, the network, a dangerous program,
- * a path outside the workspace, or something only known at run time.
- * Paths are resolved lexically against the workspace root, never on disk.
+ * Judges what a shell command line would do (SPEC S2, S11, F4), with no I/O:
+ * every sub-command it runs, including those inside substitutions, subshells,
+ * `sh -c` / `eval` scripts, wrappers (`sudo`, `env`, `timeout`, `xargs`,
+ * `watch`, `flock -c`, `FOO=1 …`), and command lines kept to run later
+ * (`alias`, `trap`, `PROMPT_COMMAND=`, `git -c alias.x=…`, `tar
+ * --to-command=…`), where the wrapper and the wrapped command are both
+ * sub-commands. Each gets findings: a permanent delete, lost data no trash
+ * keeps, the network, a dangerous program, a path outside the workspace, or
+ * something only known at run time (a variable, a script file). Paths are
+ * resolved lexically against the workspace root, never on disk.
  */
 
-export type FindingKind = "permanent_delete" | "network" | "dangerous" | "outside" | "unknown" | "unparsed";
-
-export interface ShellFinding {
-  kind: FindingKind;
-  /** Says why, naming the program or path. */
-  reason: string;
-}
+export type { FindingKind, ShellFinding } from "./shell-commands.js";
 
 export interface ShellSubCommand {
   /** Its words from the program on (a wrapper's include the wrapped command), joined by single spaces: what rule patterns match. */
@@ -69,7 +76,8 @@ const maxScriptNesting = 8;
 /** Wrappers around wrappers (`nohup nice timeout 5 env …`) beyond this are refused as unjudgeable. */
 const maxWrapperNesting = 24;
 const assignment = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/;
-const deleteTool = "use the delete tool, which moves files to the trash";
+/** Redirections that empty their file first. */
+const truncating: ReadonlySet<string> = new Set([">", ">|", "&>", ">&"]);
 
 class Analysis {
   readonly commands: ShellSubCommand[] = [];
@@ -93,7 +101,8 @@ class Analysis {
     for (const command of list) {
       if (command.redirections.length > 0) {
         const text = joinWords(command.words);
-        for (const redirection of command.redirections) this.redirection(redirection, text);
+        const silent = printsNothing(command.words);
+        for (const redirection of command.redirections) this.redirection(redirection, text, silent);
       }
       this.words(command.words, depth);
     }
@@ -104,10 +113,14 @@ class Analysis {
     this.commands.push({ text, program, wrapper, findings });
   }
 
-  private redirection(redirection: ShellRedirection, command: string): void {
+  /** `silent`: the command prints nothing, so a truncating redirection only empties its file (`: > f`). */
+  private redirection(redirection: ShellRedirection, command: string, silent: boolean): void {
     const { op, target } = redirection;
     const writes = op !== "<" && op !== "<&";
     const shown = `${op} ${target.text}`;
+    if (silent && truncating.has(op) && !isHarmlessDevice(target.text)) {
+      this.redirections.push({ kind: "destructive", reason: `the redirection "${shown}" empties "${target.text}", whose content no trash keeps`, command: command || shown });
+    }
     let finding = this.pathFinding(target);
     if (!finding && writes && target.expandsAtStart) finding = { kind: "unknown", reason: "" };
     if (!finding) return;
@@ -152,7 +165,7 @@ class Analysis {
       let count = 0;
       const findings: ShellFinding[] = [];
       while (count < words.length && assignment.test((words[count] as ShellWord).text)) {
-        findings.push(...this.valueFindings(words[count] as ShellWord));
+        findings.push(...this.valueFindings(words[count] as ShellWord), ...this.variableFindings(words[count] as ShellWord, depth));
         count++;
       }
       this.push(text, "", true, findings);
@@ -170,6 +183,8 @@ class Analysis {
       return;
     }
     const program = path.basename(head.text);
+    const file = programFileFinding(head.text);
+    if (file) this.push(text, program, false, [file]);
     const wrapper = wrappers.get(program);
     if (wrapper) return this.wrapper(program, wrapper, args, text, depth, level);
     if (shells.has(program)) return this.shell(program, args, text, depth);
@@ -180,20 +195,89 @@ class Analysis {
       return;
     }
     if (program === "su") return this.su(args, text, depth);
-    if ((program === "source" || program === ".") && args[0] && !args[0].literal) {
-      this.push(text, program, false, [{ kind: "unknown", reason: `${program} runs a script only known at run time` }]);
-      return;
-    }
-    this.push(text, program, false, this.programFindings(program, args));
+    if (program === "source" || program === ".") return this.source(program, args, text);
+    if (program === "alias") return this.alias(args, text, depth);
+    if (program === "trap") return this.trap(args, text, depth);
+    const effects = programEffects(program, args);
+    const findings = [...this.programFindings(program, args), ...effects.findings];
+    if (declarers.has(program)) for (const arg of args) if (assignment.test(arg.text)) findings.push(...this.variableFindings(arg, depth));
+    this.push(text, program, false, findings);
+    this.follow(effects, depth, level);
     if (program === "find") {
-      // `find … -exec CMD {} ;` runs CMD: a sub-command of its own
+      // `find … -exec CMD {} ;` runs CMD: a sub-command of its own, where `{}` is a found path
       for (const [index, arg] of args.entries()) {
         if (!["-exec", "-execdir", "-ok", "-okdir"].includes(arg.text)) continue;
         const rest = args.slice(index + 1);
         const end = rest.findIndex((word) => word.text === ";" || word.text === "+");
-        this.words(end === -1 ? rest : rest.slice(0, end), depth, level + 1);
+        this.words(markReplaced(end === -1 ? rest : rest.slice(0, end), "{}"), depth, level + 1);
       }
     }
+  }
+
+  /** What a program's options run (`tar --to-command`, `git bisect run`), as sub-commands of their own. */
+  private follow(effects: ProgramEffects, depth: number, level: number): void {
+    for (const script of effects.scripts) this.script(script.text, script.via, depth);
+    for (const words of effects.commands) this.words(words, depth, level + 1);
+  }
+
+  /** `. ./s.sh`, `source s.sh`: a script file, which the gateway cannot read (SPEC S11). */
+  private source(program: string, args: readonly ShellWord[], text: string): void {
+    const file = args[0];
+    const findings = this.pathFindings(program, args);
+    if (file) findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
+    this.push(text, program, false, findings);
+  }
+
+  /** `alias name='…'`: what it runs is judged as if it ran, since later lines may use it. */
+  private alias(args: readonly ShellWord[], text: string, depth: number): void {
+    const findings: ShellFinding[] = [];
+    const bodies: string[] = [];
+    for (const arg of args) {
+      const equals = arg.text.indexOf("=");
+      if (equals <= 0 || arg.text.startsWith("-")) continue; // `alias ll` and `alias -p` only print
+      if (arg.literal) bodies.push(arg.text.slice(equals + 1));
+      else findings.push({ kind: "unknown", reason: `alias defines a command only known at run time ("${arg.text}")` });
+    }
+    this.push(text, "alias", false, findings);
+    for (const body of bodies) this.script(body, "alias", depth);
+  }
+
+  /** `trap '…' EXIT`: the handler is judged as if it ran, since it runs when the signal comes or the shell exits. */
+  private trap(args: readonly ShellWord[], text: string, depth: number): void {
+    const start = args[0]?.text === "--" ? 1 : 0;
+    const handler = args[start];
+    // `trap -p`, `trap - INT` and `trap INT` (one word: a signal to reset) set no handler
+    const sets = handler !== undefined && args.length - start >= 2 && !(start === 0 && handler.text.startsWith("-"));
+    this.push(text, "trap", false, sets && !handler.literal ? [{ kind: "unknown", reason: "trap sets a handler only known at run time" }] : []);
+    if (sets && handler.literal) this.script(handler.text, "trap", depth);
+  }
+
+  /** `NAME=value` where NAME makes the shell, git or every program run code later (SPEC S11). */
+  private variableFindings(word: ShellWord, depth: number): ShellFinding[] {
+    const equals = word.text.indexOf("=");
+    let name = word.text.slice(0, equals);
+    if (name.includes("[")) name = name.slice(0, name.indexOf("["));
+    if (name.endsWith("+")) name = name.slice(0, -1);
+    const value = word.text.slice(equals + 1);
+    if (commandVariables.has(name)) {
+      if (!word.literal) return [{ kind: "unknown", reason: `${name} is set to a command only known at run time` }];
+      this.script(value, name, depth);
+      return [];
+    }
+    const code = codeVariables.get(name) ?? codeVariablePrefixes.find(([prefix]) => name.startsWith(prefix))?.[1];
+    if (code) return [{ kind: "unknown", reason: `${name}=… ${code}, which cannot be judged` }];
+    if (/^PS[0-4]$/.test(name) && /[$`]/.test(value)) return [{ kind: "unknown", reason: `${name} runs the substitutions in it whenever bash shows it, which cannot be judged` }];
+    if (name === "PATH" && this.pathFindsFiles(value)) return [{ kind: "unknown", reason: `PATH=${value} makes program names find files whose commands cannot be judged` }];
+    return [];
+  }
+
+  /** A PATH with an entry other than itself and installed folders: `.`, a relative or workspace folder, `$HOME/bin`. */
+  private pathFindsFiles(value: string): boolean {
+    for (const entry of value.split(":")) {
+      if (entry === "$PATH" || entry === "${PATH}") continue;
+      if (!entry.startsWith("/") || /[$`]/.test(entry) || this.inside(path.resolve(entry))) return true;
+    }
+    return false;
   }
 
   private wrapper(program: string, spec: WrapperSpec, args: readonly ShellWord[], text: string, depth: number, level: number): void {
@@ -205,17 +289,29 @@ class Analysis {
     }
     let index = options.next;
     if (spec.assignments) {
-      while (index < args.length && assignment.test((args[index] as ShellWord).text)) findings.push(...this.valueFindings(args[index++] as ShellWord));
+      // env takes any word with a `=` as an assignment, `BASH_FUNC_f%%=…` included
+      while (index < args.length && (args[index] as ShellWord).text.indexOf("=") > 0) {
+        const word = args[index++] as ShellWord;
+        findings.push(...this.valueFindings(word), ...this.variableFindings(word, depth));
+      }
     }
     for (let positional = 0; positional < (spec.positionals ?? 0) && index < args.length; positional++) {
       const finding = this.pathFinding(args[index++] as ShellWord);
       if (finding) findings.push(finding);
     }
-    if (options.script && !options.script.literal) findings.push({ kind: "unknown", reason: `${program} runs a command line only known at run time` });
+    // `flock FILE -c '…'` and `watch '…'` run a command line; `env -S '…'` too
+    const commandOption = spec.commandOptions?.includes(args[index]?.text ?? "") ? (args[index] as ShellWord).text : null;
+    let script = commandOption ? (args[index + 1] ?? null) : options.script;
+    if (spec.shellJoined && index < args.length) script = joinedCommandLine(args.slice(index));
+    if (script && !script.literal) findings.push({ kind: "unknown", reason: `${program} runs a command line only known at run time` });
     this.push(text, program, true, findings);
     if (spec.lookupOptions && options.flags.some((flag) => spec.lookupOptions?.includes(flag))) return; // `command -v rm` runs nothing
-    if (options.script?.literal) this.script(options.script.text, `${program} -S`, depth);
-    else this.words(args.slice(index), depth, level + 1);
+    if (script) {
+      if (script.literal) this.script(script.text, commandOption ? `${program} ${commandOption}` : spec.shellJoined ? program : `${program} -S`, depth);
+      return;
+    }
+    const wrapped = args.slice(index);
+    this.words(program === "xargs" ? markReplaced(wrapped, xargsReplaceString(args.slice(0, options.next))) : wrapped, depth, level + 1);
   }
 
   private shell(program: string, args: readonly ShellWord[], text: string, depth: number): void {
@@ -237,9 +333,11 @@ class Analysis {
       } else break;
     }
     if (!command) {
-      // `bash script.sh` runs a file, like any program; `echo 'rm x' | sh` runs what it reads
+      // `bash s.sh` runs a file the gateway cannot read; `echo 'rm x' | sh` runs what it reads (SPEC S11)
       const findings = this.pathFindings(program, args);
-      if (stdin || index >= args.length) findings.push({ kind: "unknown", reason: `${program} runs commands read from its input, which cannot be judged` });
+      const file = args[index];
+      if (stdin || !file) findings.push({ kind: "unknown", reason: `${program} runs commands read from its input, which cannot be judged` });
+      else findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
       this.push(text, program, false, findings);
       return;
     }
@@ -265,9 +363,6 @@ class Analysis {
     const subcommand = firstPositional(args, subcommandValueOptions.get(program));
     if (permanentDeleters.has(program)) findings.push({ kind: "permanent_delete", reason: `${program} deletes permanently; ${deleteTool}` });
     if (program === "find" && args.some((arg) => arg.text === "-delete")) findings.push({ kind: "permanent_delete", reason: `find -delete deletes permanently; ${deleteTool}` });
-    if (program === "git" && subcommand === "clean" && !args.some((arg) => arg.text === "--dry-run" || /^-[a-zA-Z]*n/.test(arg.text))) {
-      findings.push({ kind: "permanent_delete", reason: `git clean deletes untracked files permanently; ${deleteTool}` });
-    }
     const network = networkReason(program, subcommand, args);
     if (network) findings.push({ kind: "network", reason: network });
     const dangerous = dangerousPrograms.get(program) ?? dangerousPrefixes.find(([prefix]) => program.startsWith(prefix))?.[1];
@@ -334,7 +429,7 @@ class Analysis {
     if (known.includes("://")) return null;
     if (known.startsWith("/")) {
       if (/^\/dev\/(?:tcp|udp)\//.test(known)) return { kind: "network", reason: `"${text}" opens a network connection` };
-      if (harmlessDevices.has(known) || /^\/dev\/fd\/\d+$/.test(known)) return null;
+      if (isHarmlessDevice(known)) return null;
       return this.inside(path.resolve(known)) ? null : { kind: "outside", reason: `"${text}" is outside the workspace` };
     }
     if (/(?:^|\/)\.\.(?:\/|$)/.test(known) && !this.inside(path.resolve(this.workspaceDir, known))) {
@@ -342,6 +437,70 @@ class Analysis {
     }
     return null;
   }
+}
+
+/** `./s.sh`, `bin/tool`, `~/x`: a program run from a file the gateway cannot read; installed programs are judged by name. */
+function programFileFinding(text: string): ShellFinding | null {
+  if (!text.includes("/")) return null;
+  if (systemProgramFolders.some((folder) => text.startsWith(folder) && !text.includes("/", folder.length))) return null;
+  return { kind: "unknown", reason: `"${text}" runs a file whose commands cannot be judged` };
+}
+
+function isHarmlessDevice(text: string): boolean {
+  return harmlessDevices.has(text) || /^\/dev\/fd\/\d+$/.test(text);
+}
+
+/** `: > f`, `> f`, `true > f`, `cat /dev/null > f`, `exec > f`: a truncating redirection then only empties its file. */
+function printsNothing(all: readonly ShellWord[]): boolean {
+  const [head, ...args] = dropReservedWords(all);
+  if (!head) return true;
+  if (!head.literal) return false;
+  if (silentPrograms.has(head.text)) return true;
+  switch (head.text) {
+    case "exec":
+      return args.length === 0;
+    case "cat":
+      return args.length > 0 && args.every((arg) => arg.text === "/dev/null");
+    case "echo":
+      return args[0]?.text === "-n" && args.slice(1).every((arg) => arg.text === "");
+    case "printf":
+      return args[0]?.text === "";
+    default:
+      return false;
+  }
+}
+
+/** `watch` joins its words with spaces and hands them to `sh -c`; a word only known at run time keeps the line unknown. */
+function joinedCommandLine(words: readonly ShellWord[]): ShellWord {
+  return { ...(words[0] as ShellWord), text: joinWords(words), literal: words.every((word) => word.literal) };
+}
+
+/** Words holding xargs' or find's replace string (`{}`) are only known at run time: `-exec {} ;` runs a found file. */
+function markReplaced(words: readonly ShellWord[], replace: string | null): readonly ShellWord[] {
+  if (!replace) return words;
+  return words.map((word) => (word.literal && word.text.includes(replace) ? { ...word, literal: false, expandsAtStart: word.text.startsWith(replace) } : word));
+}
+
+/** xargs `-I R`, `-iR`, `-i`, `--replace[=R]`: the string replaced by each input line. */
+function xargsReplaceString(options: readonly ShellWord[]): string | null {
+  let replace: string | null = null;
+  for (let index = 0; index < options.length; index++) {
+    const text = (options[index] as ShellWord).text;
+    if (text === "--replace") replace = "{}";
+    else if (text.startsWith("--replace=")) replace = text.slice("--replace=".length);
+    else if (text.startsWith("-") && !text.startsWith("--")) {
+      for (let at = 1; at < text.length; at++) {
+        const letter = text[at] as string;
+        if (!"iInPLdaEs".includes(letter)) continue;
+        // The rest of the word is this option's value.
+        const rest = text.slice(at + 1);
+        if (letter === "i") replace = rest || "{}";
+        else if (letter === "I") replace = rest || (options[index + 1]?.text ?? null);
+        break;
+      }
+    }
+  }
+  return replace || null;
 }
 
 function joinWords(words: readonly ShellWord[]): string {
