@@ -46,11 +46,17 @@ export class FoyaError extends Error {
   readonly code: FoyaErrorCode;
   /** For 429s: when the client may try again, in whole seconds (the HTTP `Retry-After` header). */
   readonly retryAfterSeconds: number | undefined;
-  constructor(code: FoyaErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+  /**
+   * For 409s: the record as it is now, so a client that lost a race (SPEC D11)
+   * sees what won without another request. Answered as `error.current`.
+   */
+  readonly current: Record<string, unknown> | undefined;
+  constructor(code: FoyaErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number; current?: Record<string, unknown> }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "FoyaError";
     this.code = code;
     this.retryAfterSeconds = options?.retryAfterSeconds;
+    this.current = options?.current;
   }
   get httpStatus(): number {
     return httpStatusByCode[this.code];

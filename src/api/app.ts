@@ -68,7 +68,7 @@ export function createApp(services: ApiServices): App {
   app.onError((error, c) => {
     if (isFoyaError(error) && error.code !== "internal") {
       if (error.retryAfterSeconds !== undefined) c.header("Retry-After", String(error.retryAfterSeconds));
-      return c.json({ error: { code: error.code, message: error.message } }, error.httpStatus as ContentfulStatusCode);
+      return c.json({ error: { code: error.code, message: error.message, ...(error.current ? { current: error.current } : {}) } }, error.httpStatus as ContentfulStatusCode);
     }
     if (error instanceof HTTPException && error.status < 500) {
       return c.json({ error: { code: httpExceptionCode(error.status), message: error.message } }, error.status);

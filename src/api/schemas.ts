@@ -15,7 +15,13 @@ export const foyaId = () => z.string().max(64).regex(idPattern, "must be an id s
 /** Request and response schemas; the OpenAPI document is generated from these. */
 
 export const ErrorSchema = z
-  .object({ error: z.object({ code: z.string(), message: z.string() }) })
+  .object({
+    error: z.object({
+      code: z.string(),
+      message: z.string(),
+      current: z.record(z.string(), z.unknown()).optional().openapi({ description: "On a 409: the record as it is now (the operation that won, SPEC D11)." }),
+    }),
+  })
   .openapi("Error");
 
 export const errorResponses = {

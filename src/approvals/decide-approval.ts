@@ -22,10 +22,8 @@ export interface DecideInput {
   keyId: string | null;
 }
 
-/** `changed` is false for a repeated identical decision, which is a no-op (X3). */
 export interface DecideResult {
   approval: ApprovalRow;
-  changed: boolean;
 }
 
 const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as const satisfies Record<ApprovalDecision["kind"], ApprovalStatus>;
@@ -51,23 +49,25 @@ export async function decideApproval(services: Pick<Services, "db" | "bus" | "di
     const [approval] = await fx.tx.select().from(approvals).where(eq(approvals.id, input.approvalId)).for("update");
     if (!run || !approval) throw notFound("approval");
 
-    if (approval.status !== "pending") {
-      if (isSameDecision(approval, input.decision)) return { kind: "done" as const, result: { approval, changed: false } };
-      return { kind: "conflict" as const, approval };
-    }
+    // Decided already, identically or not (D11): exactly one decision wins; the rest change nothing.
+    if (approval.status !== "pending") return { kind: "conflict" as const, approval };
     const expired = approval.expiresAt.getTime() <= Date.now();
     const decision: ApprovalDecision = expired ? { kind: "expire" } : input.decision;
     const decided = await recordDecision(fx, run, approval, decision, expired ? null : input.keyId);
     if (expired && input.decision.kind !== "expire") return { kind: "conflict" as const, approval: decided };
-    return { kind: "done" as const, result: { approval: decided, changed: true } };
+    return { kind: "done" as const, result: { approval: decided } };
   });
   if (outcome.kind === "conflict") {
-    const { status } = outcome.approval;
+    const { approval } = outcome;
+    const same = isSameDecision(approval, input.decision);
     throw new FoyaError(
-      status === "expired" ? "approval_expired" : "approval_conflict",
-      status === "expired"
+      approval.status === "expired" ? "approval_expired" : "approval_conflict",
+      approval.status === "expired"
         ? "the approval expired before a decision arrived; the call was denied"
-        : `the approval is already ${status}; a different decision cannot replace it`,
+        : same
+          ? `the approval was already ${approval.status} with the same decision; nothing changed`
+          : `the approval is already ${approval.status}; a different decision cannot replace it`,
+      { current: { id: approval.id, status: approval.status, decidedAt: approval.decidedAt?.toISOString() ?? null, decidedByKeyId: approval.decidedByKeyId } },
     );
   }
   return outcome.result;
@@ -150,7 +150,7 @@ export async function expireApprovals(services: Pick<Services, "db" | "bus" | "d
         throw error;
       },
     );
-    if (result?.changed) expired++;
+    if (result) expired++;
   }
   return expired;
 }

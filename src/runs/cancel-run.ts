@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
 import { runs } from "../db/schema.js";
-import { notFound } from "../errors.js";
+import { FoyaError, notFound } from "../errors.js";
 import type { Services } from "../services.js";
 import { cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { transact } from "./transact.js";
@@ -10,7 +10,9 @@ import { transact } from "./transact.js";
  * Cancels a run in one transaction (SPEC X2): the partial assistant text streamed
  * so far, a terminal state for every unfinished call, the run's terminal state and
  * its `run_end` event. Then the workers are told through Redis to abort the tools.
- * Cancelling a terminal run answers it unchanged.
+ * The run's row lock orders racing cancels (D11): one cancels; every other, and
+ * any cancel of a run already ended, changes nothing and answers 409 with the
+ * run's state.
  */
 export async function cancelRun(
   services: Pick<Services, "db" | "bus" | "dispatcher">,
@@ -23,7 +25,11 @@ export async function cancelRun(
       .where(and(eq(runs.id, input.runId), eq(runs.tenantId, input.tenantId)))
       .for("update");
     if (!run) throw notFound("run");
-    if (isTerminalRunStatus(run.status)) return run;
+    if (isTerminalRunStatus(run.status)) {
+      throw new FoyaError("conflict", `run ${run.id} is already ${run.status}; nothing was cancelled`, {
+        current: { id: run.id, status: run.status, endedAt: run.endedAt?.toISOString() ?? null },
+      });
+    }
     await cancelRunInTransaction(fx, run, { code: "cancelled", message: "cancelled by request" }, true);
     const [after] = await fx.tx.select().from(runs).where(eq(runs.id, run.id));
     return after ?? run;

@@ -81,8 +81,10 @@ describe("session events over SSE", () => {
       { status: "cancelled", error_code: "not_run_cancelled" },
     ]);
     expectValidHistory(await client.messages(sessionId));
-    // Cancelling again answers the same terminal run.
-    expect((await client.post(`/v1/runs/${run.body.id}/cancel`)).body.status).toBe("cancelled");
+    // Cancelling again changes nothing and says so, with the run's state (D11).
+    const again = await client.post(`/v1/runs/${run.body.id}/cancel`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.current).toMatchObject({ id: run.body.id, status: "cancelled" });
   });
 
   it("X2: cancelling mid-stream keeps the text the model had streamed", async () => {

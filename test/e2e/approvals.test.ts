@@ -63,7 +63,7 @@ describe("approvals", () => {
     }
   });
 
-  it("X3: a repeated identical decision is a no-op; a conflicting one is refused with 409", async () => {
+  it("X3, D11: a repeated identical decision changes nothing and answers 409 with the decision that stands; a conflicting one is refused with 409", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "manual" });
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "x3-double" } }], [{ text: "done" }]]));
@@ -78,8 +78,9 @@ describe("approvals", () => {
     const first = await client.post(`/v1/approvals/${approval.id}`, { decision: "approve", reason: "looks fine" });
     expect(first.status).toBe(200);
     const again = await client.post(`/v1/approvals/${approval.id}`, { decision: "approve", reason: "looks fine" });
-    expect(again.status).toBe(200);
-    expect(again.body.decidedAt).toBe(first.body.decidedAt);
+    expect(again.status).toBe(409);
+    expect(again.body.error.message).toMatch(/already approved with the same decision; nothing changed/);
+    expect(again.body.error.current).toMatchObject({ id: approval.id, status: "approved", decidedAt: first.body.decidedAt });
     const conflicting = await client.post(`/v1/approvals/${approval.id}`, { decision: "deny" });
     expect(conflicting.status).toBe(409);
     expect(conflicting.body.error.code).toBe("approval_conflict");
@@ -211,7 +212,7 @@ describe("approvals", () => {
     expect(tools).toEqual(["probe", "marker_sleep"]);
   });
 
-  it("X3: racing decisions: identical ones record once, conflicting ones leave exactly one winner", async () => {
+  it("X3, D11: six racing decisions, identical or not, leave exactly one winner; the others answer 409 with the decision that stands", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "manual" });
     const run = await client.startRun(
       sessionId,
@@ -224,14 +225,14 @@ describe("approvals", () => {
       ]),
     );
     const [first, second] = await pendingApprovals(client, run.body.id, 2);
-    const same = await Promise.all(Array.from({ length: 4 }, () => client.post(`/v1/approvals/${first.id}`, { decision: "approve" })));
-    expect(same.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    expect(new Set(same.map((r) => r.body.decidedAt)).size).toBe(1);
-    const mixed = await Promise.all([
-      client.post(`/v1/approvals/${second.id}`, { decision: "approve" }),
-      client.post(`/v1/approvals/${second.id}`, { decision: "deny" }),
-    ]);
-    expect(mixed.map((r) => r.status).sort()).toEqual([200, 409]);
+    const same = await Promise.all(Array.from({ length: 6 }, () => client.post(`/v1/approvals/${first.id}`, { decision: "approve" })));
+    expect(same.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    const winner = same.find((r) => r.status === 200)!;
+    for (const loser of same.filter((r) => r.status === 409)) expect(loser.body.error.current).toMatchObject({ status: "approved", decidedAt: winner.body.decidedAt });
+    const mixed = await Promise.all(Array.from({ length: 6 }, (_, i) => client.post(`/v1/approvals/${second.id}`, { decision: i % 2 ? "deny" : "approve" })));
+    expect(mixed.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    const stands = mixed.find((r) => r.status === 200)!.body.status;
+    for (const loser of mixed.filter((r) => r.status === 409)) expect(loser.body.error.current.status).toBe(stands);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     const resolved = (await client.events(sessionId)).filter((e) => e.type === "approval_resolved");
     expect(resolved).toHaveLength(2);

@@ -58,18 +58,29 @@ describe("what a running tool sees", () => {
 
     const eventsBefore = (await client.events(sessionId)).length;
     const again = await client.post(`/v1/runs/${run.body.id}/cancel`);
-    expect(again.status).toBe(200);
-    expect(again.body.status).toBe("cancelled");
+    expect(again.status).toBe(409);
+    expect(again.body.error.current.status).toBe("cancelled");
     expect((await client.events(sessionId)).length).toBe(eventsBefore);
   });
 
-  it("C1: cancelling a completed run is a harmless no-op, and so is cancelling a queued one before it starts", async () => {
+  it("D11: six racing cancels of one run: exactly one cancels, the others answer 409 with the run's state", async () => {
+    const { sessionId } = await client.newSession();
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "d11-cancel", sleepMs: 60_000 } }]]));
+    await waitFor(async () => (await readMarkers(workspace, "d11-cancel")).length === 1, 20_000, "the tool to start");
+    const answers = await Promise.all(Array.from({ length: 6 }, () => client.post(`/v1/runs/${run.body.id}/cancel`)));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    for (const loser of answers.filter((answer) => answer.status === 409)) expect(loser.body.error.current).toMatchObject({ id: run.body.id, status: "cancelled" });
+    expect((await client.events(sessionId)).filter((event) => event.type === "run_end")).toHaveLength(1);
+  });
+
+  it("C1, D11: cancelling a completed run changes nothing and answers 409 with its state; a queued one is cancelled before it starts", async () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ text: "quick" }]]));
     await client.waitForRun(run.body.id);
     const after = await client.post(`/v1/runs/${run.body.id}/cancel`);
-    expect(after.status).toBe(200);
-    expect(after.body.status).toBe("completed");
+    expect(after.status).toBe(409);
+    expect(after.body.error).toMatchObject({ code: "conflict", current: { id: run.body.id, status: "completed" } });
 
     const busy = await client.newSession();
     const first = await client.startRun(busy.sessionId, script([[{ tool: "marker_sleep", args: { marker: "c1q", sleepMs: 500 } }], [{ text: "a" }]]));
