@@ -57,7 +57,9 @@ async function revertLocked(
     .where(and(eq(fileChanges.id, input.changeId), eq(fileChanges.tenantId, input.tenantId)));
   if (!target) throw notFound("file change");
   if (target.change.revertedAt) {
-    throw new FoyaError("conflict", `file change ${target.change.id} was already reverted at ${target.change.revertedAt.toISOString()}`);
+    throw new FoyaError("conflict", `file change ${target.change.id} was already reverted at ${target.change.revertedAt.toISOString()}`, {
+      current: { id: target.change.id, revertedAt: target.change.revertedAt.toISOString() },
+    });
   }
   const changes = input.andLater
     ? await db

@@ -229,7 +229,10 @@ describe("file changes", () => {
     const [, second] = await changesOf(sessionId);
     const answers = await Promise.all(Array.from({ length: 6 }, () => client.post(`/v1/file-changes/${second.id}/revert`)));
     expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
-    for (const answer of answers.filter((a) => a.status === 409)) expect(answer.body.error.message).toMatch(/already reverted at/);
+    for (const answer of answers.filter((a) => a.status === 409)) {
+      expect(answer.body.error.message).toMatch(/already reverted at/);
+      expect(answer.body.error.current).toMatchObject({ id: second.id, revertedAt: expect.any(String) });
+    }
     const workspace = await env.workspaceOf(sessionId);
     expect(await readFile(path.join(workspace, "raced.txt"), "utf8")).toBe("one\n");
     expect((await changesOf(sessionId)).map((c) => c.revertedAt !== null)).toEqual([false, true]);
