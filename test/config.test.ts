@@ -53,6 +53,8 @@ describe("configuration", () => {
       FOYA_TOOL_FILE_BYTES: "1048576",
       FOYA_TOOL_WALL_SECONDS: "45",
       FOYA_TOOL_TMP_BYTES: "8388608",
+      FOYA_TOOL_BACKGROUND_COMMANDS: "3",
+      FOYA_TOOL_BACKGROUND_SECONDS: "60",
     });
     expect(overridden.toolLimits).toEqual({
       memoryBytes: 1_073_741_824,
@@ -61,8 +63,19 @@ describe("configuration", () => {
       fileSizeBytes: 1_048_576,
       wallSeconds: 45,
       tmpBytes: 8_388_608,
+      backgroundCommands: 3,
+      backgroundSeconds: 60,
     });
-    const keys = ["FOYA_TOOL_MEMORY_BYTES", "FOYA_TOOL_PROCESSES", "FOYA_TOOL_CPU_SECONDS", "FOYA_TOOL_FILE_BYTES", "FOYA_TOOL_WALL_SECONDS", "FOYA_TOOL_TMP_BYTES"];
+    const keys = [
+      "FOYA_TOOL_MEMORY_BYTES",
+      "FOYA_TOOL_PROCESSES",
+      "FOYA_TOOL_CPU_SECONDS",
+      "FOYA_TOOL_FILE_BYTES",
+      "FOYA_TOOL_WALL_SECONDS",
+      "FOYA_TOOL_TMP_BYTES",
+      "FOYA_TOOL_BACKGROUND_COMMANDS",
+      "FOYA_TOOL_BACKGROUND_SECONDS",
+    ];
     for (const key of keys) {
       for (const invalid of ["0", "-1", "2.5", "lots", ""]) {
         expect(() => loadConfig({ [key]: invalid }), `${key}=${JSON.stringify(invalid)}`).toThrow(new RegExp(`invalid configuration.*${key}`, "s"));

@@ -67,6 +67,8 @@ export const ProcessLimitsSchema = z
     fileSizeBytes: processLimit("Largest file a process may write (RLIMIT_FSIZE), bytes"),
     wallSeconds: processLimit("Wall-clock time of a foreground call, seconds"),
     tmpBytes: processLimit("Size of the sandbox's private /tmp, bytes"),
+    backgroundCommands: processLimit("Background commands the tenant may have running at once, across every worker"),
+    backgroundSeconds: processLimit("Longest a background command may run, seconds"),
   })
   .strict()
   .openapi("ProcessLimits");
@@ -84,6 +86,8 @@ export const TenantUpdateSchema = z
         fileSizeBytes: limits.fileSizeBytes.nullable().optional(),
         wallSeconds: limits.wallSeconds.nullable().optional(),
         tmpBytes: limits.tmpBytes.nullable().optional(),
+        backgroundCommands: limits.backgroundCommands.nullable().optional(),
+        backgroundSeconds: limits.backgroundSeconds.nullable().optional(),
       })
       .strict()
       .nullable()

@@ -21,6 +21,10 @@ export interface ProcessLimits {
   wallSeconds: number;
   /** Size of the sandbox's private /tmp (and /var/tmp), bytes; /dev/shm gets at most 64 MiB of its own. */
   tmpBytes: number;
+  /** Background commands a tenant may have running at once, across every worker. */
+  backgroundCommands: number;
+  /** Longest a background command may run, seconds: then it is killed and says why. */
+  backgroundSeconds: number;
 }
 
 export const defaultProcessLimits: Readonly<ProcessLimits> = Object.freeze({
@@ -30,6 +34,8 @@ export const defaultProcessLimits: Readonly<ProcessLimits> = Object.freeze({
   fileSizeBytes: 4 * 1024 ** 3,
   wallSeconds: 600,
   tmpBytes: 1024 ** 3,
+  backgroundCommands: 16,
+  backgroundSeconds: 2 * 3600,
 });
 
 export const processLimitKeys = Object.freeze(Object.keys(defaultProcessLimits) as Array<keyof ProcessLimits>);

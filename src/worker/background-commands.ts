@@ -73,22 +73,41 @@ export function startBackgroundCommands(options: {
       const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes });
       if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
       const id = newId("cmd");
-      await db.insert(commands).values({
-        id,
-        tenantId: input.tenantId,
-        sessionId: input.sessionId,
-        runId: input.runId,
-        command: input.command,
-        status: "running",
-        ownerWorker: workerId,
-        leaseUntil: lease,
+      const { backgroundCommands: allowed, backgroundSeconds: lifetime } = input.processes.limits;
+      // Counted and recorded under the tenant's lock, so racing starts on any worker never pass the cap together.
+      const recorded = await db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:commands:${input.tenantId}`}))`);
+        const [running] = await tx.execute<{ count: number }>(sql`
+          select count(*)::int as count from ${commands} where ${commands.tenantId} = ${input.tenantId} and ${commands.status} = 'running'
+        `).then((result) => result.rows);
+        if ((running?.count ?? 0) >= allowed) return false;
+        await tx.insert(commands).values({
+          id,
+          tenantId: input.tenantId,
+          sessionId: input.sessionId,
+          runId: input.runId,
+          command: input.command,
+          status: "running",
+          ownerWorker: workerId,
+          leaseUntil: lease,
+        });
+        return true;
       });
+      if (!recorded) return { error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`, code: "too_many_commands" };
       const { ended, output, onOutput, killGroup } = prepared.start();
       const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
+      // A command lives at most the tenant's lifetime limit; then it is killed and says why.
+      const expiry = setTimeout(() => {
+        output.write(Buffer.from(`\n[stopped: background commands live at most ${lifetime} s]\n`));
+        command.dirty = true;
+        killGroup();
+      }, lifetime * 1000);
+      expiry.unref();
       onOutput(() => {
         command.dirty = true;
       });
       command.finished = ended.then(async (end) => {
+        clearTimeout(expiry);
         live.delete(id);
         // The sandbox failing to start is the command's outcome: say why in its output.
         if (end.kind === "sandbox_failed") output.write(Buffer.from(`\n${end.message}\n`));

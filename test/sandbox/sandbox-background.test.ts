@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Confinement } from "../../src/sandbox/confinement.js";
+import type { ProcessLimits } from "../../src/sandbox/process-limits.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import { toolIdentity, type ProcessIdentity } from "../../src/sandbox/tool-identity.js";
 import { createCallProcesses } from "../../src/tools/shell/create-call-processes.js";
@@ -39,11 +40,17 @@ afterAll(async () => {
 
 const sandboxed = (network: boolean): Confinement => ({ kind: "sandbox", network });
 /** Starts a command as the worker does: the call's processes built from the tenant's identity and limits, and a runner. */
-const start = (command: string, confinement: Confinement = sandboxed(false), runner: SandboxRunner = env.services.sandbox, on: BackgroundCommands = commands) =>
+const start = (
+  command: string,
+  confinement: Confinement = sandboxed(false),
+  runner: SandboxRunner = env.services.sandbox,
+  on: BackgroundCommands = commands,
+  limits: Partial<ProcessLimits> = {},
+) =>
   on.start({
     ...owner,
     command,
-    processes: createCallProcesses({ runner, toolPath, workspaceDir: owner.cwd, confinement, identity, limits: env.config.toolLimits }),
+    processes: createCallProcesses({ runner, toolPath, workspaceDir: owner.cwd, confinement, identity, limits: { ...env.config.toolLimits, ...limits } }),
   });
 const row = async (id: string) => (await env.query<{ status: string; exit_code: number | null; signal: string | null; output: string }>("select status, exit_code, signal, output from commands where id = $1", [id]))[0];
 const ended = (id: string) => waitFor(async () => {
@@ -52,6 +59,32 @@ const ended = (id: string) => waitFor(async () => {
 }, 20_000, `command ${id} to end`);
 
 describe("sandboxed background commands", () => {
+  it("B1, S7: background commands are capped per tenant across workers, and live at most the tenant's lifetime limit", async () => {
+    const other = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-second", leaseMs: 2000, onError: () => {} });
+    const marker = uniqueMarker();
+    markers.add(marker);
+    try {
+      const capped = { backgroundCommands: 2, backgroundSeconds: 600 };
+      const first = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, capped)) as { id: string };
+      const second = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, other, capped)) as { id: string };
+      expect(first.id && second.id).toBeTruthy();
+      // A third, on either worker, is refused before anything is recorded.
+      for (const on of [commands, other]) expect(await start("echo three", sandboxed(false), env.services.sandbox, on, capped)).toMatchObject({ code: "too_many_commands", error: expect.stringContaining("its limit") });
+      commands.cancel(first.id);
+      other.cancel(second.id);
+      await ended(first.id);
+      await ended(second.id);
+      // Past its lifetime a command is killed, and its output says why.
+      const short = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, { backgroundSeconds: 1 })) as { id: string };
+      const done = await ended(short.id);
+      expect(done).toMatchObject({ status: "killed" });
+      expect(done.output).toContain("[stopped: background commands live at most 1 s]");
+      expect(await survivorsAfter(marker, 1000)).toEqual([]);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("S3: a background command runs in the sandbox: the workspace is writable, nothing outside is", async () => {
     const target = path.join(outside, "bg.txt");
     const started = await start(`echo made > made.txt && echo pwned > ${target}`);

@@ -188,7 +188,7 @@ describe("sandbox layout", () => {
     await mkdir(workspace, { recursive: true });
     await readyForTools(workspace);
     const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "ws-identity"), servicePaths: [repoRoot] });
-    const limits = { memoryBytes: 1 << 30, processes: 64, cpuSeconds: 30, fileSizeBytes: 1 << 20, wallSeconds: 60, tmpBytes: 1 << 25 };
+    const limits = { ...defaultProcessLimits, memoryBytes: 1 << 30, processes: 64, cpuSeconds: 30, fileSizeBytes: 1 << 20, wallSeconds: 60, tmpBytes: 1 << 25 };
     const plan = await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: testIdentity, limits });
     if (!plan.ok) throw new Error(plan.message);
     const line = [plan.file, ...plan.args].join(" ");
