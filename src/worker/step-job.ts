@@ -173,7 +173,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const permanent = isFoyaError(error) && error.code === "provider_config";
     if (!finalAttempt && !permanent) throw error;
     const code = isFoyaError(error) ? error.code : "step_failed";
-    const message = describeFailure(error);
+    const message = describeFailure(error, runId);
+    // The run's record tells tenants what happened; operators get the whole error, cause included.
+    services.logger.warn({ err: error, runId, stepIndex, code }, "model step failed on its last attempt");
     await transactFenced(services, async (fx) => {
       await fx.tx.update(steps).set({ status: "failed", endedAt: sql`now()` }).where(eq(steps.id, step.id));
       if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code, message } }))) throw new StaleWorkError();
@@ -185,11 +187,15 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   }
 }
 
-/** A short reason for the run's record: a database error's own message, not the failed query's text. */
-function describeFailure(error: unknown): string {
-  const cause = (error as { cause?: unknown })?.cause;
-  if (cause instanceof Error && (error as Error).message.startsWith("Failed query")) return `database error: ${cause.message}`;
-  return storableText(error instanceof Error ? error.message : String(error)).slice(0, 2000);
+/**
+ * The reason a tenant sees on the failed run. A `FoyaError`'s message is
+ * written for tenants (provider failures are redacted where they are made,
+ * S10); anything else may carry internals (a driver's message, SQL, a
+ * connection string), so it is named only by the run, and logged whole.
+ */
+function describeFailure(error: unknown, runId: string): string {
+  if (isFoyaError(error)) return storableText(error.message).slice(0, 2000);
+  return `the model step failed on an internal error; the operator can find it in the log under run ${runId}`;
 }
 
 /** Whether the previous step's batch activated deferred tools through tool_search (R5). */
