@@ -39,7 +39,7 @@ import { loadConfig } from "../src/config.js";
 import { compileMessages } from "../src/context/compile-request.js";
 import { projectionLimit } from "../src/context/project-results.js";
 import type { HistoryMessage, MessagePosition } from "../src/core/history.js";
-import { loadHistory } from "../src/runs/history-store.js";
+import { loadHistory } from "../src/store/messages.js";
 import { createServices, type Services } from "../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../src/worker/worker-runtime.js";
 import { createBenchEnv, type BenchEnv } from "./support/bench-env.js";
@@ -211,7 +211,7 @@ async function contextBuild(services: Services, tenant: Tenant, app: App) {
   const insertMs = performance.now() - insertStart;
   const resultLimit = projectionLimit(settings.contextWindow);
   const context = { imageInput: false, artifacts: artifactReader(services.db.db, { tenantId: tenant.tenantId, sessionId }), resultLimit };
-  const db = services.db.db;
+  const db = services.db.pool;
 
   // Warm-up (JIT, pool connections).
   for (let i = 0; i < 3; i++) await compileMessages(await loadHistory(db, tenant.tenantId, sessionId, 10), context);

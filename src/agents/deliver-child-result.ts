@@ -1,11 +1,11 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import type { ResultPart } from "../core/history.js";
 import type { TerminalRunStatus } from "../core/run-status.js";
-import { messages, runs, toolCalls } from "../db/schema.js";
-import { answerCall } from "../runs/answer-call.js";
-import { resultPreview } from "../runs/result-preview.js";
+import { messages, runs } from "../db/schema.js";
+import { answerCall, callWaitingForChild } from "../store/tool-calls.js";
+import { lockRun } from "../store/runs.js";
 import { resumeParkedBatch } from "../runs/resume-batch.js";
-import type { Effects } from "../runs/transact.js";
+import type { Effects } from "../store/transact.js";
 
 /** What the parent's `agent` call answers when its sub-agent ended without completing. */
 const endings: Record<Exclude<TerminalRunStatus, "completed">, { code: string; text: string }> = {
@@ -28,34 +28,21 @@ export async function deliverToParentCall(
   status: TerminalRunStatus,
   error: { code: string; message: string } | undefined,
 ): Promise<void> {
-  const [waiting] = await fx.tx
-    .select({ id: toolCalls.id, runId: toolCalls.runId })
-    .from(toolCalls)
-    .where(and(eq(toolCalls.childRunId, childRunId), eq(toolCalls.status, "running")));
+  const waiting = await callWaitingForChild(fx.tx, childRunId);
   if (!waiting) return;
   // Parent before its call, as every writer of a run locks it first.
-  const [parent] = await fx.tx.select().from(runs).where(eq(runs.id, waiting.runId)).for("update");
+  const parent = await lockRun(fx.tx, waiting.runId);
   if (!parent || parent.ordinal === null) return;
   const outcome = status === "completed" ? await answerOf(fx, childRunId) : failureOf(status, error);
-  const [call] = await fx.tx
-    .update(toolCalls)
-    .set({
-      status: outcome.isError ? "failed" : "succeeded",
-      result: resultPreview(outcome.content),
-      isError: outcome.isError,
-      errorCode: outcome.errorCode,
-      endedAt: sql`now()`,
-    })
-    .where(and(eq(toolCalls.id, waiting.id), eq(toolCalls.status, "running")))
-    .returning();
-  if (!call) return;
-  await answerCall(
-    fx,
-    { ...parent, ordinal: parent.ordinal },
-    call,
-    { status: outcome.isError ? "failed" : "succeeded", isError: outcome.isError, errorCode: outcome.errorCode, content: outcome.content },
-    null,
-  );
+  const answered = await answerCall(fx.pg, {
+    run: { ...parent, ordinal: parent.ordinal },
+    call: waiting,
+    outcome: { status: outcome.isError ? "failed" : "succeeded", isError: outcome.isError, errorCode: outcome.errorCode, content: outcome.content },
+    step: null,
+  });
+  if (!answered.answered) return;
+  fx.track(answered.events);
+  const call = waiting;
   await resumeParkedBatch(fx, parent, call.stepIndex);
 }
 

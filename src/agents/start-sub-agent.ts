@@ -1,9 +1,11 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
 import { runs, sessions, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { activateRun } from "../runs/run-lifecycle.js";
-import { StaleWorkError, transactFenced } from "../runs/transact.js";
+import { StaleWorkError, transactFenced } from "../store/transact.js";
+import { insertRun, lockHeldRun } from "../store/runs.js";
+import { linkChildRun } from "../store/tool-calls.js";
 import type { Services } from "../services.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
@@ -42,12 +44,7 @@ export async function startSubAgent(
     if (refusal) return { ok: false, errorCode: "full_access_not_granted", message: refusal };
   }
   const started = await transactFenced(services, async (fx) => {
-    const [owned] = await fx.tx
-      .select({ id: runs.id })
-      .from(runs)
-      .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
-      .for("update");
-    if (!owned) throw new StaleWorkError();
+    if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
     const [child] = await fx.tx
       .insert(sessions)
       .values({
@@ -67,18 +64,9 @@ export async function startSubAgent(
       })
       .returning();
     if (!child) throw new Error("session insert returned nothing");
-    const [childRun] = await fx.tx
-      .insert(runs)
-      .values({ id: newId("run"), tenantId: run.tenantId, sessionId: child.id, status: "queued", input: request.task })
-      .returning();
-    if (!childRun) throw new Error("run insert returned nothing");
+    const childRun = await insertRun(fx.tx, { tenantId: run.tenantId, sessionId: child.id, input: request.task });
     await activateRun(fx, childRun);
-    const linked = await fx.tx
-      .update(toolCalls)
-      .set({ childRunId: childRun.id })
-      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "running"), eq(toolCalls.execFence, run.fence), isNull(toolCalls.childRunId)))
-      .returning({ id: toolCalls.id });
-    if (linked.length === 0) throw new StaleWorkError();
+    if (!(await linkChildRun(fx.tx, call.id, run.fence, childRun.id))) throw new StaleWorkError();
     await fx.emit(run.tenantId, run.sessionId, [
       {
         runId: run.id,

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { SessionEvent } from "../core/events.js";
-import { readEvents } from "../events/event-store.js";
+import { readEvents } from "../store/events.js";
 import type { ApiServices } from "./app-env.js";
 import type { EventStreamSlot } from "./limits/event-stream-slots.js";
 import type { SessionSequenceWatch } from "./session-sequence-watch.js";

@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { approvals } from "../db/schema.js";
-import type { Effects } from "../runs/transact.js";
+import type { Effects } from "../store/transact.js";
 
 /**
  * Closes the pending approvals of calls that will not run after all (cancel,

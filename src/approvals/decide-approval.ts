@@ -1,9 +1,10 @@
 import { and, eq, sql } from "drizzle-orm";
-import { approvals, runs, toolCalls, type ApprovalStatus } from "../db/schema.js";
+import { approvals, runs, type ApprovalStatus } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
-import { answerCall } from "../runs/answer-call.js";
+import { answerCall, approveCall, callAwaitingDecision } from "../store/tool-calls.js";
+import { lockRun } from "../store/runs.js";
 import { resumeParkedBatch } from "../runs/resume-batch.js";
-import { transact, type Effects } from "../runs/transact.js";
+import { transact, type Effects } from "../store/transact.js";
 import type { Services } from "../services.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
@@ -45,7 +46,7 @@ export async function decideApproval(services: Pick<Services, "db" | "bus" | "di
       .from(approvals)
       .where(and(eq(approvals.id, input.approvalId), eq(approvals.tenantId, input.tenantId)));
     if (!found) throw notFound("approval");
-    const [run] = await fx.tx.select().from(runs).where(eq(runs.id, found.runId)).for("update");
+    const run = await lockRun(fx.tx, found.runId);
     const [approval] = await fx.tx.select().from(approvals).where(eq(approvals.id, input.approvalId)).for("update");
     if (!run || !approval) throw notFound("approval");
 
@@ -97,15 +98,8 @@ async function recordDecision(
     })
     .where(eq(approvals.id, approval.id))
     .returning();
-  const [call] = await fx.tx
-    .update(toolCalls)
-    .set(
-      decision.kind === "approve"
-        ? { status: "queued" }
-        : { status: "denied", isError: true, errorCode: decision.kind === "expire" ? "approval_expired" : "denied", endedAt: sql`now()` },
-    )
-    .where(and(eq(toolCalls.id, approval.toolCallId), eq(toolCalls.status, "awaiting_approval")))
-    .returning();
+  // Approved, the call goes back to `queued` for the batch to run; otherwise it is answered below.
+  const call = decision.kind === "approve" ? await approveCall(fx.tx, approval.toolCallId) : await callAwaitingDecision(fx.tx, approval.toolCallId);
   if (!decided || !call) throw new FoyaError("internal", `approval ${approval.id} and its call disagree`);
   if (run.ordinal === null) throw new FoyaError("internal", `run ${run.id} has no place in history`);
   const ordered = { ...run, ordinal: run.ordinal };
@@ -130,8 +124,10 @@ async function recordDecision(
         ? "Not run: the request for approval expired without an answer, which counts as denied."
         : `Denied by the user${reason ? `: ${reason}` : "."}`;
     const content = [{ type: "text" as const, text }];
-    await fx.tx.update(toolCalls).set({ result: content }).where(eq(toolCalls.id, call.id));
-    await answerCall(fx, ordered, call, { status: "denied", isError: true, errorCode: call.errorCode, content }, null);
+    const errorCode = decision.kind === "expire" ? "approval_expired" : "denied";
+    const answered = await answerCall(fx.pg, { run: ordered, call, outcome: { status: "denied", isError: true, errorCode, content }, step: null });
+    if (!answered.answered) throw new FoyaError("internal", `approval ${approval.id}: its call could not be answered`);
+    fx.track(answered.events);
   }
   await resumeParkedBatch(fx, run, call.stepIndex);
   return decided;

@@ -1,17 +1,19 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { NewEvent, StepRef } from "../core/events.js";
 import type { ApprovalPolicy } from "../core/policy.js";
-import { approvals, toolCalls, type ApprovalMode } from "../db/schema.js";
+import type { Database } from "../db/client.js";
+import type { ApprovalMode } from "../db/schema.js";
 import { judgeCall } from "../gateway/judge-call.js";
 import type { Verdict } from "../gateway/verdict.js";
 import { newId } from "../ids.js";
-import { answerCall } from "../runs/answer-call.js";
-import type { Effects } from "../runs/transact.js";
+import type { StoredApproval } from "../store/runs.js";
+import { answerCall, askApproval } from "../store/tool-calls.js";
+import type { Effects } from "../store/transact.js";
 import type { Services } from "../services.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import type { ApprovalSubject, ToolRefusal } from "../tools/tool.js";
 
-type CallRow = typeof toolCalls.$inferSelect;
+type CallRow = import("../store/runs.js").CallRow;
 type ParsedCall = ReturnType<Services["executor"]["parse"]>;
 
 /** What a call that may run runs with. */
@@ -36,33 +38,35 @@ export interface GateInput {
 export interface GateResult {
   /** Calls that may run, by tool-call row id. */
   grants: Map<string, CallGrant>;
-  /** Calls this gate sent for approval. */
+  /** Calls this gate sends for approval. */
   asked: Set<string>;
+  /** What the gate decided to write: denials and requests for approval; usually nothing. */
+  writes: GateWrite[];
 }
 
-interface StoredApproval {
-  toolCallId: string;
-  status: string;
-  editedArguments: string | null;
-  grantsNetwork: boolean;
+export type GateWrite =
+  | { kind: "deny"; call: CallRow; text: string; errorCode: string }
+  | { kind: "ask"; call: CallRow; reason: string; network: boolean; displayDiff: string | null; ttlSeconds: number };
+
+/** The policies in force and the approvals already given, as the batch's claim read them (S1). */
+export interface GateRules {
+  policies: readonly ApprovalPolicy[];
+  decided: ReadonlyMap<string, StoredApproval>;
 }
 
 /**
  * Puts the queued calls of a batch through the approval gateway (SPEC S1, S2,
- * S5), inside the transaction that claimed the batch. A call a human already
- * approved runs as approved; any other call is judged now. Denied calls get
- * their `denied` result at once; a call that asks gets its approval row in the
- * same transaction as its `awaiting_approval` status (X3), announced by event.
- * Answers the grants of the calls that may run.
+ * S5). A call a human already approved runs as approved; any other call is
+ * judged now against the rules its batch's claim read. Writes nothing: denied
+ * calls and calls that ask are returned as `writes`, which `applyGateWrites`
+ * commits under the batch's fence; most batches have none.
  */
-export async function gateBatch(fx: Effects, services: Pick<Services, "config" | "executor">, input: GateInput): Promise<GateResult> {
+export async function judgeBatch(services: Pick<Services, "config" | "executor">, input: GateInput, rules: GateRules): Promise<GateResult> {
   const grants = new Map<string, CallGrant>();
   const asked = new Set<string>();
-  if (input.calls.length === 0) return { grants, asked };
-  const { policies, decided } = await loadPolicyAndDecisions(fx, input);
-  const events: NewEvent[] = [];
+  const writes: GateWrite[] = [];
   for (const call of input.calls) {
-    const approval = decided.get(call.id);
+    const approval = rules.decided.get(call.id);
     if (approval) {
       // queued with an approval row means approved: every other decision closes the call.
       grants.set(call.id, {
@@ -73,24 +77,66 @@ export async function gateBatch(fx: Effects, services: Pick<Services, "config" |
       continue;
     }
     const parsed = services.executor.parse(call);
-    const verdict = judge(input, policies, parsed);
+    const verdict = judge(input, rules.policies, parsed);
     if (verdict.decision === "allow") {
       grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: verdict.network });
     } else if (verdict.decision === "deny") {
-      await denyCall(fx, input, call, `Denied by policy: ${verdict.reason}`, "denied");
+      writes.push({ kind: "deny", call, text: `Denied by policy: ${verdict.reason}`, errorCode: "denied" });
     } else {
       // Never ask a human about a call that cannot run whatever they decide (S11): deny it with the tool's own reason.
       const refusal = parsed.ok ? await refusalOf(services.config.workspacesDir, input, parsed) : null;
       if (refusal) {
-        await denyCall(fx, input, call, `Refused: ${refusal.message}`, refusal.code);
+        writes.push({ kind: "deny", call, text: `Refused: ${refusal.message}`, errorCode: refusal.code });
         continue;
       }
-      events.push(...(await requestApproval(fx, services, input, policies, call, verdict, parsed.ok ? parsed : null)));
+      const ttlSeconds = rules.policies.reduce<number>((ttl, policy) => policy.approvalTtlSeconds ?? ttl, services.config.approvalTtlSeconds);
+      const displayDiff = parsed.ok ? await previewOf(services.config.workspacesDir, input, parsed) : null;
+      writes.push({ kind: "ask", call, reason: verdict.reason, network: verdict.network, displayDiff, ttlSeconds });
       asked.add(call.id);
     }
   }
+  return { grants, asked, writes };
+}
+
+/** Commits the gate's denials (with their results) and requests for approval (with their rows, X3), in the caller's transaction. */
+export async function applyGateWrites(fx: Effects, input: Pick<GateInput, "run" | "stepRef">, writes: readonly GateWrite[]): Promise<void> {
+  const events: NewEvent[] = [];
+  for (const write of writes) {
+    if (write.kind === "deny") {
+      const content = [{ type: "text" as const, text: write.text }];
+      const answered = await answerCall(fx.pg, {
+        run: input.run,
+        call: write.call,
+        outcome: { status: "denied", isError: true, errorCode: write.errorCode, content },
+        step: input.stepRef,
+      });
+      fx.track(answered.events);
+      continue;
+    }
+    const { call } = write;
+    const expiresAt = new Date(Date.now() + write.ttlSeconds * 1000);
+    const id = newId("apr");
+    const moved = await askApproval(fx.tx, call.id, {
+      id,
+      tenantId: input.run.tenantId,
+      sessionId: input.run.sessionId,
+      runId: input.run.id,
+      requestReason: write.reason,
+      grantsNetwork: write.network,
+      displayDiff: write.displayDiff,
+      expiresAt,
+    });
+    if (!moved) continue;
+    events.push(
+      { runId: input.run.id, step: input.stepRef, body: { type: "tool_update", callId: call.callId, status: "awaiting_approval" } },
+      {
+        runId: input.run.id,
+        step: input.stepRef,
+        body: { type: "approval_request", approvalId: id, callId: call.callId, name: call.name, reason: write.reason, expiresAt: expiresAt.toISOString() },
+      },
+    );
+  }
   if (events.length > 0) await fx.emit(input.run.tenantId, input.run.sessionId, events);
-  return { grants, asked };
 }
 
 /**
@@ -109,16 +155,10 @@ export function judge(input: Pick<GateInput, "approvalMode" | "workspaceDir">, p
   });
 }
 
-/** The tenant's and the project's policies, and the approvals already decided for these calls: one statement. */
-async function loadPolicyAndDecisions(
-  fx: Effects,
-  input: GateInput,
-): Promise<{ policies: ApprovalPolicy[]; decided: Map<string, StoredApproval> }> {
-  const ids = sql.join(
-    input.calls.map((call) => sql`${call.id}`),
-    sql`, `,
-  );
-  const result = await fx.tx.execute<{ tenant_policy: ApprovalPolicy; project_policy: ApprovalPolicy; decided: StoredApproval[] }>(sql`
+/** The tenant's and the project's policies, and the approvals already given for these calls: one read, for a batch that plans again after its claim. */
+export async function readGateRules(tx: Database, projectId: string, callIds: readonly string[]): Promise<GateRules> {
+  const ids = callIds.length > 0 ? sql.join(callIds.map((id) => sql`${id}`), sql`, `) : sql`null`;
+  const result = await tx.execute<{ tenant_policy: ApprovalPolicy; project_policy: ApprovalPolicy; decided: StoredApproval[] }>(sql`
     select t.policy as tenant_policy, p.policy as project_policy,
       coalesce((
         select jsonb_agg(jsonb_build_object('toolCallId', a.tool_call_id, 'status', a.status,
@@ -126,64 +166,14 @@ async function loadPolicyAndDecisions(
         from approvals a where a.tool_call_id in (${ids}) and a.status = 'approved'
       ), '[]'::jsonb) as decided
     from projects p join tenants t on t.id = p.tenant_id
-    where p.id = ${input.projectId}
+    where p.id = ${projectId}
   `);
   const row = result.rows[0];
-  if (!row) throw new Error(`project ${input.projectId} vanished`);
+  if (!row) throw new Error(`project ${projectId} vanished`);
   return {
     policies: [row.tenant_policy, row.project_policy],
     decided: new Map(row.decided.map((approval) => [approval.toolCallId, approval])),
   };
-}
-
-async function denyCall(fx: Effects, input: GateInput, call: CallRow, text: string, errorCode: string): Promise<void> {
-  const content = [{ type: "text" as const, text }];
-  const [denied] = await fx.tx
-    .update(toolCalls)
-    .set({ status: "denied", isError: true, errorCode, result: content, endedAt: sql`now()` })
-    .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "queued")))
-    .returning({ id: toolCalls.id });
-  if (denied) await answerCall(fx, input.run, call, { status: "denied", isError: true, errorCode, content }, input.stepRef);
-}
-
-async function requestApproval(
-  fx: Effects,
-  services: Pick<Services, "config" | "executor">,
-  input: GateInput,
-  policies: readonly ApprovalPolicy[],
-  call: CallRow,
-  verdict: Extract<Verdict, { decision: "ask" }>,
-  parsed: Extract<ParsedCall, { ok: true }> | null,
-): Promise<NewEvent[]> {
-  const [moved] = await fx.tx
-    .update(toolCalls)
-    .set({ status: "awaiting_approval" })
-    .where(and(eq(toolCalls.id, call.id), eq(toolCalls.status, "queued")))
-    .returning({ id: toolCalls.id });
-  if (!moved) return [];
-  const ttlSeconds = policies.reduce<number>((ttl, policy) => policy.approvalTtlSeconds ?? ttl, services.config.approvalTtlSeconds);
-  const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
-  const id = newId("apr");
-  await fx.tx.insert(approvals).values({
-    id,
-    tenantId: input.run.tenantId,
-    sessionId: input.run.sessionId,
-    runId: input.run.id,
-    toolCallId: call.id,
-    status: "pending",
-    requestReason: verdict.reason,
-    grantsNetwork: verdict.network,
-    displayDiff: parsed ? await previewOf(services.config.workspacesDir, input, parsed) : null,
-    expiresAt,
-  });
-  return [
-    { runId: input.run.id, step: input.stepRef, body: { type: "tool_update", callId: call.callId, status: "awaiting_approval" } },
-    {
-      runId: input.run.id,
-      step: input.stepRef,
-      body: { type: "approval_request", approvalId: id, callId: call.callId, name: call.name, reason: verdict.reason, expiresAt: expiresAt.toISOString() },
-    },
-  ];
 }
 
 /** What the tool would refuse this call with before running (a path outside the workspace, protected metadata), or null. */

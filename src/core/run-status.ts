@@ -40,3 +40,9 @@ export function runStatusesLeadingTo(to: RunStatus): RunStatus[] {
 export function isTerminalRunStatus(status: RunStatus): status is TerminalRunStatus {
   return runTransitions[status].length === 0;
 }
+
+/**
+ * Statuses in which a job may claim its run: a queued run starts (queued → running),
+ * a running run's next job takes it over. A parked run (awaiting approval) has no job.
+ */
+export const claimableRunStatuses = ["queued", "running"] as const satisfies readonly RunStatus[];

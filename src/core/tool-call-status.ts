@@ -35,3 +35,10 @@ export const toolCallTransitions: Readonly<Record<ToolCallStatus, readonly ToolC
 };
 
 export type TerminalToolCallStatus = "succeeded" | "failed" | "denied" | "skipped" | "cancelled" | "interrupted";
+
+export const openToolCallStatuses = ["queued", "awaiting_approval", "running"] as const satisfies readonly ToolCallStatus[];
+
+/** Statuses from which `to` may be reached: the WHERE clause of a guarded update. */
+export function toolCallStatusesLeadingTo(to: ToolCallStatus): ToolCallStatus[] {
+  return toolCallStatuses.filter((from) => toolCallTransitions[from].includes(to));
+}

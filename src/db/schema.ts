@@ -160,18 +160,25 @@ export const runs = pgTable(
   (t) => [
     uniqueIndex("runs_session_ordinal_idx").on(t.sessionId, t.ordinal),
     index("runs_tenant_idx").on(t.tenantId),
-    index("runs_pending_idx").on(t.updatedAt).where(sql`next_job is not null`),
+    // On `status` only (partial: the runs that may need work), so a step's updates of next_job,
+    // lease, fence and updated_at touch no indexed column and stay HOT (heap-only tuples).
+    index("runs_active_idx").on(t.status).where(sql`status in ('queued', 'running')`),
   ],
 );
 
 export type StepStatus = "streaming" | "completed" | "failed";
 
+/**
+ * Written on every agent step, only by fenced statements that insert a row for a parent row they
+ * have just updated (the run, the session's event counter): no foreign keys, which would cost
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ */
 export const steps = pgTable(
   "steps",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    runId: text("run_id").notNull().references(() => runs.id),
+    tenantId: text("tenant_id").notNull(),
+    runId: text("run_id").notNull(),
     index: integer("index").notNull(),
     /** 1 for the first delivery; bumped each time a step job claims the step again. */
     attempt: integer("attempt").notNull().default(1),
@@ -189,13 +196,18 @@ export const steps = pgTable(
   (t) => [uniqueIndex("steps_run_index_idx").on(t.runId, t.index)],
 );
 
+/**
+ * Written on every agent step, only by fenced statements that insert a row for a parent row they
+ * have just updated (the run, the session's event counter): no foreign keys, which would cost
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ */
 export const messages = pgTable(
   "messages",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
-    runId: text("run_id").notNull().references(() => runs.id),
+    tenantId: text("tenant_id").notNull(),
+    sessionId: text("session_id").notNull(),
+    runId: text("run_id").notNull(),
     runOrdinal: integer("run_ordinal").notNull(),
     stepIndex: integer("step_index").notNull(),
     part: smallint("part").notNull(),
@@ -207,14 +219,19 @@ export const messages = pgTable(
   (t) => [uniqueIndex("messages_position_idx").on(t.sessionId, t.runOrdinal, t.stepIndex, t.part, t.callIndex)],
 );
 
+/**
+ * Written on every agent step, only by fenced statements that insert a row for a parent row they
+ * have just updated (the run, the session's event counter): no foreign keys, which would cost
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ */
 export const toolCalls = pgTable(
   "tool_calls",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
-    runId: text("run_id").notNull().references(() => runs.id),
-    stepId: text("step_id").notNull().references(() => steps.id),
+    tenantId: text("tenant_id").notNull(),
+    sessionId: text("session_id").notNull(),
+    runId: text("run_id").notNull(),
+    stepId: text("step_id").notNull(),
     stepIndex: integer("step_index").notNull(),
     /** Position in the model's response; results go back in this order (P4). */
     callIndex: integer("call_index").notNull(),
@@ -234,7 +251,7 @@ export const toolCalls = pgTable(
      * An `agent` call's child run (SPEC A1), set in the transaction that created it. Such a call
      * stays `running` while the child works: it is not lost with a worker, so a claim does not interrupt it.
      */
-    childRunId: text("child_run_id").references(() => runs.id),
+    childRunId: text("child_run_id"),
     createdAt: createdAt(),
     startedAt: tstz("started_at"),
     endedAt: tstz("ended_at"),
@@ -246,12 +263,17 @@ export const toolCalls = pgTable(
   ],
 );
 
+/**
+ * Written on every agent step, only by fenced statements that insert a row for a parent row they
+ * have just updated (the run, the session's event counter): no foreign keys, which would cost
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ */
 export const events = pgTable(
   "events",
   {
-    sessionId: text("session_id").notNull().references(() => sessions.id),
+    sessionId: text("session_id").notNull(),
     seq: bigint("seq", { mode: "number" }).notNull(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    tenantId: text("tenant_id").notNull(),
     runId: text("run_id").notNull(),
     stepIndex: integer("step_index"),
     attempt: integer("attempt"),

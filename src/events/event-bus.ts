@@ -58,14 +58,22 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
   }
 
   return {
+    // One message per session per commit, the commit's events as one array in sequence order:
+    // a step publishes once, not once per event, and needs no pipeline (issue #14).
     async publish(events) {
       if (events.length === 0) return;
-      const pipeline = publisher.pipeline();
-      for (const event of events) pipeline.publish(sessionChannel(event.sessionId), JSON.stringify(event));
-      await pipeline.exec();
+      const bySession = new Map<string, SessionEvent[]>();
+      for (const event of events) {
+        const list = bySession.get(event.sessionId);
+        if (list) list.push(event);
+        else bySession.set(event.sessionId, [event]);
+      }
+      await Promise.all([...bySession].map(([sessionId, list]) => publisher.publish(sessionChannel(sessionId), JSON.stringify(list))));
     },
     subscribe(sessionId, listener) {
-      return listen(sessionChannel(sessionId), (payload) => listener(JSON.parse(payload) as SessionEvent));
+      return listen(sessionChannel(sessionId), (payload) => {
+        for (const event of JSON.parse(payload) as SessionEvent[]) listener(event);
+      });
     },
     async publishCancel(runId) {
       await publisher.publish(cancelChannel, runId);

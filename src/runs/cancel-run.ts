@@ -4,7 +4,7 @@ import { runs } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Services } from "../services.js";
 import { cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
-import { transact } from "./transact.js";
+import { transact } from "../store/transact.js";
 
 /**
  * Cancels a run in one transaction (SPEC X2): the partial assistant text streamed

@@ -1,12 +1,12 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
-import { runs, sessions, type ActivePolicy } from "../db/schema.js";
+import { sessions, type ActivePolicy } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
-import { newId } from "../ids.js";
 import type { Services } from "../services.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { activateRun, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
-import { TransientConflictError, transact } from "./transact.js";
+import { TransientConflictError, transact } from "../store/transact.js";
+import { insertRun, lockRun } from "../store/runs.js";
 
 /**
  * Accepts a turn. The run row, its user message and its first job intent
@@ -36,7 +36,7 @@ export async function createRun(
         if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
       }
       const active = peek.activeRunId
-        ? (await fx.tx.select().from(runs).where(eq(runs.id, peek.activeRunId)).for("update"))[0]
+        ? await lockRun(fx.tx, peek.activeRunId)
         : undefined;
       const [session] = await fx.tx
         .select()
@@ -52,11 +52,7 @@ export async function createRun(
       if (isActive && input.ifActive === "interrupt") {
         await cancelRunInTransaction(fx, active, { code: "superseded", message: "interrupted by a new turn" }, false);
       }
-      const [run] = await fx.tx
-        .insert(runs)
-        .values({ id: newId("run"), tenantId: input.tenantId, sessionId: session.id, status: "queued", input: input.input })
-        .returning();
-      if (!run) throw new Error("run insert returned nothing");
+      const run = await insertRun(fx.tx, { tenantId: input.tenantId, sessionId: session.id, input: input.input });
       const waitBehindActive = isActive && input.ifActive === "enqueue";
       if (!waitBehindActive) {
         const ordinal = await activateRun(fx, run);

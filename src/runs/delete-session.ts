@@ -5,7 +5,7 @@ import { requestCommandCancel } from "../commands/command-store.js";
 import { notFound } from "../errors.js";
 import type { Services } from "../services.js";
 import { cancelRunInTransaction } from "./run-lifecycle.js";
-import { transact } from "./transact.js";
+import { transact } from "../store/transact.js";
 
 /** Marks a session deleted, cancels its active and waiting runs and stops its background commands; history is kept for audit. */
 export async function deleteSession(

@@ -1,7 +1,6 @@
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
-import { runs } from "../db/schema.js";
 import type { NextJob } from "../queue/job-types.js";
-import type { Effects } from "./transact.js";
+import { resumeParkedRun } from "../store/runs.js";
+import type { Effects } from "../store/transact.js";
 
 /**
  * Gives a parked run (no job: waiting for a decision, D6, or for sub-agents, A1) its
@@ -15,14 +14,8 @@ export async function resumeParkedBatch(
   stepIndex: number,
 ): Promise<void> {
   if (run.nextJob !== null || (run.status !== "awaiting_approval" && run.status !== "running")) return;
-  // The fence names the parked attempt, so each resume gets a job id of its own.
-  const next: NextJob = { kind: "batch", stepIndex, resume: run.fence };
-  const [resumed] = await fx.tx
-    .update(runs)
-    .set({ status: "running", nextJob: next, redispatches: 0, updatedAt: sql`now()` })
-    .where(and(eq(runs.id, run.id), inArray(runs.status, ["awaiting_approval", "running"]), isNull(runs.nextJob)))
-    .returning({ id: runs.id });
-  if (!resumed) return;
+  const next = await resumeParkedRun(fx.tx, run, stepIndex);
+  if (!next) return;
   if (run.status === "awaiting_approval") {
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running" } }]);
   }

@@ -1,20 +1,20 @@
-import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { ResultPart } from "../core/history.js";
-import { isTerminalRunStatus, runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
+import { isTerminalRunStatus, type TerminalRunStatus } from "../core/run-status.js";
 import { deliverToParentCall } from "../agents/deliver-child-result.js";
-import { events, runs, sessions, steps, toolCalls } from "../db/schema.js";
-import type { NextJob } from "../queue/job-types.js";
-import { answerCall } from "./answer-call.js";
 import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
-import { insertMessage } from "./history-store.js";
-import type { Effects } from "./transact.js";
+import { insertMessage } from "../store/messages.js";
+import { finishRun, lockRun, placeRun, releaseSessionSlot, type RunRow } from "../store/runs.js";
+import { closeStreamingStep } from "../store/steps.js";
+import { answerCall, lockOpenCalls } from "../store/tool-calls.js";
+import type { Effects } from "../store/transact.js";
 
 /**
- * Run transitions shared by the API and the workers. Each is a guarded update
- * inside the caller's transaction; none publishes or enqueues by itself.
+ * Run transitions shared by the API and the workers, composed of the store's
+ * guarded statements inside the caller's transaction; none publishes or
+ * enqueues by itself.
  */
 
-export type RunRow = typeof runs.$inferSelect;
+export type { RunRow };
 
 /**
  * Makes a queued run the session's active run: gives it its place in history,
@@ -22,26 +22,18 @@ export type RunRow = typeof runs.$inferSelect;
  * job as the run's next job.
  */
 export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
-  const { tx } = effects;
-  const [session] = await tx
-    .update(sessions)
-    .set({ runCount: sql`${sessions.runCount} + 1`, activeRunId: run.id })
-    .where(eq(sessions.id, run.sessionId))
-    .returning({ runCount: sessions.runCount });
-  if (!session) throw new Error(`session ${run.sessionId} vanished`);
-  const next: NextJob = { kind: "step", stepIndex: 0 };
-  await tx.update(runs).set({ ordinal: session.runCount, nextJob: next, redispatches: 0, updatedAt: sql`now()` }).where(eq(runs.id, run.id));
+  const placed = await placeRun(effects.tx, run);
+  if (!placed) throw new Error(`run ${run.id} could not be placed`);
+  const { ordinal, next } = placed;
   await insertMessage(
-    tx,
+    effects.tx,
     { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
-    { runOrdinal: session.runCount, stepIndex: -1, part: 0, callIndex: 0 },
+    { runOrdinal: ordinal, stepIndex: -1, part: 0, callIndex: 0 },
     { role: "user", text: run.input },
   );
-  await effects.emit(run.tenantId, run.sessionId, [
-    { runId: run.id, step: null, body: { type: "run_start", runId: run.id, ordinal: session.runCount } },
-  ]);
+  await effects.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_start", runId: run.id, ordinal } }]);
   effects.dispatch({ runId: run.id, next, redispatches: 0 });
-  return session.runCount;
+  return ordinal;
 }
 
 /**
@@ -55,23 +47,7 @@ export async function endRun(
   status: TerminalRunStatus,
   options: { fence?: number; error?: { code: string; message: string }; activateNext?: boolean } = {},
 ): Promise<boolean> {
-  const conditions = [eq(runs.id, run.id), inArray(runs.status, runStatusesLeadingTo(status))];
-  if (options.fence !== undefined) conditions.push(eq(runs.fence, options.fence));
-  const updated = await effects.tx
-    .update(runs)
-    .set({
-      status,
-      nextJob: null,
-      leaseOwner: null,
-      leaseUntil: null,
-      fence: sql`${runs.fence} + 1`,
-      error: options.error ?? null,
-      endedAt: sql`now()`,
-      updatedAt: sql`now()`,
-    })
-    .where(and(...conditions))
-    .returning({ id: runs.id });
-  if (updated.length === 0) return false;
+  if (!(await finishRun(effects.tx, run.id, status, options))) return false;
   await effects.emit(run.tenantId, run.sessionId, [
     { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
   ]);
@@ -82,20 +58,7 @@ export async function endRun(
 
 /** Clears the session's active run and starts the oldest run waiting behind it, if any. */
 async function releaseSession(effects: Effects, sessionId: string, runId: string, activateNext: boolean): Promise<void> {
-  const { tx } = effects;
-  const [session] = await tx
-    .update(sessions)
-    .set({ activeRunId: null })
-    .where(and(eq(sessions.id, sessionId), eq(sessions.activeRunId, runId)))
-    .returning({ deletedAt: sessions.deletedAt });
-  if (!session || session.deletedAt || !activateNext) return;
-  const [waiting] = await tx
-    .select()
-    .from(runs)
-    .where(and(eq(runs.sessionId, sessionId), eq(runs.status, "queued"), isNull(runs.ordinal)))
-    .orderBy(asc(runs.createdAt))
-    .limit(1)
-    .for("update");
+  const waiting = await releaseSessionSlot(effects.tx, sessionId, runId, activateNext);
   if (waiting) await activateRun(effects, waiting);
 }
 
@@ -120,22 +83,14 @@ export async function closeOpenCalls(
   run: Pick<RunRow, "id" | "tenantId" | "sessionId"> & { ordinal: number },
   reason: "interrupted" | "cancelled",
 ): Promise<number> {
-  const open = await effects.tx
-    .select()
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), inArray(toolCalls.status, ["queued", "awaiting_approval", "running"])))
-    .orderBy(asc(toolCalls.stepIndex), asc(toolCalls.callIndex))
-    .for("update");
+  const open = await lockOpenCalls(effects.tx, run.id);
   for (const call of open) {
     const wasRunning = call.status === "running";
     const status = wasRunning && reason === "interrupted" ? "interrupted" : "cancelled";
     const code = wasRunning ? reason : `not_run_${reason}`;
     const content: ResultPart[] = [{ type: "text", text: closingText[reason][wasRunning ? "running" : "pending"] }];
-    await effects.tx
-      .update(toolCalls)
-      .set({ status, isError: true, errorCode: code, result: content, endedAt: sql`now()` })
-      .where(eq(toolCalls.id, call.id));
-    await answerCall(effects, run, call, { status, isError: true, errorCode: code, content }, null);
+    const answered = await answerCall(effects.pg, { run, call, outcome: { status, isError: true, errorCode: code, content }, step: null });
+    effects.track(answered.events);
   }
   await cancelPendingApprovals(
     effects,
@@ -151,7 +106,7 @@ export async function closeOpenCalls(
 }
 
 async function cancelChildRun(effects: Effects, childRunId: string, reason: "interrupted" | "cancelled"): Promise<void> {
-  const [child] = await effects.tx.select().from(runs).where(eq(runs.id, childRunId)).for("update");
+  const child = await lockRun(effects.tx, childRunId);
   if (!child || isTerminalRunStatus(child.status)) return;
   await cancelRunInTransaction(effects, child, { code: "parent_ended", message: `the parent run was ${reason}` }, true);
 }
@@ -179,33 +134,12 @@ export async function cancelRunInTransaction(
 
 /** Keeps what the model had streamed of an unfinished step as its assistant message. */
 async function persistPartialText(fx: Effects, run: RunRow & { ordinal: number }): Promise<void> {
-  const [step] = await fx.tx
-    .select()
-    .from(steps)
-    .where(and(eq(steps.runId, run.id), eq(steps.index, run.stepIndex), eq(steps.status, "streaming")))
-    .for("update");
-  if (!step) return;
-  const deltas = await fx.tx
-    .select({ text: sql<string>`${events.data}->>'text'` })
-    .from(events)
-    .where(
-      and(
-        eq(events.sessionId, run.sessionId),
-        eq(events.runId, run.id),
-        eq(events.stepIndex, step.index),
-        eq(events.attempt, step.attempt),
-        eq(events.type, "text_delta"),
-      ),
-    )
-    .orderBy(asc(events.seq));
-  const text = deltas.map((d) => d.text).join("");
-  await fx.tx.update(steps).set({ status: "completed", finishReason: "cancelled", endedAt: sql`now()` }).where(eq(steps.id, step.id));
-  if (text.length > 0) {
-    await insertMessage(
-      fx.tx,
-      { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
-      { runOrdinal: run.ordinal, stepIndex: step.index, part: 1, callIndex: 0 },
-      { role: "assistant", text, toolCalls: [] },
-    );
-  }
+  const cut = await closeStreamingStep(fx.tx, run);
+  if (!cut || cut.text.length === 0) return;
+  await insertMessage(
+    fx.tx,
+    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
+    { runOrdinal: run.ordinal, stepIndex: cut.index, part: 1, callIndex: 0 },
+    { role: "assistant", text: cut.text, toolCalls: [] },
+  );
 }

@@ -3,6 +3,7 @@ import type { LeaseKeeper } from "./lease-keeper.js";
 import type { RunAborts } from "./run-aborts.js";
 import type { SessionContextCache } from "./session-context-cache.js";
 import type { BackgroundCommands } from "./background-commands.js";
+import type { HistoryCache } from "./history-cache.js";
 
 /** What a job processor receives: the shared services plus this process's own bookkeeping. */
 export interface JobContext {
@@ -11,6 +12,8 @@ export interface JobContext {
   leases: LeaseKeeper;
   aborts: RunAborts;
   sessionContexts: SessionContextCache;
+  /** Histories this process read last, so each step reads only what is new (O1). */
+  histories: HistoryCache;
   commands: BackgroundCommands;
 }
 

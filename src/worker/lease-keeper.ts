@@ -1,6 +1,5 @@
-import { inArray, sql } from "drizzle-orm";
-import type { Database } from "../db/client.js";
-import { runs } from "../db/schema.js";
+import { renewLeases } from "../store/runs.js";
+import type { Queryable } from "../store/sql-text.js";
 
 /**
  * Renews the leases this process holds, in one statement per tick, while their
@@ -13,14 +12,11 @@ export interface LeaseKeeper {
   stop(): void;
 }
 
-export function startLeaseKeeper(db: Database, leaseMs: number, onError: (error: unknown) => void): LeaseKeeper {
+export function startLeaseKeeper(db: Queryable, leaseMs: number, onError: (error: unknown) => void): LeaseKeeper {
   const owners = new Set<string>();
   const timer = setInterval(() => {
     if (owners.size === 0) return;
-    db.update(runs)
-      .set({ leaseUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
-      .where(inArray(runs.leaseOwner, [...owners]))
-      .catch(onError);
+    renewLeases(db, [...owners], leaseMs).catch(onError);
   }, Math.max(100, Math.floor(leaseMs / 3)));
   timer.unref();
   return {

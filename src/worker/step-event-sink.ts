@@ -1,6 +1,6 @@
 import type { EventBody, NewEvent, StepRef } from "../core/events.js";
-import type { Database } from "../db/client.js";
-import { appendEvents } from "../events/event-store.js";
+import type { Queryable } from "../store/sql-text.js";
+import { appendEvents } from "../store/events.js";
 import type { EventBus } from "../events/event-bus.js";
 
 /**
@@ -20,7 +20,7 @@ export interface StepEventSink {
 }
 
 export function createStepEventSink(options: {
-  db: Database;
+  db: Queryable;
   bus: EventBus;
   tenantId: string;
   sessionId: string;

@@ -1,21 +1,18 @@
 import { DelayedError, type Job } from "bullmq";
-import { and, eq, sql } from "drizzle-orm";
 import type { AssistantToolCall } from "../core/history.js";
-import { runs, steps, toolCalls } from "../db/schema.js";
 import { isFoyaError } from "../errors.js";
-import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import type { StepJobData } from "../queue/job-types.js";
-import { loadHistory } from "../runs/history-store.js";
 import { compileMessages } from "../context/compile-request.js";
 import { oversizedResults, projectionLimit } from "../context/project-results.js";
 import { historyReadToolName } from "../tools/builtin/history-read-tool.js";
 import { artifactReader } from "../artifacts/artifact-store.js";
-import { endRun, type RunRow } from "../runs/run-lifecycle.js";
-import { StaleWorkError, transact, transactFenced, withRetry } from "../runs/transact.js";
-import { commitStep } from "./commit-step.js";
+import { endRun } from "../runs/run-lifecycle.js";
+import { StaleWorkError, transactFenced, withRetry } from "../store/transact.js";
+import { claimStep, releaseForRetry, type ClaimedRun } from "../store/runs.js";
+import { commitStep, failStep, startStep } from "../store/steps.js";
+import { succeededCallNamed } from "../store/tool-calls.js";
 import { storableText } from "../core/storable-text.js";
-import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import type { EventBody, StepRef } from "../core/events.js";
 import type { Services } from "../services.js";
@@ -23,6 +20,7 @@ import { toolSearchName } from "../tools/tool-registry.js";
 import { createStepEventSink } from "./step-event-sink.js";
 import { toolsOfRun } from "./run-tools.js";
 import { dropAgentAtDepthLimit } from "../agents/child-limits.js";
+import type { ScopedTools } from "../tools/tool-catalog.js";
 
 /**
  * One model Step (SPEC D1): claim the run, stream the model's response as
@@ -37,51 +35,33 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const owner = `${context.workerId}/${job.id}`;
   const tools = await toolsOfRun(context, runId);
 
-  const claimed = await transact(services, async (fx) => {
-    const claim = await claimRun(fx.tx, runId, { kind: "step", stepIndex }, owner, config.leaseMs);
-    if (claim.kind !== "claimed") return claim;
-    const { run } = claim;
-    const { session } = await context.sessionContexts.get(fx.tx, run.sessionId);
-    // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
-    const history = await loadHistory(fx.tx, run.tenantId, run.sessionId, run.ordinal);
-    const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
-    const projected = oversizedResults(history, resultLimit);
-    const exposed = dropAgentAtDepthLimit(
-      tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []),
-      session,
-      config.agentMaxDepth,
-    );
-    const toolNames = exposed.map((tool) => tool.name);
-    const [step] = await fx.tx
-      .insert(steps)
-      .values({ id: newId("stp"), tenantId: run.tenantId, runId, index: stepIndex, attempt: 1, status: "streaming", tools: toolNames })
-      .onConflictDoUpdate({
-        target: [steps.runId, steps.index],
-        set: { attempt: sql`${steps.attempt} + 1`, status: "streaming", tools: toolNames },
-      })
-      .returning({ id: steps.id, attempt: steps.attempt });
-    if (!step) throw new Error("step upsert returned nothing");
-    const stepRef = { index: stepIndex, attempt: step.attempt };
-    await fx.emit(run.tenantId, run.sessionId, [
-      { runId, step: stepRef, body: { type: "step_start", stepIndex, attempt: step.attempt, tools: toolNames } },
-    ]);
-    return { kind: "claimed" as const, run, session, step, stepRef, exposed, history, resultLimit };
-  });
-
-  if (claimed.kind === "busy") {
-    await job.moveToDelayed(Date.now() + claimed.retryInMs, token);
+  // Claim, history and the step's start are separate fenced statements, not one transaction:
+  // a crash between them leaves a claimed run whose next attempt claims it again (D4).
+  const { pool } = services.db;
+  const claim = await withRetry(() => claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.leaseMs }));
+  if (claim.kind === "busy") {
+    await job.moveToDelayed(Date.now() + claim.retryInMs, token);
     throw new DelayedError();
   }
-  if (claimed.kind === "gone") return claimed;
-
-  const { run, session, step, stepRef, exposed, history, resultLimit } = claimed;
+  if (claim.kind === "gone") return claim;
+  const { run } = claim;
   leases.hold(owner);
+  const prepared = await prepareStep(context, run, stepIndex, claim.extra.attempt, tools).catch((error: unknown) => {
+    leases.release(owner);
+    throw error;
+  });
+  if (!prepared) {
+    leases.release(owner);
+    return { kind: "stale" };
+  }
+  const { session, history, resultLimit, exposed, step, stepRef } = prepared;
+
   const controller = aborts.register(runId);
   try {
     const provider = services.providers.get(session.providerProfile);
     const capabilities = services.providers.capabilities(session.providerProfile);
     const sink = createStepEventSink({
-      db: services.db.db,
+      db: services.db.pool,
       bus: services.bus,
       tenantId: run.tenantId,
       sessionId: run.sessionId,
@@ -149,7 +129,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     }
     let committed: boolean;
     if (orderedCalls.length > 0) {
-      const events = await withRetry(() => commitStep(services.db.db, run, { ...step, index: stepIndex }, result));
+      const events = await withRetry(() => commitStep(pool, run, { ...step, index: stepIndex }, result));
       committed = events !== null;
       if (events) {
         await services.bus.publish(events);
@@ -159,7 +139,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       // The last step: the run ends with it, in the same transaction.
       committed =
         (await transactFenced(services, async (fx) => {
-          const events = await commitStep(fx.tx, run, { ...step, index: stepIndex }, result);
+          const events = await commitStep(fx.pg, run, { ...step, index: stepIndex }, result);
           if (!events) throw new StaleWorkError();
           fx.track(events);
           if (!(await endRun(fx, run, "completed", { fence: run.fence }))) throw new StaleWorkError();
@@ -177,7 +157,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     // The run's record tells tenants what happened; operators get the whole error, cause included.
     services.logger.warn({ err: error, runId, stepIndex, code }, "model step failed on its last attempt");
     await transactFenced(services, async (fx) => {
-      await fx.tx.update(steps).set({ status: "failed", endedAt: sql`now()` }).where(eq(steps.id, step.id));
+      await failStep(fx.tx, step.id);
       if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code, message } }))) throw new StaleWorkError();
     });
     return { kind: "failed", code };
@@ -185,6 +165,30 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     aborts.unregister(runId, controller);
     leases.release(owner);
   }
+}
+
+/**
+ * What a claimed step needs before it calls the model: the session, the history, the tools
+ * it offers, and its `step_start` committed. Null when the fence was lost meanwhile.
+ */
+async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: number, attempt: number, tools: ScopedTools) {
+  const { services } = context;
+  const { config } = services;
+  const { pool } = services.db;
+  const { session } = await context.sessionContexts.get(services.db.db, run.sessionId);
+  // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
+  const history = await context.histories.load(pool, run);
+  const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
+  const projected = oversizedResults(history, resultLimit);
+  const exposed = dropAgentAtDepthLimit(
+    tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []),
+    session,
+    config.agentMaxDepth,
+  );
+  const started = await withRetry(() => startStep(pool, run, stepIndex, attempt, exposed.map((tool) => tool.name)));
+  if (!started) return null;
+  await services.bus.publish(started.events);
+  return { session, history, resultLimit, exposed, step: { id: started.id, attempt: started.ref.attempt }, stepRef: started.ref };
 }
 
 /**
@@ -200,13 +204,7 @@ function describeFailure(error: unknown, runId: string): string {
 
 /** Whether the previous step's batch activated deferred tools through tool_search (R5). */
 async function justActivatedTools(services: Services, runId: string, stepIndex: number): Promise<boolean> {
-  if (stepIndex === 0) return false;
-  const rows = await services.db.db
-    .select({ id: toolCalls.id })
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, runId), eq(toolCalls.stepIndex, stepIndex - 1), eq(toolCalls.name, toolSearchName), eq(toolCalls.status, "succeeded")))
-    .limit(1);
-  return rows.length > 0;
+  return stepIndex > 0 && succeededCallNamed(services.db.db, runId, stepIndex - 1, toolSearchName);
 }
 
 /**
@@ -217,23 +215,19 @@ async function justActivatedTools(services: Services, runId: string, stepIndex: 
  */
 async function askAgain(
   services: Services,
-  run: RunRow & { ordinal: number },
+  run: ClaimedRun,
   step: { id: string; attempt: number; index: number },
   stepRef: StepRef,
   pendingEvents: EventBody[],
 ): Promise<JobOutcome> {
   const released = await transactFenced(services, async (fx) => {
-    const [updated] = await fx.tx
-      .update(runs)
-      .set({ redispatches: sql`${runs.redispatches} + 1`, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
-      .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
-      .returning({ redispatches: runs.redispatches });
-    if (!updated) throw new StaleWorkError();
+    const redispatches = await releaseForRetry(fx.tx, run);
+    if (redispatches === undefined) throw new StaleWorkError();
     await fx.emit(run.tenantId, run.sessionId, [
       ...pendingEvents.map((body) => ({ runId: run.id, step: stepRef, body })),
       { runId: run.id, step: stepRef, body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason: "empty_asked_again", toolCalls: 0 } },
     ]);
-    fx.dispatch({ runId: run.id, next: { kind: "step", stepIndex: step.index }, redispatches: updated.redispatches });
+    fx.dispatch({ runId: run.id, next: { kind: "step", stepIndex: step.index }, redispatches });
     return true;
   });
   return released ? { kind: "committed", detail: "asked again" } : { kind: "stale" };

@@ -1,11 +1,11 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { RunStatus } from "../core/run-status.js";
-import { runs } from "../db/schema.js";
+import { redispatchLostJob } from "../store/runs.js";
 import type { NextJob } from "../queue/job-types.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { markLostCommands } from "../commands/command-store.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
-import { transact } from "../runs/transact.js";
+import { transact } from "../store/transact.js";
 import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
 import type { Services } from "../services.js";
 
@@ -51,13 +51,9 @@ export async function sweepOnce(services: Services): Promise<number> {
         });
         return;
       }
-      const [updated] = await fx.tx
-        .update(runs)
-        .set({ redispatches: sql`${runs.redispatches} + 1`, updatedAt: sql`now()` })
-        .where(and(eq(runs.id, run.id), eq(runs.redispatches, run.redispatches), sql`${runs.nextJob} = ${JSON.stringify(run.next_job)}::jsonb`))
-        .returning({ redispatches: runs.redispatches });
-      if (updated) {
-        fx.dispatch({ runId: run.id, next: run.next_job, redispatches: updated.redispatches });
+      const redispatches = await redispatchLostJob(fx.tx, { id: run.id, nextJob: run.next_job, redispatches: run.redispatches });
+      if (redispatches !== undefined) {
+        fx.dispatch({ runId: run.id, next: run.next_job, redispatches });
         redispatched++;
       }
     });

@@ -1,14 +1,14 @@
 import { DelayedError, type Job } from "bullmq";
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { runs, sessions, steps, toolCalls, type ApprovalMode } from "../db/schema.js";
-import { appendedEventsJson, appendEventsCte, eventPayload, toSessionEvents } from "../events/event-store.js";
+import { sessions, type ApprovalMode } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
-import { answerCall, toolEndEvent, toolMessageOf } from "../runs/answer-call.js";
-import { resultPreview } from "../runs/result-preview.js";
-import { closeOpenCalls, endRun, type RunRow } from "../runs/run-lifecycle.js";
-import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../runs/transact.js";
+import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
+import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
+import { addActivatedTools, claimBatch, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
+import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
+import type { Queryable } from "../store/sql-text.js";
 import type { Services } from "../services.js";
 import type { StoredToolResult, ToolContext } from "../tools/tool.js";
 import { newId } from "../ids.js";
@@ -16,9 +16,8 @@ import { putBlob } from "../files/blob-store.js";
 import { readToolResult } from "../context/read-tool-result.js";
 import { storeResultArtifacts } from "../artifacts/store-result-artifacts.js";
 import { findCommand, requestCommandCancel } from "../commands/command-store.js";
-import { gateBatch, type CallGrant } from "../approvals/gate-batch.js";
+import { applyGateWrites, judgeBatch, readGateRules, type CallGrant, type GateRules, type GateWrite } from "../approvals/gate-batch.js";
 import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
-import { claimRun } from "./claim-run.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
@@ -26,12 +25,9 @@ import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
 
-type CallRow = typeof toolCalls.$inferSelect;
-type ClaimedRun = RunRow & { ordinal: number };
 
 /** At most this many calls of one batch run at once (SPEC P3). */
 const maxParallelCalls = 5;
-const openStatuses = ["queued", "running", "awaiting_approval"] as const;
 
 /**
  * Runs the tool calls of one model response. Each call is marked `running`
@@ -50,45 +46,46 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   const owner = `${context.workerId}/${job.id}`;
   const tools = await toolsOfRun(context, runId);
 
-  const claimed = await transact(services, async (fx) => {
-    const claim = await claimRun(fx.tx, runId, next, owner, services.config.leaseMs);
-    if (claim.kind !== "claimed") return claim;
-    const { run } = claim;
-    const rows = await fx.tx
-      .select({ call: toolCalls, tools: steps.tools, attempt: steps.attempt })
-      .from(steps)
-      .innerJoin(toolCalls, eq(toolCalls.stepId, steps.id))
-      .where(and(eq(steps.runId, runId), eq(steps.index, stepIndex)))
-      .orderBy(asc(toolCalls.callIndex));
-    const calls = rows.map((row) => row.call);
-    // A call waiting on its sub-agent is `running` but lost nothing with a worker: its child carries on (A1).
-    if (calls.some((call) => call.status === "running" && call.childRunId === null)) {
+  // The claim is one statement that also reads the calls and the rules they are judged by;
+  // writes of the gate (rare) and the running marks follow as fenced statements of their own.
+  const { pool } = services.db;
+  const claim = await withRetry(() => claimBatch(pool, { runId, stepIndex, next, owner, leaseMs: services.config.leaseMs }));
+  if (claim.kind === "busy") {
+    await job.moveToDelayed(Date.now() + claim.retryInMs, token);
+    throw new DelayedError();
+  }
+  if (claim.kind === "gone") return claim;
+  const { run, extra } = claim;
+  // A call waiting on its sub-agent is `running` but lost nothing with a worker: its child carries on (A1).
+  if (extra.calls.some((call) => call.status === "running" && call.childRunId === null)) {
+    await transactFenced(services, async (fx) => {
+      if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
       await closeOpenCalls(fx, run, "interrupted");
       await endRun(fx, run, "interrupted", {
         fence: run.fence,
         error: { code: "worker_lost", message: "a tool call was running when its worker stopped; it will not be run again" },
       });
-      return { kind: "gone" as const, reason: "interrupted" };
-    }
-    const stepRef: StepRef = { index: stepIndex, attempt: rows[0]?.attempt ?? 1 };
-    const { session, project } = await context.sessionContexts.get(fx.tx, run.sessionId);
-    const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath, tools };
-    const plan = await planRunnable(fx, services, batch, calls);
-    if (plan.groups[0]) await markRunning(fx, run, startingWindow(plan.groups[0]), owner, stepRef);
-    return { kind: "claimed" as const, run, batch, plan, session, project, stepTools: rows[0]?.tools ?? [], stepRef };
-  });
-
-  if (claimed.kind === "busy") {
-    await job.moveToDelayed(Date.now() + claimed.retryInMs, token);
-    throw new DelayedError();
+    });
+    return { kind: "gone", reason: "interrupted" };
   }
-  if (claimed.kind === "gone") return claimed;
+  const stepRef: StepRef = { index: stepIndex, attempt: extra.stepAttempt };
+  const { session, project } = await context.sessionContexts.get(services.db.db, run.sessionId);
+  const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath, tools };
+  const stepTools = extra.stepTools;
 
-  const { run, batch, session, project, stepTools, stepRef } = claimed;
-  let { plan } = claimed;
   leases.hold(owner);
   const controller = aborts.register(runId);
   try {
+    const claimedPlan = await planRunnable(services, batch, extra.calls, extra, (writes) =>
+      transactFenced(services, async (fx) => {
+        if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+        await applyGateWrites(fx, batch, writes);
+        return true;
+      }),
+    );
+    if (claimedPlan === null) return { kind: "stale" };
+    let plan = claimedPlan;
+    if (plan.groups[0] && !(await markRunning(services, pool, run, startingWindow(plan.groups[0]), owner, stepRef))) return { kind: "stale" };
     const provider = services.providers.get(session.providerProfile);
     const environment = await batchToolEnvironment(services, { tenantId: run.tenantId, approvalMode: session.approvalMode, workspacePath: project.workspacePath });
     const toolContext = (call: CallRow, grant: CallGrant): ToolContext => ({
@@ -106,13 +103,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         search: (query, limit) => tools.registry.searchDeferred(query, session, limit),
         async activate(names) {
           // Fenced like every write of this batch: a superseded attempt activates nothing.
-          await services.db.db.execute(sql`
-            update runs set activated_tools = (
-              select coalesce(jsonb_agg(distinct name order by name), '[]'::jsonb)
-              from jsonb_array_elements_text(activated_tools || ${JSON.stringify(names)}::jsonb) as name
-            )
-            where id = ${runId} and fence = ${run.fence} and status = 'running'
-          `);
+          await addActivatedTools(pool, run, names);
         },
       },
       blobs: { put: (content) => putBlob(services.db.db, run.tenantId, content) },
@@ -147,15 +138,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       },
       reportProgress(message) {
         // Fenced like a result: progress lands only while this attempt still runs the call.
-        const owned = sql`exists (select 1 from tool_calls where id = ${call.id} and status = 'running' and exec_fence = ${run.fence})`;
-        const payload = eventPayload([{ runId, step: stepRef, body: { type: "tool_update", callId: call.callId, progress: storableText(message) } }]);
-        void services.db.db
-          .execute<{ events: Parameters<typeof toSessionEvents>[1] }>(sql`
-            with ${appendEventsCte(run.sessionId, run.tenantId, sql`${payload}`, owned)}
-            select ${appendedEventsJson} as events
-          `)
-          .then((result) => services.bus.publish(toSessionEvents(run.sessionId, result.rows[0]?.events ?? [])))
-          .catch(() => {});
+        void appendCallProgress(pool, run, call, stepRef, storableText(message))
+          .then((events) => services.bus.publish(events))
+          .catch((error: unknown) => services.logger.warn({ err: error, runId, callId: call.callId }, "tool progress was not recorded"));
       },
     });
 
@@ -171,8 +156,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         // "may have partly run" only for calls that did start; the rest are "not run".
         const window = startingWindow(group);
         if (groupIndex > 0) {
-          const marked = await transactFenced(services, async (fx) => markRunning(fx, run, window, owner, stepRef));
-          if (marked === null) {
+          const marked = await markRunning(services, pool, run, window, owner, stepRef);
+          if (!marked) {
             stale = true;
             break;
           }
@@ -181,8 +166,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         await runWithLimit(group, maxParallelCalls, async (call) => {
           if (stale) return;
           if (!markedNow.has(call.id)) {
-            const marked = await transactFenced(services, async (fx) => markRunning(fx, run, [call], owner, stepRef));
-            if (marked === null) {
+            const marked = await markRunning(services, pool, run, [call], owner, stepRef);
+            if (!marked) {
               stale = true;
               return;
             }
@@ -239,17 +224,23 @@ interface RunnablePlan {
  * Gates the batch's queued calls, then plans what may run now: lanes in model
  * order, up to and including the first group that holds a call awaiting
  * approval. Later calls wait for it, so no call overtakes an earlier one the
- * model meant to happen first (P2, D6).
+ * model meant to happen first (P2, D6). What the gate writes goes through
+ * `apply`; null when that found the batch taken over.
  */
-async function planRunnable(fx: Effects, services: Services, batch: BatchScope, calls: readonly CallRow[]): Promise<RunnablePlan> {
-  const { grants, asked } = await gateBatch(fx, { config: services.config, executor: batch.tools.executor }, {
-    run: batch.run,
-    approvalMode: batch.approvalMode,
-    projectId: batch.projectId,
-    workspaceDir: batch.workspaceDir,
-    calls: calls.filter((call) => call.status === "queued"),
-    stepRef: batch.stepRef,
-  });
+async function planRunnable(
+  services: Services,
+  batch: BatchScope,
+  calls: readonly CallRow[],
+  rules: GateRules,
+  apply: (writes: GateWrite[]) => Promise<unknown>,
+): Promise<RunnablePlan | null> {
+  const gateInput = { run: batch.run, approvalMode: batch.approvalMode, projectId: batch.projectId, workspaceDir: batch.workspaceDir, stepRef: batch.stepRef };
+  const { grants, asked, writes } = await judgeBatch(
+    { config: services.config, executor: batch.tools.executor },
+    { ...gateInput, calls: calls.filter((call) => call.status === "queued") },
+    rules,
+  );
+  if (writes.length > 0 && (await apply(writes)) === null) return null;
   // The gate may have answered some calls; only those it granted, or that still wait (for a decision or a sub-agent), stay open.
   const waitsForApproval = (call: CallRow) => asked.has(call.id) || call.status === "awaiting_approval";
   const open = calls.filter((call) => grants.has(call.id) || waitsForApproval(call) || (call.status === "running" && call.childRunId !== null));
@@ -276,33 +267,24 @@ type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: R
  */
 async function settleBatch(fx: Effects, services: Services, batch: BatchScope, owner: string, endBatch: boolean): Promise<Settled> {
   const { run, stepRef } = batch;
-  const [locked] = await fx.tx
-    .select({ id: runs.id })
-    .from(runs)
-    .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
-    .for("update");
-  if (!locked) throw new StaleWorkError();
+  if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
   if (endBatch) await skipRemaining(fx, run, stepRef);
-  const open = await fx.tx
-    .select()
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepRef.index), inArray(toolCalls.status, [...openStatuses])))
-    .orderBy(asc(toolCalls.callIndex));
+  const open = await openCallsOfBatch(fx.tx, run.id, stepRef.index);
   if (open.some((call) => call.status === "running" && call.childRunId === null)) throw new StaleWorkError("calls of this batch are still running");
-  const plan = await planRunnable(fx, services, batch, open);
+  const queued = open.filter((call) => call.status === "queued").map((call) => call.id);
+  const rules = await readGateRules(fx.tx, batch.projectId, queued);
+  const plan = await planRunnable(services, batch, open, rules, (writes) => applyGateWrites(fx, batch, writes));
+  if (!plan) throw new StaleWorkError();
   if (plan.groups[0]) {
-    await markRunning(fx, run, startingWindow(plan.groups[0]), owner, stepRef);
+    const events = await markCallsRunning(fx.pg, run, startingWindow(plan.groups[0]), owner, stepRef);
+    if (!events) throw new StaleWorkError();
+    fx.track(events);
     return { kind: "more", plan };
   }
   if (await closeBatchIfDone(fx, services, run, stepRef.index)) return { kind: "closed" };
   // Waiting for a human shows as `awaiting_approval`; waiting only for sub-agents, the run is still `running` (they work for it).
   const status = plan.waitsForApproval ? "awaiting_approval" : "running";
-  const [parked] = await fx.tx
-    .update(runs)
-    .set({ status, nextJob: null, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
-    .where(and(eq(runs.id, run.id), eq(runs.fence, run.fence), eq(runs.status, "running")))
-    .returning({ id: runs.id });
-  if (!parked) throw new StaleWorkError();
+  if (!(await parkRun(fx.tx, run, status))) throw new StaleWorkError();
   if (status === "awaiting_approval") {
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status } }]);
   }
@@ -316,41 +298,24 @@ function withEditNote(grant: CallGrant, result: StoredToolResult): StoredToolRes
   return { ...result, content: [{ type: "text", text: note }, ...result.content] };
 }
 
-/** Marks calls `running` before their tools start, guarded by the batch's fence. */
 /** The calls of a group that start at once: at most `maxParallelCalls` (P3). */
 function startingWindow(group: readonly CallRow[]): CallRow[] {
   return group.slice(0, maxParallelCalls);
 }
 
-async function markRunning(fx: Effects, run: ClaimedRun, calls: readonly CallRow[], owner: string, stepRef: StepRef): Promise<void> {
-  const marked = await fx.tx
-    .update(toolCalls)
-    .set({ status: "running", execFence: run.fence, executedBy: owner, startedAt: sql`now()` })
-    .where(
-      and(
-        inArray(
-          toolCalls.id,
-          calls.map((call) => call.id),
-        ),
-        eq(toolCalls.status, "queued"),
-        sql`exists (select 1 from ${runs} where ${runs.id} = ${run.id} and ${runs.fence} = ${run.fence} and ${runs.status} = 'running')`,
-      ),
-    )
-    .returning({ id: toolCalls.id });
-  if (marked.length !== calls.length) throw new StaleWorkError();
-  await fx.emit(
-    run.tenantId,
-    run.sessionId,
-    calls.map((call) => ({ runId: run.id, step: stepRef, body: { type: "tool_update" as const, callId: call.callId, status: "running" as const } })),
-  );
+/** Marks calls `running` before their tools start, under the batch's fence, and announces it. False when the batch was taken over. */
+async function markRunning(services: Services, on: Queryable, run: ClaimedRun, calls: readonly CallRow[], owner: string, stepRef: StepRef): Promise<boolean> {
+  const events = await withRetry(() => markCallsRunning(on, run, calls, owner, stepRef));
+  if (!events) return false;
+  await services.bus.publish(events);
+  return true;
 }
 
 /**
- * Stores one call's result in one statement (SPEC L2, T3): its terminal status,
- * its tool message, its file-change records and its `tool_end` event, all only if this attempt still owns
- * the call (fence). If no other call of the batch is open and the run may take
- * another step, the same statement hands the run to that step; otherwise the
- * end transaction of the job closes the batch.
+ * Stores one call's result (SPEC L2, T3) with `answerCall`, only if this attempt
+ * still owns the call (fence). If no other call of the batch is open and the run
+ * may take another step, the same statement hands the run to that step;
+ * otherwise the end transaction of the job closes the batch.
  */
 async function commitCall(
   services: Services,
@@ -359,68 +324,30 @@ async function commitCall(
   result: StoredToolResult,
   stepRef: StepRef,
 ): Promise<"committed" | "finished" | "stale"> {
-  const status = result.isError ? "failed" : "succeeded";
-  const isError = result.isError === true;
   const fileChanges = (result.fileChanges ?? []).map((change) => ({ ...change, id: newId("fch") }));
   const outcome = {
-    status,
-    isError,
+    status: result.isError ? "failed" : "succeeded",
+    isError: result.isError === true,
     errorCode: result.errorCode ?? null,
     content: result.content,
     ...(result.displayDiff ? { diff: result.displayDiff } : {}),
     fileChanges,
   } as const;
-  const nextIndex = call.stepIndex + 1;
-  const next = { kind: "step", stepIndex: nextIndex } as const;
-  const mayClose = nextIndex < services.config.maxStepsPerRun;
-  const updated = sql`exists (select 1 from committed_call)`;
-  const statement = sql`
-    with committed_call as (
-      update tool_calls
-      set status = ${status}, result = ${JSON.stringify(resultPreview(result.content))}::jsonb, is_error = ${isError},
-          error_code = ${result.errorCode ?? null}, ended_at = now()
-      where id = ${call.id} and status = 'running' and exec_fence = ${run.fence}
-      returning id
-    ),
-    tool_message as (
-      insert into messages (id, tenant_id, session_id, run_id, run_ordinal, step_index, part, call_index, role, content)
-      select ${newId("msg")}, ${run.tenantId}, ${run.sessionId}, ${run.id}, ${run.ordinal}, ${call.stepIndex}, 2, ${call.callIndex},
-             'tool', ${JSON.stringify(toolMessageOf(call, outcome))}::jsonb
-      from committed_call
-      on conflict do nothing
-    ),
-    recorded_changes as (
-      insert into file_changes (id, tenant_id, session_id, run_id, tool_call_id, path, existed_before, mode_before, mode_after, sha256_before, sha256_after, diff)
-      select f.id, ${run.tenantId}, ${run.sessionId}, ${run.id}, ${call.id}, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff
-      from committed_call,
-           jsonb_to_recordset(${JSON.stringify(fileChanges)}::jsonb)
-             as f(id text, path text, "existedBefore" boolean, "modeBefore" int, "modeAfter" int, "sha256Before" text, "sha256After" text, diff text)
-    ),
-    closed_batch as (
-      update runs
-      set step_index = ${nextIndex}, next_job = ${JSON.stringify(next)}::jsonb, redispatches = 0,
-          lease_owner = null, lease_until = null, updated_at = now()
-      where id = ${run.id} and fence = ${run.fence} and status = 'running'
-        and next_job = ${JSON.stringify(run.nextJob)}::jsonb
-        and ${mayClose} and ${updated}
-        and not exists (
-          select 1 from tool_calls
-          where run_id = ${run.id} and step_index = ${call.stepIndex} and id <> ${call.id}
-            and status in ('queued', 'running', 'awaiting_approval')
-        )
-      returning id
-    ),
-    ${appendEventsCte(run.sessionId, run.tenantId, sql`${eventPayload([{ runId: run.id, step: stepRef, body: toolEndEvent(call, outcome) }])}`, updated)}
-    select (select count(*) from committed_call)::int as committed,
-           (select count(*) from closed_batch)::int as closed,
-           ${appendedEventsJson} as events
-  `;
-  const [row] = (
-    await withRetry(() => services.db.db.execute<{ committed: number; closed: number; events: Parameters<typeof toSessionEvents>[1] }>(statement))
-  ).rows;
-  if (!row || row.committed === 0) return "stale";
-  await services.bus.publish(toSessionEvents(run.sessionId, row.events));
-  if (row.closed === 0) return "committed";
+  const next = { kind: "step", stepIndex: call.stepIndex + 1 } as const;
+  const mayHandOff = next.stepIndex < services.config.maxStepsPerRun;
+  const answered = await withRetry(() =>
+    answerCall(services.db.pool, {
+      run,
+      call,
+      outcome,
+      step: stepRef,
+      execFence: run.fence,
+      ...(mayHandOff ? { handOff: { fence: run.fence, current: run.nextJob, next } } : {}),
+    }),
+  );
+  if (!answered.answered) return "stale";
+  await services.bus.publish(answered.events);
+  if (!answered.handedOff) return "committed";
   await services.dispatcher.dispatch([{ runId: run.id, next, redispatches: 0 }]);
   return "finished";
 }
@@ -431,12 +358,7 @@ async function commitCall(
  * transaction can do it. Answers whether the batch is closed.
  */
 async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">, run: ClaimedRun, stepIndex: number): Promise<boolean> {
-  const open = await fx.tx
-    .select({ id: toolCalls.id })
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepIndex), inArray(toolCalls.status, [...openStatuses])))
-    .limit(1);
-  if (open.length > 0) return false;
+  if ((await openCallsOfBatch(fx.tx, run.id, stepIndex)).length > 0) return false;
   const nextIndex = stepIndex + 1;
   const { maxStepsPerRun } = services.config;
   if (nextIndex >= maxStepsPerRun) {
@@ -445,20 +367,8 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
     }
     return true;
   }
-  const next = { kind: "step", stepIndex: nextIndex } as const;
-  const moved = await fx.tx
-    .update(runs)
-    .set({ stepIndex: nextIndex, nextJob: next, redispatches: 0, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
-    .where(
-      and(
-        eq(runs.id, run.id),
-        eq(runs.fence, run.fence),
-        eq(runs.status, "running"),
-        sql`${runs.nextJob} = ${JSON.stringify(run.nextJob)}::jsonb`,
-      ),
-    )
-    .returning({ id: runs.id });
-  if (moved.length === 0) throw new StaleWorkError();
+  const next = await moveToNextStep(fx.tx, run, nextIndex);
+  if (!next) throw new StaleWorkError();
   fx.dispatch({ runId: run.id, next, redispatches: 0 });
   return true;
 }
@@ -466,18 +376,15 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
 /** After an end-of-batch signal, the remaining calls get `skipped` results so every call id has one (P6). */
 async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Promise<void> {
   const content = [{ type: "text" as const, text: "Skipped: an earlier call in this batch ended the batch." }];
-  const skipped = await fx.tx
-    .update(toolCalls)
-    .set({ status: "skipped", isError: true, errorCode: "skipped", result: content, endedAt: sql`now()` })
-    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.stepIndex, stepRef.index), inArray(toolCalls.status, ["queued", "awaiting_approval"])))
-    .returning();
+  const remaining = await openCallsOfBatch(fx.tx, run.id, stepRef.index, ["queued", "awaiting_approval"]);
   await cancelPendingApprovals(
     fx,
     run,
-    skipped.map((call) => call.id),
+    remaining.filter((call) => call.status === "awaiting_approval").map((call) => call.id),
     "an earlier call in this batch ended the batch",
   );
-  for (const call of skipped) {
-    await answerCall(fx, run, call, { status: "skipped", isError: true, errorCode: "skipped", content }, stepRef);
+  for (const call of remaining) {
+    const answered = await answerCall(fx.pg, { run, call, outcome: { status: "skipped", isError: true, errorCode: "skipped", content }, step: stepRef });
+    fx.track(answered.events);
   }
 }

@@ -13,6 +13,7 @@ import { startBackgroundCommands } from "./background-commands.js";
 import { startSweeper } from "./sweeper.js";
 import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
+import { createHistoryCache } from "./history-cache.js";
 
 export interface WorkerRuntime {
   readonly workerId: string;
@@ -23,7 +24,7 @@ export interface WorkerRuntime {
 export async function startWorkerRuntime(services: Services): Promise<WorkerRuntime> {
   const { config, logger } = services;
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
-  const leases = startLeaseKeeper(services.db.db, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
+  const leases = startLeaseKeeper(services.db.pool, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
   const aborts = createRunAborts();
   const commands = startBackgroundCommands({
     db: services.db.db,
@@ -31,7 +32,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     leaseMs: config.leaseMs,
     onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
   });
-  const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), commands };
+  const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), histories: createHistoryCache(), commands };
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
   const stopCommandListener = await services.bus.onCommandCancel((commandId) => void commands.cancel(commandId));
 

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
 import { runs } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
-import { readEvents } from "../../events/event-store.js";
+import { readEvents } from "../../store/events.js";
 import { cancelRun } from "../../runs/cancel-run.js";
 import { createRun } from "../../runs/create-run.js";
 import type { ApiServices, App } from "../app-env.js";

@@ -1,9 +1,7 @@
-import type { EventBody, StepRef } from "../core/events.js";
-import type { HistoryMessage, ResultPart } from "../core/history.js";
-import type { TerminalToolCallStatus } from "../core/tool-call-status.js";
-import { insertMessage } from "./history-store.js";
+import type { EventBody } from "./events.js";
+import type { HistoryMessage, ResultPart } from "./history.js";
+import type { TerminalToolCallStatus } from "./tool-call-status.js";
 import type { FileChangeRecord } from "../tools/tool.js";
-import type { Effects } from "./transact.js";
 
 export interface CallOutcome {
   status: TerminalToolCallStatus;
@@ -38,27 +36,6 @@ export function toolEndEvent(call: { callId: string; name: string }, outcome: Ca
         }
       : {}),
   };
-}
-
-/**
- * Writes the two views of a finished call (SPEC L2): the tool message the model
- * sees next, and the `tool_end` event clients see. The caller has already moved
- * the call to its terminal status in the same transaction.
- */
-export async function answerCall(
-  fx: Effects,
-  run: { id: string; tenantId: string; sessionId: string; ordinal: number },
-  call: { stepIndex: number; callIndex: number; callId: string; name: string },
-  outcome: CallOutcome,
-  step: StepRef | null,
-): Promise<void> {
-  await insertMessage(
-    fx.tx,
-    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
-    { runOrdinal: run.ordinal, stepIndex: call.stepIndex, part: 2, callIndex: call.callIndex },
-    toolMessageOf(call, outcome),
-  );
-  await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step, body: toolEndEvent(call, outcome) }]);
 }
 
 function previewOf(content: readonly ResultPart[]): string {

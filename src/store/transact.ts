@@ -1,6 +1,9 @@
+import { drizzle } from "drizzle-orm/node-postgres";
+import type pg from "pg";
 import type { NewEvent, SessionEvent } from "../core/events.js";
-import type { DbExecutor } from "../db/client.js";
-import { appendEvents } from "../events/event-store.js";
+import type { Database } from "../db/client.js";
+import * as schema from "../db/schema.js";
+import { appendEvents } from "./events.js";
 import type { DispatchRequest } from "../queue/dispatcher.js";
 import type { Services } from "../services.js";
 
@@ -10,7 +13,10 @@ import type { Services } from "../services.js";
  * never run for a transaction that rolled back.
  */
 export interface Effects {
-  tx: DbExecutor;
+  /** The transaction, for drizzle queries. */
+  tx: Database;
+  /** The same transaction's connection, for the store's prepared statements. */
+  pg: pg.PoolClient;
   emit(tenantId: string, sessionId: string, events: readonly NewEvent[]): Promise<SessionEvent[]>;
   /** Publishes, after commit, events a statement of this transaction appended by itself. */
   track(events: readonly SessionEvent[]): void;
@@ -67,11 +73,12 @@ export async function transact<T>(
     published = [];
     dispatches = [];
     cancels = [];
-    return services.db.db.transaction(async (tx) =>
+    return inTransaction(services.db.pool, (client, tx) =>
       work({
         tx,
+        pg: client,
         async emit(tenantId, sessionId, events) {
-          const stored = await appendEvents(tx, tenantId, sessionId, events);
+          const stored = await appendEvents(client, tenantId, sessionId, events);
           published.push(...stored);
           return stored;
         },
@@ -99,5 +106,38 @@ export async function transactFenced<T>(
   } catch (error) {
     if (error instanceof StaleWorkError) return null;
     throw error;
+  }
+}
+
+/** A drizzle handle per pooled connection, made once: building one reads the whole schema. */
+const handles = new WeakMap<pg.PoolClient, Database>();
+
+/**
+ * BEGIN, work, COMMIT on one pooled connection, which both drizzle and the
+ * store's prepared statements use. A connection whose ROLLBACK failed is
+ * dropped from the pool instead of being reused in an unknown state.
+ */
+async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient, tx: Database) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    let tx = handles.get(client);
+    if (!tx) {
+      tx = drizzle(client, { schema });
+      handles.set(client, tx);
+    }
+    await client.query("begin");
+    try {
+      const value = await work(client, tx);
+      await client.query("commit");
+      return value;
+    } catch (error) {
+      await client.query("rollback").catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    }
+  } finally {
+    client.release(broken);
   }
 }

@@ -1,0 +1,380 @@
+/**
+ * Core benchmark (issue #14 item 3): the cost of one agent step in Foya against the
+ * floor under it and a peer beside it, measured in the same run, in under 3 minutes.
+ *
+ *   npm run bench:core        (= tsx bench/core-bench.ts)
+ *
+ * One agent step = a model-step job + a tool-batch job, with the scripted zero-latency
+ * model and the no-op tool, so everything measured is orchestration. Three systems:
+ * - Foya: the API in this process (FoyaDriver), worker processes as `npm run worker`;
+ * - the floor: a bare BullMQ chain of two jobs per step, no Postgres, same Redis and the
+ *   same worker settings, in worker processes of its own (baseline-worker.ts);
+ * - LangGraph JS with its Postgres checkpointer (the shared peer, `langgraph-peer.mjs`,
+ *   installed in /tmp/foya-peers, on a database of its own); skipped when it cannot be installed.
+ * Four figures each:
+ * - ms per step of a single run, p50 and p99 (Foya: step_start → next step_start, from
+ *   the session's events; floor: A start → next A start; LangGraph: one thread's invoke
+ *   time ÷ steps, the median over its runs, so no p99);
+ * - steps/s with 64 runs at once on one worker process, and on two (LangGraph runs its
+ *   graphs in the calling process and has no workers: that figure is not measured).
+ *
+ * Rounds in A B B A order, so that drift of the shared machine reaches every figure alike:
+ * - A: single runs (a Foya run, a floor chain and a LangGraph process in turn, each system
+ *   first in turn), then 64 runs on one worker (Foya, floor, LangGraph; the second A runs
+ *   the 64-run part first and in the reverse order);
+ * - B: 64 runs on two workers (Foya, floor; the second B in the reverse order).
+ * Latency figures pool the step intervals of both rounds; steps/s are the steps of both
+ * windows over their time. The floor's 64-chain window lasts about a second, so each of its
+ * slots holds three windows. An unmeasured warm-up precedes the first round and follows
+ * the start of the second workers.
+ *
+ * Results: a table on stdout, bench/results/core.json. Fresh database, queue prefixes and
+ * peer database, all removed at the end. Knobs (env): BENCH_CORE_LATENCY_RUNS (3 single
+ * runs per system and round), BENCH_CORE_LATENCY_STEPS (50), BENCH_CORE_STEPS (15 per run
+ * with 64 runs), BENCH_PEER=skip, BENCH_PEERS_DIR (/tmp/foya-peers), BENCH_PEERS_SOURCE.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { loadavg } from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { execa } from "execa";
+import { createApp } from "../src/api/app.js";
+import { loadConfig } from "../src/config.js";
+import { createServices, type Services } from "../src/services.js";
+import { BaselineDriver, chainIntervals } from "./support/baseline-driver.js";
+import { createBenchEnv } from "./support/bench-env.js";
+import { startBaselineWorker, startFoyaWorker } from "./support/bench-workers.js";
+import { buildCoreReport, printCoreReport, type CoreRunNotes, type PeerFigures, type SystemFigures } from "./support/core-report.js";
+import { envInt } from "./support/env-int.js";
+import { FoyaDriver, stepTimings, type RunRecord } from "./support/foya-driver.js";
+import { preparePeer, runLangGraphPeer } from "./support/langgraph-peer.js";
+import { watchOtherLoad } from "./support/other-load.js";
+import { benchRoot, type BenchProcess } from "./support/processes.js";
+import { createScratchDatabase, type ScratchDatabase } from "./support/scratch-database.js";
+import { distribution, round } from "./support/stats.js";
+
+const settings = {
+  latencyRunsPerRound: envInt("BENCH_CORE_LATENCY_RUNS", 3, 50),
+  latencySteps: envInt("BENCH_CORE_LATENCY_STEPS", 50, 200),
+  /** The figures' keys say 64: not a knob. */
+  concurrentRuns: 64,
+  throughputSteps: envInt("BENCH_CORE_STEPS", 15, 200),
+  /** The floor's 64-chain window lasts about a second: it is measured this many times per slot. */
+  floorRepeats: 3,
+  /** Steps per run of the warm-up before the first measurement of each worker set. */
+  warmupSteps: 5,
+  /** No single wait may take longer than this... */
+  waitTimeoutMs: 90_000,
+  /** ...and the whole benchmark gives up after this (a hang guard; the target is 3 minutes). */
+  totalBudgetMs: 6 * 60_000,
+  targetMs: 3 * 60_000,
+};
+
+const benchStartedAt = performance.now();
+
+function timeLeft(): number {
+  const remaining = benchStartedAt + settings.totalBudgetMs - performance.now();
+  if (remaining <= 0) throw new Error(`the benchmark exceeded its ${settings.totalBudgetMs / 60_000} minute budget`);
+  return Math.min(settings.waitTimeoutMs, remaining);
+}
+
+const log = (message: string) => console.error(`[bench:core ${new Date().toISOString().slice(11, 19)}] ${message}`);
+
+/** Steps committed over a window of wall-clock time. */
+interface Rate {
+  steps: number;
+  wallMs: number;
+}
+
+const stepsPerSecond = (rates: readonly Rate[]): number => {
+  const steps = rates.reduce((sum, rate) => sum + rate.steps, 0);
+  const wallMs = rates.reduce((sum, rate) => sum + rate.wallMs, 0);
+  return round(steps / (wallMs / 1000));
+};
+
+function assertCompleted(records: readonly RunRecord[]): void {
+  const failed = records.filter((record) => record.endStatus !== "completed");
+  if (failed.length > 0) {
+    throw new Error(`${failed.length} of ${records.length} Foya runs did not complete: ${failed.map((record) => `${record.runId} ${record.endStatus}`).join(", ")}`);
+  }
+}
+
+/** From the first run requested to the last run ended. */
+const windowMs = (records: ReadonlyArray<{ requestedAt: number; endedAt: number }>): number =>
+  Math.max(...records.map((record) => record.endedAt)) - Math.min(...records.map((record) => record.requestedAt));
+
+// --- one measurement of each kind -------------------------------------------
+
+async function foyaSingleRun(driver: FoyaDriver, steps: number): Promise<number[]> {
+  const [session] = await driver.createSessions(1);
+  const records = await driver.runAll([session as string], steps, timeLeft());
+  assertCompleted(records);
+  return stepTimings(records).interval;
+}
+
+async function foyaConcurrentRuns(driver: FoyaDriver, steps: number): Promise<Rate> {
+  // Sessions first, outside the window: the window starts at the first run's request.
+  const sessions = await driver.createSessions(settings.concurrentRuns);
+  const records = await driver.runAll(sessions, steps, timeLeft());
+  assertCompleted(records);
+  return { steps: records.length * steps, wallMs: windowMs(records) };
+}
+
+async function floorSingleChain(baseline: BaselineDriver, steps: number): Promise<number[]> {
+  return chainIntervals(await baseline.runChains(1, steps, timeLeft()));
+}
+
+async function floorConcurrentChains(baseline: BaselineDriver, steps: number): Promise<Rate> {
+  const records = await baseline.runChains(settings.concurrentRuns, steps, timeLeft());
+  return { steps: records.reduce((sum, record) => sum + record.steps, 0), wallMs: windowMs(records) };
+}
+
+interface Peer {
+  dir: string;
+  database: ScratchDatabase;
+}
+
+async function peerSingleThread(peer: Peer): Promise<number> {
+  return (await runLangGraphPeer(peer.dir, peer.database.url, 1, settings.latencySteps, timeLeft())).msPerStepInChainP50;
+}
+
+async function peerConcurrentThreads(peer: Peer): Promise<Rate> {
+  const result = await runLangGraphPeer(peer.dir, peer.database.url, settings.concurrentRuns, settings.throughputSteps, timeLeft());
+  return { steps: result.chains * result.steps, wallMs: result.wallSec * 1000 };
+}
+
+// --- the run ------------------------------------------------------------------
+
+interface Samples {
+  foyaIntervals: number[];
+  floorIntervals: number[];
+  peerSingleMs: number[];
+  foyaOne: Rate[];
+  foyaTwo: Rate[];
+  floorOne: Rate[];
+  floorTwo: Rate[];
+  peerConcurrent: Rate[];
+}
+
+/** Each measure round by round, and each goal's ratio round by round, to show how stable they were. */
+function describeRounds(s: Samples, withPeer: boolean): Pick<CoreRunNotes, "rounds" | "goalRounds"> {
+  /** Each slot's rate (a slot may hold several windows), slot by slot. */
+  const bySlot = (rates: readonly Rate[], windowsPerSlot = 1) => {
+    const slots: string[] = [];
+    for (let i = 0; i < rates.length; i += windowsPerSlot) slots.push(stepsPerSecond(rates.slice(i, i + windowsPerSlot)).toLocaleString("en-US"));
+    return slots.join(" / ");
+  };
+  // Both rounds ran the same number of single runs of the same length.
+  const p50ByRound = (values: number[]) => [values.slice(0, values.length / 2), values.slice(values.length / 2)].map((part) => distribution(part).p50);
+  const foyaP50s = p50ByRound(s.foyaIntervals);
+  const floorP50s = p50ByRound(s.floorIntervals);
+  const rounds = [
+    `Foya steps/s: 1 worker ${bySlot(s.foyaOne)}; 2 workers ${bySlot(s.foyaTwo)}`,
+    `floor steps/s: 1 worker ${bySlot(s.floorOne, settings.floorRepeats)}; 2 workers ${bySlot(s.floorTwo, settings.floorRepeats)}`,
+  ];
+  if (withPeer) rounds.push(`LangGraph: steps/s with 64 threads ${bySlot(s.peerConcurrent)}; single thread ms/step ${s.peerSingleMs.map(round).join(" / ")}`);
+  rounds.push(`single-run p50 ms: Foya ${foyaP50s.map(round).join(" / ")}; floor ${floorP50s.map(round).join(" / ")}`);
+
+  const rate = (window: Rate) => window.steps / window.wallMs;
+  const pairs = <T>(a: T[], b: T[]) => a.slice(0, Math.min(a.length, b.length)).map((value, i) => [value, b[i] as T] as const);
+  return {
+    rounds,
+    goalRounds: {
+      stepMsP50OverFloor: pairs(foyaP50s, floorP50s).map(([foya, bare]) => foya / bare),
+      stepsPerSec64OverPeer: pairs(s.foyaOne, s.peerConcurrent).map(([foya, langGraph]) => rate(foya) / rate(langGraph)),
+      // The first A with the first B, the second A with the second B.
+      twoWorkersOverOne: pairs(s.foyaOne, s.foyaTwo).map(([one, two]) => rate(two) / rate(one)),
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const setup = await preparePeer(log);
+  if (setup.kind === "skipped") log(`LangGraph peer skipped: ${setup.reason}`);
+
+  const benchEnv = await createBenchEnv({ maxStepsPerRun: Math.max(settings.latencySteps, settings.throughputSteps) + 10, concurrency: settings.concurrentRuns });
+  const children = new Set<BenchProcess>();
+  let services: Services | undefined;
+  let baseline: BaselineDriver | undefined;
+  let peer: Peer | undefined;
+
+  let cleaning: Promise<void> | undefined;
+  const cleanup = (graceMs: number) =>
+    (cleaning ??= (async () => {
+      await Promise.allSettled([...children].map((child) => child.stop(graceMs)));
+      const results = await Promise.allSettled([
+        benchEnv.destroy(),
+        peer?.database.drop() ?? Promise.resolve(),
+        baseline?.close() ?? Promise.resolve(),
+        services?.close() ?? Promise.resolve(),
+      ]);
+      for (const result of results) if (result.status === "rejected") console.error("cleanup:", result.reason);
+    })());
+  // `on`, not `once`: execa's exit hook re-raises a signal no other listener handles.
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: cleaning up...`);
+    void cleanup(0).finally(() => process.exit(130));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const start = async (label: string, starting: Promise<BenchProcess>) => {
+    const child = await starting;
+    children.add(child);
+    log(`${label} started (pid ${child.pid})`);
+    return child;
+  };
+  const stop = async (child: BenchProcess) => {
+    await child.stop();
+    children.delete(child);
+  };
+
+  try {
+    const config = loadConfig(benchEnv.env);
+    services = await createServices(config, { role: "bench" });
+    const driver = await FoyaDriver.create(createApp(services), services);
+    const floor = await BaselineDriver.create(benchEnv.redisUrl, benchEnv.baselinePrefix);
+    baseline = floor;
+    const livePeer = setup.kind === "ready" ? { dir: setup.dir, database: await createScratchDatabase("foya_bench_peer") } : undefined;
+    peer = livePeer;
+    const git = await execa("git", ["rev-parse", "--short", "HEAD"], { reject: false });
+    const dirty = await execa("git", ["status", "--porcelain", "--untracked-files=no"], { reject: false });
+    const commit = git.exitCode === 0 ? `${git.stdout.trim()}${dirty.stdout.trim() ? " (with uncommitted changes)" : ""}` : "unknown";
+    const loadAtStart = round(loadavg()[0] ?? Number.NaN);
+
+    const [foya1, floor1] = await Promise.all([
+      start("Foya worker 1", startFoyaWorker(benchEnv.env, "foya-worker-1")),
+      start("floor worker 1", startBaselineWorker(benchEnv, config, "floor-worker-1")),
+    ]);
+    const s: Samples = { foyaIntervals: [], floorIntervals: [], peerSingleMs: [], foyaOne: [], foyaTwo: [], floorOne: [], floorTwo: [], peerConcurrent: [] };
+    const { latencySteps, throughputSteps, warmupSteps } = settings;
+
+    /** Not measured: JIT, connections and caches of the workers, Postgres and the peer's tables. */
+    const warmUp = async (workers: string) => {
+      log(`warm-up on ${workers}`);
+      for (let i = 0; i < 2; i++) {
+        await foyaSingleRun(driver, latencySteps);
+        await floorSingleChain(floor, latencySteps);
+      }
+      await foyaConcurrentRuns(driver, warmupSteps);
+      await floorConcurrentChains(floor, warmupSteps);
+    };
+    const floorConcurrent = async (into: Rate[]) => {
+      for (let i = 0; i < settings.floorRepeats; i++) into.push(await floorConcurrentChains(floor, throughputSteps));
+    };
+    /** Round A: single runs, then 64 runs on one worker; the second round turns both orders around. */
+    const roundA = async (second: boolean) => {
+      const singles = async () => {
+        log(`single runs: ${settings.latencyRunsPerRound} × ${latencySteps} steps each, ${livePeer ? "Foya, floor and LangGraph" : "Foya and floor"} in turn`);
+        const systems: Array<() => Promise<void>> = [
+          async () => void s.foyaIntervals.push(...(await foyaSingleRun(driver, latencySteps))),
+          async () => void s.floorIntervals.push(...(await floorSingleChain(floor, latencySteps))),
+        ];
+        if (livePeer) systems.push(async () => void s.peerSingleMs.push(await peerSingleThread(livePeer)));
+        // Each system goes first in turn.
+        for (let i = 0; i < settings.latencyRunsPerRound; i++) {
+          const shift = (i + (second ? 1 : 0)) % systems.length;
+          for (const measure of [...systems.slice(shift), ...systems.slice(0, shift)]) await measure();
+        }
+      };
+      const concurrent: Array<[string, () => Promise<void>]> = [
+        ["Foya", async () => void s.foyaOne.push(await foyaConcurrentRuns(driver, throughputSteps))],
+        ["floor", () => floorConcurrent(s.floorOne)],
+      ];
+      if (livePeer) concurrent.push(["LangGraph", async () => void s.peerConcurrent.push(await peerConcurrentThreads(livePeer))]);
+      if (second) concurrent.reverse();
+      const concurrentPhase = async () => {
+        for (const [name, measure] of concurrent) {
+          log(`${name}: ${settings.concurrentRuns} runs × ${throughputSteps} steps, 1 worker`);
+          await measure();
+        }
+      };
+      if (second) {
+        await concurrentPhase();
+        await singles();
+      } else {
+        await singles();
+        await concurrentPhase();
+      }
+    };
+    /** Round B: 64 runs on two workers. */
+    const roundB = async (second: boolean) => {
+      const measures: Array<[string, () => Promise<void>]> = [
+        ["Foya", async () => void s.foyaTwo.push(await foyaConcurrentRuns(driver, throughputSteps))],
+        ["floor", () => floorConcurrent(s.floorTwo)],
+      ];
+      if (second) measures.reverse();
+      for (const [name, measure] of measures) {
+        log(`${name}: ${settings.concurrentRuns} runs × ${throughputSteps} steps, 2 workers`);
+        await measure();
+      }
+    };
+
+    const otherLoad = await watchOtherLoad();
+    await warmUp("one worker each");
+    if (livePeer) await peerSingleThread(livePeer);
+    await roundA(false);
+    const [foya2, floor2] = await Promise.all([
+      start("Foya worker 2", startFoyaWorker(benchEnv.env, "foya-worker-2")),
+      start("floor worker 2", startBaselineWorker(benchEnv, config, "floor-worker-2")),
+    ]);
+    await warmUp("two workers each");
+    await roundB(false);
+    await roundB(true);
+    await Promise.all([stop(foya2), stop(floor2)]);
+    log("worker 2 of each stopped");
+    await roundA(true);
+    await Promise.all([stop(foya1), stop(floor1)]);
+    const otherShare = await otherLoad.finish();
+
+    const figures = (intervals: number[], one: Rate[], two: Rate[]): SystemFigures => {
+      const d = distribution(intervals);
+      return { stepMsP50: round(d.p50), stepMsP99: round(d.p99), stepsPerSec64: stepsPerSecond(one), stepsPerSec64TwoWorkers: stepsPerSecond(two) };
+    };
+    const peerFigures: PeerFigures | null = peer
+      ? { stepMsP50: round(distribution(s.peerSingleMs).p50), stepMsP99: null, stepsPerSec64: stepsPerSecond(s.peerConcurrent), stepsPerSec64TwoWorkers: null }
+      : null;
+    const report = buildCoreReport(figures(s.foyaIntervals, s.foyaOne, s.foyaTwo), figures(s.floorIntervals, s.floorOne, s.floorTwo), peerFigures);
+
+    log("cleaning up");
+    await cleanup(10_000);
+
+    const { rounds, goalRounds } = describeRounds(s, peer !== undefined);
+    printCoreReport(report, {
+      header: [
+        `${report.date}  commit ${commit}  node ${process.version}, load avg at start ${loadAtStart}`,
+        `one step = model-step job + tool-batch job (scripted zero-latency model, no-op tool); floor = bare BullMQ chain of two jobs, same worker settings`,
+        ...(peer
+          ? [`LangGraph = LangGraph JS + Postgres checkpointer (durability sync): model node + tool node, in one process; its single-run figure is a thread's mean ms/step`]
+          : []),
+        `single run: 2 × ${settings.latencyRunsPerRound} runs × ${latencySteps} steps, one at a time (${s.foyaIntervals.length} Foya intervals); ` +
+          `64 runs × ${throughputSteps} steps, twice per worker count; worker concurrency ${config.stepConcurrency} step + ${config.toolConcurrency} tool`,
+      ],
+      peerSkipped: setup.kind === "skipped" ? setup.reason : undefined,
+      rounds,
+      goalRounds,
+      otherLoadShare: otherShare,
+      elapsedMs: performance.now() - benchStartedAt,
+      targetMs: settings.targetMs,
+    });
+    const file = path.join(benchRoot, "results", "core.json");
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`JSON report: ${path.relative(process.cwd(), file)}`);
+  } catch (error) {
+    for (const child of children) {
+      const output = child.output().trim();
+      if (output) console.error(`--- ${child.label} output (tail) ---\n${output.slice(-4000)}`);
+    }
+    await cleanup(0);
+    throw error;
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

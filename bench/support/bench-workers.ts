@@ -1,0 +1,30 @@
+import type { Config } from "../../src/config.js";
+import { baselineReadyMarker } from "./baseline-shared.js";
+import type { BenchEnv } from "./bench-env.js";
+import { startBenchProcess, type BenchProcess } from "./processes.js";
+
+/**
+ * The two kinds of worker process a benchmark starts: a Foya worker (`src/worker/main.ts`,
+ * as `npm run worker` runs it) and a bare-BullMQ baseline worker with the same worker
+ * settings (concurrency, lock, stalled interval) as Foya's.
+ */
+
+/** `env` is the bench env's; the bench process migrates, so workers must not race to. */
+export function startFoyaWorker(env: Record<string, string>, label: string): Promise<BenchProcess> {
+  return startBenchProcess({ label, entry: "src/worker/main.ts", env: { ...env, FOYA_MIGRATE_ON_START: "false" }, readyMarker: /FOYA_WORKER_ID=\S+/ });
+}
+
+export function startBaselineWorker(benchEnv: BenchEnv, config: Config, label: string): Promise<BenchProcess> {
+  return startBenchProcess({
+    label,
+    entry: "bench/support/baseline-worker.ts",
+    env: {
+      REDIS_URL: benchEnv.redisUrl,
+      BENCH_BASELINE_PREFIX: benchEnv.baselinePrefix,
+      BENCH_CONCURRENCY: String(config.stepConcurrency),
+      BENCH_LOCK_MS: String(config.leaseMs),
+      BENCH_STALLED_MS: String(config.stalledIntervalMs),
+    },
+    readyMarker: baselineReadyMarker,
+  });
+}

@@ -1,0 +1,141 @@
+import { ratio, round } from "./stats.js";
+
+/**
+ * What `npm run bench:core` writes to bench/results/core.json, and the table it prints.
+ * Steps are agent steps (Foya: model-step job + tool-batch job; floor: job A + job B;
+ * peer: model node + tool node); ms are wall-clock.
+ */
+export interface SystemFigures {
+  /** One run at a time: median of the step intervals, ms. */
+  stepMsP50: number;
+  stepMsP99: number;
+  /** 64 runs at once, one worker process: committed steps per second. */
+  stepsPerSec64: number;
+  /** The same on two worker processes. */
+  stepsPerSec64TwoWorkers: number;
+}
+
+/** A peer's figures: null where the peer cannot be measured that way. */
+export type PeerFigures = { [Key in keyof SystemFigures]: number | null };
+
+export interface CoreReport {
+  foya: SystemFigures;
+  floor: SystemFigures;
+  /** Null when the peer could not be installed or was skipped. */
+  peer: PeerFigures | null;
+  ratios: {
+    /** Foya's figure divided by the floor's, key by key (ms: lower is better; steps/s: higher). */
+    foyaOverFloor: SystemFigures;
+    foyaOverPeer: PeerFigures | null;
+    /** Foya's steps/s on two worker processes divided by one. */
+    foyaTwoWorkersOverOne: number;
+  };
+  date: string;
+}
+
+/** The goals of issue #14 the report is read against. */
+export const coreGoals = {
+  /** Single run: Foya's p50 at most this many times the bare chain's. */
+  stepMsP50OverFloorMax: 3,
+  /** 64 runs, one worker: Foya's steps/s at least this many times the LangGraph peer's. */
+  stepsPerSec64OverPeerMin: 5,
+  /** Two worker processes at least as fast as one. */
+  twoWorkersOverOneMin: 1,
+};
+
+const keys = ["stepMsP50", "stepMsP99", "stepsPerSec64", "stepsPerSec64TwoWorkers"] as const;
+
+function divide<Figures extends PeerFigures>(foya: SystemFigures, other: Figures): Figures {
+  const entries = keys.map((key) => {
+    const value = other[key];
+    return [key, value === null ? null : round(ratio(foya[key], value))];
+  });
+  return Object.fromEntries(entries) as Figures;
+}
+
+export function buildCoreReport(foya: SystemFigures, floor: SystemFigures, peer: PeerFigures | null): CoreReport {
+  return {
+    foya,
+    floor,
+    peer,
+    ratios: {
+      foyaOverFloor: divide(foya, floor),
+      foyaOverPeer: peer ? divide(foya, peer) : null,
+      foyaTwoWorkersOverOne: round(ratio(foya.stepsPerSec64TwoWorkers, foya.stepsPerSec64)),
+    },
+    date: new Date().toISOString(),
+  };
+}
+
+/** What the printout says besides the report itself. */
+export interface CoreRunNotes {
+  header: string[];
+  /** Why the peer is absent, when it is. */
+  peerSkipped: string | undefined;
+  /** One line per measure: its value in each round, to see how stable it was. */
+  rounds: string[];
+  /** Each goal's ratio in each round (the first A with the first B, the second with the second), to show its spread. */
+  goalRounds: { stepMsP50OverFloor: number[]; stepsPerSec64OverPeer: number[]; twoWorkersOverOne: number[] };
+  /** Share of the machine's CPUs other processes used during the measurements (see other-load.ts). */
+  otherLoadShare: number | undefined;
+  elapsedMs: number;
+  targetMs: number;
+}
+
+const show = (value: number | null | undefined, digits = 2) =>
+  value === null || value === undefined || !Number.isFinite(value) ? "n/a" : value.toLocaleString("en-US", { maximumFractionDigits: digits });
+const times = (value: number | null | undefined) => (value === null || value === undefined || !Number.isFinite(value) ? "n/a" : `${show(value)}×`);
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
+  return rows.map((row) => "  " + row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join("   ")).join("\n");
+}
+
+export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
+  const { foya, floor, peer, ratios } = report;
+  const labels: Record<(typeof keys)[number], string> = {
+    stepMsP50: "ms per step, single run, p50",
+    stepMsP99: "ms per step, single run, p99",
+    stepsPerSec64: "steps/s, 64 runs, 1 worker",
+    stepsPerSec64TwoWorkers: "steps/s, 64 runs, 2 workers",
+  };
+  const rows = [["", "Foya", "floor", "LangGraph", "Foya/floor", "Foya/LangGraph"]];
+  for (const key of keys) {
+    const digits = key.startsWith("stepMs") ? 2 : 0;
+    rows.push([labels[key], show(foya[key], digits), show(floor[key], digits), show(peer?.[key], digits), times(ratios.foyaOverFloor[key]), times(ratios.foyaOverPeer?.[key])]);
+  }
+  // Judged on the figures, not on the rounded ratios.
+  const verdict = (met: boolean | undefined) => (met === undefined ? "not measured" : met ? "MET" : "NOT MET");
+  const perRound = (values: number[]) => (values.length > 0 ? `rounds ${values.map((value) => times(round(value))).join(", ")}` : "");
+  const goalRows = [
+    [
+      `single run p50 ≤ ${coreGoals.stepMsP50OverFloorMax}× the floor's`,
+      times(ratios.foyaOverFloor.stepMsP50),
+      verdict(foya.stepMsP50 <= coreGoals.stepMsP50OverFloorMax * floor.stepMsP50),
+      perRound(notes.goalRounds.stepMsP50OverFloor),
+    ],
+    [
+      `64 runs, 1 worker ≥ ${coreGoals.stepsPerSec64OverPeerMin}× LangGraph's steps/s`,
+      times(ratios.foyaOverPeer?.stepsPerSec64),
+      verdict(typeof peer?.stepsPerSec64 === "number" ? foya.stepsPerSec64 >= coreGoals.stepsPerSec64OverPeerMin * peer.stepsPerSec64 : undefined),
+      perRound(notes.goalRounds.stepsPerSec64OverPeer),
+    ],
+    [
+      "64 runs, 2 workers ≥ 1 worker (Foya)",
+      times(ratios.foyaTwoWorkersOverOne),
+      verdict(foya.stepsPerSec64TwoWorkers >= coreGoals.twoWorkersOverOneMin * foya.stepsPerSec64),
+      perRound(notes.goalRounds.twoWorkersOverOne),
+    ],
+  ];
+
+  const out = ["", "=== Foya core benchmark ===", ...notes.header, "", table(rows), "", "goals (issue #14):", table(goalRows), "", "each round (order A B B A):"];
+  out.push(...notes.rounds.map((line) => `  ${line}`));
+  if (notes.peerSkipped) out.push(`LangGraph peer skipped: ${notes.peerSkipped}`);
+  if (notes.otherLoadShare !== undefined) {
+    const share = Math.round(notes.otherLoadShare * 100);
+    out.push(`other work on the machine during the measurements: about ${share}% of its CPUs${share >= 10 ? " (absolute figures suffer; the side-by-side ratios hold better)" : ""}`);
+  }
+  const seconds = notes.elapsedMs / 1000;
+  out.push(`took ${show(seconds, 0)} s${notes.elapsedMs > notes.targetMs ? ` (WARNING: over the ${notes.targetMs / 1000} s target)` : ""}`);
+  console.log(out.join("\n"));
+}

@@ -1,0 +1,136 @@
+import { and, asc, eq, gt, lte } from "drizzle-orm";
+import type { DbExecutor } from "../db/client.js";
+import { events, sessions } from "../db/schema.js";
+import type { EventBody, EventType, NewEvent, SessionEvent } from "../core/events.js";
+import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+
+/** The JSON array an event append takes: one item per event, in order. */
+export function eventPayload(newEvents: readonly NewEvent[]): string {
+  return JSON.stringify(
+    newEvents.map((e) => ({
+      runId: e.runId,
+      stepIndex: e.step?.index ?? null,
+      attempt: e.step?.attempt ?? null,
+      type: e.body.type,
+      data: e.body,
+    })),
+  );
+}
+
+const E = {
+  sessionId: col(events.sessionId),
+  seq: col(events.seq),
+  tenantId: col(events.tenantId),
+  runId: col(events.runId),
+  stepIndex: col(events.stepIndex),
+  attempt: col(events.attempt),
+  type: col(events.type),
+  data: col(events.data),
+  createdAt: col(events.createdAt),
+};
+
+/**
+ * Common table expressions that append events inside a larger statement:
+ * `event_seq_bump` moves the session's counter by the number of events and
+ * `appended_events` inserts them, so sequence numbers are gap-free and commit
+ * with whatever else the statement writes (SPEC D5). The arguments name the
+ * statement's parameters (`$3`) holding the session id, the tenant id and the
+ * `eventPayload` JSON; `when` is a condition on the rest of the statement (a
+ * fenced update having matched). `appendedEventsColumn` selects the result.
+ */
+export function appendEventsText(params: { sessionId: string; tenantId: string; payload: string }, when?: string): string {
+  return `
+    event_payload as (select (${params.payload})::jsonb as items),
+    event_seq_bump as (
+      update ${tbl(sessions)} set ${col(sessions.eventSeq)} = ${col(sessions.eventSeq)} + jsonb_array_length(p.items)
+      from event_payload p
+      where ${tbl(sessions)}.${col(sessions.id)} = ${params.sessionId} and jsonb_array_length(p.items) > 0 ${when ? `and ${when}` : ""}
+      returning ${tbl(sessions)}.${col(sessions.eventSeq)} as event_seq, p.items
+    ),
+    appended_events as (
+      insert into ${tbl(events)} (${E.sessionId}, ${E.seq}, ${E.tenantId}, ${E.runId}, ${E.stepIndex}, ${E.attempt}, ${E.type}, ${E.data})
+      select ${params.sessionId}, b.event_seq - jsonb_array_length(b.items) + e.ord, ${params.tenantId},
+             e.value->>'runId', (e.value->>'stepIndex')::int, (e.value->>'attempt')::int,
+             e.value->>'type', e.value->'data'
+      from event_seq_bump b, jsonb_array_elements(b.items) with ordinality as e(value, ord)
+      returning ${E.seq} as seq, ${E.runId} as run_id, ${E.stepIndex} as step_index, ${E.attempt} as attempt,
+                ${E.type} as type, ${E.data} as data, ${E.createdAt} as created_at
+    )`;
+}
+
+/** Selects, as one jsonb array, what `appendEventsText` appended. */
+export const appendedEventsColumn = `(select coalesce(jsonb_agg(to_jsonb(a.*)), '[]'::jsonb) from appended_events a)`;
+
+/** One appended event as the statements above answer it. */
+export interface EventRow {
+  seq: string | number;
+  run_id: string;
+  step_index: number | null;
+  attempt: number | null;
+  type: EventType;
+  data: EventBody;
+  created_at: Date | string;
+}
+
+/** Turns the rows of `appendedEventsColumn` into events, in sequence order. */
+export function toSessionEvents(sessionId: string, rows: readonly EventRow[]): SessionEvent[] {
+  return rows.map((row) => toSessionEvent(sessionId, row)).sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * appendEvents
+ * Guard: none; the caller's transaction (or a fenced statement) decides whether the events belong.
+ * Params: session, tenant, events in order.
+ * Result: the events with their sequence numbers.
+ */
+const append = statement<{ events: EventRow[] }>(
+  "append_events",
+  `with ${appendEventsText({ sessionId: "$1", tenantId: "$2", payload: "$3" })} select ${appendedEventsColumn} as events`,
+);
+
+export async function appendEvents(on: Queryable, tenantId: string, sessionId: string, newEvents: readonly NewEvent[]): Promise<SessionEvent[]> {
+  if (newEvents.length === 0) return [];
+  const [row] = await run(on, append, [sessionId, tenantId, eventPayload(newEvents)]);
+  return toSessionEvents(sessionId, row?.events ?? []);
+}
+
+function toSessionEvent(sessionId: string, row: EventRow): SessionEvent {
+  return {
+    seq: Number(row.seq),
+    sessionId,
+    runId: row.run_id,
+    step: row.step_index === null || row.attempt === null ? null : { index: row.step_index, attempt: row.attempt },
+    type: row.type,
+    data: row.data,
+    at: new Date(row.created_at).toISOString(),
+  };
+}
+
+/** Events after `afterSeq`, oldest first; `upTo` bounds a gap fill. */
+export async function readEvents(
+  executor: DbExecutor,
+  tenantId: string,
+  sessionId: string,
+  afterSeq: number,
+  options: { limit?: number; upTo?: number } = {},
+): Promise<SessionEvent[]> {
+  const conditions = [eq(events.sessionId, sessionId), eq(events.tenantId, tenantId), gt(events.seq, afterSeq)];
+  if (options.upTo !== undefined) conditions.push(lte(events.seq, options.upTo));
+  const rows = await executor
+    .select()
+    .from(events)
+    .where(and(...conditions))
+    .orderBy(asc(events.seq))
+    .limit(options.limit ?? 1000);
+  return rows.map((row) =>
+    toSessionEvent(sessionId, {
+      seq: row.seq,
+      run_id: row.runId,
+      step_index: row.stepIndex,
+      attempt: row.attempt,
+      type: row.type,
+      data: row.data,
+      created_at: row.createdAt,
+    }),
+  );
+}

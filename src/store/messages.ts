@@ -1,0 +1,59 @@
+import type { HistoryMessage, MessagePosition } from "../core/history.js";
+import type { Database } from "../db/client.js";
+import { messages } from "../db/schema.js";
+import { newId } from "../ids.js";
+import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+
+/** Canonical history: inserts are idempotent by position, reads are ordered by it. */
+export async function insertMessage(
+  tx: Database,
+  owner: { tenantId: string; sessionId: string; runId: string },
+  position: MessagePosition,
+  content: HistoryMessage,
+): Promise<void> {
+  await tx
+    .insert(messages)
+    .values({ id: newId("msg"), ...owner, ...position, role: content.role, content })
+    .onConflictDoNothing();
+}
+
+/** A history message with its place in the session; the context compiler names results by it (O2). */
+export interface HistoryEntry {
+  message: HistoryMessage;
+  position: MessagePosition;
+}
+
+const position = [messages.runOrdinal, messages.stepIndex, messages.part, messages.callIndex].map(col).join(", ");
+
+/**
+ * loadHistory
+ * Guard: none (a read). Params: $1 session, $2 tenant, $3 last run ordinal, $4..$7 the position after which to read.
+ * Result: messages after that position up to and including the run, oldest first.
+ */
+const loadHistoryStatement = statement<{ content: HistoryMessage; run_ordinal: number; step_index: number; part: number; call_index: number }>(
+  "load_history",
+  `select ${col(messages.content)} as content, ${col(messages.runOrdinal)} as run_ordinal, ${col(messages.stepIndex)} as step_index,
+          ${col(messages.part)} as part, ${col(messages.callIndex)} as call_index
+   from ${tbl(messages)}
+   where ${col(messages.sessionId)} = $1 and ${col(messages.tenantId)} = $2 and ${col(messages.runOrdinal)} <= $3
+     and (${position}) > ($4::int, $5::int, $6::int, $7::int)
+   order by ${position}`,
+);
+
+/** Before every position: reads from the start. */
+const origin: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 };
+
+/** History up to and including the given run, oldest first; with `after`, only what follows that position. */
+export async function loadHistory(
+  on: Queryable,
+  tenantId: string,
+  sessionId: string,
+  upToRunOrdinal: number,
+  after: MessagePosition = origin,
+): Promise<HistoryEntry[]> {
+  const rows = await run(on, loadHistoryStatement, [sessionId, tenantId, upToRunOrdinal, after.runOrdinal, after.stepIndex, after.part, after.callIndex]);
+  return rows.map((row) => ({
+    message: row.content,
+    position: { runOrdinal: row.run_ordinal, stepIndex: row.step_index, part: row.part as MessagePosition["part"], callIndex: row.call_index },
+  }));
+}

@@ -1,0 +1,386 @@
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
+import type { ApprovalPolicy } from "../core/policy.js";
+import { claimableRunStatuses, runStatusesLeadingTo, type RunStatus, type TerminalRunStatus } from "../core/run-status.js";
+import type { Database } from "../db/client.js";
+import { approvals, projects, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
+import { newId } from "../ids.js";
+import type { NextJob } from "../queue/job-types.js";
+import { col, literals, rowFromJson, rowOf, run, statement, tbl, type Queryable } from "./sql-text.js";
+
+/**
+ * Transitions of `runs` (SPEC D2, D4). Each is one guarded statement; the
+ * guard is the run's fence where a job owns the run, and the statuses
+ * `runStatusesLeadingTo` allows where its status changes.
+ */
+
+export type RunRow = typeof runs.$inferSelect;
+export type ClaimedRun = RunRow & { ordinal: number };
+export type CallRow = typeof toolCalls.$inferSelect;
+
+const R = {
+  id: col(runs.id),
+  status: col(runs.status),
+  fence: col(runs.fence),
+  leaseOwner: col(runs.leaseOwner),
+  leaseUntil: col(runs.leaseUntil),
+  nextJob: col(runs.nextJob),
+  updatedAt: col(runs.updatedAt),
+  sessionId: col(runs.sessionId),
+  activatedTools: col(runs.activatedTools),
+};
+
+/**
+ * The claim both job kinds share. Guard: the run is claimable, still needs exactly
+ * this job (`next_job`), and no other live lease holds it. Bumps the fence, so
+ * whoever held the run before can no longer commit (D4). Params: $1 run, $2 owner,
+ * $3 lease seconds, $4 the job as JSON.
+ */
+const claimCte = `
+  claimed as (
+    update ${tbl(runs)} set ${R.fence} = ${R.fence} + 1, ${R.leaseOwner} = $2,
+      ${R.leaseUntil} = now() + make_interval(secs => $3::float8), ${R.status} = 'running', ${R.updatedAt} = now()
+    where ${R.id} = $1 and ${R.status} in (${literals(claimableRunStatuses)}) and ${R.nextJob} = $4::jsonb
+      and (${R.leaseUntil} is null or ${R.leaseUntil} < now() or ${R.leaseOwner} = $2)
+    returning ${rowOf(runs)}
+  )`;
+
+/**
+ * claimStep
+ * Guard: the claim above. Params: $5 step index.
+ * Result: the run, and the attempt the step reached before (0 for none).
+ */
+const claimStepStatement = statement<RunRow & { stepAttempt: number }>(
+  "claim_step",
+  `with ${claimCte}
+   select c.*, coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt"
+   from claimed c`,
+);
+
+/**
+ * claimBatch
+ * Guard: the claim above. Params: $5 step index.
+ * Result: the run; the step's attempt and tools; its calls in model order; the
+ * tenant's and the project's approval policies and the approvals already given
+ * for the step's calls, read in the claim so a policy applies from the next claim on (S1).
+ */
+const claimBatchStatement = statement<
+  RunRow & {
+    stepAttempt: number | null;
+    stepTools: string[] | null;
+    calls: Record<string, unknown>[];
+    tenantPolicy: ApprovalPolicy;
+    projectPolicy: ApprovalPolicy;
+    decided: StoredApproval[];
+  }
+>(
+  "claim_batch",
+  `with ${claimCte}
+   select c.*, s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
+     coalesce((select jsonb_agg(to_jsonb(tc) order by tc.${col(toolCalls.callIndex)})
+               from ${tbl(toolCalls)} tc where tc.${col(toolCalls.stepId)} = s.${col(steps.id)}), '[]'::jsonb) as calls,
+     t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy",
+     coalesce((select jsonb_agg(jsonb_build_object('toolCallId', a.${col(approvals.toolCallId)}, 'status', a.${col(approvals.status)},
+                 'editedArguments', a.${col(approvals.editedArguments)}, 'grantsNetwork', a.${col(approvals.grantsNetwork)}))
+               from ${tbl(approvals)} a join ${tbl(toolCalls)} tc on tc.${col(toolCalls.id)} = a.${col(approvals.toolCallId)}
+               where tc.${col(toolCalls.stepId)} = s.${col(steps.id)} and a.${col(approvals.status)} = 'approved'), '[]'::jsonb) as decided
+   from claimed c
+   left join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = $5
+   join ${tbl(sessions)} se on se.${col(sessions.id)} = c."sessionId"
+   join ${tbl(projects)} p on p.${col(projects.id)} = se.${col(sessions.projectId)}
+   join ${tbl(tenants)} t on t.${col(tenants.id)} = p.${col(projects.tenantId)}`,
+);
+
+/**
+ * claimState
+ * Guard: none (a read). Params: $1 run.
+ * Result: why a claim did not match: the run's status, its next job, and how long another lease still lives.
+ */
+const claimStateStatement = statement<{ status: RunStatus; next_job: NextJob | null; live_ms: number | null }>(
+  "claim_state",
+  `select ${R.status} as status, ${R.nextJob} as next_job,
+     case when ${R.leaseUntil} > now() then (extract(epoch from (${R.leaseUntil} - now())) * 1000)::int end as live_ms
+   from ${tbl(runs)} where ${R.id} = $1`,
+);
+
+/** An approval a human already gave for one of the batch's calls. */
+export interface StoredApproval {
+  toolCallId: string;
+  status: string;
+  editedArguments: string | null;
+  grantsNetwork: boolean;
+}
+
+export type Claim<Extra> =
+  | { kind: "claimed"; run: ClaimedRun; extra: Extra }
+  /** Another job holds a live lease on the run: retry after it lapses. */
+  | { kind: "busy"; retryInMs: number }
+  /** The run no longer needs this job (done, cancelled, or a duplicate). */
+  | { kind: "gone"; reason: string };
+
+export interface StepClaim {
+  /** The attempt this claim starts: one more than any before it. */
+  attempt: number;
+}
+
+export interface BatchClaim {
+  stepAttempt: number;
+  stepTools: string[];
+  calls: CallRow[];
+  policies: ApprovalPolicy[];
+  decided: Map<string, StoredApproval>;
+}
+
+interface ClaimRequest {
+  runId: string;
+  stepIndex: number;
+  next: NextJob;
+  owner: string;
+  leaseMs: number;
+}
+
+function claimValues(request: ClaimRequest): unknown[] {
+  return [request.runId, request.owner, request.leaseMs / 1000, JSON.stringify(request.next), request.stepIndex];
+}
+
+export async function claimStep(on: Queryable, request: ClaimRequest): Promise<Claim<StepClaim>> {
+  const [row] = await run(on, claimStepStatement, claimValues(request));
+  if (!row) return explainMissedClaim(on, request);
+  const { stepAttempt, ...claimed } = row;
+  return claimedOrGone(claimed, { attempt: stepAttempt + 1 });
+}
+
+export async function claimBatch(on: Queryable, request: ClaimRequest): Promise<Claim<BatchClaim>> {
+  const [row] = await run(on, claimBatchStatement, claimValues(request));
+  if (!row) return explainMissedClaim(on, request);
+  const { stepAttempt, stepTools, calls, tenantPolicy, projectPolicy, decided, ...claimed } = row;
+  return claimedOrGone(claimed, {
+    stepAttempt: stepAttempt ?? 1,
+    stepTools: stepTools ?? [],
+    calls: calls.map((json) => rowFromJson(toolCalls, json)),
+    policies: [tenantPolicy, projectPolicy],
+    decided: new Map(decided.map((approval) => [approval.toolCallId, approval])),
+  });
+}
+
+function claimedOrGone<Extra>(row: RunRow, extra: Extra): Claim<Extra> {
+  if (row.ordinal === null) return { kind: "gone", reason: "run has no place in history" };
+  return { kind: "claimed", run: { ...row, ordinal: row.ordinal }, extra };
+}
+
+async function explainMissedClaim(on: Queryable, request: ClaimRequest): Promise<{ kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string }> {
+  const [state] = await run(on, claimStateStatement, [request.runId]);
+  if (!state) return { kind: "gone", reason: "run does not exist" };
+  if (!(claimableRunStatuses as readonly string[]).includes(state.status)) return { kind: "gone", reason: `run is ${state.status}` };
+  if (!sameJob(state.next_job, request.next)) return { kind: "gone", reason: "run does not need this job" };
+  if (state.live_ms !== null) return { kind: "busy", retryInMs: state.live_ms + 50 };
+  return { kind: "gone", reason: "claim lost a race" };
+}
+
+/** jsonb orders keys its own way, so compare jobs by field. */
+function sameJob(stored: NextJob | null, wanted: NextJob): boolean {
+  if (!stored || stored.kind !== wanted.kind || stored.stepIndex !== wanted.stepIndex) return false;
+  const resume = (job: NextJob) => (job.kind === "batch" ? job.resume : undefined);
+  return resume(stored) === resume(wanted);
+}
+
+/**
+ * renewLeases
+ * Guard: the lease is held by one of these owners. Params: $1 owners, $2 lease seconds.
+ * Result: none. One statement per tick for every job of a process.
+ */
+const renewLeasesStatement = statement(
+  "renew_leases",
+  `update ${tbl(runs)} set ${R.leaseUntil} = now() + make_interval(secs => $2::float8) where ${R.leaseOwner} = any($1::text[])`,
+);
+
+export async function renewLeases(on: Queryable, owners: readonly string[], leaseMs: number): Promise<void> {
+  await run(on, renewLeasesStatement, [owners, leaseMs / 1000]);
+}
+
+/**
+ * addActivatedTools
+ * Guard: the batch's fence, run running. Params: $1 run, $2 fence, $3 tool names (JSON).
+ * Result: none; the names join the run's sorted, distinct list of activated deferred tools (R5).
+ */
+const addActivatedToolsStatement = statement(
+  "add_activated_tools",
+  `update ${tbl(runs)} set ${R.activatedTools} = (
+     select coalesce(jsonb_agg(distinct name order by name), '[]'::jsonb)
+     from jsonb_array_elements_text(${R.activatedTools} || $3::jsonb) as name)
+   where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running'`,
+);
+
+export async function addActivatedTools(on: Queryable, held: { id: string; fence: number }, names: readonly string[]): Promise<void> {
+  await run(on, addActivatedToolsStatement, [held.id, held.fence, JSON.stringify(names)]);
+}
+
+const fenced = (runRow: { id: string; fence: number }) => and(eq(runs.id, runRow.id), eq(runs.fence, runRow.fence), eq(runs.status, "running"));
+
+/**
+ * Locks the run a job holds, for a transaction that reads and then writes its calls.
+ * Guard: fence, running. Result: whether this attempt still holds the run.
+ */
+export async function lockHeldRun(tx: Database, held: { id: string; fence: number }): Promise<boolean> {
+  const [locked] = await tx.select({ id: runs.id }).from(runs).where(fenced(held)).for("update");
+  return locked !== undefined;
+}
+
+/** Locks any run by id, for decisions, cancellations and deliveries that start from outside its jobs. */
+export async function lockRun(tx: Database, runId: string): Promise<RunRow | undefined> {
+  const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
+  return row;
+}
+
+/**
+ * releaseForRetry
+ * Guard: fence, running. Result: the run's new redispatch count, or undefined when the fence is lost.
+ * The job gives the run back without committing anything (a step asked again, R5).
+ */
+export async function releaseForRetry(tx: Database, held: { id: string; fence: number }): Promise<number | undefined> {
+  const [updated] = await tx
+    .update(runs)
+    .set({ redispatches: sql`${runs.redispatches} + 1`, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .where(fenced(held))
+    .returning({ redispatches: runs.redispatches });
+  return updated?.redispatches;
+}
+
+/**
+ * parkRun
+ * Guard: fence, running, and `status` reachable from running. Result: whether it parked.
+ * The run waits with no job and no lease: for a decision (`awaiting_approval`, D6) or for sub-agents (`running`, A1).
+ */
+export async function parkRun(tx: Database, held: { id: string; fence: number }, status: "awaiting_approval" | "running"): Promise<boolean> {
+  if (status !== "running" && !runStatusesLeadingTo(status).includes("running")) throw new Error(`a running run cannot become ${status}`);
+  const parked = await tx
+    .update(runs)
+    .set({ status, nextJob: null, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .where(fenced(held))
+    .returning({ id: runs.id });
+  return parked.length > 0;
+}
+
+/**
+ * moveToNextStep
+ * Guard: fence, running, and the run still on the batch this job claimed (`next_job`). Result: whether it moved.
+ */
+export async function moveToNextStep(tx: Database, held: { id: string; fence: number; nextJob: NextJob | null }, nextIndex: number): Promise<NextJob | undefined> {
+  const next: NextJob = { kind: "step", stepIndex: nextIndex };
+  const moved = await tx
+    .update(runs)
+    .set({ stepIndex: nextIndex, nextJob: next, redispatches: 0, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .where(and(fenced(held), sql`${runs.nextJob} = ${JSON.stringify(held.nextJob)}::jsonb`))
+    .returning({ id: runs.id });
+  return moved.length > 0 ? next : undefined;
+}
+
+/**
+ * resumeParkedRun
+ * Guard: no job, and a status from which `running` is reached or `running` itself (parked on sub-agents).
+ * Result: the batch job to dispatch, or undefined when the run was not parked.
+ */
+export async function resumeParkedRun(tx: Database, parked: { id: string; fence: number }, stepIndex: number): Promise<NextJob | undefined> {
+  // The fence names the parked attempt, so each resume gets a job id of its own.
+  const next: NextJob = { kind: "batch", stepIndex, resume: parked.fence };
+  const [resumed] = await tx
+    .update(runs)
+    .set({ status: "running", nextJob: next, redispatches: 0, updatedAt: sql`now()` })
+    .where(and(eq(runs.id, parked.id), inArray(runs.status, ["running", ...runStatusesLeadingTo("running").filter((s) => s !== "queued")]), isNull(runs.nextJob)))
+    .returning({ id: runs.id });
+  return resumed ? next : undefined;
+}
+
+/**
+ * redispatchLostJob
+ * Guard: the run still needs the same job and nobody redispatched it since it was read.
+ * Result: the new redispatch count (the job's id changes with it), or undefined.
+ */
+export async function redispatchLostJob(tx: Database, lost: { id: string; nextJob: NextJob; redispatches: number }): Promise<number | undefined> {
+  const [updated] = await tx
+    .update(runs)
+    .set({ redispatches: sql`${runs.redispatches} + 1`, updatedAt: sql`now()` })
+    .where(and(eq(runs.id, lost.id), eq(runs.redispatches, lost.redispatches), sql`${runs.nextJob} = ${JSON.stringify(lost.nextJob)}::jsonb`))
+    .returning({ redispatches: runs.redispatches });
+  return updated?.redispatches;
+}
+
+/**
+ * finishRun
+ * Guard: a status from which `status` is reached (`runStatusesLeadingTo`), and the fence when given.
+ * Result: whether the run ended here. Bumps the fence, so no job of the run can commit after.
+ */
+export async function finishRun(
+  tx: Database,
+  runId: string,
+  status: TerminalRunStatus,
+  options: { fence?: number; error?: { code: string; message: string } },
+): Promise<boolean> {
+  const conditions = [eq(runs.id, runId), inArray(runs.status, runStatusesLeadingTo(status))];
+  if (options.fence !== undefined) conditions.push(eq(runs.fence, options.fence));
+  const updated = await tx
+    .update(runs)
+    .set({
+      status,
+      nextJob: null,
+      leaseOwner: null,
+      leaseUntil: null,
+      fence: sql`${runs.fence} + 1`,
+      error: options.error ?? null,
+      endedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(...conditions))
+    .returning({ id: runs.id });
+  return updated.length > 0;
+}
+
+/** insertRun: a new run, `queued`, with no place in history yet. */
+export async function insertRun(tx: Database, values: { tenantId: string; sessionId: string; input: string }): Promise<RunRow> {
+  const [row] = await tx.insert(runs).values({ id: newId("run"), ...values, status: "queued" }).returning();
+  if (!row) throw new Error("run insert returned nothing");
+  return row;
+}
+
+/**
+ * placeRun
+ * Guard: the run has no place yet. Result: its ordinal in the session, or undefined.
+ * Makes the run the session's active run and records its first step job (the outbox).
+ */
+export async function placeRun(tx: Database, queued: { id: string; sessionId: string }): Promise<{ ordinal: number; next: NextJob } | undefined> {
+  const [session] = await tx
+    .update(sessions)
+    .set({ runCount: sql`${sessions.runCount} + 1`, activeRunId: queued.id })
+    .where(eq(sessions.id, queued.sessionId))
+    .returning({ runCount: sessions.runCount });
+  if (!session) throw new Error(`session ${queued.sessionId} vanished`);
+  const next: NextJob = { kind: "step", stepIndex: 0 };
+  const placed = await tx
+    .update(runs)
+    .set({ ordinal: session.runCount, nextJob: next, redispatches: 0, updatedAt: sql`now()` })
+    .where(and(eq(runs.id, queued.id), isNull(runs.ordinal)))
+    .returning({ id: runs.id });
+  if (placed.length === 0) throw new Error(`run ${queued.id} already has a place`);
+  return { ordinal: session.runCount, next };
+}
+
+/**
+ * releaseSessionSlot
+ * Guard: the run is the session's active run. Result: the oldest run waiting behind it
+ * (locked), unless the session was deleted or `takeNext` is false.
+ */
+export async function releaseSessionSlot(tx: Database, sessionId: string, runId: string, takeNext: boolean): Promise<RunRow | undefined> {
+  const [session] = await tx
+    .update(sessions)
+    .set({ activeRunId: null })
+    .where(and(eq(sessions.id, sessionId), eq(sessions.activeRunId, runId)))
+    .returning({ deletedAt: sessions.deletedAt });
+  if (!session || session.deletedAt || !takeNext) return undefined;
+  const [waiting] = await tx
+    .select()
+    .from(runs)
+    .where(and(eq(runs.sessionId, sessionId), eq(runs.status, "queued"), isNull(runs.ordinal)))
+    .orderBy(asc(runs.createdAt))
+    .limit(1)
+    .for("update");
+  return waiting;
+}

@@ -1,0 +1,82 @@
+import { getTableColumns, getTableName, type Table } from "drizzle-orm";
+import type { PgColumn } from "drizzle-orm/pg-core";
+import type pg from "pg";
+
+/**
+ * Statements of the hot path are written as text once, at load, and run as
+ * named prepared statements: Postgres parses and plans each once per
+ * connection, and no query builder runs per step. Every table and column name
+ * in them comes from the drizzle schema through these helpers, so renaming a
+ * schema field fails the type check and renaming a column follows it.
+ */
+
+/** A column's quoted name. */
+export function col(column: PgColumn): string {
+  return `"${column.name}"`;
+}
+
+/** A table's quoted name. */
+export function tbl(table: Table): string {
+  return `"${getTableName(table)}"`;
+}
+
+/**
+ * A select list giving a table's row in its drizzle shape (`$inferSelect`):
+ * each column under its field name, 53-bit bigints as numbers.
+ */
+export function rowOf(table: Table, alias?: string): string {
+  const prefix = alias ? `${alias}.` : "";
+  return Object.entries(getTableColumns(table))
+    .map(([field, column]) => {
+      const value = `${prefix}"${column.name}"`;
+      return `${column.columnType === "PgBigInt53" ? `${value}::float8` : value} as "${field}"`;
+    })
+    .join(", ");
+}
+
+/** A connection or a pool: what a statement runs on. Inside a transaction, its client. */
+export type Queryable = Pick<pg.PoolClient, "query">;
+
+/** A named statement and the row shape it answers. */
+export interface Statement<Row> {
+  readonly name: string;
+  readonly text: string;
+  /** Type-level only: the shape of one row. */
+  readonly row?: Row;
+}
+
+const names = new Set<string>();
+
+/** Declares a prepared statement; names are unique per process, as pg requires per connection. */
+export function statement<Row = Record<string, never>>(name: string, text: string): Statement<Row> {
+  if (names.has(name)) throw new Error(`statement ${name} declared twice`);
+  names.add(name);
+  return { name: `foya_${name}`, text };
+}
+
+/**
+ * Runs a statement with positional values. Arrays go as Postgres arrays;
+ * jsonb values must be passed as JSON text.
+ */
+export async function run<Row>(on: Queryable, statement: Statement<Row>, values: readonly unknown[]): Promise<Row[]> {
+  const result = await on.query({ name: statement.name, text: statement.text, values: values as unknown[] });
+  return result.rows as Row[];
+}
+
+/**
+ * A row that came back as JSON (`to_jsonb(t)` inside an aggregate) in its
+ * drizzle shape: keys by field name, timestamps as dates.
+ */
+export function rowFromJson<T extends Table>(table: T, json: Record<string, unknown>): T["$inferSelect"] {
+  const row: Record<string, unknown> = {};
+  for (const [field, column] of Object.entries(getTableColumns(table))) {
+    const value = json[column.name];
+    row[field] = value !== null && value !== undefined && column.dataType === "date" ? new Date(value as string) : (value ?? null);
+  }
+  return row as T["$inferSelect"];
+}
+
+/** A SQL list of string literals from a constant list (state-machine statuses): `'a', 'b'`. */
+export function literals(values: readonly string[]): string {
+  return values.map((value) => `'${value.replace(/'/g, "''")}'`).join(", ");
+}

@@ -1,0 +1,215 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import type { EventBody, NewEvent, SessionEvent, StepRef } from "../core/events.js";
+import type { AssistantToolCall } from "../core/history.js";
+import type { Database } from "../db/client.js";
+import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
+import { newId } from "../ids.js";
+import type { FinishReason, Usage } from "../providers/provider.js";
+import { appendedEventsColumn, appendEventsText, eventPayload, toSessionEvents, type EventRow } from "./events.js";
+import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import type { ClaimedRun } from "./runs.js";
+
+/** Model Steps (SPEC D1): one row per step index, its attempt counted up by each claim. */
+
+const R = { id: col(runs.id), fence: col(runs.fence), status: col(runs.status) };
+const S = {
+  id: col(steps.id),
+  tenantId: col(steps.tenantId),
+  runId: col(steps.runId),
+  index: col(steps.index),
+  attempt: col(steps.attempt),
+  status: col(steps.status),
+  tools: col(steps.tools),
+  finishReason: col(steps.finishReason),
+  stopReason: col(steps.stopReason),
+  usage: col(steps.usage),
+  endedAt: col(steps.endedAt),
+};
+const M = {
+  id: col(messages.id),
+  tenantId: col(messages.tenantId),
+  sessionId: col(messages.sessionId),
+  runId: col(messages.runId),
+  runOrdinal: col(messages.runOrdinal),
+  stepIndex: col(messages.stepIndex),
+  part: col(messages.part),
+  callIndex: col(messages.callIndex),
+  role: col(messages.role),
+  content: col(messages.content),
+};
+const C = {
+  id: col(toolCalls.id),
+  tenantId: col(toolCalls.tenantId),
+  sessionId: col(toolCalls.sessionId),
+  runId: col(toolCalls.runId),
+  stepId: col(toolCalls.stepId),
+  stepIndex: col(toolCalls.stepIndex),
+  callIndex: col(toolCalls.callIndex),
+  callId: col(toolCalls.callId),
+  name: col(toolCalls.name),
+  argumentsRaw: col(toolCalls.argumentsRaw),
+  status: col(toolCalls.status),
+};
+
+/** The run a job holds, as the fenced statements below guard it. */
+const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running')`;
+
+/**
+ * startStep
+ * Guard: the step job's fence, run running. Params: $1 run, $2 fence, $3 step id, $4 tenant,
+ * $5 index, $6 attempt, $7 tools (JSON), $8 session, $9 events.
+ * Result: the step's id (a new row, or the earlier attempt's row now `streaming` again) and its `step_start` event.
+ */
+const startStepStatement = statement<{ id: string | null; events: EventRow[] }>(
+  "start_step",
+  `with started as (
+     insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools})
+     select $3, $4, $1, $5, $6, 'streaming', $7::jsonb where ${heldRun}
+     on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = 'streaming', ${S.tools} = excluded.${S.tools}
+     returning ${S.id} as id
+   ),
+   ${appendEventsText({ sessionId: "$8", tenantId: "$4", payload: "$9" }, "exists (select 1 from started)")}
+   select (select id from started) as id, ${appendedEventsColumn} as events`,
+);
+
+export interface StartedStep {
+  id: string;
+  ref: StepRef;
+  events: SessionEvent[];
+}
+
+export async function startStep(on: Queryable, held: ClaimedRun, stepIndex: number, attempt: number, tools: string[]): Promise<StartedStep | null> {
+  const ref: StepRef = { index: stepIndex, attempt };
+  const payload = eventPayload([{ runId: held.id, step: ref, body: { type: "step_start", stepIndex, attempt, tools } }]);
+  const [row] = await run(on, startStepStatement, [held.id, held.fence, newId("stp"), held.tenantId, stepIndex, attempt, JSON.stringify(tools), held.sessionId, payload]);
+  if (!row?.id) return null;
+  return { id: row.id, ref, events: toSessionEvents(held.sessionId, row.events) };
+}
+
+export interface StepResult {
+  text: string;
+  toolCalls: AssistantToolCall[];
+  /** `stopReason` is the provider's raw value, stored beside the normalized reason. */
+  finish: { reason: FinishReason; stopReason?: string; usage?: Usage } | undefined;
+  /** Live events the step's sink had not written yet; they go before `step_end`. */
+  pendingEvents: EventBody[];
+}
+
+/**
+ * commitStep
+ * Guard: the step job's fence, run running. Params: $1 run, $2 fence, $3 next job (JSON or null),
+ * $4 step id, $5 finish reason, $6 stop reason, $7 usage, $8 message id, $9 tenant, $10 session,
+ * $11 run ordinal, $12 step index, $13 assistant message, $14 calls (JSON), $15 events.
+ * Result: whether it committed, and the events appended: the step's end, the assistant
+ * message, its calls as `queued`, the run's next job (the batch, or none) and the lease released.
+ */
+const commitStepStatement = statement<{ committed: number; events: EventRow[] }>(
+  "commit_step",
+  `with committed_run as (
+     update ${tbl(runs)} set ${col(runs.nextJob)} = $3::jsonb, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
+       ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
+     where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running'
+     returning ${R.id}
+   ),
+   ended_step as (
+     update ${tbl(steps)} set ${S.status} = 'completed', ${S.finishReason} = $5, ${S.stopReason} = $6, ${S.usage} = $7::jsonb, ${S.endedAt} = now()
+     where ${S.id} = $4 and exists (select 1 from committed_run)
+   ),
+   assistant_message as (
+     insert into ${tbl(messages)} (${M.id}, ${M.tenantId}, ${M.sessionId}, ${M.runId}, ${M.runOrdinal}, ${M.stepIndex}, ${M.part}, ${M.callIndex}, ${M.role}, ${M.content})
+     select $8, $9, $10, $1, $11, $12, 1, 0, 'assistant', $13::jsonb from committed_run
+     on conflict do nothing
+   ),
+   new_calls as (
+     insert into ${tbl(toolCalls)} (${C.id}, ${C.tenantId}, ${C.sessionId}, ${C.runId}, ${C.stepId}, ${C.stepIndex}, ${C.callIndex}, ${C.callId}, ${C.name}, ${C.argumentsRaw}, ${C.status})
+     select c.id, $9, $10, $1, $4, $12, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued'
+     from committed_run, jsonb_to_recordset($14::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text)
+     on conflict do nothing
+   ),
+   ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$15" }, "exists (select 1 from committed_run)")}
+   select (select count(*) from committed_run)::int as committed, ${appendedEventsColumn} as events`,
+);
+
+/** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
+export async function commitStep(
+  on: Queryable,
+  held: ClaimedRun,
+  step: { id: string; attempt: number; index: number },
+  result: StepResult,
+): Promise<SessionEvent[] | null> {
+  const stepRef: StepRef = { index: step.index, attempt: step.attempt };
+  const finishReason = result.finish?.reason ?? "other";
+  const stopReason = result.finish?.stopReason ?? null;
+  const usage = result.finish?.usage;
+  const next = result.toolCalls.length > 0 ? JSON.stringify({ kind: "batch", stepIndex: step.index }) : null;
+  const calls = JSON.stringify(
+    result.toolCalls.map((call, callIndex) => ({ id: newId("call"), call_index: callIndex, call_id: call.callId, name: call.name, arguments_raw: call.argumentsRaw })),
+  );
+  const stepEnd: NewEvent = {
+    runId: held.id,
+    step: stepRef,
+    body: {
+      type: "step_end",
+      stepIndex: step.index,
+      attempt: step.attempt,
+      finishReason,
+      ...(stopReason !== null ? { stopReason } : {}),
+      ...(usage ? { usage } : {}),
+      toolCalls: result.toolCalls.length,
+    },
+  };
+  const payload = eventPayload([...result.pendingEvents.map((body) => ({ runId: held.id, step: stepRef, body })), stepEnd]);
+  const [row] = await run(on, commitStepStatement, [
+    held.id,
+    held.fence,
+    next,
+    step.id,
+    finishReason,
+    stopReason,
+    usage ? JSON.stringify(usage) : null,
+    newId("msg"),
+    held.tenantId,
+    held.sessionId,
+    held.ordinal,
+    step.index,
+    JSON.stringify({ role: "assistant", text: result.text, toolCalls: result.toolCalls }),
+    calls,
+    payload,
+  ]);
+  if (!row || row.committed === 0) return null;
+  return toSessionEvents(held.sessionId, row.events);
+}
+
+/** failStep: the step's last attempt failed; the caller ends the run in the same transaction. */
+export async function failStep(tx: Database, stepId: string): Promise<void> {
+  await tx.update(steps).set({ status: "failed", endedAt: sql`now()` }).where(eq(steps.id, stepId));
+}
+
+/**
+ * closeStreamingStep
+ * Guard: the step is still `streaming` (locked). Result: the text its attempt streamed so far, or
+ * undefined when no step of the run was streaming. The step ends as `completed` with reason `cancelled`.
+ */
+export async function closeStreamingStep(tx: Database, cut: { id: string; sessionId: string; stepIndex: number }): Promise<{ index: number; text: string } | undefined> {
+  const [step] = await tx
+    .select()
+    .from(steps)
+    .where(and(eq(steps.runId, cut.id), eq(steps.index, cut.stepIndex), eq(steps.status, "streaming")))
+    .for("update");
+  if (!step) return undefined;
+  const deltas = await tx
+    .select({ text: sql<string>`${events.data}->>'text'` })
+    .from(events)
+    .where(
+      and(
+        eq(events.sessionId, cut.sessionId),
+        eq(events.runId, cut.id),
+        eq(events.stepIndex, step.index),
+        eq(events.attempt, step.attempt),
+        eq(events.type, "text_delta"),
+      ),
+    )
+    .orderBy(asc(events.seq));
+  await tx.update(steps).set({ status: "completed", finishReason: "cancelled", endedAt: sql`now()` }).where(eq(steps.id, step.id));
+  return { index: step.index, text: deltas.map((d) => d.text).join("") };
+}
