@@ -1,5 +1,5 @@
 import type { HistoryMessage, ResultPart } from "../core/history.js";
-import type { HistoryEntry } from "../runs/history-store.js";
+import type { HistoryEntry } from "../store/messages.js";
 import { projectResult, referenceOf, resultText } from "./project-results.js";
 import type { ArtifactReader } from "../artifacts/artifact-store.js";
 import { isImageMediaType } from "../artifacts/media-types.js";

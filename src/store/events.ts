@@ -53,16 +53,32 @@ export function appendEventsText(params: { sessionId: string; tenantId: string; 
              e.value->>'runId', (e.value->>'stepIndex')::int, (e.value->>'attempt')::int,
              e.value->>'type', e.value->'data'
       from event_seq_bump b, jsonb_array_elements(b.items) with ordinality as e(value, ord)
-      returning ${E.seq} as seq, ${E.runId} as run_id, ${E.stepIndex} as step_index, ${E.attempt} as attempt,
-                ${E.type} as type, ${E.data} as data, ${E.createdAt} as created_at
     )`;
 }
 
-/** Selects, as one jsonb array, what `appendEventsText` appended. */
-export const appendedEventsColumn = `(select coalesce(jsonb_agg(to_jsonb(a.*)), '[]'::jsonb) from appended_events a)`;
+/**
+ * Selects what `appendEventsText` did: the session's last sequence number after it (null when
+ * nothing was appended) and the time the rows carry. The events themselves are known to the
+ * caller, so nothing is sent back (`appendedEvents` numbers them).
+ */
+export const appendedColumns = `(select event_seq from event_seq_bump)::float8 as last_seq, now() as appended_at`;
 
-/** One appended event as the statements above answer it. */
-export interface EventRow {
+/** The columns `appendedColumns` selects. */
+export interface AppendedRow {
+  last_seq: number | null;
+  appended_at: Date;
+}
+
+/** The events a statement appended, numbered from the session's last sequence number; none when it appended nothing. */
+export function appendedEvents(sessionId: string, newEvents: readonly NewEvent[], row: AppendedRow | undefined): SessionEvent[] {
+  if (!row || row.last_seq === null || newEvents.length === 0) return [];
+  const first = row.last_seq - newEvents.length + 1;
+  const at = row.appended_at.toISOString();
+  return newEvents.map((event, index) => ({ seq: first + index, sessionId, runId: event.runId, step: event.step, type: event.body.type, data: event.body, at }));
+}
+
+/** One event row as read back. */
+interface EventRow {
   seq: string | number;
   run_id: string;
   step_index: number | null;
@@ -72,10 +88,6 @@ export interface EventRow {
   created_at: Date | string;
 }
 
-/** Turns the rows of `appendedEventsColumn` into events, in sequence order. */
-export function toSessionEvents(sessionId: string, rows: readonly EventRow[]): SessionEvent[] {
-  return rows.map((row) => toSessionEvent(sessionId, row)).sort((a, b) => a.seq - b.seq);
-}
 
 /**
  * appendEvents
@@ -83,15 +95,15 @@ export function toSessionEvents(sessionId: string, rows: readonly EventRow[]): S
  * Params: session, tenant, events in order.
  * Result: the events with their sequence numbers.
  */
-const append = statement<{ events: EventRow[] }>(
+const append = statement<AppendedRow>(
   "append_events",
-  `with ${appendEventsText({ sessionId: "$1", tenantId: "$2", payload: "$3" })} select ${appendedEventsColumn} as events`,
+  `with ${appendEventsText({ sessionId: "$1", tenantId: "$2", payload: "$3" })} select ${appendedColumns}`,
 );
 
 export async function appendEvents(on: Queryable, tenantId: string, sessionId: string, newEvents: readonly NewEvent[]): Promise<SessionEvent[]> {
   if (newEvents.length === 0) return [];
   const [row] = await run(on, append, [sessionId, tenantId, eventPayload(newEvents)]);
-  return toSessionEvents(sessionId, row?.events ?? []);
+  return appendedEvents(sessionId, newEvents, row);
 }
 
 function toSessionEvent(sessionId: string, row: EventRow): SessionEvent {

@@ -40,16 +40,13 @@ const loadHistoryStatement = statement<{ content: HistoryMessage; run_ordinal: n
    order by ${position}`,
 );
 
-/** Before every position: reads from the start. */
-const origin: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 };
-
 /** History up to and including the given run, oldest first; with `after`, only what follows that position. */
 export async function loadHistory(
   on: Queryable,
   tenantId: string,
   sessionId: string,
   upToRunOrdinal: number,
-  after: MessagePosition = origin,
+  after: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
 ): Promise<HistoryEntry[]> {
   const rows = await run(on, loadHistoryStatement, [sessionId, tenantId, upToRunOrdinal, after.runOrdinal, after.stepIndex, after.part, after.callIndex]);
   return rows.map((row) => ({

@@ -1,10 +1,12 @@
 import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
+import type { HistoryMessage, MessagePosition } from "../core/history.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import { claimableRunStatuses, runStatusesLeadingTo, type RunStatus, type TerminalRunStatus } from "../core/run-status.js";
 import type { Database } from "../db/client.js";
-import { approvals, projects, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
+import { approvals, messages, projects, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { NextJob } from "../queue/job-types.js";
+import type { HistoryEntry } from "./messages.js";
 import { col, literals, rowFromJson, rowOf, run, statement, tbl, type Queryable } from "./sql-text.js";
 
 /**
@@ -44,17 +46,29 @@ const claimCte = `
     returning ${rowOf(runs)}
   )`;
 
+const M = {
+  position: [messages.runOrdinal, messages.stepIndex, messages.part, messages.callIndex].map((column) => `m.${col(column)}`).join(", "),
+};
+
 /**
  * claimStep
- * Guard: the claim above. Params: $5 step index.
- * Result: the run, and the attempt the step reached before (0 for none).
+ * Guard: the claim above. Params: $5 step index, $6..$9 the history position the worker already has.
+ * Result: the run, the attempt the step reached before (0 for none), and the run's history
+ * after that position (O1): the claim, the step's attempt and the history in one round trip.
  */
-const claimStepStatement = statement<RunRow & { stepAttempt: number }>(
+const claimStepStatement = statement<RunRow & { stepAttempt: number; history: HistoryRow[] }>(
   "claim_step",
   `with ${claimCte}
-   select c.*, coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt"
+   select c.*, coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt",
+     coalesce((select jsonb_agg(jsonb_build_array(m.${col(messages.content)}, ${M.position}) order by ${M.position})
+               from ${tbl(messages)} m
+               where m.${col(messages.sessionId)} = c."sessionId" and m.${col(messages.tenantId)} = c."tenantId" and m.${col(messages.runOrdinal)} <= c."ordinal"
+                 and (${M.position}) > ($6::int, $7::int, $8::int, $9::int)), '[]'::jsonb) as history
    from claimed c`,
 );
+
+/** One history message as the step claim answers it: content, run ordinal, step index, part, call index. */
+type HistoryRow = [HistoryMessage, number, number, MessagePosition["part"], number];
 
 /**
  * claimBatch
@@ -120,6 +134,8 @@ export type Claim<Extra> =
 export interface StepClaim {
   /** The attempt this claim starts: one more than any before it. */
   attempt: number;
+  /** The run's history after the position the claim was given. */
+  history: HistoryEntry[];
 }
 
 export interface BatchClaim {
@@ -138,15 +154,22 @@ interface ClaimRequest {
   leaseMs: number;
 }
 
+/** Before every position: a claim given it reads the whole history. */
+export const historyOrigin: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 };
+
 function claimValues(request: ClaimRequest): unknown[] {
   return [request.runId, request.owner, request.leaseMs / 1000, JSON.stringify(request.next), request.stepIndex];
 }
 
-export async function claimStep(on: Queryable, request: ClaimRequest): Promise<Claim<StepClaim>> {
-  const [row] = await run(on, claimStepStatement, claimValues(request));
+export async function claimStep(on: Queryable, request: ClaimRequest & { historyAfter: MessagePosition }): Promise<Claim<StepClaim>> {
+  const after = request.historyAfter;
+  const [row] = await run(on, claimStepStatement, [...claimValues(request), after.runOrdinal, after.stepIndex, after.part, after.callIndex]);
   if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, ...claimed } = row;
-  return claimedOrGone(claimed, { attempt: stepAttempt + 1 });
+  const { stepAttempt, history, ...claimed } = row;
+  return claimedOrGone(claimed, {
+    attempt: stepAttempt + 1,
+    history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({ message, position: { runOrdinal, stepIndex, part, callIndex } })),
+  });
 }
 
 export async function claimBatch(on: Queryable, request: ClaimRequest): Promise<Claim<BatchClaim>> {

@@ -5,7 +5,7 @@ import type { Database } from "../db/client.js";
 import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
-import { appendedEventsColumn, appendEventsText, eventPayload, toSessionEvents, type EventRow } from "./events.js";
+import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
 import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
 import type { ClaimedRun } from "./runs.js";
 
@@ -60,7 +60,7 @@ const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = $1 and ${R.f
  * $5 index, $6 attempt, $7 tools (JSON), $8 session, $9 events.
  * Result: the step's id (a new row, or the earlier attempt's row now `streaming` again) and its `step_start` event.
  */
-const startStepStatement = statement<{ id: string | null; events: EventRow[] }>(
+const startStepStatement = statement<{ id: string | null } & AppendedRow>(
   "start_step",
   `with started as (
      insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools})
@@ -69,7 +69,7 @@ const startStepStatement = statement<{ id: string | null; events: EventRow[] }>(
      returning ${S.id} as id
    ),
    ${appendEventsText({ sessionId: "$8", tenantId: "$4", payload: "$9" }, "exists (select 1 from started)")}
-   select (select id from started) as id, ${appendedEventsColumn} as events`,
+   select (select id from started) as id, ${appendedColumns}`,
 );
 
 export interface StartedStep {
@@ -80,10 +80,10 @@ export interface StartedStep {
 
 export async function startStep(on: Queryable, held: ClaimedRun, stepIndex: number, attempt: number, tools: string[]): Promise<StartedStep | null> {
   const ref: StepRef = { index: stepIndex, attempt };
-  const payload = eventPayload([{ runId: held.id, step: ref, body: { type: "step_start", stepIndex, attempt, tools } }]);
-  const [row] = await run(on, startStepStatement, [held.id, held.fence, newId("stp"), held.tenantId, stepIndex, attempt, JSON.stringify(tools), held.sessionId, payload]);
+  const events: NewEvent[] = [{ runId: held.id, step: ref, body: { type: "step_start", stepIndex, attempt, tools } }];
+  const [row] = await run(on, startStepStatement, [held.id, held.fence, newId("stp"), held.tenantId, stepIndex, attempt, JSON.stringify(tools), held.sessionId, eventPayload(events)]);
   if (!row?.id) return null;
-  return { id: row.id, ref, events: toSessionEvents(held.sessionId, row.events) };
+  return { id: row.id, ref, events: appendedEvents(held.sessionId, events, row) };
 }
 
 export interface StepResult {
@@ -103,7 +103,7 @@ export interface StepResult {
  * Result: whether it committed, and the events appended: the step's end, the assistant
  * message, its calls as `queued`, the run's next job (the batch, or none) and the lease released.
  */
-const commitStepStatement = statement<{ committed: number; events: EventRow[] }>(
+const commitStepStatement = statement<{ committed: number } & AppendedRow>(
   "commit_step",
   `with committed_run as (
      update ${tbl(runs)} set ${col(runs.nextJob)} = $3::jsonb, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
@@ -127,7 +127,7 @@ const commitStepStatement = statement<{ committed: number; events: EventRow[] }>
      on conflict do nothing
    ),
    ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$15" }, "exists (select 1 from committed_run)")}
-   select (select count(*) from committed_run)::int as committed, ${appendedEventsColumn} as events`,
+   select (select count(*) from committed_run)::int as committed, ${appendedColumns}`,
 );
 
 /** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
@@ -158,7 +158,7 @@ export async function commitStep(
       toolCalls: result.toolCalls.length,
     },
   };
-  const payload = eventPayload([...result.pendingEvents.map((body) => ({ runId: held.id, step: stepRef, body })), stepEnd]);
+  const events: NewEvent[] = [...result.pendingEvents.map((body) => ({ runId: held.id, step: stepRef, body })), stepEnd];
   const [row] = await run(on, commitStepStatement, [
     held.id,
     held.fence,
@@ -174,10 +174,10 @@ export async function commitStep(
     step.index,
     JSON.stringify({ role: "assistant", text: result.text, toolCalls: result.toolCalls }),
     calls,
-    payload,
+    eventPayload(events),
   ]);
   if (!row || row.committed === 0) return null;
-  return toSessionEvents(held.sessionId, row.events);
+  return appendedEvents(held.sessionId, events, row);
 }
 
 /** failStep: the step's last attempt failed; the caller ends the run in the same transaction. */

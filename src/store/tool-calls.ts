@@ -1,13 +1,13 @@
 import { and, asc, eq, inArray, isNull } from "drizzle-orm";
 import { toolEndEvent, toolMessageOf, type CallOutcome } from "../core/call-outcome.js";
-import type { SessionEvent, StepRef } from "../core/events.js";
+import type { NewEvent, SessionEvent, StepRef } from "../core/events.js";
 import { openToolCallStatuses, toolCallStatusesLeadingTo } from "../core/tool-call-status.js";
 import type { Database } from "../db/client.js";
 import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { NextJob } from "../queue/job-types.js";
 import { resultPreview } from "../runs/result-preview.js";
-import { appendedEventsColumn, appendEventsText, eventPayload, toSessionEvents, type EventRow } from "./events.js";
+import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
 import type { CallRow } from "./runs.js";
 import { col, literals, run, statement, tbl, type Queryable } from "./sql-text.js";
 
@@ -61,7 +61,7 @@ const openList = literals(openToolCallStatuses);
  * Params: $1 call ids, $2 fence, $3 owner, $4 run, $5 session, $6 tenant, $7 events.
  * Result: how many were marked, and their `tool_update` events.
  */
-const markRunningStatement = statement<{ marked: number; events: EventRow[] }>(
+const markRunningStatement = statement<{ marked: number } & AppendedRow>(
   "mark_calls_running",
   `with marked as (
      update ${tbl(toolCalls)} set ${C.status} = 'running', ${C.execFence} = $2, ${C.executedBy} = $3, ${C.startedAt} = now()
@@ -72,7 +72,7 @@ const markRunningStatement = statement<{ marked: number; events: EventRow[] }>(
      returning ${C.id}
    ),
    ${appendEventsText({ sessionId: "$5", tenantId: "$6", payload: "$7" }, "(select count(*) from marked) > 0")}
-   select (select count(*) from marked)::int as marked, ${appendedEventsColumn} as events`,
+   select (select count(*) from marked)::int as marked, ${appendedColumns}`,
 );
 
 export async function markCallsRunning(
@@ -82,10 +82,10 @@ export async function markCallsRunning(
   owner: string,
   stepRef: StepRef,
 ): Promise<SessionEvent[] | null> {
-  const payload = eventPayload(calls.map((call) => ({ runId: held.id, step: stepRef, body: { type: "tool_update", callId: call.callId, status: "running" } })));
-  const [row] = await run(on, markRunningStatement, [calls.map((call) => call.id), held.fence, owner, held.id, held.sessionId, held.tenantId, payload]);
+  const events: NewEvent[] = calls.map((call) => ({ runId: held.id, step: stepRef, body: { type: "tool_update", callId: call.callId, status: "running" } }));
+  const [row] = await run(on, markRunningStatement, [calls.map((call) => call.id), held.fence, owner, held.id, held.sessionId, held.tenantId, eventPayload(events)]);
   if (!row || row.marked !== calls.length) return null;
-  return toSessionEvents(held.sessionId, row.events);
+  return appendedEvents(held.sessionId, events, row);
 }
 
 /**
@@ -102,7 +102,7 @@ export async function markCallsRunning(
  * its file-change records and its `tool_end` event (what clients see), SPEC L2, T3. With `handOff`,
  * when no other call of the batch is open the same statement gives the run its next step job.
  */
-const answerStatement = statement<{ answered: number; handed_off: number; events: EventRow[] }>(
+const answerStatement = statement<{ answered: number; handed_off: number } & AppendedRow>(
   "answer_call",
   `with answered as (
      update ${tbl(toolCalls)} set ${C.status} = $2, ${C.result} = $3::jsonb, ${C.isError} = $4, ${C.errorCode} = $5, ${C.endedAt} = now()
@@ -132,7 +132,7 @@ const answerStatement = statement<{ answered: number; handed_off: number; events
    ),
    ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$17" }, "exists (select 1 from answered)")}
    select (select count(*) from answered)::int as answered, (select count(*) from handed_off)::int as handed_off,
-          ${appendedEventsColumn} as events`,
+          ${appendedColumns}`,
 );
 
 export interface AnswerRequest {
@@ -154,6 +154,7 @@ export interface Answered {
 
 export async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answered> {
   const { run: owner, call, outcome, handOff } = request;
+  const events: NewEvent[] = [{ runId: owner.id, step: request.step, body: toolEndEvent(call, outcome) }];
   const [row] = await run(on, answerStatement, [
     call.id,
     outcome.status,
@@ -171,7 +172,7 @@ export async function answerCall(on: Queryable, request: AnswerRequest): Promise
     call.callIndex,
     JSON.stringify(toolMessageOf(call, outcome)),
     JSON.stringify(outcome.fileChanges ?? []),
-    eventPayload([{ runId: owner.id, step: request.step, body: toolEndEvent(call, outcome) }]),
+    eventPayload(events),
     handOff !== undefined,
     handOff?.fence ?? null,
     handOff ? JSON.stringify(handOff.next) : null,
@@ -181,7 +182,7 @@ export async function answerCall(on: Queryable, request: AnswerRequest): Promise
   return {
     answered: (row?.answered ?? 0) > 0,
     handedOff: (row?.handed_off ?? 0) > 0,
-    events: toSessionEvents(owner.sessionId, row?.events ?? []),
+    events: appendedEvents(owner.sessionId, events, row),
   };
 }
 
@@ -268,13 +269,13 @@ export async function succeededCallNamed(tx: Database, runId: string, stepIndex:
  * Guard: the call is `running` under this batch attempt's fence: progress lands only while it runs.
  * Params: $1 call, $2 exec fence, $3 session, $4 tenant, $5 events. Result: the events appended (none when not owned).
  */
-const progressStatement = statement<{ events: EventRow[] }>(
+const progressStatement = statement<AppendedRow>(
   "append_call_progress",
   `with ${appendEventsText(
     { sessionId: "$3", tenantId: "$4", payload: "$5" },
     `exists (select 1 from ${tbl(toolCalls)} where ${C.id} = $1 and ${C.status} = 'running' and ${C.execFence} = $2)`,
   )}
-   select ${appendedEventsColumn} as events`,
+   select ${appendedColumns}`,
 );
 
 export async function appendCallProgress(
@@ -284,9 +285,9 @@ export async function appendCallProgress(
   step: StepRef,
   progress: string,
 ): Promise<SessionEvent[]> {
-  const payload = eventPayload([{ runId: owner.id, step, body: { type: "tool_update", callId: call.callId, progress } }]);
-  const [row] = await run(on, progressStatement, [call.id, owner.fence, owner.sessionId, owner.tenantId, payload]);
-  return toSessionEvents(owner.sessionId, row?.events ?? []);
+  const events: NewEvent[] = [{ runId: owner.id, step, body: { type: "tool_update", callId: call.callId, progress } }];
+  const [row] = await run(on, progressStatement, [call.id, owner.fence, owner.sessionId, owner.tenantId, eventPayload(events)]);
+  return appendedEvents(owner.sessionId, events, row);
 }
 
 /** The call an approval is about, locked, if it still waits for the decision. */

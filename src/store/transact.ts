@@ -89,9 +89,12 @@ export async function transact<T>(
     );
   });
   options.afterCommit?.();
-  await services.bus.publish(published);
-  await Promise.all(cancels.map((runId) => services.bus.publishCancel(runId)));
-  await services.dispatcher.dispatch(dispatches);
+  // Independent of each other: clients order events by sequence number, jobs claim through Postgres.
+  await Promise.all([
+    services.bus.publish(published),
+    ...cancels.map((runId) => services.bus.publishCancel(runId)),
+    services.dispatcher.dispatch(dispatches),
+  ]);
   return value;
 }
 

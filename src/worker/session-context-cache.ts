@@ -29,6 +29,7 @@ export interface SessionContextCache {
 export interface RunScope {
   tenantId: string;
   projectId: string;
+  sessionId: string;
 }
 
 export function createSessionContextCache(maxEntries = 10_000): SessionContextCache {
@@ -39,7 +40,7 @@ export function createSessionContextCache(maxEntries = 10_000): SessionContextCa
       const cached = runScopes.get(runId);
       if (cached) return cached;
       const [row] = await db
-        .select({ tenantId: runs.tenantId, projectId: sessions.projectId })
+        .select({ tenantId: runs.tenantId, projectId: sessions.projectId, sessionId: runs.sessionId })
         .from(runs)
         .innerJoin(sessions, eq(sessions.id, runs.sessionId))
         .where(eq(runs.id, runId));

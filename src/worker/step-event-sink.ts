@@ -6,8 +6,10 @@ import type { EventBus } from "../events/event-bus.js";
 /**
  * Streams a Step's live events to the log and the bus. Text and argument
  * deltas are coalesced for up to `coalesceMs` so a fast model does not cost one
- * insert per token; a `tool_begin` flushes at once (L1). Writes are serialized,
- * so sequence numbers follow the order the model produced.
+ * insert per token; a `tool_begin` flushes at once (L1): at the end of the
+ * current turn of the event loop, so a response that arrived whole goes to the
+ * step's commit instead of a statement of its own. Writes are serialized, so
+ * sequence numbers follow the order the model produced.
  */
 export interface StepEventSink {
   push(body: EventBody, options?: { urgent?: boolean }): void;
@@ -32,6 +34,7 @@ export function createStepEventSink(options: {
 }): StepEventSink {
   let pending: EventBody[] = [];
   let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
   let chain: Promise<void> = Promise.resolve();
   let failure: unknown;
 
@@ -54,11 +57,15 @@ export function createStepEventSink(options: {
     }
   }
 
+  function cancelScheduled(): void {
+    if (timer) clearTimeout(timer);
+    if (immediate) clearImmediate(immediate);
+    timer = undefined;
+    immediate = undefined;
+  }
+
   function schedule(): Promise<void> {
-    if (timer) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
+    cancelScheduled();
     const batch = pending;
     pending = [];
     if (batch.length === 0) return chain;
@@ -79,16 +86,13 @@ export function createStepEventSink(options: {
     push(body, pushOptions) {
       merge(body);
       if (pushOptions?.urgent) {
-        void schedule();
-      } else if (!timer) {
+        immediate ??= setImmediate(() => void schedule());
+      } else if (!timer && !immediate) {
         timer = setTimeout(() => void schedule(), options.coalesceMs);
       }
     },
     async takePending() {
-      if (timer) {
-        clearTimeout(timer);
-        timer = undefined;
-      }
+      cancelScheduled();
       await chain;
       if (failure) throw failure;
       const rest = pending;

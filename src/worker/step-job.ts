@@ -9,7 +9,8 @@ import { historyReadToolName } from "../tools/builtin/history-read-tool.js";
 import { artifactReader } from "../artifacts/artifact-store.js";
 import { endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced, withRetry } from "../store/transact.js";
-import { claimStep, releaseForRetry, type ClaimedRun } from "../store/runs.js";
+import { claimStep, historyOrigin, releaseForRetry, type ClaimedRun, type StepClaim } from "../store/runs.js";
+import type { MessagePosition } from "../core/history.js";
 import { commitStep, failStep, startStep } from "../store/steps.js";
 import { succeededCallNamed } from "../store/tool-calls.js";
 import { storableText } from "../core/storable-text.js";
@@ -38,7 +39,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   // Claim, history and the step's start are separate fenced statements, not one transaction:
   // a crash between them leaves a claimed run whose next attempt claims it again (D4).
   const { pool } = services.db;
-  const claim = await withRetry(() => claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.leaseMs }));
+  const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
+  const historyAfter = scope ? context.histories.after(scope) : historyOrigin;
+  const claim = await withRetry(() => claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.leaseMs, historyAfter }));
   if (claim.kind === "busy") {
     await job.moveToDelayed(Date.now() + claim.retryInMs, token);
     throw new DelayedError();
@@ -46,7 +49,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   if (claim.kind === "gone") return claim;
   const { run } = claim;
   leases.hold(owner);
-  const prepared = await prepareStep(context, run, stepIndex, claim.extra.attempt, tools).catch((error: unknown) => {
+  const prepared = await prepareStep(context, run, stepIndex, claim.extra, historyAfter, tools).catch((error: unknown) => {
     leases.release(owner);
     throw error;
   });
@@ -132,8 +135,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       const events = await withRetry(() => commitStep(pool, run, { ...step, index: stepIndex }, result));
       committed = events !== null;
       if (events) {
-        await services.bus.publish(events);
-        await services.dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex }, redispatches: 0 }]);
+        await Promise.all([services.bus.publish(events), services.dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex }, redispatches: 0 }])]);
       }
     } else {
       // The last step: the run ends with it, in the same transaction.
@@ -171,13 +173,13 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
  * What a claimed step needs before it calls the model: the session, the history, the tools
  * it offers, and its `step_start` committed. Null when the fence was lost meanwhile.
  */
-async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: number, attempt: number, tools: ScopedTools) {
+async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: number, claimed: StepClaim, historyAfter: MessagePosition, tools: ScopedTools) {
   const { services } = context;
   const { config } = services;
   const { pool } = services.db;
   const { session } = await context.sessionContexts.get(services.db.db, run.sessionId);
   // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
-  const history = await context.histories.load(pool, run);
+  const history = await context.histories.extend(pool, run, historyAfter, claimed.history);
   const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
   const projected = oversizedResults(history, resultLimit);
   const exposed = dropAgentAtDepthLimit(
@@ -185,7 +187,7 @@ async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: numb
     session,
     config.agentMaxDepth,
   );
-  const started = await withRetry(() => startStep(pool, run, stepIndex, attempt, exposed.map((tool) => tool.name)));
+  const started = await withRetry(() => startStep(pool, run, stepIndex, claimed.attempt, exposed.map((tool) => tool.name)));
   if (!started) return null;
   await services.bus.publish(started.events);
   return { session, history, resultLimit, exposed, step: { id: started.id, attempt: started.ref.attempt }, stepRef: started.ref };

@@ -346,9 +346,12 @@ async function commitCall(
     }),
   );
   if (!answered.answered) return "stale";
-  await services.bus.publish(answered.events);
-  if (!answered.handedOff) return "committed";
-  await services.dispatcher.dispatch([{ runId: run.id, next, redispatches: 0 }]);
+  const published = services.bus.publish(answered.events);
+  if (!answered.handedOff) {
+    await published;
+    return "committed";
+  }
+  await Promise.all([published, services.dispatcher.dispatch([{ runId: run.id, next, redispatches: 0 }])]);
   return "finished";
 }
 
