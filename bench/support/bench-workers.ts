@@ -9,9 +9,13 @@ import { startBenchProcess, type BenchProcess } from "./processes.js";
  * settings (concurrency, lock, stalled interval) as Foya's.
  */
 
-/** `env` is the bench env's; the bench process migrates, so workers must not race to. */
+/**
+ * `env` is the bench env's; the bench process migrates, so workers must not race to.
+ * BENCH_WORKER_NODE_ARGS adds node flags to Foya workers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+ */
 export function startFoyaWorker(env: Record<string, string>, label: string): Promise<BenchProcess> {
-  return startBenchProcess({ label, entry: "src/worker/main.ts", env: { ...env, FOYA_MIGRATE_ON_START: "false" }, readyMarker: /FOYA_WORKER_ID=\S+/ });
+  const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  return startBenchProcess({ label, entry: "src/worker/main.ts", env: { ...env, FOYA_MIGRATE_ON_START: "false" }, readyMarker: /FOYA_WORKER_ID=\S+/, nodeArgs });
 }
 
 export function startBaselineWorker(benchEnv: BenchEnv, config: Config, label: string): Promise<BenchProcess> {

@@ -51,14 +51,19 @@ const C = {
   status: col(toolCalls.status),
 };
 
-/** The run a job holds, as the fenced statements below guard it. */
-const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running')`;
+/**
+ * The run a job holds, as the start guards it. The share lock makes the start wait for a
+ * transaction that is ending or cancelling the run and then see its new fence, so no start
+ * is appended after the run's end.
+ */
+const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running' for share)`;
 
 /**
  * startStep
  * Guard: the step job's fence, run running. Params: $1 run, $2 fence, $3 step id, $4 tenant,
- * $5 index, $6 attempt, $7 tools (JSON), $8 session, $9 events.
- * Result: the step's id (a new row, or the earlier attempt's row now `streaming` again) and its `step_start` event.
+ * $5 index, $6 attempt, $7 tools (JSON), $8 session, $9 events (`step_start` first, then what streamed).
+ * Result: the step's id (a new row, or the earlier attempt's row now `streaming` again) and the events.
+ * A step whose model answers before its first flush never runs this: `commitStep` writes its start.
  */
 const startStepStatement = statement<{ id: string | null } & AppendedRow>(
   "start_step",
@@ -72,18 +77,31 @@ const startStepStatement = statement<{ id: string | null } & AppendedRow>(
    select (select id from started) as id, ${appendedColumns}`,
 );
 
-export interface StartedStep {
-  id: string;
-  ref: StepRef;
-  events: SessionEvent[];
+/** A model Step attempt as its job knows it before anything of it is written. */
+export interface StepAttempt {
+  index: number;
+  attempt: number;
+  /** The tools the step offers: its snapshot for the batch (`steps.tools`). */
+  tools: string[];
 }
 
-export async function startStep(on: Queryable, held: ClaimedRun, stepIndex: number, attempt: number, tools: string[]): Promise<StartedStep | null> {
-  const ref: StepRef = { index: stepIndex, attempt };
-  const events: NewEvent[] = [{ runId: held.id, step: ref, body: { type: "step_start", stepIndex, attempt, tools } }];
-  const [row] = await run(on, startStepStatement, [held.id, held.fence, newId("stp"), held.tenantId, stepIndex, attempt, JSON.stringify(tools), held.sessionId, eventPayload(events)]);
+/** Answers the events appended, or null when the fence was lost. */
+export async function startStep(on: Queryable, held: ClaimedRun, step: StepAttempt, bodies: readonly EventBody[]): Promise<SessionEvent[] | null> {
+  const ref: StepRef = { index: step.index, attempt: step.attempt };
+  const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
+  const [row] = await run(on, startStepStatement, [
+    held.id,
+    held.fence,
+    newId("stp"),
+    held.tenantId,
+    step.index,
+    step.attempt,
+    JSON.stringify(step.tools),
+    held.sessionId,
+    eventPayload(events),
+  ]);
   if (!row?.id) return null;
-  return { id: row.id, ref, events: appendedEvents(held.sessionId, events, row) };
+  return appendedEvents(held.sessionId, events, row);
 }
 
 export interface StepResult {
@@ -98,10 +116,11 @@ export interface StepResult {
 /**
  * commitStep
  * Guard: the step job's fence, run running. Params: $1 run, $2 fence, $3 next job (JSON or null),
- * $4 step id, $5 finish reason, $6 stop reason, $7 usage, $8 message id, $9 tenant, $10 session,
- * $11 run ordinal, $12 step index, $13 assistant message, $14 calls (JSON), $15 events.
- * Result: whether it committed, and the events appended: the step's end, the assistant
- * message, its calls as `queued`, the run's next job (the batch, or none) and the lease released.
+ * $4 id for a new step row, $5 finish reason, $6 stop reason, $7 usage, $8 message id, $9 tenant, $10 session,
+ * $11 run ordinal, $12 step index, $13 assistant message, $14 calls (JSON), $15 events, $16 attempt, $17 tools.
+ * Result: whether it committed, and the events appended: the step row (written here if its start
+ * was never flushed) ended, the assistant message, its calls as `queued` on that row, the run's
+ * next job (the batch, or none) and the lease released.
  */
 const commitStepStatement = statement<{ committed: number } & AppendedRow>(
   "commit_step",
@@ -112,8 +131,11 @@ const commitStepStatement = statement<{ committed: number } & AppendedRow>(
      returning ${R.id}
    ),
    ended_step as (
-     update ${tbl(steps)} set ${S.status} = 'completed', ${S.finishReason} = $5, ${S.stopReason} = $6, ${S.usage} = $7::jsonb, ${S.endedAt} = now()
-     where ${S.id} = $4 and exists (select 1 from committed_run)
+     insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools}, ${S.finishReason}, ${S.stopReason}, ${S.usage}, ${S.endedAt})
+     select $4, $9, $1, $12, $16, 'completed', $17::jsonb, $5, $6, $7::jsonb, now() from committed_run
+     on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = 'completed', ${S.tools} = excluded.${S.tools},
+       ${S.finishReason} = excluded.${S.finishReason}, ${S.stopReason} = excluded.${S.stopReason}, ${S.usage} = excluded.${S.usage}, ${S.endedAt} = now()
+     returning ${S.id} as id
    ),
    assistant_message as (
      insert into ${tbl(messages)} (${M.id}, ${M.tenantId}, ${M.sessionId}, ${M.runId}, ${M.runOrdinal}, ${M.stepIndex}, ${M.part}, ${M.callIndex}, ${M.role}, ${M.content})
@@ -122,8 +144,8 @@ const commitStepStatement = statement<{ committed: number } & AppendedRow>(
    ),
    new_calls as (
      insert into ${tbl(toolCalls)} (${C.id}, ${C.tenantId}, ${C.sessionId}, ${C.runId}, ${C.stepId}, ${C.stepIndex}, ${C.callIndex}, ${C.callId}, ${C.name}, ${C.argumentsRaw}, ${C.status})
-     select c.id, $9, $10, $1, $4, $12, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued'
-     from committed_run, jsonb_to_recordset($14::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text)
+     select c.id, $9, $10, $1, e.id, $12, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued'
+     from ended_step e, jsonb_to_recordset($14::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text)
      on conflict do nothing
    ),
    ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$15" }, "exists (select 1 from committed_run)")}
@@ -131,12 +153,7 @@ const commitStepStatement = statement<{ committed: number } & AppendedRow>(
 );
 
 /** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
-export async function commitStep(
-  on: Queryable,
-  held: ClaimedRun,
-  step: { id: string; attempt: number; index: number },
-  result: StepResult,
-): Promise<SessionEvent[] | null> {
+export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<SessionEvent[] | null> {
   const stepRef: StepRef = { index: step.index, attempt: step.attempt };
   const finishReason = result.finish?.reason ?? "other";
   const stopReason = result.finish?.stopReason ?? null;
@@ -163,7 +180,7 @@ export async function commitStep(
     held.id,
     held.fence,
     next,
-    step.id,
+    newId("stp"),
     finishReason,
     stopReason,
     usage ? JSON.stringify(usage) : null,
@@ -175,14 +192,25 @@ export async function commitStep(
     JSON.stringify({ role: "assistant", text: result.text, toolCalls: result.toolCalls }),
     calls,
     eventPayload(events),
+    step.attempt,
+    JSON.stringify(step.tools),
   ]);
   if (!row || row.committed === 0) return null;
   return appendedEvents(held.sessionId, events, row);
 }
 
-/** failStep: the step's last attempt failed; the caller ends the run in the same transaction. */
-export async function failStep(tx: Database, stepId: string): Promise<void> {
-  await tx.update(steps).set({ status: "failed", endedAt: sql`now()` }).where(eq(steps.id, stepId));
+/**
+ * endStepAttempt
+ * Guard: the caller's transaction holds the run (fenced). Result: none. Records an attempt that
+ * commits no answer: its last attempt failed (`failed`), or it is asked again (`completed`,
+ * `empty_asked_again`), so the next claim counts one attempt more.
+ */
+export async function endStepAttempt(tx: Database, held: ClaimedRun, step: StepAttempt, ending: { status: "failed" } | { status: "completed"; finishReason: string }): Promise<void> {
+  const values = { status: ending.status, finishReason: ending.status === "completed" ? ending.finishReason : null, endedAt: sql`now()`, attempt: step.attempt, tools: step.tools };
+  await tx
+    .insert(steps)
+    .values({ id: newId("stp"), tenantId: held.tenantId, runId: held.id, index: step.index, ...values })
+    .onConflictDoUpdate({ target: [steps.runId, steps.index], set: values });
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { EventBody, NewEvent, StepRef } from "../core/events.js";
+import type { EventBody, NewEvent, SessionEvent, StepRef } from "../core/events.js";
+import { StaleWorkError } from "../store/transact.js";
 import type { Queryable } from "../store/sql-text.js";
 import { appendEvents } from "../store/events.js";
 import type { EventBus } from "../events/event-bus.js";
@@ -10,15 +11,26 @@ import type { EventBus } from "../events/event-bus.js";
  * current turn of the event loop, so a response that arrived whole goes to the
  * step's commit instead of a statement of its own. Writes are serialized, so
  * sequence numbers follow the order the model produced.
+ *
+ * The step's `step_start` is the first pending event, flushed after `coalesceMs`
+ * like any other: the first write is `start.write` (the step row and its events,
+ * fenced); a model that answers sooner has its start written by the commit.
  */
 export interface StepEventSink {
   push(body: EventBody, options?: { urgent?: boolean }): void;
   /**
    * Waits for writes in flight and hands back what is still buffered, so the
    * caller can write it in its own transaction (the step's commit) instead of
-   * paying for one more.
+   * paying for one more; `step_start` first if it was never written. Throws
+   * `StaleWorkError` when the start found the run taken over.
    */
   takePending(): Promise<EventBody[]>;
+  /**
+   * For an attempt that will not commit: writes what is buffered (its start included, so the
+   * next attempt counts one more) and waits, so nothing lands after the caller ends the step.
+   * A write failure is kept, not thrown.
+   */
+  settle(): Promise<void>;
 }
 
 export function createStepEventSink(options: {
@@ -31,8 +43,11 @@ export function createStepEventSink(options: {
   coalesceMs: number;
   /** Once aborted (the run was cancelled), buffered events are dropped rather than written after run_end. */
   signal: AbortSignal;
+  /** The step's start: its event, and the fenced write that records the step with the first events (null: taken over). */
+  start: { body: EventBody; write(bodies: EventBody[]): Promise<SessionEvent[] | null> };
 }): StepEventSink {
-  let pending: EventBody[] = [];
+  let pending: EventBody[] = [options.start.body];
+  let started = false;
   let timer: NodeJS.Timeout | undefined;
   let immediate: NodeJS.Immediate | undefined;
   let chain: Promise<void> = Promise.resolve();
@@ -69,11 +84,15 @@ export function createStepEventSink(options: {
     const batch = pending;
     pending = [];
     if (batch.length === 0) return chain;
-    const events: NewEvent[] = batch.map((body) => ({ runId: options.runId, step: options.step, body }));
+    const first = !started;
+    started = true;
     chain = chain.then(async () => {
       if (failure || options.signal.aborted) return;
       try {
-        const stored = await appendEvents(options.db, options.tenantId, options.sessionId, events);
+        const stored = first
+          ? await options.start.write(batch)
+          : await appendEvents(options.db, options.tenantId, options.sessionId, batch.map((body): NewEvent => ({ runId: options.runId, step: options.step, body })));
+        if (stored === null) throw new StaleWorkError("the step's run was taken over before its start was written");
         await options.bus.publish(stored);
       } catch (error) {
         failure = error;
@@ -81,6 +100,9 @@ export function createStepEventSink(options: {
     });
     return chain;
   }
+
+  // The start goes out after `coalesceMs` even if the model says nothing yet, so clients see the step begin.
+  timer = setTimeout(() => void schedule(), options.coalesceMs);
 
   return {
     push(body, pushOptions) {
@@ -90,6 +112,9 @@ export function createStepEventSink(options: {
       } else if (!timer && !immediate) {
         timer = setTimeout(() => void schedule(), options.coalesceMs);
       }
+    },
+    async settle() {
+      await schedule();
     },
     async takePending() {
       cancelScheduled();

@@ -11,14 +11,14 @@ import { endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced, withRetry } from "../store/transact.js";
 import { claimStep, historyOrigin, releaseForRetry, type ClaimedRun, type StepClaim } from "../store/runs.js";
 import type { MessagePosition } from "../core/history.js";
-import { commitStep, failStep, startStep } from "../store/steps.js";
+import { commitStep, endStepAttempt, startStep, type StepAttempt } from "../store/steps.js";
 import { succeededCallNamed } from "../store/tool-calls.js";
 import { storableText } from "../core/storable-text.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import type { EventBody, StepRef } from "../core/events.js";
 import type { Services } from "../services.js";
 import { toolSearchName } from "../tools/tool-registry.js";
-import { createStepEventSink } from "./step-event-sink.js";
+import { createStepEventSink, type StepEventSink } from "./step-event-sink.js";
 import { toolsOfRun } from "./run-tools.js";
 import { dropAgentAtDepthLimit } from "../agents/child-limits.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
@@ -53,17 +53,15 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     leases.release(owner);
     throw error;
   });
-  if (!prepared) {
-    leases.release(owner);
-    return { kind: "stale" };
-  }
-  const { session, history, resultLimit, exposed, step, stepRef } = prepared;
+  const { session, history, resultLimit, exposed, step } = prepared;
+  const stepRef: StepRef = { index: step.index, attempt: step.attempt };
 
   const controller = aborts.register(runId);
+  let sink: StepEventSink | undefined;
   try {
     const provider = services.providers.get(session.providerProfile);
     const capabilities = services.providers.capabilities(session.providerProfile);
-    const sink = createStepEventSink({
+    sink = createStepEventSink({
       db: services.db.pool,
       bus: services.bus,
       tenantId: run.tenantId,
@@ -72,6 +70,10 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       step: stepRef,
       coalesceMs: 20,
       signal: controller.signal,
+      start: {
+        body: { type: "step_start", stepIndex, attempt: step.attempt, tools: step.tools },
+        write: (bodies) => withRetry(() => startStep(pool, run, step, bodies)),
+      },
     });
     let text = "";
     const calls = new Map<number, AssistantToolCall>();
@@ -128,11 +130,11 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
 
     const result = { text, toolCalls: orderedCalls, finish, pendingEvents };
     if (orderedCalls.length === 0 && text.trim() === "" && step.attempt === 1 && (await justActivatedTools(services, runId, stepIndex))) {
-      return await askAgain(services, run, { ...step, index: stepIndex }, stepRef, pendingEvents);
+      return await askAgain(services, run, step, stepRef, pendingEvents);
     }
     let committed: boolean;
     if (orderedCalls.length > 0) {
-      const events = await withRetry(() => commitStep(pool, run, { ...step, index: stepIndex }, result));
+      const events = await withRetry(() => commitStep(pool, run, step, result));
       committed = events !== null;
       if (events) {
         await Promise.all([services.bus.publish(events), services.dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex }, redispatches: 0 }])]);
@@ -141,7 +143,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       // The last step: the run ends with it, in the same transaction.
       committed =
         (await transactFenced(services, async (fx) => {
-          const events = await commitStep(fx.pg, run, { ...step, index: stepIndex }, result);
+          const events = await commitStep(fx.pg, run, step, result);
           if (!events) throw new StaleWorkError();
           fx.track(events);
           if (!(await endRun(fx, run, "completed", { fence: run.fence }))) throw new StaleWorkError();
@@ -150,7 +152,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     }
     return committed ? { kind: "committed", detail: `${orderedCalls.length} tool calls` } : { kind: "stale" };
   } catch (error) {
+    await sink?.settle();
     if (controller.signal.aborted) return { kind: "cancelled" };
+    if (error instanceof StaleWorkError) return { kind: "stale" };
     const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const permanent = isFoyaError(error) && error.code === "provider_config";
     if (!finalAttempt && !permanent) throw error;
@@ -159,7 +163,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     // The run's record tells tenants what happened; operators get the whole error, cause included.
     services.logger.warn({ err: error, runId, stepIndex, code }, "model step failed on its last attempt");
     await transactFenced(services, async (fx) => {
-      await failStep(fx.tx, step.id);
+      await endStepAttempt(fx.tx, run, step, { status: "failed" });
       if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code, message } }))) throw new StaleWorkError();
     });
     return { kind: "failed", code };
@@ -170,8 +174,8 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
 }
 
 /**
- * What a claimed step needs before it calls the model: the session, the history, the tools
- * it offers, and its `step_start` committed. Null when the fence was lost meanwhile.
+ * What a claimed step needs before it calls the model: the session, the history and the
+ * tools it offers. Its start is written by the event sink's first flush, or by its commit.
  */
 async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: number, claimed: StepClaim, historyAfter: MessagePosition, tools: ScopedTools) {
   const { services } = context;
@@ -187,10 +191,8 @@ async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: numb
     session,
     config.agentMaxDepth,
   );
-  const started = await withRetry(() => startStep(pool, run, stepIndex, claimed.attempt, exposed.map((tool) => tool.name)));
-  if (!started) return null;
-  await services.bus.publish(started.events);
-  return { session, history, resultLimit, exposed, step: { id: started.id, attempt: started.ref.attempt }, stepRef: started.ref };
+  const step: StepAttempt = { index: stepIndex, attempt: claimed.attempt, tools: exposed.map((tool) => tool.name) };
+  return { session, history, resultLimit, exposed, step };
 }
 
 /**
@@ -218,13 +220,14 @@ async function justActivatedTools(services: Services, runId: string, stepIndex: 
 async function askAgain(
   services: Services,
   run: ClaimedRun,
-  step: { id: string; attempt: number; index: number },
+  step: StepAttempt,
   stepRef: StepRef,
   pendingEvents: EventBody[],
 ): Promise<JobOutcome> {
   const released = await transactFenced(services, async (fx) => {
     const redispatches = await releaseForRetry(fx.tx, run);
     if (redispatches === undefined) throw new StaleWorkError();
+    await endStepAttempt(fx.tx, run, step, { status: "completed", finishReason: "empty_asked_again" });
     await fx.emit(run.tenantId, run.sessionId, [
       ...pendingEvents.map((body) => ({ runId: run.id, step: stepRef, body })),
       { runId: run.id, step: stepRef, body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason: "empty_asked_again", toolCalls: 0 } },
