@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 describe("incremental history", () => {
-  it("O1: every model request carries the whole history, each a prefix of the next, across runs and alternating workers", async () => {
+  it("D1, D4: every model request carries the whole history (the worker's incremental copy never drifts from Postgres), each a prefix of the next, across runs and alternating workers", async () => {
     const { sessionId } = await client.newSession({ providerProfile: "wire" });
     const before = server.requests.length;
     for (let turn = 0; turn < 3; turn++) {
