@@ -77,6 +77,23 @@ const startStepStatement = statement<{ id: string | null } & AppendedRow>(
    select (select id from started) as id, ${appendedColumns}`,
 );
 
+/**
+ * appendStepEvents
+ * Guard: the step job's fence, run running, under the same share lock as the start. Params: $1 run,
+ * $2 fence, $3 session, $4 tenant, $5 events. Result: the events appended, none when the run moved on.
+ * What a streaming step writes after its start (text and argument deltas, `tool_begin`).
+ */
+const appendStepEventsStatement = statement<AppendedRow>(
+  "append_step_events",
+  `with ${appendEventsText({ sessionId: "$3", tenantId: "$4", payload: "$5" }, heldRun)} select ${appendedColumns}`,
+);
+
+export async function appendStepEvents(on: Queryable, held: ClaimedRun, ref: StepRef, bodies: readonly EventBody[]): Promise<SessionEvent[] | null> {
+  const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
+  const [row] = await run(on, appendStepEventsStatement, [held.id, held.fence, held.sessionId, held.tenantId, eventPayload(events)]);
+  return row?.last_seq === null || !row ? null : appendedEvents(held.sessionId, events, row);
+}
+
 /** A model Step attempt as its job knows it before anything of it is written. */
 export interface StepAttempt {
   index: number;

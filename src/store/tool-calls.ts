@@ -273,7 +273,8 @@ const progressStatement = statement<AppendedRow>(
   "append_call_progress",
   `with ${appendEventsText(
     { sessionId: "$3", tenantId: "$4", payload: "$5" },
-    `exists (select 1 from ${tbl(toolCalls)} where ${C.id} = $1 and ${C.status} = 'running' and ${C.execFence} = $2)`,
+    // The share lock waits for a cancel or an interruption answering the call, then sees it answered.
+    `exists (select 1 from ${tbl(toolCalls)} where ${C.id} = $1 and ${C.status} = 'running' and ${C.execFence} = $2 for share)`,
   )}
    select ${appendedColumns}`,
 );

@@ -1,7 +1,5 @@
-import type { EventBody, NewEvent, SessionEvent, StepRef } from "../core/events.js";
+import type { EventBody, SessionEvent } from "../core/events.js";
 import { StaleWorkError } from "../store/transact.js";
-import type { Queryable } from "../store/sql-text.js";
-import { appendEvents } from "../store/events.js";
 import type { EventBus } from "../events/event-bus.js";
 
 /**
@@ -34,17 +32,14 @@ export interface StepEventSink {
 }
 
 export function createStepEventSink(options: {
-  db: Queryable;
   bus: EventBus;
-  tenantId: string;
-  sessionId: string;
-  runId: string;
-  step: StepRef;
   coalesceMs: number;
   /** Once aborted (the run was cancelled), buffered events are dropped rather than written after run_end. */
   signal: AbortSignal;
   /** The step's start: its event, and the fenced write that records the step with the first events (null: taken over). */
   start: { body: EventBody; write(bodies: EventBody[]): Promise<SessionEvent[] | null> };
+  /** The fenced write of every later batch (null: taken over). */
+  append(bodies: EventBody[]): Promise<SessionEvent[] | null>;
 }): StepEventSink {
   let pending: EventBody[] = [options.start.body];
   let started = false;
@@ -89,9 +84,7 @@ export function createStepEventSink(options: {
     chain = chain.then(async () => {
       if (failure || options.signal.aborted) return;
       try {
-        const stored = first
-          ? await options.start.write(batch)
-          : await appendEvents(options.db, options.tenantId, options.sessionId, batch.map((body): NewEvent => ({ runId: options.runId, step: options.step, body })));
+        const stored = first ? await options.start.write(batch) : await options.append(batch);
         if (stored === null) throw new StaleWorkError("the step's run was taken over before its start was written");
         await options.bus.publish(stored);
       } catch (error) {

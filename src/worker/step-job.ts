@@ -11,7 +11,7 @@ import { endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced, withRetry } from "../store/transact.js";
 import { claimStep, historyOrigin, releaseForRetry, type ClaimedRun, type StepClaim } from "../store/runs.js";
 import type { MessagePosition } from "../core/history.js";
-import { commitStep, endStepAttempt, startStep, type StepAttempt } from "../store/steps.js";
+import { appendStepEvents, commitStep, endStepAttempt, startStep, type StepAttempt } from "../store/steps.js";
 import { succeededCallNamed } from "../store/tool-calls.js";
 import { storableText } from "../core/storable-text.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
@@ -62,18 +62,14 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const provider = services.providers.get(session.providerProfile);
     const capabilities = services.providers.capabilities(session.providerProfile);
     sink = createStepEventSink({
-      db: services.db.pool,
       bus: services.bus,
-      tenantId: run.tenantId,
-      sessionId: run.sessionId,
-      runId,
-      step: stepRef,
       coalesceMs: 20,
       signal: controller.signal,
       start: {
         body: { type: "step_start", stepIndex, attempt: step.attempt, tools: step.tools },
         write: (bodies) => withRetry(() => startStep(pool, run, step, bodies)),
       },
+      append: (bodies) => withRetry(() => appendStepEvents(pool, run, stepRef, bodies)),
     });
     let text = "";
     const calls = new Map<number, AssistantToolCall>();
