@@ -1,5 +1,5 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import { approvals } from "../db/schema.js";
+import { approvals, toolCalls } from "../db/schema.js";
 import type { Effects } from "../store/transact.js";
 
 /**
@@ -20,13 +20,11 @@ export async function cancelPendingApprovals(
     .where(and(inArray(approvals.toolCallId, [...toolCallIds]), eq(approvals.status, "pending")))
     .returning({ id: approvals.id, toolCallId: approvals.toolCallId });
   if (cancelled.length === 0) return;
-  const callIds = await fx.tx.execute<{ id: string; call_id: string }>(
-    sql`select id, call_id from tool_calls where id in (${sql.join(
-      cancelled.map((row) => sql`${row.toolCallId}`),
-      sql`, `,
-    )})`,
-  );
-  const providerIds = new Map(callIds.rows.map((row) => [row.id, row.call_id]));
+  const callIds = await fx.tx
+    .select({ id: toolCalls.id, callId: toolCalls.callId })
+    .from(toolCalls)
+    .where(inArray(toolCalls.id, cancelled.map((row) => row.toolCallId)));
+  const providerIds = new Map(callIds.map((row) => [row.id, row.callId]));
   await fx.emit(
     run.tenantId,
     run.sessionId,

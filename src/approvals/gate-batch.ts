@@ -1,7 +1,5 @@
-import { sql } from "drizzle-orm";
 import type { NewEvent, StepRef } from "../core/events.js";
 import type { ApprovalPolicy } from "../core/policy.js";
-import type { Database } from "../db/client.js";
 import type { ApprovalMode } from "../db/schema.js";
 import { judgeCall } from "../gateway/judge-call.js";
 import type { Verdict } from "../gateway/verdict.js";
@@ -153,27 +151,6 @@ export function judge(input: Pick<GateInput, "approvalMode" | "workspaceDir">, p
     workspaceDir: input.workspaceDir,
     policies,
   });
-}
-
-/** The tenant's and the project's policies, and the approvals already given for these calls: one read, for a batch that plans again after its claim. */
-export async function readGateRules(tx: Database, projectId: string, callIds: readonly string[]): Promise<GateRules> {
-  const ids = callIds.length > 0 ? sql.join(callIds.map((id) => sql`${id}`), sql`, `) : sql`null`;
-  const result = await tx.execute<{ tenant_policy: ApprovalPolicy; project_policy: ApprovalPolicy; decided: StoredApproval[] }>(sql`
-    select t.policy as tenant_policy, p.policy as project_policy,
-      coalesce((
-        select jsonb_agg(jsonb_build_object('toolCallId', a.tool_call_id, 'status', a.status,
-                                            'editedArguments', a.edited_arguments, 'grantsNetwork', a.grants_network))
-        from approvals a where a.tool_call_id in (${ids}) and a.status = 'approved'
-      ), '[]'::jsonb) as decided
-    from projects p join tenants t on t.id = p.tenant_id
-    where p.id = ${projectId}
-  `);
-  const row = result.rows[0];
-  if (!row) throw new Error(`project ${projectId} vanished`);
-  return {
-    policies: [row.tenant_policy, row.project_policy],
-    decided: new Map(row.decided.map((approval) => [approval.toolCallId, approval])),
-  };
 }
 
 /** What the tool would refuse this call with before running (a path outside the workspace, protected metadata), or null. */

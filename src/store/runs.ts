@@ -407,3 +407,47 @@ export async function releaseSessionSlot(tx: Database, sessionId: string, runId:
     .for("update");
   return waiting;
 }
+
+/**
+ * lostJobCandidates
+ * Guard: none (a read). Params: $1 grace seconds, $2 limit.
+ * Result: runs that need a job, hold no live lease and have not moved for the grace time,
+ * oldest first: what the sweeper asks BullMQ about (X4).
+ */
+const lostJobCandidatesStatement = statement<Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status"> & { nextJob: NextJob }>(
+  "lost_job_candidates",
+  `select ${R.id} as "id", ${col(runs.tenantId)} as "tenantId", ${R.sessionId} as "sessionId", ${col(runs.ordinal)} as "ordinal",
+          ${R.nextJob} as "nextJob", ${col(runs.redispatches)} as "redispatches", ${R.status} as "status"
+   from ${tbl(runs)}
+   where ${R.nextJob} is not null and ${R.status} in (${literals(claimableRunStatuses)})
+     and (${R.leaseUntil} is null or ${R.leaseUntil} < now())
+     and ${R.updatedAt} < now() - make_interval(secs => $1::float8)
+   order by ${R.updatedAt}
+   limit $2`,
+);
+
+export function lostJobCandidates(on: Queryable, graceMs: number, limit: number) {
+  return run(on, lostJobCandidatesStatement, [graceMs / 1000, limit]);
+}
+
+/**
+ * gateRules
+ * Guard: none (a read). Params: $1 project, $2 call ids.
+ * Result: the tenant's and the project's approval policies and the approvals already given for
+ * these calls: what a batch judges by when it plans again after its claim (settle).
+ */
+const gateRulesStatement = statement<{ tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy; decided: StoredApproval[] }>(
+  "gate_rules",
+  `select t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy",
+     coalesce((select jsonb_agg(jsonb_build_object('toolCallId', a.${col(approvals.toolCallId)}, 'status', a.${col(approvals.status)},
+                 'editedArguments', a.${col(approvals.editedArguments)}, 'grantsNetwork', a.${col(approvals.grantsNetwork)}))
+               from ${tbl(approvals)} a where a.${col(approvals.toolCallId)} = any($2::text[]) and a.${col(approvals.status)} = 'approved'), '[]'::jsonb) as decided
+   from ${tbl(projects)} p join ${tbl(tenants)} t on t.${col(tenants.id)} = p.${col(projects.tenantId)}
+   where p.${col(projects.id)} = $1`,
+);
+
+export async function gateRules(on: Queryable, projectId: string, callIds: readonly string[]): Promise<{ policies: ApprovalPolicy[]; decided: Map<string, StoredApproval> }> {
+  const [row] = await run(on, gateRulesStatement, [projectId, callIds]);
+  if (!row) throw new Error(`project ${projectId} vanished`);
+  return { policies: [row.tenantPolicy, row.projectPolicy], decided: new Map(row.decided.map((approval) => [approval.toolCallId, approval])) };
+}

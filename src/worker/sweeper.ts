@@ -1,7 +1,4 @@
-import { sql } from "drizzle-orm";
-import type { RunStatus } from "../core/run-status.js";
-import { redispatchLostJob } from "../store/runs.js";
-import type { NextJob } from "../queue/job-types.js";
+import { lostJobCandidates, redispatchLostJob } from "../store/runs.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { markLostCommands } from "../commands/command-store.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
@@ -21,39 +18,24 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  */
 export async function sweepOnce(services: Services): Promise<number> {
   const { db, dispatcher, config } = services;
-  const candidates = await db.db.execute<{
-    id: string;
-    tenant_id: string;
-    session_id: string;
-    ordinal: number | null;
-    next_job: NextJob;
-    redispatches: number;
-    status: RunStatus;
-  }>(sql`
-    select id, tenant_id, session_id, ordinal, next_job, redispatches, status from runs
-    where next_job is not null and status in ('queued', 'running')
-      and (lease_until is null or lease_until < now())
-      and updated_at < now() - make_interval(secs => ${config.sweepGraceMs / 1000})
-    order by updated_at
-    limit 200
-  `);
+  const candidates = await lostJobCandidates(db.pool, config.sweepGraceMs, 200);
   let redispatched = 0;
-  for (const run of candidates.rows) {
-    const state = await dispatcher.jobState({ runId: run.id, next: run.next_job, redispatches: run.redispatches });
+  for (const run of candidates) {
+    const state = await dispatcher.jobState({ runId: run.id, next: run.nextJob, redispatches: run.redispatches });
     if (liveJobStates.has(state)) continue;
     await transact(services, async (fx) => {
       if (run.redispatches >= maxRedispatches) {
-        const owner = { id: run.id, tenantId: run.tenant_id, sessionId: run.session_id };
+        const owner = { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId };
         // Every call gets a result, so the next turn's history stays valid.
         if (run.ordinal !== null) await closeOpenCalls(fx, { ...owner, ordinal: run.ordinal }, "interrupted");
         await endRun(fx, owner, "failed", {
-          error: { code: "dispatch_exhausted", message: `the run's ${run.next_job.kind} job was lost ${maxRedispatches} times` },
+          error: { code: "dispatch_exhausted", message: `the run's ${run.nextJob.kind} job was lost ${maxRedispatches} times` },
         });
         return;
       }
-      const redispatches = await redispatchLostJob(fx.tx, { id: run.id, nextJob: run.next_job, redispatches: run.redispatches });
+      const redispatches = await redispatchLostJob(fx.tx, { id: run.id, nextJob: run.nextJob, redispatches: run.redispatches });
       if (redispatches !== undefined) {
-        fx.dispatch({ runId: run.id, next: run.next_job, redispatches });
+        fx.dispatch({ runId: run.id, next: run.nextJob, redispatches });
         redispatched++;
       }
     });

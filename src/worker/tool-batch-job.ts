@@ -6,7 +6,7 @@ import { storableText } from "../core/storable-text.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
-import { addActivatedTools, claimBatch, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
+import { addActivatedTools, claimBatch, gateRules, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
 import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
 import type { Queryable } from "../store/sql-text.js";
 import type { Services } from "../services.js";
@@ -16,7 +16,7 @@ import { putBlob } from "../files/blob-store.js";
 import { readToolResult } from "../context/read-tool-result.js";
 import { storeResultArtifacts } from "../artifacts/store-result-artifacts.js";
 import { findCommand, requestCommandCancel } from "../commands/command-store.js";
-import { applyGateWrites, judgeBatch, readGateRules, type CallGrant, type GateRules, type GateWrite } from "../approvals/gate-batch.js";
+import { applyGateWrites, judgeBatch, type CallGrant, type GateRules, type GateWrite } from "../approvals/gate-batch.js";
 import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { planLanes, runWithLimit } from "./tool-lanes.js";
@@ -272,7 +272,7 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
   const open = await openCallsOfBatch(fx.tx, run.id, stepRef.index);
   if (open.some((call) => call.status === "running" && call.childRunId === null)) throw new StaleWorkError("calls of this batch are still running");
   const queued = open.filter((call) => call.status === "queued").map((call) => call.id);
-  const rules = await readGateRules(fx.tx, batch.projectId, queued);
+  const rules = await gateRules(fx.pg, batch.projectId, queued);
   const plan = await planRunnable(services, batch, open, rules, (writes) => applyGateWrites(fx, batch, writes));
   if (!plan) throw new StaleWorkError();
   if (plan.groups[0]) {

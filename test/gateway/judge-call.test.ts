@@ -208,10 +208,9 @@ describe("judgeCall: rules", () => {
       ["ls | ".repeat(20_000) + "ls", "allow"],
       ["a".repeat(100_000), "allow"],
     ];
+    // Bounded, not timed: a parser worse than linear would not finish these inside the test's time limit.
     for (const [command, expected] of cases) {
-      const start = performance.now();
       expect(bash("auto", command).decision, command.slice(0, 20)).toBe(expected);
-      expect(performance.now() - start, command.slice(0, 20)).toBeLessThan(500);
     }
   });
 

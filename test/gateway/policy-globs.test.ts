@@ -40,6 +40,18 @@ function medianMs(run: () => unknown, runs = 7): number {
   return times[Math.floor(runs / 2)] as number;
 }
 
+/**
+ * Linear time, asserted by growth rather than by a speed: work on an input 8 times larger
+ * may take at most 24 times as long (linear: about 8; quadratic: about 64). The absolute
+ * figures are the benchmark's business (bench/gateway-bench.ts). 2 ms of slack absorb timer
+ * noise on tiny inputs.
+ */
+function expectLinear(build: (scale: number) => () => unknown, label: string): void {
+  const small = medianMs(build(1));
+  const large = medianMs(build(8));
+  expect(large, `${label}: ${small.toFixed(3)} ms, then ${large.toFixed(3)} ms on 8 times the input`).toBeLessThan(small * 24 + 2);
+}
+
 /** mulberry32: a small seeded PRNG, so the generated cases are the same on every run. */
 function prng(seed: number): (below: number) => number {
   let state = seed >>> 0;
@@ -226,7 +238,7 @@ describe("S9: deny rules with globstars do not fail open", () => {
 });
 
 describe("S9: path rules match in linear time", () => {
-  it("S9: a 1,000-segment path against a rule with ten ** segments is judged in under 5 ms", () => {
+  it("S9: a 1,000-segment path against a rule with ten ** segments is judged in linear time", () => {
     const rule = `write(**/${Array.from({ length: 9 }, () => "d/**").join("/")}/x)`;
     expect(rule.match(/\*\*/g)).toHaveLength(10);
     const { path: matcher } = pathOf(rule);
@@ -235,25 +247,26 @@ describe("S9: path rules match in linear time", () => {
     expect(hit.split("/")).toHaveLength(1000);
     expect(matcher.test(hit)).toBe(true);
     expect(matcher.test(miss)).toBe(false);
-    expect(medianMs(() => matcher.test(hit))).toBeLessThan(5);
-    expect(medianMs(() => matcher.test(miss))).toBeLessThan(5);
+    const segments = (scale: number, last: string) => `${"d/".repeat(125 * scale - 1)}${last}`;
+    expectLinear((scale) => () => matcher.test(segments(scale, "x")), "hit");
+    expectLinear((scale) => () => matcher.test(segments(scale, "y")), "miss");
     const policy: ApprovalPolicy = { rules: { deny: [rule] } };
     expect(judgePath("auto", "write", hit, [policy]).decision).toBe("deny");
-    expect(medianMs(() => judgePath("auto", "write", miss, [policy]))).toBeLessThan(5);
+    expectLinear((scale) => () => judgePath("auto", "write", segments(scale, "y"), [policy]), "judged miss");
   });
 
-  it("S9: *a*a*a*a*a*a*a*a*a*a*a*a*c against a 10,000-character path is judged in under 5 ms", () => {
+  it("S9: *a*a*a*a*a*a*a*a*a*a*a*a*c against a 10,000-character path is judged in linear time", () => {
     const rule = "write(*a*a*a*a*a*a*a*a*a*a*a*a*c)";
     const { path: matcher } = pathOf(rule);
     const miss = "a".repeat(10_000);
     const hit = `${"a".repeat(9_999)}c`;
     expect(matcher.test(miss)).toBe(false);
     expect(matcher.test(hit)).toBe(true);
-    expect(medianMs(() => matcher.test(miss))).toBeLessThan(5);
+    expectLinear((scale) => () => matcher.test("a".repeat(1_250 * scale)), "miss");
     const policy: ApprovalPolicy = { rules: { deny: [rule, `write(**/${rule.slice(6)}`] } };
-    expect(medianMs(() => judgePath("auto", "write", miss, [policy]))).toBeLessThan(5);
-    const nested = `${"a/".repeat(2_000)}${"a".repeat(6_000)}`;
-    expect(medianMs(() => judgePath("auto", "write", nested, [policy]))).toBeLessThan(5);
+    expect(judgePath("auto", "write", miss, [policy]).decision).not.toBe("deny");
+    expectLinear((scale) => () => judgePath("auto", "write", "a".repeat(1_250 * scale), [policy]), "judged miss");
+    expectLinear((scale) => () => judgePath("auto", "write", `${"a/".repeat(250 * scale)}${"a".repeat(750 * scale)}`, [policy]), "judged nested miss");
   });
 
   it("S9: the costliest path rule the caps admit stays bounded on a 4096-character path", () => {
@@ -262,8 +275,9 @@ describe("S9: path rules match in linear time", () => {
     const costly = `write(${"**/?/".repeat(50)}{a,b})`;
     const { path: matcher } = pathOf(costly);
     const file = `${"a/".repeat(2047)}c`;
+    // Bounded by the caps, not by a speed: it answers (a backtracking matcher would not finish
+    // within the test's time limit); the benchmark reports how long it takes.
     expect(matcher.test(file)).toBe(false);
-    expect(medianMs(() => matcher.test(file), 5)).toBeLessThan(100);
   });
 });
 
