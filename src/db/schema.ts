@@ -252,6 +252,12 @@ export const toolCalls = pgTable(
      * stays `running` while the child works: it is not lost with a worker, so a claim does not interrupt it.
      */
     childRunId: text("child_run_id"),
+    /**
+     * Set by the step's commit when the gateway allowed the call with the policies the step
+     * claim read and the call belongs to the batch's first group: the batch's claim marks it
+     * `running` in the same statement, with this grant (its sandbox network).
+     */
+    preGrant: jsonb("pre_grant").$type<{ network: boolean } | null>(),
     createdAt: createdAt(),
     startedAt: tstz("started_at"),
     endedAt: tstz("ended_at"),

@@ -1,5 +1,7 @@
 import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
+import type { NewEvent, SessionEvent } from "../core/events.js";
 import type { HistoryMessage, MessagePosition } from "../core/history.js";
+import { toolCallStatusesLeadingTo } from "../core/tool-call-status.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import { claimableRunStatuses, runStatusesLeadingTo, type RunStatus, type TerminalRunStatus } from "../core/run-status.js";
 import type { Database } from "../db/client.js";
@@ -7,6 +9,7 @@ import { approvals, messages, projects, runs, sessions, steps, tenants, toolCall
 import { newId } from "../ids.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { HistoryEntry } from "./messages.js";
+import { appendedColumns, appendedEvents, appendEventsText, type AppendedRow } from "./events.js";
 import { col, literals, rowFromJson, rowOf, run, statement, tbl, type Queryable } from "./sql-text.js";
 
 /**
@@ -53,18 +56,22 @@ const M = {
 /**
  * claimStep
  * Guard: the claim above. Params: $5 step index, $6..$9 the history position the worker already has.
- * Result: the run, the attempt the step reached before (0 for none), and the run's history
- * after that position (O1): the claim, the step's attempt and the history in one round trip.
+ * Result: the run, the attempt the step reached before (0 for none), the run's history after that
+ * position, and the tenant's and project's approval policies (the step's commit judges its calls
+ * by them to start the batch's first group with its claim): all in one round trip.
  */
-const claimStepStatement = statement<RunRow & { stepAttempt: number; history: HistoryRow[] }>(
+const claimStepStatement = statement<RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy }>(
   "claim_step",
   `with ${claimCte}
-   select c.*, coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt",
+   select c.*, t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt",
      coalesce((select jsonb_agg(jsonb_build_array(m.${col(messages.content)}, ${M.position}) order by ${M.position})
                from ${tbl(messages)} m
                where m.${col(messages.sessionId)} = c."sessionId" and m.${col(messages.tenantId)} = c."tenantId" and m.${col(messages.runOrdinal)} <= c."ordinal"
                  and (${M.position}) > ($6::int, $7::int, $8::int, $9::int)), '[]'::jsonb) as history
-   from claimed c`,
+   from claimed c
+   join ${tbl(sessions)} se on se.${col(sessions.id)} = c."sessionId"
+   join ${tbl(projects)} p on p.${col(projects.id)} = se.${col(sessions.projectId)}
+   join ${tbl(tenants)} t on t.${col(tenants.id)} = p.${col(projects.tenantId)}`,
 );
 
 /** One history message as the step claim answers it: content, run ordinal, step index, part, call index. */
@@ -76,6 +83,9 @@ type HistoryRow = [HistoryMessage, number, number, MessagePosition["part"], numb
  * Result: the run; the step's attempt and tools; its calls in model order; the
  * tenant's and the project's approval policies and the approvals already given
  * for the step's calls, read in the claim so a policy applies from the next claim on (S1).
+ * On the batch's first claim (no `resume`), the calls the step's commit pre-granted (its first
+ * group) are marked `running` in the same statement, with their `tool_update` events, unless
+ * a call of the step is already running (a redelivery after a crash: the batch is interrupted).
  */
 const claimBatchStatement = statement<
   RunRow & {
@@ -85,11 +95,33 @@ const claimBatchStatement = statement<
     tenantPolicy: ApprovalPolicy;
     projectPolicy: ApprovalPolicy;
     decided: StoredApproval[];
-  }
+    startedIds: string[];
+  } & AppendedRow
 >(
   "claim_batch",
-  `with ${claimCte}
-   select c.*, s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
+  `with ${claimCte},
+   step_row as (
+     select s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt from ${tbl(steps)} s join claimed c on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = $5
+   ),
+   started as (
+     update ${tbl(toolCalls)} tc set ${col(toolCalls.status)} = 'running', ${col(toolCalls.execFence)} = c."fence", ${col(toolCalls.executedBy)} = $2,
+       ${col(toolCalls.startedAt)} = now()
+     from claimed c, step_row s
+     where tc.${col(toolCalls.stepId)} = s.id and tc.${col(toolCalls.preGrant)} is not null
+       and tc.${col(toolCalls.status)} in (${literals(toolCallStatusesLeadingTo("running"))}) and ($4::jsonb ->> 'resume') is null
+       and not exists (select 1 from ${tbl(toolCalls)} r where r.${col(toolCalls.stepId)} = s.id and r.${col(toolCalls.status)} = 'running' and r.${col(toolCalls.childRunId)} is null)
+     returning tc.${col(toolCalls.id)} as id, tc.${col(toolCalls.callId)} as call_id, tc.${col(toolCalls.callIndex)} as call_index
+   ),
+   ${appendEventsText(
+     {
+       sessionId: `(select "sessionId" from claimed)`,
+       tenantId: `(select "tenantId" from claimed)`,
+       // The body of \`tool_update { status: "running" }\` (src/core/events.ts), as markCallsRunning writes it.
+       payload: `(select coalesce(jsonb_agg(jsonb_build_object('runId', $1::text, 'stepIndex', $5::int, 'attempt', (select attempt from step_row), 'type', 'tool_update',
+                  'data', jsonb_build_object('type', 'tool_update', 'callId', st.call_id, 'status', 'running')) order by st.call_index), '[]'::jsonb) from started st)`,
+     },
+   )}
+   select c.*, ${appendedColumns}, (select coalesce(jsonb_agg(st.id), '[]'::jsonb) from started st) as "startedIds", s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
      coalesce((select jsonb_agg(to_jsonb(tc) order by tc.${col(toolCalls.callIndex)})
                from ${tbl(toolCalls)} tc where tc.${col(toolCalls.stepId)} = s.${col(steps.id)}), '[]'::jsonb) as calls,
      t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy",
@@ -136,12 +168,18 @@ export interface StepClaim {
   attempt: number;
   /** The run's history after the position the claim was given. */
   history: HistoryEntry[];
+  /** The tenant's and the project's approval policies, as this claim read them. */
+  policies: ApprovalPolicy[];
 }
 
 export interface BatchClaim {
   stepAttempt: number;
   stepTools: string[];
+  /** The step's calls in model order; those this claim started show as `running` under its fence. */
   calls: CallRow[];
+  /** The pre-granted calls this claim marked `running` (the batch's first group), and their events. */
+  startedIds: ReadonlySet<string>;
+  startedEvents: SessionEvent[];
   policies: ApprovalPolicy[];
   decided: Map<string, StoredApproval>;
 }
@@ -165,9 +203,10 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
   const after = request.historyAfter;
   const [row] = await run(on, claimStepStatement, [...claimValues(request), after.runOrdinal, after.stepIndex, after.part, after.callIndex]);
   if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, history, ...claimed } = row;
+  const { stepAttempt, history, tenantPolicy, projectPolicy, ...claimed } = row;
   return claimedOrGone(claimed, {
     attempt: stepAttempt + 1,
+    policies: [tenantPolicy, projectPolicy],
     history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({ message, position: { runOrdinal, stepIndex, part, callIndex } })),
   });
 }
@@ -175,11 +214,20 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
 export async function claimBatch(on: Queryable, request: ClaimRequest): Promise<Claim<BatchClaim>> {
   const [row] = await run(on, claimBatchStatement, claimValues(request));
   if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, stepTools, calls, tenantPolicy, projectPolicy, decided, ...claimed } = row;
+  const { stepAttempt, stepTools, calls, tenantPolicy, projectPolicy, decided, startedIds, last_seq, appended_at, ...claimed } = row;
+  const started = new Set(startedIds);
+  const attempt = stepAttempt ?? 1;
+  // The calls were read before the statement's own marks: those it started are running under its fence.
+  const rows = calls.map((json) => rowFromJson(toolCalls, json));
+  const startedCalls = rows.filter((call) => started.has(call.id));
+  const ref = { index: request.stepIndex, attempt };
+  const startEvents: NewEvent[] = startedCalls.map((call) => ({ runId: claimed.id, step: ref, body: { type: "tool_update", callId: call.callId, status: "running" } }));
   return claimedOrGone(claimed, {
-    stepAttempt: stepAttempt ?? 1,
+    stepAttempt: attempt,
     stepTools: stepTools ?? [],
-    calls: calls.map((json) => rowFromJson(toolCalls, json)),
+    calls: rows.map((call) => (started.has(call.id) ? { ...call, status: "running", execFence: claimed.fence, executedBy: request.owner } : call)),
+    startedIds: started,
+    startedEvents: appendedEvents(claimed.sessionId, startEvents, { last_seq, appended_at }),
     policies: [tenantPolicy, projectPolicy],
     decided: new Map(decided.map((approval) => [approval.toolCallId, approval])),
   });

@@ -49,6 +49,7 @@ const C = {
   name: col(toolCalls.name),
   argumentsRaw: col(toolCalls.argumentsRaw),
   status: col(toolCalls.status),
+  preGrant: col(toolCalls.preGrant),
 };
 
 /**
@@ -128,6 +129,8 @@ export interface StepResult {
   finish: { reason: FinishReason; stopReason?: string; usage?: Usage } | undefined;
   /** Live events the step's sink had not written yet; they go before `step_end`. */
   pendingEvents: EventBody[];
+  /** Grants of the calls (by call index) the batch's claim starts at once: its first group, allowed by the gateway. */
+  preGrants?: ReadonlyMap<number, { network: boolean }>;
 }
 
 /**
@@ -160,9 +163,9 @@ const commitStepStatement = statement<{ committed: number } & AppendedRow>(
      on conflict do nothing
    ),
    new_calls as (
-     insert into ${tbl(toolCalls)} (${C.id}, ${C.tenantId}, ${C.sessionId}, ${C.runId}, ${C.stepId}, ${C.stepIndex}, ${C.callIndex}, ${C.callId}, ${C.name}, ${C.argumentsRaw}, ${C.status})
-     select c.id, $9, $10, $1, e.id, $12, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued'
-     from ended_step e, jsonb_to_recordset($14::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text)
+     insert into ${tbl(toolCalls)} (${C.id}, ${C.tenantId}, ${C.sessionId}, ${C.runId}, ${C.stepId}, ${C.stepIndex}, ${C.callIndex}, ${C.callId}, ${C.name}, ${C.argumentsRaw}, ${C.status}, ${C.preGrant})
+     select c.id, $9, $10, $1, e.id, $12, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued', c.pre_grant
+     from ended_step e, jsonb_to_recordset($14::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text, pre_grant jsonb)
      on conflict do nothing
    ),
    ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$15" }, "exists (select 1 from committed_run)")}
@@ -177,7 +180,14 @@ export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAtte
   const usage = result.finish?.usage;
   const next = result.toolCalls.length > 0 ? JSON.stringify({ kind: "batch", stepIndex: step.index }) : null;
   const calls = JSON.stringify(
-    result.toolCalls.map((call, callIndex) => ({ id: newId("call"), call_index: callIndex, call_id: call.callId, name: call.name, arguments_raw: call.argumentsRaw })),
+    result.toolCalls.map((call, callIndex) => ({
+      id: newId("call"),
+      call_index: callIndex,
+      call_id: call.callId,
+      name: call.name,
+      arguments_raw: call.argumentsRaw,
+      pre_grant: result.preGrants?.get(callIndex) ?? null,
+    })),
   );
   const stepEnd: NewEvent = {
     runId: held.id,

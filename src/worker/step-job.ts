@@ -21,6 +21,7 @@ import { toolSearchName } from "../tools/tool-registry.js";
 import { createStepEventSink, type StepEventSink } from "./step-event-sink.js";
 import { toolsOfRun } from "./run-tools.js";
 import { dropAgentAtDepthLimit } from "../agents/child-limits.js";
+import { preGrantFirstGroup } from "./pre-grant.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
 
 /**
@@ -53,7 +54,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     leases.release(owner);
     throw error;
   });
-  const { session, history, resultLimit, exposed, step } = prepared;
+  const { session, project, history, resultLimit, exposed, step } = prepared;
   const stepRef: StepRef = { index: step.index, attempt: step.attempt };
 
   const controller = aborts.register(runId);
@@ -124,7 +125,8 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       .map(([, call]) => ({ ...call, argumentsRaw: storableText(call.argumentsRaw) }));
     text = storableText(text);
 
-    const result = { text, toolCalls: orderedCalls, finish, pendingEvents };
+    const preGrants = preGrantFirstGroup({ approvalMode: session.approvalMode, workspaceDir: project.workspacePath }, claim.extra.policies, tools.executor, orderedCalls);
+    const result = { text, toolCalls: orderedCalls, finish, pendingEvents, preGrants };
     if (orderedCalls.length === 0 && text.trim() === "" && step.attempt === 1 && (await justActivatedTools(services, runId, stepIndex))) {
       return await askAgain(services, run, step, stepRef, pendingEvents);
     }
@@ -177,7 +179,7 @@ async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: numb
   const { services } = context;
   const { config } = services;
   const { pool } = services.db;
-  const { session } = await context.sessionContexts.get(services.db.db, run.sessionId);
+  const { session, project } = await context.sessionContexts.get(services.db.db, run.sessionId);
   // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
   const history = await context.histories.extend(pool, run, historyAfter, claimed.history);
   const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
@@ -188,7 +190,7 @@ async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: numb
     config.agentMaxDepth,
   );
   const step: StepAttempt = { index: stepIndex, attempt: claimed.attempt, tools: exposed.map((tool) => tool.name) };
-  return { session, history, resultLimit, exposed, step };
+  return { session, project, history, resultLimit, exposed, step };
 }
 
 /**

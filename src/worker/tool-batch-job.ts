@@ -19,15 +19,13 @@ import { findCommand, requestCommandCancel } from "../commands/command-store.js"
 import { applyGateWrites, judgeBatch, type CallGrant, type GateRules, type GateWrite } from "../approvals/gate-batch.js";
 import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
-import { planLanes, runWithLimit } from "./tool-lanes.js";
+import { maxParallelCalls, planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
 import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
 
 
-/** At most this many calls of one batch run at once (SPEC P3). */
-const maxParallelCalls = 5;
 
 /**
  * Runs the tool calls of one model response. Each call is marked `running`
@@ -35,9 +33,10 @@ const maxParallelCalls = 5;
  * terminal status. A call found `running` when the batch is claimed was never
  * confirmed: it is marked `interrupted`, never run again, and so is the run (D3).
  *
- * To keep transactions few, the first lane's calls are marked running in the
- * claim's transaction, and the call that commits last also hands the run to
- * its next step in the same transaction.
+ * To keep statements few, the first group's calls, when the step's commit
+ * found them allowed (`preGrantFirstGroup`), are marked running by the claim
+ * itself, and the call that commits last also hands the run to its next step
+ * in the same statement.
  */
 export async function processToolBatchJob(context: JobContext, job: Job<ToolBatchJobData>, token: string | undefined): Promise<JobOutcome> {
   const { services, leases, aborts } = context;
@@ -57,7 +56,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   if (claim.kind === "gone") return claim;
   const { run, extra } = claim;
   // A call waiting on its sub-agent is `running` but lost nothing with a worker: its child carries on (A1).
-  if (extra.calls.some((call) => call.status === "running" && call.childRunId === null)) {
+  // Calls this claim started itself were not running before it (it starts none after a crash).
+  if (extra.calls.some((call) => call.status === "running" && call.childRunId === null && !extra.startedIds.has(call.id))) {
     await transactFenced(services, async (fx) => {
       if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
       await closeOpenCalls(fx, run, "interrupted");
@@ -76,7 +76,10 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   leases.hold(owner);
   const controller = aborts.register(runId);
   try {
-    const claimedPlan = await planRunnable(services, batch, extra.calls, extra, (writes) =>
+    const preStarted = extra.calls.filter((call) => extra.startedIds.has(call.id));
+    if (preStarted.length > 0) await services.bus.publish(extra.startedEvents);
+    const rest = extra.calls.filter((call) => !extra.startedIds.has(call.id));
+    const claimedPlan = await planRunnable(services, batch, rest, extra, (writes) =>
       transactFenced(services, async (fx) => {
         if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
         await applyGateWrites(fx, batch, writes);
@@ -85,7 +88,14 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
     );
     if (claimedPlan === null) return { kind: "stale" };
     let plan = claimedPlan;
-    if (plan.groups[0] && !(await markRunning(services, pool, run, startingWindow(plan.groups[0]), owner, stepRef))) return { kind: "stale" };
+    if (preStarted.length > 0) {
+      // The claim started the first group (a whole lane of at most five calls); the rest follows it in model order.
+      const grants = new Map(plan.grants);
+      for (const call of preStarted) grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: call.preGrant?.network ?? false });
+      plan = { ...plan, groups: [preStarted, ...plan.groups], grants };
+    } else if (plan.groups[0] && !(await markRunning(services, pool, run, startingWindow(plan.groups[0]), owner, stepRef))) {
+      return { kind: "stale" };
+    }
     const provider = services.providers.get(session.providerProfile);
     const environment = await batchToolEnvironment(services, { tenantId: run.tenantId, approvalMode: session.approvalMode, workspacePath: project.workspacePath });
     const toolContext = (call: CallRow, grant: CallGrant): ToolContext => ({

@@ -1,3 +1,6 @@
+/** At most this many calls of one batch run at once (SPEC P3). */
+export const maxParallelCalls = 5;
+
 /**
  * Splits a batch into lanes (SPEC P1, P2): consecutive parallel-capable calls
  * form one group that runs together; every other call is a group of its own,

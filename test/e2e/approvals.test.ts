@@ -255,6 +255,33 @@ describe("approvals", () => {
     expect((await client.get(`/v1/approvals?runId=${run.body.id}`)).body.approvals).toEqual([]);
   });
 
+  it("S1: a policy set while the model streams applies from the next step at the latest: the first group keeps the verdict its step's commit gave", async () => {
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [{ text: "working" }, { delayMs: 1500 }, { tool: "marker_sleep", args: { marker: "s1-streaming" } }],
+        [{ tool: "marker_sleep", args: { marker: "s1-next" } }],
+        [{ text: "ok" }],
+      ]),
+    );
+    // The step's claim has read the policies once its first text is out.
+    await waitFor(async () => (await client.events(sessionId)).some((e) => e.type === "text_delta" && e.runId === run.body.id), 10_000, "the model to stream");
+    expect((await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { deny: ["marker_*"] } })).status).toBe(200);
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+    const calls = await env.query<{ step_index: number; status: string; pre_grant: unknown }>(
+      "select step_index, status, pre_grant from tool_calls where run_id = $1 order by step_index",
+      [run.body.id],
+    );
+    expect(calls).toEqual([
+      { step_index: 0, status: "succeeded", pre_grant: { network: true } },
+      { step_index: 1, status: "denied", pre_grant: null },
+    ]);
+    expect(await readMarkers(workspace, "s1-streaming")).toHaveLength(1);
+    expect(await readMarkers(workspace, "s1-next")).toHaveLength(0);
+  });
+
   it("S5: a tool from another tool source goes through the same gateway (network asks in Auto)", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
