@@ -49,7 +49,7 @@ import { envInt } from "./support/env-int.js";
 import { FoyaDriver, stepTimings, type RunRecord } from "./support/foya-driver.js";
 import { preparePeer, runLangGraphPeer } from "./support/langgraph-peer.js";
 import { watchOtherLoad } from "./support/other-load.js";
-import { benchRoot, type BenchProcess } from "./support/processes.js";
+import { benchRoot, printOutputTails, runBenchmark, type BenchProcess } from "./support/processes.js";
 import { createScratchDatabase, type ScratchDatabase } from "./support/scratch-database.js";
 import { distribution, round } from "./support/stats.js";
 
@@ -362,19 +362,10 @@ async function main(): Promise<void> {
     await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`JSON report: ${path.relative(process.cwd(), file)}`);
   } catch (error) {
-    for (const child of children) {
-      const output = child.output().trim();
-      if (output) console.error(`--- ${child.label} output (tail) ---\n${output.slice(-4000)}`);
-    }
+    printOutputTails(children);
     await cleanup(0);
     throw error;
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -26,17 +26,17 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { execa } from "execa";
 import { createApp } from "../src/api/app.js";
-import { loadConfig, type Config } from "../src/config.js";
+import { loadConfig } from "../src/config.js";
 import { createServices, type Services } from "../src/services.js";
 import { BaselineDriver, chainIntervals, type ChainRecord } from "./support/baseline-driver.js";
 import { calibrate } from "./support/calibrate.js";
-import { baselineReadyMarker } from "./support/baseline-shared.js";
-import { countRedisPrefix, createBenchEnv, type BenchEnv } from "./support/bench-env.js";
+import { countRedisPrefix, createBenchEnv } from "./support/bench-env.js";
 import { cpuBetween, cpuSnapshot, type CpuUsage } from "./support/cpu.js";
 import { FoyaDriver, headAndTailIntervals, stepTimings, type RunRecord } from "./support/foya-driver.js";
 import { cycleSegments, type ChainRef, type CycleSegments } from "./support/job-timings.js";
 import { sumProbeStats, type ProbeStats } from "./support/probe-types.js";
-import { benchRoot, startBenchProcess, type BenchProcess } from "./support/processes.js";
+import { startBaselineWorker, startFoyaWorker } from "./support/bench-workers.js";
+import { benchRoot, printOutputTails, runBenchmark, type BenchProcess } from "./support/processes.js";
 import { printReport, type BenchReport, type LatencyPhase, type PerStepCounts, type ProcessSummary, type SegmentsSummary, type ThroughputPhase } from "./support/report.js";
 import { envInt } from "./support/env-int.js";
 import { distribution, mean, ratio, round, roundDistribution } from "./support/stats.js";
@@ -70,34 +70,6 @@ function timeLeft(): number {
 const aims = { p50RatioMax: 4, stepsPerSecondMin: 1000 };
 
 // ---------------------------------------------------------------------------
-
-/** `--cpu-prof` flags for worker processes when BENCH_CPU_PROFILE_DIR is set. */
-function profileArgs(label: string): string[] {
-  const dir = process.env.BENCH_CPU_PROFILE_DIR;
-  // Node names each file CPU.<date>.<pid>.<thread>...; the loader-hooks thread writes its own file.
-  return dir ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir, label)] : [];
-}
-
-async function startFoyaWorker(env: Record<string, string>, label: string): Promise<BenchProcess> {
-  return startBenchProcess({ label, entry: "src/worker/main.ts", env, readyMarker: /FOYA_WORKER_ID=\S+/, nodeArgs: profileArgs(label) });
-}
-
-async function startBaselineWorker(benchEnv: BenchEnv, config: Config, label: string): Promise<BenchProcess> {
-  return startBenchProcess({
-    label,
-    entry: "bench/support/baseline-worker.ts",
-    env: {
-      REDIS_URL: benchEnv.redisUrl,
-      BENCH_BASELINE_PREFIX: benchEnv.baselinePrefix,
-      // The same worker settings Foya's workers run with.
-      BENCH_CONCURRENCY: String(config.stepConcurrency),
-      BENCH_LOCK_MS: String(config.leaseMs),
-      BENCH_STALLED_MS: String(config.stalledIntervalMs),
-    },
-    readyMarker: baselineReadyMarker,
-    nodeArgs: profileArgs(label),
-  });
-}
 
 /** What one measured window produced, besides its own result. */
 interface Measurement<T> {
@@ -380,7 +352,7 @@ async function main(): Promise<void> {
     const app = createApp(services);
     const driver = await FoyaDriver.create(app, services);
     // The bench process already migrated; workers must not race to do it again.
-    const workerEnv = { ...benchEnv.env, FOYA_MIGRATE_ON_START: "false" };
+    const workerEnv = benchEnv.env;
 
     log(`database ${benchEnv.databaseName}, queue prefix ${benchEnv.queuePrefix}`);
     log("starting Foya worker 1");
@@ -448,19 +420,10 @@ async function main(): Promise<void> {
     await writeFile(path.join(resultsDir, "latest.json"), `${JSON.stringify(report, null, 2)}\n`);
     console.log(`\nJSON report: ${path.relative(process.cwd(), path.join(resultsDir, "latest.json"))}`);
   } catch (error) {
-    for (const child of children) {
-      const output = child.output().trim();
-      if (output) console.error(`--- ${child.label} output (tail) ---\n${output.slice(-4000)}`);
-    }
+    printOutputTails(children);
     await cleanup("abort").catch((cleanupError: unknown) => console.error("cleanup failed:", cleanupError));
     throw error;
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -20,6 +20,25 @@ export interface BenchProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** After a failed benchmark: the end of each worker's output, where the reason usually is. */
+export function printOutputTails(children: Iterable<BenchProcess>): void {
+  for (const child of children) {
+    const output = child.output().trim();
+    if (output) console.error(`--- ${child.label} output (tail) ---\n${output.slice(-4000)}`);
+  }
+}
+
+/** Runs a benchmark's main and exits with its outcome (open handles would keep the process alive). */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
+
 export const benchRoot = path.dirname(path.dirname(new URL(import.meta.url).pathname));
 export const repoRoot = path.dirname(benchRoot);
 const probeUrl = pathToFileURL(path.join(benchRoot, "support/process-probe.ts")).href;

@@ -22,9 +22,7 @@ export type { RunRow };
  * job as the run's next job.
  */
 export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
-  const placed = await placeRun(effects.tx, run);
-  if (!placed) throw new Error(`run ${run.id} could not be placed`);
-  const { ordinal, next } = placed;
+  const { ordinal, next } = await placeRun(effects.tx, run);
   await insertMessage(
     effects.tx,
     { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },

@@ -414,10 +414,10 @@ export async function insertRun(tx: Database, values: { tenantId: string; sessio
 
 /**
  * placeRun
- * Guard: the run has no place yet. Result: its ordinal in the session, or undefined.
+ * Guard: the run has no place yet (a run placed twice is a bug: it throws). Result: its ordinal in the session.
  * Makes the run the session's active run and records its first step job (the outbox).
  */
-export async function placeRun(tx: Database, queued: { id: string; sessionId: string }): Promise<{ ordinal: number; next: NextJob } | undefined> {
+export async function placeRun(tx: Database, queued: { id: string; sessionId: string }): Promise<{ ordinal: number; next: NextJob }> {
   const [session] = await tx
     .update(sessions)
     .set({ runCount: sql`${sessions.runCount} + 1`, activeRunId: queued.id })

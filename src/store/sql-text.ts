@@ -24,11 +24,10 @@ export function tbl(table: Table): string {
  * A select list giving a table's row in its drizzle shape (`$inferSelect`):
  * each column under its field name, 53-bit bigints as numbers.
  */
-export function rowOf(table: Table, alias?: string): string {
-  const prefix = alias ? `${alias}.` : "";
+export function rowOf(table: Table): string {
   return Object.entries(getTableColumns(table))
     .map(([field, column]) => {
-      const value = `${prefix}"${column.name}"`;
+      const value = `"${column.name}"`;
       return `${column.columnType === "PgBigInt53" ? `${value}::float8` : value} as "${field}"`;
     })
     .join(", ");
@@ -69,11 +68,23 @@ export async function run<Row>(on: Queryable, statement: Statement<Row>, values:
  */
 export function rowFromJson<T extends Table>(table: T, json: Record<string, unknown>): T["$inferSelect"] {
   const row: Record<string, unknown> = {};
-  for (const [field, column] of Object.entries(getTableColumns(table))) {
-    const value = json[column.name];
-    row[field] = value !== null && value !== undefined && column.dataType === "date" ? new Date(value as string) : (value ?? null);
+  for (const { field, name, isDate } of jsonFields(table)) {
+    const value = json[name];
+    row[field] = value !== null && value !== undefined && isDate ? new Date(value as string) : (value ?? null);
   }
   return row as T["$inferSelect"];
+}
+
+/** Per table, once: each field's column name and whether it holds a date (the hot path maps rows per claim). */
+const fieldsOfTables = new WeakMap<Table, Array<{ field: string; name: string; isDate: boolean }>>();
+
+function jsonFields(table: Table): Array<{ field: string; name: string; isDate: boolean }> {
+  let fields = fieldsOfTables.get(table);
+  if (!fields) {
+    fields = Object.entries(getTableColumns(table)).map(([field, column]) => ({ field, name: column.name, isDate: column.dataType === "date" }));
+    fieldsOfTables.set(table, fields);
+  }
+  return fields;
 }
 
 /** A SQL list of string literals from a constant list (state-machine statuses): `'a', 'b'`. */

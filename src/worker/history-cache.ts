@@ -12,7 +12,7 @@ import type { Queryable } from "../store/sql-text.js";
  * message its run had before is committed, and whatever is written later
  * (this step's answer, its calls' results, a cancelled step's partial text,
  * the next run's input) sits at a later position. Messages are never updated
- * or removed while a session lives. Bounded: the session served longest ago leaves first.
+ * or removed while a session lives.
  */
 export interface HistoryCache {
   /** The position after which a step of this session needs to read. */
@@ -24,13 +24,28 @@ export interface HistoryCache {
 interface Cached {
   tenantId: string;
   entries: HistoryEntry[];
+  /** About how many characters the entries hold, for the process-wide budget. */
+  chars: number;
 }
 
-export function createHistoryCache(maxSessions = 512): HistoryCache {
+/**
+ * `maxSessions` bounds the count; `maxChars` bounds the memory, since a tenant decides how
+ * much its histories hold (a session larger than the whole budget is simply not kept).
+ */
+export function createHistoryCache(options: { maxSessions?: number; maxChars?: number } = {}): HistoryCache {
+  const maxSessions = options.maxSessions ?? 512;
+  const maxChars = options.maxChars ?? 64 * 1024 * 1024;
   const sessions = new Map<string, Cached>();
+  let totalChars = 0;
   const usable = (scope: { tenantId: string; sessionId: string }) => {
     const cached = sessions.get(scope.sessionId);
     return cached && cached.tenantId === scope.tenantId ? cached : undefined;
+  };
+  const drop = (sessionId: string) => {
+    const cached = sessions.get(sessionId);
+    if (!cached) return;
+    totalChars -= cached.chars;
+    sessions.delete(sessionId);
   };
   return {
     after(scope) {
@@ -39,15 +54,31 @@ export function createHistoryCache(maxSessions = 512): HistoryCache {
     async extend(on, run, after, fresh) {
       const cached = usable(run);
       const base = cached?.entries.at(-1)?.position ?? historyOrigin;
+      const appended = cached !== undefined && samePosition(base, after);
       // Another step of the session moved the copy meanwhile (a redelivery): read it all again.
-      const entries =
-        samePosition(base, after) ? [...(cached?.entries ?? []), ...fresh] : samePosition(after, historyOrigin) ? fresh : await loadHistory(on, run.tenantId, run.sessionId, run.ordinal);
-      sessions.delete(run.sessionId);
-      if (sessions.size >= maxSessions) sessions.delete(sessions.keys().next().value as string);
-      sessions.set(run.sessionId, { tenantId: run.tenantId, entries });
+      const entries = appended
+        ? [...cached.entries, ...fresh]
+        : samePosition(after, historyOrigin)
+          ? fresh
+          : await loadHistory(on, run.tenantId, run.sessionId, run.ordinal);
+      const chars = (appended ? cached.chars : 0) + charsOf(appended ? fresh : entries);
+      drop(run.sessionId);
+      if (chars <= maxChars) {
+        sessions.set(run.sessionId, { tenantId: run.tenantId, entries, chars });
+        totalChars += chars;
+        // The session served longest ago leaves first.
+        for (const oldest of sessions.keys()) {
+          if (sessions.size <= maxSessions && totalChars <= maxChars) break;
+          drop(oldest);
+        }
+      }
       return entries;
     },
   };
+}
+
+function charsOf(entries: readonly HistoryEntry[]): number {
+  return entries.reduce((sum, entry) => sum + JSON.stringify(entry.message).length, 0);
 }
 
 function samePosition(a: MessagePosition, b: MessagePosition): boolean {

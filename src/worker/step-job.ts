@@ -37,8 +37,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const owner = `${context.workerId}/${job.id}`;
   const tools = await toolsOfRun(context, runId);
 
-  // Claim, history and the step's start are separate fenced statements, not one transaction:
-  // a crash between them leaves a claimed run whose next attempt claims it again (D4).
+  // The claim (with the new history) and the step's start (with its first events or its
+  // commit) are separate fenced statements, not one transaction: a crash between them leaves a
+  // claimed run whose next attempt claims it again (D4). The run's scope is cached by toolsOfRun.
   const { pool } = services.db;
   const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
   const historyAfter = scope ? context.histories.after(scope) : historyOrigin;

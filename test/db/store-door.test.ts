@@ -1,6 +1,7 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { sourceFiles } from "../helpers/source-files.js";
 import { repoRoot } from "../helpers/test-env.js";
 
 /**
@@ -15,16 +16,6 @@ const writes = [
   new RegExp(`\\b(?:update|insert\\s+into|delete\\s+from)\\s+"?(?:${tables.sql})"?\\b`, "i"),
 ];
 
-async function sources(folder: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const entry of await readdir(folder, { withFileTypes: true })) {
-    const full = path.join(folder, entry.name);
-    if (entry.isDirectory()) found.push(...(await sources(full)));
-    else if (entry.name.endsWith(".ts")) found.push(full);
-  }
-  return found;
-}
-
 function writeLines(text: string): string[] {
   return text.split("\n").filter((line) => writes.some((pattern) => pattern.test(line)));
 }
@@ -32,7 +23,7 @@ function writeLines(text: string): string[] {
 describe("the store is the only writer of the state machines", () => {
   it("D2: no module outside src/store/ updates or inserts runs, steps, tool calls, messages or events", async () => {
     const outside: string[] = [];
-    for (const file of await sources(path.join(repoRoot, "src"))) {
+    for (const file of await sourceFiles(path.join(repoRoot, "src"))) {
       const relative = path.relative(repoRoot, file);
       if (relative.startsWith("src/store/") || relative === "src/db/schema.ts") continue;
       for (const line of writeLines(await readFile(file, "utf8"))) outside.push(`${relative}: ${line.trim()}`);
@@ -42,7 +33,7 @@ describe("the store is the only writer of the state machines", () => {
 
   it("D2: the store's own statements name tables and columns through the drizzle schema, never as literals", async () => {
     const literal: string[] = [];
-    for (const file of await sources(path.join(repoRoot, "src/store"))) {
+    for (const file of await sourceFiles(path.join(repoRoot, "src/store"))) {
       const text = await readFile(file, "utf8");
       const rawWrites = text.split("\n").filter((line) => writes[1]!.test(line));
       for (const line of rawWrites) literal.push(`${path.relative(repoRoot, file)}: ${line.trim()}`);

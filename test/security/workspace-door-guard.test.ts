@@ -1,6 +1,7 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { sourceFiles } from "../helpers/source-files.js";
 import { repoRoot } from "../helpers/test-env.js";
 
 /**
@@ -28,20 +29,10 @@ const allowed: Record<string, string> = {
 };
 const fileSystemImport = /from\s+["'](?:node:)?fs(?:\/promises)?["']|from\s+["']trash["']|require\(\s*["'](?:node:)?fs|import\(\s*["'](?:node:)?fs/;
 
-async function sources(folder: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const entry of await readdir(folder, { withFileTypes: true })) {
-    const full = path.join(folder, entry.name);
-    if (entry.isDirectory()) found.push(...(await sources(full)));
-    else if (entry.name.endsWith(".ts")) found.push(full);
-  }
-  return found;
-}
-
 describe("the workspace door is the only way to a workspace", () => {
   it("S6: no module outside the door and the sandbox's host checks imports the file system; no tool gets a host path", async () => {
     const importing: string[] = [];
-    for (const file of await sources(path.join(repoRoot, "src"))) {
+    for (const file of await sourceFiles(path.join(repoRoot, "src"))) {
       if (fileSystemImport.test(await readFile(file, "utf8"))) importing.push(path.relative(repoRoot, file));
     }
     expect(importing.sort()).toEqual(Object.keys(allowed).sort());

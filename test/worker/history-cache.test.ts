@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import type { HistoryEntry } from "../../src/store/messages.js";
+import { historyOrigin } from "../../src/store/runs.js";
+import type { Queryable } from "../../src/store/sql-text.js";
+import { createHistoryCache } from "../../src/worker/history-cache.js";
+
+/** These paths never read Postgres: a read would mean the copy was not used. */
+const noReads: Queryable = {
+  query: () => {
+    throw new Error("the history copy read Postgres");
+  },
+};
+
+function userMessage(runOrdinal: number, text: string): HistoryEntry {
+  return { message: { role: "user", text }, position: { runOrdinal, stepIndex: -1, part: 0, callIndex: 0 } };
+}
+
+describe("a worker's history copies", () => {
+  it("D1: a copy grows by what the claim read, and is never shared across tenants", async () => {
+    const cache = createHistoryCache();
+    const run = { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 };
+    const first = userMessage(1, "hello");
+    expect(await cache.extend(noReads, run, historyOrigin, [first])).toEqual([first]);
+    expect(cache.after(run)).toEqual(first.position);
+    const second = userMessage(2, "again");
+    expect(await cache.extend(noReads, { ...run, ordinal: 2 }, first.position, [second])).toEqual([first, second]);
+    expect(cache.after({ tenantId: "ten_b", sessionId: "ses_1" })).toEqual(historyOrigin);
+  });
+
+  it("D1: copies stay within the memory budget, and a history larger than it is not kept", async () => {
+    const cache = createHistoryCache({ maxChars: 1_000 });
+    const big = userMessage(1, "x".repeat(600));
+    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 }, historyOrigin, [big]);
+    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_2", ordinal: 1 }, historyOrigin, [big]);
+    // The second pushed the first out: together they exceed the budget.
+    expect(cache.after({ tenantId: "ten_a", sessionId: "ses_1" })).toEqual(historyOrigin);
+    expect(cache.after({ tenantId: "ten_a", sessionId: "ses_2" })).toEqual(big.position);
+    const huge = userMessage(1, "y".repeat(2_000));
+    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_3", ordinal: 1 }, historyOrigin, [huge]);
+    expect(cache.after({ tenantId: "ten_a", sessionId: "ses_3" })).toEqual(historyOrigin);
+  });
+});
