@@ -84,6 +84,9 @@ const envSchema = z.object({
   FOYA_STALLED_INTERVAL_MS: intFromEnv(15_000),
   FOYA_SWEEP_INTERVAL_MS: intFromEnv(5_000),
   FOYA_SWEEP_GRACE_MS: intFromEnv(10_000),
+  FOYA_LIVENESS_INTERVAL_MS: positiveIntFromEnv(1_000),
+  FOYA_LIVENESS_TIMEOUT_MS: positiveIntFromEnv(3_000),
+  FOYA_MAX_CONTINUED_INTERRUPTIONS: intFromEnv(3),
   FOYA_STEP_ATTEMPTS: intFromEnv(3),
   FOYA_MAX_STEPS_PER_RUN: intFromEnv(100),
   FOYA_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
@@ -99,6 +102,7 @@ const envSchema = z.object({
   FOYA_TOOL_MODULES: z.string().optional(),
   FOYA_FAILPOINTS: z.string().optional(),
   FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
+  FOYA_WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
   PATH: z.string().default("/usr/local/bin:/usr/bin:/bin"),
   FOYA_TOOL_PATH: z.string().optional(),
   FOYA_BWRAP_PATH: z.string().min(1).default("bwrap"),
@@ -188,6 +192,12 @@ export interface Config {
   readonly sweepIntervalMs: number;
   /** Work without a live lease older than this is re-dispatched by the sweeper. */
   readonly sweepGraceMs: number;
+  /** How often a worker renews its liveness record (SPEC D9); sweepers look for dead workers as often. */
+  readonly livenessIntervalMs: number;
+  /** A worker whose record is older than this is taken for dead and its work taken over (D9). */
+  readonly livenessTimeoutMs: number;
+  /** How often a run with `onInterrupted: "continue"` may go on after interrupted calls before it ends `interrupted` (D10). */
+  readonly maxContinuedInterruptions: number;
   readonly stepAttempts: number;
   readonly maxStepsPerRun: number;
   readonly shutdownGraceMs: number;
@@ -204,6 +214,11 @@ export interface Config {
   /** Named fault-injection points, used by crash tests. */
   readonly failpoints: ReadonlySet<string>;
   readonly migrateOnStart: boolean;
+  /**
+   * A file a worker rewrites every second once it serves, for container health checks
+   * (`src/health/worker-healthcheck.ts`); unset writes none.
+   */
+  readonly workerHeartbeatFile: string | undefined;
   /** PATH given to processes tools start; their environment holds nothing else of the service's. */
   readonly toolPath: string;
   /** bubblewrap for the sandbox (SPEC S3): a path, or a name looked up on the tool PATH. */
@@ -302,6 +317,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!names.has(e.FOYA_DEFAULT_PROVIDER)) {
     throw new Error(`invalid configuration: FOYA_DEFAULT_PROVIDER "${e.FOYA_DEFAULT_PROVIDER}" is not a profile`);
   }
+  if (e.FOYA_LIVENESS_TIMEOUT_MS < 2 * e.FOYA_LIVENESS_INTERVAL_MS) {
+    throw new Error(
+      `invalid configuration: FOYA_LIVENESS_TIMEOUT_MS ${e.FOYA_LIVENESS_TIMEOUT_MS} must be at least twice FOYA_LIVENESS_INTERVAL_MS ${e.FOYA_LIVENESS_INTERVAL_MS}, or a worker that misses one renewal is taken for dead`,
+    );
+  }
   if (e.FOYA_TOOL_UID_BASE < smallestToolUidBase || e.FOYA_TOOL_UID_BASE + toolUidSlotCount >= largestUidPlusOne) {
     throw new Error(
       `invalid configuration: FOYA_TOOL_UID_BASE ${e.FOYA_TOOL_UID_BASE} must be at least ${smallestToolUidBase} and leave room for ${toolUidSlotCount} tenant uids below ${largestUidPlusOne}`,
@@ -323,6 +343,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     stalledIntervalMs: Math.max(200, e.FOYA_STALLED_INTERVAL_MS),
     sweepIntervalMs: Math.max(100, e.FOYA_SWEEP_INTERVAL_MS),
     sweepGraceMs: e.FOYA_SWEEP_GRACE_MS,
+    livenessIntervalMs: e.FOYA_LIVENESS_INTERVAL_MS,
+    livenessTimeoutMs: e.FOYA_LIVENESS_TIMEOUT_MS,
+    maxContinuedInterruptions: e.FOYA_MAX_CONTINUED_INTERRUPTIONS,
     stepAttempts: Math.max(1, e.FOYA_STEP_ATTEMPTS),
     maxStepsPerRun: Math.max(1, e.FOYA_MAX_STEPS_PER_RUN),
     shutdownGraceMs: e.FOYA_SHUTDOWN_GRACE_MS,
@@ -340,6 +363,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     toolModules: Object.freeze((e.FOYA_TOOL_MODULES ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p))),
     failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
+    workerHeartbeatFile: e.FOYA_WORKER_HEARTBEAT_FILE === undefined ? undefined : path.resolve(e.FOYA_WORKER_HEARTBEAT_FILE),
     toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
     bwrapPath: e.FOYA_BWRAP_PATH,
     slirp4netnsPath: e.FOYA_SLIRP4NETNS_PATH,

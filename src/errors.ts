@@ -22,6 +22,8 @@ export type FoyaErrorCode =
   | "approval_expired"
   | "provider_error"
   | "provider_config"
+  /** The process is still starting (waiting for Postgres or Redis, SPEC D9); answered 503 with Retry-After. */
+  | "starting"
   | "internal";
 
 const httpStatusByCode: Record<FoyaErrorCode, number> = {
@@ -39,12 +41,13 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   approval_expired: 409,
   provider_error: 502,
   provider_config: 500,
+  starting: 503,
   internal: 500,
 };
 
 export class FoyaError extends Error {
   readonly code: FoyaErrorCode;
-  /** For 429s: when the client may try again, in whole seconds (the HTTP `Retry-After` header). */
+  /** For 429s and 503s: when the client may try again, in whole seconds (the HTTP `Retry-After` header). */
   readonly retryAfterSeconds: number | undefined;
   /**
    * For 409s: the record as it is now, so a client that lost a race (SPEC D11)

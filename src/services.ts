@@ -11,6 +11,8 @@ import { refusedHost } from "./net/address-guard.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
+import { isConnectionError, retryWhileUnavailable, urlSecrets } from "./startup/dependency-wait.js";
+import type { StartupStatus } from "./startup/startup-status.js";
 import type { SandboxRunner } from "./sandbox/sandbox-runner.js";
 import { identityMode, type IdentityMode } from "./sandbox/tool-identity.js";
 import { createTenantSettingsCache, type TenantSettingsCache } from "./tenants/tenant-settings.js";
@@ -53,10 +55,27 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config, options: { extraTools?: AnyTool[]; role?: string } = {}): Promise<Services> {
-  const logger = createLogger(config.logLevel, options.role ? { role: options.role } : {});
+export interface CreateServicesOptions {
+  extraTools?: AnyTool[];
+  role?: string;
+  /** The process's logger; by default one is made with the role in its bindings. */
+  logger?: Logger;
+  /** Told while migrations wait for Postgres (SPEC D9). */
+  startup?: StartupStatus;
+}
+
+export async function createServices(config: Config, options: CreateServicesOptions = {}): Promise<Services> {
+  const logger = options.logger ?? createLogger(config.logLevel, options.role ? { role: options.role } : {});
   const db = openDatabase(config.databaseUrl);
-  if (config.migrateOnStart) await runMigrations(db);
+  if (config.migrateOnStart) {
+    // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.
+    await retryWhileUnavailable("postgres", () => runMigrations(db), {
+      logger,
+      retryIf: isConnectionError,
+      secrets: urlSecrets(config.databaseUrl),
+      status: options.startup,
+    });
+  }
   const redisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
   const redis = new Redis(config.redisUrl, redisOptions);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { runs, sessions, toolCalls } from "../db/schema.js";
+import { runs, sessions, toolCalls, type OnInterrupted } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { activateRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced } from "../store/transact.js";
@@ -14,7 +14,7 @@ import { narrowLimits } from "./child-limits.js";
 type SessionRow = typeof sessions.$inferSelect;
 
 export interface SubAgentParent {
-  run: { id: string; tenantId: string; sessionId: string; fence: number };
+  run: { id: string; tenantId: string; sessionId: string; fence: number; onInterrupted: OnInterrupted };
   session: SessionRow;
   /** The `agent` call, already `running` under this batch attempt's fence. */
   call: { id: string; callId: string };
@@ -61,10 +61,12 @@ export async function startSubAgent(
         parentRunId: run.id,
         parentCallId: call.callId,
         depth: limits.depth,
+        // The parent's choice for interrupted calls holds for the work it delegates (D10).
+        onInterrupted: run.onInterrupted,
       })
       .returning();
     if (!child) throw new Error("session insert returned nothing");
-    const childRun = await insertRun(fx.tx, { tenantId: run.tenantId, sessionId: child.id, input: request.task });
+    const childRun = await insertRun(fx.tx, { tenantId: run.tenantId, sessionId: child.id, input: request.task, onInterrupted: child.onInterrupted });
     await activateRun(fx, childRun);
     if (!(await linkChildRun(fx.tx, call.id, run.fence, childRun.id))) throw new StaleWorkError();
     await fx.emit(run.tenantId, run.sessionId, [

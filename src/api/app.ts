@@ -2,10 +2,11 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
+import { foyaErrorResponse } from "./error-response.js";
 import { requireAdminToken, requireApiKey } from "./auth.js";
+import { registerAdminRoutes } from "./routes/admin-routes.js";
 import { apiKeyRateLimit } from "./limits/api-key-rate-limit.js";
 import { createAuthFailureLockout } from "./limits/auth-failure-lockout.js";
 import { createEventStreamSlots } from "./limits/event-stream-slots.js";
@@ -36,7 +37,7 @@ const tenantPaths = ["/v1/projects/*", "/v1/sessions/*", "/v1/runs/*", "/v1/tool
 /**
  * Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server.
  *
- * Every request passes, in order: a request id; authentication (an admin token on /v1/tenants,
+ * Every request passes, in order: a request id; authentication (an admin token on /v1/tenants and /v1/admin,
  * an API key on the tenant routes), refused early for an address with too many failures, then
  * the key's rate limit; the body limit of the route; then the route's schemas, after which any
  * string Postgres cannot store is refused (SPEC S10).
@@ -66,10 +67,7 @@ export function createApp(services: ApiServices): App {
     return c.json({ error: { code: "internal", message: `internal error; the operator can find it in the log by request id ${id}` } }, 500);
   };
   app.onError((error, c) => {
-    if (isFoyaError(error) && error.code !== "internal") {
-      if (error.retryAfterSeconds !== undefined) c.header("Retry-After", String(error.retryAfterSeconds));
-      return c.json({ error: { code: error.code, message: error.message, ...(error.current ? { current: error.current } : {}) } }, error.httpStatus as ContentfulStatusCode);
-    }
+    if (isFoyaError(error) && error.code !== "internal") return foyaErrorResponse(c, error);
     if (error instanceof HTTPException && error.status < 500) {
       return c.json({ error: { code: httpExceptionCode(error.status), message: error.message } }, error.status);
     }
@@ -86,6 +84,7 @@ export function createApp(services: ApiServices): App {
   app.use("*", requestId());
   // Also matches /v1/tenants itself.
   app.use("/v1/tenants/*", requireAdminToken(config.adminToken, lockout));
+  app.use("/v1/admin/*", requireAdminToken(config.adminToken, lockout));
   const authenticated = requireApiKey(services.db.db, lockout);
   const rateLimited = apiKeyRateLimit(counter, limits, config.queuePrefix);
   for (const path of tenantPaths) app.use(path, authenticated, rateLimited);
@@ -93,6 +92,7 @@ export function createApp(services: ApiServices): App {
 
   registerHealthRoutes(app, services);
   registerTenantRoutes(app, services);
+  registerAdminRoutes(app, services);
   registerProjectRoutes(app, services);
   registerSessionRoutes(app, services);
   registerRunRoutes(app, services, {

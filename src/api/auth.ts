@@ -46,7 +46,7 @@ export function requireApiKey(db: Database, lockout: AuthFailureLockout): Middle
 
 export function requireAdminToken(adminToken: string | undefined, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (!adminToken) throw new FoyaError("forbidden", "tenant administration is disabled: FOYA_ADMIN_TOKEN is not set");
+    if (!adminToken) throw new FoyaError("forbidden", "the admin API (tenants, workers) is disabled: FOYA_ADMIN_TOKEN is not set");
     const token = bearer(c.req.header("authorization"));
     if (!token) throw new FoyaError("unauthorized", "admin token required");
     await lockout.check(c);

@@ -117,6 +117,13 @@ export const ProjectSchema = z.object({ id: z.string(), name: z.string(), create
 export const approvalModes = ["manual", "auto", "full_access"] as const;
 export const runModes = ["normal", "read_only"] as const;
 
+export const onInterruptedChoices = ["end", "continue"] as const;
+const onInterruptedField = () =>
+  z.enum(onInterruptedChoices).openapi({
+    description:
+      'What a run does when a tool call of it is interrupted by a worker\'s death (SPEC D10): "end" ends the run `interrupted`; "continue" gives the call an honest tool message (outcome unknown, may have partly run, never run again) and goes on with the next model step, at most FOYA_MAX_CONTINUED_INTERRUPTIONS times per run.',
+  });
+
 export const SessionCreateSchema = z
   .object({
     projectId: foyaId(),
@@ -126,6 +133,7 @@ export const SessionCreateSchema = z
     toolAllowList: z.array(text().min(1)).max(1000).nullable().optional(),
     runMode: z.enum(runModes).default("normal"),
     systemPrompt: text().max(100_000).optional(),
+    onInterrupted: onInterruptedField().default("end"),
   })
   .strict()
   .openapi("SessionCreate");
@@ -139,6 +147,7 @@ export const SessionSchema = z
     model: z.string().nullable(),
     toolAllowList: z.array(z.string()).nullable(),
     runMode: z.enum(runModes),
+    onInterrupted: z.enum(onInterruptedChoices).openapi({ description: "The default of the session's runs (SPEC D10)." }),
     activeRunId: z.string().nullable(),
     parent: z
       .object({ sessionId: z.string().nullable(), runId: z.string(), callId: z.string().nullable() })
@@ -157,6 +166,7 @@ export const RunCreateSchema = z
     ifActive: z.enum(["reject", "enqueue", "interrupt"]).default("reject").openapi({
       description: "What to do when the session already has an active run (SPEC X6).",
     }),
+    onInterrupted: onInterruptedField().optional().openapi({ description: "This run's own choice (SPEC D10); the session's `onInterrupted` when absent." }),
   })
   .strict()
   .openapi("RunCreate");
@@ -168,6 +178,8 @@ export const RunSchema = z
     status: z.enum(runStatuses),
     ordinal: z.number().nullable(),
     stepIndex: z.number(),
+    onInterrupted: z.enum(onInterruptedChoices),
+    interruptions: z.number().int().openapi({ description: "How often the run carried on after an interrupted call (SPEC D10)." }),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
     createdAt: z.string(),
     endedAt: z.string().nullable(),

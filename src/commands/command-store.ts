@@ -24,6 +24,16 @@ export async function requestCommandCancel(db: Database, bus: EventBus, command:
 }
 
 /** Running commands whose owner stopped renewing are `lost` (B4); with an id, only that one. */
+/** The running commands of a worker found dead (SPEC D9) are lost at once, not when their leases lapse. */
+export async function markCommandsOfWorkerLost(db: Database, workerId: string): Promise<number> {
+  const lost = await db
+    .update(commands)
+    .set({ status: "lost", endedAt: sql`now()` })
+    .where(and(eq(commands.ownerWorker, workerId), eq(commands.status, "running")))
+    .returning({ id: commands.id });
+  return lost.length;
+}
+
 export async function markLostCommands(db: Database, id?: string): Promise<number> {
   const conditions = [eq(commands.status, "running"), lt(commands.leaseUntil, sql`now()`)];
   if (id) conditions.push(eq(commands.id, id));

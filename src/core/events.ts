@@ -47,7 +47,11 @@ export type EventBody =
       usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number };
       toolCalls: number;
     }
-  | { type: "run_status"; status: RunStatus }
+  /**
+   * A change of an active run's status; `recovering` is no stored status: the run's worker was
+   * found dead (SPEC D9) and its work is being taken over, `reason` says by what it was noticed.
+   */
+  | { type: "run_status"; status: RunStatus | "recovering"; reason?: string }
   /** An `agent` call started a sub-agent (A1): its session and run, whose own events tell what it does. */
   | { type: "subagent_start"; callId: string; childSessionId: string; childRunId: string; depth: number }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }

@@ -1,11 +1,16 @@
 import { loadConfig } from "../config.js";
+import { createLogger } from "../logger.js";
+import { isConnectionError, retryWhileUnavailable, urlSecrets } from "../startup/dependency-wait.js";
 import { openDatabase } from "./client.js";
 import { runMigrations } from "./migrate.js";
 
+// The compose `migrate` one-shot: it waits for Postgres like the services do (SPEC D9), then
+// applies the migrations once; a migration Postgres refuses exits 1.
 const config = loadConfig();
+const logger = createLogger(config.logLevel, { role: "migrate" });
 const handle = openDatabase(config.databaseUrl, { max: 2 });
 try {
-  await runMigrations(handle);
+  await retryWhileUnavailable("postgres", () => runMigrations(handle), { logger, retryIf: isConnectionError, secrets: urlSecrets(config.databaseUrl) });
   console.log("migrations applied");
 } finally {
   await handle.close();

@@ -118,6 +118,8 @@ export const sessions = pgTable(
     parentCallId: text("parent_call_id"),
     /** Sub-agent levels above this session: 0 for a client's session, parent's + 1 for a sub-agent's. */
     depth: integer("depth").notNull().default(0),
+    /** The default of the session's runs (SPEC D10). */
+    onInterrupted: text("on_interrupted").$type<OnInterrupted>().notNull().default("end"),
     deletedAt: tstz("deleted_at"),
     createdAt: createdAt(),
   },
@@ -125,6 +127,13 @@ export const sessions = pgTable(
 );
 
 export type ActivePolicy = "reject" | "enqueue" | "interrupt";
+
+/**
+ * What a run does when a tool call of it is interrupted by a worker's death (SPEC D10):
+ * `end` ends the run `interrupted`; `continue` gives the call its honest tool message
+ * and goes on with the next model step, a bounded number of times.
+ */
+export type OnInterrupted = "end" | "continue";
 
 export const runs = pgTable(
   "runs",
@@ -152,6 +161,10 @@ export const runs = pgTable(
     leaseUntil: tstz("lease_until"),
     /** How often the sweeper re-dispatched the current `next_job`; part of its job id, reset with each new next job. */
     redispatches: integer("redispatches").notNull().default(0),
+    /** SPEC D10: the session's default or the run's own choice, fixed when the run is created. */
+    onInterrupted: text("on_interrupted").$type<OnInterrupted>().notNull().default("end"),
+    /** How often the run went on after an interrupted call (D10); past the limit it ends `interrupted`. */
+    interruptions: integer("interruptions").notNull().default(0),
     error: jsonb("error").$type<{ code: string; message: string } | null>(),
     createdAt: createdAt(),
     updatedAt: tstz("updated_at").notNull().defaultNow(),
@@ -335,6 +348,30 @@ export const fileChanges = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index("file_changes_session_idx").on(t.sessionId)],
+);
+
+/**
+ * One row per worker process (SPEC D9): its liveness record. The worker renews `last_seen_at`
+ * every second; a sweeper that finds it stale marks it `lost` (one sweeper wins) and takes
+ * over its runs and background commands at once instead of waiting for their leases.
+ */
+export const workers = pgTable(
+  "workers",
+  {
+    id: text("id").primaryKey(),
+    host: text("host").notNull(),
+    pid: integer("pid").notNull(),
+    startedAt: tstz("started_at").notNull().defaultNow(),
+    lastSeenAt: tstz("last_seen_at").notNull().defaultNow(),
+    /** Set when the worker drained (`stopped`) or was found dead (`lost`). */
+    stoppedAt: tstz("stopped_at"),
+    stopReason: text("stop_reason").$type<"stopped" | "lost">(),
+    /** Jobs running per queue, as of the last renewal. */
+    jobs: jsonb("jobs").$type<Record<string, number>>().notNull().default({}),
+    /** Background commands held, as of the last renewal. */
+    commands: integer("commands").notNull().default(0),
+  },
+  (t) => [index("workers_live_idx").on(t.lastSeenAt).where(sql`stopped_at is null`)],
 );
 
 export type CommandStatus = "running" | "exited" | "failed" | "killed" | "cancelled" | "lost";

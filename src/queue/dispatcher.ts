@@ -23,6 +23,9 @@ export function createDispatcher(options: { connection: Redis; prefix: string; s
   const queueOptions = { connection: options.connection, prefix: options.prefix };
   const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
   const toolQueue = new Queue<ToolBatchJobData>(toolQueueName, queueOptions);
+  // Connection errors are the shared connection's, logged by its own listener (src/services.ts);
+  // a queue without a listener would print each one to stderr as well.
+  for (const queue of [stepQueue, toolQueue]) queue.on("error", () => {});
   // Finished jobs are kept for a while so that a duplicate enqueue of the same work is
   // refused by BullMQ itself; the handlers are idempotent against Postgres beyond that window.
   const common: JobsOptions = {

@@ -1,6 +1,6 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
-import { sessions, type ActivePolicy } from "../db/schema.js";
+import { sessions, type ActivePolicy, type OnInterrupted } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Services } from "../services.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
@@ -17,7 +17,7 @@ import { insertRun, lockRun } from "../store/runs.js";
  */
 export async function createRun(
   services: Pick<Services, "config" | "db" | "bus" | "dispatcher" | "failpoints">,
-  input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy },
+  input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy; onInterrupted?: OnInterrupted },
 ): Promise<RunRow> {
   return transact(
     services,
@@ -52,7 +52,12 @@ export async function createRun(
       if (isActive && input.ifActive === "interrupt") {
         await cancelRunInTransaction(fx, active, { code: "superseded", message: "interrupted by a new turn" }, false);
       }
-      const run = await insertRun(fx.tx, { tenantId: input.tenantId, sessionId: session.id, input: input.input });
+      const run = await insertRun(fx.tx, {
+        tenantId: input.tenantId,
+        sessionId: session.id,
+        input: input.input,
+        onInterrupted: input.onInterrupted ?? session.onInterrupted,
+      });
       const waitBehindActive = isActive && input.ifActive === "enqueue";
       if (!waitBehindActive) {
         const ordinal = await activateRun(fx, run);

@@ -66,6 +66,12 @@ const closingText = {
       "Interrupted: this call started but its completion was never confirmed (the worker running it stopped). Its outcome is unknown and it may have partly run. It will not be run again.",
     pending: "Not run: the run was interrupted before this call started.",
   },
+  /** The run goes on with its next step after the interruption (D10): the model decides what to do. */
+  interruptedCarryingOn: {
+    running:
+      "Interrupted: this call started but its completion was never confirmed (the worker running it stopped). Its outcome is unknown and it may have partly run. It will not be run again; check its effects before relying on them or asking for it again.",
+    pending: "Not run: an earlier call of this batch was interrupted (its worker stopped) before this call started. Ask for it again if it is still needed.",
+  },
   cancelled: {
     running: "Cancelled while running: the call was stopped and may have partly run.",
     pending: "Not run: the run was cancelled before this call started.",
@@ -74,19 +80,22 @@ const closingText = {
 
 /**
  * Gives every unfinished call of a run a terminal status and a truthful tool
- * message, so the history stays valid for every provider (D3, X2).
+ * message, so the history stays valid for every provider (D3, X2). `carryingOn`:
+ * the run goes on after an interruption (D10), and the messages say so.
  */
 export async function closeOpenCalls(
   effects: Effects,
   run: Pick<RunRow, "id" | "tenantId" | "sessionId"> & { ordinal: number },
   reason: "interrupted" | "cancelled",
+  options: { carryingOn?: boolean } = {},
 ): Promise<number> {
   const open = await lockOpenCalls(effects.tx, run.id);
+  const texts = reason === "interrupted" && options.carryingOn ? closingText.interruptedCarryingOn : closingText[reason];
   for (const call of open) {
     const wasRunning = call.status === "running";
     const status = wasRunning && reason === "interrupted" ? "interrupted" : "cancelled";
     const code = wasRunning ? reason : `not_run_${reason}`;
-    const content: ResultPart[] = [{ type: "text", text: closingText[reason][wasRunning ? "running" : "pending"] }];
+    const content: ResultPart[] = [{ type: "text", text: texts[wasRunning ? "running" : "pending"] }];
     const answered = await answerCall(effects.pg, { run, call, outcome: { status, isError: true, errorCode: code, content }, step: null });
     effects.track(answered.events);
   }

@@ -406,7 +406,10 @@ export async function finishRun(
 }
 
 /** insertRun: a new run, `queued`, with no place in history yet. */
-export async function insertRun(tx: Database, values: { tenantId: string; sessionId: string; input: string }): Promise<RunRow> {
+export async function insertRun(
+  tx: Database,
+  values: { tenantId: string; sessionId: string; input: string; onInterrupted?: RunRow["onInterrupted"] },
+): Promise<RunRow> {
   const [row] = await tx.insert(runs).values({ id: newId("run"), ...values, status: "queued" }).returning();
   if (!row) throw new Error("run insert returned nothing");
   return row;
@@ -454,6 +457,42 @@ export async function releaseSessionSlot(tx: Database, sessionId: string, runId:
     .limit(1)
     .for("update");
   return waiting;
+}
+
+/**
+ * releaseRunsOfWorker
+ * Guard: the run is claimable and its lease is held by a job of this worker (owner `<worker>/<job>`).
+ * Params: $1 worker id. Result: the runs released, with what the sweeper needs to move them on.
+ * Their leases end now, so the next claim takes them at once; the fence still refuses any late
+ * commit of the old owner (D4). Used when the worker is found dead (D9).
+ */
+const releaseRunsOfWorkerStatement = statement<Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status" | "nextJob">>(
+  "release_runs_of_worker",
+  `update ${tbl(runs)} set ${R.leaseUntil} = now(), ${R.updatedAt} = now()
+   where ${R.status} in (${literals(claimableRunStatuses)}) and left(${R.leaseOwner}, length($1) + 1) = $1 || '/'
+   returning ${R.id} as "id", ${col(runs.tenantId)} as "tenantId", ${R.sessionId} as "sessionId", ${col(runs.ordinal)} as "ordinal",
+     ${R.nextJob} as "nextJob", ${col(runs.redispatches)} as "redispatches", ${R.status} as "status"`,
+);
+
+export function releaseRunsOfWorker(on: Queryable, workerId: string) {
+  return run(on, releaseRunsOfWorkerStatement, [workerId]);
+}
+
+/**
+ * countInterruption
+ * Guard: the batch's fence, run running, fewer than `limit` interruptions so far. Params: $1 run,
+ * $2 fence, $3 limit. Result: the run's new count, or undefined when it may not go on (D10).
+ */
+const countInterruptionStatement = statement<{ interruptions: number }>(
+  "count_interruption",
+  `update ${tbl(runs)} set ${col(runs.interruptions)} = ${col(runs.interruptions)} + 1
+   where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running' and ${col(runs.interruptions)} < $3
+   returning ${col(runs.interruptions)} as "interruptions"`,
+);
+
+export async function countInterruption(on: Queryable, held: { id: string; fence: number }, limit: number): Promise<number | undefined> {
+  const [row] = await run(on, countInterruptionStatement, [held.id, held.fence, limit]);
+  return row?.interruptions;
 }
 
 /**

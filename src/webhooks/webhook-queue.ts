@@ -28,6 +28,8 @@ export interface WebhookQueue {
 
 export function createWebhookQueue(options: WebhookQueueOptions): WebhookQueue {
   const queue = new Queue<WebhookJobData>(webhookQueueName, { connection: options.connection, prefix: options.prefix });
+  // Connection errors are the shared connection's, logged by its own listener (src/services.ts).
+  queue.on("error", () => {});
   const jobOptions: JobsOptions = {
     attempts: options.attempts,
     // Jitter spreads the retries of many deliveries when a receiver comes back, without

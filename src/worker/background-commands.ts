@@ -20,6 +20,8 @@ export interface BackgroundCommands {
   start(input: { tenantId: string; sessionId: string; runId: string; command: string; processes: CallProcesses }): Promise<{ id: string } | { error: string; code?: string }>;
   /** Kills the command if this worker owns it; answers whether it did. */
   cancel(commandId: string): boolean;
+  /** How many commands this worker runs now (its liveness record shows it, D9). */
+  count(): number;
   /** Kills every command of this worker (shutdown) and records them as killed. */
   stop(): Promise<void>;
 }
@@ -130,6 +132,7 @@ export function startBackgroundCommands(options: {
       live.set(id, command);
       return { id };
     },
+    count: () => live.size,
     cancel(commandId) {
       const command = live.get(commandId);
       if (!command) return false;

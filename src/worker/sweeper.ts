@@ -1,8 +1,11 @@
-import { lostJobCandidates, redispatchLostJob } from "../store/runs.js";
+import { lostJobCandidates, redispatchLostJob, releaseRunsOfWorker, type RunRow } from "../store/runs.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
-import { markLostCommands } from "../commands/command-store.js";
+import { markCommandsOfWorkerLost, markLostCommands } from "../commands/command-store.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
-import { transact } from "../store/transact.js";
+import { transact, type Effects } from "../store/transact.js";
+import { claimLostWorkers, pruneEndedWorkers } from "../store/workers.js";
+import type { NextJob } from "../queue/job-types.js";
+import type { Liveness } from "./liveness.js";
 import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
 import type { Services } from "../services.js";
 
@@ -23,36 +26,76 @@ export async function sweepOnce(services: Services): Promise<number> {
   for (const run of candidates) {
     const state = await dispatcher.jobState({ runId: run.id, next: run.nextJob, redispatches: run.redispatches });
     if (liveJobStates.has(state)) continue;
-    await transact(services, async (fx) => {
-      if (run.redispatches >= maxRedispatches) {
-        const owner = { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId };
-        // Every call gets a result, so the next turn's history stays valid.
-        if (run.ordinal !== null) await closeOpenCalls(fx, { ...owner, ordinal: run.ordinal }, "interrupted");
-        await endRun(fx, owner, "failed", {
-          error: { code: "dispatch_exhausted", message: `the run's ${run.nextJob.kind} job was lost ${maxRedispatches} times` },
-        });
-        return;
-      }
-      const redispatches = await redispatchLostJob(fx.tx, { id: run.id, nextJob: run.nextJob, redispatches: run.redispatches });
-      if (redispatches !== undefined) {
-        fx.dispatch({ runId: run.id, next: run.nextJob, redispatches });
-        redispatched++;
-      }
-    });
+    if (await transact(services, (fx) => redispatchOrFail(fx, { ...run, nextJob: run.nextJob }))) redispatched++;
   }
   return redispatched;
 }
 
+type LostRun = Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches"> & { nextJob: NextJob };
+
+/**
+ * Enqueues a run's lost job again under a new id, or, after `maxRedispatches` for the same
+ * job, fails the run visibly instead of looping. Answers whether it enqueued.
+ */
+async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
+  if (run.redispatches >= maxRedispatches) {
+    const owner = { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId };
+    // Every call gets a result, so the next turn's history stays valid.
+    if (run.ordinal !== null) await closeOpenCalls(fx, { ...owner, ordinal: run.ordinal }, "interrupted");
+    await endRun(fx, owner, "failed", {
+      error: { code: "dispatch_exhausted", message: `the run's ${run.nextJob.kind} job was lost ${maxRedispatches} times` },
+    });
+    return false;
+  }
+  const redispatches = await redispatchLostJob(fx.tx, run);
+  if (redispatches === undefined) return false;
+  fx.dispatch({ runId: run.id, next: run.nextJob, redispatches });
+  return true;
+}
+
+/**
+ * Takes over the work of workers found dead (SPEC D9): each worker whose liveness record
+ * is older than the timeout is marked lost (one sweeper wins it), the runs it held get a
+ * `run_status` `recovering` event, lose their lease and get their job again at once (the
+ * dead worker's BullMQ job would come back only after its lock and the stall check), and
+ * its background commands are marked lost. All in one transaction: a failure leaves the
+ * worker to the next sweep, and the leases remain the last word.
+ * Only a process whose own record is healthy judges (`trustsItsView`).
+ */
+export async function takeOverDeadWorkers(services: Services, self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> }): Promise<{ workers: number; runs: number; commands: number }> {
+  const taken = { workers: 0, runs: 0, commands: 0 };
+  if (!self.liveness.trustsItsView()) return taken;
+  await transact(services, async (fx) => {
+    const lost = await claimLostWorkers(fx.pg, services.config.livenessTimeoutMs, self.workerId);
+    for (const worker of lost) {
+      const reason = `its worker ${worker.id} stopped renewing its liveness record ${(worker.silentMs / 1000).toFixed(1)} s ago`;
+      services.logger.warn({ workerId: worker.id, silentMs: Math.round(worker.silentMs) }, "worker found dead; taking over its work");
+      for (const run of await releaseRunsOfWorker(fx.pg, worker.id)) {
+        await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "recovering", reason } }]);
+        if (run.nextJob) await redispatchOrFail(fx, { ...run, nextJob: run.nextJob });
+        taken.runs++;
+      }
+      taken.commands += await markCommandsOfWorkerLost(fx.tx, worker.id);
+      taken.workers++;
+    }
+  });
+  return taken;
+}
+
+/** Records of workers ended this long ago are deleted. */
+const endedWorkerRetentionMs = 24 * 3600 * 1000;
+
 /** Old webhook deliveries are pruned at most this often per worker. */
 const pruneIntervalMs = 60_000;
 
-export function startSweeper(services: Services): { stop(): void } {
+export function startSweeper(services: Services, self: { workerId: string; liveness: Liveness }): { stop(): void } {
   let running = false;
   let prunedAt = 0;
   const prune = async (): Promise<number> => {
     const { webhookRetentionDays } = services.config;
     if (webhookRetentionDays === 0 || Date.now() - prunedAt < pruneIntervalMs) return 0;
     prunedAt = Date.now();
+    await pruneEndedWorkers(services.db.pool, endedWorkerRetentionMs);
     return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
   };
   const timer = setInterval(() => {
@@ -71,5 +114,25 @@ export function startSweeper(services: Services): { stop(): void } {
       });
   }, services.config.sweepIntervalMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  // Dead workers are looked for as often as the living renew, so their work moves within about the timeout plus one interval.
+  let judging = false;
+  const deaths = setInterval(() => {
+    if (judging) return;
+    judging = true;
+    takeOverDeadWorkers(services, self)
+      .then((taken) => {
+        if (taken.workers > 0) services.logger.warn(taken, "took over the work of dead workers");
+      })
+      .catch((error: unknown) => services.logger.warn({ err: error }, "looking for dead workers failed"))
+      .finally(() => {
+        judging = false;
+      });
+  }, services.config.livenessIntervalMs);
+  deaths.unref();
+  return {
+    stop: () => {
+      clearInterval(timer);
+      clearInterval(deaths);
+    },
+  };
 }

@@ -6,7 +6,7 @@ import { storableText } from "../core/storable-text.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
 import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
-import { addActivatedTools, claimBatch, gateRules, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
+import { addActivatedTools, claimBatch, countInterruption, gateRules, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
 import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
 import type { Queryable } from "../store/sql-text.js";
 import type { Services } from "../services.js";
@@ -58,15 +58,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   // A call waiting on its sub-agent is `running` but lost nothing with a worker: its child carries on (A1).
   // Calls this claim started itself were not running before it (it starts none after a crash).
   if (extra.calls.some((call) => call.status === "running" && call.childRunId === null && !extra.startedIds.has(call.id))) {
-    await transactFenced(services, async (fx) => {
-      if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
-      await closeOpenCalls(fx, run, "interrupted");
-      await endRun(fx, run, "interrupted", {
-        fence: run.fence,
-        error: { code: "worker_lost", message: "a tool call was running when its worker stopped; it will not be run again" },
-      });
-    });
-    return { kind: "gone", reason: "interrupted" };
+    const after = await transactFenced(services, (fx) => closeInterruptedBatch(fx, services, run, stepIndex));
+    if (after === null) return { kind: "stale" };
+    return after === "continued" ? { kind: "committed", detail: "carried on after an interrupted call" } : { kind: "gone", reason: "interrupted" };
   }
   const stepRef: StepRef = { index: stepIndex, attempt: extra.stepAttempt };
   const { session, project } = await context.sessionContexts.get(services.db.db, run.sessionId);
@@ -384,6 +378,32 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
   if (!next) throw new StaleWorkError();
   fx.dispatch({ runId: run.id, next, redispatches: 0 });
   return true;
+}
+
+/**
+ * A call of this batch was running when its worker stopped: it is marked `interrupted`
+ * and never run again (D3), the calls that had not started are closed as not run, and
+ * the run either ends `interrupted` or, with `onInterrupted: "continue"` and fewer than
+ * the allowed interruptions so far, goes on with its next step, whose model sees the
+ * honest tool messages and decides (D10).
+ */
+async function closeInterruptedBatch(fx: Effects, services: Services, run: ClaimedRun, stepIndex: number): Promise<"continued" | "ended"> {
+  if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+  const { maxContinuedInterruptions } = services.config;
+  const count = run.onInterrupted === "continue" ? await countInterruption(fx.pg, run, maxContinuedInterruptions) : undefined;
+  await closeOpenCalls(fx, run, "interrupted", { carryingOn: count !== undefined });
+  if (count !== undefined) {
+    if (!(await closeBatchIfDone(fx, services, run, stepIndex))) throw new StaleWorkError("calls of the interrupted batch are still open");
+    const reason = `carrying on after an interrupted call (${count} of ${maxContinuedInterruptions} allowed)`;
+    await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running", reason } }]);
+    return "continued";
+  }
+  const limitNote = run.onInterrupted === "continue" ? ` (the run had already carried on after ${maxContinuedInterruptions} interruptions)` : "";
+  await endRun(fx, run, "interrupted", {
+    fence: run.fence,
+    error: { code: "worker_lost", message: `a tool call was running when its worker stopped; it will not be run again${limitNote}` },
+  });
+  return "ended";
 }
 
 /** After an end-of-batch signal, the remaining calls get `skipped` results so every call id has one (P6). */

@@ -14,6 +14,7 @@ import { startSweeper } from "./sweeper.js";
 import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
 import { createHistoryCache } from "./history-cache.js";
+import { startLiveness } from "./liveness.js";
 
 export interface WorkerRuntime {
   readonly workerId: string;
@@ -23,7 +24,8 @@ export interface WorkerRuntime {
 
 export async function startWorkerRuntime(services: Services): Promise<WorkerRuntime> {
   const { config, logger } = services;
-  const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const host = hostname();
+  const workerId = `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const leases = startLeaseKeeper(services.db.pool, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
   const aborts = createRunAborts();
   const commands = startBackgroundCommands({
@@ -31,6 +33,21 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     workerId,
     leaseMs: config.leaseMs,
     onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
+  });
+  // Jobs running per queue, for the liveness record and GET /v1/admin/workers.
+  const running = { [stepQueueName]: 0, [toolQueueName]: 0 };
+  const counted = <T>(queue: keyof typeof running, work: () => Promise<T>): Promise<T> => {
+    running[queue]++;
+    return work().finally(() => {
+      running[queue]--;
+    });
+  };
+  const liveness = await startLiveness({
+    databaseUrl: config.databaseUrl,
+    worker: { id: workerId, host, pid: process.pid },
+    intervalMs: config.livenessIntervalMs,
+    holdings: () => ({ jobs: { ...running }, commands: commands.count() }),
+    onWarning: (message, error) => logger.warn({ workerId, ...(error ? { err: error } : {}) }, message),
   });
   const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), histories: createHistoryCache(), commands };
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
@@ -51,10 +68,10 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       maxStalledCount: 10,
     };
   };
-  const stepWorker = new Worker<StepJobData>(stepQueueName, (job, token) => processStepJob(context, job, token), workerOptions(config.stepConcurrency));
+  const stepWorker = new Worker<StepJobData>(stepQueueName, (job, token) => counted(stepQueueName, () => processStepJob(context, job, token)), workerOptions(config.stepConcurrency));
   const toolWorker = new Worker<ToolBatchJobData>(
     toolQueueName,
-    (job, token) => processToolBatchJob(context, job, token),
+    (job, token) => counted(toolQueueName, () => processToolBatchJob(context, job, token)),
     workerOptions(config.toolConcurrency),
   );
   for (const worker of [stepWorker, toolWorker]) {
@@ -62,7 +79,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
   }
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
-  const sweeper = startSweeper(services);
+  const sweeper = startSweeper(services, { workerId, liveness });
   const webhooks = await startWebhookDelivery(services);
   logger.info({ workerId }, "worker started");
 
@@ -89,6 +106,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       await commands.stop();
       await webhooksClosed;
       leases.stop();
+      // Drained: nothing of this worker is left to take over. Handed back: the record goes stale and the sweepers take over at once.
+      await liveness.stop({ drained: !timedOut });
       for (const connection of connections) connection.disconnect();
     },
   };

@@ -8,12 +8,29 @@ export interface FoyaProcess {
   /** The API's URL, for API processes. */
   readonly url: string | undefined;
   output(): string;
+  /** Waits until the output matches `pattern` (rejects if the process ends first or at the deadline). */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
   kill(signal: NodeJS.Signals): void;
   /** Resolves with the exit code (or signal) once the process has ended. */
   exited: Promise<{ code: number | undefined; signal: string | undefined }>;
 }
 
-export async function startFoyaProcess(role: "api" | "worker", env: Record<string, string>, timeoutMs = 30_000): Promise<FoyaProcess> {
+export interface StartOptions {
+  /** How long to wait for the `until` line (30 s); a process that waits for its dependencies may need longer. */
+  timeoutMs?: number;
+  /**
+   * What to wait for before answering: "serving" (default) the API's FOYA_API_URL or the worker's
+   * FOYA_WORKER_ID line; "listening" an API's FOYA_API_LISTENING line (its port is open, start-up
+   * may still wait for Postgres or Redis); "spawned" nothing.
+   */
+  until?: "serving" | "listening" | "spawned";
+}
+
+const servingMarker = { api: /FOYA_API_URL=(\S+)/, worker: /FOYA_WORKER_ID=(\S+)/ };
+const listeningMarker = /FOYA_API_LISTENING=(\S+)/;
+
+export async function startFoyaProcess(role: "api" | "worker", env: Record<string, string>, options: number | StartOptions = {}): Promise<FoyaProcess> {
+  const { timeoutMs = 30_000, until = "serving" } = typeof options === "number" ? { timeoutMs: options } : options;
   const entry = path.join(repoRoot, role === "api" ? "src/api/main.ts" : "src/worker/main.ts");
   const child: ResultPromise = execa(process.execPath, ["--import", "tsx", entry], {
     cwd: repoRoot,
@@ -28,34 +45,43 @@ export async function startFoyaProcess(role: "api" | "worker", env: Record<strin
     output += chunk.toString();
   });
   const exited = child.then((result) => ({ code: result.exitCode, signal: result.signal }));
-  const marker = role === "api" ? /FOYA_API_URL=(\S+)/ : /FOYA_WORKER_ID=(\S+)/;
-  const deadline = Date.now() + timeoutMs;
   let ended = false;
   void exited.then(() => {
     ended = true;
   });
-  for (;;) {
-    const match = marker.exec(output);
-    if (match) {
-      return {
-        pid: child.pid as number,
-        url: role === "api" ? match[1] : undefined,
-        output: () => output,
-        kill: (signal) => void child.kill(signal),
-        exited,
-      };
+  const waitForOutput = async (pattern: RegExp, waitMs = 30_000): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const match = pattern.exec(output);
+      if (match) return match;
+      if (ended) throw new Error(`${role} process ended before printing ${pattern}:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`${role} process did not print ${pattern} within ${waitMs} ms:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    if (ended || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`${role} process did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+  const started: FoyaProcess = {
+    pid: child.pid as number,
+    get url() {
+      return role === "api" ? (servingMarker.api.exec(output) ?? listeningMarker.exec(output))?.[1] : undefined;
+    },
+    output: () => output,
+    waitForOutput,
+    kill: (signal) => void child.kill(signal),
+    exited,
+  };
+  if (until === "spawned") return started;
+  try {
+    await waitForOutput(until === "listening" && role === "api" ? listeningMarker : servingMarker[role], timeoutMs);
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw new Error(`${role} process did not start: ${(error as Error).message}`);
   }
+  return started;
 }
 
 /** The Foya processes a test file starts: each started with the given environment, all killed at the end (`killAll`). */
 export interface ProcessGroup {
-  start(role: "api" | "worker", env: Record<string, string>): Promise<FoyaProcess>;
+  start(role: "api" | "worker", env: Record<string, string>, options?: StartOptions): Promise<FoyaProcess>;
   /** SIGKILLs every process started so far and waits for them to end. */
   killAll(): Promise<void>;
 }
@@ -63,8 +89,8 @@ export interface ProcessGroup {
 export function processGroup(): ProcessGroup {
   const started: FoyaProcess[] = [];
   return {
-    async start(role, env) {
-      const child = await startFoyaProcess(role, env);
+    async start(role, env, options) {
+      const child = await startFoyaProcess(role, env, options);
       started.push(child);
       return child;
     },

@@ -130,7 +130,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     async close() {
       for (const close of closers) await close().catch(() => {});
       await services.close();
-      await dropRedisPrefix(redisUrl, env.FOYA_QUEUE_PREFIX as string);
+      // The Redis this environment used: an override (a test's own server) or the suite's.
+      await dropRedisPrefix(env.REDIS_URL ?? redisUrl, env.FOYA_QUEUE_PREFIX as string);
       const admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();
       await admin.query(`drop database if exists ${databaseName} with (force)`);

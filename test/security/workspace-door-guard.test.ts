@@ -12,6 +12,7 @@ import { repoRoot } from "../helpers/test-env.js";
  */
 const allowed: Record<string, string> = {
   "src/config.ts": "reads the operator's providers file",
+  "src/health/heartbeat-file.ts": "writes and reads the worker's heartbeat file for container health checks",
   "src/sandbox/confinement-report.ts": "reads the host's cgroup facts for /readyz",
   "src/sandbox/find-executable.ts": "looks up programs on the tool PATH",
   "src/sandbox/git-layout.ts": "stats the git metadata the door found, to bind it read-only",

@@ -77,7 +77,7 @@ export interface EventStreamSupport {
 export function registerRunRoutes(app: App, services: ApiServices, streams: EventStreamSupport): void {
   app.openapi(startRun, async (c) => {
     const body = c.req.valid("json");
-    const run = await createRun(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id, input: body.input, ifActive: body.ifActive });
+    const run = await createRun(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id, input: body.input, ifActive: body.ifActive, ...(body.onInterrupted ? { onInterrupted: body.onInterrupted } : {}) });
     return c.json(serializeRun(run), 202);
   });
 

@@ -79,6 +79,7 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
         model: body.model ?? null,
         toolAllowList: body.toolAllowList ?? null,
         runMode: body.runMode,
+        onInterrupted: body.onInterrupted,
         systemPrompt: body.systemPrompt ?? null,
       })
       .returning();

@@ -1,0 +1,108 @@
+import { workers } from "../db/schema.js";
+import { col, rowOf, run, statement, tbl, type Queryable } from "./sql-text.js";
+
+/**
+ * Liveness records of worker processes (SPEC D9). Every time here is Postgres's
+ * own `now()`, so clocks of different hosts never disagree about who is stale.
+ */
+
+export type WorkerRow = typeof workers.$inferSelect;
+
+const W = {
+  id: col(workers.id),
+  lastSeenAt: col(workers.lastSeenAt),
+  stoppedAt: col(workers.stoppedAt),
+  stopReason: col(workers.stopReason),
+  jobs: col(workers.jobs),
+  commands: col(workers.commands),
+};
+
+/**
+ * renewWorker
+ * Guard: none (a worker renews only its own row). Params: $1 id, $2 host, $3 pid, $4 jobs (JSON), $5 commands.
+ * Result: whether the row had been marked `lost` before this renewal: the worker was taken for dead
+ * (frozen, cut off) and its work taken over; it is live again from now on. Inserts the row the first time.
+ */
+const renewWorkerStatement = statement<{ wasLost: boolean }>(
+  "renew_worker",
+  `with previous as (select ${W.stopReason} as reason from ${tbl(workers)} where ${W.id} = $1)
+   insert into ${tbl(workers)} (${W.id}, ${col(workers.host)}, ${col(workers.pid)}, ${W.jobs}, ${W.commands})
+   values ($1, $2, $3, $4::jsonb, $5)
+   on conflict (${W.id}) do update set ${W.lastSeenAt} = now(), ${W.jobs} = excluded.${W.jobs}, ${W.commands} = excluded.${W.commands},
+     ${W.stoppedAt} = null, ${W.stopReason} = null
+   returning coalesce((select reason from previous) = 'lost', false) as "wasLost"`,
+);
+
+export async function renewWorker(
+  on: Queryable,
+  worker: { id: string; host: string; pid: number; jobs: Record<string, number>; commands: number },
+): Promise<{ wasLost: boolean }> {
+  const [row] = await run(on, renewWorkerStatement, [worker.id, worker.host, worker.pid, JSON.stringify(worker.jobs), worker.commands]);
+  return { wasLost: row?.wasLost ?? false };
+}
+
+/**
+ * stopWorker
+ * Guard: the row is not ended yet. Params: $1 id. Result: none. A drained worker says so,
+ * so nobody takes it for dead.
+ */
+const stopWorkerStatement = statement(
+  "stop_worker",
+  `update ${tbl(workers)} set ${W.stoppedAt} = now(), ${W.stopReason} = 'stopped' where ${W.id} = $1 and ${W.stoppedAt} is null`,
+);
+
+export async function stopWorker(on: Queryable, id: string): Promise<void> {
+  await run(on, stopWorkerStatement, [id]);
+}
+
+/**
+ * claimLostWorkers
+ * Guard: the row is live and has not been renewed for the given time. Params: $1 seconds,
+ * $2 the caller's own id (never itself), $3 limit.
+ * Result: the workers this caller marked `lost`, with how long they had been silent. Exactly one
+ * caller wins each, so only one sweeper takes over a dead worker's work.
+ */
+const claimLostWorkersStatement = statement<{ id: string; silentMs: number }>(
+  "claim_lost_workers",
+  `update ${tbl(workers)} w set ${W.stoppedAt} = now(), ${W.stopReason} = 'lost'
+   where w.${W.id} in (
+     select ${W.id} from ${tbl(workers)}
+     where ${W.stoppedAt} is null and ${W.lastSeenAt} < now() - make_interval(secs => $1::float8) and ${W.id} <> $2
+     order by ${W.lastSeenAt} limit $3 for update skip locked)
+   returning w.${W.id} as "id", (extract(epoch from now() - w.${W.lastSeenAt}) * 1000)::float8 as "silentMs"`,
+);
+
+export function claimLostWorkers(on: Queryable, silentForMs: number, self: string, limit = 20): Promise<Array<{ id: string; silentMs: number }>> {
+  return run(on, claimLostWorkersStatement, [silentForMs / 1000, self, limit]);
+}
+
+/**
+ * liveWorkers
+ * Guard: none (a read). Params: $1 seconds a live worker may be silent.
+ * Result: the workers renewed within that time and not ended, oldest first.
+ */
+const liveWorkersStatement = statement<WorkerRow>(
+  "live_workers",
+  `select ${rowOf(workers)} from ${tbl(workers)}
+   where ${W.stoppedAt} is null and ${W.lastSeenAt} >= now() - make_interval(secs => $1::float8)
+   order by ${col(workers.startedAt)}, ${W.id}`,
+);
+
+export function liveWorkers(on: Queryable, silentForMs: number): Promise<WorkerRow[]> {
+  return run(on, liveWorkersStatement, [silentForMs / 1000]);
+}
+
+/**
+ * pruneEndedWorkers
+ * Guard: ended for longer than the given time. Params: $1 seconds. Result: how many rows went.
+ */
+const pruneEndedWorkersStatement = statement<{ pruned: number }>(
+  "prune_ended_workers",
+  `with gone as (delete from ${tbl(workers)} where ${W.stoppedAt} < now() - make_interval(secs => $1::float8) returning 1)
+   select count(*)::int as pruned from gone`,
+);
+
+export async function pruneEndedWorkers(on: Queryable, olderThanMs: number): Promise<number> {
+  const [row] = await run(on, pruneEndedWorkersStatement, [olderThanMs / 1000]);
+  return row?.pruned ?? 0;
+}
