@@ -1,6 +1,7 @@
 import { DelayedError, type Job } from "bullmq";
 import type { AssistantToolCall } from "../core/history.js";
 import { isFoyaError } from "../errors.js";
+import { isConnectionError } from "../startup/dependency-wait.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import type { StepJobData } from "../queue/job-types.js";
 import { compileMessages } from "../context/compile-request.js";
@@ -156,7 +157,10 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     if (error instanceof StaleWorkError) return { kind: "stale" };
     const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const permanent = isFoyaError(error) && error.code === "provider_config";
-    if (!finalAttempt && !permanent) throw error;
+    // Postgres or Redis away is no fault of the step: never fail the run for it, even on the last
+    // attempt. The job fails; the run still needs it, and the sweeper enqueues it again (X4).
+    const dependencyAway = !isFoyaError(error) && isConnectionError(error);
+    if ((!finalAttempt && !permanent) || dependencyAway) throw error;
     const code = isFoyaError(error) ? error.code : "step_failed";
     const message = describeFailure(error, runId);
     // The run's record tells tenants what happened; operators get the whole error, cause included.
