@@ -22,7 +22,7 @@ const runs = Number(process.argv[2] ?? 2000);
 const listRuns = Math.max(5, Math.floor(runs / 100));
 const base = await realpath(await mkdtemp(path.join(tmpdir(), "foya-bench-door-")));
 const workspace = path.join(base, "ws");
-const door = openWorkspaceFiles({ root: workspace, trashStaging: path.join(base, "staging") });
+const door = openWorkspaceFiles({ root: workspace, trashStaging: path.join(base, "staging"), trash: path.join(base, "trash") });
 const content = Buffer.alloc(4096, "x");
 const deep = "src/module/part/file.ts";
 

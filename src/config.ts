@@ -133,6 +133,7 @@ const envSchema = z.object({
   FOYA_WEBHOOK_TIMEOUT_MS: intFromEnv(10_000),
   FOYA_WEBHOOK_STALE_MS: intFromEnv(60_000),
   FOYA_WEBHOOK_RETENTION_DAYS: intFromEnv(30),
+  FOYA_TRASH_RETENTION_DAYS: intFromEnv(30),
   FOYA_WEBHOOK_CONCURRENCY: intFromEnv(16),
   FOYA_WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -272,6 +273,8 @@ export interface Config {
   readonly webhookStaleMs: number;
   /** Finished deliveries (and their attempts) older than this are deleted by the sweeper; 0 keeps them forever. */
   readonly webhookRetentionDays: number;
+  /** Entries of a project's trash older than this are deleted for good by the sweeper; 0 keeps them (SPEC F4). */
+  readonly trashRetentionDays: number;
   readonly webhookConcurrency: number;
   /** Lets webhooks target loopback and private addresses (tests, trusted deployments). */
   readonly webhookAllowPrivate: boolean;
@@ -395,6 +398,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookTimeoutMs: Math.max(100, e.FOYA_WEBHOOK_TIMEOUT_MS),
     webhookStaleMs: Math.max(500, e.FOYA_WEBHOOK_STALE_MS),
     webhookRetentionDays: e.FOYA_WEBHOOK_RETENTION_DAYS,
+    trashRetentionDays: e.FOYA_TRASH_RETENTION_DAYS,
     webhookConcurrency: Math.max(1, e.FOYA_WEBHOOK_CONCURRENCY),
     webhookAllowPrivate: e.FOYA_WEBHOOK_ALLOW_PRIVATE === "true",
     logLevel: e.LOG_LEVEL,

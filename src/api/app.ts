@@ -7,6 +7,7 @@ import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { foyaErrorResponse } from "./error-response.js";
 import { requireAdminToken, requireApiKey } from "./auth.js";
 import { registerAdminRoutes } from "./routes/admin-routes.js";
+import { registerTrashRoutes } from "./routes/trash-routes.js";
 import { apiKeyRateLimit } from "./limits/api-key-rate-limit.js";
 import { createAuthFailureLockout } from "./limits/auth-failure-lockout.js";
 import { createEventStreamSlots } from "./limits/event-stream-slots.js";
@@ -94,6 +95,7 @@ export function createApp(services: ApiServices): App {
   registerTenantRoutes(app, services);
   registerAdminRoutes(app, services);
   registerProjectRoutes(app, services);
+  registerTrashRoutes(app, services);
   registerSessionRoutes(app, services);
   registerRunRoutes(app, services, {
     // A slot outlives its stream's last keepalive by a few intervals, so only a dead process's slots lapse.

@@ -103,7 +103,7 @@ async function revertLocked(
     if (change.sha256Before && !contents.has(change.sha256Before)) {
       const blob = await getBlob(db, input.tenantId, change.sha256Before);
       // A version too large to keep was recorded by its digest only.
-      if (!blob) throw new FoyaError("conflict", `${change.path}: its content before change ${change.id} was too large to keep, so this change cannot be reverted (the file went to the OS trash if it was deleted)`);
+      if (!blob) throw new FoyaError("conflict", `${change.path}: its content before change ${change.id} was too large to keep, so this change cannot be reverted (a deleted file is in the project's trash: GET /v1/projects/:id/trash)`);
       contents.set(change.sha256Before, blob);
     }
   }

@@ -6,6 +6,7 @@ import { transact, type Effects } from "../store/transact.js";
 import { claimLostWorkers, pruneEndedWorkers } from "../store/workers.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { Liveness } from "./liveness.js";
+import { pruneTrash } from "../workspace/project-trash.js";
 import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
 import type { Services } from "../services.js";
 
@@ -87,10 +88,19 @@ const endedWorkerRetentionMs = 24 * 3600 * 1000;
 
 /** Old webhook deliveries are pruned at most this often per worker. */
 const pruneIntervalMs = 60_000;
+/** Projects' trash folders are walked at most this often per worker (a walk reads every project's trash records). */
+const trashPruneIntervalMs = 3600_000;
 
 export function startSweeper(services: Services, self: { workerId: string; liveness: Liveness }): { stop(): void } {
   let running = false;
   let prunedAt = 0;
+  let trashPrunedAt = 0;
+  const pruneTrashes = async (): Promise<number> => {
+    const { trashRetentionDays, workspacesDir } = services.config;
+    if (trashRetentionDays === 0 || Date.now() - trashPrunedAt < trashPruneIntervalMs) return 0;
+    trashPrunedAt = Date.now();
+    return pruneTrash(workspacesDir, trashRetentionDays * 24 * 3600 * 1000);
+  };
   const prune = async (): Promise<number> => {
     const { webhookRetentionDays } = services.config;
     if (webhookRetentionDays === 0 || Date.now() - prunedAt < pruneIntervalMs) return 0;
@@ -101,8 +111,9 @@ export function startSweeper(services: Services, self: { workerId: string; liven
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services), prune()])
-      .then(([count, lost, expired, pruned]) => {
+    Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services), prune(), pruneTrashes()])
+      .then(([count, lost, expired, pruned, trashed]) => {
+        if (trashed > 0) services.logger.info({ trashed }, "trash entries past their retention deleted");
         if (pruned > 0) services.logger.info({ pruned }, "old webhook deliveries deleted");
         if (expired > 0) services.logger.info({ expired }, "approvals expired without a decision");
         if (count > 0) services.logger.info({ count }, "sweeper re-dispatched lost work");

@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, linkSync, lstatSync, renameSync, unlinkSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { closeQuietly, holdRoot, resolveComponents, viaDescriptor, type HeldEntry, type Resolution } from "./descriptor-walk.js";
@@ -22,9 +22,11 @@ export interface WorkspaceDoorOptions {
   /**
    * A folder outside every workspace, on the same file system, private to the
    * service: a removed entry is renamed there by descriptor, and only then
-   * handed to the OS trash by a path no tenant can change.
+   * handed to the project's trash by a path no tenant can change.
    */
   trashStaging: string;
+  /** The project's trash folder (`project-trash.ts`), outside every workspace. */
+  trash: string;
 }
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
@@ -175,8 +177,31 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
         const target = resolution.target;
         if (!target) throw new WorkspaceError("file_not_found", `Nothing exists at "${shorten(requested)}".`);
         const removed = await recordRemoval(target, at, { maxFiles, maxBytes, shown: requested });
-        await moveToTrash(resolution.parent, resolution.name, target.stats, { staging: options.trashStaging, original: path.join(rootPath, at) }, requested);
+        await moveToTrash(resolution.parent, resolution.name, target.stats, { staging: options.trashStaging, trash: options.trash, original: path.join(rootPath, at) }, requested);
         return { path: at, kind: kindOf(target.stats), files: removed };
+      }),
+
+    restoreFromTrash: (requested, from) =>
+      within(requested, { followFinal: false, gitCheck: "write" }, async (resolution) => {
+        if (resolution.parent === null || resolution.name === null) throw new WorkspaceError("protected_path", "Nothing can be restored over the workspace root.");
+        const at = joinComponents(resolution.components);
+        if (resolution.target) throw new WorkspaceError("already_exists", `"${shorten(at)}" exists again; move it away first, then restore.`);
+        const destination = viaDescriptor(resolution.parent.fd, resolution.name);
+        const entry = lstatSync(from);
+        try {
+          if (entry.isFile()) {
+            // link() fails when the name was taken meanwhile, so nothing is replaced.
+            linkSync(from, destination);
+            unlinkSync(from);
+          } else {
+            renameSync(from, destination);
+          }
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          if (code === "EEXIST" || code === "ENOTEMPTY" || code === "ENOTDIR") throw new WorkspaceError("already_exists", `"${shorten(at)}" exists again; move it away first, then restore.`);
+          throw new WorkspaceError("io_failed", `Could not restore "${shorten(at)}": ${code ?? (error as Error).message}.`);
+        }
+        return { path: at };
       }),
 
     walk: (walkOptions, visit) =>

@@ -3,6 +3,7 @@ import path from "node:path";
 import type { ProcessIdentity } from "../sandbox/tool-identity.js";
 import { holdRoot, closeQuietly } from "./descriptor-walk.js";
 import { openWorkspaceFiles } from "./open-workspace-files.js";
+import { projectTrashRoot } from "./project-trash.js";
 import type { WorkspaceFiles } from "./workspace-files.js";
 import { chownTree } from "./workspace-tree.js";
 
@@ -10,7 +11,8 @@ import { chownTree } from "./workspace-tree.js";
  * Where workspaces live on a host (SPEC S6, S7):
  *
  *     <workspaces>/                 0711 root      others may pass, not list
- *     <workspaces>/.trash-staging/  0700 root      removed entries on their way to the OS trash
+ *     <workspaces>/.trash-staging/  0700 root      removed entries on their way to their project's trash
+ *     <workspaces>/.trash/<tenant>/<project>/  0700 root  the project's trash (project-trash.ts)
  *     <workspaces>/<tenant>/        0711 root
  *     <workspaces>/<tenant>/<project>/  0700, owned by the tenant's tool uid
  *
@@ -21,9 +23,9 @@ import { chownTree } from "./workspace-tree.js";
  */
 const trashStagingName = ".trash-staging";
 
-/** The workspace door of a project, with the host's trash staging folder. */
+/** The workspace door of a project, with the host's trash staging folder and the project's trash. */
 export function projectWorkspaceFiles(workspacesDir: string, workspacePath: string): WorkspaceFiles {
-  return openWorkspaceFiles({ root: workspacePath, trashStaging: path.join(workspacesDir, trashStagingName) });
+  return openWorkspaceFiles({ root: workspacePath, trashStaging: path.join(workspacesDir, trashStagingName), trash: projectTrashRoot(workspacesDir, workspacePath) });
 }
 
 /** Creates a project's (or a tenant-wide MCP server's) workspace folder, private to the tenant's uid; answers its real path. */

@@ -46,6 +46,7 @@ export type WorkspaceErrorCode =
   | "hard_link"
   | "too_large"
   | "protected_path"
+  | "already_exists"
   | "io_failed";
 
 export class WorkspaceError extends Error {
@@ -173,7 +174,7 @@ export interface WorkspaceFiles {
    */
   append(requested: string, content: Buffer): Promise<{ path: string }>;
   /**
-   * Moves a file, link or folder to the OS trash (a final symlink is moved, not
+   * Moves a file, link or folder to the project's trash (a final symlink is moved, not
    * its target), recording every regular file it removes: whole up to
    * `maxBytes` in all, by digest only past it; refused when that would take
    * more than `maxFiles` files, or
@@ -181,6 +182,13 @@ export interface WorkspaceFiles {
    * actually removed, so no rename in between can slip past it).
    */
   trash(requested: string, options: { maxFiles: number; maxBytes: number; refuse?(path: string): string | null }): Promise<TrashOutcome>;
+  /**
+   * Puts an entry of the project's trash (`from`, a host path outside every workspace that
+   * no tenant controls) back at `requested`, whose folder must exist. Never replaces
+   * anything: a file goes back by a hard link that fails if the name is taken; a folder or
+   * link by a rename into a name that is free.
+   */
+  restoreFromTrash(requested: string, from: string): Promise<{ path: string }>;
   /** Visits files and symlinks below a folder, never following a link, sorted by path within each folder. */
   walk(options: WalkOptions, visit: (file: WalkedFile) => void | Promise<void>): Promise<WalkOutcome>;
 }

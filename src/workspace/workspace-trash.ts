@@ -2,17 +2,17 @@ import { randomUUID } from "node:crypto";
 import { constants, lstatSync, mkdirSync, renameSync, type Stats } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import trashToOs from "trash";
 import { viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
 import { digestOf, readBounded, refuseIrregular, reopen } from "./held-file.js";
 import { shorten } from "./path-components.js";
 import { WorkspaceError, type TrashedFile } from "./workspace-files.js";
 import { walkTree } from "./workspace-tree.js";
+import { moveIntoTrash } from "./project-trash.js";
 
 /**
  * Removal through the door (SPEC F4, S6): record every regular file the
  * removal takes away (so a revert can bring it back), then move the entry to
- * the OS trash without ever naming it by a path a tenant can change.
+ * the project's trash without ever naming it by a path a tenant can change.
  */
 
 const { O_RDONLY } = constants;
@@ -21,7 +21,7 @@ const { O_RDONLY } = constants;
  * Every regular file a removal takes away, read before anything moves, so the
  * change can be reverted: whole while the removal's files add up to at most
  * `maxBytes`, by digest only past that (those cannot be reverted; they still go
- * to the OS trash). More than `maxFiles` files refuse the removal.
+ * to the project's trash). More than `maxFiles` files refuse the removal.
  */
 export async function recordRemoval(target: HeldEntry, at: string, limits: { maxFiles: number; maxBytes: number; shown: string }): Promise<TrashedFile[]> {
   if (target.stats.isFile()) {
@@ -57,11 +57,11 @@ export async function recordRemoval(target: HeldEntry, at: string, limits: { max
 
 /**
  * Renames the entry, by its parent's descriptor, into the private staging
- * folder, checks it is the entry that was recorded, then lets the OS trash
- * take it from there by a path no tenant controls. The trash's record then
- * names where the entry really was, so it can be restored from the OS trash.
+ * folder, checks it is the entry that was recorded, then lets the project's
+ * trash (`project-trash.ts`) take it from there by a path no tenant controls. The trash's record then
+ * names where the entry really was, so it can be restored from the project's trash.
  */
-export async function moveToTrash(parent: HeldEntry, name: string, recorded: Stats, where: { staging: string; original: string }, requested: string): Promise<void> {
+export async function moveToTrash(parent: HeldEntry, name: string, recorded: Stats, where: { staging: string; trash: string; original: string }, requested: string): Promise<void> {
   mkdirSync(where.staging, { recursive: true, mode: 0o700 });
   const parked = path.join(where.staging, randomUUID());
   const origin = viaDescriptor(parent.fd, name);
@@ -77,7 +77,7 @@ export async function moveToTrash(parent: HeldEntry, name: string, recorded: Sta
   }
   let trashed: unknown;
   try {
-    trashed = await trashToOs([parked], { glob: false });
+    trashed = await moveIntoTrash(where.trash, [parked]);
   } catch (error) {
     renameSync(parked, origin);
     throw new WorkspaceError("io_failed", `Could not move "${shorten(requested)}" to the trash: ${(error as Error).message}`);

@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
 import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { script } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
+import { projectTrashRoot } from "../../src/workspace/project-trash.js";
 
 const { env, client } = useTestEnv({ worker: true, fullAccess: true });
 const digest = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -26,14 +27,14 @@ async function changesOf(sessionId: string): Promise<any[]> {
   return (await client.get(`/v1/sessions/${sessionId}/file-changes`)).body.fileChanges;
 }
 
-/** Trashed files whose original path is `absolute`, per the freedesktop trash's .trashinfo files. */
-async function trashedCopies(absolute: string): Promise<string[]> {
-  const trashDir = path.join(process.env.XDG_DATA_HOME ?? path.join(homedir(), ".local/share"), "Trash");
+/** Entries of the project's own trash (SPEC F4) whose original path is `relative` in `workspace`, per their .trashinfo files. */
+async function trashedCopies(workspace: string, relative: string): Promise<string[]> {
+  const trashDir = path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash");
   const infos = await readdir(path.join(trashDir, "info")).catch(() => [] as string[]);
   const copies: string[] = [];
   for (const info of infos) {
     const text = await readFile(path.join(trashDir, "info", info), "utf8");
-    if (decodeURIComponent(/^Path=(.*)$/m.exec(text)?.[1] ?? "") === absolute) copies.push(path.join(trashDir, "files", info.replace(/\.trashinfo$/, "")));
+    if (decodeURIComponent(/^Path=(.*)$/m.exec(text)?.[1] ?? "") === path.join(workspace, relative)) copies.push(path.join(trashDir, "files", info.replace(/\.trashinfo$/, "")));
   }
   return copies;
 }
@@ -93,7 +94,7 @@ describe("file changes", () => {
     expect((await stat(path.join(workspace, "a.txt"))).mode & 0o777).toBe(0o700);
     expect((await client.post(`/v1/file-changes/${creation.id}/revert`)).status).toBe(200);
     await expect(stat(path.join(workspace, "b.txt"))).rejects.toThrow();
-    const copies = await trashedCopies(path.join(workspace, "b.txt"));
+    const copies = await trashedCopies(workspace, "b.txt");
     expect(copies).toHaveLength(1);
     expect(await readFile(copies[0]!, "utf8")).toBe("new\n");
     const again = await client.post(`/v1/file-changes/${creation.id}/revert`);
@@ -174,7 +175,7 @@ describe("file changes", () => {
       full,
     );
     expect(fullResults.map((r) => r.error_code)).toEqual([null, "protected_path", "path_outside_workspace", "path_outside_workspace", "path_outside_workspace", "protected_path"]);
-    expect(await trashedCopies(path.join(fullWorkspace, ".agents", "notes.md"))).toHaveLength(1);
+    expect(await trashedCopies(fullWorkspace, ".agents/notes.md")).toHaveLength(1);
     expect(await readFile(path.join(fullWorkspace, ".git", "config"), "utf8")).toBe("[core]\n");
     expect(await readFile(outside, "utf8")).toBe("outside\n");
 
@@ -182,7 +183,7 @@ describe("file changes", () => {
     const { sessionId, results } = await runCalls([{ tool: "delete", args: { path: "docs" } }], full);
     expect(results[0]!.text).toBe("Moved folder docs (2 files) to the trash.");
     await expect(stat(path.join(fullWorkspace, "docs"))).rejects.toThrow();
-    expect(await trashedCopies(path.join(fullWorkspace, "docs"))).toHaveLength(1);
+    expect(await trashedCopies(fullWorkspace, "docs")).toHaveLength(1);
     const changes = (await changesOf(sessionId)).filter((c) => c.path.startsWith("docs"));
     expect(changes.map((c) => [c.path, c.existedBefore, c.sha256After]).sort()).toEqual([
       [path.join("docs", "a.md"), true, null],

@@ -71,7 +71,7 @@ export function toolContext(overrides: ToolContextOverrides): ToolContext {
     runId: "run",
     projectId: "prj",
     approvalMode: confinement.kind === "full_access" ? "full_access" : "auto",
-    workspace: openWorkspaceFiles({ root: workspaceDir, trashStaging: path.join(path.dirname(workspaceDir), ".trash-staging") }),
+    workspace: openWorkspaceFiles({ root: workspaceDir, trashStaging: path.join(path.dirname(workspaceDir), ".trash-staging"), trash: path.join(path.dirname(workspaceDir), ".trash") }),
     processes: {
       limits: { ...defaultProcessLimits, ...limits },
       async prepare(command, output) {

@@ -45,7 +45,7 @@ const run = <A>(tool: unknown, args: A) =>
 
 describe("workspace confinement", () => {
   it("S6: the door refuses .., absolute paths and symlinks that lead outside; links that stay inside resolve to their target", async () => {
-    const door = openWorkspaceFiles({ root: workspace, trashStaging: path.join(root, "staging") });
+    const door = openWorkspaceFiles({ root: workspace, trashStaging: path.join(root, "staging"), trash: path.join(root, "trash") });
     for (const requested of ["../outside/secret.txt", "/etc/passwd", "escape/secret.txt", "secret-link", "escape/new.txt", "src/../../outside"]) {
       await expect(door.locate(requested), requested).rejects.toMatchObject({ code: "path_outside_workspace" });
     }

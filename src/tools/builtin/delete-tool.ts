@@ -19,7 +19,7 @@ function protectedReason(path: string, requested: string, mode: string): string 
 }
 
 /**
- * Moves a file or folder of the workspace to the OS trash; nothing is ever
+ * Moves a file or folder of the workspace to the project's trash; nothing is ever
  * deleted for good (SPEC F4). Every file removed is recorded as a file change
  * with its content, so a revert can bring it back. The workspace door decides
  * what is removed (a final symlink is removed, not its target; nothing outside
@@ -58,7 +58,7 @@ export const deleteTool = defineTool<DeleteArgs>({
     for (const file of outcome.files) changes.push(await recordFileChange(context, file.path, file.snapshot, { kind: "absent" }));
     const what = outcome.kind === "directory" ? `folder ${outcome.path} (${changes.length} files)` : outcome.path;
     const unkept = outcome.files.filter((file) => file.snapshot.kind === "digest").length;
-    const note = unkept > 0 ? ` ${unkept} of its files were too large to keep a copy of: reverting cannot bring ${unkept === 1 ? "it" : "them"} back (the OS trash still holds them).` : "";
+    const note = unkept > 0 ? ` ${unkept} of its files were too large to keep a copy of: reverting cannot bring ${unkept === 1 ? "it" : "them"} back (the project's trash still holds them).` : "";
     return {
       content: [{ type: "text", text: `Moved ${what} to the trash.${note}` }],
       displayDiff: changes.map((change) => change.diff).join(""),

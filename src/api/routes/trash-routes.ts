@@ -1,0 +1,81 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import { projects } from "../../db/schema.js";
+import { FoyaError, notFound } from "../../errors.js";
+import { dropTrashRecord, findTrashEntry, listTrash, projectTrashRoot } from "../../workspace/project-trash.js";
+import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
+import { isWorkspaceError } from "../../workspace/workspace-files.js";
+import type { ApiServices, App } from "../app-env.js";
+import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
+
+const TrashEntrySchema = z
+  .object({
+    id: z.string(),
+    path: z.string().openapi({ description: "Where the entry was, relative to the workspace." }),
+    kind: z.enum(["file", "folder", "link", "other"]),
+    bytes: z.number().int().nullable(),
+    deletedAt: z.string(),
+  })
+  .openapi("TrashEntry");
+
+const EntryParams = z.object({
+  id: IdParam.shape.id,
+  entryId: z.string().regex(/^[0-9a-f-]{36}$/).openapi({ param: { name: "entryId", in: "path" } }),
+});
+
+const listProjectTrash = createRoute({
+  method: "get",
+  path: "/v1/projects/{id}/trash",
+  summary: "What `delete` and reverts removed from the project's workspace, newest first (SPEC F4); kept for FOYA_TRASH_RETENTION_DAYS",
+  request: { params: IdParam },
+  responses: { 200: { content: { "application/json": { schema: z.object({ entries: z.array(TrashEntrySchema) }) } }, description: "The project's trash" }, ...errorResponses },
+});
+
+const restoreTrashEntry = createRoute({
+  method: "post",
+  path: "/v1/projects/{id}/trash/{entryId}/restore",
+  summary: "Put a trashed file, link or folder back where it was; its folder must exist and nothing may be there now",
+  request: { params: EntryParams },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ path: z.string() }) } }, description: "Restored" },
+    ...errorResponses,
+    409: { content: { "application/json": { schema: ErrorSchema } }, description: "Something exists at that path again, or its folder is gone" },
+  },
+});
+
+export function registerTrashRoutes(app: App, services: ApiServices): void {
+  const projectOf = async (tenantId: string, id: string) => {
+    const [project] = await services.db.db
+      .select({ workspacePath: projects.workspacePath })
+      .from(projects)
+      .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId)));
+    if (!project) throw notFound("project");
+    return { ...project, trash: projectTrashRoot(services.config.workspacesDir, project.workspacePath) };
+  };
+
+  app.openapi(listProjectTrash, async (c) => {
+    const project = await projectOf(c.get("tenantId"), c.req.valid("param").id);
+    const entries = await listTrash(project.trash, project.workspacePath);
+    return c.json({ entries: entries.map((entry) => ({ ...entry, deletedAt: entry.deletedAt.toISOString() })) }, 200);
+  });
+
+  app.openapi(restoreTrashEntry, async (c) => {
+    const { id, entryId } = c.req.valid("param");
+    const project = await projectOf(c.get("tenantId"), id);
+    const entry = await findTrashEntry(project.trash, project.workspacePath, entryId);
+    if (!entry) throw notFound("trash entry");
+    const workspace = projectWorkspaceFiles(services.config.workspacesDir, project.workspacePath);
+    try {
+      const restored = await workspace.restoreFromTrash(entry.path, entry.hostPath);
+      // The entry is back: its record goes too.
+      await dropTrashRecord(entry);
+      return c.json(restored, 200);
+    } catch (error) {
+      if (isWorkspaceError(error)) {
+        const conflict = error.code === "already_exists" || error.code === "file_not_found" || error.code === "not_a_directory";
+        throw new FoyaError(conflict ? "conflict" : "bad_request", error.message);
+      }
+      throw error;
+    }
+  });
+}
