@@ -35,6 +35,8 @@ describe("tenant isolation", () => {
       ["POST", "/v1/sessions", { projectId }],
       ["GET", `/v1/projects/${projectId}/policy`],
       ["PUT", `/v1/projects/${projectId}/policy`, { rules: { allow: ["bash"] } }],
+      ["GET", `/v1/projects/${projectId}/trash`],
+      ["POST", `/v1/projects/${projectId}/trash/00000000-0000-4000-8000-000000000000/restore`, {}],
     ];
     for (const [method, path, body] of calls) {
       const response = await stranger.request(method, path, body);
@@ -63,8 +65,10 @@ describe("tenant isolation", () => {
     expect(anonymous.status).toBe(401);
   });
 
-  it("D8: tenant creation needs the admin token", async () => {
+  it("D8: tenant creation and the admin API need the admin token", async () => {
     expect((await owner.post("/v1/tenants", { name: "x" })).status).toBe(401);
+    expect((await owner.get("/v1/admin/workers")).status).toBe(401);
+    expect((await env.admin.get("/v1/admin/workers")).status).toBe(200);
     expect((await env.admin.post("/v1/tenants", { name: "y" })).status).toBe(201);
   });
 
