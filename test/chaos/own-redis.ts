@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
+import { redisAnswers } from "../helpers/redis-answers.js";
 
 /**
  * A redis-server of the test's own, on a free port, without persistence: the chaos
@@ -36,7 +37,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     started.stdout?.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
     started.stderr?.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
     const deadline = Date.now() + 10_000;
-    while (!(await answers(url))) {
+    while (!(await redisAnswers(url, 500))) {
       if (started.exitCode !== null || started.signalCode !== null || Date.now() > deadline) {
         started.kill("SIGKILL");
         throw new Error(`redis-server on port ${port} did not start:\n${output}`);
@@ -76,19 +77,6 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       process.removeListener("exit", killOnExit);
     },
   };
-}
-
-async function answers(url: string): Promise<boolean> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 500, retryStrategy: () => null });
-  redis.on("error", () => {});
-  try {
-    await redis.connect();
-    return (await redis.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
 }
 
 async function freePort(): Promise<number> {

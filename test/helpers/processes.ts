@@ -29,10 +29,19 @@ export interface StartOptions {
 const servingMarker = { api: /FOYA_API_URL=(\S+)/, worker: /FOYA_WORKER_ID=(\S+)/ };
 const listeningMarker = /FOYA_API_LISTENING=(\S+)/;
 
-export async function startFoyaProcess(role: "api" | "worker", env: Record<string, string>, options: number | StartOptions = {}): Promise<FoyaProcess> {
-  const { timeoutMs = 30_000, until = "serving" } = typeof options === "number" ? { timeoutMs: options } : options;
-  const entry = path.join(repoRoot, role === "api" ? "src/api/main.ts" : "src/worker/main.ts");
-  const child: ResultPromise = execa(process.execPath, ["--import", "tsx", entry], {
+/** A TypeScript entry of this repository run with tsx as its own process, its output collected. */
+export interface SpawnedProcess {
+  readonly pid: number;
+  output(): string;
+  /** Waits until the output matches `pattern` (rejects if the process ends first or at the deadline). */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  kill(signal: NodeJS.Signals): void;
+  exited: Promise<{ code: number | undefined; signal: string | undefined }>;
+}
+
+/** Starts `entry` (relative to the repository) as `node --import tsx`, with `env` on top of this process's. */
+export function spawnTsxProcess(entry: string, env: Record<string, string>, label: string): SpawnedProcess {
+  const child: ResultPromise = execa(process.execPath, ["--import", "tsx", path.join(repoRoot, entry)], {
     cwd: repoRoot,
     env: { ...env, PORT: "0" },
     extendEnv: true,
@@ -54,26 +63,29 @@ export async function startFoyaProcess(role: "api" | "worker", env: Record<strin
     for (;;) {
       const match = pattern.exec(output);
       if (match) return match;
-      if (ended) throw new Error(`${role} process ended before printing ${pattern}:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`${role} process did not print ${pattern} within ${waitMs} ms:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (ended) throw new Error(`${label} process ended before printing ${pattern}:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`${label} process did not print ${pattern} within ${waitMs} ms:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   };
+  return { pid: child.pid as number, output: () => output, waitForOutput, kill: (signal) => void child.kill(signal), exited };
+}
+
+export async function startFoyaProcess(role: "api" | "worker", env: Record<string, string>, options: number | StartOptions = {}): Promise<FoyaProcess> {
+  const { timeoutMs = 30_000, until = "serving" } = typeof options === "number" ? { timeoutMs: options } : options;
+  const spawned = spawnTsxProcess(role === "api" ? "src/api/main.ts" : "src/worker/main.ts", env, role);
   const started: FoyaProcess = {
-    pid: child.pid as number,
+    ...spawned,
     get url() {
+      const output = spawned.output();
       return role === "api" ? (servingMarker.api.exec(output) ?? listeningMarker.exec(output))?.[1] : undefined;
     },
-    output: () => output,
-    waitForOutput,
-    kill: (signal) => void child.kill(signal),
-    exited,
   };
   if (until === "spawned") return started;
   try {
-    await waitForOutput(until === "listening" && role === "api" ? listeningMarker : servingMarker[role], timeoutMs);
+    await spawned.waitForOutput(until === "listening" && role === "api" ? listeningMarker : servingMarker[role], timeoutMs);
   } catch (error) {
-    child.kill("SIGKILL");
+    spawned.kill("SIGKILL");
     throw new Error(`${role} process did not start: ${(error as Error).message}`);
   }
   return started;

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client.js";
-import { sessions } from "../../db/schema.js";
+import { projects, sessions } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 
 /** A session of this tenant, or 404: another tenant's id is indistinguishable from a missing one (D8). */
@@ -11,4 +11,14 @@ export async function findSession(db: Database, tenantId: string, id: string): P
     .where(and(eq(sessions.id, id), eq(sessions.tenantId, tenantId)));
   if (!session) throw notFound("session");
   return session;
+}
+
+/** A project of this tenant, or 404 (D8). */
+export async function findProject(db: Database, tenantId: string, id: string): Promise<typeof projects.$inferSelect> {
+  const [project] = await db
+    .select()
+    .from(projects)
+    .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId)));
+  if (!project) throw notFound("project");
+  return project;
 }

@@ -1,13 +1,12 @@
 import { createRoute } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
 import { projects } from "../../db/schema.js";
-import { notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
 import { serializeProject } from "../serialize.js";
+import { findProject } from "./find-owned.js";
 
 const createProject = createRoute({
   method: "post",
@@ -41,12 +40,7 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(getProject, async (c) => {
-    const { id } = c.req.valid("param");
-    const [project] = await services.db.db
-      .select()
-      .from(projects)
-      .where(and(eq(projects.id, id), eq(projects.tenantId, c.get("tenantId"))));
-    if (!project) throw notFound("project");
+    const project = await findProject(services.db.db, c.get("tenantId"), c.req.valid("param").id);
     return c.json(serializeProject(project), 200);
   });
 }

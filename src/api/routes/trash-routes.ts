@@ -1,12 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import { projects } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { dropTrashRecord, findTrashEntry, listTrash, projectTrashRoot } from "../../workspace/project-trash.js";
 import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
 import { isWorkspaceError } from "../../workspace/workspace-files.js";
 import type { ApiServices, App } from "../app-env.js";
 import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
+import { findProject } from "./find-owned.js";
 
 const TrashEntrySchema = z
   .object({
@@ -45,12 +44,8 @@ const restoreTrashEntry = createRoute({
 
 export function registerTrashRoutes(app: App, services: ApiServices): void {
   const projectOf = async (tenantId: string, id: string) => {
-    const [project] = await services.db.db
-      .select({ workspacePath: projects.workspacePath })
-      .from(projects)
-      .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId)));
-    if (!project) throw notFound("project");
-    return { ...project, trash: projectTrashRoot(services.config.workspacesDir, project.workspacePath) };
+    const project = await findProject(services.db.db, tenantId, id);
+    return { workspacePath: project.workspacePath, trash: projectTrashRoot(services.config.workspacesDir, project.workspacePath) };
   };
 
   app.openapi(listProjectTrash, async (c) => {
