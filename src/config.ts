@@ -134,6 +134,7 @@ const envSchema = z.object({
   FOYA_WEBHOOK_STALE_MS: intFromEnv(60_000),
   FOYA_WEBHOOK_RETENTION_DAYS: intFromEnv(30),
   FOYA_TRASH_RETENTION_DAYS: intFromEnv(30),
+  FOYA_RECORD_FULL_ACCESS_SHELL: z.enum(["true", "false"]).default("false"),
   FOYA_WEBHOOK_CONCURRENCY: intFromEnv(16),
   FOYA_WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -275,6 +276,12 @@ export interface Config {
   readonly webhookRetentionDays: number;
   /** Entries of a project's trash older than this are deleted for good by the sweeper; 0 keeps them (SPEC F4). */
   readonly trashRetentionDays: number;
+  /**
+   * Records what foreground `bash` calls change in the workspace in Full Access too (SPEC X7;
+   * outside Full Access they always are, on a root worker). Changes outside the workspace,
+   * which Full Access can make, are never recorded.
+   */
+  readonly recordFullAccessShell: boolean;
   readonly webhookConcurrency: number;
   /** Lets webhooks target loopback and private addresses (tests, trusted deployments). */
   readonly webhookAllowPrivate: boolean;
@@ -399,6 +406,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookStaleMs: Math.max(500, e.FOYA_WEBHOOK_STALE_MS),
     webhookRetentionDays: e.FOYA_WEBHOOK_RETENTION_DAYS,
     trashRetentionDays: e.FOYA_TRASH_RETENTION_DAYS,
+    recordFullAccessShell: e.FOYA_RECORD_FULL_ACCESS_SHELL === "true",
     webhookConcurrency: Math.max(1, e.FOYA_WEBHOOK_CONCURRENCY),
     webhookAllowPrivate: e.FOYA_WEBHOOK_ALLOW_PRIVATE === "true",
     logLevel: e.LOG_LEVEL,

@@ -11,6 +11,8 @@ import { refusedHost } from "./net/address-guard.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
+import { systemSearchPath } from "./sandbox/find-executable.js";
+import { createCallLayers, type CallLayerSupport } from "./sandbox/overlay/call-layers.js";
 import { isConnectionError, retryWhileUnavailable, urlSecrets } from "./startup/dependency-wait.js";
 import type { StartupStatus } from "./startup/startup-status.js";
 import type { SandboxRunner } from "./sandbox/sandbox-runner.js";
@@ -39,6 +41,8 @@ export interface Services {
   tools: ToolRegistry;
   /** Confines every process tools and stdio MCP servers start (SPEC S3, S8). */
   sandbox: SandboxRunner;
+  /** Layers over workspaces that record what foreground commands change (SPEC X7), or why this worker cannot. */
+  callLayers: CallLayerSupport;
   /** Whether tool processes get per-tenant uids (a root service) or the service's own (SPEC S7). */
   identityMode: IdentityMode;
   /** Tenants' tool settings (uid slot, Full Access grant, limits), re-read every few seconds. */
@@ -86,6 +90,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
   });
   const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
   const sandbox = sandboxFromConfig(config);
+  const callLayers = createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath });
   const tooling = { identityMode: identityMode(config.toolUidBase), tenantSettings: createTenantSettingsCache(db.db), workspaceOwnership: createWorkspaceOwnership() };
   const mcp = createMcpConnections({
     logger,
@@ -109,6 +114,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     dispatcher,
     tools,
     sandbox,
+    callLayers,
     ...tooling,
     executor,
     catalog,

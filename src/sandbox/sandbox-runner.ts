@@ -4,6 +4,7 @@ import { findExecutable } from "./find-executable.js";
 import { createGitRepositories } from "../workspace/git-repositories.js";
 import { gitLayout } from "./git-layout.js";
 import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
+import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay/overlay-mount.js";
 import type { ProcessLimits } from "./process-limits.js";
 import { sandboxResolvConf } from "./sandbox-network.js";
 import type { ProcessIdentity } from "./tool-identity.js";
@@ -85,6 +86,12 @@ export interface SandboxRequest {
   identity: ProcessIdentity;
   /** rlimits and temporary space; `cpuSeconds: null` for long-lived servers (MCP), whose CPU time adds up over days. */
   limits: Omit<ProcessLimits, "cpuSeconds"> & { cpuSeconds: number | null };
+  /**
+   * Layer the workspace (SPEC X7): the command sees the workspace through an
+   * overlay whose writes land in `upperDir` (see `overlay/overlay-mount.ts`).
+   * Needs a root worker; the caller applies the upper folder afterwards.
+   */
+  overlay?: OverlayFolders;
 }
 
 /**
@@ -267,7 +274,12 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
         git: { pins: git.pins, readOnly: git.readOnly },
         tmpBytes: request.limits.tmpBytes,
       };
-      const prefix = stepDown.args;
+      let prefix = stepDown.args;
+      if (request.overlay) {
+        const wrap = overlayPrefix(workspace, request.overlay, options.searchPath);
+        if (!wrap.ok) return { ok: false, message: sandboxUnavailableMessage(wrap.reason) };
+        prefix = [...wrap.args, ...prefix];
+      }
       if (!slirp4netns || !unshare) {
         const [file, ...rest] = [...prefix, bwrap];
         return { ok: true, file: file as string, args: [...rest, ...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command], statusFd, network: null };
@@ -285,6 +297,17 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       };
     },
   };
+}
+
+function overlayPrefix(workspace: string, folders: OverlayFolders, searchPath: string): { ok: true; args: string[] } | { ok: false; reason: string } {
+  if (process.getuid?.() !== 0) return { ok: false, reason: "a layered workspace needs a root worker to mount its overlay" };
+  const unshare = findExecutable("unshare", searchPath);
+  const mount = findExecutable("mount", searchPath);
+  const sh = findExecutable("sh", searchPath);
+  if (!unshare || !mount || !sh) return { ok: false, reason: "unshare, mount and sh (Debian packages util-linux, mount, dash) must be installed to layer the workspace" };
+  const options = overlayOptions(workspace, folders);
+  if (!options) return { ok: false, reason: `the workspace path ${workspace} holds a character overlayfs options cannot carry (, : \\ or a newline)` };
+  return { ok: true, args: overlayWrap({ unshare, mount, sh }, workspace, options) };
 }
 
 /**

@@ -12,9 +12,11 @@ export interface CallProcesses {
    * Prepares `bash -c command`; answers why it cannot run (nothing ran) when
    * its confinement cannot be set up (`sandbox_unavailable`: the call fails
    * closed) or the session's Full Access is no longer granted
-   * (`full_access_not_granted`).
+   * (`full_access_not_granted`). With `recordChanges` (a foreground `bash`
+   * call outside Full Access, on a worker that can), the command runs on a
+   * layer over the workspace and the prepared shell carries it (SPEC X7).
    */
-  prepare(command: string, output: { headBytes: number; tailBytes: number }): Promise<PreparedShell | ProcessRefusal>;
+  prepare(command: string, output: { headBytes: number; tailBytes: number }, how?: { recordChanges?: boolean }): Promise<PreparedShell | ProcessRefusal>;
   /** The limits the processes run under, for messages and for capping a call's own timeout. */
   limits: ProcessLimits;
 }

@@ -1,6 +1,8 @@
 import type { ApprovalMode } from "../db/schema.js";
 import type { Services } from "../services.js";
 import type { Confinement } from "../sandbox/confinement.js";
+import { findExecutable, systemSearchPath } from "../sandbox/find-executable.js";
+import type { CallLayerOwner } from "../sandbox/overlay/call-layers.js";
 import { toolIdentity } from "../sandbox/tool-identity.js";
 import { effectiveToolLimits, fullAccessRefusal } from "../tenants/tenant-settings.js";
 import type { CallProcesses } from "../tools/call-processes.js";
@@ -13,7 +15,7 @@ export interface BatchToolEnvironment {
   /** The project's workspace door. */
   workspace: WorkspaceFiles;
   /** The processes of one call, with the network its grant allows. */
-  processesFor(grant: { network: boolean }): CallProcesses;
+  processesFor(grant: { network: boolean }, owner?: CallLayerOwner): CallProcesses;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface BatchToolEnvironment {
  * starts no process.
  */
 export async function batchToolEnvironment(
-  services: Pick<Services, "config" | "sandbox" | "tenantSettings" | "identityMode" | "workspaceOwnership">,
+  services: Pick<Services, "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership">,
   input: { tenantId: string; approvalMode: ApprovalMode; workspacePath: string },
 ): Promise<BatchToolEnvironment> {
   const { config } = services;
@@ -36,9 +38,20 @@ export async function batchToolEnvironment(
   const refusal = fullAccess ? fullAccessRefusal(config, settings) : null;
   return {
     workspace: projectWorkspaceFiles(config.workspacesDir, input.workspacePath),
-    processesFor(grant) {
+    processesFor(grant, owner) {
       const confinement: Confinement = fullAccess ? { kind: "full_access" } : { kind: "sandbox", network: grant.network };
-      return createCallProcesses({ runner: services.sandbox, toolPath: config.toolPath, workspaceDir: input.workspacePath, confinement, identity, limits, refusal });
+      const { callLayers } = services;
+      const layering =
+        owner && callLayers.ok && (!fullAccess || config.recordFullAccessShell)
+          ? {
+              layers: callLayers.layers,
+              getfattr: findExecutable("getfattr", systemSearchPath) ?? "getfattr",
+              workspacesDir: config.workspacesDir,
+              owner,
+              onError: (message: string, error: unknown) => services.logger.error({ err: error, toolCallId: owner.toolCallId }, message),
+            }
+          : null;
+      return createCallProcesses({ runner: services.sandbox, toolPath: config.toolPath, workspaceDir: input.workspacePath, confinement, identity, limits, refusal, layering });
     },
   };
 }

@@ -98,7 +98,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       runId,
       projectId: project.id,
       workspace: environment.workspace,
-      processes: environment.processesFor(grant),
+      processes: environment.processesFor(grant, { tenantId: run.tenantId, sessionId: run.sessionId, runId, toolCallId: call.id }),
       approvalMode: session.approvalMode,
       provider: { profile: provider.profile, model: session.model ?? provider.defaultModel },
       exposedTools: stepTools,

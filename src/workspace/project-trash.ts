@@ -1,4 +1,5 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { lstat, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
@@ -41,6 +42,30 @@ export async function moveIntoTrash(root: string, paths: readonly string[]): Pro
   });
   if (child.exitCode !== 0) throw new Error(`the trash refused: ${child.stderr.split("\n").find((line) => line.trim() !== "") ?? `exit ${child.exitCode}`}`);
   return JSON.parse(child.stdout) as Array<{ path: string; info: string }>;
+}
+
+/**
+ * Moves one entry into the trash at `root` by rename, in the layout the trash package
+ * writes (an info file naming where it was, then the entry under the same id): for the
+ * apply of a layered call (SPEC X7), which removes entries on the workspaces' own file
+ * system and cannot spend a child process on each. `from` may be a descriptor path
+ * (`/proc/self/fd/<fd>/<name>`); `originalPath` is the host path it had. Answers the id.
+ */
+export function placeInTrash(root: string, from: string, originalPath: string): string {
+  const { files, info } = folders(root);
+  mkdirSync(files, { recursive: true, mode: 0o700 });
+  mkdirSync(info, { recursive: true, mode: 0o700 });
+  const id = randomUUID();
+  const infoPath = path.join(info, `${id}.trashinfo`);
+  const deletedAt = new Date().toISOString().replace(/\.\d{3}Z$/, "");
+  writeFileSync(infoPath, `[Trash Info]\nPath=${encodeURI(originalPath)}\nDeletionDate=${deletedAt}\n`, { flag: "wx", mode: 0o600 });
+  try {
+    renameSync(from, path.join(files, id));
+  } catch (error) {
+    rmSync(infoPath, { force: true });
+    throw error;
+  }
+  return id;
 }
 
 export interface TrashEntry {

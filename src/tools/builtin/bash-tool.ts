@@ -1,6 +1,7 @@
 import type { ProcessLimits } from "../../sandbox/process-limits.js";
 import { findPermanentDelete } from "../shell/permanent-delete.js";
-import { defineTool, errorResult, textResult } from "../tool.js";
+import type { PreparedLayer, ShellEnd } from "../shell/spawn-shell.js";
+import { defineTool, errorResult, textResult, type FileChangeRecord, type ToolContext, type ToolResult } from "../tool.js";
 
 interface BashArgs {
   command: string;
@@ -53,9 +54,12 @@ export const bashTool = defineTool<BashArgs>({
       if ("error" in started) return errorResult("code" in started && typeof started.code === "string" ? started.code : "too_many_commands", started.error);
       return textResult(`Started background command ${started.id}. Use command_status, command_output or command_cancel with this id.`);
     }
-    const prepared = await context.processes.prepare(args.command, { headBytes, tailBytes });
+    const prepared = await context.processes.prepare(args.command, { headBytes, tailBytes }, { recordChanges: true });
     if ("unavailable" in prepared) return errorResult(prepared.code, prepared.unavailable);
-    if (context.signal.aborted) return errorResult("cancelled", "(no output)\n\n[cancelled]");
+    if (context.signal.aborted) {
+      prepared.layer?.discard();
+      return errorResult("cancelled", "(no output)\n\n[cancelled]");
+    }
     // The tenant's wall-time limit caps whatever the model asked for (S7).
     const timeoutMs = Math.min(args.timeoutMs ?? defaultTimeoutMs, context.processes.limits.wallSeconds * 1000);
     const { ended, output, killGroup } = prepared.start();
@@ -77,16 +81,35 @@ export const bashTool = defineTool<BashArgs>({
       context.signal.removeEventListener("abort", onAbort);
       killGroup();
     }
-    const text = output.render();
-    const body = text.length > 0 ? text : "(no output)\n";
-    if (stopped === "timeout") return errorResult("timeout", `${body}\n[killed after ${timeoutMs} ms${timeoutMs < (args.timeoutMs ?? defaultTimeoutMs) ? ", the wall-time limit of this deployment" : ""}]`);
-    if (stopped === "cancelled") return errorResult("cancelled", `${body}\n[cancelled]`);
-    if (end.kind === "sandbox_failed") return errorResult("sandbox_unavailable", end.message);
-    if (end.kind === "signaled") return errorResult(limitCodeOf(end.signal), `${body}\n[killed by ${end.signal}${limitNote(end.signal, context.processes.limits)}]`);
-    if (end.exitCode !== 0) return errorResult("exit_code", `${body}\n[exit code ${end.exitCode}${limitHint(text, context.processes.limits)}]`);
-    return textResult(`${body}\n[exit code 0]`);
+    // Whatever ended the command, what it wrote is recorded and applied (a timed-out build's output too).
+    const changes = await settleChanges(prepared.layer, context);
+    const result = describeEnd(end, stopped, timeoutMs, args, output.render(), context.processes.limits);
+    if (!changes) return result;
+    const note = changes.note ? `\n[file changes: ${changes.note}]` : "";
+    const [first, ...rest] = result.content;
+    const content = note && first?.type === "text" ? [{ ...first, text: `${first.text}${note}` }, ...rest] : result.content;
+    return { ...result, content, ...(changes.records.length > 0 ? { fileChanges: changes.records } : {}) };
   },
 });
+
+async function settleChanges(layer: PreparedLayer | undefined, context: ToolContext): Promise<{ records: FileChangeRecord[]; note: string | null } | null> {
+  if (!layer) return null;
+  try {
+    return await layer.settle(context.blobs);
+  } catch (error) {
+    return { records: [], note: `this command's changes could not be applied yet (${(error as Error).message}); they are kept and applied when this worker restarts` };
+  }
+}
+
+function describeEnd(end: ShellEnd, stopped: "timeout" | "cancelled" | undefined, timeoutMs: number, args: BashArgs, text: string, limits: ProcessLimits): ToolResult {
+  const body = text.length > 0 ? text : "(no output)\n";
+  if (stopped === "timeout") return errorResult("timeout", `${body}\n[killed after ${timeoutMs} ms${timeoutMs < (args.timeoutMs ?? defaultTimeoutMs) ? ", the wall-time limit of this deployment" : ""}]`);
+  if (stopped === "cancelled") return errorResult("cancelled", `${body}\n[cancelled]`);
+  if (end.kind === "sandbox_failed") return errorResult("sandbox_unavailable", end.message);
+  if (end.kind === "signaled") return errorResult(limitCodeOf(end.signal), `${body}\n[killed by ${end.signal}${limitNote(end.signal, limits)}]`);
+  if (end.exitCode !== 0) return errorResult("exit_code", `${body}\n[exit code ${end.exitCode}${limitHint(text, limits)}]`);
+  return textResult(`${body}\n[exit code 0]`);
+}
 
 /** A signal the kernel sends when a limit is reached gets its own code, so the model knows why (S7). */
 function limitCodeOf(signal: string): string {

@@ -3,7 +3,18 @@ import type { ProcessLimits } from "../../sandbox/process-limits.js";
 import type { SandboxRunner } from "../../sandbox/sandbox-runner.js";
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { CallProcesses } from "../call-processes.js";
-import { prepareShell } from "./spawn-shell.js";
+import type { CallLayer, CallLayerOwner, CallLayers } from "../../sandbox/overlay/call-layers.js";
+import { prepareShell, type PreparedLayer } from "./spawn-shell.js";
+import { settleLayer } from "./settle-layer.js";
+
+/** What a worker needs to run calls on a layer over the workspace (SPEC X7). */
+export interface ShellLayering {
+  layers: CallLayers;
+  getfattr: string;
+  workspacesDir: string;
+  owner: CallLayerOwner;
+  onError(message: string, error: unknown): void;
+}
 
 /** The `CallProcesses` of one call: every process it starts gets this workspace, confinement, identity and limits. */
 export function createCallProcesses(options: {
@@ -17,11 +28,22 @@ export function createCallProcesses(options: {
   limits: ProcessLimits;
   /** Set when the session's mode may no longer start processes (Full Access revoked): every prepare answers it. */
   refusal?: string | null;
+  /** Set when this worker records what this call's commands change (outside Full Access, or in it when the operator enabled it); used by foreground calls. */
+  layering?: ShellLayering | null;
 }): CallProcesses {
   return {
     limits: options.limits,
-    async prepare(command, output) {
+    async prepare(command, output, how = {}) {
       if (options.refusal) return { unavailable: options.refusal, code: "full_access_not_granted" };
+      // The environment passes layering only where it applies: outside Full Access, or in it when the operator asked.
+      const layering = how.recordChanges ? options.layering : null;
+      let layer: CallLayer | null = null;
+      try {
+        layer = layering ? layering.layers.open(options.workspaceDir, layering.owner) : null;
+      } catch (error) {
+        // Recording is lost for this call, not the call: it runs on the workspace itself, as before X7.
+        layering?.onError("a call's layer could not be made; the command runs unrecorded", error);
+      }
       const prepared = await prepareShell({
         command,
         cwd: options.workspaceDir,
@@ -32,8 +54,28 @@ export function createCallProcesses(options: {
         identity: options.identity,
         limits: options.limits,
         runner: options.runner,
+        ...(layer ? { overlay: layer.folders } : {}),
       });
-      return "unavailable" in prepared ? { unavailable: prepared.unavailable, code: "sandbox_unavailable" } : prepared;
+      if ("unavailable" in prepared) {
+        if (layer) layering?.layers.discard(layer);
+        return { unavailable: prepared.unavailable, code: "sandbox_unavailable" };
+      }
+      if (!layer || !layering) return prepared;
+      const held: PreparedLayer = {
+        async settle(blobs) {
+          try {
+            const settled = await settleLayer(layer, { blobs, getfattr: layering.getfattr, workspacesDir: layering.workspacesDir });
+            layering.layers.discard(layer);
+            return settled;
+          } catch (error) {
+            // The upper folder stays: the next worker on this host rolls it forward once this process is gone.
+            layering.onError("a command's changes could not be applied; its layer is kept for roll-forward", error);
+            throw error;
+          }
+        },
+        discard: () => layering.layers.discard(layer),
+      };
+      return { ...prepared, layer: held };
     },
   };
 }

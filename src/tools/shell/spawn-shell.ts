@@ -7,7 +7,9 @@ import type { ProcessLimits } from "../../sandbox/process-limits.js";
 import { sandboxNetworkUnavailableMessage, sandboxUnavailableMessage, type SandboxInvocation, type SandboxRunner } from "../../sandbox/sandbox-runner.js";
 import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
+import type { OverlayFolders } from "../../sandbox/overlay/overlay-mount.js";
 import { BoundedOutput } from "./bounded-output.js";
+import type { SettledLayer } from "./settle-layer.js";
 
 /** How a tool process ended. */
 export type ShellEnd =
@@ -29,6 +31,18 @@ export interface ShellProcess {
 
 export interface PreparedShell {
   start(): ShellProcess;
+  /**
+   * Set when the command runs on a layer over the workspace (SPEC X7): its
+   * writes reach the workspace only when this settles them, after it ended.
+   */
+  layer?: PreparedLayer;
+}
+
+export interface PreparedLayer {
+  /** Records what the command changed and applies it to the workspace; keeps the layer for roll-forward if that fails. */
+  settle(blobs: { put(content: Buffer): Promise<string> }): Promise<SettledLayer>;
+  /** For a command that never started: drops the empty layer. */
+  discard(): void;
 }
 
 export interface ShellOptions {
@@ -45,6 +59,8 @@ export interface ShellOptions {
   limits: ProcessLimits;
   /** Builds the confinement; without one, every call fails closed. */
   runner: SandboxRunner | undefined;
+  /** Runs the command on this layer over the workspace (SPEC X7). */
+  overlay?: OverlayFolders;
 }
 
 /**
@@ -70,6 +86,7 @@ export async function prepareShell(options: ShellOptions): Promise<PreparedShell
     view: fullAccess ? "host" : "confined",
     identity: options.identity,
     limits: options.limits,
+    ...(options.overlay ? { overlay: options.overlay } : {}),
   });
   if (!plan.ok) return { unavailable: plan.message };
   // bwrap gets the same small environment, so even its own /proc/1/environ inside shows nothing of the service.

@@ -1,0 +1,142 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { hostname } from "node:os";
+import path from "node:path";
+import { findExecutable } from "../find-executable.js";
+import type { OverlayFolders } from "./overlay-mount.js";
+
+/**
+ * The folders of layered calls (SPEC X7): `<workspaces>/.calls/<id>/{upper,work}`,
+ * root's and mode 0700, hidden from every sandbox with the rest of the
+ * workspaces folder, and on the workspaces' own file system, so applying a
+ * call's changes is a rename. `meta.json` says whose call it is and which
+ * process runs it: a folder whose process is gone is an interrupted call's,
+ * rolled forward by the next worker on the host (`roll-forward-layers.ts`).
+ */
+
+/** Who a layered call belongs to: enough to record its changes when its own worker died. */
+export interface CallLayerOwner {
+  tenantId: string;
+  sessionId: string;
+  runId: string;
+  toolCallId: string;
+}
+
+export interface CallLayerMeta extends CallLayerOwner {
+  workspaceDir: string;
+  host: string;
+  pid: number;
+  /** The process's start time in clock ticks since boot (/proc/<pid>/stat): a reused pid does not pass for it. */
+  processStart: string;
+  createdAt: string;
+}
+
+export interface CallLayer {
+  dir: string;
+  folders: OverlayFolders;
+  meta: CallLayerMeta;
+  /** Just before the command started: a workspace entry changed since was changed by someone else (a conflict). */
+  startedAtMs: number;
+}
+
+export interface CallLayers {
+  readonly root: string;
+  /** Makes one call's folders, upper owned like the workspace; null when this workspace cannot be layered (another file system). */
+  open(workspaceDir: string, owner: CallLayerOwner): CallLayer | null;
+  /** Removes a call's folders once applied; off the call's path. */
+  discard(layer: Pick<CallLayer, "dir">): void;
+  /** Folders whose process is gone: interrupted calls to roll forward. */
+  orphans(): Array<{ dir: string; meta: CallLayerMeta | null }>;
+}
+
+export type CallLayerSupport = { ok: true; layers: CallLayers } | { ok: false; reason: string };
+
+const layersFolderName = ".calls";
+
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Field 22, counted after the command name's closing parenthesis (the name may hold spaces).
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether this worker can layer calls: root (the overlay is mounted in the
+ * initial user namespace, where files of any owner can be copied up), a kernel
+ * with overlayfs, and getfattr (Debian package attr) to read the overlay's
+ * marks. Otherwise shell changes are not recorded, and the reason is logged.
+ */
+export function createCallLayers(options: { workspacesDir: string; searchPath: string }): CallLayerSupport {
+  if (process.getuid?.() !== 0) return { ok: false, reason: "the worker does not run as root, and only root mounts the overlay that records a command's changes" };
+  let filesystems = "";
+  try {
+    filesystems = readFileSync("/proc/filesystems", "utf8");
+  } catch {
+    // unknown: treated as absent
+  }
+  if (!/\toverlay$/m.test(filesystems)) return { ok: false, reason: "the kernel has no overlay file system (modprobe overlay)" };
+  for (const program of ["getfattr", "unshare", "mount", "sh"]) {
+    if (!findExecutable(program, options.searchPath)) return { ok: false, reason: `${program} is not installed (Debian packages attr, util-linux, mount)` };
+  }
+  const root = path.join(options.workspacesDir, layersFolderName);
+  const self = { host: hostname(), pid: process.pid, processStart: processStart(process.pid) ?? "" };
+  const ensureRoot = () => {
+    if (!existsSync(root)) mkdirSync(root, { recursive: true, mode: 0o700 });
+  };
+  return {
+    ok: true,
+    layers: {
+      root,
+      open(workspaceDir, owner) {
+        ensureRoot();
+        const workspace = statSync(workspaceDir);
+        if (statSync(root).dev !== workspace.dev) return null;
+        const dir = path.join(root, `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`);
+        const folders = { upperDir: path.join(dir, "upper"), workDir: path.join(dir, "work") };
+        mkdirSync(dir, { mode: 0o700 });
+        mkdirSync(folders.upperDir);
+        mkdirSync(folders.workDir, { mode: 0o700 });
+        // The overlay's root takes upper's owner and mode: the workspace's, or the tenant could not write to it.
+        chownSync(folders.upperDir, workspace.uid, workspace.gid);
+        chmodSync(folders.upperDir, workspace.mode & 0o7777);
+        const meta: CallLayerMeta = { ...owner, workspaceDir, ...self, createdAt: new Date().toISOString() };
+        writeFileSync(path.join(dir, "meta.json"), JSON.stringify(meta));
+        return { dir, folders, meta, startedAtMs: Date.now() };
+      },
+      discard(layer) {
+        void rm(layer.dir, { recursive: true, force: true }).catch(() => {});
+      },
+      orphans() {
+        let names: string[];
+        try {
+          names = readdirSync(root);
+        } catch {
+          return [];
+        }
+        const found: Array<{ dir: string; meta: CallLayerMeta | null }> = [];
+        for (const name of names) {
+          const dir = path.join(root, name);
+          let meta: CallLayerMeta | null = null;
+          try {
+            meta = JSON.parse(readFileSync(path.join(dir, "meta.json"), "utf8")) as CallLayerMeta;
+          } catch {
+            // a folder without its record: made by a worker that died before writing it; nothing ran in it
+          }
+          if (meta && meta.host === self.host && processStart(meta.pid) === meta.processStart) continue;
+          if (meta && meta.host !== self.host) continue;
+          found.push({ dir, meta });
+        }
+        return found;
+      },
+    },
+  };
+}
+
+/** Removes a folder left by a call that never started (no record): nothing in it was ever visible. */
+export function removeLayerNow(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
