@@ -8,6 +8,7 @@ import type { NextJob } from "../queue/job-types.js";
 import type { Liveness } from "./liveness.js";
 import { pruneTrash } from "../workspace/project-trash.js";
 import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
+import { rollForwardLayers } from "./roll-forward-layers.js";
 import type { Services } from "../services.js";
 
 /** After this many re-dispatches of the same work, the run fails visibly instead of looping. */
@@ -103,8 +104,11 @@ export function startSweeper(services: Services, self: { workerId: string; liven
   };
   const prune = async (): Promise<number> => {
     const { webhookRetentionDays } = services.config;
-    if (webhookRetentionDays === 0 || Date.now() - prunedAt < pruneIntervalMs) return 0;
+    if (Date.now() - prunedAt < pruneIntervalMs) return 0;
     prunedAt = Date.now();
+    // Another worker on this host that died mid-command left its layer: settled here within a minute, not at the next restart.
+    await rollForwardLayers(services);
+    if (webhookRetentionDays === 0) return 0;
     await pruneEndedWorkers(services.db.pool, endedWorkerRetentionMs);
     return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
   };

@@ -10,6 +10,7 @@ import { startLeaseKeeper } from "./lease-keeper.js";
 import { createRunAborts } from "./run-aborts.js";
 import { createSessionContextCache } from "./session-context-cache.js";
 import { startBackgroundCommands } from "./background-commands.js";
+import { rollForwardLayers } from "./roll-forward-layers.js";
 import { startSweeper } from "./sweeper.js";
 import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
@@ -79,6 +80,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
   }
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
+  if (!services.callLayers.ok) logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
+  await rollForwardLayers(services);
   const sweeper = startSweeper(services, { workerId, liveness });
   const webhooks = await startWebhookDelivery(services);
   logger.info({ workerId }, "worker started");

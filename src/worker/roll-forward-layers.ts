@@ -1,0 +1,48 @@
+import { fileChanges } from "../db/schema.js";
+import { putBlob } from "../files/blob-store.js";
+import { newId } from "../ids.js";
+import { findExecutable, systemSearchPath } from "../sandbox/find-executable.js";
+import type { Services } from "../services.js";
+import { removeLayerNow } from "../sandbox/overlay/call-layers.js";
+import { settleLayer } from "../tools/shell/settle-layer.js";
+
+/**
+ * Rolls forward the layers of calls whose worker died on this host (SPEC X7,
+ * D3): what the interrupted command wrote before it was killed is recorded as
+ * file changes of its call (which recovery marks `interrupted`, never run
+ * again) and applied to the workspace, as it would have been without the
+ * layer. Never discarded: those writes may be all that is left of the call.
+ * Answers how many layers were settled.
+ */
+export async function rollForwardLayers(services: Pick<Services, "callLayers" | "config" | "db" | "logger">): Promise<number> {
+  if (!services.callLayers.ok) return 0;
+  const { layers } = services.callLayers;
+  const getfattr = findExecutable("getfattr", systemSearchPath) ?? "getfattr";
+  let settled = 0;
+  for (const orphan of layers.orphans()) {
+    const { meta } = orphan;
+    // Without its record the folder was made by a worker that died before the command started.
+    if (!meta) {
+      removeLayerNow(orphan.dir);
+      continue;
+    }
+    try {
+      const db = services.db.db;
+      const result = await settleLayer(
+        { folders: { upperDir: `${orphan.dir}/upper`, workDir: `${orphan.dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
+        { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, getfattr, workspacesDir: services.config.workspacesDir },
+      );
+      if (result.records.length > 0) {
+        await db.insert(fileChanges).values(
+          result.records.map((record) => ({ ...record, id: newId("fch"), tenantId: meta.tenantId, sessionId: meta.sessionId, runId: meta.runId, toolCallId: meta.toolCallId })),
+        );
+      }
+      removeLayerNow(orphan.dir);
+      settled++;
+      services.logger.warn({ toolCallId: meta.toolCallId, records: result.records.length, note: result.note }, "an interrupted command's changes were recorded and applied");
+    } catch (error) {
+      services.logger.error({ err: error, dir: orphan.dir }, "an interrupted command's layer could not be rolled forward; it is kept");
+    }
+  }
+  return settled;
+}
