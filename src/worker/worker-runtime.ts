@@ -81,7 +81,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   }
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
   if (!services.callLayers.ok) logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
-  await rollForwardLayers(services);
+  // Off the start-up path: a large layer must not hold back the sweeper that recovers the dead worker's runs.
+  void rollForwardLayers(services).catch((error: unknown) => logger.error({ err: error }, "rolling forward interrupted commands' layers failed"));
   const sweeper = startSweeper(services, { workerId, liveness });
   const webhooks = await startWebhookDelivery(services);
   logger.info({ workerId }, "worker started");

@@ -51,7 +51,9 @@ describe("escape suite: identity and limits", () => {
     expect(uids).not.toContain(0);
     expect(/^NoNewPrivs:\s+1/m.test(status)).toBe(true);
     await client.post(`/v1/runs/${run.body.id}/cancel`);
+    // The command's writes reach the workspace when its call ends (its layer is applied then, SPEC X7).
     const workspace = await env.workspaceOf(sessionId);
+    await waitFor(async () => (await stat(path.join(workspace, "made.txt")).catch(() => null)) !== null, 20_000, "the cancelled command's layer to be applied");
     const [made, folder] = await Promise.all([stat(path.join(workspace, "made.txt")), stat(workspace)]);
     expect(made.uid).toBe(tenantUid);
     expect(folder.uid).toBe(tenantUid);
