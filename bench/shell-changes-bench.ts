@@ -17,7 +17,7 @@
  * Storage: bytes kept in the (content-addressed) blob store per byte the
  * command wrote, for new files and for a one-line edit of a 10 KiB file.
  * Blobs are counted in memory here; the Postgres blob store keeps the same
- * digests. Needs a root worker with bwrap and getfattr; no services.
+ * digests. Needs a root worker with bwrap; no services.
  */
 import { createHash } from "node:crypto";
 import { chownSync, lstatSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
@@ -25,7 +25,7 @@ import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { findExecutable, systemSearchPath } from "../src/sandbox/find-executable.js";
+import { systemSearchPath } from "../src/sandbox/find-executable.js";
 import { createCallLayers } from "../src/sandbox/overlay/call-layers.js";
 import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";
@@ -44,7 +44,6 @@ const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspa
 const support = createCallLayers({ workspacesDir, searchPath: systemSearchPath });
 if (!support.ok) throw new Error(`shell changes cannot be recorded here: ${support.reason}`);
 const { layers } = support;
-const getfattr = findExecutable("getfattr", systemSearchPath) as string;
 
 /** Blob store stand-in: unique contents by digest, and the bytes they hold. */
 const blobs = new Map<string, number>();
@@ -83,7 +82,7 @@ async function once(workspace: string, command: string, recorded: boolean): Prom
     identity,
     limits: defaultProcessLimits,
     layering: recorded
-      ? { layers, getfattr, workspacesDir, owner: { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "c" }, onError: (message) => console.error(message) }
+      ? { layers, workspacesDir, owner: { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "c" }, onError: (message) => console.error(message) }
       : null,
   });
   const prepared = await processes.prepare(command, { headBytes: 4096, tailBytes: 28 * 1024 }, { recordChanges: recorded });

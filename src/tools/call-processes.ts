@@ -14,9 +14,11 @@ export interface CallProcesses {
    * closed) or the session's Full Access is no longer granted
    * (`full_access_not_granted`). With `recordChanges` (a foreground `bash`
    * call outside Full Access, on a worker that can), the command runs on a
-   * layer over the workspace and the prepared shell carries it (SPEC X7).
+   * layer over the workspace and the prepared shell carries it (SPEC X7);
+   * with `summarizeChanges` (a background command, which cannot be layered)
+   * the workspace's manifest is taken now, to summarize its changes at the end.
    */
-  prepare(command: string, output: { headBytes: number; tailBytes: number }, how?: { recordChanges?: boolean }): Promise<PreparedShell | ProcessRefusal>;
+  prepare(command: string, output: { headBytes: number; tailBytes: number }, how?: { recordChanges?: boolean; summarizeChanges?: boolean }): Promise<PreparedShell | ProcessRefusal>;
   /** The limits the processes run under, for messages and for capping a call's own timeout. */
   limits: ProcessLimits;
 }

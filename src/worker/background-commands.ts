@@ -72,7 +72,7 @@ export function startBackgroundCommands(options: {
   return {
     async start(input) {
       if (live.size >= maxLive) return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
-      const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes });
+      const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true });
       if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
       const id = newId("cmd");
       const { backgroundCommands: allowed, backgroundSeconds: lifetime } = input.processes.limits;
@@ -113,6 +113,9 @@ export function startBackgroundCommands(options: {
         live.delete(id);
         // The sandbox failing to start is the command's outcome: say why in its output.
         if (end.kind === "sandbox_failed") output.write(Buffer.from(`\n${end.message}\n`));
+        // What it changed, summarized at its end (SPEC X7); no tool result waits for this.
+        const summary = end.kind === "sandbox_failed" ? null : await prepared.changeSummary?.finish().catch((error: unknown) => `[what this command changed could not be summarized: ${(error as Error).message}]`);
+        if (summary) output.write(Buffer.from(`\n${summary}\n`));
         // The truth, whatever happened meanwhile: a killed process is never "exit 0" (B2).
         const status: CommandStatus = command.cancelled ? "cancelled" : end.kind === "signaled" ? "killed" : end.kind === "exited" && end.exitCode === 0 ? "exited" : "failed";
         await db

@@ -1,7 +1,6 @@
 import type { ApprovalMode } from "../db/schema.js";
 import type { Services } from "../services.js";
 import type { Confinement } from "../sandbox/confinement.js";
-import { findExecutable, systemSearchPath } from "../sandbox/find-executable.js";
 import type { CallLayerOwner } from "../sandbox/overlay/call-layers.js";
 import { toolIdentity } from "../sandbox/tool-identity.js";
 import { effectiveToolLimits, fullAccessRefusal } from "../tenants/tenant-settings.js";
@@ -45,7 +44,6 @@ export async function batchToolEnvironment(
         owner && callLayers.ok && (!fullAccess || config.recordFullAccessShell)
           ? {
               layers: callLayers.layers,
-              getfattr: findExecutable("getfattr", systemSearchPath) ?? "getfattr",
               workspacesDir: config.workspacesDir,
               owner,
               onError: (message: string, error: unknown) => services.logger.error({ err: error, toolCallId: owner.toolCallId }, message),

@@ -1,7 +1,6 @@
 import { fileChanges } from "../db/schema.js";
 import { putBlob } from "../files/blob-store.js";
 import { newId } from "../ids.js";
-import { findExecutable, systemSearchPath } from "../sandbox/find-executable.js";
 import type { Services } from "../services.js";
 import { removeLayerNow } from "../sandbox/overlay/call-layers.js";
 import { settleLayer } from "../tools/shell/settle-layer.js";
@@ -17,7 +16,6 @@ import { settleLayer } from "../tools/shell/settle-layer.js";
 export async function rollForwardLayers(services: Pick<Services, "callLayers" | "config" | "db" | "logger">): Promise<number> {
   if (!services.callLayers.ok) return 0;
   const { layers } = services.callLayers;
-  const getfattr = findExecutable("getfattr", systemSearchPath) ?? "getfattr";
   let settled = 0;
   for (const orphan of layers.orphans()) {
     const { meta } = orphan;
@@ -30,7 +28,7 @@ export async function rollForwardLayers(services: Pick<Services, "callLayers" | 
       const db = services.db.db;
       const result = await settleLayer(
         { folders: { upperDir: `${orphan.dir}/upper`, workDir: `${orphan.dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
-        { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, getfattr, workspacesDir: services.config.workspacesDir },
+        { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, workspacesDir: services.config.workspacesDir },
       );
       if (result.records.length > 0) {
         await db.insert(fileChanges).values(

@@ -131,7 +131,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
             sessionId: run.sessionId,
             runId,
             command,
-            processes: environment.processesFor(grant),
+            processes: environment.processesFor(grant, { tenantId: run.tenantId, sessionId: run.sessionId, runId, toolCallId: call.id }),
           }),
         get: (id) => findCommand(services.db.db, run.tenantId, id, run.sessionId),
         async cancel(id) {

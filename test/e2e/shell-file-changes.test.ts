@@ -138,4 +138,25 @@ describe("shell file changes", () => {
       expect(await treeOf(workspace), form).toEqual(before);
     }
   });
+
+  it("X7: a background command's changes are summarized in its record when it ends, never per file, and its start does not wait for them", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    await runCalls(sessionId, [bash("echo one > old.txt && echo two > edited.txt")]);
+    const known = (await changesOf(sessionId)).length;
+    const [started] = await runCalls(sessionId, [{ tool: "bash", args: { command: "sleep 1 && echo made > bg-new.txt && echo more >> edited.txt && mv old.txt /tmp/old", background: true } }]);
+    const id = /Started background command (cmd_\S+)\./.exec(started!.text)?.[1];
+    expect(id, started!.text).toBeDefined();
+    // The tool answered while the command still ran: the file it makes later is not there yet.
+    await expect(stat(path.join(workspace, "bg-new.txt"))).rejects.toThrow();
+    const ended = await waitFor(async () => {
+      const command = (await client.get(`/v1/commands/${id}`)).body;
+      return command.status !== "running" && command;
+    }, 30_000, "the background command to end");
+    expect(ended.status).toBe("exited");
+    expect(ended.output).toMatch(/files changed in the workspace while this background command ran: created 1 \(bg-new\.txt\); modified 1 \(edited\.txt\); deleted 1 \(old\.txt\)/);
+    expect(ended.output).toMatch(/summarized, not recorded as file changes/);
+    expect((await changesOf(sessionId)).length).toBe(known);
+  });
 });
+

@@ -67,8 +67,8 @@ function processStart(pid: number): string | null {
 /**
  * Whether this worker can layer calls: root (the overlay is mounted in the
  * initial user namespace, where files of any owner can be copied up), a kernel
- * with overlayfs, and getfattr (Debian package attr) to read the overlay's
- * marks. Otherwise shell changes are not recorded, and the reason is logged.
+ * with overlayfs, and util-linux's unshare and mount. Otherwise shell changes
+ * are not recorded, and the reason is logged.
  */
 export function createCallLayers(options: { workspacesDir: string; searchPath: string }): CallLayerSupport {
   if (process.getuid?.() !== 0) return { ok: false, reason: "the worker does not run as root, and only root mounts the overlay that records a command's changes" };
@@ -79,8 +79,8 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
     // unknown: treated as absent
   }
   if (!/\toverlay$/m.test(filesystems)) return { ok: false, reason: "the kernel has no overlay file system (modprobe overlay)" };
-  for (const program of ["getfattr", "unshare", "mount", "sh"]) {
-    if (!findExecutable(program, options.searchPath)) return { ok: false, reason: `${program} is not installed (Debian packages attr, util-linux, mount)` };
+  for (const program of ["unshare", "mount", "sh"]) {
+    if (!findExecutable(program, options.searchPath)) return { ok: false, reason: `${program} is not installed (Debian packages util-linux, mount)` };
   }
   const root = path.join(options.workspacesDir, layersFolderName);
   const self = { host: hostname(), pid: process.pid, processStart: processStart(process.pid) ?? "" };

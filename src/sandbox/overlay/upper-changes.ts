@@ -1,7 +1,7 @@
-import { lstatSync, readdirSync, constants, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, type Stats } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
-import { execa } from "execa";
+import { getAttributeSync } from "@napi-rs/xattr";
 import { viaDescriptor } from "../../workspace/descriptor-walk.js";
 import type { FileSnapshot } from "../../workspace/workspace-files.js";
 import type { StrictFolders } from "./strict-folders.js";
@@ -93,32 +93,11 @@ function scan(hostPath: string, components: string[], folders: StrictFolders, wo
   return nodes;
 }
 
-/** Folders the overlay marked opaque, among `dirs` (one getfattr for all: Node has no xattr call). */
-async function opaqueFolders(getfattr: string, dirs: readonly string[]): Promise<Set<string>> {
+/** Folders the overlay marked opaque (`trusted.overlay.opaque`), among `dirs`; about 10 µs each. */
+function opaqueFolders(dirs: readonly string[]): Set<string> {
   const opaque = new Set<string>();
-  for (let start = 0; start < dirs.length; start += 500) {
-    const batch = dirs.slice(start, start + 500);
-    const { stdout } = await execa(getfattr, ["--absolute-names", "-d", "-m", "^trusted\\.overlay\\.opaque$", "-e", "text", "--", ...batch], { reject: false, extendEnv: false, env: { LC_ALL: "C" } });
-    let current: string | null = null;
-    for (const line of stdout.split("\n")) {
-      if (line.startsWith("# file: ")) current = unescapeName(line.slice("# file: ".length));
-      else if (current !== null && /^trusted\.overlay\.opaque="y"$/.test(line)) opaque.add(current);
-    }
-  }
+  for (const dir of dirs) if (getAttributeSync(dir, "trusted.overlay.opaque")?.toString("latin1") === "y") opaque.add(dir);
   return opaque;
-}
-
-/** getfattr writes unusual bytes of a name as backslash and three octal digits. */
-function unescapeName(text: string): string {
-  const bytes: number[] = [];
-  const raw = Buffer.from(text, "utf8");
-  for (let i = 0; i < raw.length; i++) {
-    if (raw[i] === 0x5c && i + 3 < raw.length && /^[0-7]{3}$/.test(raw.subarray(i + 1, i + 4).toString("latin1"))) {
-      bytes.push(Number.parseInt(raw.subarray(i + 1, i + 4).toString("latin1"), 8));
-      i += 3;
-    } else bytes.push(raw[i] as number);
-  }
-  return Buffer.from(bytes).toString("utf8");
 }
 
 function collectDirs(nodes: readonly UpperNode[], into: string[]): string[] {
@@ -148,13 +127,12 @@ interface Pending {
 export async function planLayer(input: {
   upperDir: string;
   folders: StrictFolders;
-  getfattr: string;
   startedAtMs: number;
   limits: LayerLimits;
 }): Promise<LayerPlan> {
   const { folders, limits } = input;
   const tree = scan(input.upperDir, [], folders, folders.folder([]));
-  const opaque = await opaqueFolders(input.getfattr, collectDirs(tree, []));
+  const opaque = opaqueFolders(collectDirs(tree, []));
 
   const plan: LayerPlan = { removals: [], strayWhiteouts: [], modes: [], moves: [], files: [], summarized: { files: 0, roots: [], overLimit: 0 }, conflicts: [] };
   const pending = new Map<string, Pending>();
@@ -292,20 +270,30 @@ function readUpperFile(hostPath: string): Promise<FileSnapshot | null> {
   return readPlain(hostPath);
 }
 
+/** Up to this size a file is read synchronously: a few local syscalls cost less than trips through libuv's thread pool. */
+const syncReadBytes = 1024 * 1024;
+
 async function readPlain(at: string): Promise<FileSnapshot | null> {
-  let handle;
+  let fd: number;
   try {
-    handle = await open(at, readFlags);
+    fd = openSync(at, readFlags);
   } catch {
     return null;
   }
   try {
-    const stats = await handle.stat();
+    const stats = fstatSync(fd);
     if (!stats.isFile()) return null;
-    return { kind: "file", content: await handle.readFile(), mode: stats.mode & 0o7777 };
+    const mode = stats.mode & 0o7777;
+    if (stats.size <= syncReadBytes) return { kind: "file", content: readFileSync(fd), mode };
+    const handle = await open(viaDescriptor(fd), readFlags);
+    try {
+      return { kind: "file", content: await handle.readFile(), mode };
+    } finally {
+      await handle.close();
+    }
   } catch {
     return null;
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }

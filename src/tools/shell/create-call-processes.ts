@@ -5,12 +5,12 @@ import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { CallProcesses } from "../call-processes.js";
 import type { CallLayer, CallLayerOwner, CallLayers } from "../../sandbox/overlay/call-layers.js";
 import { prepareShell, type PreparedLayer } from "./spawn-shell.js";
+import { compareManifests, takeManifest } from "../../workspace/workspace-manifest.js";
 import { settleLayer } from "./settle-layer.js";
 
 /** What a worker needs to run calls on a layer over the workspace (SPEC X7). */
 export interface ShellLayering {
   layers: CallLayers;
-  getfattr: string;
   workspacesDir: string;
   owner: CallLayerOwner;
   onError(message: string, error: unknown): void;
@@ -60,11 +60,12 @@ export function createCallProcesses(options: {
         if (layer) layering?.layers.discard(layer);
         return { unavailable: prepared.unavailable, code: "sandbox_unavailable" };
       }
+      if (how.summarizeChanges && options.layering) return { ...prepared, changeSummary: await summarizeChanges(options.workspaceDir) };
       if (!layer || !layering) return prepared;
       const held: PreparedLayer = {
         async settle(blobs) {
           try {
-            const settled = await settleLayer(layer, { blobs, getfattr: layering.getfattr, workspacesDir: layering.workspacesDir });
+            const settled = await settleLayer(layer, { blobs, workspacesDir: layering.workspacesDir });
             layering.layers.discard(layer);
             return settled;
           } catch (error) {
@@ -79,3 +80,25 @@ export function createCallProcesses(options: {
     },
   };
 }
+
+/** Past this many entries a workspace's manifest stops, and the summary says it is partial. */
+const manifestEntries = 100_000;
+
+/** The manifest before a background command, and the summary of its changes once it ends (SPEC X7). */
+async function summarizeChanges(workspaceDir: string): Promise<{ finish(): Promise<string | null> }> {
+  const before = await takeManifest(workspaceDir, { maxEntries: manifestEntries });
+  return {
+    async finish() {
+      const changes = compareManifests(before, await takeManifest(workspaceDir, { maxEntries: manifestEntries }));
+      const parts = (["created", "modified", "deleted"] as const)
+        .filter((kind) => changes[kind].length > 0)
+        .map((kind) => `${kind} ${changes[kind].length} (${changes[kind].slice(0, 10).join(", ")}${changes[kind].length > 10 ? ", ..." : ""})`);
+      if (parts.length === 0 && !changes.truncated) return null;
+      return (
+        `[files changed in the workspace while this background command ran: ${parts.join("; ") || "none found"}${changes.truncated ? " (the workspace is larger than the manifest, so this is partial)" : ""}. ` +
+        "A background command works on the workspace itself, so these are summarized, not recorded as file changes, and cannot be reverted; other calls running meanwhile are included.]"
+      );
+    },
+  };
+}
+

@@ -26,11 +26,11 @@ export interface SettledLayer {
  */
 export async function settleLayer(
   layer: Pick<CallLayer, "folders" | "startedAtMs" | "meta">,
-  deps: { blobs: ToolContext["blobs"]; getfattr: string; workspacesDir: string },
+  deps: { blobs: ToolContext["blobs"]; workspacesDir: string },
 ): Promise<SettledLayer> {
   const folders = openStrictFolders(layer.meta.workspaceDir);
   try {
-    const plan = await planLayer({ upperDir: layer.folders.upperDir, folders, getfattr: deps.getfattr, startedAtMs: layer.startedAtMs, limits: layerLimits });
+    const plan = await planLayer({ upperDir: layer.folders.upperDir, folders, startedAtMs: layer.startedAtMs, limits: layerLimits });
     const records: FileChangeRecord[] = [];
     for (const file of plan.files) records.push(await recordFileChange(deps, file.path, file.before, file.after));
     const outcome = applyLayer(plan, folders, { root: projectTrashRoot(deps.workspacesDir, layer.meta.workspaceDir), workspaceDir: layer.meta.workspaceDir });

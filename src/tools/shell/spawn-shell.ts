@@ -36,6 +36,11 @@ export interface PreparedShell {
    * writes reach the workspace only when this settles them, after it ended.
    */
   layer?: PreparedLayer;
+  /**
+   * Set for a background command (SPEC X7): it works on the workspace itself,
+   * so what it changed is summarized from manifests taken before and after.
+   */
+  changeSummary?: { finish(): Promise<string | null> };
 }
 
 export interface PreparedLayer {
