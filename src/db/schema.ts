@@ -79,6 +79,8 @@ export const projects = pgTable(
     /** Approval rules of this project; combined with the tenant's. */
     policy: jsonb("policy").$type<ApprovalPolicy>().notNull().default({}),
     createdAt: createdAt(),
+    /** Set by DELETE /v1/projects/:id: the project answers 404 from then on; its workspace and trash are removed, its history kept. */
+    deletedAt: tstz("deleted_at"),
   },
   (t) => [index("projects_tenant_idx").on(t.tenantId)],
 );

@@ -16,6 +16,8 @@ export interface Dispatcher {
   dispatch(requests: readonly DispatchRequest[]): Promise<void>;
   /** BullMQ's view of the job a request maps to: "waiting", "active", "completed", "unknown", ... */
   jobState(request: DispatchRequest): Promise<string>;
+  /** The job's state and the worker processing it (BullMQ's `processedBy`, the worker's id), if any. */
+  jobHolder(request: DispatchRequest): Promise<{ state: string; processedBy: string | null }>;
   close(): Promise<void>;
 }
 
@@ -57,6 +59,11 @@ export function createDispatcher(options: { connection: Redis; prefix: string; s
     },
     jobState(request) {
       return queueFor(request.next).getJobState(jobIdFor(request.runId, request.next, request.redispatches));
+    },
+    async jobHolder(request) {
+      const job = await queueFor(request.next).getJob(jobIdFor(request.runId, request.next, request.redispatches));
+      if (!job) return { state: "unknown", processedBy: null };
+      return { state: await job.getState(), processedBy: job.processedBy ?? null };
     },
     async close() {
       await Promise.all([stepQueue.close(), toolQueue.close()]);

@@ -106,3 +106,18 @@ export async function pruneEndedWorkers(on: Queryable, olderThanMs: number): Pro
   const [row] = await run(on, pruneEndedWorkersStatement, [olderThanMs / 1000]);
   return row?.pruned ?? 0;
 }
+
+/**
+ * endedWorkers
+ * Guard: none (a read). Params: $1 worker ids.
+ * Result: those recorded as ended (found dead or drained): their BullMQ jobs are not being worked on (D9).
+ */
+const endedWorkersStatement = statement<{ id: string }>(
+  "ended_workers",
+  `select ${W.id} as "id" from ${tbl(workers)} where ${W.id} = any($1::text[]) and ${W.stopReason} is not null`,
+);
+
+export async function endedWorkers(on: Queryable, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  return new Set((await run(on, endedWorkersStatement, [ids])).map((row) => row.id));
+}

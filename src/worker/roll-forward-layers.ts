@@ -24,10 +24,13 @@ export async function rollForwardLayers(services: Pick<Services, "callLayers" | 
       removeLayerNow(orphan.dir);
       continue;
     }
+    // Another worker of this host may be taking it at the same moment: one rename wins.
+    const dir = layers.claim(orphan.dir);
+    if (dir === null) continue;
     try {
       const db = services.db.db;
       const result = await settleLayer(
-        { folders: { upperDir: `${orphan.dir}/upper`, workDir: `${orphan.dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
+        { folders: { upperDir: `${dir}/upper`, workDir: `${dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
         { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, workspacesDir: services.config.workspacesDir },
       );
       if (result.records.length > 0) {
@@ -35,11 +38,11 @@ export async function rollForwardLayers(services: Pick<Services, "callLayers" | 
           result.records.map((record) => ({ ...record, id: newId("fch"), tenantId: meta.tenantId, sessionId: meta.sessionId, runId: meta.runId, toolCallId: meta.toolCallId })),
         );
       }
-      removeLayerNow(orphan.dir);
+      removeLayerNow(dir);
       settled++;
       services.logger.warn({ toolCallId: meta.toolCallId, records: result.records.length, note: result.note }, "an interrupted command's changes were recorded and applied");
     } catch (error) {
-      services.logger.error({ err: error, dir: orphan.dir }, "an interrupted command's layer could not be rolled forward; it is kept");
+      services.logger.error({ err: error, dir }, "an interrupted command's layer could not be rolled forward; it is kept");
     }
   }
   return settled;

@@ -34,6 +34,8 @@ import type { ScopedTools } from "../tools/tool-catalog.js";
 export async function processStepJob(context: JobContext, job: Job<StepJobData>, token: string | undefined): Promise<JobOutcome> {
   const { services, leases, aborts } = context;
   const { config } = services;
+  // Dies holding the job in BullMQ before the run is claimed: no lease names this worker (D9).
+  services.failpoints.hit("worker.step_job_taken");
   const { runId, stepIndex } = job.data;
   const owner = `${context.workerId}/${job.id}`;
   const tools = await toolsOfRun(context, runId);

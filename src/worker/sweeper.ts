@@ -3,7 +3,7 @@ import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { markCommandsOfWorkerLost, markLostCommands } from "../commands/command-store.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
 import { transact, type Effects } from "../store/transact.js";
-import { claimLostWorkers, pruneEndedWorkers } from "../store/workers.js";
+import { claimLostWorkers, endedWorkers, pruneEndedWorkers } from "../store/workers.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { Liveness } from "./liveness.js";
 import { pruneTrash } from "../workspace/project-trash.js";
@@ -19,15 +19,20 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  * Finds runs that need a job, hold no live lease, and have not moved for a
  * while (SPEC X4). It asks BullMQ about the job first: a job that is waiting
  * or active is left alone (a dead worker's active job comes back through
- * BullMQ's stall check); only lost work is enqueued again, under a new id.
+ * BullMQ's stall check), unless it is active on a worker found dead (its
+ * liveness record ended): that one, like lost work, is enqueued again at
+ * once, under a new id.
  */
 export async function sweepOnce(services: Services): Promise<number> {
   const { db, dispatcher, config } = services;
   const candidates = await lostJobCandidates(db.pool, config.sweepGraceMs, 200);
+  const holders = await Promise.all(candidates.map((run) => dispatcher.jobHolder({ runId: run.id, next: run.nextJob, redispatches: run.redispatches })));
+  // A job still "active" on a worker found dead would come back only after its BullMQ lock and the stall check (D9).
+  const ended = await endedWorkers(db.pool, holders.flatMap((holder) => (holder.state === "active" && holder.processedBy ? [holder.processedBy] : [])));
   let redispatched = 0;
-  for (const run of candidates) {
-    const state = await dispatcher.jobState({ runId: run.id, next: run.nextJob, redispatches: run.redispatches });
-    if (liveJobStates.has(state)) continue;
+  for (const [i, run] of candidates.entries()) {
+    const { state, processedBy } = holders[i] as { state: string; processedBy: string | null };
+    if (liveJobStates.has(state) && !(state === "active" && processedBy !== null && ended.has(processedBy))) continue;
     if (await transact(services, (fx) => redispatchOrFail(fx, { ...run, nextJob: run.nextJob }))) redispatched++;
   }
   return redispatched;

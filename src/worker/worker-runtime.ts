@@ -61,6 +61,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     connections.push(connection);
     return {
       connection,
+      // BullMQ records it on each job it takes (processedBy): the sweeper can tell a job held by a dead worker.
+      name: workerId,
       prefix: config.queuePrefix,
       concurrency,
       lockDuration: config.leaseMs,

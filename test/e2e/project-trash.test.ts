@@ -102,4 +102,40 @@ describe("project trash", () => {
     await expect(stat(infoPath)).rejects.toThrow();
     expect(await readdir(path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash", "files"))).toEqual([entries.find((entry) => entry.path === "young.txt")!.id]);
   });
+
+  it("F4: deleting a project removes its trash and its workspace, cancels its runs and answers 404 after; another project keeps its own", async () => {
+    const doomed = await deletingSession();
+    const kept = await deletingSession();
+    for (const session of [doomed, kept]) {
+      await writeFile(path.join(session.workspace, "gone.txt"), "bye\n");
+      await run(client, session.sessionId, [{ tool: "delete", args: { path: "gone.txt" } }]);
+      expect((await trashOf(client, session.projectId)).body.entries).toHaveLength(1);
+    }
+    const trashRoot = projectTrashRoot(env.config.workspacesDir, doomed.workspace);
+    // A run still waiting for a person is cancelled with the project.
+    const waiting = await client.startRun(doomed.sessionId, script([[{ tool: "bash", args: { command: "curl -s https://example.com" } }], [{ text: "done" }]]));
+    await waitFor(async () => (await client.get(`/v1/runs/${waiting.body.id}`)).body.status === "awaiting_approval", 20_000, "the run to wait for approval");
+    // A symlink in the workspace pointing outside is removed as a link; what it points at stays.
+    const outside = path.join(env.config.workspacesDir, "..", `outside-${Date.now()}.txt`);
+    await writeFile(outside, "outside\n");
+    const { symlink } = await import("node:fs/promises");
+    await symlink(outside, path.join(doomed.workspace, "link"));
+
+    const other = await env.newTenant("a tenant deleting another's project");
+    expect((await other.request("DELETE", `/v1/projects/${doomed.projectId}`)).status).toBe(404);
+    expect((await client.request("DELETE", `/v1/projects/${doomed.projectId}`)).status).toBe(204);
+    expect((await client.get(`/v1/projects/${doomed.projectId}`)).status).toBe(404);
+    expect((await trashOf(client, doomed.projectId)).status).toBe(404);
+    expect((await client.request("DELETE", `/v1/projects/${doomed.projectId}`)).status).toBe(404);
+    expect((await client.post("/v1/sessions", { projectId: doomed.projectId })).status).toBe(404);
+    await expect(stat(trashRoot)).rejects.toThrow();
+    await expect(stat(doomed.workspace)).rejects.toThrow();
+    expect(await readFile(outside, "utf8")).toBe("outside\n");
+    expect((await client.waitForRun(waiting.body.id)).status).toBe("cancelled");
+    // History stays readable for audit; the other project is untouched.
+    expect((await client.get(`/v1/sessions/${doomed.sessionId}/messages`)).status).toBe(200);
+    expect((await trashOf(client, kept.projectId)).body.entries).toHaveLength(1);
+    expect((await stat(kept.workspace)).isDirectory()).toBe(true);
+  });
 });
+

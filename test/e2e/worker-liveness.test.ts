@@ -158,6 +158,18 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     expectValidHistory(await client.messages(sessionId));
   });
 
+  it("D9: a step job taken by a worker that died before claiming its run is enqueued again once the worker is found dead, not after its 30 s lock and the stall check", async () => {
+    const dying = await workers.start("worker", { ...env.env, FOYA_FAILPOINTS: "worker.step_job_taken" });
+    const { sessionId } = await client.newSession();
+    const started = performance.now();
+    const run = await client.startRun(sessionId, script([[{ text: "done" }]]));
+    expect((await dying.exited).signal).toBe("SIGKILL");
+    await workers.start("worker", env.env);
+    expect((await client.waitForRun(run.body.id, 40_000)).status).toBe("completed");
+    // Found dead after the 3 s liveness timeout, then the sweep's 10 s grace: well before the lock (30 s) and stall check (15 s) free the job.
+    expect(performance.now() - started).toBeLessThan(25_000);
+  });
+
   it("D9: GET /v1/admin/workers lists live workers with their pid (as printed at start-up) and held jobs; a drained one leaves the list, a killed one drops off after the timeout", async () => {
     const [a, b] = await Promise.all([workers.start("worker", env.env), workers.start("worker", env.env)]);
     for (const child of [a!, b!]) expect(child.output()).toMatch(new RegExp(`^FOYA_WORKER_PID=${child.pid}$`, "m"));

@@ -29,6 +29,8 @@ const allowed: Record<string, string> = {
   "src/workspace/git-repositories.ts": "finds the workspace's repositories from held descriptors, for the sandbox's read-only binds",
   "src/workspace/open-workspace-files.ts": "the door itself",
   "src/workspace/project-workspace.ts": "creates workspace folders and hands them to the tenant's uid",
+  "src/workspace/remove-tree.ts": "the door: removes a deleted project's workspace and trash through held descriptors, never following a symlink",
+  "src/workspace/workspace-manifest.ts": "the door: a workspace's manifest walked from held descriptors, to summarize what a background command changed",
   "src/workspace/project-trash.ts": "the door: each project's trash, outside every workspace, and its listing",
   "src/workspace/workspace-trash.ts": "the door: removal into the project's trash through a private staging folder",
   "src/workspace/workspace-tree.ts": "the door: walks folders from held descriptors",

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../../db/client.js";
 import { projects, sessions } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
@@ -13,12 +13,12 @@ export async function findSession(db: Database, tenantId: string, id: string): P
   return session;
 }
 
-/** A project of this tenant, or 404 (D8). */
+/** A project of this tenant, or 404 (D8); a deleted project is gone. */
 export async function findProject(db: Database, tenantId: string, id: string): Promise<typeof projects.$inferSelect> {
   const [project] = await db
     .select()
     .from(projects)
-    .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId)));
+    .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)));
   if (!project) throw notFound("project");
   return project;
 }

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { and, eq } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import { projects } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { McpTransportConfig } from "../../mcp/mcp-config.js";
@@ -208,7 +208,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
     const [project] = await db
       .select({ id: projects.id })
       .from(projects)
-      .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId)));
+      .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)));
     if (!project) throw notFound("project");
   }
 

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { ApprovalPolicy } from "../../core/policy.js";
 import { projects, tenants } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
@@ -85,7 +85,7 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
     const [row] = await db
       .select({ policy: projects.policy })
       .from(projects)
-      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId"))));
+      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId")), isNull(projects.deletedAt)));
     if (!row) throw notFound("project");
     return c.json(row.policy, 200);
   });
@@ -94,7 +94,7 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
     const [row] = await db
       .update(projects)
       .set({ policy })
-      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId"))))
+      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId")), isNull(projects.deletedAt)))
       .returning({ id: projects.id });
     if (!row) throw notFound("project");
     return c.json(policy, 200);

@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { projects } from "../../db/schema.js";
 import { newId } from "../../ids.js";
 import { toolIdentity } from "../../sandbox/tool-identity.js";
+import { deleteProject } from "../../runs/delete-project.js";
 import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
@@ -23,6 +24,14 @@ const getProject = createRoute({
   responses: { 200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" }, ...errorResponses },
 });
 
+const deleteProjectRoute = createRoute({
+  method: "delete",
+  path: "/v1/projects/{id}",
+  summary: "Delete a project: its sessions are deleted (runs cancelled, history kept), its workspace and its trash removed for good",
+  request: { params: IdParam },
+  responses: { 204: { description: "Deleted" }, ...errorResponses },
+});
+
 export function registerProjectRoutes(app: App, services: ApiServices): void {
   app.openapi(createProject, async (c) => {
     const { name } = c.req.valid("json");
@@ -42,5 +51,10 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
   app.openapi(getProject, async (c) => {
     const project = await findProject(services.db.db, c.get("tenantId"), c.req.valid("param").id);
     return c.json(serializeProject(project), 200);
+  });
+
+  app.openapi(deleteProjectRoute, async (c) => {
+    await deleteProject(services, { tenantId: c.get("tenantId"), projectId: c.req.valid("param").id });
+    return c.body(null, 204);
   });
 }

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, isNull } from "drizzle-orm";
 import { messages, projects, sessions } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
@@ -55,7 +55,7 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
     const [project] = await services.db.db
       .select({ id: projects.id })
       .from(projects)
-      .where(and(eq(projects.id, body.projectId), eq(projects.tenantId, tenantId)));
+      .where(and(eq(projects.id, body.projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)));
     if (!project) throw notFound("project");
     const providerProfile = body.providerProfile ?? services.config.defaultProvider;
     if (!services.providers.has(providerProfile)) {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
@@ -48,11 +48,19 @@ export interface CallLayers {
   discard(layer: Pick<CallLayer, "dir">): void;
   /** Folders whose process is gone: interrupted calls to roll forward. */
   orphans(): Array<{ dir: string; meta: CallLayerMeta | null }>;
+  /**
+   * Takes an orphan for this process, by renaming it (only one of the workers
+   * of a host racing for it wins); answers its new folder, or null if another
+   * took it. A claim whose process died too is an orphan again.
+   */
+  claim(dir: string): string | null;
 }
 
 export type CallLayerSupport = { ok: true; layers: CallLayers } | { ok: false; reason: string };
 
 const layersFolderName = ".calls";
+/** The suffix a worker rolling a layer forward gives its folder: its pid and start time. */
+const claimPattern = /\.claimed-(\d+)-(\d+)$/;
 
 function processStart(pid: number): string | null {
   try {
@@ -110,6 +118,15 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
       discard(layer) {
         void rm(layer.dir, { recursive: true, force: true }).catch(() => {});
       },
+      claim(dir) {
+        const claimed = `${dir.replace(claimPattern, "")}.claimed-${self.pid}-${self.processStart}`;
+        try {
+          renameSync(dir, claimed);
+          return claimed;
+        } catch {
+          return null;
+        }
+      },
       orphans() {
         let names: string[];
         try {
@@ -126,14 +143,21 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
           } catch {
             // a folder without its record: made by a worker that died before writing it; nothing ran in it
           }
-          if (meta && meta.host === self.host && processStart(meta.pid) === meta.processStart) continue;
           if (meta && meta.host !== self.host) continue;
+          const claimed = claimPattern.exec(name);
+          // Claimed by a worker rolling it forward now, or still running its command: not an orphan.
+          if (claimed ? processStart(Number(claimed[1])) === claimed[2] : meta && processStart(meta.pid) === meta.processStart) continue;
           found.push({ dir, meta });
         }
         return found;
       },
     },
   };
+}
+
+/** Whether a layer's workspace is still there (its project may have been deleted while the command ran). */
+export function workspaceExists(workspaceDir: string): boolean {
+  return existsSync(workspaceDir);
 }
 
 /** Removes a folder left by a call that never started (no record): nothing in it was ever visible. */

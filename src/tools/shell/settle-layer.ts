@@ -1,5 +1,5 @@
 import { applyLayer, type ApplyOutcome } from "../../sandbox/overlay/apply-upper.js";
-import type { CallLayer } from "../../sandbox/overlay/call-layers.js";
+import { workspaceExists, type CallLayer } from "../../sandbox/overlay/call-layers.js";
 import { openStrictFolders } from "../../sandbox/overlay/strict-folders.js";
 import { planLayer, type LayerPlan } from "../../sandbox/overlay/upper-changes.js";
 import { projectTrashRoot } from "../../workspace/project-trash.js";
@@ -28,6 +28,11 @@ export async function settleLayer(
   layer: Pick<CallLayer, "folders" | "startedAtMs" | "meta">,
   deps: { blobs: ToolContext["blobs"]; workspacesDir: string },
 ): Promise<SettledLayer> {
+  // The project was deleted while the command ran: there is nothing to apply to, and nothing to keep.
+  if (!workspaceExists(layer.meta.workspaceDir)) {
+    const plan: LayerPlan = { removals: [], strayWhiteouts: [], modes: [], moves: [], files: [], summarized: { files: 0, roots: [], overLimit: 0 }, conflicts: [] };
+    return { records: [], note: "the workspace was deleted while this command ran; its changes were dropped with it", plan, outcome: { placed: 0, trashed: 0, unplaced: [] } };
+  }
   const folders = openStrictFolders(layer.meta.workspaceDir);
   try {
     const plan = await planLayer({ upperDir: layer.folders.upperDir, folders, startedAtMs: layer.startedAtMs, limits: layerLimits });
