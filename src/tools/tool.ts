@@ -2,6 +2,7 @@ import type { ResultPart } from "../core/history.js";
 import type { ApprovalMode } from "../db/schema.js";
 import type { WorkspaceFiles } from "../workspace/workspace-files.js";
 import type { CallProcesses } from "./call-processes.js";
+import type { FileChangeRecord } from "./file-change-record.js";
 
 /**
  * The tool contract (SPEC T1-T5, L3). A tool validates its own input, does its
@@ -30,16 +31,7 @@ export type ApprovalSubject =
  */
 export type Exposure = "direct" | "deferred" | "hidden" | "contextual";
 
-/** A file change produced by a tool (SPEC F1); stored and shown to clients, never to the model. */
-export interface FileChangeRecord {
-  path: string;
-  existedBefore: boolean;
-  modeBefore: number | null;
-  modeAfter: number | null;
-  sha256Before: string | null;
-  sha256After: string | null;
-  diff: string;
-}
+export type { FileChangeRecord };
 
 /**
  * Bytes a tool returns (SPEC I1). They exist only between the tool and the

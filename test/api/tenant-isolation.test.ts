@@ -37,6 +37,7 @@ describe("tenant isolation", () => {
       ["PUT", `/v1/projects/${projectId}/policy`, { rules: { allow: ["bash"] } }],
       ["GET", `/v1/projects/${projectId}/trash`],
       ["POST", `/v1/projects/${projectId}/trash/00000000-0000-4000-8000-000000000000/restore`, {}],
+      ["DELETE", `/v1/projects/${projectId}`],
     ];
     for (const [method, path, body] of calls) {
       const response = await stranger.request(method, path, body);
@@ -50,6 +51,7 @@ describe("tenant isolation", () => {
     expect(sse.status).toBe(404);
     // The owner still sees everything, untouched.
     expect((await owner.get(`/v1/sessions/${sessionId}`)).body.deleted).toBe(false);
+    expect((await owner.get(`/v1/projects/${projectId}`)).status).toBe(200);
     expect((await owner.messages(sessionId)).map((m) => m.role)).toEqual(["user", "assistant"]);
   });
 

@@ -117,7 +117,8 @@ function applyRank(components: readonly string[]): number {
   return components[git + 1] === "objects" ? 1 : 2;
 }
 
-type Before = { from: "workspace"; stats: Stats } | { from: "absent" };
+/** `replaced`: a workspace file the move will rename over, which only its record keeps (one inside a removed folder goes to the trash with it). */
+type Before = { from: "workspace"; stats: Stats; replaced: boolean } | { from: "absent" };
 interface Pending {
   components: string[];
   before: Before;
@@ -161,7 +162,7 @@ export async function planLayer(input: {
       return;
     }
     if (stats.isFile()) {
-      pending.set(components.join("/"), { components, before: { from: "workspace", stats }, after: null });
+      pending.set(components.join("/"), { components, before: { from: "workspace", stats, replaced: false }, after: null });
       return;
     }
     if (!stats.isDirectory()) return;
@@ -218,7 +219,7 @@ export async function planLayer(input: {
         if (!(there.isFile() && node.kind === "file" && (summarized || there.size <= limits.maxFileBytes))) remove(own, there);
         else {
           noteConflict(own, there);
-          if (!summarized) pending.set(own.join("/"), { components: own, before: { from: "workspace", stats: there }, after: null });
+          if (!summarized) pending.set(own.join("/"), { components: own, before: { from: "workspace", stats: there, replaced: true }, after: null });
         }
       }
       plan.moves.push({ components: own, hostPath: node.hostPath });
@@ -226,27 +227,31 @@ export async function planLayer(input: {
     }
   };
   visit(tree, []);
-  plan.removals.sort((a, b) => a.length - b.length);
   plan.moves.sort((a, b) => applyRank(a.components) - applyRank(b.components));
   plan.summarized.roots = [...roots].sort();
 
   // The contents, read now: the apply is about to move the upper files and trash the workspace's.
   let budget = limits.maxBytes;
+  const unrecorded = (change: Pending) => {
+    plan.summarized.overLimit++;
+    // A file the move would rename over, kept by no record: the trash keeps it instead.
+    if (change.before.from === "workspace" && change.before.replaced) plan.removals.push(change.components);
+  };
   for (const change of pending.values()) {
     if (plan.files.length >= limits.maxFiles) {
-      plan.summarized.overLimit++;
+      unrecorded(change);
       continue;
     }
     const beforeSize = change.before.from === "workspace" ? change.before.stats.size : 0;
     const afterSize = change.after?.stats.size ?? 0;
     if (beforeSize > limits.maxFileBytes || afterSize > limits.maxFileBytes || beforeSize + afterSize > budget) {
-      plan.summarized.overLimit++;
+      unrecorded(change);
       continue;
     }
     const before = change.before.from === "workspace" ? await readWorkspaceFile(folders, change.components) : ({ kind: "absent" } as const);
     const after = change.after ? await readUpperFile(change.after.hostPath) : ({ kind: "absent" } as const);
     if (before === null || after === null) {
-      plan.summarized.overLimit++;
+      unrecorded(change);
       continue;
     }
     budget -= beforeSize + afterSize;
@@ -254,6 +259,7 @@ export async function planLayer(input: {
     if (before.kind === "file" && after.kind === "file" && before.mode === after.mode && before.content.equals(after.content)) continue;
     plan.files.push({ path: change.components.join("/"), before, after });
   }
+  plan.removals.sort((a, b) => a.length - b.length);
   return plan;
 }
 

@@ -9,7 +9,7 @@ import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../s
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { OverlayFolders } from "../../sandbox/overlay/overlay-mount.js";
 import { BoundedOutput } from "./bounded-output.js";
-import type { SettledLayer } from "./settle-layer.js";
+import type { FileChangeRecord } from "../file-change-record.js";
 
 /** How a tool process ended. */
 export type ShellEnd =
@@ -45,7 +45,7 @@ export interface PreparedShell {
 
 export interface PreparedLayer {
   /** Records what the command changed and applies it to the workspace; keeps the layer for roll-forward if that fails. */
-  settle(blobs: { put(content: Buffer): Promise<string> }): Promise<SettledLayer>;
+  settle(blobs: { put(content: Buffer): Promise<string> }): Promise<{ records: FileChangeRecord[]; note: string | null }>;
   /** For a command that never started: drops the empty layer. */
   discard(): void;
 }
