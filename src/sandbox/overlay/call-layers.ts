@@ -1,10 +1,11 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import { findExecutable } from "../find-executable.js";
-import type { OverlayFolders } from "./overlay-mount.js";
+import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay-mount.js";
 
 /**
  * The folders of layered calls (SPEC X7): `<workspaces>/.calls/<id>/{upper,work}`,
@@ -91,6 +92,8 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
     if (!findExecutable(program, options.searchPath)) return { ok: false, reason: `${program} is not installed (Debian packages util-linux, mount)` };
   }
   const root = path.join(options.workspacesDir, layersFolderName);
+  const failed = probeOverlay(root, options.searchPath);
+  if (failed) return { ok: false, reason: failed };
   const self = { host: hostname(), pid: process.pid, processStart: processStart(process.pid) ?? "" };
   const ensureRoot = () => {
     if (!existsSync(root)) mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -158,6 +161,30 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
 /** Whether a layer's workspace is still there (its project may have been deleted while the command ran). */
 export function workspaceExists(workspaceDir: string): boolean {
   return existsSync(workspaceDir);
+}
+
+/**
+ * Mounts one overlay the way calls will, on a scratch folder beside theirs, and answers why
+ * it failed (null when it worked): a container without CAP_SYS_ADMIN, or workspaces on a file
+ * system overlayfs cannot use as its upper layer, is found at start-up, not by every call.
+ */
+function probeOverlay(root: string, searchPath: string): string | null {
+  const [unshare, mount, sh] = ["unshare", "mount", "sh"].map((program) => findExecutable(program, searchPath)) as [string, string, string];
+  const probe = path.join(root, `.probe-${process.pid}-${randomBytes(4).toString("hex")}`);
+  try {
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    for (const folder of ["lower", "upper", "work"]) mkdirSync(path.join(probe, folder), { recursive: true, mode: 0o700 });
+    const options = overlayOptions(path.join(probe, "lower"), { upperDir: path.join(probe, "upper"), workDir: path.join(probe, "work") });
+    if (!options) return `the workspaces folder ${root} holds a character overlayfs options cannot carry`;
+    const [file, ...args] = [...overlayWrap({ unshare, mount, sh }, path.join(probe, "lower"), options), "true"];
+    execFileSync(file as string, args, { stdio: "pipe", timeout: 10_000 });
+    return null;
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
+    return `an overlay could not be mounted over the workspaces folder (${stderr || (error as Error).message}); in a container, grant CAP_SYS_ADMIN and keep the workspaces on a volume, not on the container's own overlay file system`;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
 }
 
 /** Removes a folder left by a call that never started (no record): nothing in it was ever visible. */
