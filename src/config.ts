@@ -1,3 +1,4 @@
+import type { TenantQuotas } from "./tenants/tenant-quotas.js";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -126,6 +127,10 @@ const envSchema = z.object({
   FOYA_TOOL_WALL_SECONDS: positiveIntFromEnv(defaultProcessLimits.wallSeconds),
   FOYA_TOOL_TMP_BYTES: positiveIntFromEnv(defaultProcessLimits.tmpBytes),
   FOYA_TOOL_BACKGROUND_COMMANDS: positiveIntFromEnv(defaultProcessLimits.backgroundCommands),
+  FOYA_QUOTA_ACTIVE_RUNS: positiveIntFromEnv(32),
+  FOYA_QUOTA_QUEUED_RUNS: positiveIntFromEnv(1000),
+  FOYA_QUOTA_TOKENS_PER_DAY: intFromEnv(0),
+  FOYA_QUOTA_STORAGE_BYTES: intFromEnv(0),
   FOYA_TOOL_BACKGROUND_SECONDS: positiveIntFromEnv(defaultProcessLimits.backgroundSeconds),
   FOYA_WEBHOOK_POLL_MS: intFromEnv(500),
   FOYA_WEBHOOK_ATTEMPTS: intFromEnv(8),
@@ -263,6 +268,8 @@ export interface Config {
   readonly toolUidBase: number;
   /** Per-call process limits of every tenant (SPEC S7); an operator may override them per tenant. */
   readonly toolLimits: Readonly<ProcessLimits>;
+  /** What each tenant may use of the deployment (SPEC X5); an operator may override them per tenant. */
+  readonly quotas: Readonly<TenantQuotas>;
   /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
   readonly webhookPollMs: number;
   /** HTTP attempts per delivery, the first included; then it is marked failed. */
@@ -398,6 +405,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       tmpBytes: e.FOYA_TOOL_TMP_BYTES,
       backgroundCommands: e.FOYA_TOOL_BACKGROUND_COMMANDS,
       backgroundSeconds: e.FOYA_TOOL_BACKGROUND_SECONDS,
+    }),
+    quotas: Object.freeze({
+      activeRuns: e.FOYA_QUOTA_ACTIVE_RUNS,
+      queuedRuns: e.FOYA_QUOTA_QUEUED_RUNS,
+      tokensPerDay: e.FOYA_QUOTA_TOKENS_PER_DAY,
+      storageBytes: e.FOYA_QUOTA_STORAGE_BYTES,
     }),
     webhookPollMs: Math.max(50, e.FOYA_WEBHOOK_POLL_MS),
     webhookAttempts: Math.max(1, e.FOYA_WEBHOOK_ATTEMPTS),

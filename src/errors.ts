@@ -18,6 +18,8 @@ export type FoyaErrorCode =
   | "auth_locked_out"
   /** The tenant already has as many open event streams as the deployment allows (SPEC S10). */
   | "too_many_streams"
+  /** A tenant quota (SPEC X5) refuses the request: the message names it and its use; answered 429 with Retry-After. */
+  | "quota_exceeded"
   | "approval_conflict"
   | "approval_expired"
   | "provider_error"
@@ -37,6 +39,7 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   rate_limited: 429,
   auth_locked_out: 429,
   too_many_streams: 429,
+  quota_exceeded: 429,
   approval_conflict: 409,
   approval_expired: 409,
   provider_error: 502,

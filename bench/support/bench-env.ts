@@ -50,6 +50,8 @@ export async function createBenchEnv(options: { maxStepsPerRun: number; concurre
     FOYA_STEP_CONCURRENCY: String(options.concurrency),
     FOYA_TOOL_CONCURRENCY: String(options.concurrency),
     FOYA_MAX_STEPS_PER_RUN: String(options.maxStepsPerRun),
+    // One tenant drives every run here: the engine is measured, not the per-tenant admission (X5), which would cap it at 32.
+    FOYA_QUOTA_ACTIVE_RUNS: "100000",
     FOYA_SHUTDOWN_GRACE_MS: "3000",
     FOYA_DEFAULT_PROVIDER: "scripted",
     // The sub-agent benchmark's tenant is granted Full Access (SPEC S8: the deployment must allow it too).

@@ -7,6 +7,7 @@ import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { foyaErrorResponse } from "./error-response.js";
 import { requireAdminToken, requireApiKey } from "./auth.js";
 import { registerAdminRoutes } from "./routes/admin-routes.js";
+import { registerUsageRoutes } from "./routes/usage-routes.js";
 import { registerTrashRoutes } from "./routes/trash-routes.js";
 import { apiKeyRateLimit } from "./limits/api-key-rate-limit.js";
 import { createAuthFailureLockout } from "./limits/auth-failure-lockout.js";
@@ -33,7 +34,7 @@ import { createSessionSequenceWatch } from "./session-sequence-watch.js";
  * The routes behind an API key. `/x/*` also matches `/x`, and a request must match exactly one
  * of these, or it would be authenticated, and counted by the rate limit, more than once.
  */
-const tenantPaths = ["/v1/projects/*", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals/*", "/v1/policy", "/v1/webhooks/*", "/v1/artifacts/*", "/v1/mcp-servers/*"];
+const tenantPaths = ["/v1/projects/*", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals/*", "/v1/policy", "/v1/webhooks/*", "/v1/artifacts/*", "/v1/mcp-servers/*", "/v1/usage"];
 
 /**
  * Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server.
@@ -96,6 +97,7 @@ export function createApp(services: ApiServices): App {
   registerAdminRoutes(app, services);
   registerProjectRoutes(app, services);
   registerTrashRoutes(app, services);
+  registerUsageRoutes(app, services);
   registerSessionRoutes(app, services);
   registerRunRoutes(app, services, {
     // A slot outlives its stream's last keepalive by a few intervals, so only a dead process's slots lapse.

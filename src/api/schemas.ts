@@ -75,6 +75,18 @@ export const ProcessLimitsSchema = z
 
 const limits = ProcessLimitsSchema.shape;
 
+/** What a tenant may use of the deployment (SPEC X5); see src/tenants/tenant-quotas.ts. */
+export const QuotasSchema = z
+  .object({
+    activeRuns: z.number().int().positive().openapi({ description: "Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers." }),
+    queuedRuns: z.number().int().positive().openapi({ description: "Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After." }),
+    tokensPerDay: z.number().int().nonnegative().openapi({ description: "Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC." }),
+    storageBytes: z.number().int().nonnegative().openapi({ description: "Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429." }),
+  })
+  .strict()
+  .openapi("Quotas");
+const quotas = QuotasSchema.shape;
+
 export const TenantUpdateSchema = z
   .object({
     fullAccess: z.boolean().optional().openapi({ description: "Grant or revoke Full Access (SPEC S8); the deployment must allow it too (FOYA_ALLOW_FULL_ACCESS)." }),
@@ -95,6 +107,17 @@ export const TenantUpdateSchema = z
       .openapi({
         description: "Overrides of the deployment's limits, merged into the tenant's current ones: a value sets a key, null removes it; null for the whole object removes every override.",
       }),
+    quotas: z
+      .object({
+        activeRuns: quotas.activeRuns.nullable().optional(),
+        queuedRuns: quotas.queuedRuns.nullable().optional(),
+        tokensPerDay: quotas.tokensPerDay.nullable().optional(),
+        storageBytes: quotas.storageBytes.nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional()
+      .openapi({ description: "Overrides of the deployment's quotas (FOYA_QUOTA_*), merged like limits: a value sets a key, null removes it." }),
   })
   .strict()
   .openapi("TenantUpdate");
@@ -107,6 +130,8 @@ export const TenantSchema = z
     fullAccess: z.boolean().openapi({ description: "The operator's Full Access grant for this tenant." }),
     limits: ProcessLimitsSchema.partial().openapi({ description: "The operator's overrides for this tenant." }),
     effectiveLimits: ProcessLimitsSchema.openapi({ description: "What each tool call of the tenant runs under: the deployment's limits with the overrides on top." }),
+    quotas: QuotasSchema.partial().openapi({ description: "The operator's quota overrides for this tenant." }),
+    effectiveQuotas: QuotasSchema.openapi({ description: "The tenant's quotas: the deployment's with the overrides on top." }),
     toolUid: z.number().int().openapi({ description: "Host uid and gid of the tenant's tool processes." }),
   })
   .openapi("Tenant");

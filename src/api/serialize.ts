@@ -1,6 +1,6 @@
 import type { Config } from "../config.js";
 import type { projects, runs, sessions, tenants } from "../db/schema.js";
-import { effectiveToolLimits, tenantSettingsOf, toolUidOf } from "../tenants/tenant-settings.js";
+import { effectiveQuotas, effectiveToolLimits, tenantSettingsOf, toolUidOf } from "../tenants/tenant-settings.js";
 
 /** Row → response body; one place decides what leaves the service. */
 export function serializeRun(run: typeof runs.$inferSelect) {
@@ -42,7 +42,7 @@ export function serializeProject(project: typeof projects.$inferSelect) {
 }
 
 /** A tenant as the operator sees it (admin API only): never shown to tenants' own keys. */
-export function serializeTenant(tenant: typeof tenants.$inferSelect, config: Pick<Config, "toolUidBase" | "toolLimits">) {
+export function serializeTenant(tenant: typeof tenants.$inferSelect, config: Pick<Config, "toolUidBase" | "toolLimits" | "quotas">) {
   const settings = tenantSettingsOf(tenant);
   return {
     id: tenant.id,
@@ -51,6 +51,8 @@ export function serializeTenant(tenant: typeof tenants.$inferSelect, config: Pic
     fullAccess: settings.fullAccess,
     limits: { ...settings.limits },
     effectiveLimits: effectiveToolLimits(config, settings),
+    quotas: { ...settings.quotas },
+    effectiveQuotas: effectiveQuotas(config, settings),
     toolUid: toolUidOf(config, settings),
   };
 }

@@ -20,6 +20,7 @@ import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { NextJob } from "../queue/job-types.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { McpTransportConfig } from "../mcp/mcp-config.js";
+import type { TenantQuotas } from "../tenants/tenant-quotas.js";
 import type { ProcessLimits } from "../sandbox/process-limits.js";
 
 /**
@@ -48,6 +49,8 @@ export const tenants = pgTable(
     fullAccess: boolean("full_access").notNull().default(false),
     /** The operator's overrides of the deployment's per-call process limits (`FOYA_TOOL_*`); absent keys use those. */
     toolLimits: jsonb("tool_limits").$type<Partial<ProcessLimits>>().notNull().default({}),
+    /** The operator's overrides of the deployment's quotas (`FOYA_QUOTA_*`, SPEC X5); absent keys use those. */
+    quotas: jsonb("quotas").$type<Partial<TenantQuotas>>().notNull().default({}),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("tenants_tool_uid_slot_idx").on(t.toolUidSlot)],
@@ -208,7 +211,8 @@ export const steps = pgTable(
     createdAt: createdAt(),
     endedAt: tstz("ended_at"),
   },
-  (t) => [uniqueIndex("steps_run_index_idx").on(t.runId, t.index)],
+  // A tenant's tokens of the day (SPEC X5 quotas) are summed from its steps since midnight.
+  (t) => [uniqueIndex("steps_run_index_idx").on(t.runId, t.index), index("steps_tenant_day_idx").on(t.tenantId, t.createdAt)],
 );
 
 /**

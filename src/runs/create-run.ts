@@ -3,8 +3,11 @@ import { isTerminalRunStatus } from "../core/run-status.js";
 import { sessions, type ActivePolicy, type OnInterrupted } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Services } from "../services.js";
-import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
-import { activateRun, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
+import type { Database } from "../db/client.js";
+import { countWaitingRuns, storedBytes, tokensToday } from "../store/tenant-admission.js";
+import type { TenantQuotas } from "../tenants/tenant-quotas.js";
+import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
+import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError, transact } from "../store/transact.js";
 import { insertRun, lockRun } from "../store/runs.js";
 
@@ -29,12 +32,13 @@ export async function createRun(
         .from(sessions)
         .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
       if (!peek) throw notFound("session");
+      const settings = await readTenantSettings(fx.tx, input.tenantId);
+      if (!settings) throw notFound("tenant");
       if (peek.approvalMode === "full_access") {
-        const settings = await readTenantSettings(fx.tx, input.tenantId);
-        if (!settings) throw notFound("tenant");
         const refusal = fullAccessRefusal(services.config, settings);
         if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
       }
+      await refuseOverQuota(fx.tx, input.tenantId, effectiveQuotas(services.config, settings));
       const active = peek.activeRunId
         ? await lockRun(fx.tx, peek.activeRunId)
         : undefined;
@@ -60,11 +64,41 @@ export async function createRun(
       });
       const waitBehindActive = isActive && input.ifActive === "enqueue";
       if (!waitBehindActive) {
-        const ordinal = await activateRun(fx, run);
-        return { ...run, ordinal };
+        const ordinal = await admitOrHold(fx, run);
+        return ordinal === null ? run : { ...run, ordinal };
       }
       return run;
     },
     { afterCommit: () => services.failpoints.hit("api.after_run_commit") },
   );
+}
+
+/** Seconds to midnight UTC, when the day's token count starts again. */
+function secondsToMidnightUtc(now = new Date()): number {
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((midnight - now.getTime()) / 1000));
+}
+
+/**
+ * Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and
+ * the use, and Retry-After: the waiting runs' (a run ends within seconds to minutes), the
+ * day's tokens (midnight UTC), the storage (an hour: it frees only when the operator acts).
+ */
+async function refuseOverQuota(tx: Database, tenantId: string, quotas: TenantQuotas): Promise<void> {
+  const waiting = await countWaitingRuns(tx, tenantId);
+  if (waiting >= quotas.queuedRuns) {
+    throw new FoyaError("quota_exceeded", `this tenant already has ${waiting} runs waiting for a slot, its queuedRuns quota; start this run when some have run`, { retryAfterSeconds: 30 });
+  }
+  if (quotas.tokensPerDay > 0) {
+    const tokens = await tokensToday(tx, tenantId);
+    if (tokens >= quotas.tokensPerDay) {
+      throw new FoyaError("quota_exceeded", `this tenant used ${tokens} model tokens today (UTC), its tokensPerDay quota is ${quotas.tokensPerDay}; new runs start again at midnight UTC`, { retryAfterSeconds: secondsToMidnightUtc() });
+    }
+  }
+  if (quotas.storageBytes > 0) {
+    const bytes = await storedBytes(tx, tenantId);
+    if (bytes >= quotas.storageBytes) {
+      throw new FoyaError("quota_exceeded", `this tenant keeps ${bytes} bytes of file contents and artifacts, its storageBytes quota is ${quotas.storageBytes}; an operator must raise it or remove data`, { retryAfterSeconds: 3600 });
+    }
+  }
 }

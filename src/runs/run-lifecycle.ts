@@ -6,6 +6,7 @@ import { insertMessage } from "../store/messages.js";
 import { finishRun, lockRun, placeRun, releaseSessionSlot, type RunRow } from "../store/runs.js";
 import { closeStreamingStep } from "../store/steps.js";
 import { answerCall, lockOpenCalls } from "../store/tool-calls.js";
+import { activeRunsQuota, countWorkingRuns, holdSessionSlot, runsWaitingForSlot } from "../store/tenant-admission.js";
 import type { Effects } from "../store/transact.js";
 
 /**
@@ -49,15 +50,41 @@ export async function endRun(
   await effects.emit(run.tenantId, run.sessionId, [
     { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
   ]);
-  await releaseSession(effects, run.sessionId, run.id, options.activateNext ?? true);
+  await releaseSession(effects, run, options.activateNext ?? true);
   await deliverToParentCall(effects, run.id, status, options.error);
   return true;
 }
 
-/** Clears the session's active run and starts the oldest run waiting behind it, if any. */
-async function releaseSession(effects: Effects, sessionId: string, runId: string, activateNext: boolean): Promise<void> {
-  const waiting = await releaseSessionSlot(effects.tx, sessionId, runId, activateNext);
-  if (waiting) await activateRun(effects, waiting);
+/**
+ * Clears the session's active run and moves the oldest run waiting behind it up (admitted if
+ * its tenant has a slot, else holding the session's slot), then gives the tenant's free slots
+ * to its runs waiting for one (SPEC X5).
+ */
+async function releaseSession(effects: Effects, run: Pick<RunRow, "tenantId" | "sessionId" | "id">, activateNext: boolean): Promise<void> {
+  const waiting = await releaseSessionSlot(effects.tx, run.sessionId, run.id, activateNext);
+  if (waiting) await admitOrHold(effects, waiting);
+  await admitWaitingRuns(effects, run.tenantId);
+}
+
+/**
+ * Admits a run whose session slot is free if its tenant has a slot (SPEC X5): it gets its
+ * place and first job (`activateRun`). Otherwise it takes its session's slot and waits for
+ * one of its tenant's runs to end or park. Answers its ordinal, or null while it waits.
+ */
+export async function admitOrHold(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number | null> {
+  const quota = await activeRunsQuota(effects.tx, run.tenantId, effects.quotas.activeRuns);
+  if ((await countWorkingRuns(effects.tx, run.tenantId)) < quota) return activateRun(effects, run);
+  await holdSessionSlot(effects.tx, run);
+  return null;
+}
+
+/** Gives the tenant's free slots to its runs waiting for one, oldest first (SPEC X5). */
+export async function admitWaitingRuns(effects: Effects, tenantId: string): Promise<number> {
+  const quota = await activeRunsQuota(effects.tx, tenantId, effects.quotas.activeRuns);
+  const free = quota - (await countWorkingRuns(effects.tx, tenantId));
+  const admitted = await runsWaitingForSlot(effects.tx, tenantId, free);
+  for (const run of admitted) await activateRun(effects, run);
+  return admitted.length;
 }
 
 const closingText = {

@@ -1,3 +1,4 @@
+import type { TenantQuotas } from "../tenants/tenant-quotas.js";
 import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { NewEvent, SessionEvent } from "../core/events.js";
@@ -22,6 +23,8 @@ export interface Effects {
   track(events: readonly SessionEvent[]): void;
   dispatch(request: DispatchRequest): void;
   cancel(runId: string): void;
+  /** The deployment's quotas (SPEC X5); a tenant's own overrides are read beside them where a slot is given. */
+  quotas: Readonly<TenantQuotas>;
 }
 
 /** Thrown inside a transaction when a fencing check fails: a newer attempt owns the work. */
@@ -62,7 +65,7 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 export async function transact<T>(
-  services: Pick<Services, "db" | "bus" | "dispatcher">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T> {
@@ -85,6 +88,7 @@ export async function transact<T>(
         track: (events) => void published.push(...events),
         dispatch: (request) => void dispatches.push(request),
         cancel: (runId) => void cancels.push(runId),
+        quotas: services.config.quotas,
       }),
     );
   });
@@ -100,7 +104,7 @@ export async function transact<T>(
 
 /** Like `transact`, but a fencing failure rolls back and answers `null`. */
 export async function transactFenced<T>(
-  services: Pick<Services, "db" | "bus" | "dispatcher">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T | null> {

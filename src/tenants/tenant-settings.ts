@@ -4,6 +4,7 @@ import type { Database, DbExecutor } from "../db/client.js";
 import { tenants } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { mergeLimits, type ProcessLimits } from "../sandbox/process-limits.js";
+import { mergeQuotas, type TenantQuotas } from "./tenant-quotas.js";
 
 /**
  * What the operator decides about a tenant's tool processes (SPEC S7, S8), set with the
@@ -17,18 +18,20 @@ export interface TenantSettings {
   readonly fullAccess: boolean;
   /** The operator's overrides of `config.toolLimits`; an absent key keeps the deployment's value (`effectiveToolLimits`). */
   readonly limits: Readonly<Partial<ProcessLimits>>;
+  /** The operator's overrides of `config.quotas` (SPEC X5; `effectiveQuotas`). */
+  readonly quotas: Readonly<Partial<TenantQuotas>>;
 }
 
 type TenantRow = typeof tenants.$inferSelect;
 
-export function tenantSettingsOf(row: Pick<TenantRow, "toolUidSlot" | "fullAccess" | "toolLimits">): TenantSettings {
-  return Object.freeze({ toolUidSlot: row.toolUidSlot, fullAccess: row.fullAccess, limits: Object.freeze({ ...row.toolLimits }) });
+export function tenantSettingsOf(row: Pick<TenantRow, "toolUidSlot" | "fullAccess" | "toolLimits" | "quotas">): TenantSettings {
+  return Object.freeze({ toolUidSlot: row.toolUidSlot, fullAccess: row.fullAccess, limits: Object.freeze({ ...row.toolLimits }), quotas: Object.freeze({ ...row.quotas }) });
 }
 
 /** The tenant's settings as they are now, or undefined for no such tenant. */
 export async function readTenantSettings(db: DbExecutor, tenantId: string): Promise<TenantSettings | undefined> {
   const [row] = await db
-    .select({ toolUidSlot: tenants.toolUidSlot, fullAccess: tenants.fullAccess, toolLimits: tenants.toolLimits })
+    .select({ toolUidSlot: tenants.toolUidSlot, fullAccess: tenants.fullAccess, toolLimits: tenants.toolLimits, quotas: tenants.quotas })
     .from(tenants)
     .where(eq(tenants.id, tenantId));
   return row ? tenantSettingsOf(row) : undefined;
@@ -42,6 +45,11 @@ export function toolUidOf(config: Pick<Config, "toolUidBase">, settings: Pick<Te
 /** The limits each tool call of the tenant runs under: the deployment's, with the operator's overrides on top. */
 export function effectiveToolLimits(config: Pick<Config, "toolLimits">, settings: Pick<TenantSettings, "limits">): ProcessLimits {
   return mergeLimits(config.toolLimits, settings.limits);
+}
+
+/** What the tenant may use of the deployment: its quotas, with the operator's overrides on top (SPEC X5). */
+export function effectiveQuotas(config: Pick<Config, "quotas">, settings: Pick<TenantSettings, "quotas">): TenantQuotas {
+  return mergeQuotas(config.quotas, settings.quotas);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { lostJobCandidates, redispatchLostJob, releaseRunsOfWorker, type RunRow } from "../store/runs.js";
-import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
+import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
+import { tenantsWithWaitingRuns } from "../store/tenant-admission.js";
 import { markCommandsOfWorkerLost, markLostCommands } from "../commands/command-store.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
 import { transact, type Effects } from "../store/transact.js";
@@ -29,6 +30,10 @@ export async function sweepOnce(services: Services): Promise<number> {
   const holders = await Promise.all(candidates.map((run) => dispatcher.jobHolder({ runId: run.id, next: run.nextJob, redispatches: run.redispatches })));
   // A job still "active" on a worker found dead would come back only after its BullMQ lock and the stall check (D9).
   const ended = await endedWorkers(db.pool, holders.flatMap((holder) => (holder.state === "active" && holder.processedBy ? [holder.processedBy] : [])));
+  // Slots a crash or a race left free while runs of the tenant wait for one (SPEC X5).
+  for (const tenantId of await tenantsWithWaitingRuns(db.pool)) {
+    await transact(services, (fx) => admitWaitingRuns(fx, tenantId));
+  }
   let redispatched = 0;
   for (const [i, run] of candidates.entries()) {
     const { state, processedBy } = holders[i] as { state: string; processedBy: string | null };

@@ -4,7 +4,7 @@ import type { StepRef } from "../core/events.js";
 import { sessions, type ApprovalMode } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
-import { closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
+import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
 import { addActivatedTools, claimBatch, countInterruption, gateRules, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
 import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
@@ -291,6 +291,8 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
   if (!(await parkRun(fx.tx, run, status))) throw new StaleWorkError();
   if (status === "awaiting_approval") {
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status } }]);
+    // A run waiting for a person holds no worker: its slot goes to the tenant's next waiting run (SPEC X5).
+    await admitWaitingRuns(fx, run.tenantId);
   }
   return { kind: "parked" };
 }

@@ -67,6 +67,22 @@ describe("tenant isolation", () => {
     expect(anonymous.status).toBe(401);
   });
 
+  it("D8: every route of the API document but health and the OpenAPI document itself answers 401 without a key", async () => {
+    const document = (await (await env.app.request("/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>> };
+    const open = new Set(["/healthz", "/readyz", "/openapi.json"]);
+    let checked = 0;
+    for (const [template, operations] of Object.entries(document.paths)) {
+      if (open.has(template)) continue;
+      const concrete = template.replace(/\{[^}]+\}/g, (name) => (name === "{entryId}" ? "00000000-0000-4000-8000-000000000000" : "abc_0123456789abcdef"));
+      for (const method of Object.keys(operations)) {
+        const response = await env.app.request(concrete, { method: method.toUpperCase(), headers: { "content-type": "application/json" }, ...(method === "get" || method === "delete" ? {} : { body: "{}" }) });
+        expect(response.status, `${method.toUpperCase()} ${template}`).toBe(401);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+  });
+
   it("D8: tenant creation and the admin API need the admin token", async () => {
     expect((await owner.post("/v1/tenants", { name: "x" })).status).toBe(401);
     expect((await owner.get("/v1/admin/workers")).status).toBe(401);

@@ -3,6 +3,7 @@ import type { App } from "../../src/api/app-env.js";
 export interface ApiResponse<T> {
   status: number;
   body: T;
+  headers: Headers;
 }
 
 /** Calls the API in-process (`app.request`) or over real HTTP, with a bearer key. */
@@ -32,7 +33,7 @@ export class ApiClient {
     if (body !== undefined) headers["content-type"] = "application/json";
     return this.send(path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }).then(async (response) => {
       const text = await response.text();
-      return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
+      return { status: response.status, body: (text ? JSON.parse(text) : null) as T, headers: response.headers };
     });
   }
 

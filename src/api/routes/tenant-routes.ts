@@ -35,7 +35,7 @@ const getTenant = createRoute({
 const updateTenant = createRoute({
   method: "patch",
   path: "/v1/tenants/{id}",
-  summary: "Grant or revoke Full Access, set or clear process limit overrides (admin token only)",
+  summary: "Grant or revoke Full Access, set or clear process limit and quota overrides (admin token only)",
   security: [{ adminToken: [] }],
   request: { params: IdParam, body: { content: { "application/json": { schema: TenantUpdateSchema } }, required: true } },
   responses: { 200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant, updated" }, ...errorResponses, ...adminDisabledResponse },
@@ -69,6 +69,8 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
     if (body.limits === null) changes.toolLimits = {};
     // A JSON merge in one statement: a null value overwrites its key, and stripping nulls removes it.
     else if (body.limits !== undefined) changes.toolLimits = sql`jsonb_strip_nulls(${tenants.toolLimits} || ${JSON.stringify(body.limits)}::jsonb)`;
+    if (body.quotas === null) changes.quotas = {};
+    else if (body.quotas !== undefined) changes.quotas = sql`jsonb_strip_nulls(${tenants.quotas} || ${JSON.stringify(body.quotas)}::jsonb)`;
     const [tenant] =
       Object.keys(changes).length === 0
         ? await services.db.db.select().from(tenants).where(eq(tenants.id, id))

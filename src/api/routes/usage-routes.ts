@@ -1,0 +1,55 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq, sql } from "drizzle-orm";
+import { commands } from "../../db/schema.js";
+import { notFound } from "../../errors.js";
+import { countWaitingRuns, countWorkingRuns, storedBytes, tokensToday } from "../../store/tenant-admission.js";
+import { effectiveQuotas, effectiveToolLimits, readTenantSettings } from "../../tenants/tenant-settings.js";
+import type { ApiServices, App } from "../app-env.js";
+import { errorResponses, QuotasSchema } from "../schemas.js";
+
+const count = (description: string) => z.number().int().nonnegative().openapi({ description });
+
+const UsageSchema = z
+  .object({
+    quotas: QuotasSchema.openapi({ description: "The tenant's quotas: the deployment's, with the operator's overrides." }),
+    backgroundCommandsLimit: z.number().int().positive().openapi({ description: "Background commands the tenant may have running at once (a process limit, S7)." }),
+    usage: z.object({
+      activeRuns: count("Runs admitted and queued for a worker or running now (against quotas.activeRuns)."),
+      queuedRuns: count("Runs waiting for a slot or behind their session's active run (against quotas.queuedRuns)."),
+      tokensToday: count("Model tokens recorded since midnight UTC (against quotas.tokensPerDay)."),
+      storageBytes: count("Bytes of file-change contents and artifacts kept (against quotas.storageBytes)."),
+      backgroundCommands: count("Background commands running now (against backgroundCommandsLimit)."),
+    }),
+  })
+  .openapi("Usage");
+
+const getUsage = createRoute({
+  method: "get",
+  path: "/v1/usage",
+  summary: "The calling tenant's use of the deployment against its quotas (SPEC X5)",
+  responses: { 200: { content: { "application/json": { schema: UsageSchema } }, description: "Use and quotas" }, ...errorResponses },
+});
+
+export function registerUsageRoutes(app: App, services: ApiServices): void {
+  app.openapi(getUsage, async (c) => {
+    const tenantId = c.get("tenantId");
+    const db = services.db.db;
+    const settings = await readTenantSettings(db, tenantId);
+    if (!settings) throw notFound("tenant");
+    const [activeRuns, queuedRuns, tokens, bytes, [running]] = await Promise.all([
+      countWorkingRuns(db, tenantId),
+      countWaitingRuns(db, tenantId),
+      tokensToday(db, tenantId),
+      storedBytes(db, tenantId),
+      db.select({ count: sql<number>`count(*)::int` }).from(commands).where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running"))),
+    ]);
+    return c.json(
+      {
+        quotas: effectiveQuotas(services.config, settings),
+        backgroundCommandsLimit: effectiveToolLimits(services.config, settings).backgroundCommands,
+        usage: { activeRuns, queuedRuns, tokensToday: tokens, storageBytes: bytes, backgroundCommands: running?.count ?? 0 },
+      },
+      200,
+    );
+  });
+}

@@ -1,0 +1,90 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../db/client.js";
+import { artifacts, contentBlobs, runs, sessions, steps, tenants } from "../db/schema.js";
+import type { RunRow } from "./runs.js";
+import type { Queryable } from "./sql-text.js";
+
+/**
+ * Fair admission of runs (SPEC X5). A run is *admitted* when it gets its place in history
+ * and its first job (`activateRun`); at most a tenant's `activeRuns` quota of its runs are
+ * admitted and working at once (queued for a worker or running). A run past it holds its
+ * session's slot without a place (`queued`, no ordinal) and waits, in order, for one of the
+ * tenant's runs to end or to park. So a tenant's flood puts at most its quota of jobs into
+ * the shared FIFO queues, and every other tenant's run enters behind at most that many of
+ * them: the workers are shared in proportion to the quotas.
+ *
+ * The counts are read without a tenant-wide lock: runs started at the same instant may
+ * admit one or two past the quota for a moment. A lock here would order against every
+ * run's and session's locks, and fairness does not need the exact number.
+ */
+
+/** The tenant's `activeRuns` quota: its own override, else the deployment's. */
+export async function activeRunsQuota(tx: Database, tenantId: string, deploymentDefault: number): Promise<number> {
+  const { rows } = await tx.execute<{ quota: number | null }>(sql`
+    select (${tenants.quotas} ->> 'activeRuns')::int as quota from ${tenants} where ${tenants.id} = ${tenantId}`);
+  return rows[0]?.quota ?? deploymentDefault;
+}
+
+/** The tenant's admitted runs that hold or wait for a worker now. */
+export async function countWorkingRuns(tx: Database, tenantId: string): Promise<number> {
+  const { rows } = await tx.execute<{ count: number }>(sql`
+    select count(*)::int as count from ${runs}
+    where ${runs.tenantId} = ${tenantId} and ${runs.status} in ('queued', 'running') and ${runs.ordinal} is not null`);
+  return rows[0]?.count ?? 0;
+}
+
+/** The tenant's runs not admitted yet: holding their session's slot, or waiting behind its active run. */
+export async function countWaitingRuns(tx: Database, tenantId: string): Promise<number> {
+  const { rows } = await tx.execute<{ count: number }>(sql`
+    select count(*)::int as count from ${runs}
+    where ${runs.tenantId} = ${tenantId} and ${runs.status} = 'queued' and ${runs.ordinal} is null`);
+  return rows[0]?.count ?? 0;
+}
+
+/** Makes a run its session's active run without admitting it: it waits for a slot of its tenant. */
+export async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "sessionId">): Promise<void> {
+  await tx.execute(sql`update ${sessions} set ${sql.identifier(sessions.activeRunId.name)} = ${run.id} where ${sessions.id} = ${run.sessionId}`);
+}
+
+/**
+ * Up to `limit` of the tenant's runs waiting for a slot (holding their session's slot), oldest
+ * first, locked; rows another transaction holds are skipped (it is admitting or cancelling them).
+ */
+export async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number): Promise<RunRow[]> {
+  if (limit <= 0) return [];
+  const { rows } = await tx.execute<{ id: string }>(sql`
+    select r.${sql.identifier(runs.id.name)} as id from ${runs} r
+    join ${sessions} s on s.${sql.identifier(sessions.activeRunId.name)} = r.${sql.identifier(runs.id.name)}
+    where r.${sql.identifier(runs.tenantId.name)} = ${tenantId} and r.${sql.identifier(runs.status.name)} = 'queued' and r.${sql.identifier(runs.ordinal.name)} is null
+    order by r.${sql.identifier(runs.createdAt.name)}, r.${sql.identifier(runs.id.name)}
+    limit ${limit}
+    for update of r skip locked`);
+  if (rows.length === 0) return [];
+  const ids = rows.map((row) => row.id);
+  const found = await tx.query.runs.findMany({ where: (r, { inArray }) => inArray(r.id, ids) });
+  return ids.map((id) => found.find((row) => row.id === id)).filter((row): row is RunRow => row !== undefined);
+}
+
+/** Tenants with runs waiting for a slot (the sweeper checks each has none free). */
+export async function tenantsWithWaitingRuns(pool: Queryable): Promise<string[]> {
+  const { rows } = await pool.query<{ tenant_id: string }>(
+    `select distinct r.tenant_id from runs r join sessions s on s.active_run_id = r.id where r.status = 'queued' and r.ordinal is null limit 1000`,
+  );
+  return rows.map((row) => row.tenant_id);
+}
+
+/** Model tokens (input and output) the tenant's steps recorded since midnight UTC. */
+export async function tokensToday(tx: Database, tenantId: string): Promise<number> {
+  const { rows } = await tx.execute<{ tokens: string }>(sql`
+    select coalesce(sum(coalesce((${steps.usage} ->> 'inputTokens')::bigint, 0) + coalesce((${steps.usage} ->> 'outputTokens')::bigint, 0)), 0)::text as tokens
+    from ${steps} where ${steps.tenantId} = ${tenantId} and ${steps.createdAt} >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`);
+  return Number(rows[0]?.tokens ?? 0);
+}
+
+/** Bytes the tenant keeps in file-change contents and artifacts. */
+export async function storedBytes(tx: Database, tenantId: string): Promise<number> {
+  const { rows } = await tx.execute<{ bytes: string }>(sql`
+    select ((select coalesce(sum(${contentBlobs.size}), 0) from ${contentBlobs} where ${contentBlobs.tenantId} = ${tenantId})
+          + (select coalesce(sum(${artifacts.size}), 0) from ${artifacts} where ${artifacts.tenantId} = ${tenantId}))::text as bytes`);
+  return Number(rows[0]?.bytes ?? 0);
+}

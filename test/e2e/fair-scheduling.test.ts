@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { script, waitFor } from "../helpers/api-client.js";
+import { finishChunk, sseScript, startOpenAIWireServer, textChunk, usageChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
+
+/**
+ * Fair sharing between tenants (SPEC X5): each tenant has at most its activeRuns quota of runs
+ * admitted to the shared queues; the rest wait in order. Two step and two tool slots per worker,
+ * so a flood is still queued when the other tenant's run arrives.
+ */
+let env: TestEnv;
+let wire: OpenAIWireServer;
+
+beforeAll(async () => {
+  // A model that answers at once and reports 600 tokens per step.
+  wire = await startOpenAIWireServer(() => sseScript([textChunk("ok"), finishChunk("stop"), usageChunk(500, 100)]));
+  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
+  env = await createTestEnv({ FOYA_QUOTA_ACTIVE_RUNS: "4", FOYA_STEP_CONCURRENCY: "2", FOYA_TOOL_CONCURRENCY: "2", FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire" });
+  await env.startWorker();
+});
+afterAll(async () => {
+  await env?.close();
+  await wire?.close();
+});
+
+/** When each run's first step started, from the steps Postgres recorded. */
+async function firstStepStarts(runIds: readonly string[]): Promise<Map<string, number>> {
+  const rows = await env.query<{ run_id: string; at: Date }>("select run_id, created_at as at from steps where index = 0 and run_id = any($1)", [runIds]);
+  return new Map(rows.map((row) => [row.run_id, row.at.getTime()]));
+}
+
+describe("fair scheduling", () => {
+  it("X5: with tenant A's 100 runs queued, tenant B's run starts before A's 10th-next run", async () => {
+    const a = await env.newTenant("flooding tenant");
+    const b = await env.newTenant("quiet tenant");
+    // Each of A's runs: a 100 ms model step, a 100 ms tool, a last step.
+    const flood = script([[{ delayMs: 100 }, { tool: "marker_sleep", args: { marker: "flood", sleepMs: 100 } }], [{ text: "done" }]]);
+    const aRuns: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const { sessionId } = await a.newSession();
+      aRuns.push((await a.startRun(sessionId, flood)).body.id as string);
+    }
+    const { sessionId } = await b.newSession();
+    const submitted = Date.now();
+    const bRun = (await b.startRun(sessionId, script([[{ text: "hello" }]]))).body.id as string;
+    expect((await b.waitForRun(bRun, 60_000)).status).toBe("completed");
+    const bStart = (await firstStepStarts([bRun])).get(bRun) as number;
+    const aStarts = [...(await firstStepStarts(aRuns)).values()].sort((x, y) => x - y);
+    const startedBefore = aStarts.filter((at) => at <= submitted).length;
+    const aheadOfB = aStarts.filter((at) => at < bStart).length;
+    // Most of A's runs had not started when B's came: a FIFO would have served them all first.
+    expect(startedBefore).toBeLessThan(50);
+    expect(aheadOfB - startedBefore).toBeLessThan(10);
+    // A's runs all finish, in order of arrival, a few at a time.
+    await waitFor(async () => {
+      const rows = await env.query<{ n: number }>("select count(*)::int as n from runs where id = any($1) and status = 'completed'", [aRuns]);
+      return rows[0]!.n === 100;
+    }, 120_000, "A's runs to finish");
+    const starts = await firstStepStarts(aRuns);
+    const inOrder = aRuns.map((id) => starts.get(id) as number);
+    const outOfOrder = inOrder.filter((at, i) => i >= 4 && at < (inOrder[i - 4] as number)).length;
+    expect(outOfOrder).toBe(0);
+  }, 180_000);
+
+  it("X5: each quota is enforced with the documented error and is visible in /v1/usage", async () => {
+    const tenant = await env.newTenant("quota tenant");
+    const patch = (quotas: object) => env.admin.request("PATCH", `/v1/tenants/${tenant.tenantId}`, { quotas });
+    const patched = await patch({ activeRuns: 1, queuedRuns: 2 });
+    expect(patched.body.effectiveQuotas, JSON.stringify(patched.body)).toMatchObject({ activeRuns: 1, queuedRuns: 2 });
+
+    // activeRuns and queuedRuns: one run works, two wait, the fourth is refused.
+    const slow = script([[{ tool: "marker_sleep", args: { marker: "quota", sleepMs: 3000 } }], [{ text: "done" }]]);
+    const runs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { sessionId } = await tenant.newSession();
+      const started = await tenant.startRun(sessionId, slow);
+      expect(started.status).toBe(202);
+      runs.push(started.body.id as string);
+    }
+    const usage = (await tenant.get("/v1/usage")).body;
+    expect(usage.quotas).toMatchObject({ activeRuns: 1, queuedRuns: 2 });
+    expect(usage.usage).toMatchObject({ activeRuns: 1, queuedRuns: 2 });
+    const { sessionId } = await tenant.newSession();
+    const refused = await tenant.startRun(sessionId, slow);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe("quota_exceeded");
+    expect(refused.body.error.message).toMatch(/2 runs waiting for a slot, its queuedRuns quota/);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    for (const id of runs) expect((await tenant.waitForRun(id, 30_000)).status).toBe("completed");
+    expect((await tenant.get("/v1/usage")).body.usage).toMatchObject({ activeRuns: 0, queuedRuns: 0 });
+
+    // tokensPerDay: counted from the usage the model reported.
+    await patch({ tokensPerDay: 1000 });
+    const wired = await tenant.newSession({ providerProfile: "wire" });
+    for (let i = 0; i < 2; i++) {
+      const started = await tenant.startRun(wired.sessionId, "hi");
+      expect((await tenant.waitForRun(started.body.id, 30_000)).status).toBe("completed");
+    }
+    expect((await tenant.get("/v1/usage")).body.usage.tokensToday).toBe(1200);
+    const overTokens = await tenant.startRun(wired.sessionId, "hi");
+    expect(overTokens.status).toBe(429);
+    expect(overTokens.body.error.message).toMatch(/used 1200 model tokens today \(UTC\), its tokensPerDay quota is 1000/);
+    expect(Number(overTokens.headers.get("retry-after"))).toBeGreaterThan(0);
+    await patch({ tokensPerDay: null });
+
+    // storageBytes: file contents the tools kept count.
+    await patch({ storageBytes: 100 });
+    const writer = await tenant.newSession();
+    const wrote = await tenant.startRun(writer.sessionId, script([[{ tool: "write", args: { path: "big.txt", content: "x".repeat(200) } }], [{ text: "done" }]]));
+    expect((await tenant.waitForRun(wrote.body.id, 30_000)).status).toBe("completed");
+    expect((await tenant.get("/v1/usage")).body.usage.storageBytes).toBeGreaterThanOrEqual(200);
+    const overStorage = await tenant.startRun(writer.sessionId, script([[{ text: "more" }]]));
+    expect(overStorage.status).toBe(429);
+    expect(overStorage.body.error.message).toMatch(/its storageBytes quota is 100/);
+    await patch({ storageBytes: null });
+    expect((await tenant.startRun(writer.sessionId, script([[{ text: "again" }]]))).status).toBe(202);
+  }, 120_000);
+});
