@@ -54,7 +54,7 @@ export async function runsWaitingForSlot(tx: Database, tenantId: string, limit: 
   if (limit <= 0) return [];
   const { rows } = await tx.execute<{ id: string }>(sql`
     select r.${sql.identifier(runs.id.name)} as id from ${runs} r
-    join ${sessions} s on s.${sql.identifier(sessions.activeRunId.name)} = r.${sql.identifier(runs.id.name)}
+    join ${sessions} s on s.${sql.identifier(sessions.id.name)} = r.${sql.identifier(runs.sessionId.name)} and s.${sql.identifier(sessions.activeRunId.name)} = r.${sql.identifier(runs.id.name)}
     where r.${sql.identifier(runs.tenantId.name)} = ${tenantId} and r.${sql.identifier(runs.status.name)} = 'queued' and r.${sql.identifier(runs.ordinal.name)} is null
     order by r.${sql.identifier(runs.createdAt.name)}, r.${sql.identifier(runs.id.name)}
     limit ${limit}
@@ -68,7 +68,7 @@ export async function runsWaitingForSlot(tx: Database, tenantId: string, limit: 
 /** Tenants with runs waiting for a slot (the sweeper checks each has none free). */
 export async function tenantsWithWaitingRuns(pool: Queryable): Promise<string[]> {
   const { rows } = await pool.query<{ tenant_id: string }>(
-    `select distinct r.tenant_id from runs r join sessions s on s.active_run_id = r.id where r.status = 'queued' and r.ordinal is null limit 1000`,
+    `select distinct r.tenant_id from runs r join sessions s on s.id = r.session_id and s.active_run_id = r.id where r.status = 'queued' and r.ordinal is null limit 1000`,
   );
   return rows.map((row) => row.tenant_id);
 }
