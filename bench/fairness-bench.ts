@@ -97,6 +97,8 @@ let worker: WorkerRuntime | undefined;
 try {
   benchEnv = await createBenchEnv({ maxStepsPerRun: 10, concurrency });
   benchEnv.env.FOYA_QUOTA_ACTIVE_RUNS = String(activeRuns);
+  // One client makes every request here: the per-key rate limit (S10) is not what is measured.
+  benchEnv.env.FOYA_API_RATE_LIMIT = "1000000";
   const config = loadConfig(benchEnv.env);
   services = await createServices(config, { role: "bench" });
   const app = createApp(services);

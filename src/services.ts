@@ -10,6 +10,7 @@ import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { refusedHost } from "./net/address-guard.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
+import { createTenantLoad } from "./queue/tenant-load.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
 import { systemSearchPath } from "./sandbox/find-executable.js";
 import { createCallLayers, type CallLayerSupport } from "./sandbox/overlay/call-layers.js";
@@ -88,7 +89,9 @@ export async function createServices(config: Config, options: CreateServicesOpti
     createSubscriber: () => new Redis(config.redisUrl, redisOptions),
     prefix: config.queuePrefix,
   });
-  const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts });
+  // Jobs of a tenant with fewer working runs are served first (SPEC X5).
+  const load = createTenantLoad(db.pool, (error) => logger.warn({ err: error }, "reading tenants' load failed"));
+  const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts, load });
   const sandbox = sandboxFromConfig(config);
   const callLayers = createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath });
   const tooling = { identityMode: identityMode(config.toolUidBase), tenantSettings: createTenantSettingsCache(db.db), workspaceOwnership: createWorkspaceOwnership() };

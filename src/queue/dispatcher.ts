@@ -2,10 +2,13 @@ import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { NextJob, StepJobData, ToolBatchJobData } from "./job-types.js";
 import { jobIdFor, stepQueueName, toolQueueName } from "./job-types.js";
+import type { TenantLoad } from "./tenant-load.js";
 
 /** A run's next job, to be enqueued once the transaction that decided it has committed. */
 export interface DispatchRequest {
   runId: string;
+  /** The run's tenant: its load sets the job's priority (SPEC X5). */
+  tenantId: string;
   next: NextJob;
   redispatches: number;
 }
@@ -15,13 +18,13 @@ export interface Dispatcher {
   readonly toolQueue: Queue<ToolBatchJobData>;
   dispatch(requests: readonly DispatchRequest[]): Promise<void>;
   /** BullMQ's view of the job a request maps to: "waiting", "active", "completed", "unknown", ... */
-  jobState(request: DispatchRequest): Promise<string>;
+  jobState(request: Omit<DispatchRequest, "tenantId">): Promise<string>;
   /** The job's state and the worker processing it (BullMQ's `processedBy`, the worker's id), if any. */
-  jobHolder(request: DispatchRequest): Promise<{ state: string; processedBy: string | null }>;
+  jobHolder(request: Omit<DispatchRequest, "tenantId">): Promise<{ state: string; processedBy: string | null }>;
   close(): Promise<void>;
 }
 
-export function createDispatcher(options: { connection: Redis; prefix: string; stepAttempts: number }): Dispatcher {
+export function createDispatcher(options: { connection: Redis; prefix: string; stepAttempts: number; load?: TenantLoad }): Dispatcher {
   const queueOptions = { connection: options.connection, prefix: options.prefix };
   const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
   const toolQueue = new Queue<ToolBatchJobData>(toolQueueName, queueOptions);
@@ -51,9 +54,10 @@ export function createDispatcher(options: { connection: Redis; prefix: string; s
           };
           const jobId = jobIdFor(request.runId, request.next, request.redispatches);
           const attempts = request.next.kind === "step" ? options.stepAttempts : 3;
-          return request.next.kind === "step"
-            ? stepQueue.add("step", data, { ...common, jobId, attempts })
-            : toolQueue.add("batch", data, { ...common, jobId, attempts });
+          // Every job gets a priority (BullMQ serves jobs without one first, so all or none).
+          const priority = options.load?.priority(request.tenantId);
+          const jobOptions = { ...common, jobId, attempts, ...(priority === undefined ? {} : { priority }) };
+          return request.next.kind === "step" ? stepQueue.add("step", data, jobOptions) : toolQueue.add("batch", data, jobOptions);
         }),
       );
     },

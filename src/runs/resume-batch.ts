@@ -19,5 +19,5 @@ export async function resumeParkedBatch(
   if (run.status === "awaiting_approval") {
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running" } }]);
   }
-  fx.dispatch({ runId: run.id, next, redispatches: 0 });
+  fx.dispatch({ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 });
 }

@@ -31,7 +31,7 @@ export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "te
     { role: "user", text: run.input },
   );
   await effects.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_start", runId: run.id, ordinal } }]);
-  effects.dispatch({ runId: run.id, next, redispatches: 0 });
+  effects.dispatch({ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 });
   return ordinal;
 }
 

@@ -337,7 +337,8 @@ function identityPrefix(request: Pick<SandboxRequest, "identity" | "limits">, se
   }
   const setpriv = findExecutable("setpriv", searchPath);
   if (!setpriv) return { ok: false, reason: "setpriv (Debian package util-linux) is not installed on this worker; without it tools would run as root" };
-  return { ok: true, args: [setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, "--clear-groups", "--no-new-privs", "--", prlimit, ...rlimits, "--"] };
+  // --pdeathsig: the call dies with its worker from here on, before bwrap's own --die-with-parent is armed.
+  return { ok: true, args: [setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, "--clear-groups", "--no-new-privs", "--pdeathsig", "SIGKILL", "--", prlimit, ...rlimits, "--"] };
 }
 
 /**

@@ -139,7 +139,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       const events = await withRetry(() => commitStep(pool, run, step, result));
       committed = events !== null;
       if (events) {
-        await Promise.all([services.bus.publish(events), services.dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex }, redispatches: 0 }])]);
+        await Promise.all([services.bus.publish(events), services.dispatcher.dispatch([{ runId, tenantId: run.tenantId, next: { kind: "batch", stepIndex }, redispatches: 0 }])]);
       }
     } else {
       // The last step: the run ends with it, in the same transaction.
@@ -237,7 +237,7 @@ async function askAgain(
       ...pendingEvents.map((body) => ({ runId: run.id, step: stepRef, body })),
       { runId: run.id, step: stepRef, body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason: "empty_asked_again", toolCalls: 0 } },
     ]);
-    fx.dispatch({ runId: run.id, next: { kind: "step", stepIndex: step.index }, redispatches });
+    fx.dispatch({ runId: run.id, tenantId: run.tenantId, next: { kind: "step", stepIndex: step.index }, redispatches });
     return true;
   });
   return released ? { kind: "committed", detail: "asked again" } : { kind: "stale" };

@@ -61,7 +61,7 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
   }
   const redispatches = await redispatchLostJob(fx.tx, run);
   if (redispatches === undefined) return false;
-  fx.dispatch({ runId: run.id, next: run.nextJob, redispatches });
+  fx.dispatch({ runId: run.id, tenantId: run.tenantId, next: run.nextJob, redispatches });
   return true;
 }
 

@@ -357,7 +357,7 @@ async function commitCall(
     await published;
     return "committed";
   }
-  await Promise.all([published, services.dispatcher.dispatch([{ runId: run.id, next, redispatches: 0 }])]);
+  await Promise.all([published, services.dispatcher.dispatch([{ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 }])]);
   return "finished";
 }
 
@@ -378,7 +378,7 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
   }
   const next = await moveToNextStep(fx.tx, run, nextIndex);
   if (!next) throw new StaleWorkError();
-  fx.dispatch({ runId: run.id, next, redispatches: 0 });
+  fx.dispatch({ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 });
   return true;
 }
 

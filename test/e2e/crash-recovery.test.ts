@@ -19,7 +19,7 @@ async function start(role: "api" | "worker", extra: Record<string, string> = {})
 /** Ids of every job BullMQ holds for a run, in either queue. */
 async function jobIdsOf(runId: string): Promise<string[]> {
   const { stepQueue, toolQueue } = env.services.dispatcher;
-  const states = ["completed", "failed", "waiting", "active", "delayed"] as const;
+  const states = ["completed", "failed", "waiting", "prioritized", "active", "delayed"] as const;
   const jobs = [...(await stepQueue.getJobs([...states])), ...(await toolQueue.getJobs([...states]))];
   return jobs.filter((job) => job?.data.runId === runId).map((job) => job.id as string);
 }
@@ -233,7 +233,7 @@ describe("crash recovery", () => {
       await dispatcher.toolQueue.add("batch", { runId, stepIndex: 0 }, { jobId: `dup-batch-${runId}-${copy}` });
     }
     // The original ids again: BullMQ refuses them while kept.
-    await dispatcher.dispatch([{ runId, next: { kind: "batch", stepIndex: 0 }, redispatches: 0 }]);
+    await dispatcher.dispatch([{ runId, tenantId: client.tenantId!, next: { kind: "batch", stepIndex: 0 }, redispatches: 0 }]);
     const done = await client.waitForRun(runId, 30_000);
     expect(done.status).toBe("completed");
 

@@ -194,7 +194,7 @@ describe("sandbox layout", () => {
     const line = [plan.file, ...plan.args].join(" ");
     if (process.getuid?.() === 0) {
       expect(plan.file).toMatch(/\/setpriv$/);
-      expect(line).toContain(`--reuid=${testIdentity.uid} --regid=${testIdentity.gid} --clear-groups --no-new-privs --`);
+      expect(line).toContain(`--reuid=${testIdentity.uid} --regid=${testIdentity.gid} --clear-groups --no-new-privs --pdeathsig SIGKILL --`);
     }
     expect(line).toMatch(/\/prlimit --as=1073741824 --nproc=64 --fsize=1048576 --core=0 --cpu=30:31 -- \S+\/bwrap /);
     expect(line).toContain(`--size ${1 << 25} --tmpfs /tmp`);

@@ -1,0 +1,46 @@
+import type pg from "pg";
+
+/**
+ * How many runs each tenant has working (admitted, queued for a worker or running), as a
+ * BullMQ job priority (SPEC X5): a job of a tenant with fewer working runs is served before
+ * the jobs of a tenant with more, whatever their order in the queue. A tenant alone still
+ * gets every worker slot (all its jobs share one priority, served in order), and a newcomer's
+ * job jumps a flood's. Read at most twice a second per process, for every tenant in one
+ * statement; a job's priority is as fresh as that, which is all fairness needs.
+ */
+export interface TenantLoad {
+  /** BullMQ priority for a job of the tenant: 1 + its working runs (lower is served first). */
+  priority(tenantId: string): number;
+}
+
+const refreshMs = 500;
+/** BullMQ's largest priority. */
+const maxPriority = 2_097_152;
+
+export function createTenantLoad(pool: pg.Pool, onError: (error: unknown) => void): TenantLoad {
+  let counts = new Map<string, number>();
+  let readAt = 0;
+  let reading = false;
+  const refresh = () => {
+    if (reading || Date.now() - readAt < refreshMs) return;
+    reading = true;
+    readAt = Date.now();
+    pool
+      .query<{ tenant_id: string; working: number }>(
+        "select tenant_id, count(*)::int as working from runs where status in ('queued', 'running') and ordinal is not null group by tenant_id",
+      )
+      .then(({ rows }) => {
+        counts = new Map(rows.map((row) => [row.tenant_id, row.working]));
+      })
+      .catch(onError)
+      .finally(() => {
+        reading = false;
+      });
+  };
+  return {
+    priority(tenantId) {
+      refresh();
+      return Math.min(maxPriority, 1 + (counts.get(tenantId) ?? 0));
+    },
+  };
+}
