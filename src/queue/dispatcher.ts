@@ -17,9 +17,7 @@ export interface Dispatcher {
   readonly stepQueue: Queue<StepJobData>;
   readonly toolQueue: Queue<ToolBatchJobData>;
   dispatch(requests: readonly DispatchRequest[]): Promise<void>;
-  /** BullMQ's view of the job a request maps to: "waiting", "active", "completed", "unknown", ... */
-  jobState(request: Omit<DispatchRequest, "tenantId">): Promise<string>;
-  /** The job's state and the worker processing it (BullMQ's `processedBy`, the worker's id), if any. */
+  /** BullMQ's view of the job a request maps to ("waiting", "prioritized", "active", "completed", "unknown", ...) and the worker processing it (`processedBy`, the worker's id), if any. */
   jobHolder(request: Omit<DispatchRequest, "tenantId">): Promise<{ state: string; processedBy: string | null }>;
   close(): Promise<void>;
 }
@@ -60,9 +58,6 @@ export function createDispatcher(options: { connection: Redis; prefix: string; s
           return request.next.kind === "step" ? stepQueue.add("step", data, jobOptions) : toolQueue.add("batch", data, jobOptions);
         }),
       );
-    },
-    jobState(request) {
-      return queueFor(request.next).getJobState(jobIdFor(request.runId, request.next, request.redispatches));
     },
     async jobHolder(request) {
       const job = await queueFor(request.next).getJob(jobIdFor(request.runId, request.next, request.redispatches));
