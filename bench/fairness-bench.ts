@@ -13,15 +13,13 @@
  * BENCH_FAIR_A_RUNS (500), BENCH_FAIR_B_INTERVAL_MS (250: more samples than one a second),
  * BENCH_FAIR_CONCURRENCY (16 step and 16 tool slots), BENCH_FAIR_ACTIVE_RUNS (16, A's and B's quota).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createApp } from "../src/api/app.js";
 import type { App } from "../src/api/app-env.js";
 import { loadConfig } from "../src/config.js";
 import { createServices, type Services } from "../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../src/worker/worker-runtime.js";
 import { createBenchEnv, type BenchEnv } from "./support/bench-env.js";
+import { apiCall, startRunInNewSession, waitForRuns, writeBenchResult } from "./support/in-process-api.js";
 import { envInt } from "./support/env-int.js";
 import { distribution, round, type Distribution } from "./support/stats.js";
 
@@ -33,14 +31,6 @@ const script = (steps: unknown[][]) => JSON.stringify({ script: steps });
 const aInput = script([[{ tool: "marker_sleep", args: { marker: "a", sleepMs: 50 } }], [{ text: "done" }]]);
 const bInput = script([[{ tool: "marker_sleep", args: { marker: "b", sleepMs: 50 } }], [{ text: "done" }]]);
 
-async function call<T>(app: App, key: string, method: string, route: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) };
-  const response = await app.request(route, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${route} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
-
 interface Tenant {
   id: string;
   key: string;
@@ -48,29 +38,14 @@ interface Tenant {
 }
 
 async function tenant(app: App, admin: string, name: string): Promise<Tenant> {
-  const created = await call<{ apiKey: string; tenant: { id: string } }>(app, admin, "POST", "/v1/tenants", { name });
-  await call(app, admin, "PATCH", `/v1/tenants/${created.tenant.id}`, { fullAccess: true });
-  const project = await call<{ id: string }>(app, created.apiKey, "POST", "/v1/projects", { name });
+  const created = await apiCall<{ apiKey: string; tenant: { id: string } }>(app, admin, "POST", "/v1/tenants", { name });
+  await apiCall(app, admin, "PATCH", `/v1/tenants/${created.tenant.id}`, { fullAccess: true });
+  const project = await apiCall<{ id: string }>(app, created.apiKey, "POST", "/v1/projects", { name });
   return { id: created.tenant.id, key: created.apiKey, projectId: project.id };
 }
 
-async function startRun(app: App, owner: Tenant, input: string): Promise<string> {
-  const session = await call<{ id: string }>(app, owner.key, "POST", "/v1/sessions", { projectId: owner.projectId, approvalMode: "full_access" });
-  return (await call<{ id: string }>(app, owner.key, "POST", `/v1/sessions/${session.id}/runs`, { input })).id;
-}
-
-/** Waits until every run completed; answers each one's latency (created to ended) in ms. */
-async function waitForAll(services: Services, runIds: readonly string[]): Promise<number[]> {
-  for (;;) {
-    const { rows } = await services.db.pool.query<{ status: string; ms: number }>(
-      "select status, extract(epoch from (ended_at - created_at)) * 1000 as ms from runs where id = any($1)",
-      [runIds],
-    );
-    if (rows.some((row) => ["failed", "interrupted", "cancelled"].includes(row.status))) throw new Error("a run did not complete");
-    if (rows.length === runIds.length && rows.every((row) => row.status === "completed")) return rows.map((row) => Number(row.ms));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const startRun = (app: App, owner: Tenant, input: string) => startRunInNewSession(app, owner.key, owner.projectId, input);
+const waitForAll = (services: Services, runIds: readonly string[]) => waitForRuns(services, runIds, 20);
 
 /** A's flood, optionally with B's steady runs beside it until the flood is done. */
 async function flood(app: App, services: Services, a: Tenant, b: Tenant | null): Promise<{ aRunsPerSecond: number; bLatencies: number[] }> {
@@ -119,7 +94,7 @@ try {
   const alone = await flood(app, live, a, null);
   const fair = await flood(app, live, a, b);
   // The same flood with A's admission lifted: every run goes straight into the shared FIFO queues.
-  await call(app, admin, "PATCH", `/v1/tenants/${a.id}`, { quotas: { activeRuns: 100_000 } });
+  await apiCall(app, admin, "PATCH", `/v1/tenants/${a.id}`, { quotas: { activeRuns: 100_000 } });
   const fifo = await flood(app, live, a, b);
 
   const d = (values: number[]): Distribution => distribution(values);
@@ -140,9 +115,7 @@ try {
   console.log(`  B latency, during A's flood          p50 ${report.bLatencyMs.duringFloodFair.p50} ms, p99 ${report.bLatencyMs.duringFloodFair.p99} ms (${fairD.count} runs): p99 ${report.bP99VersusIdle.fair}× idle`);
   console.log(`  B latency, same flood, plain FIFO    p50 ${report.bLatencyMs.duringFloodFifo.p50} ms, p99 ${report.bLatencyMs.duringFloodFifo.p99} ms (${fifoD.count} runs): p99 ${report.bP99VersusIdle.fifo}× idle`);
   console.log(`  A throughput: alone ${report.aRunsPerSecond.alone} runs/s, with B ${report.aRunsPerSecond.withB} runs/s (${report.aThroughputVersusAlone}×), FIFO with B ${report.aRunsPerSecond.withBFifo} runs/s`);
-  const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
-  mkdirSync(results, { recursive: true });
-  writeFileSync(path.join(results, "fairness.json"), `${JSON.stringify(report, null, 2)}\n`);
+  writeBenchResult("fairness", report);
 } finally {
   await worker?.close();
   await services?.close();

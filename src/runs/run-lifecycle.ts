@@ -6,7 +6,7 @@ import { insertMessage } from "../store/messages.js";
 import { finishRun, lockRun, placeRun, releaseSessionSlot, type RunRow } from "../store/runs.js";
 import { closeStreamingStep } from "../store/steps.js";
 import { answerCall, lockOpenCalls } from "../store/tool-calls.js";
-import { activeRunsQuota, countWorkingRuns, holdSessionSlot, runsWaitingForSlot } from "../store/tenant-admission.js";
+import { freeRunSlots, holdSessionSlot, runsWaitingForSlot } from "../store/tenant-admission.js";
 import type { Effects } from "../store/transact.js";
 
 /**
@@ -72,17 +72,14 @@ async function releaseSession(effects: Effects, run: Pick<RunRow, "tenantId" | "
  * one of its tenant's runs to end or park. Answers its ordinal, or null while it waits.
  */
 export async function admitOrHold(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number | null> {
-  const quota = await activeRunsQuota(effects.tx, run.tenantId, effects.quotas.activeRuns);
-  if ((await countWorkingRuns(effects.tx, run.tenantId)) < quota) return activateRun(effects, run);
+  if ((await freeRunSlots(effects.tx, run.tenantId, effects.quotas.activeRuns)) > 0) return activateRun(effects, run);
   await holdSessionSlot(effects.tx, run);
   return null;
 }
 
 /** Gives the tenant's free slots to its runs waiting for one, oldest first (SPEC X5). */
 export async function admitWaitingRuns(effects: Effects, tenantId: string): Promise<number> {
-  const quota = await activeRunsQuota(effects.tx, tenantId, effects.quotas.activeRuns);
-  const free = quota - (await countWorkingRuns(effects.tx, tenantId));
-  const admitted = await runsWaitingForSlot(effects.tx, tenantId, free);
+  const admitted = await runsWaitingForSlot(effects.tx, tenantId, await freeRunSlots(effects.tx, tenantId, effects.quotas.activeRuns));
   for (const run of admitted) await activateRun(effects, run);
   return admitted.length;
 }

@@ -18,11 +18,13 @@ import type { Queryable } from "./sql-text.js";
  * run's and session's locks, and fairness does not need the exact number.
  */
 
-/** The tenant's `activeRuns` quota: its own override, else the deployment's. */
-export async function activeRunsQuota(tx: Database, tenantId: string, deploymentDefault: number): Promise<number> {
-  const { rows } = await tx.execute<{ quota: number | null }>(sql`
-    select (${tenants.quotas} ->> 'activeRuns')::int as quota from ${tenants} where ${tenants.id} = ${tenantId}`);
-  return rows[0]?.quota ?? deploymentDefault;
+/** The tenant's free slots: its `activeRuns` quota (its own override, else the deployment's) less its working runs, in one statement. */
+export async function freeRunSlots(tx: Database, tenantId: string, deploymentQuota: number): Promise<number> {
+  const { rows } = await tx.execute<{ free: number }>(sql`
+    select coalesce((select (${tenants.quotas} ->> 'activeRuns')::int from ${tenants} where ${tenants.id} = ${tenantId}), ${deploymentQuota})
+      - (select count(*)::int from ${runs}
+         where ${runs.tenantId} = ${tenantId} and ${runs.status} in ('queued', 'running') and ${runs.ordinal} is not null) as free`);
+  return rows[0]?.free ?? 0;
 }
 
 /** The tenant's admitted runs that hold or wait for a worker now. */

@@ -2,27 +2,21 @@ import { chown, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiClient, script, waitFor } from "../helpers/api-client.js";
-import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
+import { processGroup } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 // A layered bash call (SPEC X7) whose worker process is SIGKILLed mid-command: its own env, so no other worker takes the call.
 let env: TestEnv;
 let client: ApiClient;
-const processes: FoyaProcess[] = [];
-
-async function start(role: "api" | "worker"): Promise<FoyaProcess> {
-  const child = await startFoyaProcess(role, env.env);
-  processes.push(child);
-  return child;
-}
+const processes = processGroup();
+const start = (role: "api" | "worker") => processes.start(role, env.env);
 
 beforeAll(async () => {
   env = await createTestEnv();
   client = await env.newTenant();
 });
 afterAll(async () => {
-  for (const child of processes) child.kill("SIGKILL");
-  await Promise.all(processes.map((child) => child.exited));
+  await processes.killAll();
   await env?.close();
 });
 

@@ -249,7 +249,7 @@ export async function planLayer(input: {
       continue;
     }
     const before = change.before.from === "workspace" ? await readWorkspaceFile(folders, change.components) : ({ kind: "absent" } as const);
-    const after = change.after ? await readUpperFile(change.after.hostPath) : ({ kind: "absent" } as const);
+    const after = change.after ? await readPlain(change.after.hostPath) : ({ kind: "absent" } as const);
     if (before === null || after === null) {
       unrecorded(change);
       continue;
@@ -270,10 +270,6 @@ async function readWorkspaceFile(folders: StrictFolders, components: readonly st
   const fd = folders.folder(components.slice(0, -1));
   if (fd === null) return null;
   return readPlain(viaDescriptor(fd, components[components.length - 1] as string));
-}
-
-function readUpperFile(hostPath: string): Promise<FileSnapshot | null> {
-  return readPlain(hostPath);
 }
 
 /** Up to this size a file is read synchronously: a few local syscalls cost less than trips through libuv's thread pool. */
