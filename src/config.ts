@@ -61,8 +61,12 @@ const positiveIntFromEnv = (fallback: number) => z.coerce.number().int().positiv
  * this many (the identity column's maximum), so the whole range must fit below the largest uid.
  */
 const toolUidSlotCount = 100_000_000;
-/** 2^32 - 1 is (uid_t)-1, "no uid" to the kernel; every tool uid must stay below it. */
-const largestUidPlusOne = 2 ** 32 - 1;
+/**
+ * Every tool uid must stay below 2^31: bubblewrap cannot map a larger uid into the sandbox's user
+ * namespace ("setting up uid map: Invalid argument", measured with bwrap 0.8 on this host), and
+ * 2^32 - 1 is (uid_t)-1, "no uid" to the kernel, anyway.
+ */
+const largestUidPlusOne = 2 ** 31;
 /** Below this are the host's own system and login accounts. */
 const smallestToolUidBase = 1000;
 
@@ -263,7 +267,7 @@ export interface Config {
   /**
    * Tenant n (its `tenants.tool_uid_slot`) runs its tool processes as host uid and gid
    * `toolUidBase + n` (SPEC S7): never root, never another tenant's. At least 1000, and
-   * `toolUidBase + 100,000,000` stays below 2^32 - 1.
+   * `toolUidBase + 100,000,000` stays below 2^31 (what bubblewrap can map).
    */
   readonly toolUidBase: number;
   /** Per-call process limits of every tenant (SPEC S7); an operator may override them per tenant. */

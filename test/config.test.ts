@@ -33,11 +33,11 @@ describe("configuration", () => {
     expect(() => loadConfig({ FOYA_ALLOW_FULL_ACCESS: "yes" })).toThrow(/invalid configuration.*FOYA_ALLOW_FULL_ACCESS/s);
   });
 
-  it("S7: tenant tool uids start at FOYA_TOOL_UID_BASE, which keeps clear of system accounts and of uid 2^32 - 1", () => {
+  it("S7: tenant tool uids start at FOYA_TOOL_UID_BASE, which keeps clear of system accounts and below the 2^31 bubblewrap can map", () => {
     expect(loadConfig({}).toolUidBase).toBe(1_000_000_000);
     expect(loadConfig({ FOYA_TOOL_UID_BASE: "1000" }).toolUidBase).toBe(1000);
-    expect(loadConfig({ FOYA_TOOL_UID_BASE: String(2 ** 32 - 2 - 100_000_000) }).toolUidBase).toBe(2 ** 32 - 2 - 100_000_000);
-    for (const invalid of ["999", "0", String(2 ** 32 - 1 - 100_000_000), String(2 ** 32), "-5", "1.5", "many"]) {
+    expect(loadConfig({ FOYA_TOOL_UID_BASE: String(2 ** 31 - 1 - 100_000_000) }).toolUidBase).toBe(2 ** 31 - 1 - 100_000_000);
+    for (const invalid of ["999", "0", String(2 ** 31 - 100_000_000), String(2 ** 32 - 2 - 100_000_000), String(2 ** 32), "-5", "1.5", "many"]) {
       expect(() => loadConfig({ FOYA_TOOL_UID_BASE: invalid }), invalid).toThrow(/invalid configuration.*FOYA_TOOL_UID_BASE/s);
     }
   });

@@ -81,7 +81,7 @@ describe("requests", () => {
     const body = (await ready.json()) as { details: { confinement: Record<string, string> } };
     expect(body).toMatchObject({ status: "ok", checks: { postgres: "ok", redis: "ok" } });
     const { confinement } = body.details;
-    expect(confinement.identity).toMatch(process.getuid?.() === 0 ? /^per-tenant uids from 1000000001/ : /^the service's own uid/);
+    expect(confinement.identity).toMatch(process.getuid?.() === 0 ? new RegExp(`^per-tenant uids from ${env.config.toolUidBase + 1}`) : /^the service's own uid/);
     expect(confinement.limits).toMatch(/^rlimits per process \(memory 4294967296 bytes of address space, 512 processes per tenant uid/);
     expect(confinement.limits).toMatch(/cgroup v2: not used \(/);
     expect(confinement.sandbox).toMatch(/^bubblewrap at \//);

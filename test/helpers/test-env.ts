@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -74,6 +74,9 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     // The deployment allows Full Access; each tenant still needs the grant (newTenant's fullAccess).
     FOYA_ALLOW_FULL_ACCESS: "true",
     FOYA_TOOL_MODULES: testToolsModule,
+    // Every test database numbers its tenants from slot 1, and test files run side by side on one
+    // host: a base of its own keeps one file's tool uids (and what a test finds running as them) its own.
+    FOYA_TOOL_UID_BASE: String(1_100_000_000 + randomInt(0, 900_000) * 1000),
     FOYA_LEASE_MS: "2000",
     FOYA_STALLED_INTERVAL_MS: "1000",
     FOYA_SWEEP_INTERVAL_MS: "300",
