@@ -82,6 +82,9 @@ export const QuotasSchema = z
     queuedRuns: z.number().int().positive().openapi({ description: "Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After." }),
     tokensPerDay: z.number().int().nonnegative().openapi({ description: "Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC." }),
     storageBytes: z.number().int().nonnegative().openapi({ description: "Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429." }),
+    toolCalls: z.number().int().nonnegative().openapi({
+      description: "Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot.",
+    }),
   })
   .strict()
   .openapi("Quotas");
@@ -113,6 +116,7 @@ export const TenantUpdateSchema = z
         queuedRuns: quotas.queuedRuns.nullable().optional(),
         tokensPerDay: quotas.tokensPerDay.nullable().optional(),
         storageBytes: quotas.storageBytes.nullable().optional(),
+        toolCalls: quotas.toolCalls.nullable().optional(),
       })
       .strict()
       .nullable()

@@ -85,7 +85,8 @@ type HistoryRow = [HistoryMessage, number, number, MessagePosition["part"], numb
  * for the step's calls, read in the claim so a policy applies from the next claim on (S1).
  * On the batch's first claim (no `resume`), the calls the step's commit pre-granted (its first
  * group) are marked `running` in the same statement, with their `tool_update` events, unless
- * a call of the step is already running (a redelivery after a crash: the batch is interrupted).
+ * a call of the step is already running (a redelivery after a crash: the batch is interrupted)
+ * or $6 is false (the tenant's calls take slots of its `toolCalls` quota one by one, SPEC X5).
  */
 const claimBatchStatement = statement<
   RunRow & {
@@ -108,7 +109,7 @@ const claimBatchStatement = statement<
        ${col(toolCalls.startedAt)} = now()
      from claimed c, step_row s
      where tc.${col(toolCalls.stepId)} = s.id and tc.${col(toolCalls.preGrant)} is not null
-       and tc.${col(toolCalls.status)} in (${literals(toolCallStatusesLeadingTo("running"))}) and ($4::jsonb ->> 'resume') is null
+       and tc.${col(toolCalls.status)} in (${literals(toolCallStatusesLeadingTo("running"))}) and ($4::jsonb ->> 'resume') is null and $6::boolean
        and not exists (select 1 from ${tbl(toolCalls)} r where r.${col(toolCalls.stepId)} = s.id and r.${col(toolCalls.status)} = 'running' and r.${col(toolCalls.childRunId)} is null)
      returning tc.${col(toolCalls.id)} as id, tc.${col(toolCalls.callId)} as call_id, tc.${col(toolCalls.callIndex)} as call_index
    ),
@@ -211,8 +212,8 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
   });
 }
 
-export async function claimBatch(on: Queryable, request: ClaimRequest): Promise<Claim<BatchClaim>> {
-  const [row] = await run(on, claimBatchStatement, claimValues(request));
+export async function claimBatch(on: Queryable, request: ClaimRequest & { startPreGranted: boolean }): Promise<Claim<BatchClaim>> {
+  const [row] = await run(on, claimBatchStatement, [...claimValues(request), request.startPreGranted]);
   if (!row) return explainMissedClaim(on, request);
   const { stepAttempt, stepTools, calls, tenantPolicy, projectPolicy, decided, startedIds, last_seq, appended_at, ...claimed } = row;
   const started = new Set(startedIds);

@@ -59,12 +59,14 @@ const openList = literals(openToolCallStatuses);
  * Guard: every call still `queued` (the statuses leading to `running`), and the batch's fence with the run running.
  * All or none: a partial mark would report calls as "may have partly run" that never started.
  * Params: $1 call ids, $2 fence, $3 owner, $4 run, $5 session, $6 tenant, $7 events.
+ * `started_at` is the clock when the call is marked, not when its transaction began: a mark that
+ * waited for its tenant's call slots (SPEC X5) starts after the call whose slot it took ended.
  * Result: how many were marked, and their `tool_update` events.
  */
 const markRunningStatement = statement<{ marked: number } & AppendedRow>(
   "mark_calls_running",
   `with marked as (
-     update ${tbl(toolCalls)} set ${C.status} = 'running', ${C.execFence} = $2, ${C.executedBy} = $3, ${C.startedAt} = now()
+     update ${tbl(toolCalls)} set ${C.status} = 'running', ${C.execFence} = $2, ${C.executedBy} = $3, ${C.startedAt} = clock_timestamp()
      where ${C.id} = any($1::text[]) and ${C.status} in (${literals(toolCallStatusesLeadingTo("running"))})
        and exists (select 1 from ${tbl(runs)} where ${R.id} = $4 and ${R.fence} = $2 and ${R.status} = 'running')
        and (select count(*) from ${tbl(toolCalls)} where ${C.id} = any($1::text[]) and ${C.status} in (${literals(toolCallStatusesLeadingTo("running"))}))

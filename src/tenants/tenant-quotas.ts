@@ -17,9 +17,15 @@ export interface TenantQuotas {
   tokensPerDay: number;
   /** Bytes of file-change contents and artifacts kept; 0: no limit. Over it, new runs are refused. */
   storageBytes: number;
+  /**
+   * Tool calls running at once across every worker (a call waiting on its sub-agent holds no
+   * process and is not counted); 0: no limit beyond five per run (P3) times `activeRuns`. A
+   * batch starts only while the tenant is under it, and each call takes a slot as it starts.
+   */
+  toolCalls: number;
 }
 
-export const quotaNames = ["activeRuns", "queuedRuns", "tokensPerDay", "storageBytes"] as const satisfies ReadonlyArray<keyof TenantQuotas>;
+export const quotaNames = ["activeRuns", "queuedRuns", "tokensPerDay", "storageBytes", "toolCalls"] as const satisfies ReadonlyArray<keyof TenantQuotas>;
 
 export function mergeQuotas(defaults: TenantQuotas, overrides: Readonly<Partial<TenantQuotas>>): TenantQuotas {
   const merged = { ...defaults };

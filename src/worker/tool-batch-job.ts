@@ -8,7 +8,8 @@ import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
 import { addActivatedTools, claimBatch, countInterruption, gateRules, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
 import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
-import type { Queryable } from "../store/sql-text.js";
+import { runningCallsOf, takeCallSlots } from "../store/tool-call-slots.js";
+import { effectiveQuotas } from "../tenants/tenant-settings.js";
 import type { Services } from "../services.js";
 import type { StoredToolResult, ToolContext } from "../tools/tool.js";
 import { newId } from "../ids.js";
@@ -44,11 +45,21 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   const next: NextJob = { kind: "batch", stepIndex, ...(job.data.resume !== undefined ? { resume: job.data.resume } : {}) };
   const owner = `${context.workerId}/${job.id}`;
   const tools = await toolsOfRun(context, runId);
+  const { pool } = services.db;
+
+  // A tenant at its `toolCalls` quota starts no batch: the job waits outside the worker, so
+  // one tenant's calls never hold worker slots other tenants' jobs could use (SPEC X5).
+  const callQuota = await toolCallQuota(context, runId);
+  if (callQuota.limit > 0 && (await runningCallsOf(pool, callQuota.tenantId)) >= callQuota.limit) {
+    await job.moveToDelayed(Date.now() + callSlotRetryMs(), token);
+    throw new DelayedError();
+  }
 
   // The claim is one statement that also reads the calls and the rules they are judged by;
   // writes of the gate (rare) and the running marks follow as fenced statements of their own.
-  const { pool } = services.db;
-  const claim = await withRetry(() => claimBatch(pool, { runId, stepIndex, next, owner, leaseMs: services.config.leaseMs }));
+  const claim = await withRetry(() =>
+    claimBatch(pool, { runId, stepIndex, next, owner, leaseMs: services.config.leaseMs, startPreGranted: callQuota.limit === 0 }),
+  );
   if (claim.kind === "busy") {
     await job.moveToDelayed(Date.now() + claim.retryInMs, token);
     throw new DelayedError();
@@ -64,7 +75,15 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   }
   const stepRef: StepRef = { index: stepIndex, attempt: extra.stepAttempt };
   const { session, project } = await context.sessionContexts.get(services.db.db, run.sessionId);
-  const batch: BatchScope = { run, stepRef, approvalMode: session.approvalMode, projectId: project.id, workspaceDir: project.workspacePath, tools };
+  const batch: BatchScope = {
+    run,
+    stepRef,
+    approvalMode: session.approvalMode,
+    projectId: project.id,
+    workspaceDir: project.workspacePath,
+    tools,
+    callQuota: callQuota.limit,
+  };
   const stepTools = extra.stepTools;
 
   leases.hold(owner);
@@ -82,13 +101,17 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
     );
     if (claimedPlan === null) return { kind: "stale" };
     let plan = claimedPlan;
+    // The calls this attempt has marked running; any other call of a group takes its slot as it starts.
+    const started = new Set(preStarted.map((call) => call.id));
     if (preStarted.length > 0) {
       // The claim started the first group (a whole lane of at most five calls); the rest follows it in model order.
       const grants = new Map(plan.grants);
       for (const call of preStarted) grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: call.preGrant?.network ?? false });
       plan = { ...plan, groups: [preStarted, ...plan.groups], grants };
-    } else if (plan.groups[0] && !(await markRunning(services, pool, run, startingWindow(plan.groups[0]), owner, stepRef))) {
-      return { kind: "stale" };
+    } else if (plan.groups[0]) {
+      const marked = await markRunning(services, batch, startingWindow(plan.groups[0]), owner);
+      if (marked === null) return { kind: "stale" };
+      for (const call of marked) started.add(call.id);
     }
     const provider = services.providers.get(session.providerProfile);
     const environment = await batchToolEnvironment(services, { tenantId: run.tenantId, approvalMode: session.approvalMode, workspacePath: project.workspacePath });
@@ -158,23 +181,21 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         // A call is marked running when its tool starts, never before (D3): the group's first
         // window of calls together, each later call as a slot frees up. A crash then reports
         // "may have partly run" only for calls that did start; the rest are "not run".
-        const window = startingWindow(group);
         if (groupIndex > 0) {
-          const marked = await markRunning(services, pool, run, window, owner, stepRef);
-          if (!marked) {
+          const marked = await markRunning(services, batch, startingWindow(group), owner);
+          if (marked === null) {
             stale = true;
             break;
           }
+          for (const call of marked) started.add(call.id);
         }
-        const markedNow = new Set(window.map((call) => call.id));
         await runWithLimit(group, maxParallelCalls, async (call) => {
           if (stale) return;
-          if (!markedNow.has(call.id)) {
-            const marked = await markRunning(services, pool, run, [call], owner, stepRef);
-            if (!marked) {
-              stale = true;
-              return;
-            }
+          if (!started.has(call.id)) {
+            const marked = await startWhenSlotFree(services, batch, call, owner, controller.signal);
+            if (marked === "stale") stale = true;
+            if (marked !== "started") return;
+            started.add(call.id);
           }
           const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
           const executed = await tools.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
@@ -199,6 +220,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       if (settled.kind === "closed") return { kind: "committed", detail: "batch done" };
       if (settled.kind === "parked") return { kind: "committed", detail: "parked: waiting for approval or sub-agents" };
       plan = settled.plan;
+      for (const id of settled.started) started.add(id);
     }
   } finally {
     aborts.unregister(runId, controller);
@@ -214,6 +236,8 @@ interface BatchScope {
   projectId: string;
   workspaceDir: string;
   tools: ScopedTools;
+  /** The tenant's `toolCalls` quota (SPEC X5); 0: no limit. */
+  callQuota: number;
 }
 
 interface RunnablePlan {
@@ -260,7 +284,7 @@ async function planRunnable(
   }
   return { groups, grants, waitsForApproval: open.some(waitsForApproval) };
 }
-type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan };
+type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan; started: ReadonlySet<string> };
 
 /**
  * After this attempt's groups: skips what an end-of-batch signal left (P6),
@@ -280,10 +304,8 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
   const plan = await planRunnable(services, batch, open, rules, (writes) => applyGateWrites(fx, batch, writes));
   if (!plan) throw new StaleWorkError();
   if (plan.groups[0]) {
-    const events = await markCallsRunning(fx.pg, run, startingWindow(plan.groups[0]), owner, stepRef);
-    if (!events) throw new StaleWorkError();
-    fx.track(events);
-    return { kind: "more", plan };
+    const marked = await markWithinQuota(fx, batch, startingWindow(plan.groups[0]), owner);
+    return { kind: "more", plan, started: new Set(marked.map((call) => call.id)) };
   }
   if (await closeBatchIfDone(fx, services, run, stepRef.index)) return { kind: "closed" };
   // Waiting for a human shows as `awaiting_approval`; waiting only for sub-agents, the run is still `running` (they work for it).
@@ -309,12 +331,76 @@ function startingWindow(group: readonly CallRow[]): CallRow[] {
   return group.slice(0, maxParallelCalls);
 }
 
-/** Marks calls `running` before their tools start, under the batch's fence, and announces it. False when the batch was taken over. */
-async function markRunning(services: Services, on: Queryable, run: ClaimedRun, calls: readonly CallRow[], owner: string, stepRef: StepRef): Promise<boolean> {
-  const events = await withRetry(() => markCallsRunning(on, run, calls, owner, stepRef));
-  if (!events) return false;
-  await services.bus.publish(events);
-  return true;
+/**
+ * Marks calls `running` before their tools start, under the batch's fence, and announces it:
+ * all of them, or under a `toolCalls` quota as many as the tenant has slots for (the first
+ * ones, in model order). Null when the batch was taken over.
+ */
+async function markRunning(services: Services, batch: BatchScope, calls: readonly CallRow[], owner: string): Promise<readonly CallRow[] | null> {
+  const { run, stepRef } = batch;
+  if (batch.callQuota === 0) {
+    const events = await withRetry(() => markCallsRunning(services.db.pool, run, calls, owner, stepRef));
+    if (!events) return null;
+    await services.bus.publish(events);
+    return calls;
+  }
+  return transactFenced(services, (fx) => markWithinQuota(fx, batch, calls, owner));
+}
+
+/** Inside a transaction: marks as many of `calls` as the tenant's quota lets start now. Stale when the batch was taken over. */
+async function markWithinQuota(fx: Effects, batch: BatchScope, calls: readonly CallRow[], owner: string): Promise<readonly CallRow[]> {
+  const { run, stepRef } = batch;
+  const free = batch.callQuota === 0 ? calls.length : await takeCallSlots(fx.pg, run.tenantId, batch.callQuota, calls.length);
+  if (free === 0) return [];
+  const chosen = calls.slice(0, free);
+  const events = await markCallsRunning(fx.pg, run, chosen, owner, stepRef);
+  if (!events) throw new StaleWorkError();
+  fx.track(events);
+  return chosen;
+}
+
+/**
+ * Marks one call `running` once the tenant has a free slot, waiting (still `queued`) while its
+ * other calls hold them all. Only a batch whose earlier calls started waits here: a batch whose
+ * tenant was at its quota never started (`processToolBatchJob` delays it), so the waiting
+ * batches of a tenant are at most its quota.
+ */
+async function startWhenSlotFree(services: Services, batch: BatchScope, call: CallRow, owner: string, signal: AbortSignal): Promise<"started" | "stale" | "cancelled"> {
+  for (;;) {
+    const marked = await markRunning(services, batch, [call], owner);
+    if (marked === null) return "stale";
+    if (marked.length > 0) return "started";
+    if (!(await sleepUnlessAborted(callSlotRetryMs(), signal))) return "cancelled";
+  }
+}
+
+/** A busy tenant's jobs and calls look again after about a fifth of a second, spread so they do not all look at once. */
+function callSlotRetryMs(): number {
+  return 150 + Math.floor(Math.random() * 100);
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** The tenant's `toolCalls` quota for a run's batches; 0 (no limit) for a run that is gone (its claim then finds it gone). */
+async function toolCallQuota(context: JobContext, runId: string): Promise<{ tenantId: string; limit: number }> {
+  const { services } = context;
+  const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
+  if (!scope) return { tenantId: "", limit: 0 };
+  const settings = await services.tenantSettings.get(scope.tenantId);
+  return { tenantId: scope.tenantId, limit: effectiveQuotas(services.config, settings).toolCalls };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readMarkers } from "../fixtures/test-tools.js";
 import { script, waitFor } from "../helpers/api-client.js";
 import { finishChunk, sseScript, startOpenAIWireServer, textChunk, usageChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
@@ -120,5 +121,55 @@ describe("fair scheduling", () => {
     expect(overStorage.body.error.message).toMatch(/its storageBytes quota is 100/);
     await patch({ storageBytes: null });
     expect((await tenant.startRun(writer.sessionId, script([[{ text: "again" }]]))).status).toBe(202);
+  }, 120_000);
+});
+
+describe("tool call slots", () => {
+  it("X5: a tenant's toolCalls quota holds across two workers: never more of its calls run at once, each runs once, and another tenant's calls are not held back", async () => {
+    await ensureWorker();
+    await env.startWorker();
+    const limited = await env.newTenant("limited tenant");
+    const other = await env.newTenant("other tenant");
+    const patched = await env.admin.request("PATCH", `/v1/tenants/${limited.tenantId}`, { quotas: { toolCalls: 3, activeRuns: 10 } });
+    expect(patched.body.effectiveQuotas).toMatchObject({ toolCalls: 3 });
+    // Four runs of five parallel probes: without the quota, twenty calls would run at once.
+    const batch = script([Array.from({ length: 5 }, () => ({ tool: "probe", args: { marker: "slots", sleepMs: 400 } })), [{ text: "done" }]]);
+    const limitedRuns: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const { sessionId } = await limited.newSession();
+      limitedRuns.push((await limited.startRun(sessionId, batch)).body.id as string);
+    }
+    const { sessionId: otherSession } = await other.newSession();
+    const otherRun = (await other.startRun(otherSession, batch)).body.id as string;
+    // While they run, /v1/usage shows the tenant's running calls at its quota.
+    await waitFor(async () => (await limited.get("/v1/usage")).body.usage.toolCalls === 3, 20_000, "the limited tenant's calls at its quota");
+    for (const id of limitedRuns) expect((await limited.waitForRun(id, 60_000)).status).toBe("completed");
+    expect((await other.waitForRun(otherRun, 60_000)).status).toBe("completed");
+
+    /** The most calls of these runs that were running at one moment, from the times Postgres recorded. */
+    const mostAtOnce = async (runIds: readonly string[]) => {
+      const calls = await env.query<{ started_at: Date; ended_at: Date; status: string }>(
+        "select started_at, ended_at, status from tool_calls where run_id = any($1)",
+        [runIds],
+      );
+      expect(calls.map((call) => call.status)).toEqual(Array(calls.length).fill("succeeded"));
+      const edges = calls.flatMap((call) => [[call.started_at.getTime(), 1] as const, [call.ended_at.getTime(), -1] as const]);
+      // An end and a start at the same instant do not overlap: ends first.
+      edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+      let running = 0;
+      let most = 0;
+      for (const [, delta] of edges) most = Math.max(most, (running += delta));
+      return { calls: calls.length, most };
+    };
+    expect(await mostAtOnce(limitedRuns)).toEqual({ calls: 20, most: 3 });
+    // The other tenant has no such quota: its five calls ran together.
+    expect(await mostAtOnce([otherRun])).toEqual({ calls: 5, most: 5 });
+    // Each call ran once: one start line per call in each run's workspace.
+    for (const id of limitedRuns) {
+      const [{ session_id: sessionId }] = (await env.query<{ session_id: string }>("select session_id from runs where id = $1", [id])) as [{ session_id: string }];
+      const starts = (await readMarkers(await env.workspaceOf(sessionId), "slots")).filter((line) => line.startsWith("start "));
+      expect(starts.map((line) => line.split(" ")[1]).sort()).toEqual(["call_0_0", "call_0_1", "call_0_2", "call_0_3", "call_0_4"]);
+    }
+    expect((await limited.get("/v1/usage")).body.usage.toolCalls).toBe(0);
   }, 120_000);
 });

@@ -3,6 +3,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { commands } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import { countWaitingRuns, countWorkingRuns, storedBytes, tokensToday } from "../../store/tenant-admission.js";
+import { runningCallsOf } from "../../store/tool-call-slots.js";
 import { effectiveQuotas, effectiveToolLimits, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, QuotasSchema } from "../schemas.js";
@@ -19,6 +20,7 @@ const UsageSchema = z
       tokensToday: count("Model tokens recorded since midnight UTC (against quotas.tokensPerDay)."),
       storageBytes: count("Bytes of file-change contents and artifacts kept (against quotas.storageBytes)."),
       backgroundCommands: count("Background commands running now (against backgroundCommandsLimit)."),
+      toolCalls: count("Tool calls running now across every worker (against quotas.toolCalls)."),
     }),
   })
   .openapi("Usage");
@@ -36,18 +38,19 @@ export function registerUsageRoutes(app: App, services: ApiServices): void {
     const db = services.db.db;
     const settings = await readTenantSettings(db, tenantId);
     if (!settings) throw notFound("tenant");
-    const [activeRuns, queuedRuns, tokens, bytes, [running]] = await Promise.all([
+    const [activeRuns, queuedRuns, tokens, bytes, [running], toolCalls] = await Promise.all([
       countWorkingRuns(db, tenantId),
       countWaitingRuns(db, tenantId),
       tokensToday(db, tenantId),
       storedBytes(db, tenantId),
       db.select({ count: sql<number>`count(*)::int` }).from(commands).where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running"))),
+      runningCallsOf(services.db.pool, tenantId),
     ]);
     return c.json(
       {
         quotas: effectiveQuotas(services.config, settings),
         backgroundCommandsLimit: effectiveToolLimits(services.config, settings).backgroundCommands,
-        usage: { activeRuns, queuedRuns, tokensToday: tokens, storageBytes: bytes, backgroundCommands: running?.count ?? 0 },
+        usage: { activeRuns, queuedRuns, tokensToday: tokens, storageBytes: bytes, backgroundCommands: running?.count ?? 0, toolCalls },
       },
       200,
     );

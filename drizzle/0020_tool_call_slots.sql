@@ -1,0 +1,1 @@
+CREATE INDEX "tool_calls_running_tenant_idx" ON "tool_calls" USING btree ("tenant_id") WHERE status = 'running' and child_run_id is null;
