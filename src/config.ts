@@ -147,6 +147,12 @@ const envSchema = z.object({
   FOYA_RECORD_FULL_ACCESS_SHELL: z.enum(["true", "false"]).default("false"),
   FOYA_WEBHOOK_CONCURRENCY: intFromEnv(16),
   FOYA_WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
+  FOYA_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  FOYA_METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
+  FOYA_METRICS_HOST: z.string().default("127.0.0.1"),
+  FOYA_METRICS_TENANT_LABELS: intFromEnv(50),
+  FOYA_OTLP_TRACES_URL: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -298,6 +304,18 @@ export interface Config {
   /** Lets webhooks target loopback and private addresses (tests, trusted deployments). */
   readonly webhookAllowPrivate: boolean;
   readonly logLevel: string;
+  /** SPEC X8: where `/metrics` is served and what it may show; traces' endpoint, if any. */
+  readonly observability: {
+    /** Bearer token for the API's `GET /metrics`; without it (and without a port) the route answers 404. */
+    readonly metricsToken: string | undefined;
+    /** A port of its own serving `/metrics` without a token, in every process role. */
+    readonly metricsPort: number | undefined;
+    readonly metricsHost: string;
+    /** Tenants that get series of their own; later ones are counted as `other`. */
+    readonly metricsTenantLabels: number;
+    /** OTLP/HTTP traces endpoint; traces are off without it. */
+    readonly otlpTracesUrl: string | undefined;
+  };
 }
 
 /** A comma-separated list of paths, each made absolute. */
@@ -429,5 +447,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookConcurrency: Math.max(1, e.FOYA_WEBHOOK_CONCURRENCY),
     webhookAllowPrivate: e.FOYA_WEBHOOK_ALLOW_PRIVATE === "true",
     logLevel: e.LOG_LEVEL,
+    observability: Object.freeze({
+      metricsToken: e.FOYA_METRICS_TOKEN,
+      metricsPort: e.FOYA_METRICS_PORT,
+      metricsHost: e.FOYA_METRICS_HOST,
+      metricsTenantLabels: e.FOYA_METRICS_TENANT_LABELS,
+      otlpTracesUrl: e.FOYA_OTLP_TRACES_URL ?? e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    }),
   });
 }

@@ -3,6 +3,7 @@ import { loadConfig } from "./config.js";
 import { startHeartbeatFile } from "./health/heartbeat-file.js";
 import { createLogger } from "./logger.js";
 import { createServices } from "./services.js";
+import { startMetricsServer } from "./observability/metrics-server.js";
 import { waitForDependencies } from "./startup/dependency-wait.js";
 import { createStartupStatus } from "./startup/startup-status.js";
 import { startWorkerRuntime, type WorkerRuntime } from "./worker/worker-runtime.js";
@@ -19,7 +20,7 @@ import { startWorkerRuntime, type WorkerRuntime } from "./worker/worker-runtime.
  *
  * Lines for scripts on stdout: `FOYA_API_LISTENING=<url>` once the port is open,
  * `FOYA_API_URL=<url>` once the API serves, `FOYA_WORKER_ID=<id>` and
- * `FOYA_WORKER_PID=<pid>` once the worker takes jobs.
+ * `FOYA_WORKER_PID=<pid>` once the worker takes jobs, `FOYA_METRICS_URL=<url>` with a metrics port.
  */
 export async function runProcess(roles: { api: boolean; worker: boolean }): Promise<void> {
   const config = loadConfig();
@@ -36,6 +37,12 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
     console.log(`FOYA_API_URL=${server.url}`);
   }
   const worker: WorkerRuntime | undefined = roles.worker ? await startWorkerRuntime(services) : undefined;
+  const { metricsPort, metricsHost } = config.observability;
+  const metricsServer =
+    metricsPort === undefined
+      ? undefined
+      : await startMetricsServer(services.metrics.registry, { host: metricsHost, port: metricsPort, onError: (error) => logger.warn({ err: error }, "collecting metrics failed") });
+  if (metricsServer) console.log(`FOYA_METRICS_URL=${metricsServer.url}`);
   const heartbeat =
     worker && config.workerHeartbeatFile ? startHeartbeatFile(config.workerHeartbeatFile, (error) => logger.warn({ err: error }, "worker heartbeat file could not be written")) : undefined;
   if (worker) {
@@ -51,6 +58,7 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
     await heartbeat?.stop();
     await server?.close();
     await worker?.close();
+    await metricsServer?.close();
     await services.close();
     process.exit(0);
   };

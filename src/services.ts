@@ -5,6 +5,10 @@ import { runMigrations } from "./db/migrate.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createMetrics, type Metrics } from "./observability/metrics.js";
+import { registerStateGauges } from "./observability/state-gauges.js";
+import { createTracing, type Tracing } from "./observability/tracing.js";
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
 import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { refusedHost } from "./net/address-guard.js";
@@ -57,6 +61,10 @@ export interface Services {
   failpoints: Failpoints;
   /** MCP server connections of this process, shared by every request (SPEC M1, M2). */
   mcp: McpConnections;
+  /** This process's metrics (SPEC X8), served at `/metrics`. */
+  metrics: Metrics;
+  /** Traces, off unless an OTLP endpoint or span processors were given (SPEC X8). */
+  tracing: Tracing;
   close(): Promise<void>;
 }
 
@@ -67,6 +75,8 @@ export interface CreateServicesOptions {
   logger?: Logger;
   /** Told while migrations wait for Postgres (SPEC D9). */
   startup?: StartupStatus;
+  /** Span processors beside the OTLP exporter's, e.g. a test's in-memory exporter. */
+  spanProcessors?: SpanProcessor[];
 }
 
 export async function createServices(config: Config, options: CreateServicesOptions = {}): Promise<Services> {
@@ -81,6 +91,14 @@ export async function createServices(config: Config, options: CreateServicesOpti
       status: options.startup,
     });
   }
+  const role = options.role ?? "all";
+  const metrics = createMetrics({ tenantLabels: config.observability.metricsTenantLabels, defaultLabels: { role } });
+  const tracing = createTracing({
+    serviceName: "foya",
+    attributes: { "foya.role": role },
+    ...(config.observability.otlpTracesUrl ? { otlpUrl: config.observability.otlpTracesUrl } : {}),
+    ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
+  });
   const redisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
   const redis = new Redis(config.redisUrl, redisOptions);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
@@ -91,7 +109,16 @@ export async function createServices(config: Config, options: CreateServicesOpti
   });
   // Jobs of a tenant with fewer working runs are served first (SPEC X5).
   const load = createTenantLoad(db.pool, (error) => logger.warn({ err: error }, "reading tenants' load failed"));
-  const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts, load });
+  const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts, load, traceCarrier: () => tracing.carrier() });
+  // Shared state looks the same from every process: a worker-only process leaves it to the API's scrape.
+  if (role !== "worker") {
+    registerStateGauges(metrics, {
+      queues: [dispatcher.stepQueue, dispatcher.toolQueue],
+      pool: db.pool,
+      livenessTimeoutMs: config.livenessTimeoutMs,
+      onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
+    });
+  }
   const sandbox = sandboxFromConfig(config);
   const callLayers = createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath });
   const tooling = { identityMode: identityMode(config.toolUidBase), tenantSettings: createTenantSettingsCache(db.db), workspaceOwnership: createWorkspaceOwnership() };
@@ -124,8 +151,11 @@ export async function createServices(config: Config, options: CreateServicesOpti
     providers: createProviderRegistry(config.providerProfiles),
     failpoints: createFailpoints(config.failpoints),
     mcp,
+    metrics,
+    tracing,
     async close() {
       await mcp.close();
+      await tracing.shutdown();
       await dispatcher.close();
       await bus.close();
       redis.disconnect();

@@ -29,7 +29,7 @@ export interface SubAgentParent {
  * none; a call that a newer attempt owns starts nothing.
  */
 export async function startSubAgent(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "failpoints">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config" | "failpoints">,
   parent: SubAgentParent,
   request: SubAgentRequest,
 ): Promise<SubAgentStart> {

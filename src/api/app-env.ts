@@ -12,4 +12,4 @@ export interface AppEnv {
 export type App = OpenAPIHono<AppEnv>;
 
 /** What route modules receive from the composition root. */
-export type ApiServices = Pick<Services, "config" | "db" | "bus" | "dispatcher" | "tools" | "executor" | "catalog" | "providers" | "failpoints" | "redis" | "logger" | "mcp" | "tenantSettings" | "identityMode">;
+export type ApiServices = Pick<Services, "config" | "db" | "bus" | "dispatcher" | "tools" | "executor" | "catalog" | "providers" | "failpoints" | "redis" | "logger" | "mcp" | "tenantSettings" | "identityMode" | "metrics" | "tracing">;

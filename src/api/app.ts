@@ -21,6 +21,8 @@ import { registerCommandRoutes } from "./routes/command-routes.js";
 import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
 import { registerMcpRoutes } from "./routes/mcp-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
+import { registerMetricsRoutes } from "./routes/metrics-routes.js";
+import { requestTelemetry } from "./request-telemetry.js";
 import { registerPolicyRoutes } from "./routes/policy-routes.js";
 import { registerProjectRoutes } from "./routes/project-routes.js";
 import { registerRunRoutes } from "./routes/run-routes.js";
@@ -79,11 +81,13 @@ export function createApp(services: ApiServices): App {
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "metricsToken", { type: "http", scheme: "bearer" });
 
   // Middleware first, every route after it: Hono runs both in the order they were added.
   const counter = createFixedWindowCounter(services.redis, logger);
   const lockout = createAuthFailureLockout(counter, limits, config.queuePrefix);
   app.use("*", requestId());
+  app.use("*", requestTelemetry(services));
   // Also matches /v1/tenants itself.
   app.use("/v1/tenants/*", requireAdminToken(config.adminToken, lockout));
   app.use("/v1/admin/*", requireAdminToken(config.adminToken, lockout));
@@ -93,6 +97,7 @@ export function createApp(services: ApiServices): App {
   app.use("*", requestBodyLimit(limits));
 
   registerHealthRoutes(app, services);
+  registerMetricsRoutes(app, services);
   registerTenantRoutes(app, services);
   registerAdminRoutes(app, services);
   registerProjectRoutes(app, services);

@@ -19,7 +19,7 @@ import type { SessionSequenceWatch } from "./session-sequence-watch.js";
  */
 export function streamSessionEvents(
   c: Context,
-  services: Pick<ApiServices, "db" | "bus">,
+  services: Pick<ApiServices, "db" | "bus" | "logger" | "metrics">,
   options: { tenantId: string; sessionId: string; afterSeq: number; keepaliveMs: number; slot: EventStreamSlot; sequences: SessionSequenceWatch },
 ): Response {
   const { slot } = options;
@@ -46,18 +46,25 @@ export function streamSessionEvents(
       if (event.seq === lastSent + 1) await write(event);
     };
     const enqueue = (work: () => Promise<void>) => {
-      chain = chain.then(() => (closed ? undefined : work())).catch(() => {
+      chain = chain.then(() => (closed ? undefined : work())).catch((error: unknown) => {
+        // A client that went away fails its writes: that is how streams end. Anything else (a catch-up
+        // query failing) ends this stream too, and the client resumes with Last-Event-ID; the operator hears of it.
+        if (!closed && !stream.aborted) services.logger.warn({ err: error, tenantId, sessionId, lastSent }, "event stream ended by an error; the client resumes from its last event");
         closed = true;
       });
     };
 
     let unsubscribe: () => void = () => undefined;
     let unwatch: () => void = () => undefined;
+    let counted = true;
+    services.metrics.sseClients.inc();
     const end = () => {
       closed = true;
       unsubscribe();
       unwatch();
       slot.release();
+      if (counted) services.metrics.sseClients.dec();
+      counted = false;
     };
     stream.onAbort(end);
     try {

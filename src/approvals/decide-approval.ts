@@ -39,7 +39,7 @@ const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as c
  * by it. An approval that expired before the decision arrives is expired here
  * and the decision refused with 409.
  */
-export async function decideApproval(services: Pick<Services, "db" | "bus" | "dispatcher" | "config">, input: DecideInput): Promise<DecideResult> {
+export async function decideApproval(services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">, input: DecideInput): Promise<DecideResult> {
   const outcome = await transact(services, async (fx) => {
     const [found] = await fx.tx
       .select({ runId: approvals.runId })
@@ -71,6 +71,9 @@ export async function decideApproval(services: Pick<Services, "db" | "bus" | "di
       { current: { id: approval.id, status: approval.status, decidedAt: approval.decidedAt?.toISOString() ?? null, decidedByKeyId: approval.decidedByKeyId } },
     );
   }
+  const decided = outcome.result.approval;
+  // How long a person took (or the expiry waited), SPEC X8.
+  services.metrics.approvalDecisionSeconds.observe({ decision: decided.status }, Math.max(0, ((decided.decidedAt ?? new Date()).getTime() - decided.createdAt.getTime()) / 1000));
   return outcome.result;
 }
 
@@ -134,7 +137,7 @@ async function recordDecision(
 }
 
 /** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */
-export async function expireApprovals(services: Pick<Services, "db" | "bus" | "dispatcher" | "config">, limit = 100): Promise<number> {
+export async function expireApprovals(services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">, limit = 100): Promise<number> {
   const due = await services.db.db.execute<{ id: string; tenant_id: string }>(sql`
     select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
   `);

@@ -22,7 +22,14 @@ export interface Dispatcher {
   close(): Promise<void>;
 }
 
-export function createDispatcher(options: { connection: Redis; prefix: string; stepAttempts: number; load?: TenantLoad }): Dispatcher {
+export function createDispatcher(options: {
+  connection: Redis;
+  prefix: string;
+  stepAttempts: number;
+  load?: TenantLoad;
+  /** The active trace as a `traceparent`, carried in job data so the job's spans continue it (SPEC X8). */
+  traceCarrier?: () => string | undefined;
+}): Dispatcher {
   const queueOptions = { connection: options.connection, prefix: options.prefix };
   const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
   const toolQueue = new Queue<ToolBatchJobData>(toolQueueName, queueOptions);
@@ -45,10 +52,12 @@ export function createDispatcher(options: { connection: Redis; prefix: string; s
     async dispatch(requests) {
       await Promise.all(
         requests.map((request) => {
+          const trace = options.traceCarrier?.();
           const data = {
             runId: request.runId,
             stepIndex: request.next.stepIndex,
             ...(request.next.kind === "batch" && request.next.resume !== undefined ? { resume: request.next.resume } : {}),
+            ...(trace ? { trace } : {}),
           };
           const jobId = jobIdFor(request.runId, request.next, request.redispatches);
           const attempts = request.next.kind === "step" ? options.stepAttempts : 3;

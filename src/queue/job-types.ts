@@ -11,12 +11,16 @@ export type NextJob =
 export interface StepJobData {
   runId: string;
   stepIndex: number;
+  /** W3C `traceparent` of the work that enqueued the job, when tracing is on (SPEC X8). */
+  trace?: string;
 }
 
 export interface ToolBatchJobData {
   runId: string;
   stepIndex: number;
   resume?: number;
+  /** W3C `traceparent` of the work that enqueued the job, when tracing is on (SPEC X8). */
+  trace?: string;
 }
 
 export const stepQueueName = "steps";

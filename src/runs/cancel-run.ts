@@ -15,7 +15,7 @@ import { transact } from "../store/transact.js";
  * run's state.
  */
 export async function cancelRun(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config">,
   input: { tenantId: string; runId: string },
 ): Promise<RunRow> {
   return transact(services, async (fx) => {

@@ -19,7 +19,7 @@ import { insertRun, lockRun } from "../store/runs.js";
  * nothing once the operator's grant is gone (S8).
  */
 export async function createRun(
-  services: Pick<Services, "config" | "db" | "bus" | "dispatcher" | "failpoints">,
+  services: Pick<Services, "config" | "db" | "bus" | "dispatcher" | "metrics" | "failpoints">,
   input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy; onInterrupted?: OnInterrupted },
 ): Promise<RunRow> {
   return transact(

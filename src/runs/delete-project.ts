@@ -14,7 +14,7 @@ import { deleteSession } from "./delete-session.js";
  * workspace gone and its changes are dropped with it.
  */
 export async function deleteProject(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config">,
   input: { tenantId: string; projectId: string },
 ): Promise<{ sessions: number; removedEntries: number }> {
   const [project] = await services.db.db

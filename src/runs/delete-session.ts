@@ -9,7 +9,7 @@ import { transact } from "../store/transact.js";
 
 /** Marks a session deleted, cancels its active and waiting runs and stops its background commands; history is kept for audit. */
 export async function deleteSession(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config">,
   input: { tenantId: string; sessionId: string },
 ): Promise<void> {
   await transact(services, async (fx) => {

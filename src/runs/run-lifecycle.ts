@@ -52,6 +52,7 @@ export async function endRun(
   ]);
   await releaseSession(effects, run, options.activateNext ?? true);
   await deliverToParentCall(effects, run.id, status, options.error);
+  effects.afterCommit((metrics) => metrics.runsEnded.inc({ status, tenant: metrics.tenantLabel(run.tenantId) }));
   return true;
 }
 

@@ -7,6 +7,7 @@ import * as schema from "../db/schema.js";
 import { appendEvents } from "./events.js";
 import type { DispatchRequest } from "../queue/dispatcher.js";
 import type { Services } from "../services.js";
+import type { Metrics } from "../observability/metrics.js";
 
 /**
  * One transaction and what must happen once it has committed: publish its
@@ -25,6 +26,8 @@ export interface Effects {
   cancel(runId: string): void;
   /** The deployment's quotas (SPEC X5); a tenant's own overrides are read beside them where a slot is given. */
   quotas: Readonly<TenantQuotas>;
+  /** Runs once the transaction has committed, never for one that rolled back: counting what it did (SPEC X8). */
+  afterCommit(action: (metrics: Metrics) => void): void;
 }
 
 /** Thrown inside a transaction when a fencing check fails: a newer attempt owns the work. */
@@ -65,17 +68,19 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 export async function transact<T>(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T> {
   let published: SessionEvent[] = [];
   let dispatches: DispatchRequest[] = [];
   let cancels: string[] = [];
+  let committed: Array<(metrics: Metrics) => void> = [];
   const value = await withRetry(() => {
     published = [];
     dispatches = [];
     cancels = [];
+    committed = [];
     return inTransaction(services.db.pool, (client, tx) =>
       work({
         tx,
@@ -89,10 +94,12 @@ export async function transact<T>(
         dispatch: (request) => void dispatches.push(request),
         cancel: (runId) => void cancels.push(runId),
         quotas: services.config.quotas,
+        afterCommit: (action) => void committed.push(action),
       }),
     );
   });
   options.afterCommit?.();
+  for (const action of committed) action(services.metrics);
   // Independent of each other: clients order events by sequence number, jobs claim through Postgres.
   await Promise.all([
     services.bus.publish(published),
@@ -104,7 +111,7 @@ export async function transact<T>(
 
 /** Like `transact`, but a fencing failure rolls back and answers `null`. */
 export async function transactFenced<T>(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config">,
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T | null> {

@@ -1,4 +1,4 @@
-import { Worker } from "bullmq";
+import { Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { Services } from "../services.js";
 import { processWebhookJob } from "./deliver-webhook-job.js";
@@ -11,7 +11,7 @@ export interface WebhookDelivery {
 }
 
 /** The worker side of SPEC S4: the outbox poller and the BullMQ worker that sends deliveries. */
-export async function startWebhookDelivery(services: Pick<Services, "config" | "db" | "redis" | "logger">): Promise<WebhookDelivery> {
+export async function startWebhookDelivery(services: Pick<Services, "config" | "db" | "redis" | "logger" | "metrics">): Promise<WebhookDelivery> {
   const { config, logger } = services;
   const db = services.db.db;
   const queue = createWebhookQueue({
@@ -23,7 +23,18 @@ export async function startWebhookDelivery(services: Pick<Services, "config" | "
   const shutdown = new AbortController();
   const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
   connection.on("error", (error) => logger.warn({ err: error }, "webhook worker redis error"));
-  const worker = new Worker<WebhookJobData>(webhookQueueName, (job) => processWebhookJob({ db, config, shutdown: shutdown.signal }, job), {
+  // Each attempt counted by outcome (SPEC X8): delivered, failed (retried or given up), or nothing to do.
+  const attempt = async (job: Job<WebhookJobData>) => {
+    try {
+      const result = await processWebhookJob({ db, config, shutdown: shutdown.signal }, job);
+      services.metrics.webhookDeliveries.inc({ outcome: result });
+      return result;
+    } catch (error) {
+      services.metrics.webhookDeliveries.inc({ outcome: "failed" });
+      throw error;
+    }
+  };
+  const worker = new Worker<WebhookJobData>(webhookQueueName, attempt, {
     connection,
     prefix: config.queuePrefix,
     concurrency: config.webhookConcurrency,

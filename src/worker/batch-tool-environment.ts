@@ -25,7 +25,7 @@ export interface BatchToolEnvironment {
  * starts no process.
  */
 export async function batchToolEnvironment(
-  services: Pick<Services, "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership">,
+  services: Pick<Services, "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership" | "metrics" | "tracing">,
   input: { tenantId: string; approvalMode: ApprovalMode; workspacePath: string },
 ): Promise<BatchToolEnvironment> {
   const { config } = services;
@@ -49,7 +49,28 @@ export async function batchToolEnvironment(
               onError: (message: string, error: unknown) => services.logger.error({ err: error, toolCallId: owner.toolCallId }, message),
             }
           : null;
-      return createCallProcesses({ runner: services.sandbox, toolPath: config.toolPath, workspaceDir: input.workspacePath, confinement, identity, limits, refusal, layering });
+      return createCallProcesses({
+        runner: services.sandbox,
+        toolPath: config.toolPath,
+        workspaceDir: input.workspacePath,
+        confinement,
+        identity,
+        limits,
+        refusal,
+        layering,
+        observeStart: () => observeSandboxStart(services),
+      });
     },
+  };
+}
+
+/** The sandbox's start (SPEC X8): a span under the tool call's, and its time in `foya_sandbox_start_seconds`. */
+function observeSandboxStart(services: Pick<Services, "metrics" | "tracing">): (outcome: "started" | "failed") => void {
+  const started = performance.now();
+  const span = services.tracing.tracer.startSpan("sandbox spawn");
+  return (outcome) => {
+    if (outcome === "started") services.metrics.sandboxStartSeconds.observe((performance.now() - started) / 1000);
+    span.setAttribute("foya.sandbox.outcome", outcome);
+    span.end();
   };
 }

@@ -90,39 +90,57 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       parallelToolCalls: capabilities.parallelToolCalls,
       ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
     };
-    for await (const part of provider.stream(request, controller.signal)) {
-      switch (part.type) {
-        // Whole strings are made storable once complete, so a pair split across deltas survives.
-        case "text-delta":
-          text += part.text;
-          sink.push({ type: "text_delta", text: storableText(part.text) });
-          break;
-        case "tool-call-start": {
-          const call = { callId: storableText(part.id), name: storableText(part.name), argumentsRaw: "" };
-          calls.set(part.index, call);
-          sink.push({ type: "tool_begin", callId: call.callId, name: call.name, callIndex: part.index, status: "queued" }, { urgent: true });
-          break;
+    // The model request (SPEC X8): a span of its own, its latency and the tokens it reported.
+    const stepSink = sink;
+    const modelStarted = performance.now();
+    let modelOutcome = "error";
+    await services.tracing.inSpan("model request", { "foya.provider_profile": provider.profile, "gen_ai.request.model": request.model }, async (span) => {
+      try {
+        for await (const part of provider.stream(request, controller.signal)) {
+          switch (part.type) {
+            // Whole strings are made storable once complete, so a pair split across deltas survives.
+            case "text-delta":
+              text += part.text;
+              stepSink.push({ type: "text_delta", text: storableText(part.text) });
+              break;
+            case "tool-call-start": {
+              const call = { callId: storableText(part.id), name: storableText(part.name), argumentsRaw: "" };
+              calls.set(part.index, call);
+              stepSink.push({ type: "tool_begin", callId: call.callId, name: call.name, callIndex: part.index, status: "queued" }, { urgent: true });
+              break;
+            }
+            case "tool-call-delta": {
+              const call = calls.get(part.index);
+              if (!call) throw new Error(`provider sent arguments for unknown call index ${part.index}`);
+              call.argumentsRaw += part.argumentsDelta;
+              stepSink.push({ type: "tool_update", callId: call.callId, argumentsDelta: storableText(part.argumentsDelta) });
+              break;
+            }
+            case "finish":
+              finish = {
+                reason: part.reason,
+                ...(part.stopReason !== undefined ? { stopReason: storableText(part.stopReason) } : {}),
+                ...(part.usage ? { usage: part.usage } : {}),
+              };
+              break;
+            default: {
+              const unreachable: never = part;
+              throw new Error(`unknown stream part ${JSON.stringify(unreachable)}`);
+            }
+          }
         }
-        case "tool-call-delta": {
-          const call = calls.get(part.index);
-          if (!call) throw new Error(`provider sent arguments for unknown call index ${part.index}`);
-          call.argumentsRaw += part.argumentsDelta;
-          sink.push({ type: "tool_update", callId: call.callId, argumentsDelta: storableText(part.argumentsDelta) });
-          break;
-        }
-        case "finish":
-          finish = {
-            reason: part.reason,
-            ...(part.stopReason !== undefined ? { stopReason: storableText(part.stopReason) } : {}),
-            ...(part.usage ? { usage: part.usage } : {}),
-          };
-          break;
-        default: {
-          const unreachable: never = part;
-          throw new Error(`unknown stream part ${JSON.stringify(unreachable)}`);
+        modelOutcome = "ok";
+        if (finish?.usage) span.setAttributes({ "gen_ai.usage.input_tokens": finish.usage.inputTokens, "gen_ai.usage.output_tokens": finish.usage.outputTokens });
+      } finally {
+        const profile = provider.profile;
+        services.metrics.modelRequestDuration.observe({ profile, outcome: controller.signal.aborted ? "cancelled" : modelOutcome }, (performance.now() - modelStarted) / 1000);
+        if (finish?.usage) {
+          const tenant = services.metrics.tenantLabel(run.tenantId);
+          services.metrics.modelTokens.inc({ profile, kind: "input", tenant }, finish.usage.inputTokens);
+          services.metrics.modelTokens.inc({ profile, kind: "output", tenant }, finish.usage.outputTokens);
         }
       }
-    }
+    });
     const pendingEvents = await sink.takePending();
     const orderedCalls = [...calls.entries()]
       .sort(([a], [b]) => a - b)

@@ -127,6 +127,12 @@ export function startSweeper(services: Services, self: { workerId: string; liven
     running = true;
     Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services), prune(), pruneTrashes()])
       .then(([count, lost, expired, pruned, trashed]) => {
+        const actions = services.metrics.sweeperActions;
+        actions.inc({ action: "redispatched" }, count);
+        actions.inc({ action: "commands_lost" }, lost);
+        actions.inc({ action: "approvals_expired" }, expired);
+        actions.inc({ action: "webhook_deliveries_pruned" }, pruned);
+        actions.inc({ action: "trash_entries_pruned" }, trashed);
         if (trashed > 0) services.logger.info({ trashed }, "trash entries past their retention deleted");
         if (pruned > 0) services.logger.info({ pruned }, "old webhook deliveries deleted");
         if (expired > 0) services.logger.info({ expired }, "approvals expired without a decision");
@@ -146,6 +152,8 @@ export function startSweeper(services: Services, self: { workerId: string; liven
     judging = true;
     takeOverDeadWorkers(services, self)
       .then((taken) => {
+        services.metrics.sweeperActions.inc({ action: "workers_taken_over" }, taken.workers);
+        services.metrics.sweeperActions.inc({ action: "runs_recovered" }, taken.runs);
         if (taken.workers > 0) services.logger.warn(taken, "took over the work of dead workers");
       })
       .catch((error: unknown) => services.logger.warn({ err: error }, "looking for dead workers failed"))

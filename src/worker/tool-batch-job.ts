@@ -23,6 +23,7 @@ import type { JobContext, JobOutcome } from "./job-context.js";
 import { maxParallelCalls, planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
 import { batchToolEnvironment } from "./batch-tool-environment.js";
+import { observeToolCall } from "./job-telemetry.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
 
@@ -198,7 +199,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
             started.add(call.id);
           }
           const grant = grants.get(call.id) ?? { argumentsRaw: call.argumentsRaw, edited: false, network: false };
-          const executed = await tools.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+          const executed = await observeToolCall(services, { tenantId: run.tenantId, callId: call.callId, name: call.name }, () =>
+            tools.executor.execute(toolContext(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw }),
+          );
           // A sub-agent's end delivers this call's result (A1); the batch settles around it.
           if (executed.awaitChildRun !== undefined && !executed.isError) return;
           // Bytes become artifact references before anything is stored or emitted (I1, I2).

@@ -16,6 +16,7 @@ import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
 import { createHistoryCache } from "./history-cache.js";
 import { startLiveness } from "./liveness.js";
+import { observeJob, type JobTelemetry } from "./job-telemetry.js";
 
 export interface WorkerRuntime {
   readonly workerId: string;
@@ -51,6 +52,13 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     onWarning: (message, error) => logger.warn({ workerId, ...(error ? { err: error } : {}) }, message),
   });
   const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), histories: createHistoryCache(), commands };
+  const telemetry: JobTelemetry = {
+    logger,
+    metrics: services.metrics,
+    tracing: services.tracing,
+    workerId,
+    scopeOf: (runId) => context.sessionContexts.scopeOfRun(services.db.db, runId),
+  };
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
   const stopCommandListener = await services.bus.onCommandCancel((commandId) => void commands.cancel(commandId));
 
@@ -71,16 +79,18 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       maxStalledCount: 10,
     };
   };
-  const stepWorker = new Worker<StepJobData>(stepQueueName, (job, token) => counted(stepQueueName, () => processStepJob(context, job, token)), workerOptions(config.stepConcurrency));
+  const stepWorker = new Worker<StepJobData>(
+    stepQueueName,
+    (job, token) => counted(stepQueueName, () => observeJob(telemetry, stepQueueName, job, () => processStepJob(context, job, token))),
+    workerOptions(config.stepConcurrency),
+  );
   const toolWorker = new Worker<ToolBatchJobData>(
     toolQueueName,
-    (job, token) => counted(toolQueueName, () => processToolBatchJob(context, job, token)),
+    (job, token) => counted(toolQueueName, () => observeJob(telemetry, toolQueueName, job, () => processToolBatchJob(context, job, token))),
     workerOptions(config.toolConcurrency),
   );
-  for (const worker of [stepWorker, toolWorker]) {
-    worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "job failed"));
-    worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
-  }
+  // A job's own failures are logged by observeJob, with its ids; these are the worker's.
+  for (const worker of [stepWorker, toolWorker]) worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
   if (!services.callLayers.ok) logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
   // Off the start-up path: a large layer must not hold back the sweeper that recovers the dead worker's runs.

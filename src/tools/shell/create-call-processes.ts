@@ -4,7 +4,7 @@ import type { SandboxRunner } from "../../sandbox/sandbox-runner.js";
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { CallProcesses } from "../call-processes.js";
 import type { CallLayer, CallLayerOwner, CallLayers } from "../../sandbox/overlay/call-layers.js";
-import { prepareShell, type PreparedLayer } from "./spawn-shell.js";
+import { prepareShell, type PreparedLayer, type SandboxStartObserver } from "./spawn-shell.js";
 import { compareManifests, takeManifest } from "../../workspace/workspace-manifest.js";
 import { settleLayer } from "./settle-layer.js";
 
@@ -30,6 +30,7 @@ export function createCallProcesses(options: {
   refusal?: string | null;
   /** Set when this worker records what this call's commands change (outside Full Access, or in it when the operator enabled it); used by foreground calls. */
   layering?: ShellLayering | null;
+  observeStart?: SandboxStartObserver;
 }): CallProcesses {
   return {
     limits: options.limits,
@@ -55,6 +56,7 @@ export function createCallProcesses(options: {
         limits: options.limits,
         runner: options.runner,
         ...(layer ? { overlay: layer.folders } : {}),
+        ...(options.observeStart ? { observeStart: options.observeStart } : {}),
       });
       if ("unavailable" in prepared) {
         if (layer) layering?.layers.discard(layer);

@@ -66,7 +66,11 @@ export interface ShellOptions {
   runner: SandboxRunner | undefined;
   /** Runs the command on this layer over the workspace (SPEC X7). */
   overlay?: OverlayFolders;
+  /** Called as the process is asked for; what it answers is told whether the sandbox came up (SPEC X8: sandbox start time). */
+  observeStart?: SandboxStartObserver;
 }
+
+export type SandboxStartObserver = () => (outcome: "started" | "failed") => void;
 
 /**
  * Prepares `bash -c command` the way every tool process starts: in its own
@@ -114,6 +118,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
     while (extraFds.length <= fd - 3) extraFds.push("ignore");
     extraFds[fd - 3] = "pipe";
   }
+  const startEnded = spec.options.observeStart?.();
   const child = execa(spec.file, spec.args, {
     extendEnv: false,
     detached: true,
@@ -172,6 +177,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
     const reported = readSandboxStart(status);
     if (reported === undefined) return;
     sandboxInit = reported;
+    startEnded?.("started");
     if (stopped || exited) return killSandbox();
     if (!network) return;
     // The namespaces exist and bwrap waits on its block fd: connect the network, then let the command start.
@@ -194,6 +200,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
 
   child.on("exit", () => {
     exited = true;
+    if (sandboxInit === undefined) startEnded?.("failed");
     // The sandbox's network goes with it: slirp4netns is SIGKILLed now. The
     // call does not wait for it to be reaped: the kernel takes 15-30 ms to
     // unregister its tap device, and a killed process runs no more code.

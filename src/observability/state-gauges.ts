@@ -1,0 +1,77 @@
+import type { Queue } from "bullmq";
+import { Gauge } from "prom-client";
+import type pg from "pg";
+import { liveWorkers } from "../store/workers.js";
+import type { Metrics } from "./metrics.js";
+
+export interface StateSources {
+  queues: readonly Queue[];
+  pool: pg.Pool;
+  /** A worker silent for longer is counted as not live (the liveness timeout, SPEC D9). */
+  livenessTimeoutMs: number;
+  onError(error: unknown): void;
+}
+
+/** Job states a queue's depth is reported for: what waits, runs, or waits its turn later. */
+const depthStates = ["waiting", "prioritized", "active", "delayed", "failed"] as const;
+
+/**
+ * Gauges of shared state, read when scraped (SPEC X8): every process sees the same queues and
+ * database, so these belong on the API's `/metrics` (or any one process's), not summed across
+ * processes. A read that fails leaves the gauge unset for that scrape and is logged, never
+ * thrown into the scrape.
+ */
+export function registerStateGauges(metrics: Metrics, sources: StateSources): void {
+  const registers = [metrics.registry];
+  const guarded = (read: () => Promise<void>) => async () => {
+    try {
+      await read();
+    } catch (error) {
+      sources.onError(error);
+    }
+  };
+  new Gauge({
+    name: "foya_queue_jobs",
+    help: "Jobs in each queue by state (waiting, prioritized, active, delayed, failed).",
+    labelNames: ["queue", "state"],
+    registers,
+    collect: guarded(async function (this: Gauge<"queue" | "state">) {
+      this.reset();
+      for (const queue of sources.queues) {
+        const counts = await queue.getJobCounts(...depthStates);
+        for (const state of depthStates) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+      }
+    }),
+  });
+  new Gauge({
+    name: "foya_queue_oldest_waiting_seconds",
+    help: "Age of the oldest job waiting for a worker in each queue (0 when none waits).",
+    labelNames: ["queue"],
+    registers,
+    collect: guarded(async function (this: Gauge<"queue">) {
+      for (const queue of sources.queues) {
+        // Waiting jobs are FIFO; prioritized ones are served by priority, so the oldest of either can be anywhere: look at both ends' first page.
+        const jobs = [...(await queue.getJobs(["waiting"], -1, -1, true)), ...(await queue.getJobs(["prioritized"], 0, 99, true))];
+        const oldest = Math.min(...jobs.map((job) => job.timestamp + (job.opts.delay ?? 0)));
+        this.set({ queue: queue.name }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
+      }
+    }),
+  });
+  new Gauge({
+    name: "foya_approvals_waiting",
+    help: "Approvals waiting for a person's decision, across every tenant.",
+    registers,
+    collect: guarded(async function (this: Gauge) {
+      const { rows } = await sources.pool.query<{ n: number }>("select count(*)::int as n from approvals where status = 'pending'");
+      this.set(rows[0]?.n ?? 0);
+    }),
+  });
+  new Gauge({
+    name: "foya_workers_live",
+    help: "Worker processes whose liveness record is fresh.",
+    registers,
+    collect: guarded(async function (this: Gauge) {
+      this.set((await liveWorkers(sources.pool, sources.livenessTimeoutMs)).length);
+    }),
+  });
+}
