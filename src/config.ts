@@ -121,6 +121,9 @@ const envSchema = z.object({
   FOYA_MCP_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
   FOYA_MCP_CONFIG_TTL_MS: intFromEnv(5_000),
   FOYA_MCP_SANDBOX: z.enum(["true", "false"]).default("true"),
+  FOYA_MCP_REQUEST_TIMEOUT_MS: positiveIntFromEnv(60_000),
+  FOYA_MCP_REQUEST_PICKUP_MS: positiveIntFromEnv(5_000),
+  FOYA_MCP_REQUEST_CONCURRENCY: positiveIntFromEnv(4),
   FOYA_AGENT_MAX_DEPTH: intFromEnv(2),
   FOYA_ALLOW_FULL_ACCESS: z.enum(["true", "false"]).default("false"),
   FOYA_TOOL_UID_BASE: intFromEnv(1_000_000_000),
@@ -264,6 +267,15 @@ export interface Config {
   readonly mcpSandbox: boolean;
   /** How long a worker reuses a project's MCP server configurations before reading them again. */
   readonly mcpConfigTtlMs: number;
+  /**
+   * How long the API waits for a worker to answer an MCP request (a listing, a resource, a
+   * prompt: the API starts no MCP server itself); then it answers 504 `mcp_timeout`.
+   */
+  readonly mcpRequestTimeoutMs: number;
+  /** A request no worker has taken within this long (at most the timeout) is withdrawn and answered 503 `no_worker`. */
+  readonly mcpRequestPickupMs: number;
+  /** MCP requests one worker serves at once (queue `mcp-requests`). */
+  readonly mcpRequestConcurrency: number;
   /** Sessions this many sub-agent levels down cannot start sub-agents (SPEC A1); 0 turns the agent tool off. */
   readonly agentMaxDepth: number;
   /**
@@ -416,6 +428,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcpAllowPrivate: e.FOYA_MCP_ALLOW_PRIVATE === "true",
     mcpSandbox: e.FOYA_MCP_SANDBOX === "true",
     mcpConfigTtlMs: e.FOYA_MCP_CONFIG_TTL_MS,
+    mcpRequestTimeoutMs: e.FOYA_MCP_REQUEST_TIMEOUT_MS,
+    mcpRequestPickupMs: Math.min(e.FOYA_MCP_REQUEST_PICKUP_MS, e.FOYA_MCP_REQUEST_TIMEOUT_MS),
+    mcpRequestConcurrency: e.FOYA_MCP_REQUEST_CONCURRENCY,
     agentMaxDepth: e.FOYA_AGENT_MAX_DEPTH,
     fullAccessAllowed: e.FOYA_ALLOW_FULL_ACCESS === "true",
     toolUidBase: e.FOYA_TOOL_UID_BASE,

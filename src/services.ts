@@ -10,6 +10,7 @@ import { registerStateGauges } from "./observability/state-gauges.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
+import { createMcpConnectionsViaWorkers } from "./mcp/mcp-connections-via-workers.js";
 import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { refusedHost } from "./net/address-guard.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
@@ -48,6 +49,11 @@ export interface Services {
   sandbox: SandboxRunner;
   /** Layers over workspaces that record what foreground commands change (SPEC X7), or why this worker cannot. */
   callLayers: CallLayerSupport;
+  /**
+   * False in an API-only process (role "api"): it starts no tool or MCP server process, probes
+   * no overlay and needs no sandbox rights (SPEC E4); workers do all of that.
+   */
+  runsTools: boolean;
   /** Whether tool processes get per-tenant uids (a root service) or the service's own (SPEC S7). */
   identityMode: IdentityMode;
   /** Tenants' tool settings (uid slot, Full Access grant, limits), re-read every few seconds. */
@@ -55,21 +61,29 @@ export interface Services {
   /** Hands workspaces made before per-tenant uids to their tenant's uid, once per process. */
   workspaceOwnership: WorkspaceOwnership;
   executor: ToolExecutor;
-  /** Per project: the tools above plus its MCP servers' tools (SPEC M1). Jobs and routes that serve a session use this. */
+  /** Per project: the tools above plus its MCP servers' tools (SPEC M1), from `mcp`. Jobs use this. */
   catalog: ToolCatalog;
   providers: ProviderRegistry;
   failpoints: Failpoints;
-  /** MCP server connections of this process, shared by every request (SPEC M1, M2). */
+  /**
+   * MCP server connections of this process's worker, shared by every call (SPEC M1, M3). An
+   * API-only process has none: there it is `mcpViaWorkers`.
+   */
   mcp: McpConnections;
   /** This process's metrics (SPEC X8), served at `/metrics`. */
   metrics: Metrics;
   /** Traces, off unless an OTLP endpoint or span processors were given (SPEC X8). */
   tracing: Tracing;
+  /** What API routes use (SPEC M2, E4): listings, resources and prompts asked of a worker (src/mcp/mcp-request.ts). */
+  mcpViaWorkers: McpConnections;
+  /** The catalog API routes use (`/v1/tools`, edited approvals): each project's MCP tools as a worker lists them. */
+  catalogViaWorkers: ToolCatalog;
   close(): Promise<void>;
 }
 
 export interface CreateServicesOptions {
   extraTools?: AnyTool[];
+  /** "api" builds an API-only process (`runsTools` false); any other role may run a worker too. */
   role?: string;
   /** The process's logger; by default one is made with the role in its bindings. */
   logger?: Logger;
@@ -119,14 +133,27 @@ export async function createServices(config: Config, options: CreateServicesOpti
       onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
     });
   }
+  const runsTools = options.role !== "api";
   const sandbox = sandboxFromConfig(config);
-  const callLayers = createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath });
+  // The probe mounts an overlay in a new namespace: only a process that runs shell commands needs (and has) the right.
+  const callLayers: CallLayerSupport = runsTools
+    ? createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath })
+    : { ok: false, reason: "an API-only process runs no shell commands" };
   const tooling = { identityMode: identityMode(config.toolUidBase), tenantSettings: createTenantSettingsCache(db.db), workspaceOwnership: createWorkspaceOwnership() };
-  const mcp = createMcpConnections({
-    logger,
-    ...(config.mcpAllowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
-    sandbox: mcpSandbox({ runner: sandbox, db: db.db, config, ...tooling }),
+  const mcpViaWorkers = createMcpConnectionsViaWorkers({
+    connection: redis,
+    bus,
+    prefix: config.queuePrefix,
+    timeoutMs: config.mcpRequestTimeoutMs,
+    pickupMs: config.mcpRequestPickupMs,
   });
+  const mcp = runsTools
+    ? createMcpConnections({
+        logger,
+        ...(config.mcpAllowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
+        sandbox: mcpSandbox({ runner: sandbox, db: db.db, config, ...tooling }),
+      })
+    : mcpViaWorkers;
   const baseTools = [
     ...builtinTools({ webFetchAllowPrivate: config.webFetchAllowPrivate, agents: config.agentMaxDepth > 0 }),
     ...(await loadToolModules(config.toolModules)),
@@ -134,7 +161,10 @@ export async function createServices(config: Config, options: CreateServicesOpti
   ];
   const tools = createToolRegistry(baseTools);
   const executor = createToolExecutor(tools);
-  const catalog = createToolCatalog({ base: { registry: tools, executor }, baseTools, db: db.db, mcp, logger, configTtlMs: config.mcpConfigTtlMs });
+  const catalogOf = (connections: McpConnections) =>
+    createToolCatalog({ base: { registry: tools, executor }, baseTools, db: db.db, mcp: connections, logger, configTtlMs: config.mcpConfigTtlMs });
+  const catalogViaWorkers = catalogOf(mcpViaWorkers);
+  const catalog = runsTools ? catalogOf(mcp) : catalogViaWorkers;
   return {
     config,
     logger,
@@ -145,6 +175,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     tools,
     sandbox,
     callLayers,
+    runsTools,
     ...tooling,
     executor,
     catalog,
@@ -153,8 +184,11 @@ export async function createServices(config: Config, options: CreateServicesOpti
     mcp,
     metrics,
     tracing,
+    mcpViaWorkers,
+    catalogViaWorkers,
     async close() {
       await mcp.close();
+      await mcpViaWorkers.close();
       await tracing.shutdown();
       await dispatcher.close();
       await bus.close();

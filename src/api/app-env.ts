@@ -11,5 +11,11 @@ export interface AppEnv {
 
 export type App = OpenAPIHono<AppEnv>;
 
-/** What route modules receive from the composition root. */
-export type ApiServices = Pick<Services, "config" | "db" | "bus" | "dispatcher" | "tools" | "executor" | "catalog" | "providers" | "failpoints" | "redis" | "logger" | "mcp" | "tenantSettings" | "identityMode" | "metrics" | "tracing">;
+/**
+ * What route modules receive from the composition root. MCP servers are reached only through
+ * workers (`mcpViaWorkers`, `catalogViaWorkers`): no route starts a tool or MCP server process.
+ */
+export type ApiServices = Pick<
+  Services,
+  "config" | "db" | "bus" | "dispatcher" | "tools" | "executor" | "catalogViaWorkers" | "providers" | "failpoints" | "redis" | "logger" | "mcpViaWorkers" | "tenantSettings" | "identityMode" | "runsTools" | "metrics" | "tracing"
+>;

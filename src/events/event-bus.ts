@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import type { SessionEvent } from "../core/events.js";
 
 /**
- * Redis pub/sub fan-out of persisted events, and the cancel broadcast. One
+ * Redis pub/sub fan-out of persisted events, the cancel broadcasts and MCP request notices. One
  * subscriber connection per process, shared by every listener; Postgres stays
  * the source of truth, so a lost message is only a latency cost (readers fill
  * gaps from the event log).
@@ -15,7 +15,20 @@ export interface EventBus {
   /** Background commands: the owning worker kills the command (B1, B3). */
   publishCommandCancel(commandId: string): Promise<void>;
   onCommandCancel(listener: (commandId: string) => void): Promise<() => void>;
+  /** MCP requests (src/mcp/mcp-request.ts): a worker tells the asking process that the reply of a job is stored. */
+  publishMcpReply(replyTo: string, jobId: string): Promise<void>;
+  onMcpReply(replyTo: string, listener: (jobId: string) => void): Promise<() => void>;
+  /** A server's configuration is gone: every worker stops its connection to it (SPEC M1). */
+  publishMcpServerStop(server: McpServerRef): Promise<void>;
+  onMcpServerStop(listener: (server: McpServerRef) => void): Promise<() => void>;
   close(): Promise<void>;
+}
+
+/** One MCP server by scope and name: ids only. */
+export interface McpServerRef {
+  tenantId: string;
+  projectId: string | null;
+  name: string;
 }
 
 export function createEventBus(options: { publisher: Redis; createSubscriber: () => Redis; prefix: string }): EventBus {
@@ -23,6 +36,8 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
   const sessionChannel = (sessionId: string) => `${prefix}:events:${sessionId}`;
   const cancelChannel = `${prefix}:cancel`;
   const commandCancelChannel = `${prefix}:command-cancel`;
+  const mcpReplyChannel = (replyTo: string) => `${prefix}:mcp-replies:${replyTo}`;
+  const mcpServerStopChannel = `${prefix}:mcp-server-stop`;
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let subscriber: Redis | undefined;
 
@@ -86,6 +101,18 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
     },
     onCommandCancel(listener) {
       return listen(commandCancelChannel, listener);
+    },
+    async publishMcpReply(replyTo, jobId) {
+      await publisher.publish(mcpReplyChannel(replyTo), jobId);
+    },
+    onMcpReply(replyTo, listener) {
+      return listen(mcpReplyChannel(replyTo), listener);
+    },
+    async publishMcpServerStop(server) {
+      await publisher.publish(mcpServerStopChannel, JSON.stringify({ tenantId: server.tenantId, projectId: server.projectId, name: server.name }));
+    },
+    onMcpServerStop(listener) {
+      return listen(mcpServerStopChannel, (payload) => listener(JSON.parse(payload) as McpServerRef));
     },
     async close() {
       listeners.clear();

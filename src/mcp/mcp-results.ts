@@ -1,7 +1,10 @@
 import type { ToolResult, ToolResultPart } from "../tools/tool.js";
 
-/** Stable error codes of MCP failures (SPEC M3), for is_error results and API answers. */
-export type McpErrorCode = "mcp_unavailable" | "mcp_timeout" | "mcp_protocol_error" | "mcp_request_failed" | "mcp_tool_error" | "cancelled";
+/**
+ * Stable error codes of MCP failures (SPEC M3), for is_error results and API answers.
+ * `no_worker` is the API's own: no worker took its request in time (src/mcp/mcp-request.ts).
+ */
+export type McpErrorCode = "mcp_unavailable" | "mcp_timeout" | "mcp_protocol_error" | "mcp_request_failed" | "mcp_tool_error" | "cancelled" | "no_worker";
 
 export interface McpLimits {
   maxResultTextBytes: number;

@@ -4,7 +4,7 @@ import { mcpServers } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { McpScope, McpServerConfig, McpTransportConfig } from "./mcp-config.js";
 
-/** MCP server configurations as the API reads and writes them; every lookup is by tenant (D8). */
+/** MCP server configurations as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
 
 export type McpServerRow = typeof mcpServers.$inferSelect;
 
@@ -72,4 +72,23 @@ export function mcpConfigOf(row: McpServerRow): McpServerConfig {
     ...(row.callTimeoutMs === null ? {} : { callTimeoutMs: row.callTimeoutMs }),
     ...(row.deferTools === null ? {} : { deferTools: row.deferTools }),
   };
+}
+
+/**
+ * The server of exactly this scope and name (no fallback from a project to the tenant): how a
+ * worker finds the server of an MCP request, by the tenant first, so a request never reaches
+ * another tenant's server whatever else it names.
+ */
+export async function findMcpServerInScope(db: Database, scope: McpScope, name: string): Promise<McpServerRow | null> {
+  const [row] = await db
+    .select()
+    .from(mcpServers)
+    .where(
+      and(
+        eq(mcpServers.tenantId, scope.tenantId),
+        eq(mcpServers.name, name),
+        scope.projectId === null ? isNull(mcpServers.projectId) : eq(mcpServers.projectId, scope.projectId),
+      ),
+    );
+  return row ?? null;
 }

@@ -5,6 +5,8 @@ import { Redis } from "ioredis";
 import { stepQueueName, toolQueueName, type StepJobData, type ToolBatchJobData } from "../queue/job-types.js";
 import type { Services } from "../services.js";
 import { startWebhookDelivery } from "../webhooks/webhook-runtime.js";
+import { describeConfinement } from "../sandbox/confinement-report.js";
+import { startMcpRequestWorker } from "./mcp-request-worker.js";
 import type { JobContext } from "./job-context.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
 import { createRunAborts } from "./run-aborts.js";
@@ -61,6 +63,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   };
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
   const stopCommandListener = await services.bus.onCommandCancel((commandId) => void commands.cancel(commandId));
+  // A deleted server's configuration: whichever workers run it stop it.
+  const stopMcpServerListener = await services.bus.onMcpServerStop((server) => void services.mcp.disconnect({ tenantId: server.tenantId, projectId: server.projectId }, server.name));
 
   const connections: Redis[] = [];
   const workerOptions = (concurrency: number) => {
@@ -97,7 +101,10 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   void rollForwardLayers(services).catch((error: unknown) => logger.error({ err: error }, "rolling forward interrupted commands' layers failed"));
   const sweeper = startSweeper(services, { workerId, liveness });
   const webhooks = await startWebhookDelivery(services);
-  logger.info({ workerId }, "worker started");
+  // MCP listings, resources and prompts the API asks for: the API process starts no server.
+  const mcpRequests = await startMcpRequestWorker(services);
+  // Only workers confine processes, so this is where an operator learns how (an API-only /readyz does not say).
+  logger.info({ workerId, confinement: describeConfinement(config, services.identityMode) }, "worker started");
 
   return {
     workerId,
@@ -105,8 +112,10 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       sweeper.stop();
       // Drains in parallel with the step and tool workers, under the same grace.
       const webhooksClosed = webhooks.close();
+      const mcpRequestsClosed = mcpRequests.close();
       stopCancelListener();
       stopCommandListener();
+      stopMcpServerListener();
       const graceful = Promise.all([stepWorker.close(), toolWorker.close()]);
       const timedOut = await Promise.race([
         graceful.then(() => false),
@@ -121,6 +130,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       // Background commands live as long as their worker: a drained worker ends them, truthfully recorded.
       await commands.stop();
       await webhooksClosed;
+      await mcpRequestsClosed;
       leases.stop();
       // Drained: nothing of this worker is left to take over. Handed back: the record goes stale and the sweepers take over at once.
       await liveness.stop({ drained: !timedOut });

@@ -1,13 +1,15 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/api-client.js";
 import { useTestEnv } from "../helpers/test-env.js";
 import { groupAlive, sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 const require = createRequire(import.meta.url);
 const everythingEntry = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist/index.js");
 
-const { env, client } = useTestEnv({ overrides: { ...sandboxedMcpOverrides, FOYA_MCP_ALLOW_PRIVATE: "true" } });
+// The API asks the in-process worker for listings, resources and prompts; `env.services.mcp` is that worker's.
+const { env, client } = useTestEnv({ worker: true, overrides: { ...sandboxedMcpOverrides, FOYA_MCP_ALLOW_PRIVATE: "true" } });
 
 function everythingTransport(envVars: Record<string, string> = {}) {
   return { kind: "stdio", command: process.execPath, args: [everythingEntry, "stdio"], env: envVars };
@@ -62,13 +64,13 @@ describe("MCP servers through the API", () => {
     const unknownServer = await client.get(`/v1/projects/${projectId}/mcp/nothing/resources`);
     expect(unknownServer.status).toBe(404);
 
-    // Deleting the configuration stops its server process group.
+    // Deleting the configuration stops its server process group on the worker that runs it.
     const status = env.services.mcp.status({ tenantId: await tenantOf(projectId), projectId }, "everything");
     expect(status.state).toBe("connected");
     const deleted = await client.delete(`/v1/mcp-servers/${created.body.id}`);
     expect(deleted.status).toBe(204);
     expect(status.pid).toBeTypeOf("number");
-    expect(groupAlive(status.pid as number)).toBe(false);
+    await waitFor(async () => !groupAlive(status.pid as number), 10_000, "the deleted server's process group to end");
     expect((await client.get(`/v1/mcp-servers/${created.body.id}`)).status).toBe(404);
     expect((await client.get(`/v1/projects/${projectId}/mcp/everything/prompts`)).status).toBe(404);
   });
@@ -185,7 +187,7 @@ describe("MCP servers through the API", () => {
     expect((await other.post("/v1/mcp-servers", { name: "dup", transport: everythingTransport() })).status).toBe(201);
   });
 
-  it("M3: closing the services stops every MCP server process the API started", async () => {
+  it("M3: closing the services stops every MCP server process their worker started for the API", async () => {
     const projectId = await newProject();
     const created = await client.post("/v1/mcp-servers", { name: "last", transport: everythingTransport() });
     expect(created.status).toBe(201);

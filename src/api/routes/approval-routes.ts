@@ -160,7 +160,7 @@ async function checkEditedArguments(services: ApiServices, row: Row, argumentsRa
     .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
     .where(eq(sessions.id, row.approval.sessionId));
   if (!scope) throw notFound("session");
-  const { executor } = await services.catalog.forProject({ tenantId: scope.tenantId, projectId: scope.projectId });
+  const { executor } = await services.catalogViaWorkers.forProject({ tenantId: scope.tenantId, projectId: scope.projectId });
   const parsed = executor.parse(call);
   if (!parsed.ok) throw new FoyaError("bad_request", `the edited arguments are invalid: ${parsed.message}`);
   const verdict = judge({ approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, [scope.tenantPolicy, scope.projectPolicy], parsed);

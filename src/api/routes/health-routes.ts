@@ -6,7 +6,10 @@ import type { ApiServices, App } from "../app-env.js";
 const Health = z.object({
   status: z.enum(["ok", "unavailable"]),
   checks: z.record(z.string(), z.string()).optional(),
-  /** How this host confines tool processes (SPEC S7); informative, readiness does not depend on it. */
+  /**
+   * How this host confines tool processes (SPEC S7); informative, readiness does not depend on it.
+   * Absent from an API-only process, which runs none (its workers log theirs at start-up).
+   */
   details: z.object({ confinement: z.object({ identity: z.string(), limits: z.string(), sandbox: z.string(), network: z.string() }) }).optional(),
 });
 
@@ -20,7 +23,7 @@ const healthz = createRoute({
 const readyz = createRoute({
   method: "get",
   path: "/readyz",
-  summary: "Readiness of Postgres and Redis, and how tool processes are confined on this host",
+  summary: "Readiness of Postgres and Redis, and how tool processes are confined on this host (not in an API-only process)",
   responses: {
     200: { content: { "application/json": { schema: Health } }, description: "Ready" },
     503: { content: { "application/json": { schema: Health } }, description: "A dependency is not answering" },
@@ -49,7 +52,7 @@ export function registerHealthRoutes(app: App, services: ApiServices): void {
       redis: await check("redis", () => services.redis.ping(), services.logger),
     };
     const ok = Object.values(checks).every((value) => value === "ok");
-    const details = { confinement: describeConfinement(services.config, services.identityMode) };
-    return ok ? c.json({ status: "ok" as const, checks, details }, 200) : c.json({ status: "unavailable" as const, checks, details }, 503);
+    const described = services.runsTools ? { details: { confinement: describeConfinement(services.config, services.identityMode) } } : {};
+    return ok ? c.json({ status: "ok" as const, checks, ...described }, 200) : c.json({ status: "unavailable" as const, checks, ...described }, 503);
   });
 }

@@ -111,6 +111,10 @@ const json = <T extends z.ZodType>(schema: T, description: string) => ({ content
 const conflictResponse = { 409: json(ErrorSchema, "A server of that name exists in the same scope") };
 const mcpErrorResponses = {
   502: json(ErrorSchema, "The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed)"),
+  503: {
+    ...json(ErrorSchema, "No worker took the request in time (no_worker): MCP servers run on workers only"),
+    headers: { "Retry-After": { description: "Seconds to wait before asking again", schema: { type: "integer" as const } } },
+  },
   504: json(ErrorSchema, "The MCP server did not answer in time (mcp_timeout)"),
 };
 
@@ -193,8 +197,12 @@ function serializeMcpServer(row: McpServerRow) {
 }
 
 function mcpFailure(c: Context<AppEnv>, failure: McpFailure) {
-  const status = failure.errorCode === "mcp_timeout" ? 504 : 502;
-  return c.json({ error: { code: failure.errorCode, message: failure.message } }, status);
+  const body = { error: { code: failure.errorCode, message: failure.message } };
+  if (failure.errorCode === "no_worker") {
+    c.header("Retry-After", "5");
+    return c.json(body, 503);
+  }
+  return c.json(body, failure.errorCode === "mcp_timeout" ? 504 : 502);
 }
 
 function optional<T>(value: T | undefined | null): T | undefined {
@@ -212,7 +220,10 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
     if (!project) throw notFound("project");
   }
 
-  /** The project's server of that name, as the connection manager needs it; 404 for another tenant's project. */
+  /**
+   * The project's server of that name; 404 for another tenant's project. A worker answers for it
+   * (`mcpViaWorkers`), given only the server's tenant, scope and name.
+   */
   async function serverOf(tenantId: string, projectId: string, name: string) {
     await requireProject(tenantId, projectId);
     const row = await resolveMcpServer(db, tenantId, projectId, name);
@@ -257,14 +268,14 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
   app.openapi(remove, async (c) => {
     const row = await deleteMcpServer(db, c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("MCP server");
-    await services.mcp.disconnect(mcpScopeOf(row), row.name);
+    await services.mcpViaWorkers.disconnect(mcpScopeOf(row), row.name);
     return c.body(null, 204);
   });
 
   app.openapi(listResources, async (c) => {
     const { id, server } = c.req.valid("param");
     const { scope, config } = await serverOf(c.get("tenantId"), id, server);
-    const outcome = await services.mcp.listResources(scope, config);
+    const outcome = await services.mcpViaWorkers.listResources(scope, config);
     if (!outcome.ok) return mcpFailure(c, outcome);
     const resources = outcome.value.map((r) => ({
       uri: r.uri,
@@ -280,7 +291,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
   app.openapi(readResource, async (c) => {
     const { id, server } = c.req.valid("param");
     const { scope, config } = await serverOf(c.get("tenantId"), id, server);
-    const outcome = await services.mcp.readResource(scope, config, c.req.valid("query").uri);
+    const outcome = await services.mcpViaWorkers.readResource(scope, config, c.req.valid("query").uri);
     if (!outcome.ok) return mcpFailure(c, outcome);
     const contents = outcome.value.map((part) =>
       "blob" in part && typeof part.blob === "string"
@@ -293,7 +304,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
   app.openapi(listPrompts, async (c) => {
     const { id, server } = c.req.valid("param");
     const { scope, config } = await serverOf(c.get("tenantId"), id, server);
-    const outcome = await services.mcp.listPrompts(scope, config);
+    const outcome = await services.mcpViaWorkers.listPrompts(scope, config);
     if (!outcome.ok) return mcpFailure(c, outcome);
     const prompts = outcome.value.map((p) => ({
       name: p.name,
@@ -308,7 +319,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
     const { id, server, prompt } = c.req.valid("param");
     const body = (c.req.valid("json") as { arguments?: Record<string, string> } | undefined) ?? {};
     const { scope, config } = await serverOf(c.get("tenantId"), id, server);
-    const outcome = await services.mcp.getPrompt(scope, config, prompt, body.arguments ?? {});
+    const outcome = await services.mcpViaWorkers.getPrompt(scope, config, prompt, body.arguments ?? {});
     if (!outcome.ok) return mcpFailure(c, outcome);
     const result = outcome.value;
     return c.json(

@@ -1,0 +1,164 @@
+import { randomUUID } from "node:crypto";
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { EventBus } from "../events/event-bus.js";
+import { defaultMcpDefaults, mcpServerKey, type McpScope, type McpServerConfig } from "./mcp-config.js";
+import type { McpConnections, McpFailure, McpOutcome } from "./mcp-connections.js";
+import { createMcpReplies } from "./mcp-replies.js";
+import { mcpRequestQueueName, type McpOperation, type McpRequest, type McpRequestJobData, type McpRequestValues } from "./mcp-request.js";
+
+export interface McpConnectionsViaWorkersOptions {
+  /** The shared command connection: the queue and the reply keys. */
+  connection: Redis;
+  bus: Pick<EventBus, "onMcpReply" | "publishMcpReply" | "publishMcpServerStop">;
+  prefix: string;
+  /** How long a request may take, from enqueue to reply (`FOYA_MCP_REQUEST_TIMEOUT_MS`). */
+  timeoutMs: number;
+  /** How long a request may wait for a worker to take it (`FOYA_MCP_REQUEST_PICKUP_MS`). */
+  pickupMs: number;
+}
+
+const maxRememberedToolLists = 1_000;
+
+/**
+ * The MCP connection contract as the API uses it (SPEC M2, E4): every listing, resource and
+ * prompt is asked of a worker over the `mcp-requests` queue (src/mcp/mcp-request.ts), so this
+ * process starts no server. It holds no connection: `status` is always idle, `disconnect`
+ * tells every worker to stop the server, and `callTool` is refused (tools run in jobs).
+ * Failures are answers, as in the contract: 503-style `no_worker` when no worker took the
+ * request, `mcp_timeout` when the one that took it did not answer in time.
+ */
+export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkersOptions): McpConnections {
+  const { bus, prefix } = options;
+  const queue = new Queue<McpRequestJobData>(mcpRequestQueueName, { connection: options.connection, prefix });
+  // Connection errors are the shared connection's, logged by its own listener (src/services.ts).
+  queue.on("error", () => {});
+  const replies = createMcpReplies({ redis: options.connection, bus, prefix });
+  const replyTo = randomUUID();
+  const noticed = new Map<string, () => void>();
+  let listening: Promise<() => void> | undefined;
+  let closed = false;
+  const closing = new AbortController();
+  // The last tool list of each server, so an unchanged list is the same array and the catalog reuses its view (R2).
+  const toolLists = new Map<string, { json: string; tools: McpTool[] }>();
+
+  const failure = (errorCode: McpFailure["errorCode"], message: string): McpFailure => ({ ok: false, errorCode, message });
+
+  /** Whether the notice came within `ms` (false on timeout or close). */
+  function waitForNotice(notice: Promise<void>, ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const finish = (came: boolean) => {
+        clearTimeout(timer);
+        closing.signal.removeEventListener("abort", onClose);
+        resolve(came);
+      };
+      const onClose = () => finish(false);
+      const timer = setTimeout(() => finish(false), Math.max(0, ms));
+      closing.signal.addEventListener("abort", onClose, { once: true });
+      if (closing.signal.aborted) finish(false);
+      void notice.then(() => finish(true));
+    });
+  }
+
+  async function ask<K extends McpOperation>(scope: McpScope, server: string, request: Extract<McpRequest, { operation: K }>): Promise<McpOutcome<McpRequestValues[K]>> {
+    if (closed) return failure("mcp_unavailable", `The MCP server "${server}" is unavailable: the API is shutting down.`);
+    // Subscribed before the first job is added, so no notice can come before its listener.
+    listening ??= bus.onMcpReply(replyTo, (jobId) => noticed.get(jobId)?.()).catch((error: unknown) => {
+      listening = undefined;
+      throw error;
+    });
+    await listening;
+    const jobId = `mcp-${randomUUID()}`;
+    const notice = new Promise<void>((resolve) => noticed.set(jobId, resolve));
+    const deadline = Date.now() + options.timeoutMs;
+    try {
+      const data: McpRequestJobData = { tenantId: scope.tenantId, projectId: scope.projectId, server, request, deadline, replyTo };
+      // Read-only requests: a job a dead worker held is taken again by another (BullMQ's stall check).
+      await queue.add(request.operation, data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
+      if (!(await waitForNotice(notice, options.pickupMs))) {
+        // Withdrawn only while no worker holds it: a held job cannot be removed.
+        if ((await queue.remove(jobId)) === 1) return noWorker(server, options.pickupMs);
+        await waitForNotice(notice, deadline - Date.now());
+      }
+      // Taken even without a notice: pub/sub may lose one while the subscriber reconnects.
+      const reply = await replies.take(jobId);
+      if (reply) return reply as McpOutcome<McpRequestValues[K]>;
+      // A job whose worker died and whose lock lapsed, not taken again since.
+      if ((await queue.remove(jobId)) === 1) return noWorker(server, options.timeoutMs);
+      return failure("mcp_timeout", `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`);
+    } finally {
+      noticed.delete(jobId);
+    }
+  }
+
+  function noWorker(server: string, waitedMs: number): McpFailure {
+    return failure("no_worker", `No worker took the request for the MCP server "${server}" within ${waitedMs} ms; MCP servers run on workers only. Try again once a worker runs.`);
+  }
+
+  return {
+    defaults: defaultMcpDefaults,
+
+    async listTools(scope, config) {
+      const outcome = await ask(scope, config.name, { operation: "list-tools" });
+      if (!outcome.ok) return outcome;
+      const key = mcpServerKey(scope, config.name);
+      const json = JSON.stringify(outcome.value);
+      const known = toolLists.get(key);
+      if (known?.json === json) return { ok: true, value: known.tools };
+      toolLists.delete(key);
+      toolLists.set(key, { json, tools: outcome.value });
+      if (toolLists.size > maxRememberedToolLists) toolLists.delete(toolLists.keys().next().value as string);
+      return outcome;
+    },
+
+    async callTool(_scope, config: McpServerConfig) {
+      return {
+        content: [{ type: "text", text: `The MCP server "${config.name}" is not called from the API process: its tools run in a worker's tool batch.` }],
+        isError: true,
+        errorCode: "mcp_unavailable",
+      };
+    },
+
+    listResources: (scope, config) => ask(scope, config.name, { operation: "list-resources" }),
+    readResource: (scope, config, uri) => ask(scope, config.name, { operation: "read-resource", uri }),
+    listPrompts: (scope, config) => ask(scope, config.name, { operation: "list-prompts" }),
+    getPrompt: (scope, config, prompt, args) => ask(scope, config.name, { operation: "get-prompt", prompt, arguments: args ?? {} }),
+
+    status() {
+      return { state: "idle" };
+    },
+
+    async disconnect(scope, name) {
+      await bus.publishMcpServerStop({ tenantId: scope.tenantId, projectId: scope.projectId, name });
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      closing.abort();
+      const stopListening = await listening?.catch(() => undefined);
+      stopListening?.();
+      await queue.close();
+    },
+  };
+}
+
+function describe(request: McpRequest): string {
+  switch (request.operation) {
+    case "list-tools":
+      return "tools/list";
+    case "list-resources":
+      return "resources/list";
+    case "read-resource":
+      return `the read of resource ${JSON.stringify(request.uri)}`;
+    case "list-prompts":
+      return "prompts/list";
+    case "get-prompt":
+      return `prompt ${JSON.stringify(request.prompt)}`;
+    default: {
+      const unknown: never = request;
+      return String(unknown);
+    }
+  }
+}

@@ -1,0 +1,72 @@
+import type { GetPromptResult, Prompt, ReadResourceResult, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+/**
+ * What the API asks a worker about one MCP server (SPEC M2, E4). The API process starts no
+ * MCP server and needs no sandbox rights: its listings, resources and prompts are served by
+ * a worker, which holds the server's connection in the sandbox like its tools' (2.10).
+ *
+ * The sequence: the API adds a job to the `mcp-requests` queue and waits; a worker looks the
+ * server up in Postgres by the job's tenant, scope and name (never trusting anything else of
+ * the job), asks its own connection, stores the reply under a Redis key of the job's and
+ * notifies the asking process on its reply channel; the API takes the reply. A request no
+ * worker took within `FOYA_MCP_REQUEST_PICKUP_MS` is withdrawn (503 `no_worker`); one taken
+ * but unanswered within `FOYA_MCP_REQUEST_TIMEOUT_MS` answers 504 `mcp_timeout`.
+ */
+
+export const mcpRequestQueueName = "mcp-requests";
+
+/** One operation; arguments are small values from the HTTP request, never configuration or secrets. */
+export type McpRequest =
+  | { operation: "list-tools" }
+  | { operation: "list-resources" }
+  | { operation: "read-resource"; uri: string }
+  | { operation: "list-prompts" }
+  | { operation: "get-prompt"; prompt: string; arguments: Record<string, string> };
+
+export type McpOperation = McpRequest["operation"];
+
+/** What each operation answers when it succeeds. */
+export interface McpRequestValues {
+  "list-tools": McpTool[];
+  "list-resources": Resource[];
+  "read-resource": ReadResourceResult["contents"];
+  "list-prompts": Prompt[];
+  "get-prompt": GetPromptResult;
+}
+
+/** Job data: ids and the request only. The server's configuration (its secrets) stays in Postgres. */
+export interface McpRequestJobData {
+  tenantId: string;
+  /** The server's own scope: its project, or null for a tenant-wide server. */
+  projectId: string | null;
+  /** The server's name, unique within its scope. */
+  server: string;
+  request: McpRequest;
+  /** When the API stops waiting (epoch ms): a worker that takes the job later drops it. */
+  deadline: number;
+  /** The asking process's reply channel (`McpReplies`). */
+  replyTo: string;
+}
+
+/** Parsed where a worker takes the job (schema at every boundary). */
+export const mcpRequestJobDataSchema: z.ZodType<McpRequestJobData> = z.object({
+  tenantId: z.string().min(1),
+  projectId: z.string().min(1).nullable(),
+  server: z.string().min(1),
+  request: z.discriminatedUnion("operation", [
+    z.object({ operation: z.literal("list-tools") }),
+    z.object({ operation: z.literal("list-resources") }),
+    z.object({ operation: z.literal("read-resource"), uri: z.string() }),
+    z.object({ operation: z.literal("list-prompts") }),
+    z.object({ operation: z.literal("get-prompt"), prompt: z.string(), arguments: z.record(z.string(), z.string()) }),
+  ]),
+  deadline: z.number(),
+  replyTo: z.string().min(1),
+});
+
+/**
+ * A reply larger than this (its JSON, in bytes) is replaced by an `mcp_request_failed` failure:
+ * it passes through Redis and the API's memory. Binary resources up to ~12 MiB fit as base64.
+ */
+export const maxMcpReplyBytes = 16 * 1024 * 1024;
