@@ -52,7 +52,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   const registry = new Registry();
   if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
   // Process CPU, memory, event-loop lag and handles, as every Node service exposes them.
-  collectDefaultMetrics({ register: registry, prefix: "foya_process_" });
+  collectDefaultMetrics({ register: registry, prefix: "foya_" });
   const registers = [registry];
   return {
     registry,

@@ -23,23 +23,25 @@ const depthStates = ["waiting", "prioritized", "active", "delayed", "failed"] as
  */
 export function registerStateGauges(metrics: Metrics, sources: StateSources): void {
   const registers = [metrics.registry];
-  const guarded = (read: () => Promise<void>) => async () => {
-    try {
-      await read();
-    } catch (error) {
-      sources.onError(error);
-    }
-  };
+  // prom-client calls `collect` with the gauge as `this`; it is handed on as an argument.
+  const guarded = <Labels extends string>(read: (gauge: Gauge<Labels>) => Promise<void>) =>
+    async function collect(this: Gauge<Labels>) {
+      try {
+        await read(this);
+      } catch (error) {
+        sources.onError(error);
+      }
+    };
   new Gauge({
     name: "foya_queue_jobs",
     help: "Jobs in each queue by state (waiting, prioritized, active, delayed, failed).",
     labelNames: ["queue", "state"],
     registers,
-    collect: guarded(async function (this: Gauge<"queue" | "state">) {
-      this.reset();
+    collect: guarded<"queue" | "state">(async (gauge) => {
+      gauge.reset();
       for (const queue of sources.queues) {
         const counts = await queue.getJobCounts(...depthStates);
-        for (const state of depthStates) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+        for (const state of depthStates) gauge.set({ queue: queue.name, state }, counts[state] ?? 0);
       }
     }),
   });
@@ -48,12 +50,12 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     help: "Age of the oldest job waiting for a worker in each queue (0 when none waits).",
     labelNames: ["queue"],
     registers,
-    collect: guarded(async function (this: Gauge<"queue">) {
+    collect: guarded<"queue">(async (gauge) => {
       for (const queue of sources.queues) {
         // Waiting jobs are FIFO; prioritized ones are served by priority, so the oldest of either can be anywhere: look at both ends' first page.
         const jobs = [...(await queue.getJobs(["waiting"], -1, -1, true)), ...(await queue.getJobs(["prioritized"], 0, 99, true))];
         const oldest = Math.min(...jobs.map((job) => job.timestamp + (job.opts.delay ?? 0)));
-        this.set({ queue: queue.name }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
+        gauge.set({ queue: queue.name }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
       }
     }),
   });
@@ -61,17 +63,17 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     name: "foya_approvals_waiting",
     help: "Approvals waiting for a person's decision, across every tenant.",
     registers,
-    collect: guarded(async function (this: Gauge) {
+    collect: guarded(async (gauge) => {
       const { rows } = await sources.pool.query<{ n: number }>("select count(*)::int as n from approvals where status = 'pending'");
-      this.set(rows[0]?.n ?? 0);
+      gauge.set(rows[0]?.n ?? 0);
     }),
   });
   new Gauge({
     name: "foya_workers_live",
     help: "Worker processes whose liveness record is fresh.",
     registers,
-    collect: guarded(async function (this: Gauge) {
-      this.set((await liveWorkers(sources.pool, sources.livenessTimeoutMs)).length);
+    collect: guarded(async (gauge) => {
+      gauge.set((await liveWorkers(sources.pool, sources.livenessTimeoutMs)).length);
     }),
   });
 }

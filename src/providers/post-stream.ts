@@ -45,7 +45,8 @@ export async function* postStream(
     });
     if (!response.ok) {
       const body = await readHead(response, errorBodyBytes);
-      const excerpt = body.replace(/\s+/g, " ").trim().slice(0, errorExcerptLength);
+      // Providers quote the key they refused: the excerpt is redacted before it reaches a message or a log.
+      const excerpt = redactSecrets(body.replace(/\s+/g, " ").trim().slice(0, errorExcerptLength), secrets);
       const reason = redactSecrets(errorBodyReason(excerpt, body), secrets);
       throw new FoyaError("provider_error", `${response.status} ${reason} (${where})`.replace(/ {2,}/g, " "), {
         cause: new Error(`POST ${loggableUrl(post.url)} answered ${response.status}: ${excerpt}`),
@@ -58,7 +59,8 @@ export async function* postStream(
     if (isFoyaError(error)) {
       // A parser's message quotes what the provider streamed.
       const redacted = redactSecrets(error.message, secrets);
-      throw redacted === error.message ? error : new FoyaError(error.code, redacted, { cause: error });
+      // The original stays out of the chain: its message is what was redacted.
+      throw redacted === error.message ? error : new FoyaError(error.code, redacted);
     }
     if (deadline.aborted) throw new FoyaError("provider_error", `no complete response within ${post.timeoutMs} ms (${where})`, { cause: error });
     throw new FoyaError("provider_error", `${where} could not be reached: ${transportReason(error)}`, {

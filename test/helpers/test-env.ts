@@ -10,7 +10,7 @@ import { createApp } from "../../src/api/app.js";
 import type { App } from "../../src/api/app-env.js";
 import { startHttpServer, type HttpServer } from "../../src/api/http-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
-import { createServices, type Services } from "../../src/services.js";
+import { createServices, type CreateServicesOptions, type Services } from "../../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
 import { ApiClient } from "./api-client.js";
 
@@ -53,7 +53,8 @@ export async function writeProvidersFile(profiles: object[]): Promise<string> {
   return file;
 }
 
-export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+/** `services` reaches createServices: a test's own logger (captured lines) or span processors. */
+export async function createTestEnv(overrides: Record<string, string> = {}, servicesOptions: Omit<CreateServicesOptions, "role"> = {}): Promise<TestEnv> {
   const adminUrl = inject("databaseUrl");
   const redisUrl = inject("redisUrl");
   const suffix = randomBytes(5).toString("hex");
@@ -88,7 +89,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     ...overrides,
   };
   const config = loadConfig(env);
-  const services = await createServices(config, { role: "test" });
+  const services = await createServices(config, { role: "test", ...servicesOptions });
   const app = createApp(services);
   const closers: Array<() => Promise<unknown>> = [];
   const pool = services.db.pool;
