@@ -1,9 +1,7 @@
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { findServiceDir } from "../sandbox/service-dir.js";
 import type { DbHandle } from "./client.js";
-
-const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../drizzle");
 
 /** Arbitrary constant: serializes migrations when several processes start at once. */
 const migrationLockKey = 0x466f7961;
@@ -13,7 +11,8 @@ export async function runMigrations(handle: DbHandle): Promise<void> {
   try {
     await client.query("select pg_advisory_lock($1)", [migrationLockKey]);
     try {
-      await migrate(handle.db, { migrationsFolder });
+      // drizzle/ beside package.json: the same folder whether this runs from src/ (tsx) or a compiled outDir.
+      await migrate(handle.db, { migrationsFolder: path.join(findServiceDir(), "drizzle") });
     } finally {
       await client.query("select pg_advisory_unlock($1)", [migrationLockKey]);
     }

@@ -29,7 +29,7 @@ export interface StartOptions {
 const servingMarker = { api: /FOYA_API_URL=(\S+)/, worker: /FOYA_WORKER_ID=(\S+)/ };
 const listeningMarker = /FOYA_API_LISTENING=(\S+)/;
 
-/** A TypeScript entry of this repository run with tsx as its own process, its output collected. */
+/** An entry of this repository (TypeScript with tsx, or compiled) run as its own process, its output collected. */
 export interface SpawnedProcess {
   readonly pid: number;
   output(): string;
@@ -41,7 +41,12 @@ export interface SpawnedProcess {
 
 /** Starts `entry` (relative to the repository) as `node --import tsx`, with `env` on top of this process's. */
 export function spawnTsxProcess(entry: string, env: Record<string, string>, label: string): SpawnedProcess {
-  const child: ResultPromise = execa(process.execPath, ["--import", "tsx", path.join(repoRoot, entry)], {
+  return spawnNodeProcess(["--import", "tsx", path.join(repoRoot, entry)], env, label);
+}
+
+/** Starts `node <args>` in the repository, with `env` on top of this process's. */
+export function spawnNodeProcess(args: readonly string[], env: Record<string, string>, label: string): SpawnedProcess {
+  const child: ResultPromise = execa(process.execPath, args, {
     cwd: repoRoot,
     env: { ...env, PORT: "0" },
     extendEnv: true,

@@ -146,7 +146,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}, serv
   return testEnv;
 }
 
-async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
+/** Deletes every Redis key under a queue prefix (FOYA_QUEUE_PREFIX). */
+export async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
     let cursor = "0";
