@@ -14,6 +14,8 @@ import type { AppEnv } from "./app-env.js";
  */
 export function requestTelemetry(services: { logger: Logger; metrics: Metrics; tracing: Tracing }): MiddlewareHandler<AppEnv> {
   const { logger, metrics, tracing } = services;
+  // A caller's own trace (W3C traceparent) is joined; without one the request starts a trace.
+  const parentOf = (traceparent: string | undefined) => (traceparent ? tracing.contextOf(traceparent) : otelContext.active());
   return async (c, next) => {
     const started = performance.now();
     const method = c.req.method;
@@ -23,7 +25,7 @@ export function requestTelemetry(services: { logger: Logger; metrics: Metrics; t
     };
     let route = "*";
     if (tracing.enabled) {
-      await tracing.tracer.startActiveSpan(`${method} ${c.req.path}`, { kind: SpanKind.SERVER, attributes: { "http.request.method": method } }, otelContext.active(), async (span) => {
+      await tracing.tracer.startActiveSpan(`${method} ${c.req.path}`, { kind: SpanKind.SERVER, attributes: { "http.request.method": method } }, parentOf(c.req.header("traceparent")), async (span) => {
         try {
           route = await run();
           span.updateName(`${method} ${route}`);

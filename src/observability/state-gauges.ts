@@ -47,13 +47,15 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
   });
   new Gauge({
     name: "foya_queue_oldest_waiting_seconds",
-    help: "Age of the oldest job waiting for a worker in each queue (0 when none waits).",
+    help: "Age of the oldest job waiting for a worker in each queue (0 when none waits; among the first 1000 by priority).",
     labelNames: ["queue"],
     registers,
     collect: guarded<"queue">(async (gauge) => {
       for (const queue of sources.queues) {
-        // Waiting jobs are FIFO; prioritized ones are served by priority, so the oldest of either can be anywhere: look at both ends' first page.
-        const jobs = [...(await queue.getJobs(["waiting"], -1, -1, true)), ...(await queue.getJobs(["prioritized"], 0, 99, true))];
+        // Waiting jobs are FIFO (asc: the oldest first). Prioritized ones (every Foya job has a priority) are
+        // ordered by priority, so the oldest can be anywhere: the first 1,000 are looked at, which admission
+        // (at most each tenant's activeRuns jobs queued) makes the whole set in all but huge deployments.
+        const jobs = [...(await queue.getJobs(["waiting"], 0, 0, true)), ...(await queue.getJobs(["prioritized"], 0, 999, true))];
         const oldest = Math.min(...jobs.map((job) => job.timestamp + (job.opts.delay ?? 0)));
         gauge.set({ queue: queue.name }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
       }

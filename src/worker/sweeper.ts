@@ -118,8 +118,8 @@ export function startSweeper(services: Services, self: { workerId: string; liven
     prunedAt = Date.now();
     // Another worker on this host that died mid-command left its layer: settled here within a minute, not at the next restart.
     await rollForwardLayers(services);
-    if (webhookRetentionDays === 0) return 0;
     await pruneEndedWorkers(services.db.pool, endedWorkerRetentionMs);
+    if (webhookRetentionDays === 0) return 0;
     return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
   };
   const timer = setInterval(() => {
@@ -154,6 +154,7 @@ export function startSweeper(services: Services, self: { workerId: string; liven
       .then((taken) => {
         services.metrics.sweeperActions.inc({ action: "workers_taken_over" }, taken.workers);
         services.metrics.sweeperActions.inc({ action: "runs_recovered" }, taken.runs);
+        services.metrics.sweeperActions.inc({ action: "commands_lost" }, taken.commands);
         if (taken.workers > 0) services.logger.warn(taken, "took over the work of dead workers");
       })
       .catch((error: unknown) => services.logger.warn({ err: error }, "looking for dead workers failed"))

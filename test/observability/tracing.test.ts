@@ -55,4 +55,15 @@ describe("traces", () => {
     expect(firstStep!.attributes).toMatchObject({ "foya.run_id": run.body.id, "foya.job.outcome": "committed" });
     expect(root!.attributes).toMatchObject({ "http.route": "/v1/sessions/:id/runs", "http.response.status_code": 202, "foya.tenant_id": client.tenantId });
   });
+
+  it("X8: a caller's own trace (a W3C traceparent header) is joined by the request's span", async () => {
+    exporter.reset();
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const parent = "00f067aa0ba902b7";
+    const response = await env.app.request("/v1/usage", { headers: { authorization: `Bearer ${client.key}`, traceparent: `00-${traceId}-${parent}-01` } });
+    expect(response.status).toBe(200);
+    const span = exporter.getFinishedSpans().find((finished) => finished.name === "GET /v1/usage");
+    expect(span?.spanContext().traceId).toBe(traceId);
+    expect(span?.parentSpanContext?.spanId).toBe(parent);
+  });
 });
