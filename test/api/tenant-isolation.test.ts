@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { script, type ApiClient } from "../helpers/api-client.js";
+import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
@@ -53,6 +53,75 @@ describe("tenant isolation", () => {
     expect((await owner.get(`/v1/sessions/${sessionId}`)).body.deleted).toBe(false);
     expect((await owner.get(`/v1/projects/${projectId}`)).status).toBe(200);
     expect((await owner.messages(sessionId)).map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("D8: every path with an id in /openapi.json, with each of its methods, answers 404 to another tenant's key with the owner's real ids", async () => {
+    // The owner gets one of everything an id can name: a file change, a command, an approval, an artifact, a trash entry, a webhook, an MCP server.
+    const { sessionId } = await owner.newSession({ approvalMode: "manual" });
+    const { sessionId: busy } = await owner.newSession();
+    const run = await owner.startRun(
+      busy,
+      script([
+        [{ tool: "write", args: { path: "a.txt", content: "one\n" } }],
+        [{ tool: "delete", args: { path: "a.txt" } }],
+        [{ tool: "bash", args: { command: "sleep 30", background: true } }],
+        [{ tool: "make_image", args: {} }],
+        [{ text: "done" }],
+      ]),
+    );
+    await owner.waitForRun(run.body.id);
+    const waiting = await owner.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "asked" } }], [{ text: "done" }]]));
+    const approvalId = await waitFor(async () => (await owner.get(`/v1/approvals?status=pending&sessionId=${sessionId}`)).body.approvals?.[0]?.id as string | undefined, 20_000, "the approval");
+    const busyProject = (await owner.get(`/v1/sessions/${busy}`)).body.projectId as string;
+    const one = async (sql: string) => ((await env.query<{ id: string }>(sql, [owner.tenantId]))[0] ?? { id: undefined }).id;
+    const owned: Record<string, string | undefined> = {
+      projects: busyProject,
+      sessions: busy,
+      runs: run.body.id,
+      "file-changes": await one("select id from file_changes where tenant_id = $1 limit 1"),
+      commands: await one("select id from commands where tenant_id = $1 limit 1"),
+      approvals: approvalId,
+      artifacts: await one("select id from artifacts where tenant_id = $1 limit 1"),
+      webhooks: (await owner.post("/v1/webhooks", { url: "https://example.com/hook", eventTypes: ["run_end"] })).body.webhook?.id,
+      "mcp-servers": (await owner.post("/v1/mcp-servers", { name: "owned", projectId: busyProject, transport: { kind: "http", url: "https://example.com/mcp" } })).body.id,
+    };
+    const entryId = (await owner.get(`/v1/projects/${busyProject}/trash`)).body.entries?.[0]?.id as string | undefined;
+    for (const [kind, id] of Object.entries({ ...owned, entryId })) expect(id, `the owner's ${kind}`).toBeTruthy();
+    // Bodies that pass each route's schema, so the refusal is the ownership check's, not validation's.
+    const bodies: Record<string, unknown> = {
+      "POST /v1/sessions/{id}/runs": { input: "hijack" },
+      "POST /v1/approvals/{id}": { decision: "deny", reason: "not yours" },
+      "PUT /v1/projects/{id}/policy": { rules: { allow: ["bash"] } },
+      "POST /v1/projects/{id}/mcp/{server}/prompts/{prompt}": { arguments: {} },
+    };
+    // Admin routes take the admin token, never a tenant's key (the test below).
+    const adminOnly = new Set(["/v1/tenants/{id}"]);
+    const document = (await (await env.app.request("/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>> };
+    let checked = 0;
+    for (const [template, operations] of Object.entries(document.paths)) {
+      if (!template.includes("{") || adminOnly.has(template)) continue;
+      const kind = template.split("/")[2] as string;
+      const concrete = template.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+        const value = name === "id" ? owned[kind] : name === "entryId" ? entryId : name === "server" ? "owned" : name === "prompt" ? "any" : undefined;
+        if (!value) throw new Error(`no owner's id for {${name}} in ${template}: add one to this test`);
+        return value;
+      });
+      for (const method of Object.keys(operations).map((m) => m.toUpperCase())) {
+        const body = bodies[`${method} ${template}`] ?? (method === "GET" || method === "DELETE" ? undefined : {});
+        const query = template.endsWith("/resources/read") ? "?uri=test%3A%2F%2Fx" : "";
+        const response = await stranger.request(method, `${concrete}${query}`, body);
+        expect(response.status, `${method} ${template}: ${JSON.stringify(response.body)}`).toBe(404);
+        expect(response.body.error.code).toBe("not_found");
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(30);
+    // Nothing of the owner's moved: the approval still waits, the file change and the server are there.
+    expect((await owner.get(`/v1/approvals/${approvalId}`)).body.status).toBe("pending");
+    expect((await owner.get(`/v1/file-changes/${owned["file-changes"]}`)).status).toBe(200);
+    expect((await owner.get(`/v1/mcp-servers/${owned["mcp-servers"]}`)).status).toBe(200);
+    expect((await owner.get(`/v1/projects/${busyProject}`)).status).toBe(200);
+    await owner.post(`/v1/runs/${waiting.body.id}/cancel`, {});
   });
 
   it("D8: API keys are stored hashed, and a missing or unknown key answers 401", async () => {
