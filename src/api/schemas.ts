@@ -178,6 +178,9 @@ export const SessionSchema = z
     runMode: z.enum(runModes),
     onInterrupted: z.enum(onInterruptedChoices).openapi({ description: "The default of the session's runs (SPEC D10)." }),
     activeRunId: z.string().nullable(),
+    lastEventSeq: z.number().int().openapi({
+      description: "Sequence number of the session's latest event (0 before any): stream with `after` set to it to see only what comes next, such as a run started after reading it.",
+    }),
     parent: z
       .object({ sessionId: z.string().nullable(), runId: z.string(), callId: z.string().nullable() })
       .nullable()

@@ -29,6 +29,7 @@ export function serializeSession(session: typeof sessions.$inferSelect) {
     runMode: session.runMode,
     onInterrupted: session.onInterrupted,
     activeRunId: session.activeRunId,
+    lastEventSeq: session.eventSeq,
     parent: session.parentRunId ? { sessionId: session.parentSessionId, runId: session.parentRunId, callId: session.parentCallId } : null,
     depth: session.depth,
     tasks: session.tasks,

@@ -1,0 +1,81 @@
+import type { components } from "./generated/openapi.js";
+
+/**
+ * The events of a session, as the API sends them (SPEC L4, D5, X1): a discriminated union on
+ * `type`. The OpenAPI document types an event's `data` loosely, so this union is written by
+ * hand after the service's own (`src/core/events.ts`); test/client/event-types.test.ts fails
+ * the type check when the two part.
+ *
+ * Every event has a per-session sequence number `seq`, gap-free from 1; streams resume after
+ * the last one seen. `step` names the model step attempt that produced it: a `step_start` with
+ * a higher `attempt` for the same step index means what earlier attempts streamed is void.
+ * Events carry ids and text, never binary content (artifacts are fetched by id).
+ */
+
+export type RunStatus = components["schemas"]["Run"]["status"];
+export type TerminalRunStatus = Exclude<RunStatus, "queued" | "running" | "awaiting_approval">;
+export type ToolCallStatus = "queued" | "awaiting_approval" | "running" | "succeeded" | "failed" | "denied" | "skipped" | "cancelled" | "interrupted";
+export type TerminalToolCallStatus = Exclude<ToolCallStatus, "queued" | "awaiting_approval" | "running">;
+
+export type FoyaEventBody =
+  | { type: "run_start"; runId: string; ordinal: number }
+  | { type: "step_start"; stepIndex: number; attempt: number; tools: string[] }
+  | { type: "text_delta"; text: string }
+  /** A call the model is producing; its arguments follow in `tool_update`s. */
+  | { type: "tool_begin"; callId: string; name: string; callIndex: number; status: "queued" }
+  | { type: "tool_update"; callId: string; argumentsDelta?: string; status?: ToolCallStatus; progress?: string }
+  | {
+      type: "tool_end";
+      callId: string;
+      name: string;
+      status: TerminalToolCallStatus;
+      isError: boolean;
+      errorCode?: string;
+      /** Short text view of the result; the full result is in the session's messages. */
+      preview: string;
+      /** Unified diff for display (write, edit); never sent to the model. */
+      diff?: string;
+      /** File changes the call made, to review or revert with `fileChanges`. */
+      fileChanges?: Array<{ id: string; path: string; existedBefore: boolean; sha256Before: string | null; sha256After: string | null }>;
+    }
+  | { type: "approval_request"; approvalId: string; callId: string; name: string; reason: string; expiresAt: string }
+  | {
+      type: "approval_resolved";
+      approvalId: string;
+      callId: string;
+      status: "approved" | "denied" | "expired" | "cancelled";
+      /** Approved with arguments edited by the decider. */
+      edited: boolean;
+      reason?: string;
+    }
+  | {
+      type: "step_end";
+      stepIndex: number;
+      attempt: number;
+      finishReason: string;
+      stopReason?: string;
+      usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number };
+      toolCalls: number;
+    }
+  /** A change of an active run's status; `recovering` (never stored): its worker died and another takes over. */
+  | { type: "run_status"; status: RunStatus | "recovering"; reason?: string }
+  /** An `agent` call started a sub-agent: its own session's events tell what it does. */
+  | { type: "subagent_start"; callId: string; childSessionId: string; childRunId: string; depth: number }
+  | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
+  | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
+
+export type FoyaEventType = FoyaEventBody["type"];
+
+/** One event of a session's log; narrow on `type` to type `data`. */
+export type FoyaEvent = {
+  [Type in FoyaEventType]: {
+    seq: number;
+    sessionId: string;
+    runId: string;
+    step: { index: number; attempt: number } | null;
+    type: Type;
+    data: Extract<FoyaEventBody, { type: Type }>;
+    /** When the event was stored, ISO 8601. */
+    at: string;
+  };
+}[FoyaEventType];
