@@ -1,4 +1,4 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { ownedProject } from "../tenants/owned-project.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/client.js";
 import { projects } from "../db/schema.js";
@@ -34,7 +34,7 @@ export function mcpSandbox(options: {
         const [project] = await options.db
           .select({ workspacePath: projects.workspacePath })
           .from(projects)
-          .where(and(eq(projects.id, scope.projectId), eq(projects.tenantId, scope.tenantId), isNull(projects.deletedAt)));
+          .where(ownedProject(scope.tenantId, scope.projectId));
         if (!project) throw new Error(`project ${scope.projectId} does not exist`);
         await options.workspaceOwnership.ensure(project.workspacePath, identity);
         return { workspaceDir: project.workspacePath, identity, limits };

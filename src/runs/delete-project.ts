@@ -1,4 +1,5 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
+import { ownedProject } from "../tenants/owned-project.js";
 import { projects, sessions } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import type { Services } from "../services.js";
@@ -20,7 +21,7 @@ export async function deleteProject(
   const [project] = await services.db.db
     .update(projects)
     .set({ deletedAt: sql`now()` })
-    .where(and(eq(projects.id, input.projectId), eq(projects.tenantId, input.tenantId), isNull(projects.deletedAt)))
+    .where(ownedProject(input.tenantId, input.projectId))
     .returning();
   if (!project) throw notFound("project");
   const live = await services.db.db

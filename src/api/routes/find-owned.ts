@@ -1,7 +1,8 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client.js";
 import { projects, sessions } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
+import { ownedProject } from "../../tenants/owned-project.js";
 
 /** A session of this tenant, or 404: another tenant's id is indistinguishable from a missing one (D8). */
 export async function findSession(db: Database, tenantId: string, id: string): Promise<typeof sessions.$inferSelect> {
@@ -18,7 +19,7 @@ export async function findProject(db: Database, tenantId: string, id: string): P
   const [project] = await db
     .select()
     .from(projects)
-    .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)));
+    .where(ownedProject(tenantId, id));
   if (!project) throw notFound("project");
   return project;
 }

@@ -1,12 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { and, eq, isNull } from "drizzle-orm";
-import { projects } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { McpTransportConfig } from "../../mcp/mcp-config.js";
 import type { McpFailure } from "../../mcp/mcp-connections.js";
 import { createMcpServer, deleteMcpServer, findMcpServer, listMcpServers, mcpConfigOf, mcpScopeOf, resolveMcpServer, type McpServerRow } from "../../mcp/mcp-server-store.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
+import { findProject } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
 import { ErrorSchema, errorResponses, foyaId, httpUrl, IdParam, text } from "../schemas.js";
 
@@ -213,11 +212,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
   const db = services.db.db;
 
   async function requireProject(tenantId: string, id: string): Promise<void> {
-    const [project] = await db
-      .select({ id: projects.id })
-      .from(projects)
-      .where(and(eq(projects.id, id), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)));
-    if (!project) throw notFound("project");
+    await findProject(db, tenantId, id);
   }
 
   /**

@@ -1,11 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq, isNull } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { ApprovalPolicy } from "../../core/policy.js";
 import { projects, tenants } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import { parseRule } from "../../gateway/rules.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
+import { ownedProject } from "../../tenants/owned-project.js";
+import { findProject } from "./find-owned.js";
 
 const RuleList = z
   .array(z.string().min(1).max(1000, "a rule may have at most 1000 characters"))
@@ -82,19 +84,15 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
     return c.json(policy, 200);
   });
   app.openapi(getProjectPolicy, async (c) => {
-    const [row] = await db
-      .select({ policy: projects.policy })
-      .from(projects)
-      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId")), isNull(projects.deletedAt)));
-    if (!row) throw notFound("project");
-    return c.json(row.policy, 200);
+    const project = await findProject(db, c.get("tenantId"), c.req.valid("param").id);
+    return c.json(project.policy, 200);
   });
   app.openapi(putProjectPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
     const [row] = await db
       .update(projects)
       .set({ policy })
-      .where(and(eq(projects.id, c.req.valid("param").id), eq(projects.tenantId, c.get("tenantId")), isNull(projects.deletedAt)))
+      .where(ownedProject(c.get("tenantId"), c.req.valid("param").id))
       .returning({ id: projects.id });
     if (!row) throw notFound("project");
     return c.json(policy, 200);

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, asc, eq, isNull } from "drizzle-orm";
-import { messages, projects, sessions } from "../../db/schema.js";
+import { asc, eq } from "drizzle-orm";
+import { messages, sessions } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { deleteSession } from "../../runs/delete-session.js";
@@ -8,7 +8,7 @@ import { fullAccessRefusal, readTenantSettings } from "../../tenants/tenant-sett
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, fullAccessRefusedResponse, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
 import { serializeSession } from "../serialize.js";
-import { findSession } from "./find-owned.js";
+import { findProject, findSession } from "./find-owned.js";
 
 const createSession = createRoute({
   method: "post",
@@ -52,11 +52,7 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
   app.openapi(createSession, async (c) => {
     const body = c.req.valid("json");
     const tenantId = c.get("tenantId");
-    const [project] = await services.db.db
-      .select({ id: projects.id })
-      .from(projects)
-      .where(and(eq(projects.id, body.projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)));
-    if (!project) throw notFound("project");
+    const project = await findProject(services.db.db, tenantId, body.projectId);
     const providerProfile = body.providerProfile ?? services.config.defaultProvider;
     if (!services.providers.has(providerProfile)) {
       throw new FoyaError("bad_request", `provider profile "${providerProfile}" is not configured on this server`);

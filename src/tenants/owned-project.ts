@@ -1,0 +1,11 @@
+import { and, eq, isNull, type SQL } from "drizzle-orm";
+import { projects } from "../db/schema.js";
+
+/**
+ * The one condition that makes a project this tenant's (SPEC D8): its id, its tenant, and not
+ * deleted. Every read and update of a project by id goes through it, so another tenant's id and a
+ * deleted project look the same as a missing one.
+ */
+export function ownedProject(tenantId: string, projectId: string): SQL {
+  return and(eq(projects.id, projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)) as SQL;
+}
