@@ -56,7 +56,7 @@ const context: ToolContext = {
       return digest;
     },
   },
-  reportProgress: () => {},
+  reportProgress: async () => {},
 };
 const call = <A>(tool: unknown, args: A) => (tool as Tool<A>).run(context, args, { callId: "c", name: "t", argumentsRaw: "" });
 const storedBytes = () => [...stored.values()].reduce((sum, size) => sum + size, 0);

@@ -77,7 +77,7 @@ const context = {
   approvalMode: "full_access",
   provider: { profile: "scripted", model: "scripted" },
   signal: new AbortController().signal,
-  reportProgress: () => {},
+  reportProgress: async () => {},
 } as unknown as ToolContext;
 
 /** The baseline: the same echo, in process. */

@@ -92,8 +92,8 @@ export interface ToolContext {
   };
   /** Aborted when the run is cancelled, or when a draining worker's grace period ends. */
   signal: AbortSignal;
-  /** Reports progress to clients as a `tool_update` event. */
-  reportProgress(message: string): void;
+  /** Reports progress to clients as a `tool_update` event; settles once it is recorded (or dropped: the call was answered), never rejects. */
+  reportProgress(message: string): Promise<void>;
   /** Background commands of this session (B1): started here, owned by this worker, readable anywhere. */
   commands: {
     start(command: string): Promise<{ id: string } | { error: string }>;

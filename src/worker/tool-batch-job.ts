@@ -165,8 +165,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
         },
       },
       reportProgress(message) {
-        // Fenced like a result: progress lands only while this attempt still runs the call.
-        void appendCallProgress(pool, run, call, stepRef, storableText(message))
+        // Fenced like a result: progress lands only while this attempt still runs the call. The
+        // promise settles once it is recorded or dropped, never rejects: a tool need not await it.
+        return appendCallProgress(pool, run, call, stepRef, storableText(message))
           .then((events) => services.bus.publish(events))
           .catch((error: unknown) => services.logger.warn({ err: error, runId, callId: call.callId }, "tool progress was not recorded"));
       },

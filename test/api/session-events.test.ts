@@ -97,8 +97,8 @@ describe("session events over SSE", () => {
     expect(assistant).toBeDefined();
     expect(assistant.content.text.length).toBeGreaterThan(0);
     expect(assistant.content.text.length).toBeLessThan(200);
-    // The worker notices the cancel and does not commit the rest of the answer.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The worker notices the cancel and does not commit the rest of the answer: once its job has ended, nothing more can come.
+    await env.settled();
     expect((await client.messages(sessionId)).filter((m) => m.role === "assistant")).toHaveLength(1);
   });
 

@@ -4,6 +4,8 @@ import { readMarkers } from "../fixtures/test-tools.js";
 import { ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { startFoyaProcess, type FoyaProcess } from "../helpers/processes.js";
+import { sample } from "../helpers/prometheus-text.js";
+import { freePort } from "../helpers/free-port.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
@@ -114,7 +116,9 @@ describe("crash recovery", () => {
   });
 
   it("D4: a stalled worker that wakes up cannot commit over newer work (fencing)", async () => {
-    await start("worker");
+    // Its metrics say when its job has ended: the fact to wait on, instead of a sleep.
+    const stalled = await start("worker", { FOYA_METRICS_PORT: String(await freePort()) });
+    const metricsUrl = (await stalled.waitForOutput(/FOYA_METRICS_URL=(\S+)/))[1]!;
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "stall", sleepMs: 1500 } }], [{ text: "never" }]]));
@@ -133,8 +137,8 @@ describe("crash recovery", () => {
     } finally {
       process.kill(sleeper!.pid, "SIGCONT");
     }
-    // The woken worker finishes its tool and tries to commit the result: it is refused.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // The woken worker finishes its tool and tries to commit the result: it is refused, and its job ends.
+    await waitFor(async () => (sample(await (await fetch(metricsUrl)).text(), "foya_job_duration_seconds_count", { queue: "tools" }) ?? 0) >= 1, 20_000, "the woken job to end");
     const [call] = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [run.body.id]);
     expect(call!.status).toBe("interrupted");
     const messages = await client.messages(sessionId);

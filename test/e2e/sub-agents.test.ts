@@ -144,8 +144,8 @@ describe("sub-agents", () => {
     expect(childCall).toMatchObject({ name: "marker_sleep", status: "cancelled" });
     expectValidHistory(await client.messages(sessionId));
     expectValidHistory(await client.messages(child.childSessionId));
-    // The parent stays cancelled: the child's end delivered nothing over it.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The parent stays cancelled: the child's end delivered nothing over it, and no job is left to.
+    await env.settled();
     expect((await client.toolMessages(sessionId)).filter((m) => m.name === "agent")).toHaveLength(1);
   });
 

@@ -11,7 +11,8 @@ describe("what a running tool sees", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ tool: "late_progress", args: { delayMs: 300 } }], [{ text: "done" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    // The tool marks when its late report was recorded or dropped.
+    await waitFor(async () => (await readMarkers(await env.workspaceOf(sessionId), "late-progress")).length === 1, 10_000, "the late report to settle");
     const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress !== undefined).map((e) => e.data.progress);
     expect(progress).toEqual(["while running"]);
   });

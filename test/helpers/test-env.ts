@@ -5,6 +5,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Redis } from "ioredis";
+import { Queue } from "bullmq";
+import { webhookQueueName } from "../../src/webhooks/webhook-queue.js";
 import { afterAll, beforeAll, inject } from "vitest";
 import { createApp } from "../../src/api/app.js";
 import type { App } from "../../src/api/app-env.js";
@@ -37,6 +39,12 @@ export interface TestEnv {
   startServer(): Promise<HttpServer>;
   /** The workspace folder of a session's project. */
   workspaceOf(sessionId: string): Promise<string>;
+  /**
+   * Resolves once nothing more can happen on its own: no step, tool-batch or webhook job of this
+   * environment is waiting, delayed or running, and no webhook delivery waits to be enqueued.
+   * Tests wait on it before asserting that something did not happen, instead of sleeping.
+   */
+  settled(timeoutMs?: number): Promise<void>;
   /** Plain SQL on the test database. */
   query<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
@@ -93,6 +101,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}, serv
   const app = createApp(services);
   const closers: Array<() => Promise<unknown>> = [];
   const pool = services.db.pool;
+  const webhookQueue = new Queue(webhookQueueName, { connection: services.redis, prefix: config.queuePrefix });
+  webhookQueue.on("error", () => {});
 
   const testEnv: TestEnv = {
     env,
@@ -131,8 +141,28 @@ export async function createTestEnv(overrides: Record<string, string> = {}, serv
     async query(text, values) {
       return (await pool.query(text, values)).rows;
     },
+    async settled(timeoutMs = 20_000) {
+      const queues = [services.dispatcher.stepQueue, services.dispatcher.toolQueue, webhookQueue];
+      const busy = async () => {
+        for (const queue of queues) {
+          const counts = await queue.getJobCounts("waiting", "prioritized", "delayed", "active");
+          if (Object.values(counts).some((count) => count > 0)) return true;
+        }
+        const { rows } = await pool.query<{ n: number }>("select count(*)::int as n from webhook_deliveries where status = 'pending'");
+        return (rows[0]?.n ?? 0) > 0;
+      };
+      // Twice in a row: a job adds its successor before it completes, so an idle look is no gap between two jobs.
+      let idle = 0;
+      const deadline = Date.now() + timeoutMs;
+      while (idle < 2) {
+        if (Date.now() > deadline) throw new Error("timed out waiting for this environment's queues to settle");
+        idle = (await busy()) ? 0 : idle + 1;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
     async close() {
       for (const close of closers) await close().catch(() => {});
+      await webhookQueue.close();
       await services.close();
       // The Redis this environment used: an override (a test's own server) or the suite's.
       await dropRedisPrefix(env.REDIS_URL ?? redisUrl, env.FOYA_QUEUE_PREFIX as string);

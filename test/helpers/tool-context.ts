@@ -92,7 +92,7 @@ export function toolContext(overrides: ToolContextOverrides): ToolContext {
     blobs: { put: async () => "" },
     history: { readToolResult: async () => undefined },
     subagents: { start: async () => ({ ok: false, errorCode: "agent_unavailable", message: "no sub-agents here" }) },
-    reportProgress: () => {},
+    reportProgress: async () => {},
     ...rest,
   };
 }

@@ -20,7 +20,7 @@ function tool(name: string): Tool<Record<string, unknown>> {
 }
 
 async function run(name: string, args: Record<string, unknown>, progress: string[] = []): Promise<ToolResult> {
-  const context = toolContext({ workspaceDir: "/tmp", reportProgress: (message) => progress.push(message) });
+  const context = toolContext({ workspaceDir: "/tmp", reportProgress: async (message) => void progress.push(message) });
   return tool(name).run(context, args, { callId: "call_1", name, argumentsRaw: JSON.stringify(args) });
 }
 

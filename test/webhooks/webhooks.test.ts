@@ -148,7 +148,8 @@ describe("signed outbound webhooks", () => {
     }, 30_000, "failed status");
     expect(delivery.attempts.map((a: any) => a.statusCode)).toEqual([503, 503, 503, 503]);
     expect(hook.received).toHaveLength(4);
-    await new Promise((resolve) => setTimeout(resolve, backoffMs * 2));
+    // No job left to retry it: no fifth attempt can come.
+    await env.settled();
     expect(hook.received).toHaveLength(4);
   });
 
@@ -235,7 +236,8 @@ describe("signed outbound webhooks", () => {
     expect(after.body.enabled).toBe(false);
     expect(after.body.disabledAt).not.toBeNull();
     await completeRun(tenant);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The trigger writes deliveries with the event; once the outbox and queues are empty, none can come.
+    await env.settled();
     expect(hook.received).toHaveLength(0);
     expect(await deliveries(tenant, id)).toEqual([]);
   });
@@ -270,7 +272,7 @@ describe("signed outbound webhooks", () => {
       return list.length === 5 && list.every((d) => d.status === "delivered") ? list : null;
     }, 20_000, "five deliveries");
     expect(delivered.every((d) => d.attempts.length === 1)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await env.settled();
     expect(hook.received).toHaveLength(5);
     expect(new Set(hook.received.map((r) => r.headers["webhook-id"])).size).toBe(5);
   });
