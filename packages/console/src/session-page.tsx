@@ -67,13 +67,13 @@ export function SessionPage(props: { client: FoyaClient; sessionId: string }) {
 function RunForm(props: { client: FoyaClient; sessionId: string }) {
   const [input, setInput] = useState("");
   const [error, setError] = useState<string | null>(null);
-  const [started, setStarted] = useState<{ id: string; status: string } | null>(null);
+  const [started, setStarted] = useState<string | null>(null);
   const start = async (event: Event) => {
     event.preventDefault();
     setError(null);
     try {
       const run = await props.client.runs.start(props.sessionId, input, { ifActive: "enqueue" });
-      setStarted({ id: run.id, status: run.status });
+      setStarted(run.id);
       setInput("");
     } catch (failure) {
       setError(describeError(failure));
@@ -89,9 +89,10 @@ function RunForm(props: { client: FoyaClient; sessionId: string }) {
         <button type="submit" disabled={input.trim() === ""}>
           Start run
         </button>
+        {/* Its progress shows in the run's card below, from the event stream. */}
         {started && (
           <span class="hint">
-            started <span class="mono">{started.id}</span> <StatusBadge status={started.status} />
+            started <span class="mono">{started}</span>
           </span>
         )}
       </div>
