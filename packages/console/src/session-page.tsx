@@ -5,7 +5,6 @@ import { FileChangesPanel } from "./file-changes-panel.js";
 import { RunCard } from "./run-card.js";
 import { applyEvent, type Timeline } from "./run-timeline.js";
 import { followSessionEvents } from "./session-events.js";
-import { StatusBadge } from "./status-badge.js";
 import { useLoader } from "./use-loader.js";
 
 /** One session: start a run, watch every run of the session live, review and revert its file changes. */
