@@ -1,6 +1,8 @@
 import type { TenantQuotas } from "./tenants/tenant-quotas.js";
+import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { defaultProcessLimits, type ProcessLimits } from "./sandbox/process-limits.js";
 
@@ -76,6 +78,8 @@ const envSchema = z.object({
   FOYA_HOST: z.string().default("127.0.0.1"),
   PORT: intFromEnv(8787),
   FOYA_ADMIN_TOKEN: z.string().optional(),
+  FOYA_CONSOLE_DIR: z.string().min(1).optional(),
+  FOYA_STREAM_TOKEN_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   FOYA_QUEUE_PREFIX: z.string().default("foya"),
   FOYA_WORKSPACES_DIR: z.string().default(".data/workspaces"),
   FOYA_PROVIDERS_FILE: z.string().optional(),
@@ -200,6 +204,18 @@ export interface Config {
   readonly port: number;
   /** Bearer token for tenant administration; when absent, admin routes answer 403. */
   readonly adminToken: string | undefined;
+  /**
+   * Signs the short-lived event-stream tokens a browser puts in a URL instead of its API key
+   * (POST /v1/sessions/{id}/stream-tokens). FOYA_STREAM_TOKEN_SECRET; without it, derived from
+   * FOYA_ADMIN_TOKEN; without either, random per process, and then a token minted by one API
+   * instance is refused by another: deployments with several API instances set one of the two.
+   */
+  readonly streamTokenSecret: string;
+  /**
+   * The web console's build (FOYA_CONSOLE_DIR, default packages/console/dist of this checkout,
+   * made by `npm run console:build`), served at /console when it holds an index.html.
+   */
+  readonly consoleDir: string;
   /** BullMQ key prefix and Redis channel prefix; tests use one per file. */
   readonly queuePrefix: string;
   readonly workspacesDir: string;
@@ -385,6 +401,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.FOYA_HOST,
     port: e.PORT,
     adminToken: e.FOYA_ADMIN_TOKEN,
+    streamTokenSecret: e.FOYA_STREAM_TOKEN_SECRET ?? (e.FOYA_ADMIN_TOKEN ? createHmac("sha256", e.FOYA_ADMIN_TOKEN).update("foya stream tokens").digest("hex") : randomBytes(32).toString("hex")),
+    // src/config.ts and dist/config.js both sit one level below the checkout's root.
+    consoleDir: path.resolve(e.FOYA_CONSOLE_DIR ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "../packages/console/dist")),
     queuePrefix: e.FOYA_QUEUE_PREFIX,
     workspacesDir: path.resolve(e.FOYA_WORKSPACES_DIR),
     providerProfiles: Object.freeze(profiles),

@@ -6,6 +6,8 @@ export interface AppEnv {
   Variables: {
     tenantId: string;
     apiKeyId: string;
+    /** A stream token opens one session's event stream only (src/api/stream-token.ts). */
+    authenticatedBy: "api_key" | "stream_token";
   };
 }
 

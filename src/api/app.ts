@@ -5,7 +5,10 @@ import { requestId } from "hono/request-id";
 import { isFoyaError } from "../errors.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { foyaErrorResponse } from "./error-response.js";
-import { requireAdminToken, requireApiKey } from "./auth.js";
+import { acceptStreamToken, requireAdminToken, requireApiKey } from "./auth.js";
+import { createStreamTokens } from "./stream-token.js";
+import { registerStreamTokenRoutes } from "./routes/stream-token-routes.js";
+import { registerConsoleRoutes } from "./console-routes.js";
 import { registerAdminRoutes } from "./routes/admin-routes.js";
 import { registerUsageRoutes } from "./routes/usage-routes.js";
 import { registerTrashRoutes } from "./routes/trash-routes.js";
@@ -42,7 +45,7 @@ const tenantPaths = ["/v1/projects/*", "/v1/sessions/*", "/v1/runs/*", "/v1/tool
  * Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server.
  *
  * Every request passes, in order: a request id; authentication (an admin token on /v1/tenants and /v1/admin,
- * an API key on the tenant routes), refused early for an address with too many failures, then
+ * an API key on the tenant routes, or a session's stream token on its event stream), refused early for an address with too many failures, then
  * the key's rate limit; the body limit of the route; then the route's schemas, after which any
  * string Postgres cannot store is refused (SPEC S10).
  */
@@ -93,6 +96,9 @@ export function createApp(services: ApiServices): App {
   app.use("/v1/admin/*", requireAdminToken(config.adminToken, lockout));
   const authenticated = requireApiKey(services.db.db, lockout);
   const rateLimited = apiKeyRateLimit(counter, limits, config.queuePrefix);
+  const streamTokens = createStreamTokens(config.streamTokenSecret);
+  // Before the API key check of /v1/sessions/*, which a valid stream token lets through (SPEC E3).
+  app.use("/v1/sessions/:id/events", acceptStreamToken(services.db.db, lockout, streamTokens));
   for (const path of tenantPaths) app.use(path, authenticated, rateLimited);
   app.use("*", requestBodyLimit(limits));
 
@@ -104,6 +110,7 @@ export function createApp(services: ApiServices): App {
   registerTrashRoutes(app, services);
   registerUsageRoutes(app, services);
   registerSessionRoutes(app, services);
+  registerStreamTokenRoutes(app, services, streamTokens);
   registerRunRoutes(app, services, {
     // A slot outlives its stream's last keepalive by a few intervals, so only a dead process's slots lapse.
     slots: createEventStreamSlots({ redis: services.redis, logger, keyPrefix: config.queuePrefix, max: limits.maxStreamsPerTenant, ttlMs: Math.max(5_000, 3 * config.sseKeepaliveMs) }),
@@ -117,6 +124,7 @@ export function createApp(services: ApiServices): App {
   registerWebhookRoutes(app, services);
   registerArtifactRoutes(app, services);
   registerMcpRoutes(app, services);
+  registerConsoleRoutes(app, config.consoleDir);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -6,6 +6,7 @@ import type { Database } from "../db/client.js";
 import { FoyaError } from "../errors.js";
 import type { AppEnv } from "./app-env.js";
 import type { AuthFailureLockout } from "./limits/auth-failure-lockout.js";
+import type { StreamTokens } from "./stream-token.js";
 
 export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
@@ -27,6 +28,8 @@ function bearer(header: string | undefined): string | null {
  */
 export function requireApiKey(db: Database, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // Set only by acceptStreamToken, which runs first on the one route a token may open.
+    if (c.get("authenticatedBy") === "stream_token") return next();
     const key = bearer(c.req.header("authorization"));
     if (!key) throw new FoyaError("unauthorized", "send Authorization: Bearer <api key>");
     await lockout.check(c);
@@ -40,6 +43,36 @@ export function requireApiKey(db: Database, lockout: AuthFailureLockout): Middle
     }
     c.set("tenantId", row.tenantId);
     c.set("apiKeyId", row.id);
+    c.set("authenticatedBy", "api_key");
+    await next();
+  };
+}
+
+/**
+ * For `GET /v1/sessions/{id}/events` only: a request without an Authorization header may
+ * carry `?token=`, a stream token of this very session (src/api/stream-token.ts) minted by a
+ * key that is still valid. Anything else in the query, an API key included, authenticates
+ * nothing; a bad token counts as a failed attempt (SPEC S10, E3).
+ */
+export function acceptStreamToken(db: Database, lockout: AuthFailureLockout, tokens: StreamTokens): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const token = c.req.query("token");
+    if (c.req.method !== "GET" || token === undefined || c.req.header("authorization") !== undefined) return next();
+    await lockout.check(c);
+    const claims = tokens.verify(token, c.req.param("id") ?? "");
+    const [row] = claims
+      ? await db
+          .select({ id: apiKeys.id })
+          .from(apiKeys)
+          .where(and(eq(apiKeys.id, claims.apiKeyId), eq(apiKeys.tenantId, claims.tenantId), isNull(apiKeys.revokedAt)))
+      : [];
+    if (!claims || !row) {
+      await lockout.record(c);
+      throw new FoyaError("unauthorized", "invalid or expired stream token: mint one with POST /v1/sessions/{id}/stream-tokens");
+    }
+    c.set("tenantId", claims.tenantId);
+    c.set("apiKeyId", claims.apiKeyId);
+    c.set("authenticatedBy", "stream_token");
     await next();
   };
 }

@@ -50,6 +50,9 @@ const listEvents = createRoute({
     query: z.object({
       after: z.coerce.number().int().min(0).default(0),
       limit: z.coerce.number().int().min(1).max(1000).default(200),
+      token: z.string().optional().openapi({
+        description: "A stream token of this session (POST /v1/sessions/{id}/stream-tokens), in place of the Authorization header, for EventSource; an API key is never accepted here.",
+      }),
     }),
   },
   responses: {

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { asc, eq } from "drizzle-orm";
+import { and, asc, desc, eq, isNull } from "drizzle-orm";
 import { messages, sessions } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
@@ -19,6 +19,17 @@ const createSession = createRoute({
     201: { content: { "application/json": { schema: SessionSchema } }, description: "Created" },
     ...errorResponses,
     ...fullAccessRefusedResponse,
+  },
+});
+
+const listSessions = createRoute({
+  method: "get",
+  path: "/v1/sessions",
+  summary: "The tenant's sessions that are not deleted, newest first (sub-agents' included: see parent)",
+  request: { query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) }) },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ sessions: z.array(SessionSchema) }) } }, description: "Sessions" },
+    ...errorResponses,
   },
 });
 
@@ -81,6 +92,16 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
       .returning();
     if (!session) throw new Error("session insert returned nothing");
     return c.json(serializeSession(session), 201);
+  });
+
+  app.openapi(listSessions, async (c) => {
+    const rows = await services.db.db
+      .select()
+      .from(sessions)
+      .where(and(eq(sessions.tenantId, c.get("tenantId")), isNull(sessions.deletedAt)))
+      .orderBy(desc(sessions.createdAt), desc(sessions.id))
+      .limit(c.req.valid("query").limit);
+    return c.json({ sessions: rows.map(serializeSession) }, 200);
   });
 
   app.openapi(getSession, async (c) => {

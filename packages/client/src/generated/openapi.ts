@@ -1006,7 +1006,78 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The tenant's sessions that are not deleted, newest first (sub-agents' included: see parent) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Sessions */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            sessions: components["schemas"]["Session"][];
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         put?: never;
         /** Create a session in a project */
         post: {
@@ -1333,6 +1404,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/stream-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A short-lived token for one session's event stream, for clients such as EventSource that cannot send an Authorization header (the API key never goes in a URL) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The token */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["StreamToken"];
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/runs": {
         parameters: {
             query?: never;
@@ -1622,6 +1778,8 @@ export interface paths {
                 query?: {
                     after?: number | null;
                     limit?: number;
+                    /** @description A stream token of this session (POST /v1/sessions/{id}/stream-tokens), in place of the Authorization header, for EventSource; an API key is never accepted here. */
+                    token?: string;
                 };
                 header?: never;
                 path: {
@@ -4506,6 +4664,13 @@ export interface components {
                 [key: string]: unknown;
             };
             createdAt: string;
+        };
+        StreamToken: {
+            /** @description Opens this session's event stream as `GET /v1/sessions/{id}/events?token=…`; nothing else. */
+            token: string;
+            sessionId: string;
+            /** @description When the token stops opening streams (60 s after minting); a stream already open goes on. */
+            expiresAt: string;
         };
         Run: {
             id: string;

@@ -1,0 +1,103 @@
+import type { FoyaEvent, RunStatus, ToolCallStatus } from "@foya/client";
+
+/** A tool call as the run view shows it, folded from its events. */
+export interface ToolCallView {
+  callId: string;
+  name: string;
+  status: ToolCallStatus;
+  /** The arguments as streamed so far (tool_update deltas). */
+  argumentsText: string;
+  approvalId?: string;
+  approvalReason?: string;
+  preview?: string;
+  diff?: string;
+  fileChanges: Array<{ id: string; path: string }>;
+}
+
+export interface RunView {
+  runId: string;
+  status: RunStatus | "recovering";
+  /** Text per model step; a retried step (higher attempt) replaces what its earlier attempt streamed (SPEC X1). */
+  steps: Array<{ index: number; attempt: number; text: string }>;
+  calls: ToolCallView[];
+  error?: string;
+}
+
+/** The session's runs, oldest first. */
+export type Timeline = RunView[];
+
+/** Folds one event into the timeline; returns a new timeline (the old one is not changed). */
+export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
+  const runs = timeline.slice();
+  let index = runs.findIndex((run) => run.runId === event.runId);
+  if (index < 0) {
+    runs.push({ runId: event.runId, status: "running", steps: [], calls: [] });
+    index = runs.length - 1;
+  }
+  const run: RunView = { ...runs[index]!, steps: runs[index]!.steps.slice(), calls: runs[index]!.calls.slice() };
+  runs[index] = run;
+  const updateCall = (callId: string, change: (call: ToolCallView) => Partial<ToolCallView>) => {
+    const at = run.calls.findIndex((call) => call.callId === callId);
+    if (at >= 0) run.calls[at] = { ...run.calls[at]!, ...change(run.calls[at]!) };
+  };
+  switch (event.type) {
+    case "run_start":
+      run.status = "running";
+      break;
+    case "step_start": {
+      const { stepIndex, attempt } = event.data;
+      run.steps = run.steps.filter((step) => step.index !== stepIndex);
+      run.steps.push({ index: stepIndex, attempt, text: "" });
+      // Calls streamed by a void attempt went with it.
+      if (attempt > 1) run.calls = run.calls.filter((call) => call.status !== "queued");
+      break;
+    }
+    case "text_delta": {
+      const step = event.step;
+      const at = run.steps.findIndex((candidate) => step && candidate.index === step.index && candidate.attempt === step.attempt);
+      if (at >= 0) run.steps[at] = { ...run.steps[at]!, text: run.steps[at]!.text + event.data.text };
+      else if (!step) run.steps.push({ index: -1, attempt: 0, text: event.data.text });
+      break;
+    }
+    case "tool_begin":
+      run.calls.push({ callId: event.data.callId, name: event.data.name, status: "queued", argumentsText: "", fileChanges: [] });
+      break;
+    case "tool_update":
+      updateCall(event.data.callId, (call) => ({
+        argumentsText: call.argumentsText + (event.data.argumentsDelta ?? ""),
+        ...(event.data.status ? { status: event.data.status } : {}),
+      }));
+      break;
+    case "approval_request":
+      updateCall(event.data.callId, () => ({ status: "awaiting_approval", approvalId: event.data.approvalId, approvalReason: event.data.reason }));
+      break;
+    case "approval_resolved":
+      // An approved call runs next; a denied, expired or cancelled one ends with its tool_end.
+      if (event.data.status === "approved") updateCall(event.data.callId, () => ({ status: "running" }));
+      break;
+    case "tool_end":
+      updateCall(event.data.callId, () => ({
+        status: event.data.status,
+        preview: event.data.preview,
+        ...(event.data.diff !== undefined ? { diff: event.data.diff } : {}),
+        fileChanges: (event.data.fileChanges ?? []).map((change) => ({ id: change.id, path: change.path })),
+      }));
+      break;
+    case "run_status":
+      run.status = event.data.status;
+      break;
+    case "run_end":
+      run.status = event.data.status;
+      if (event.data.error) run.error = `${event.data.error.code}: ${event.data.error.message}`;
+      break;
+    case "step_end":
+    case "subagent_start":
+    case "tasks_updated":
+      break;
+    default: {
+      const exhaustive: never = event;
+      return exhaustive;
+    }
+  }
+  return runs;
+}
