@@ -3,10 +3,12 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspaces (SDK, CLI, console) before npm ci, so it links them; the console is built here too.
+COPY packages ./packages
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+RUN npm run build && npm run console:build
 
 # Runtime stage: compiled JavaScript and production dependencies only (no tsx, no TypeScript).
 FROM node:20-bookworm-slim
@@ -26,6 +28,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # Migrations are read from drizzle/ beside package.json.
 COPY drizzle ./drizzle
 COPY --from=build /app/dist ./dist
+# The web console's static files, served at /console (FOYA_CONSOLE_DIR's default).
+COPY --from=build /app/packages/console/dist ./packages/console/dist
 ENV NODE_ENV=production FOYA_HOST=0.0.0.0 PORT=8787 FOYA_WORKSPACES_DIR=/data/workspaces
 EXPOSE 8787
 CMD ["node", "dist/main.js"]
