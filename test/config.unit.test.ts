@@ -1,8 +1,9 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.js";
+import { envSchema, loadConfig } from "../src/config.js";
 import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
 
 describe("configuration", () => {
@@ -122,5 +123,40 @@ describe("configuration", () => {
       expect(() => loadConfig({ [key]: "0" }), key).toThrow(new RegExp(`invalid configuration.*${key}`, "s"));
     }
     expect(() => loadConfig({ FOYA_API_RATE_LIMIT: "-1" })).toThrow(/invalid configuration.*FOYA_API_RATE_LIMIT/s);
+  });
+});
+
+describe("settings: one schema, documented, never clamped", () => {
+  it("a value below a setting's floor is refused with the setting's name and floor, never raised in silence", () => {
+    const floors: Record<string, number> = {
+      FOYA_STEP_CONCURRENCY: 1,
+      FOYA_TOOL_CONCURRENCY: 1,
+      FOYA_LEASE_MS: 500,
+      FOYA_STALLED_INTERVAL_MS: 200,
+      FOYA_SWEEP_INTERVAL_MS: 100,
+      FOYA_STEP_ATTEMPTS: 1,
+      FOYA_MAX_STEPS_PER_RUN: 1,
+      FOYA_SSE_KEEPALIVE_MS: 100,
+      FOYA_APPROVAL_TTL_SECONDS: 1,
+      FOYA_WEBHOOK_POLL_MS: 50,
+      FOYA_WEBHOOK_ATTEMPTS: 1,
+      FOYA_WEBHOOK_BACKOFF_MS: 10,
+      FOYA_WEBHOOK_TIMEOUT_MS: 100,
+      FOYA_WEBHOOK_STALE_MS: 500,
+      FOYA_WEBHOOK_CONCURRENCY: 1,
+    };
+    for (const [name, floor] of Object.entries(floors)) {
+      expect(() => loadConfig({ [name]: String(floor - 1) }), name).toThrow(new RegExp(`^invalid configuration:.*must be at least ${floor}.*${name}`, "s"));
+      expect(() => loadConfig({ [name]: String(floor) }), name).not.toThrow();
+    }
+  });
+
+  it("every setting the schema reads has a row in README's configuration tables, and every row names a setting that exists", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const documented = new Set([...readme.matchAll(/^\| (`[A-Z][A-Z0-9_]*`(?:, `[A-Z][A-Z0-9_]*`)*) \|/gm)].flatMap((row) => [...row[1]!.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!)));
+    const settings = Object.keys(envSchema.shape);
+    expect(settings.filter((name) => !documented.has(name)), "settings without a README row").toEqual([]);
+    const rowsOfSettings = [...documented].filter((name) => name.startsWith("FOYA_"));
+    expect(rowsOfSettings.filter((name) => !settings.includes(name)), "README rows for settings that do not exist").toEqual([]);
   });
 });
