@@ -11,6 +11,9 @@ export interface McpRequestWorker {
   close(): Promise<void>;
 }
 
+/** The shortest lock a worker holds on an MCP request it serves. */
+const mcpRequestLockFloorMs = 15_000;
+
 /** A reply outlives the API's deadline by this much: the API reads it once more at the deadline. */
 const replyGraceMs = 10_000;
 
@@ -27,7 +30,10 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
     connection,
     prefix: config.queuePrefix,
     concurrency: config.mcpRequestConcurrency,
-    lockDuration: config.leaseMs,
+    // A lock that outlives a busy moment: with a short lease (tests use 2 s) a worker starved of CPU
+    // lost a request it was serving, and the API answered no_worker. These requests are read-only and
+    // the API answers at its own deadline whatever happens, so a dead worker's request needs no quick takeover.
+    lockDuration: Math.max(config.leaseMs, mcpRequestLockFloorMs),
     stalledInterval: config.stalledIntervalMs,
   });
   worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "MCP request job failed"));

@@ -11,6 +11,7 @@ import { repoRoot } from "../helpers/test-env.js";
  * files by name), so a new tool cannot quietly bypass the door.
  */
 const allowed: Record<string, string> = {
+  "src/api/console-routes.ts": "checks that the web console's build (FOYA_CONSOLE_DIR, outside every workspace) exists before serving it",
   "src/config.ts": "reads the operator's providers file",
   "src/health/heartbeat-file.ts": "writes and reads the worker's heartbeat file for container health checks",
   "src/sandbox/confinement-report.ts": "reads the host's cgroup facts for /readyz",
