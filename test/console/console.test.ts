@@ -130,4 +130,17 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await readFile(path.join(workspace, "draft.txt"), "utf8")).toBe("old text\n");
     expect((await tenant.get(`/v1/file-changes/${rewrite!.id}`)).body.revertedAt).not.toBeNull();
   });
+
+  it("E3: the run view shows an image a tool returned, fetched by its artifact id with the key in a header", async () => {
+    const { sessionId } = await tenant.newSession();
+    const started = await tenant.startRun(sessionId, script([[{ tool: "make_image", args: {} }], [{ text: "drawn" }]]));
+    expect((await tenant.waitForRun(started.body.id)).status).toBe("completed");
+    await signIn();
+    await page.getByRole("link", { name: sessionId }).click();
+    const image = page.locator(".tool-call img.artifact-image").first();
+    await image.waitFor({ timeout: 20_000 });
+    // Decoded by the browser: the 1x1 PNG the tool made.
+    await expect(image.evaluate(async (element: { decode(): Promise<void>; naturalWidth: number }) => (await element.decode(), element.naturalWidth))).resolves.toBe(1);
+    expect(requested.some((url) => /\/v1\/artifacts\/art_/.test(url))).toBe(true);
+  });
 });

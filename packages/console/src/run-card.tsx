@@ -1,11 +1,13 @@
+import type { FoyaClient } from "@foya/client";
 import { DiffView } from "./diff-view.js";
+import { ToolImages } from "./tool-images.js";
 import { Link } from "./link.js";
 import type { RunView, ToolCallView } from "./run-timeline.js";
 import { StatusBadge } from "./status-badge.js";
 
-/** One run as it streams: its status, the model's text, and each tool call with status, result and diff. */
-export function RunCard(props: { run: RunView }) {
-  const { run } = props;
+/** One run as it streams: its status, the model's text, and each tool call with status, result, diff and images. */
+export function RunCard(props: { run: RunView; client: FoyaClient; sessionId: string }) {
+  const { run, client, sessionId } = props;
   const text = run.steps
     .slice()
     .sort((a, b) => a.index - b.index)
@@ -18,7 +20,7 @@ export function RunCard(props: { run: RunView }) {
         <StatusBadge status={run.status} />
       </header>
       {run.calls.map((call) => (
-        <ToolCall key={call.callId} call={call} />
+        <ToolCall key={call.callId} call={call} client={client} sessionId={sessionId} />
       ))}
       {text && <div class="assistant-text">{text}</div>}
       {run.error && <p class="error">{run.error}</p>}
@@ -26,7 +28,7 @@ export function RunCard(props: { run: RunView }) {
   );
 }
 
-function ToolCall(props: { call: ToolCallView }) {
+function ToolCall(props: { call: ToolCallView; client: FoyaClient; sessionId: string }) {
   const { call } = props;
   return (
     <div class="tool-call" data-call-id={call.callId}>
@@ -39,6 +41,7 @@ function ToolCall(props: { call: ToolCallView }) {
       {/* A call that changed files shows its diff (SPEC F5); others show what the model passed. */}
       {call.diff ? <DiffView diff={call.diff} /> : call.argumentsText && <pre class="arguments">{call.argumentsText}</pre>}
       {call.preview && <pre class="preview">{call.preview}</pre>}
+      {call.status === "succeeded" && <ToolImages client={props.client} sessionId={props.sessionId} callId={call.callId} />}
     </div>
   );
 }

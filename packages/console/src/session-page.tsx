@@ -54,7 +54,7 @@ export function SessionPage(props: { client: FoyaClient; sessionId: string }) {
             .slice()
             .reverse()
             .map((run) => (
-              <RunCard key={run.runId} run={run} />
+              <RunCard key={run.runId} run={run} client={client} sessionId={sessionId} />
             ))}
         </div>
         <FileChangesPanel client={client} changes={changes} />
