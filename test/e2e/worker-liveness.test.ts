@@ -78,6 +78,8 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     const killedAt = performance.now();
     await running.exited;
     const ended = await client.waitForRun(run.body.id, 20_000);
+    // The run's row can be read ended before its run_end message reaches this subscriber.
+    await waitFor(async () => recorder.events.some(({ event }) => event.data.type === "run_end"), 10_000, "the run_end event");
     recorder.stop();
 
     const recovering = recorder.events.find(({ event }) => event.data.type === "run_status" && event.data.status === "recovering");
