@@ -46,8 +46,8 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
   const heartbeat =
     worker && config.workerHeartbeatFile ? startHeartbeatFile(config.workerHeartbeatFile, (error) => logger.warn({ err: error }, "worker heartbeat file could not be written")) : undefined;
   if (worker) {
-    console.log(`FOYA_WORKER_ID=${worker.workerId}`);
-    console.log(`FOYA_WORKER_PID=${process.pid}`);
+    // One write: a script that sees the id line sees the pid line too.
+    console.log(`FOYA_WORKER_ID=${worker.workerId}\nFOYA_WORKER_PID=${process.pid}`);
   }
 
   let stopping = false;

@@ -174,7 +174,7 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
 
   it("D9: GET /v1/admin/workers lists live workers with their pid (as printed at start-up) and held jobs; a drained one leaves the list, a killed one drops off after the timeout", async () => {
     const [a, b] = await Promise.all([workers.start("worker", env.env), workers.start("worker", env.env)]);
-    for (const child of [a!, b!]) expect(child.output()).toMatch(new RegExp(`^FOYA_WORKER_PID=${child.pid}$`, "m"));
+    for (const child of [a!, b!]) await child.waitForOutput(new RegExp(`^FOYA_WORKER_PID=${child.pid}$`, "m"), 5_000);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "admin", sleepMs: 60_000 } }], [{ text: "never" }]]));
