@@ -1,4 +1,12 @@
-import type { ReconnectOptions } from "./event-stream.js";
+/** How event streams reconnect after a lost connection. */
+export interface ReconnectOptions {
+  /** Wait before the first reconnect, doubling per failed attempt up to `maxDelayMs`; 250 ms. A server's `retry:` replaces it. */
+  initialDelayMs?: number;
+  /** Longest wait between attempts (a Retry-After of the server excepted); 5,000 ms. */
+  maxDelayMs?: number;
+  /** Attempts in a row that receive nothing before the stream throws the last error; unlimited by default. */
+  maxAttempts?: number;
+}
 
 /** How a client reaches the API. */
 export interface FoyaClientOptions {

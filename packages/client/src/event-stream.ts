@@ -1,19 +1,10 @@
-import type { Transport } from "./client-options.js";
+import type { ReconnectOptions, Transport } from "./client-options.js";
 import { delay } from "./delay.js";
 import type { FoyaEvent } from "./events.js";
 import { isFoyaApiError } from "./foya-api-error.js";
 import { readEventConnection } from "./sse-connection.js";
 
 /** How a stream reconnects after its connection is lost, the server answers 429 or 5xx, or it ends the stream. */
-export interface ReconnectOptions {
-  /** Wait before the first reconnect, doubling per failed attempt up to `maxDelayMs`; 250 ms. A server's `retry:` replaces it. */
-  initialDelayMs?: number;
-  /** Longest wait between attempts (a Retry-After of the server excepted); 5,000 ms. */
-  maxDelayMs?: number;
-  /** Attempts in a row that receive nothing before the stream throws the last error; unlimited by default. */
-  maxAttempts?: number;
-}
-
 export interface EventStreamOptions {
   /** Yield events after this sequence number; 0 (the default) replays the session from its first event. */
   after?: number;
