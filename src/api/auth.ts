@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { sameSecret } from "./same-secret.js";
 import { and, eq, isNull } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
 import { apiKeys } from "../db/schema.js";
@@ -85,7 +86,7 @@ export function requireAdminToken(adminToken: string | undefined, lockout: AuthF
     await lockout.check(c);
     const given = Buffer.from(token);
     const expected = Buffer.from(adminToken);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    if (!sameSecret(given, expected)) {
       await lockout.record(c);
       throw new FoyaError("unauthorized", "admin token required");
     }

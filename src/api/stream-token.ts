@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
+import { sameSecret } from "./same-secret.js";
 
 /**
  * Event-stream tokens (SPEC E3): a browser's `EventSource` cannot send an Authorization header,
@@ -50,7 +51,7 @@ export function createStreamTokens(secret: string): StreamTokens {
       if (!payload || !signature || extra !== undefined) return null;
       const expected = sign(payload);
       const given = Buffer.from(signature, "base64url");
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+      if (!sameSecret(given, expected)) return null;
       let claims: SignedClaims;
       try {
         claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as SignedClaims;

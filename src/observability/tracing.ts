@@ -1,4 +1,4 @@
-import { context, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import { context, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -98,4 +98,4 @@ export function activeTraceId(): string | undefined {
   return id && id !== "00000000000000000000000000000000" && id !== "" ? id : undefined;
 }
 
-export { context as otelContext, propagation };
+export { context as otelContext };

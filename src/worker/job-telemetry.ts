@@ -33,7 +33,7 @@ export async function observeJob<Data extends ObservedJobData>(
   telemetry: JobTelemetry,
   queue: string,
   job: Job<Data>,
-  work: (log: Logger) => Promise<JobOutcome>,
+  work: () => Promise<JobOutcome>,
 ): Promise<JobOutcome> {
   const { metrics, tracing } = telemetry;
   const started = performance.now();
@@ -52,7 +52,7 @@ export async function observeJob<Data extends ObservedJobData>(
       });
       let outcomeLabel = "error";
       try {
-        const outcome = await work(log);
+        const outcome = await work();
         outcomeLabel = outcome.kind;
         span.setAttribute("foya.job.outcome", outcome.kind);
         const scope = await telemetry.scopeOf(job.data.runId).catch(() => undefined);

@@ -1,6 +1,6 @@
-import { timingSafeEqual } from "node:crypto";
 import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError } from "../../errors.js";
+import { sameSecret } from "../same-secret.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses } from "../schemas.js";
 
@@ -26,7 +26,7 @@ export function registerMetricsRoutes(app: App, services: Pick<ApiServices, "con
   const expected = Buffer.from(`Bearer ${token}`);
   app.openapi(getMetrics, async (c) => {
     const given = Buffer.from(c.req.header("authorization") ?? "");
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    if (!sameSecret(given, expected)) {
       throw new FoyaError("unauthorized", "GET /metrics needs Authorization: Bearer <FOYA_METRICS_TOKEN>");
     }
     const { registry } = services.metrics;
