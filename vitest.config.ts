@@ -16,7 +16,12 @@ export default defineConfig({
       { extends: true, test: { name: "unit", include: ["test/**/*.unit.test.ts"] } },
       {
         extends: true,
-        test: { name: "integration", include: ["test/**/*.test.ts"], exclude: ["test/**/*.unit.test.ts"], globalSetup: ["test/global-setup.ts"] },
+        test: {
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/**/*.unit.test.ts"],
+          globalSetup: ["test/global-setup.ts"],
+        },
       },
     ],
   },

@@ -89,19 +89,35 @@ interface Tenant {
 }
 
 async function newTenant(app: App, adminToken: string, pool: pg.Pool): Promise<Tenant> {
-  const tenant = expectStatus(await call<{ apiKey: string }>(app, adminToken, "POST", "/v1/tenants", { name: "context-bench" }), 201, "tenant creation");
-  const project = expectStatus(await call<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "context-bench" }), 201, "project creation");
+  const tenant = expectStatus(
+    await call<{ apiKey: string }>(app, adminToken, "POST", "/v1/tenants", { name: "context-bench" }),
+    201,
+    "tenant creation",
+  );
+  const project = expectStatus(
+    await call<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "context-bench" }),
+    201,
+    "project creation",
+  );
   const { rows } = await pool.query<{ tenant_id: string }>("select tenant_id from projects where id = $1", [project.id]);
   return { key: tenant.apiKey, tenantId: rows[0]!.tenant_id, projectId: project.id };
 }
 
 async function newSession(app: App, tenant: Tenant): Promise<string> {
-  return expectStatus(await call<{ id: string }>(app, tenant.key, "POST", "/v1/sessions", { projectId: tenant.projectId }), 201, "session creation").id;
+  return expectStatus(
+    await call<{ id: string }>(app, tenant.key, "POST", "/v1/sessions", { projectId: tenant.projectId }),
+    201,
+    "session creation",
+  ).id;
 }
 
 async function runScript(app: App, tenant: Tenant, sessionId: string, steps: unknown[][]): Promise<{ runId: string; status: string }> {
   const input = JSON.stringify({ script: steps });
-  const run = expectStatus(await call<{ id: string }>(app, tenant.key, "POST", `/v1/sessions/${sessionId}/runs`, { input }), 202, "run start");
+  const run = expectStatus(
+    await call<{ id: string }>(app, tenant.key, "POST", `/v1/sessions/${sessionId}/runs`, { input }),
+    202,
+    "run start",
+  );
   const deadline = Date.now() + settings.runTimeoutMs;
   for (;;) {
     const state = await call<{ status: string; error?: unknown }>(app, tenant.key, "GET", `/v1/runs/${run.id}`);
@@ -134,7 +150,10 @@ function syntheticHistory(): SyntheticHistory {
   let largeBytes = 0;
   let smallResults = 0;
   for (let run = 1; run <= runsCount; run++) {
-    rows.push({ position: { runOrdinal: run, stepIndex: -1, part: 0, callIndex: 0 }, message: { role: "user", text: `Task ${run}: look into the service logs and summarize what failed, with counts per endpoint.` } });
+    rows.push({
+      position: { runOrdinal: run, stepIndex: -1, part: 0, callIndex: 0 },
+      message: { role: "user", text: `Task ${run}: look into the service logs and summarize what failed, with counts per endpoint.` },
+    });
     for (let step = 0; step < stepsPerRun; step++) {
       const callId = `call_${run}_${step}_0`;
       // Exactly 50 of the 490 results are large, spread evenly over the history.
@@ -145,7 +164,13 @@ function syntheticHistory(): SyntheticHistory {
         message: {
           role: "assistant",
           text: step % 3 === 0 ? `Step ${step}: checking the next source.` : "",
-          toolCalls: [{ callId, name, argumentsRaw: JSON.stringify(large ? { file: `logs/service-${toolIndex}.log` } : { key: `item-${toolIndex}` }) }],
+          toolCalls: [
+            {
+              callId,
+              name,
+              argumentsRaw: JSON.stringify(large ? { file: `logs/service-${toolIndex}.log` } : { key: `item-${toolIndex}` }),
+            },
+          ],
         },
       });
       let text: string;
@@ -165,7 +190,10 @@ function syntheticHistory(): SyntheticHistory {
       });
       toolIndex++;
     }
-    rows.push({ position: { runOrdinal: run, stepIndex: stepsPerRun, part: 1, callIndex: 0 }, message: { role: "assistant", text: `Run ${run} done: 3 endpoints failed.`, toolCalls: [] } });
+    rows.push({
+      position: { runOrdinal: run, stepIndex: stepsPerRun, part: 1, callIndex: 0 },
+      message: { role: "assistant", text: `Run ${run} done: 3 endpoints failed.`, toolCalls: [] },
+    });
   }
   return { rows, largeResults, largeBytes, smallResults };
 }
@@ -188,7 +216,18 @@ async function insertHistory(pool: pg.Pool, tenantId: string, sessionId: string,
       await client.query(
         `insert into messages (id, tenant_id, session_id, run_id, run_ordinal, step_index, part, call_index, role, content)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
-        [`msg_ctxbench_${index++}`, tenantId, sessionId, `run_ctxbench_${position.runOrdinal}`, position.runOrdinal, position.stepIndex, position.part, position.callIndex, message.role, JSON.stringify(message)],
+        [
+          `msg_ctxbench_${index++}`,
+          tenantId,
+          sessionId,
+          `run_ctxbench_${position.runOrdinal}`,
+          position.runOrdinal,
+          position.stepIndex,
+          position.part,
+          position.callIndex,
+          message.role,
+          JSON.stringify(message),
+        ],
       );
     }
     await client.query("commit");
@@ -367,7 +406,8 @@ class WalProbe {
     let records = 0;
     for (const row of rows) {
       const owner = row.node === null ? "(commit/other records)" : (owners.get(row.node) ?? "(catalog/other)");
-      const entry = (byTable[owner] ??= { records: 0, bytes: 0, fpiBytes: 0 });
+      byTable[owner] ??= { records: 0, bytes: 0, fpiBytes: 0 };
+      const entry = byTable[owner];
       entry.records += row.records;
       entry.bytes += Number(row.bytes);
       entry.fpiBytes += Number(row.fpi);
@@ -384,7 +424,9 @@ class WalProbe {
 
 async function amplification(services: Services, app: App, tenant: Tenant, wal: WalProbe, kind: "random" | "text") {
   const sessionId = await newSession(app, tenant);
-  const steps: unknown[][] = Array.from({ length: settings.bigCalls }, (_, i) => [{ tool: "big_output", args: { bytes: settings.bigBytes, kind, seed: 1000 + i } }]);
+  const steps: unknown[][] = Array.from({ length: settings.bigCalls }, (_, i) => [
+    { tool: "big_output", args: { bytes: settings.bigBytes, kind, seed: 1000 + i } },
+  ]);
   steps.push([{ text: "done" }]);
   const sizesBefore = await wal.relationSizes();
   const clusterBefore = await wal.clusterWalBytes();
@@ -431,10 +473,11 @@ async function amplification(services: Services, app: App, tenant: Tenant, wal: 
 // ---------------------------------------------------------------------------
 // Part 3: WAL per step does not grow with history
 
-async function perStep(services: Services, app: App, tenant: Tenant, wal: WalProbe) {
+async function perStep(app: App, tenant: Tenant, wal: WalProbe) {
   const sessionId = await newSession(app, tenant);
   const steps: unknown[][] = [[{ tool: "big_output", args: { bytes: settings.bigBytes, kind: "random", seed: 7 } }]];
-  for (let i = 0; i < settings.smallSteps; i++) steps.push([{ tool: "big_output", args: { bytes: settings.smallBytes, kind: "text", seed: 100 + i } }]);
+  for (let i = 0; i < settings.smallSteps; i++)
+    steps.push([{ tool: "big_output", args: { bytes: settings.smallBytes, kind: "text", seed: 100 + i } }]);
   steps.push([{ text: "done" }]);
   const marks: string[] = [];
   const hook: CallHook = async () => {
@@ -500,7 +543,8 @@ function linearSlope(xs: number[], ys: number[]): number {
 
 // ---------------------------------------------------------------------------
 
-const fmtBytes = (bytes: number) => (bytes >= MiB ? `${(bytes / MiB).toFixed(2)} MiB` : bytes >= KiB ? `${(bytes / KiB).toFixed(1)} KiB` : `${bytes} B`);
+const fmtBytes = (bytes: number) =>
+  bytes >= MiB ? `${(bytes / MiB).toFixed(2)} MiB` : bytes >= KiB ? `${(bytes / KiB).toFixed(1)} KiB` : `${bytes} B`;
 
 function printTable(rows: Array<[string, string]>): void {
   const width = Math.max(...rows.map(([label]) => label.length));
@@ -526,7 +570,10 @@ async function main(): Promise<void> {
     console.log("\n1. Context build (1,000-message history, real rows)");
     const build = await contextBuild(services, tenant, app);
     printTable([
-      ["messages / large results / small results", `${build.messages} / ${build.largeResults} (${fmtBytes(build.largeResultBytes)}) / ${build.smallResults}`],
+      [
+        "messages / large results / small results",
+        `${build.messages} / ${build.largeResults} (${fmtBytes(build.largeResultBytes)}) / ${build.smallResults}`,
+      ],
       ["history as JSON (naive request)", fmtBytes(build.historyJsonBytes)],
       ["history stored (jsonb, after TOAST)", fmtBytes(build.historyStoredBytes)],
       ["projection limit (128k window)", `${build.resultLimitChars} chars`],
@@ -534,46 +581,87 @@ async function main(): Promise<void> {
       ["compileMessages p50 / p99", `${build.compileMs.p50} / ${build.compileMs.p99} ms`],
       ["compile + JSON.stringify p50 / p99", `${build.compileAndSerializeMs.p50} / ${build.compileAndSerializeMs.p99} ms`],
       ["baseline JSON.stringify(history) p50 / p99", `${build.naiveSerializeMs.p50} / ${build.naiveSerializeMs.p99} ms`],
-      ["compiled request", `${fmtBytes(build.compiledRequestBytes)} (${(build.compiledToHistoryRatio * 100).toFixed(2)} % of history; naive is ${build.naiveToCompiledFactor}x larger)`],
-      ["deterministic (two loads, two compilations)", `${build.deterministic ? "yes, byte-identical" : "NO"} sha256 ${build.compiledSha256.slice(0, 16)}…`],
+      [
+        "compiled request",
+        `${fmtBytes(build.compiledRequestBytes)} (${(build.compiledToHistoryRatio * 100).toFixed(2)} % of history; naive is ${build.naiveToCompiledFactor}x larger)`,
+      ],
+      [
+        "deterministic (two loads, two compilations)",
+        `${build.deterministic ? "yes, byte-identical" : "NO"} sha256 ${build.compiledSha256.slice(0, 16)}…`,
+      ],
     ]);
 
     worker = await startWorkerRuntime(services);
     wal = await WalProbe.create(services.db.pool, `${benchEnv.databaseName}_wal`);
     // Warm-up turn: JIT, connections, first pages of every table.
-    await runScript(app, tenant, await newSession(app, tenant), [[{ tool: "big_output", args: { bytes: 1000, kind: "text" } }], [{ text: "ok" }]]);
+    await runScript(app, tenant, await newSession(app, tenant), [
+      [{ tool: "big_output", args: { bytes: 1000, kind: "text" } }],
+      [{ text: "ok" }],
+    ]);
 
-    console.log(`\n2. Bytes written to Postgres per byte of tool output (${settings.bigCalls} calls × ${fmtBytes(settings.bigBytes)}, one call per step)`);
+    console.log(
+      `\n2. Bytes written to Postgres per byte of tool output (${settings.bigCalls} calls × ${fmtBytes(settings.bigBytes)}, one call per step)`,
+    );
     const amp = [];
     for (const kind of ["random", "text"] as const) {
       const result = await amplification(services, app, tenant, wal, kind);
       amp.push(result);
-      console.log(`  ${kind === "random" ? "incompressible (random base64)" : "compressible (log lines)"}: ${fmtBytes(result.toolOutputBytes)} of output in ${result.elapsedMs} ms`);
+      console.log(
+        `  ${kind === "random" ? "incompressible (random base64)" : "compressible (log lines)"}: ${fmtBytes(result.toolOutputBytes)} of output in ${result.elapsedMs} ms`,
+      );
       printTable([
-        ["  WAL, this database (pg_walinspect)", `${fmtBytes(result.walBytesThisDatabase)} = ${result.walPerOutputByte}x (full-page images ${fmtBytes(result.walFpiBytesThisDatabase)})`],
-        ["  WAL, whole cluster (pg_stat_wal delta)", `${fmtBytes(result.clusterWalBytes)} = ${result.clusterWalPerOutputByte}x (includes other databases)`],
+        [
+          "  WAL, this database (pg_walinspect)",
+          `${fmtBytes(result.walBytesThisDatabase)} = ${result.walPerOutputByte}x (full-page images ${fmtBytes(result.walFpiBytesThisDatabase)})`,
+        ],
+        [
+          "  WAL, whole cluster (pg_stat_wal delta)",
+          `${fmtBytes(result.clusterWalBytes)} = ${result.clusterWalPerOutputByte}x (includes other databases)`,
+        ],
         ["  relation growth (pg_total_relation_size)", `${fmtBytes(result.relationGrowthTotal)} = ${result.relationGrowthPerOutputByte}x`],
         ...Object.entries(result.walByTable)
           .slice(0, 7)
-          .map(([table, entry]): [string, string] => [`    WAL ${table}`, `${fmtBytes(entry.bytes)} = ${entry.perOutputByte}x, ${entry.records} records`]),
+          .map(([table, entry]): [string, string] => [
+            `    WAL ${table}`,
+            `${fmtBytes(entry.bytes)} = ${entry.perOutputByte}x, ${entry.records} records`,
+          ]),
         ...Object.entries(result.relationGrowthBytes)
           .filter(([, bytes]) => bytes !== 0)
           .map(([table, bytes]): [string, string] => [`    growth ${table}`, fmtBytes(bytes)]),
-        ["  stored column sizes", Object.entries(result.storedColumnBytes).map(([table, bytes]) => `${table} ${fmtBytes(bytes)}`).join(", ")],
-        ["  aim", `≤ ${aims.bytesPerOutputByteMax}x: ${result.walPerOutputByte <= aims.bytesPerOutputByteMax ? "met" : `MISSED by ${round((result.walPerOutputByte / aims.bytesPerOutputByteMax - 1) * 100)} %`}`],
+        [
+          "  stored column sizes",
+          Object.entries(result.storedColumnBytes)
+            .map(([table, bytes]) => `${table} ${fmtBytes(bytes)}`)
+            .join(", "),
+        ],
+        [
+          "  aim",
+          `≤ ${aims.bytesPerOutputByteMax}x: ${result.walPerOutputByte <= aims.bytesPerOutputByteMax ? "met" : `MISSED by ${round((result.walPerOutputByte / aims.bytesPerOutputByteMax - 1) * 100)} %`}`,
+        ],
       ]);
     }
 
-    console.log(`\n3. WAL per step (this database, full-page images excluded): one ${fmtBytes(settings.bigBytes)} result, then ${settings.smallSteps} steps with a ${settings.smallBytes}-byte result`);
-    const step = await perStep(services, app, tenant, wal);
+    console.log(
+      `\n3. WAL per step (this database, full-page images excluded): one ${fmtBytes(settings.bigBytes)} result, then ${settings.smallSteps} steps with a ${settings.smallBytes}-byte result`,
+    );
+    const step = await perStep(app, tenant, wal);
     printTable([
       ["step with the big result", fmtBytes(step.bigStepWalBytes ?? 0)],
-      ["small steps p50 / p90 / max", `${fmtBytes(step.smallStepWalBytes.p50)} / ${fmtBytes(step.smallStepWalBytes.p90)} / ${fmtBytes(step.smallStepWalBytes.max)}`],
+      [
+        "small steps p50 / p90 / max",
+        `${fmtBytes(step.smallStepWalBytes.p50)} / ${fmtBytes(step.smallStepWalBytes.p90)} / ${fmtBytes(step.smallStepWalBytes.max)}`,
+      ],
       ["first 5 vs last 5 small steps (mean)", `${fmtBytes(step.firstFiveMean)} vs ${fmtBytes(step.lastFiveMean)}`],
       ["slope over the small steps", `${step.slopeBytesPerStep} bytes per step (history grows by ${settings.smallBytes}+ bytes per step)`],
       ["per-step WAL without FPI (bytes)", step.perStepWalBytesWithoutFpi.join(" ")],
       ["per-step full-page images (bytes)", step.perStepFullPageImageBytes.join(" ")],
-      ["verdict", Math.abs(step.lastFiveMean - step.firstFiveMean) < Math.max(2048, step.firstFiveMean * 0.25) && (step.smallStepWalBytes.max < settings.bigBytes / 4) ? "no per-step rewrite of history" : "WAL per step grows: CHECK"],
+      [
+        "verdict",
+        Math.abs(step.lastFiveMean - step.firstFiveMean) < Math.max(2048, step.firstFiveMean * 0.25) &&
+        step.smallStepWalBytes.max < settings.bigBytes / 4
+          ? "no per-step rewrite of history"
+          : "WAL per step grows: CHECK",
+      ],
     ]);
 
     const results = path.join(here, "results");

@@ -95,7 +95,9 @@ const stepsPerSecond = (rates: readonly Rate[]): number => {
 function assertCompleted(records: readonly RunRecord[]): void {
   const failed = records.filter((record) => record.endStatus !== "completed");
   if (failed.length > 0) {
-    throw new Error(`${failed.length} of ${records.length} Foya runs did not complete: ${failed.map((record) => `${record.runId} ${record.endStatus}`).join(", ")}`);
+    throw new Error(
+      `${failed.length} of ${records.length} Foya runs did not complete: ${failed.map((record) => `${record.runId} ${record.endStatus}`).join(", ")}`,
+    );
   }
 }
 
@@ -161,18 +163,23 @@ function describeRounds(s: Samples, withPeer: boolean): Pick<CoreRunNotes, "roun
   /** Each slot's rate (a slot may hold several windows), slot by slot. */
   const bySlot = (rates: readonly Rate[], windowsPerSlot = 1) => {
     const slots: string[] = [];
-    for (let i = 0; i < rates.length; i += windowsPerSlot) slots.push(stepsPerSecond(rates.slice(i, i + windowsPerSlot)).toLocaleString("en-US"));
+    for (let i = 0; i < rates.length; i += windowsPerSlot)
+      slots.push(stepsPerSecond(rates.slice(i, i + windowsPerSlot)).toLocaleString("en-US"));
     return slots.join(" / ");
   };
   // Both rounds ran the same number of single runs of the same length.
-  const p50ByRound = (values: number[]) => [values.slice(0, values.length / 2), values.slice(values.length / 2)].map((part) => distribution(part).p50);
+  const p50ByRound = (values: number[]) =>
+    [values.slice(0, values.length / 2), values.slice(values.length / 2)].map((part) => distribution(part).p50);
   const foyaP50s = p50ByRound(s.foyaIntervals);
   const floorP50s = p50ByRound(s.floorIntervals);
   const rounds = [
     `Foya steps/s: 1 worker ${bySlot(s.foyaOne)}; 2 workers ${bySlot(s.foyaTwo)}`,
     `floor steps/s: 1 worker ${bySlot(s.floorOne, settings.floorRepeats)}; 2 workers ${bySlot(s.floorTwo, settings.floorRepeats)}`,
   ];
-  if (withPeer) rounds.push(`LangGraph: steps/s with 64 threads ${bySlot(s.peerConcurrent)}; single thread ms/step ${s.peerSingleMs.map(round).join(" / ")}`);
+  if (withPeer)
+    rounds.push(
+      `LangGraph: steps/s with 64 threads ${bySlot(s.peerConcurrent)}; single thread ms/step ${s.peerSingleMs.map(round).join(" / ")}`,
+    );
   rounds.push(`single-run p50 ms: Foya ${foyaP50s.map(round).join(" / ")}; floor ${floorP50s.map(round).join(" / ")}`);
 
   const rate = (window: Rate) => window.steps / window.wallMs;
@@ -192,7 +199,10 @@ async function main(): Promise<void> {
   const setup = await preparePeer(log);
   if (setup.kind === "skipped") log(`LangGraph peer skipped: ${setup.reason}`);
 
-  const benchEnv = await createBenchEnv({ maxStepsPerRun: Math.max(settings.latencySteps, settings.throughputSteps) + 10, concurrency: settings.concurrentRuns });
+  const benchEnv = await createBenchEnv({
+    maxStepsPerRun: Math.max(settings.latencySteps, settings.throughputSteps) + 10,
+    concurrency: settings.concurrentRuns,
+  });
   const children = new Set<BenchProcess>();
   let services: Services | undefined;
   let baseline: BaselineDriver | undefined;
@@ -246,7 +256,16 @@ async function main(): Promise<void> {
       start("Foya worker 1", startFoyaWorker(benchEnv.env, "foya-worker-1")),
       start("floor worker 1", startBaselineWorker(benchEnv, config, "floor-worker-1")),
     ]);
-    const s: Samples = { foyaIntervals: [], floorIntervals: [], peerSingleMs: [], foyaOne: [], foyaTwo: [], floorOne: [], floorTwo: [], peerConcurrent: [] };
+    const s: Samples = {
+      foyaIntervals: [],
+      floorIntervals: [],
+      peerSingleMs: [],
+      foyaOne: [],
+      foyaTwo: [],
+      floorOne: [],
+      floorTwo: [],
+      peerConcurrent: [],
+    };
     const { latencySteps, throughputSteps, warmupSteps } = settings;
 
     /** Not measured: JIT, connections and caches of the workers, Postgres and the peer's tables. */
@@ -265,7 +284,9 @@ async function main(): Promise<void> {
     /** Round A: single runs, then 64 runs on one worker; the second round turns both orders around. */
     const roundA = async (second: boolean) => {
       const singles = async () => {
-        log(`single runs: ${settings.latencyRunsPerRound} × ${latencySteps} steps each, ${livePeer ? "Foya, floor and LangGraph" : "Foya and floor"} in turn`);
+        log(
+          `single runs: ${settings.latencyRunsPerRound} × ${latencySteps} steps each, ${livePeer ? "Foya, floor and LangGraph" : "Foya and floor"} in turn`,
+        );
         const systems: Array<() => Promise<void>> = [
           async () => void s.foyaIntervals.push(...(await foyaSingleRun(driver, latencySteps))),
           async () => void s.floorIntervals.push(...(await floorSingleChain(floor, latencySteps))),
@@ -329,12 +350,26 @@ async function main(): Promise<void> {
 
     const figures = (intervals: number[], one: Rate[], two: Rate[]): SystemFigures => {
       const d = distribution(intervals);
-      return { stepMsP50: round(d.p50), stepMsP99: round(d.p99), stepsPerSec64: stepsPerSecond(one), stepsPerSec64TwoWorkers: stepsPerSecond(two) };
+      return {
+        stepMsP50: round(d.p50),
+        stepMsP99: round(d.p99),
+        stepsPerSec64: stepsPerSecond(one),
+        stepsPerSec64TwoWorkers: stepsPerSecond(two),
+      };
     };
     const peerFigures: PeerFigures | null = peer
-      ? { stepMsP50: round(distribution(s.peerSingleMs).p50), stepMsP99: null, stepsPerSec64: stepsPerSecond(s.peerConcurrent), stepsPerSec64TwoWorkers: null }
+      ? {
+          stepMsP50: round(distribution(s.peerSingleMs).p50),
+          stepMsP99: null,
+          stepsPerSec64: stepsPerSecond(s.peerConcurrent),
+          stepsPerSec64TwoWorkers: null,
+        }
       : null;
-    const report = buildCoreReport(figures(s.foyaIntervals, s.foyaOne, s.foyaTwo), figures(s.floorIntervals, s.floorOne, s.floorTwo), peerFigures);
+    const report = buildCoreReport(
+      figures(s.foyaIntervals, s.foyaOne, s.foyaTwo),
+      figures(s.floorIntervals, s.floorOne, s.floorTwo),
+      peerFigures,
+    );
 
     log("cleaning up");
     await cleanup(10_000);
@@ -345,7 +380,9 @@ async function main(): Promise<void> {
         `${report.date}  commit ${commit}  node ${process.version}, load avg at start ${loadAtStart}`,
         `one step = model-step job + tool-batch job (scripted zero-latency model, no-op tool); floor = bare BullMQ chain of two jobs, same worker settings`,
         ...(peer
-          ? [`LangGraph = LangGraph JS + Postgres checkpointer (durability sync): model node + tool node, in one process; its single-run figure is a thread's mean ms/step`]
+          ? [
+              `LangGraph = LangGraph JS + Postgres checkpointer (durability sync): model node + tool node, in one process; its single-run figure is a thread's mean ms/step`,
+            ]
           : []),
         `single run: 2 × ${settings.latencyRunsPerRound} runs × ${latencySteps} steps, one at a time (${s.foyaIntervals.length} Foya intervals); ` +
           `64 runs × ${throughputSteps} steps, twice per worker count; worker concurrency ${config.stepConcurrency} step + ${config.toolConcurrency} tool`,

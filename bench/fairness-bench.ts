@@ -110,11 +110,21 @@ try {
     aRunsPerSecond: { alone: round(alone.aRunsPerSecond), withB: round(fair.aRunsPerSecond), withBFifo: round(fifo.aRunsPerSecond) },
     aThroughputVersusAlone: round(fair.aRunsPerSecond / alone.aRunsPerSecond),
   };
-  console.log(`fairness (X5): A floods ${aRuns} runs (a 50 ms tool each), B starts one every ${bIntervalMs} ms; ${concurrency} step and tool slots, activeRuns quota ${activeRuns}`);
-  console.log(`  B latency, idle service             p50 ${report.bLatencyMs.idle.p50} ms, p99 ${report.bLatencyMs.idle.p99} ms (${idleD.count} runs)`);
-  console.log(`  B latency, during A's flood          p50 ${report.bLatencyMs.duringFloodFair.p50} ms, p99 ${report.bLatencyMs.duringFloodFair.p99} ms (${fairD.count} runs): p99 ${report.bP99VersusIdle.fair}× idle`);
-  console.log(`  B latency, same flood, plain FIFO    p50 ${report.bLatencyMs.duringFloodFifo.p50} ms, p99 ${report.bLatencyMs.duringFloodFifo.p99} ms (${fifoD.count} runs): p99 ${report.bP99VersusIdle.fifo}× idle`);
-  console.log(`  A throughput: alone ${report.aRunsPerSecond.alone} runs/s, with B ${report.aRunsPerSecond.withB} runs/s (${report.aThroughputVersusAlone}×), FIFO with B ${report.aRunsPerSecond.withBFifo} runs/s`);
+  console.log(
+    `fairness (X5): A floods ${aRuns} runs (a 50 ms tool each), B starts one every ${bIntervalMs} ms; ${concurrency} step and tool slots, activeRuns quota ${activeRuns}`,
+  );
+  console.log(
+    `  B latency, idle service             p50 ${report.bLatencyMs.idle.p50} ms, p99 ${report.bLatencyMs.idle.p99} ms (${idleD.count} runs)`,
+  );
+  console.log(
+    `  B latency, during A's flood          p50 ${report.bLatencyMs.duringFloodFair.p50} ms, p99 ${report.bLatencyMs.duringFloodFair.p99} ms (${fairD.count} runs): p99 ${report.bP99VersusIdle.fair}× idle`,
+  );
+  console.log(
+    `  B latency, same flood, plain FIFO    p50 ${report.bLatencyMs.duringFloodFifo.p50} ms, p99 ${report.bLatencyMs.duringFloodFifo.p99} ms (${fifoD.count} runs): p99 ${report.bP99VersusIdle.fifo}× idle`,
+  );
+  console.log(
+    `  A throughput: alone ${report.aRunsPerSecond.alone} runs/s, with B ${report.aRunsPerSecond.withB} runs/s (${report.aThroughputVersusAlone}×), FIFO with B ${report.aRunsPerSecond.withBFifo} runs/s`,
+  );
   writeBenchResult("fairness", report);
 } finally {
   await worker?.close();

@@ -24,14 +24,37 @@ function policies(): ApprovalPolicy[] {
     rules: {
       deny: ["bash(curl *evil*)", "bash(git push --force*)", "bash(npm publish*)", "read(/etc/shadow)", "write(.env*)", "mcp__billing__*"],
       ask: ["bash(docker *)", "bash(kubectl *)", "write(**/*.pem)", "web_fetch(http://*)", "mcp__github__delete_*"],
-      allow: ["bash(npm test*)", "bash(npm run lint*)", "bash(git status*)", "bash(git diff*)", "bash(git log*)", "read(/usr/share/dict/**)", "web_fetch(https://docs.example.com/*)", "mcp__github__get_*", "list"],
+      allow: [
+        "bash(npm test*)",
+        "bash(npm run lint*)",
+        "bash(git status*)",
+        "bash(git diff*)",
+        "bash(git log*)",
+        "read(/usr/share/dict/**)",
+        "web_fetch(https://docs.example.com/*)",
+        "mcp__github__get_*",
+        "list",
+      ],
     },
   };
   const project: ApprovalPolicy = {
     rules: {
       deny: ["write(secrets/**)", "edit(secrets/**)", "bash(*--no-verify*)", "bash(psql *prod*)"],
       ask: ["bash(make deploy*)", "write(migrations/**)", "bash(terraform *)", "edit(package.json)"],
-      allow: ["write(src/**)", "edit(src/**)", "write(test/**)", "bash(pnpm vitest*)", "bash(ls*)", "bash(cat *)", "bash(grep *)", "bash(rg *)", "bash(tsc*)", "web_fetch(https://registry.npmjs.org/*)", "bash(node scripts/*)", "bash(wc *)"],
+      allow: [
+        "write(src/**)",
+        "edit(src/**)",
+        "write(test/**)",
+        "bash(pnpm vitest*)",
+        "bash(ls*)",
+        "bash(cat *)",
+        "bash(grep *)",
+        "bash(rg *)",
+        "bash(tsc*)",
+        "web_fetch(https://registry.npmjs.org/*)",
+        "bash(node scripts/*)",
+        "bash(wc *)",
+      ],
     },
   };
   return [tenant, project];
@@ -54,16 +77,40 @@ function callsOf(kind: string, tool: string, sideEffect: SideEffect, subject: Ap
 }
 
 const calls: Call[] = [
-  callsOf("read", "read", "read", { kind: "path", path: "src/gateway/judge-call.ts" }, { path: "src/gateway/judge-call.ts", offset: 1, limit: 200 }),
-  callsOf("write inside", "write", "write", { kind: "path", path: "src/new-file.ts" }, { path: "src/new-file.ts", content: "export const x = 1;\n".repeat(20) }),
+  callsOf(
+    "read",
+    "read",
+    "read",
+    { kind: "path", path: "src/gateway/judge-call.ts" },
+    { path: "src/gateway/judge-call.ts", offset: 1, limit: 200 },
+  ),
+  callsOf(
+    "write inside",
+    "write",
+    "write",
+    { kind: "path", path: "src/new-file.ts" },
+    { path: "src/new-file.ts", content: "export const x = 1;\n".repeat(20) },
+  ),
   callsOf("write outside", "write", "write", { kind: "path", path: "../../other/x.ts" }, { path: "../../other/x.ts", content: "x\n" }),
   callsOf("bash simple", "bash", "exec", { kind: "command", command: "npm test" }, { command: "npm test" }),
   callsOf("bash complex", "bash", "exec", { kind: "command", command: complexCommand }, { command: complexCommand, timeoutMs: 600_000 }),
-  callsOf("web_fetch", "web_fetch", "network", { kind: "url", url: "https://docs.example.com/guide/intro?lang=en" }, { url: "https://docs.example.com/guide/intro?lang=en" }),
+  callsOf(
+    "web_fetch",
+    "web_fetch",
+    "network",
+    { kind: "url", url: "https://docs.example.com/guide/intro?lang=en" },
+    { url: "https://docs.example.com/guide/intro?lang=en" },
+  ),
 ];
 
 const policyList = policies();
-const inputs: JudgeInput[] = calls.map((call) => ({ mode: "auto", tool: { name: call.tool, sideEffect: call.sideEffect }, subject: call.subject, workspaceDir, policies: policyList }));
+const inputs: JudgeInput[] = calls.map((call) => ({
+  mode: "auto",
+  tool: { name: call.tool, sideEffect: call.sideEffect },
+  subject: call.subject,
+  workspaceDir,
+  policies: policyList,
+}));
 
 let sink = 0; // keeps the work observable, so it is not optimised away
 const judge = (index: number) => {
@@ -122,7 +169,16 @@ for (const [index, call] of calls.entries()) {
     baselineP99Micros: round(p.p99),
     ratioP50: round(ratio(j.p50, p.p50)),
   };
-  rows.push({ call: call.kind, verdict, "judge p50 µs": round(j.p50), "judge p99 µs": round(j.p99), "judge calls/s": Math.round(judgeRate), "JSON.parse p50 µs": round(p.p50), "JSON.parse p99 µs": round(p.p99), "ratio p50": round(ratio(j.p50, p.p50)) });
+  rows.push({
+    call: call.kind,
+    verdict,
+    "judge p50 µs": round(j.p50),
+    "judge p99 µs": round(j.p99),
+    "judge calls/s": Math.round(judgeRate),
+    "JSON.parse p50 µs": round(p.p50),
+    "JSON.parse p99 µs": round(p.p99),
+    "ratio p50": round(ratio(j.p50, p.p50)),
+  });
 }
 
 {
@@ -140,7 +196,16 @@ for (const [index, call] of calls.entries()) {
     ratioP50: round(ratio(j.p50, p.p50)),
     ratioThroughput: round(ratio(parseRate, judgeRate)),
   };
-  rows.push({ call: "mix (equal parts)", verdict: "-", "judge p50 µs": round(j.p50), "judge p99 µs": round(j.p99), "judge calls/s": Math.round(judgeRate), "JSON.parse p50 µs": round(p.p50), "JSON.parse p99 µs": round(p.p99), "ratio p50": round(ratio(j.p50, p.p50)) });
+  rows.push({
+    call: "mix (equal parts)",
+    verdict: "-",
+    "judge p50 µs": round(j.p50),
+    "judge p99 µs": round(j.p99),
+    "judge calls/s": Math.round(judgeRate),
+    "JSON.parse p50 µs": round(p.p50),
+    "JSON.parse p99 µs": round(p.p99),
+    "ratio p50": round(ratio(j.p50, p.p50)),
+  });
 }
 
 {
@@ -150,13 +215,22 @@ for (const [index, call] of calls.entries()) {
   for (const policy of fresh) compilePolicy(policy);
   const compileMicros = ((performance.now() - start) * 1000) / fresh.length;
   report.compilePolicyMicros = round(compileMicros);
-  report.rulesPerPolicy = policyList.map((policy) => ["deny", "ask", "allow"].reduce((total, kind) => total + (policy.rules?.[kind as "deny"]?.length ?? 0), 0));
-  console.log(`Approval gateway: ${samples.toLocaleString("en")} timed calls per kind, mode auto, 2 policies of ${(report.rulesPerPolicy as number[]).join(" and ")} rules`);
+  report.rulesPerPolicy = policyList.map((policy) =>
+    ["deny", "ask", "allow"].reduce((total, kind) => total + (policy.rules?.[kind as "deny"]?.length ?? 0), 0),
+  );
+  console.log(
+    `Approval gateway: ${samples.toLocaleString("en")} timed calls per kind, mode auto, 2 policies of ${(report.rulesPerPolicy as number[]).join(" and ")} rules`,
+  );
   console.table(rows);
-  console.log(`Compiling a policy of ${(report.rulesPerPolicy as number[])[1]} rules (once per policy object): ${compileMicros.toFixed(1)} µs`);
+  console.log(
+    `Compiling a policy of ${(report.rulesPerPolicy as number[])[1]} rules (once per policy object): ${compileMicros.toFixed(1)} µs`,
+  );
 }
 
 const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
 mkdirSync(results, { recursive: true });
-writeFileSync(path.join(results, "gateway.json"), `${JSON.stringify({ date: new Date().toISOString(), samplesPerKind: samples, ...report }, null, 2)}\n`);
+writeFileSync(
+  path.join(results, "gateway.json"),
+  `${JSON.stringify({ date: new Date().toISOString(), samplesPerKind: samples, ...report }, null, 2)}\n`,
+);
 if (sink === -1) console.log(sink);

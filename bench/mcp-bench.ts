@@ -56,18 +56,29 @@ const runner = createSandbox({
   readOnlyPaths: [path.resolve(here, "../node_modules")],
 });
 const unconfined = createMcpConnections({ logger });
-const sandboxed = createMcpConnections({ logger, sandbox: { runner, confined: true, placeFor: async () => ({ workspaceDir: workspace, identity, limits: defaultProcessLimits }) } });
-const everything: McpServerConfig = { name: "everything", transport: { kind: "stdio", command: process.execPath, args: [everythingEntry, "stdio"], env: {} } };
+const sandboxed = createMcpConnections({
+  logger,
+  sandbox: { runner, confined: true, placeFor: async () => ({ workspaceDir: workspace, identity, limits: defaultProcessLimits }) },
+});
+const everything: McpServerConfig = {
+  name: "everything",
+  transport: { kind: "stdio", command: process.execPath, args: [everythingEntry, "stdio"], env: {} },
+};
 
 const httpServer = http.createServer((req, res) => {
   const server = new McpServer({ name: "bench-http", version: "1.0.0" });
-  server.registerTool("echo", { description: "Echoes.", inputSchema: { message: z.string() } }, async ({ message }) => ({ content: [{ type: "text", text: `Echo: ${message}` }] }));
+  server.registerTool("echo", { description: "Echoes.", inputSchema: { message: z.string() } }, async ({ message }) => ({
+    content: [{ type: "text", text: `Echo: ${message}` }],
+  }));
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   res.on("close", () => void server.close());
   void server.connect(transport).then(() => transport.handleRequest(req, res));
 });
 await new Promise<void>((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
-const remote: McpServerConfig = { name: "remote", transport: { kind: "http", url: `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/mcp`, headers: {} } };
+const remote: McpServerConfig = {
+  name: "remote",
+  transport: { kind: "http", url: `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/mcp`, headers: {} },
+};
 
 const context = {
   tenantId: "ten_bench",
@@ -130,7 +141,11 @@ try {
   const variants = [
     { name: "in-process echo", run: () => timed(plain, "local_echo", { message: "hi" }, "Echo: hi"), times: [] as number[] },
     { name: "MCP stdio echo", run: () => timed(plain, "mcp__everything__echo", { message: "hi" }, "Echo: hi"), times: [] as number[] },
-    { name: "MCP stdio echo, sandboxed", run: () => timed(boxed, "mcp__everything__echo", { message: "hi" }, "Echo: hi"), times: [] as number[] },
+    {
+      name: "MCP stdio echo, sandboxed",
+      run: () => timed(boxed, "mcp__everything__echo", { message: "hi" }, "Echo: hi"),
+      times: [] as number[],
+    },
     { name: "MCP HTTP echo", run: () => timed(plain, "mcp__remote__echo", { message: "hi" }, "Echo: hi"), times: [] as number[] },
   ];
   for (let i = 0; i < warmup; i++) for (const variant of variants) await variant.run();
@@ -143,7 +158,14 @@ try {
   const unconfinedStarts = await startTimes(unconfined);
   const sandboxedStarts = await startTimes(sandboxed);
 
-  const rounded = (d: Distribution) => ({ count: d.count, mean: round(d.mean), p50: round(d.p50), p90: round(d.p90), p99: round(d.p99), max: round(d.max) });
+  const rounded = (d: Distribution) => ({
+    count: d.count,
+    mean: round(d.mean),
+    p50: round(d.p50),
+    p90: round(d.p90),
+    p99: round(d.p99),
+    max: round(d.max),
+  });
   const dists = variants.map((variant) => ({ name: variant.name, d: distribution(variant.times) }));
   const baseline = dists[0]!.d;
   const startDists = [
@@ -157,7 +179,8 @@ try {
     callsMs: Object.fromEntries(dists.map(({ name, d }) => [name, { ...rounded(d), ratioP50ToInProcess: round(d.p50 / baseline.p50) }])),
     startUpMs: Object.fromEntries(startDists.map(({ name, d }) => [name, rounded(d)])),
   };
-  const row = (name: string, d: Distribution, ratio = "") => `${name.padEnd(30)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")} ${ratio}`;
+  const row = (name: string, d: Distribution, ratio = "") =>
+    `${name.padEnd(30)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")} ${ratio}`;
   console.log(`MCP tool calls through the executor, ${calls} each, interleaved (ms)`);
   console.log(`${"".padEnd(30)} ${["p50", "p90", "p99", "mean"].map((h) => h.padStart(8)).join(" ")}  p50 ÷ in-process`);
   for (const { name, d } of dists) console.log(row(name, d, `${round(d.p50 / baseline.p50)}×`));

@@ -37,7 +37,15 @@ import { cycleSegments, type ChainRef, type CycleSegments } from "./support/job-
 import { sumProbeStats, type ProbeStats } from "./support/probe-types.js";
 import { startBaselineWorker, startFoyaWorker } from "./support/bench-workers.js";
 import { benchRoot, printOutputTails, runBenchmark, type BenchProcess } from "./support/processes.js";
-import { printReport, type BenchReport, type LatencyPhase, type PerStepCounts, type ProcessSummary, type SegmentsSummary, type ThroughputPhase } from "./support/report.js";
+import {
+  printReport,
+  type BenchReport,
+  type LatencyPhase,
+  type PerStepCounts,
+  type ProcessSummary,
+  type SegmentsSummary,
+  type ThroughputPhase,
+} from "./support/report.js";
 import { envInt } from "./support/env-int.js";
 import { distribution, mean, ratio, round, roundDistribution } from "./support/stats.js";
 
@@ -310,7 +318,10 @@ async function describeEnvironment(services: Services) {
 }
 
 async function main(): Promise<void> {
-  const benchEnv = await createBenchEnv({ maxStepsPerRun: Math.max(settings.latencySteps, settings.throughputSteps) + 10, concurrency: settings.concurrency });
+  const benchEnv = await createBenchEnv({
+    maxStepsPerRun: Math.max(settings.latencySteps, settings.throughputSteps) + 10,
+    concurrency: settings.concurrency,
+  });
   const children: BenchProcess[] = [];
   let services: Services | undefined;
   let baseline: BaselineDriver | undefined;
@@ -411,7 +422,9 @@ async function main(): Promise<void> {
     await cleanup("graceful");
     report.cleanup = {
       databaseDropped: true,
-      redisKeysLeft: (await countRedisPrefix(benchEnv.redisUrl, benchEnv.queuePrefix)) + (await countRedisPrefix(benchEnv.redisUrl, benchEnv.baselinePrefix)),
+      redisKeysLeft:
+        (await countRedisPrefix(benchEnv.redisUrl, benchEnv.queuePrefix)) +
+        (await countRedisPrefix(benchEnv.redisUrl, benchEnv.baselinePrefix)),
     };
 
     printReport(report);

@@ -40,7 +40,17 @@ async function once(confinement: Confinement | null): Promise<number> {
     await execa("bash", ["-c", "true"], { cwd: workspace, extendEnv: false, env: { PATH: toolPath } });
     return performance.now() - start;
   }
-  const prepared = await prepareShell({ command: "true", cwd: workspace, path: toolPath, headBytes: 4096, tailBytes: 28 * 1024, confinement, identity, limits: defaultProcessLimits, runner });
+  const prepared = await prepareShell({
+    command: "true",
+    cwd: workspace,
+    path: toolPath,
+    headBytes: 4096,
+    tailBytes: 28 * 1024,
+    confinement,
+    identity,
+    limits: defaultProcessLimits,
+    runner,
+  });
   if ("unavailable" in prepared) throw new Error(prepared.unavailable);
   const end = await prepared.start().ended;
   if (end.kind !== "exited" || end.exitCode !== 0) throw new Error(`true ended ${JSON.stringify(end)}`);
@@ -71,13 +81,34 @@ try {
       variant.times.push(await once(variant.grant));
     }
     const start = performance.now();
-    await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity, limits: defaultProcessLimits });
+    await runner.plan({
+      command: "true",
+      workspaceDir: workspace,
+      network: false,
+      view: "confined",
+      identity,
+      limits: defaultProcessLimits,
+    });
     planning.push(performance.now() - start);
     const startPopulated = performance.now();
-    await runner.plan({ command: "true", workspaceDir: populated, network: false, view: "confined", identity, limits: defaultProcessLimits });
+    await runner.plan({
+      command: "true",
+      workspaceDir: populated,
+      network: false,
+      view: "confined",
+      identity,
+      limits: defaultProcessLimits,
+    });
     planningPopulated.push(performance.now() - startPopulated);
   }
-  const rounded = (d: Distribution) => ({ count: d.count, mean: round(d.mean), p50: round(d.p50), p90: round(d.p90), p99: round(d.p99), max: round(d.max) });
+  const rounded = (d: Distribution) => ({
+    count: d.count,
+    mean: round(d.mean),
+    p50: round(d.p50),
+    p90: round(d.p90),
+    p99: round(d.p99),
+    max: round(d.max),
+  });
   const unsandboxedMs = distribution(plain);
   const sandboxedMs = distribution(sandboxed);
   const networkedMs = distribution(networked);
@@ -102,7 +133,8 @@ try {
     networkAddedP50Ms: round(networkedMs.p50 - sandboxedMs.p50),
     networkAddedP99Ms: round(networkedMs.p99 - sandboxedMs.p99),
   };
-  const row = (name: string, d: Distribution) => `${name.padEnd(22)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
+  const row = (name: string, d: Distribution) =>
+    `${name.padEnd(22)} ${[d.p50, d.p90, d.p99, d.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
   console.log(`sandbox overhead, ${runs} runs each of \`true\` through prepareShell (ms)`);
   console.log(`${"".padEnd(22)} ${["p50", "p90", "p99", "mean"].map((h) => h.padStart(8)).join(" ")}`);
   console.log(row("bare bash (baseline)", unsandboxedMs));

@@ -82,7 +82,12 @@ async function once(workspace: string, command: string, recorded: boolean): Prom
     identity,
     limits: defaultProcessLimits,
     layering: recorded
-      ? { layers, workspacesDir, owner: { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "c" }, onError: (message) => console.error(message) }
+      ? {
+          layers,
+          workspacesDir,
+          owner: { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "c" },
+          onError: (message) => console.error(message),
+        }
       : null,
   });
   const prepared = await processes.prepare(command, { headBytes: 4096, tailBytes: 28 * 1024 }, { recordChanges: recorded });
@@ -142,7 +147,14 @@ try {
 
   const d = Object.fromEntries(variants.map((variant) => [variant.name, distribution(variant.times)])) as Record<string, Distribution>;
   const manifestMs = distribution(manifest);
-  const rounded = (x: Distribution) => ({ count: x.count, mean: round(x.mean), p50: round(x.p50), p90: round(x.p90), p99: round(x.p99), max: round(x.max) });
+  const rounded = (x: Distribution) => ({
+    count: x.count,
+    mean: round(x.mean),
+    p50: round(x.p50),
+    p90: round(x.p90),
+    p99: round(x.p99),
+    max: round(x.max),
+  });
   const added = (workspace: "10k" | "100", what: "one-file change" | "true") =>
     round((d[`${workspace}: ${what}, recorded`] as Distribution).p50 - (d[`${workspace}: ${what}, unrecorded`] as Distribution).p50);
   const report = {
@@ -150,20 +162,29 @@ try {
     runsEach: runs,
     workspaceEntries: entries,
     callsMs: Object.fromEntries(Object.entries(d).map(([name, x]) => [name, rounded(x)])),
-    addedP50Ms: { oneFileChange10k: added("10k", "one-file change"), true10k: added("10k", "true"), oneFileChange100: added("100", "one-file change") },
+    addedP50Ms: {
+      oneFileChange10k: added("10k", "one-file change"),
+      true10k: added("10k", "true"),
+      oneFileChange100: added("100", "one-file change"),
+    },
     manifestWalk10kMs: rounded(manifestMs),
     storage: {
       newFiles: { written: newFilesBytes, stored: storedForNew, perChangedByte: round(storedForNew / newFilesBytes) },
       oneLineEditOf10KiB: { changedBytes: 1, fileBytes: 10240, stored: storedForEdit },
     },
   };
-  const row = (name: string, x: Distribution) => `${name.padEnd(36)} ${[x.p50, x.p90, x.p99, x.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
+  const row = (name: string, x: Distribution) =>
+    `${name.padEnd(36)} ${[x.p50, x.p90, x.p99, x.mean].map((v) => v.toFixed(2).padStart(8)).join(" ")}`;
   console.log(`shell change recording (X7), ${runs} runs each, bash call from prepare to applied changes (ms)`);
   console.log(`${"".padEnd(36)} ${["p50", "p90", "p99", "mean"].map((h) => h.padStart(8)).join(" ")}`);
   for (const [name, x] of Object.entries(d)) console.log(row(name, x));
   console.log(row(`manifest walk (${entries} entries)`, manifestMs));
-  console.log(`recording adds (p50): one-file change on 10,000 files +${report.addedP50Ms.oneFileChange10k} ms, on 100 files +${report.addedP50Ms.oneFileChange100} ms; true +${report.addedP50Ms.true10k} ms`);
-  console.log(`stored: ${storedForNew} bytes for ${newFilesBytes} bytes of new files (${report.storage.newFiles.perChangedByte} per byte); ${storedForEdit} bytes for a one-line edit of a 10 KiB file (both versions, whole)`);
+  console.log(
+    `recording adds (p50): one-file change on 10,000 files +${report.addedP50Ms.oneFileChange10k} ms, on 100 files +${report.addedP50Ms.oneFileChange100} ms; true +${report.addedP50Ms.true10k} ms`,
+  );
+  console.log(
+    `stored: ${storedForNew} bytes for ${newFilesBytes} bytes of new files (${report.storage.newFiles.perChangedByte} per byte); ${storedForEdit} bytes for a one-line edit of a 10 KiB file (both versions, whole)`,
+  );
   const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   mkdirSync(results, { recursive: true });
   writeFileSync(path.join(results, "shell-changes.json"), `${JSON.stringify(report, null, 2)}\n`);

@@ -30,7 +30,9 @@ try {
   const config = loadConfig(benchEnv.env);
   services = await createServices(config, { role: "bench" });
   const app = createApp(services);
-  const tenant = await apiCall<{ apiKey: string; tenant: { id: string } }>(app, config.adminToken ?? "", "POST", "/v1/tenants", { name: "sub-agent-bench" });
+  const tenant = await apiCall<{ apiKey: string; tenant: { id: string } }>(app, config.adminToken ?? "", "POST", "/v1/tenants", {
+    name: "sub-agent-bench",
+  });
   // Its sessions use Full Access (no approvals in the way): the operator's grant (SPEC S8).
   await apiCall(app, config.adminToken ?? "", "PATCH", `/v1/tenants/${tenant.tenant.id}`, { fullAccess: true });
   const project = await apiCall<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "sub-agent-bench" });
@@ -75,10 +77,16 @@ try {
     runsPerSecond: { delegating: round(delegatingRate), plainTool: round(plainRate), ratio: round(delegatingRate / plainRate) },
   };
   console.log(`sub-agent benchmark: ${runsEach} runs each one at a time, then ${parallel} at once (scripted model, in-process worker)`);
-  console.log(`  run with one agent call (child: one step)   p50 ${report.latencyMs.delegating.p50} ms, p99 ${report.latencyMs.delegating.p99} ms`);
-  console.log(`  run with one noop call instead              p50 ${report.latencyMs.plainTool.p50} ms, p99 ${report.latencyMs.plainTool.p99} ms`);
+  console.log(
+    `  run with one agent call (child: one step)   p50 ${report.latencyMs.delegating.p50} ms, p99 ${report.latencyMs.delegating.p99} ms`,
+  );
+  console.log(
+    `  run with one noop call instead              p50 ${report.latencyMs.plainTool.p50} ms, p99 ${report.latencyMs.plainTool.p99} ms`,
+  );
   console.log(`  delegation adds ${report.latencyMs.addedP50} ms at p50 (${report.latencyMs.ratioP50}×)`);
-  console.log(`  ${parallel} runs at once: ${report.runsPerSecond.delegating} delegating runs/s vs ${report.runsPerSecond.plainTool} plain runs/s (${report.runsPerSecond.ratio}×)`);
+  console.log(
+    `  ${parallel} runs at once: ${report.runsPerSecond.delegating} delegating runs/s vs ${report.runsPerSecond.plainTool} plain runs/s (${report.runsPerSecond.ratio}×)`,
+  );
   writeBenchResult("sub-agents", report);
 } finally {
   await worker?.close();

@@ -11,9 +11,39 @@ import { createToolRegistry } from "../src/tools/tool-registry.js";
 import { defineTool, textResult, type AnyTool } from "../src/tools/tool.js";
 
 const verbs = ["create", "list", "delete", "update", "get", "search", "send", "sync", "archive", "export", "import", "approve"];
-const nouns = ["invoice", "customer", "ticket", "event", "email", "order", "report", "user", "file", "payment", "issue", "contract", "shipment", "lead"];
+const nouns = [
+  "invoice",
+  "customer",
+  "ticket",
+  "event",
+  "email",
+  "order",
+  "report",
+  "user",
+  "file",
+  "payment",
+  "issue",
+  "contract",
+  "shipment",
+  "lead",
+];
 const systems = ["crm", "billing", "helpdesk", "calendar", "mail", "shop", "drive", "ledger", "tracker", "legal", "logistics", "sales"];
-const words = ["quickly", "record", "account", "status", "history", "owner", "amount", "date", "region", "team", "priority", "note", "tag", "summary"];
+const words = [
+  "quickly",
+  "record",
+  "account",
+  "status",
+  "history",
+  "owner",
+  "amount",
+  "date",
+  "region",
+  "team",
+  "priority",
+  "note",
+  "tag",
+  "summary",
+];
 
 /** A deterministic pseudo-random generator, so every run benchmarks the same catalogue. */
 function random(seed: number): () => number {
@@ -29,7 +59,9 @@ function catalogue(size: number, exposure: "deferred" | "direct"): AnyTool[] {
   const pick = <T>(items: T[]): T => items[Math.floor(next() * items.length)] as T;
   return Array.from({ length: size }, (_, i) => {
     const name = `${pick(systems)}_${pick(verbs)}_${pick(nouns)}_${i}`;
-    const properties = Object.fromEntries(Array.from({ length: 3 }, () => [`${pick(nouns)}${pick(["Id", "Name", "Date"])}`, { type: "string" }]));
+    const properties = Object.fromEntries(
+      Array.from({ length: 3 }, () => [`${pick(nouns)}${pick(["Id", "Name", "Date"])}`, { type: "string" }]),
+    );
     return defineTool({
       name,
       description: `${pick(verbs)} a ${pick(nouns)} in the ${pick(systems)} system; ${Array.from({ length: 8 }, () => pick(words)).join(" ")}.`,
@@ -55,7 +87,11 @@ for (const size of [1_000, 10_000]) {
   registry.searchDeferred("warm up the index", scope, 5); // the index is built on first use
   const buildMs = performance.now() - buildStart;
   const next = random(7);
-  const queries = Array.from({ length: 300 }, () => `${verbs[Math.floor(next() * verbs.length)]} ${nouns[Math.floor(next() * nouns.length)]} ${systems[Math.floor(next() * systems.length)]}`);
+  const queries = Array.from(
+    { length: 300 },
+    () =>
+      `${verbs[Math.floor(next() * verbs.length)]} ${nouns[Math.floor(next() * nouns.length)]} ${systems[Math.floor(next() * systems.length)]}`,
+  );
   const latencies = queries.map((query) => {
     const start = performance.now();
     registry.searchDeferred(query, scope, 5);

@@ -38,7 +38,11 @@ try {
   // 5,000 files in 50 folders, for the listing.
   for (let folder = 0; folder < 50; folder++) {
     await mkdir(path.join(workspace, "tree", `f${folder}`), { recursive: true });
-    await Promise.all(Array.from({ length: 100 }, (_, file) => writeFile(path.join(workspace, "tree", `f${folder}`, `n${file}.${file % 2 ? "ts" : "md"}`), "x")));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, file) =>
+        writeFile(path.join(workspace, "tree", `f${folder}`, `n${file}.${file % 2 ? "ts" : "md"}`), "x"),
+      ),
+    );
   }
   const glob = compileGlob("tree/**/*.ts");
   if (!glob.ok) throw new Error(glob.message);
@@ -55,7 +59,11 @@ try {
   };
   const cases = {
     read: { door: () => door.readFile(deep, { maxBytes: 1 << 20 }), legacy: () => legacyRead(workspace, deep), runs },
-    write: { door: () => door.update(deep, () => ({ write: content }), { maxBytes: 1 << 20 }), legacy: () => legacyWrite(workspace, deep, content), runs },
+    write: {
+      door: () => door.update(deep, () => ({ write: content }), { maxBytes: 1 << 20 }),
+      legacy: () => legacyWrite(workspace, deep, content),
+      runs,
+    },
     list: { door: doorList, legacy: legacyListing, runs: listRuns },
   };
   const report: Record<string, { doorUs: Distribution; legacyUs: Distribution; ratioP50: number; ratioMean: number }> = {};
@@ -78,18 +86,28 @@ try {
     }
     const doorUs = distribution(doorTimes);
     const legacyUs = distribution(legacyTimes);
-    report[name] = { doorUs: roundDistribution(doorUs), legacyUs: roundDistribution(legacyUs), ratioP50: round(ratio(doorUs.p50, legacyUs.p50)), ratioMean: round(ratio(doorUs.mean, legacyUs.mean)) };
+    report[name] = {
+      doorUs: roundDistribution(doorUs),
+      legacyUs: roundDistribution(legacyUs),
+      ratioP50: round(ratio(doorUs.p50, legacyUs.p50)),
+      ratioMean: round(ratio(doorUs.mean, legacyUs.mean)),
+    };
   }
   const row = (name: string, entry: (typeof report)[string]) =>
     `${name.padEnd(28)} ${[entry.doorUs.p50, entry.doorUs.p99, entry.legacyUs.p50, entry.legacyUs.p99].map((v) => v.toFixed(1).padStart(10)).join(" ")} ${`x${entry.ratioP50}`.padStart(8)}`;
   console.log(`workspace door vs the pre-#12 access, ${runs} runs each (${listRuns} for the listing), microseconds`);
-  console.log(`${"".padEnd(28)} ${["door p50", "door p99", "before p50", "before p99"].map((h) => h.padStart(10)).join(" ")} ${"p50 ratio".padStart(8)}`);
+  console.log(
+    `${"".padEnd(28)} ${["door p50", "door p99", "before p50", "before p99"].map((h) => h.padStart(10)).join(" ")} ${"p50 ratio".padStart(8)}`,
+  );
   console.log(row("read 4 KiB, 3 folders deep", report.read!));
   console.log(row("write 4 KiB with snapshots", report.write!));
   console.log(row("list 5,000 files, a glob", report.list!));
   const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   mkdirSync(results, { recursive: true });
-  writeFileSync(path.join(results, "workspace-door.json"), `${JSON.stringify({ date: new Date().toISOString(), runs, listRuns, ...report }, null, 2)}\n`);
+  writeFileSync(
+    path.join(results, "workspace-door.json"),
+    `${JSON.stringify({ date: new Date().toISOString(), runs, listRuns, ...report }, null, 2)}\n`,
+  );
 } finally {
   await rm(base, { recursive: true, force: true });
 }

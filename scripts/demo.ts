@@ -73,7 +73,10 @@ for (const message of (await call("GET", `/v1/sessions/${session.id}/messages`, 
   const content = message.content;
   const text =
     message.role === "tool"
-      ? `${content.name} ${content.status}: ${content.content.map((p: { text?: string }) => p.text ?? "").join("").replace(/\n/g, "\\n")}`
+      ? `${content.name} ${content.status}: ${content.content
+          .map((p: { text?: string }) => p.text ?? "")
+          .join("")
+          .replace(/\n/g, "\\n")}`
       : message.role === "assistant"
         ? `${content.text}${content.toolCalls.map((c: { name: string; argumentsRaw: string }) => ` [${c.name} ${c.argumentsRaw}]`).join("")}`
         : content.text;

@@ -350,7 +350,13 @@ export interface Config {
 
 /** A comma-separated list of paths, each made absolute. */
 const pathList = (value: string | undefined): readonly string[] =>
-  Object.freeze((value ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p)));
+  Object.freeze(
+    (value ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((p) => path.resolve(p)),
+  );
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = envSchema.safeParse(env);
@@ -403,7 +409,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.FOYA_HOST,
     port: e.PORT,
     adminToken: e.FOYA_ADMIN_TOKEN,
-    streamTokenSecret: e.FOYA_STREAM_TOKEN_SECRET ?? (e.FOYA_ADMIN_TOKEN ? createHmac("sha256", e.FOYA_ADMIN_TOKEN).update("foya stream tokens").digest("hex") : randomBytes(32).toString("hex")),
+    streamTokenSecret:
+      e.FOYA_STREAM_TOKEN_SECRET ??
+      (e.FOYA_ADMIN_TOKEN
+        ? createHmac("sha256", e.FOYA_ADMIN_TOKEN).update("foya stream tokens").digest("hex")
+        : randomBytes(32).toString("hex")),
     // src/config.ts and dist/config.js both sit one level below the checkout's root.
     consoleDir: path.resolve(e.FOYA_CONSOLE_DIR ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "../packages/console/dist")),
     queuePrefix: e.FOYA_QUEUE_PREFIX,
@@ -433,8 +443,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       trustProxyHops: e.FOYA_API_TRUST_PROXY_HOPS,
       maxStreamsPerTenant: e.FOYA_API_MAX_STREAMS_PER_TENANT,
     }),
-    toolModules: Object.freeze((e.FOYA_TOOL_MODULES ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => path.resolve(p))),
-    failpoints: new Set((e.FOYA_FAILPOINTS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
+    toolModules: Object.freeze(
+      (e.FOYA_TOOL_MODULES ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((p) => path.resolve(p)),
+    ),
+    failpoints: new Set(
+      (e.FOYA_FAILPOINTS ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
     migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
     workerHeartbeatFile: e.FOYA_WORKER_HEARTBEAT_FILE === undefined ? undefined : path.resolve(e.FOYA_WORKER_HEARTBEAT_FILE),
     toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
@@ -445,7 +466,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",
     approvalTtlSeconds: e.FOYA_APPROVAL_TTL_SECONDS,
     contextResultMaxChars: e.FOYA_CONTEXT_RESULT_MAX_CHARS,
-    mcpStdioCommands: Object.freeze((e.FOYA_MCP_STDIO_COMMANDS ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
+    mcpStdioCommands: Object.freeze(
+      (e.FOYA_MCP_STDIO_COMMANDS ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
     mcpAllowPrivate: e.FOYA_MCP_ALLOW_PRIVATE === "true",
     mcpSandbox: e.FOYA_MCP_SANDBOX === "true",
     mcpConfigTtlMs: e.FOYA_MCP_CONFIG_TTL_MS,

@@ -57,7 +57,11 @@ export class FoyaError extends Error {
    * sees what won without another request. Answered as `error.current`.
    */
   readonly current: Record<string, unknown> | undefined;
-  constructor(code: FoyaErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number; current?: Record<string, unknown> }) {
+  constructor(
+    code: FoyaErrorCode,
+    message: string,
+    options?: { cause?: unknown; retryAfterSeconds?: number; current?: Record<string, unknown> },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "FoyaError";
     this.code = code;

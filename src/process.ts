@@ -41,10 +41,16 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
   const metricsServer =
     metricsPort === undefined
       ? undefined
-      : await startMetricsServer(services.metrics.registry, { host: metricsHost, port: metricsPort, onError: (error) => logger.warn({ err: error }, "collecting metrics failed") });
+      : await startMetricsServer(services.metrics.registry, {
+          host: metricsHost,
+          port: metricsPort,
+          onError: (error) => logger.warn({ err: error }, "collecting metrics failed"),
+        });
   if (metricsServer) console.log(`FOYA_METRICS_URL=${metricsServer.url}`);
   const heartbeat =
-    worker && config.workerHeartbeatFile ? startHeartbeatFile(config.workerHeartbeatFile, (error) => logger.warn({ err: error }, "worker heartbeat file could not be written")) : undefined;
+    worker && config.workerHeartbeatFile
+      ? startHeartbeatFile(config.workerHeartbeatFile, (error) => logger.warn({ err: error }, "worker heartbeat file could not be written"))
+      : undefined;
   if (worker) {
     // One write: a script that sees the id line sees the pid line too.
     console.log(`FOYA_WORKER_ID=${worker.workerId}\nFOYA_WORKER_PID=${process.pid}`);

@@ -123,7 +123,13 @@ export async function createServices(config: Config, options: CreateServicesOpti
   });
   // Jobs of a tenant with fewer working runs are served first (SPEC X5).
   const load = createTenantLoad(db.pool, (error) => logger.warn({ err: error }, "reading tenants' load failed"));
-  const dispatcher = createDispatcher({ connection: redis, prefix: config.queuePrefix, stepAttempts: config.stepAttempts, load, traceCarrier: () => tracing.carrier() });
+  const dispatcher = createDispatcher({
+    connection: redis,
+    prefix: config.queuePrefix,
+    stepAttempts: config.stepAttempts,
+    load,
+    traceCarrier: () => tracing.carrier(),
+  });
   // Shared state looks the same from every process: a worker-only process leaves it to the API's scrape.
   if (role !== "worker") {
     registerStateGauges(metrics, {
@@ -139,7 +145,11 @@ export async function createServices(config: Config, options: CreateServicesOpti
   const callLayers: CallLayerSupport = runsTools
     ? createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath })
     : { ok: false, reason: "an API-only process runs no shell commands" };
-  const tooling = { identityMode: identityMode(config.toolUidBase), tenantSettings: createTenantSettingsCache(db.db), workspaceOwnership: createWorkspaceOwnership() };
+  const tooling = {
+    identityMode: identityMode(config.toolUidBase),
+    tenantSettings: createTenantSettingsCache(db.db),
+    workspaceOwnership: createWorkspaceOwnership(),
+  };
   const mcpViaWorkers = createMcpConnectionsViaWorkers({
     connection: redis,
     bus,
@@ -162,7 +172,14 @@ export async function createServices(config: Config, options: CreateServicesOpti
   const tools = createToolRegistry(baseTools);
   const executor = createToolExecutor(tools);
   const catalogOf = (connections: McpConnections) =>
-    createToolCatalog({ base: { registry: tools, executor }, baseTools, db: db.db, mcp: connections, logger, configTtlMs: config.mcpConfigTtlMs });
+    createToolCatalog({
+      base: { registry: tools, executor },
+      baseTools,
+      db: db.db,
+      mcp: connections,
+      logger,
+      configTtlMs: config.mcpConfigTtlMs,
+    });
   const catalogViaWorkers = catalogOf(mcpViaWorkers);
   const catalog = runsTools ? catalogOf(mcp) : catalogViaWorkers;
   return {

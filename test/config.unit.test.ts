@@ -10,7 +10,12 @@ describe("configuration", () => {
   it("PR1: provider profiles come from the server's file and environment, with keys resolved there", async () => {
     const folder = await mkdtemp(path.join(tmpdir(), "foya-config-"));
     const file = path.join(folder, "providers.json");
-    await writeFile(file, JSON.stringify({ profiles: [{ name: "local", kind: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", model: "m", apiKeyEnv: "LOCAL_KEY" }] }));
+    await writeFile(
+      file,
+      JSON.stringify({
+        profiles: [{ name: "local", kind: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", model: "m", apiKeyEnv: "LOCAL_KEY" }],
+      }),
+    );
     const config = loadConfig({ FOYA_PROVIDERS_FILE: file, LOCAL_KEY: "sk-local", FOYA_OPENAI_BASE_URL: "http://127.0.0.1:8/v1" });
     expect(config.providerProfiles.map((p) => p.name)).toEqual(["scripted", "local", "openai"]);
     const local = config.providerProfiles.find((p) => p.name === "local");
@@ -38,7 +43,16 @@ describe("configuration", () => {
     expect(loadConfig({}).toolUidBase).toBe(1_000_000_000);
     expect(loadConfig({ FOYA_TOOL_UID_BASE: "1000" }).toolUidBase).toBe(1000);
     expect(loadConfig({ FOYA_TOOL_UID_BASE: String(2 ** 31 - 1 - 100_000_000) }).toolUidBase).toBe(2 ** 31 - 1 - 100_000_000);
-    for (const invalid of ["999", "0", String(2 ** 31 - 100_000_000), String(2 ** 32 - 2 - 100_000_000), String(2 ** 32), "-5", "1.5", "many"]) {
+    for (const invalid of [
+      "999",
+      "0",
+      String(2 ** 31 - 100_000_000),
+      String(2 ** 32 - 2 - 100_000_000),
+      String(2 ** 32),
+      "-5",
+      "1.5",
+      "many",
+    ]) {
       expect(() => loadConfig({ FOYA_TOOL_UID_BASE: invalid }), invalid).toThrow(/invalid configuration.*FOYA_TOOL_UID_BASE/s);
     }
   });
@@ -79,7 +93,9 @@ describe("configuration", () => {
     ];
     for (const key of keys) {
       for (const invalid of ["0", "-1", "2.5", "lots", ""]) {
-        expect(() => loadConfig({ [key]: invalid }), `${key}=${JSON.stringify(invalid)}`).toThrow(new RegExp(`invalid configuration.*${key}`, "s"));
+        expect(() => loadConfig({ [key]: invalid }), `${key}=${JSON.stringify(invalid)}`).toThrow(
+          new RegExp(`invalid configuration.*${key}`, "s"),
+        );
       }
     }
   });
@@ -119,7 +135,12 @@ describe("configuration", () => {
     });
     // The input limit is never below the general one.
     expect(loadConfig({ FOYA_API_MAX_BODY_BYTES: "10000000" }).apiLimits.maxInputBodyBytes).toBe(10_000_000);
-    for (const key of ["FOYA_API_MAX_BODY_BYTES", "FOYA_API_MAX_INPUT_BODY_BYTES", "FOYA_API_RATE_WINDOW_MS", "FOYA_API_AUTH_FAILURE_WINDOW_MS"]) {
+    for (const key of [
+      "FOYA_API_MAX_BODY_BYTES",
+      "FOYA_API_MAX_INPUT_BODY_BYTES",
+      "FOYA_API_RATE_WINDOW_MS",
+      "FOYA_API_AUTH_FAILURE_WINDOW_MS",
+    ]) {
       expect(() => loadConfig({ [key]: "0" }), key).toThrow(new RegExp(`invalid configuration.*${key}`, "s"));
     }
     expect(() => loadConfig({ FOYA_API_RATE_LIMIT: "-1" })).toThrow(/invalid configuration.*FOYA_API_RATE_LIMIT/s);
@@ -146,17 +167,29 @@ describe("settings: one schema, documented, never clamped", () => {
       FOYA_WEBHOOK_CONCURRENCY: 1,
     };
     for (const [name, floor] of Object.entries(floors)) {
-      expect(() => loadConfig({ [name]: String(floor - 1) }), name).toThrow(new RegExp(`^invalid configuration:.*must be at least ${floor}.*${name}`, "s"));
+      expect(() => loadConfig({ [name]: String(floor - 1) }), name).toThrow(
+        new RegExp(`^invalid configuration:.*must be at least ${floor}.*${name}`, "s"),
+      );
       expect(() => loadConfig({ [name]: String(floor) }), name).not.toThrow();
     }
   });
 
   it("every setting the schema reads has a row in README's configuration tables, and every row names a setting that exists", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-    const documented = new Set([...readme.matchAll(/^\| (`[A-Z][A-Z0-9_]*`(?:, `[A-Z][A-Z0-9_]*`)*) \|/gm)].flatMap((row) => [...row[1]!.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!)));
+    const documented = new Set(
+      [...readme.matchAll(/^\| (`[A-Z][A-Z0-9_]*`(?:, `[A-Z][A-Z0-9_]*`)*) \|/gm)].flatMap((row) =>
+        [...row[1]!.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!),
+      ),
+    );
     const settings = Object.keys(envSchema.shape);
-    expect(settings.filter((name) => !documented.has(name)), "settings without a README row").toEqual([]);
+    expect(
+      settings.filter((name) => !documented.has(name)),
+      "settings without a README row",
+    ).toEqual([]);
     const rowsOfSettings = [...documented].filter((name) => name.startsWith("FOYA_"));
-    expect(rowsOfSettings.filter((name) => !settings.includes(name)), "README rows for settings that do not exist").toEqual([]);
+    expect(
+      rowsOfSettings.filter((name) => !settings.includes(name)),
+      "README rows for settings that do not exist",
+    ).toEqual([]);
   });
 });

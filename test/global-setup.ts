@@ -34,7 +34,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       .withWaitStrategy(Wait.forLogMessage(/ready to accept connections/, 2))
       .start();
     const redis = await new GenericContainer("redis:7").withExposedPorts(6379).start();
-    stops.push(() => postgres.stop(), () => redis.stop());
+    stops.push(
+      () => postgres.stop(),
+      () => redis.stop(),
+    );
     databaseUrl = `postgres://postgres@${postgres.getHost()}:${postgres.getMappedPort(5432)}/postgres`;
     redisUrl = `redis://${redis.getHost()}:${redis.getMappedPort(6379)}`;
   }

@@ -1,7 +1,14 @@
 import { performance } from "node:perf_hooks";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { baselineQueueA, baselineQueueB, chainEventsChannel, chainJobOptions, type ChainEvent, type ChainJobData } from "./baseline-shared.js";
+import {
+  baselineQueueA,
+  baselineQueueB,
+  chainEventsChannel,
+  chainJobOptions,
+  type ChainEvent,
+  type ChainJobData,
+} from "./baseline-shared.js";
 import type { ChainRef } from "./job-timings.js";
 
 /**

@@ -17,7 +17,22 @@ export const callHookKey = Symbol.for("foya.bench.bigOutput.onCall");
 
 export type CallHook = (info: { callId: string; bytes: number; kind: string }) => Promise<void>;
 
-const words = ["request", "handled", "user", "cache", "miss", "hit", "shard", "upstream", "latency", "retry", "commit", "flush", "index", "queue"];
+const words = [
+  "request",
+  "handled",
+  "user",
+  "cache",
+  "miss",
+  "hit",
+  "shard",
+  "upstream",
+  "latency",
+  "retry",
+  "commit",
+  "flush",
+  "index",
+  "queue",
+];
 
 /** Deterministic pseudo-random bytes: SHA-256 in counter mode (fast enough for tens of MiB). */
 function pseudoRandomBytes(seed: number, length: number): Buffer {

@@ -83,12 +83,20 @@ export interface CoreRunNotes {
 }
 
 const show = (value: number | null | undefined, digits = 2) =>
-  value === null || value === undefined || !Number.isFinite(value) ? "n/a" : value.toLocaleString("en-US", { maximumFractionDigits: digits });
-const times = (value: number | null | undefined) => (value === null || value === undefined || !Number.isFinite(value) ? "n/a" : `${show(value)}×`);
+  value === null || value === undefined || !Number.isFinite(value)
+    ? "n/a"
+    : value.toLocaleString("en-US", { maximumFractionDigits: digits });
+const times = (value: number | null | undefined) =>
+  value === null || value === undefined || !Number.isFinite(value) ? "n/a" : `${show(value)}×`;
 
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
-  return rows.map((row) => "  " + row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join("   ")).join("\n");
+  return rows
+    .map(
+      (row) =>
+        `  ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join("   ")}`,
+    )
+    .join("\n");
 }
 
 export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
@@ -102,7 +110,14 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
   const rows = [["", "Foya", "floor", "LangGraph", "Foya/floor", "Foya/LangGraph"]];
   for (const key of keys) {
     const digits = key.startsWith("stepMs") ? 2 : 0;
-    rows.push([labels[key], show(foya[key], digits), show(floor[key], digits), show(peer?.[key], digits), times(ratios.foyaOverFloor[key]), times(ratios.foyaOverPeer?.[key])]);
+    rows.push([
+      labels[key],
+      show(foya[key], digits),
+      show(floor[key], digits),
+      show(peer?.[key], digits),
+      times(ratios.foyaOverFloor[key]),
+      times(ratios.foyaOverPeer?.[key]),
+    ]);
   }
   // Judged on the figures, not on the rounded ratios.
   const verdict = (met: boolean | undefined) => (met === undefined ? "not measured" : met ? "MET" : "NOT MET");
@@ -117,7 +132,9 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
     [
       `64 runs, 1 worker ≥ ${coreGoals.stepsPerSec64OverPeerMin}× LangGraph's steps/s`,
       times(ratios.foyaOverPeer?.stepsPerSec64),
-      verdict(typeof peer?.stepsPerSec64 === "number" ? foya.stepsPerSec64 >= coreGoals.stepsPerSec64OverPeerMin * peer.stepsPerSec64 : undefined),
+      verdict(
+        typeof peer?.stepsPerSec64 === "number" ? foya.stepsPerSec64 >= coreGoals.stepsPerSec64OverPeerMin * peer.stepsPerSec64 : undefined,
+      ),
       perRound(notes.goalRounds.stepsPerSec64OverPeer),
     ],
     [
@@ -128,12 +145,25 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
     ],
   ];
 
-  const out = ["", "=== Foya core benchmark ===", ...notes.header, "", table(rows), "", "goals (issue #14):", table(goalRows), "", "each round (order A B B A):"];
+  const out = [
+    "",
+    "=== Foya core benchmark ===",
+    ...notes.header,
+    "",
+    table(rows),
+    "",
+    "goals (issue #14):",
+    table(goalRows),
+    "",
+    "each round (order A B B A):",
+  ];
   out.push(...notes.rounds.map((line) => `  ${line}`));
   if (notes.peerSkipped) out.push(`LangGraph peer skipped: ${notes.peerSkipped}`);
   if (notes.otherLoadShare !== undefined) {
     const share = Math.round(notes.otherLoadShare * 100);
-    out.push(`other work on the machine during the measurements: about ${share}% of its CPUs${share >= 10 ? " (absolute figures suffer; the side-by-side ratios hold better)" : ""}`);
+    out.push(
+      `other work on the machine during the measurements: about ${share}% of its CPUs${share >= 10 ? " (absolute figures suffer; the side-by-side ratios hold better)" : ""}`,
+    );
   }
   const seconds = notes.elapsedMs / 1000;
   out.push(`took ${show(seconds, 0)} s${notes.elapsedMs > notes.targetMs ? ` (WARNING: over the ${notes.targetMs / 1000} s target)` : ""}`);

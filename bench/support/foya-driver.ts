@@ -67,8 +67,16 @@ export class FoyaDriver {
   /** A tenant and a project to hold the benchmark's sessions. */
   static async create(app: App, services: Services): Promise<FoyaDriver> {
     const adminToken = services.config.adminToken ?? "";
-    const tenant = expectStatus(await call<{ apiKey: string }>(app, adminToken, "POST", "/v1/tenants", { name: "bench" }), 201, "tenant creation");
-    const project = expectStatus(await call<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "bench" }), 201, "project creation");
+    const tenant = expectStatus(
+      await call<{ apiKey: string }>(app, adminToken, "POST", "/v1/tenants", { name: "bench" }),
+      201,
+      "tenant creation",
+    );
+    const project = expectStatus(
+      await call<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "bench" }),
+      201,
+      "project creation",
+    );
     return new FoyaDriver(app, services, tenant.apiKey, project.id);
   }
 
@@ -169,7 +177,9 @@ export function stepTimings(records: readonly RunRecord[]): StepTimings {
   for (const record of records) {
     const first = (type: ObservedEvent["type"], step: number, status?: string) =>
       record.events.find((e) => e.type === type && e.stepIndex === step && (status === undefined || e.status === status))?.at;
-    timings.retriedSteps += new Set(record.events.filter((e) => e.type === "step_start" && (e.attempt ?? 1) > 1).map((e) => e.stepIndex)).size;
+    timings.retriedSteps += new Set(
+      record.events.filter((e) => e.type === "step_start" && (e.attempt ?? 1) > 1).map((e) => e.stepIndex),
+    ).size;
     for (let k = 0; k < record.toolSteps; k++) {
       const start = first("step_start", k);
       const end = first("step_end", k);

@@ -6,7 +6,10 @@ import type { Services } from "../../src/services.js";
 
 /** Calls the in-process API with a bearer key; throws on a status of 300 or more. */
 export async function apiCall<T>(app: App, key: string, method: string, route: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${key}`,
+    ...(body === undefined ? {} : { "content-type": "application/json" }),
+  };
   const response = await app.request(route, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const text = await response.text();
   if (response.status >= 300) throw new Error(`${method} ${route} answered ${response.status}: ${text}`);

@@ -47,9 +47,13 @@ export async function preparePeer(log: (message: string) => void): Promise<PeerS
 
   if (await exists(dir)) {
     if ((await exists(path.join(dir, peerScript))) && (await exists(path.join(dir, installedMarker)))) return { kind: "ready", dir };
-    return { kind: "skipped", reason: `${dir} exists but holds no installed peer (${peerScript} + node_modules); remove it to let the bench install it again` };
+    return {
+      kind: "skipped",
+      reason: `${dir} exists but holds no installed peer (${peerScript} + node_modules); remove it to let the bench install it again`,
+    };
   }
-  if (!(await exists(path.join(source, peerScript)))) return { kind: "skipped", reason: `no ${peerScript} in ${source} (set BENCH_PEERS_SOURCE)` };
+  if (!(await exists(path.join(source, peerScript))))
+    return { kind: "skipped", reason: `no ${peerScript} in ${source} (set BENCH_PEERS_SOURCE)` };
 
   log(`installing the LangGraph peer: cp -r ${source} ${dir} && npm ci (needs the npm registry; once)`);
   const staging = `${dir}.installing-${process.pid}`;
@@ -63,7 +67,9 @@ export async function preparePeer(log: (message: string) => void): Promise<PeerS
     });
     if (install.exitCode !== 0 || !(await exists(path.join(staging, installedMarker)))) {
       const why = install.timedOut ? `timed out after ${installTimeoutMs / 1000} s` : `exit code ${install.exitCode}`;
-      const errors = String(install.all ?? "").split("\n").filter((line) => line.startsWith("npm error"));
+      const errors = String(install.all ?? "")
+        .split("\n")
+        .filter((line) => line.startsWith("npm error"));
       return { kind: "skipped", reason: `npm ci failed (${why}): ${errors.slice(0, 4).join(" | ") || "no error text"}` };
     }
     await rename(staging, dir);
@@ -76,7 +82,13 @@ export async function preparePeer(log: (message: string) => void): Promise<PeerS
 }
 
 /** One process of the peer: `threads` threads (graph invocations) at once, `steps` steps each. */
-export async function runLangGraphPeer(dir: string, databaseUrl: string, threads: number, steps: number, timeoutMs: number): Promise<PeerResult> {
+export async function runLangGraphPeer(
+  dir: string,
+  databaseUrl: string,
+  threads: number,
+  steps: number,
+  timeoutMs: number,
+): Promise<PeerResult> {
   const result = await execa(process.execPath, [peerScript, String(threads), String(steps), "sync"], {
     cwd: dir,
     env: { DATABASE_URL: databaseUrl },
@@ -85,7 +97,11 @@ export async function runLangGraphPeer(dir: string, databaseUrl: string, threads
     all: true,
     timeout: timeoutMs,
   });
-  const last = String(result.stdout ?? "").trim().split("\n").at(-1) ?? "";
+  const last =
+    String(result.stdout ?? "")
+      .trim()
+      .split("\n")
+      .at(-1) ?? "";
   if (result.exitCode !== 0 || !last.startsWith("{")) {
     const why = result.timedOut ? `timed out after ${timeoutMs} ms` : `exit code ${result.exitCode}`;
     throw new Error(`the LangGraph peer failed (${why}):\n${String(result.all ?? "").slice(-2000)}`);

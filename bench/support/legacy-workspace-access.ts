@@ -46,5 +46,12 @@ export async function legacyWrite(workspaceDir: string, requested: string, conte
 }
 
 export async function legacyList(workspaceDir: string, pattern: string): Promise<string[]> {
-  return glob(pattern, { cwd: workspaceDir, ignore: ["**/node_modules/**", "**/.git/**"], dot: true, onlyFiles: true, followSymbolicLinks: false, expandDirectories: false });
+  return glob(pattern, {
+    cwd: workspaceDir,
+    ignore: ["**/node_modules/**", "**/.git/**"],
+    dot: true,
+    onlyFiles: true,
+    followSymbolicLinks: false,
+    expandDirectories: false,
+  });
 }

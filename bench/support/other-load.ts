@@ -31,7 +31,11 @@ function processTicks(stat: string): { command: string; ticks: number } {
   const open = stat.indexOf("(");
   const close = stat.lastIndexOf(")");
   // After ") ": index 0 is field 3 (state); utime, stime, cutime, cstime are fields 14 to 17.
-  const fields = stat.slice(close + 2).split(" ").slice(11, 15).map(Number);
+  const fields = stat
+    .slice(close + 2)
+    .split(" ")
+    .slice(11, 15)
+    .map(Number);
   return { command: stat.slice(open + 1, close), ticks: fields.reduce((sum, ticks) => sum + ticks, 0) };
 }
 

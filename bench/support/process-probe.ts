@@ -19,7 +19,10 @@ import pg from "pg";
 import type { ProbeStats } from "./probe-types.js";
 
 /** The counters this probe accumulates; the rest of ProbeStats is read when reporting. */
-type Counters = Pick<ProbeStats, "queries" | "transactions" | "queryMs" | "poolCheckouts" | "poolWaitMs" | "poolWaitMaxMs" | "redisCommands" | "statements">;
+type Counters = Pick<
+  ProbeStats,
+  "queries" | "transactions" | "queryMs" | "poolCheckouts" | "poolWaitMs" | "poolWaitMaxMs" | "redisCommands" | "statements"
+>;
 
 const fresh = (): Counters => ({
   queries: 0,
@@ -46,10 +49,13 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> =>
 function whenSettled(args: unknown[], invoke: (args: unknown[]) => unknown, done: () => void): unknown {
   const last = args[args.length - 1];
   if (isCallback(last)) {
-    const wrapped = [...args.slice(0, -1), (...cbArgs: unknown[]) => {
-      done();
-      return last(...cbArgs);
-    }];
+    const wrapped = [
+      ...args.slice(0, -1),
+      (...cbArgs: unknown[]) => {
+        done();
+        return last(...cbArgs);
+      },
+    ];
     return invoke(wrapped);
   }
   const result = invoke(args);
@@ -83,9 +89,13 @@ clientProto.query = function probedQuery(this: unknown, ...args: unknown[]): unk
   counters.statements[kind] = (counters.statements[kind] ?? 0) + 1;
   if (kind === "begin") counters.transactions++;
   const started = performance.now();
-  return whenSettled(args, (callArgs) => originalQuery.apply(this, callArgs), () => {
-    counters.queryMs += performance.now() - started;
-  });
+  return whenSettled(
+    args,
+    (callArgs) => originalQuery.apply(this, callArgs),
+    () => {
+      counters.queryMs += performance.now() - started;
+    },
+  );
 };
 
 const poolProto = pg.Pool.prototype as unknown as { connect: (...args: unknown[]) => unknown };
@@ -93,11 +103,15 @@ const originalConnect = poolProto.connect;
 poolProto.connect = function probedConnect(this: unknown, ...args: unknown[]): unknown {
   counters.poolCheckouts++;
   const started = performance.now();
-  return whenSettled(args, (callArgs) => originalConnect.apply(this, callArgs), () => {
-    const waited = performance.now() - started;
-    counters.poolWaitMs += waited;
-    if (waited > counters.poolWaitMaxMs) counters.poolWaitMaxMs = waited;
-  });
+  return whenSettled(
+    args,
+    (callArgs) => originalConnect.apply(this, callArgs),
+    () => {
+      const waited = performance.now() - started;
+      counters.poolWaitMs += waited;
+      if (waited > counters.poolWaitMaxMs) counters.poolWaitMaxMs = waited;
+    },
+  );
 };
 
 // --- Redis ------------------------------------------------------------------

@@ -93,7 +93,12 @@ const verdict = (met: boolean) => (met ? "MET" : "NOT MET");
 
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
-  return rows.map((row) => "   " + row.map((cell, column) => (column === 0 ? pad(cell, widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join("   ")).join("\n");
+  return rows
+    .map(
+      (row) =>
+        `   ${row.map((cell, column) => (column === 0 ? pad(cell, widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join("   ")}`,
+    )
+    .join("\n");
 }
 
 export function printReport(report: BenchReport): void {
@@ -104,7 +109,9 @@ export function printReport(report: BenchReport): void {
   line("");
   line("=== Foya orchestration benchmark ===");
   line(`${env.date}  commit ${env.commit}`);
-  line(`node ${env.node}, ${env.cpus} CPUs (${env.cpuModel}), load avg at start ${env.loadAverage1mAtStart}; Postgres ${env.postgres}, Redis ${env.redis}`);
+  line(
+    `node ${env.node}, ${env.cpus} CPUs (${env.cpuModel}), load avg at start ${env.loadAverage1mAtStart}; Postgres ${env.postgres}, Redis ${env.redis}`,
+  );
   line(
     `scripted zero-latency model, no-op tool; worker concurrency ${settings.stepConcurrency} step + ${settings.toolConcurrency} tool; pg pool ${settings.pgPoolMax}/process`,
   );
@@ -119,30 +126,64 @@ export function printReport(report: BenchReport): void {
   line(
     table([
       ["", "steps", "p50 ms", "p90 ms", "p99 ms", "mean ms"],
-      ["Foya", String(foya.latency.steps), num(foya.latency.interval.p50), num(foya.latency.interval.p90), num(foya.latency.interval.p99), num(foya.latency.interval.mean)],
-      ["bare BullMQ chain", String(baseline.latency.steps), num(baseline.latency.interval.p50), num(baseline.latency.interval.p90), num(baseline.latency.interval.p99), num(baseline.latency.interval.mean)],
+      [
+        "Foya",
+        String(foya.latency.steps),
+        num(foya.latency.interval.p50),
+        num(foya.latency.interval.p90),
+        num(foya.latency.interval.p99),
+        num(foya.latency.interval.mean),
+      ],
+      [
+        "bare BullMQ chain",
+        String(baseline.latency.steps),
+        num(baseline.latency.interval.p50),
+        num(baseline.latency.interval.p90),
+        num(baseline.latency.interval.p99),
+        num(baseline.latency.interval.mean),
+      ],
       ["ratio Foya / bare", "", `${num(comparison.p50Ratio, 1)}×`, "", `${num(comparison.p99Ratio, 1)}×`, ""],
     ]),
   );
   line(`   aim: p50 ≤ ${aims.p50RatioMax}× the bare chain → ${verdict(comparison.p50AimMet)} (${num(comparison.p50Ratio, 1)}×)`);
   if (foya.latency.headP50 !== undefined) {
-    line(`   Foya p50 of the first ${settings.headTail} steps of a run ${num(foya.latency.headP50)} ms, of the last ${settings.headTail} ${num(foya.latency.tailP50)} ms (history grows each step)`);
+    line(
+      `   Foya p50 of the first ${settings.headTail} steps of a run ${num(foya.latency.headP50)} ms, of the last ${settings.headTail} ${num(foya.latency.tailP50)} ms (history grows each step)`,
+    );
   }
 
   line("");
   line(`2. Throughput: ${settings.concurrentRuns} concurrent runs (one session each) × ${settings.throughputSteps} agent steps`);
   const throughputRows: string[][] = [["", "workers", "steps", "wall s", "steps/s", "step p50 ms", "step p99 ms"]];
-  for (const [name, phases] of [["Foya", foya.throughput], ["bare BullMQ chain", baseline.throughput]] as const) {
+  for (const [name, phases] of [
+    ["Foya", foya.throughput],
+    ["bare BullMQ chain", baseline.throughput],
+  ] as const) {
     for (const phase of phases) {
-      throughputRows.push([name, String(phase.workers), String(phase.steps), num(phase.wallMs / 1000), num(phase.stepsPerSecond, 0), num(phase.interval.p50), num(phase.interval.p99)]);
+      throughputRows.push([
+        name,
+        String(phase.workers),
+        String(phase.steps),
+        num(phase.wallMs / 1000),
+        num(phase.stepsPerSecond, 0),
+        num(phase.interval.p50),
+        num(phase.interval.p99),
+      ]);
     }
   }
   line(table(throughputRows));
-  line(`   ratio Foya / bare: ${num(comparison.throughputRatio1Worker, 3)} (1 worker), ${num(comparison.throughputRatio2Workers, 3)} (2 workers)`);
+  line(
+    `   ratio Foya / bare: ${num(comparison.throughputRatio1Worker, 3)} (1 worker), ${num(comparison.throughputRatio2Workers, 3)} (2 workers)`,
+  );
   const best = Math.max(...foya.throughput.map((phase) => phase.stepsPerSecond));
-  line(`   aim: ≥ ${aims.stepsPerSecondMin.toLocaleString("en-US")} agent steps/s with ${settings.concurrentRuns} runs → ${verdict(comparison.throughputAimMet)} (best ${num(best, 0)}/s)`);
+  line(
+    `   aim: ≥ ${aims.stepsPerSecondMin.toLocaleString("en-US")} agent steps/s with ${settings.concurrentRuns} runs → ${verdict(comparison.throughputAimMet)} (best ${num(best, 0)}/s)`,
+  );
   const problems = [...foya.throughput, foya.latency].filter((phase) => phase.failedRuns > 0 || phase.retriedSteps > 0);
-  if (problems.length > 0) line(`   WARNING: some runs failed or steps were redelivered: ${JSON.stringify(problems.map((p) => ({ failed: p.failedRuns, retried: p.retriedSteps })))}`);
+  if (problems.length > 0)
+    line(
+      `   WARNING: some runs failed or steps were redelivered: ${JSON.stringify(problems.map((p) => ({ failed: p.failedRuns, retried: p.retriedSteps })))}`,
+    );
 
   line("");
   line("3. Where the time goes");
@@ -152,18 +193,33 @@ export function printReport(report: BenchReport): void {
       `   Foya, per agent step (single run, worker side): ${num(single.pgStatements, 1)} Postgres statements in ${num(single.pgTransactions, 1)} transactions ` +
         `(${num(single.pgRoundTripMs)} ms summed send→answer), ${num(single.redisCommands, 1)} Redis commands, ${num(single.workerCpuMs)} ms worker CPU`,
     );
-    const kinds = Object.entries(single.statements).slice(0, 10).map(([kind, count]) => `${kind} ${num(count, 1)}`).join(", ");
+    const kinds = Object.entries(single.statements)
+      .slice(0, 10)
+      .map(([kind, count]) => `${kind} ${num(count, 1)}`)
+      .join(", ");
     line(`     statements per step: ${kinds}`);
   }
   const baseSingle = baseline.latency.perStep;
-  if (baseSingle) line(`   bare chain, per step (single chain): ${num(baseSingle.redisCommands, 1)} Redis commands, ${num(baseSingle.workerCpuMs)} ms worker CPU`);
+  if (baseSingle)
+    line(
+      `   bare chain, per step (single chain): ${num(baseSingle.redisCommands, 1)} Redis commands, ${num(baseSingle.workerCpuMs)} ms worker CPU`,
+    );
   if (foya.latency.eventSegments) {
     line("   Foya single run, by event arrival (p50 / mean / share of mean step):");
-    for (const segment of foya.latency.eventSegments) line(`     ${pad(segment.label, 78)} ${num(segment.p50).padStart(6)} / ${num(segment.mean).padStart(6)} ms  ${pct(segment.share).padStart(4)}`);
+    for (const segment of foya.latency.eventSegments)
+      line(
+        `     ${pad(segment.label, 78)} ${num(segment.p50).padStart(6)} / ${num(segment.mean).padStart(6)} ms  ${pct(segment.share).padStart(4)}`,
+      );
   }
-  for (const [name, phase] of [["Foya single run", foya.latency], ["bare chain, single", baseline.latency]] as const) {
+  for (const [name, phase] of [
+    ["Foya single run", foya.latency],
+    ["bare chain, single", baseline.latency],
+  ] as const) {
     line(`   ${name}, by BullMQ job timestamps (1 ms resolution; p50 / mean / share):`);
-    for (const segment of phase.jobSegments) line(`     ${pad(segment.label, 78)} ${num(segment.p50).padStart(6)} / ${num(segment.mean).padStart(6)} ms  ${pct(segment.share).padStart(4)}`);
+    for (const segment of phase.jobSegments)
+      line(
+        `     ${pad(segment.label, 78)} ${num(segment.p50).padStart(6)} / ${num(segment.mean).padStart(6)} ms  ${pct(segment.share).padStart(4)}`,
+      );
     if (phase.jobSegmentsMissing > 0) line(`     (${phase.jobSegmentsMissing} steps without job timestamps)`);
   }
   line("   CPU per committed step, ms (machine = everything on the box; postgres/redis are server-wide):");
@@ -200,6 +256,8 @@ export function printReport(report: BenchReport): void {
     );
   }
   line("");
-  line(`cleanup: database dropped ${report.cleanup.databaseDropped ? "yes" : "NO"}, Redis keys left under the bench prefixes: ${report.cleanup.redisKeysLeft}`);
+  line(
+    `cleanup: database dropped ${report.cleanup.databaseDropped ? "yes" : "NO"}, Redis keys left under the bench prefixes: ${report.cleanup.redisKeysLeft}`,
+  );
   console.log(out.join("\n"));
 }

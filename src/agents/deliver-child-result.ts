@@ -37,7 +37,12 @@ export async function deliverToParentCall(
   const answered = await answerCall(fx.pg, {
     run: { ...parent, ordinal: parent.ordinal },
     call: waiting,
-    outcome: { status: outcome.isError ? "failed" : "succeeded", isError: outcome.isError, errorCode: outcome.errorCode, content: outcome.content },
+    outcome: {
+      status: outcome.isError ? "failed" : "succeeded",
+      isError: outcome.isError,
+      errorCode: outcome.errorCode,
+      content: outcome.content,
+    },
     step: null,
   });
   if (!answered.answered) return;

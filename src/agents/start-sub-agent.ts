@@ -43,52 +43,66 @@ export async function startSubAgent(
     const refusal = settings ? fullAccessRefusal(services.config, settings) : "Full Access is not granted: the tenant is gone.";
     if (refusal) return { ok: false, errorCode: "full_access_not_granted", message: refusal };
   }
-  const started = await transactFenced(services, async (fx) => {
-    if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
-    const [child] = await fx.tx
-      .insert(sessions)
-      .values({
-        id: newId("ses"),
+  const started = await transactFenced(
+    services,
+    async (fx) => {
+      if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+      const [child] = await fx.tx
+        .insert(sessions)
+        .values({
+          id: newId("ses"),
+          tenantId: run.tenantId,
+          projectId: session.projectId,
+          approvalMode: limits.approvalMode,
+          providerProfile: session.providerProfile,
+          model: session.model,
+          toolAllowList: limits.toolAllowList,
+          runMode: limits.runMode,
+          systemPrompt: request.instructions ?? null,
+          parentSessionId: run.sessionId,
+          parentRunId: run.id,
+          parentCallId: call.callId,
+          depth: limits.depth,
+          // The parent's choice for interrupted calls holds for the work it delegates (D10).
+          onInterrupted: run.onInterrupted,
+        })
+        .returning();
+      if (!child) throw new Error("session insert returned nothing");
+      const childRun = await insertRun(fx.tx, {
         tenantId: run.tenantId,
-        projectId: session.projectId,
-        approvalMode: limits.approvalMode,
-        providerProfile: session.providerProfile,
-        model: session.model,
-        toolAllowList: limits.toolAllowList,
-        runMode: limits.runMode,
-        systemPrompt: request.instructions ?? null,
-        parentSessionId: run.sessionId,
-        parentRunId: run.id,
-        parentCallId: call.callId,
-        depth: limits.depth,
-        // The parent's choice for interrupted calls holds for the work it delegates (D10).
-        onInterrupted: run.onInterrupted,
-      })
-      .returning();
-    if (!child) throw new Error("session insert returned nothing");
-    const childRun = await insertRun(fx.tx, { tenantId: run.tenantId, sessionId: child.id, input: request.task, onInterrupted: child.onInterrupted });
-    await activateRun(fx, childRun);
-    if (!(await linkChildRun(fx.tx, call.id, run.fence, childRun.id))) throw new StaleWorkError();
-    await fx.emit(run.tenantId, run.sessionId, [
-      {
-        runId: run.id,
-        step: parent.stepRef,
-        body: { type: "subagent_start", callId: call.callId, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth },
-      },
-    ]);
-    return { ok: true as const, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth };
-  }, { afterCommit: () => services.failpoints.hit("worker.after_subagent_start") }).catch(async (error: unknown) => {
+        sessionId: child.id,
+        input: request.task,
+        onInterrupted: child.onInterrupted,
+      });
+      await activateRun(fx, childRun);
+      if (!(await linkChildRun(fx.tx, call.id, run.fence, childRun.id))) throw new StaleWorkError();
+      await fx.emit(run.tenantId, run.sessionId, [
+        {
+          runId: run.id,
+          step: parent.stepRef,
+          body: { type: "subagent_start", callId: call.callId, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth },
+        },
+      ]);
+      return { ok: true as const, childSessionId: child.id, childRunId: childRun.id, depth: limits.depth };
+    },
+    { afterCommit: () => services.failpoints.hit("worker.after_subagent_start") },
+  ).catch(async (error: unknown) => {
     // A failure after the commit (publishing, enqueuing: the outbox and the sweeper make up
     // for those) must not tell the model its sub-agent failed while the sub-agent runs.
     const committed = await childOfCall(services, call.id).catch(() => undefined);
     if (committed) return { ok: true as const, ...committed, depth: limits.depth };
     throw error;
   });
-  return started ?? { ok: false, errorCode: "stale", message: "This batch was taken over by another worker; the sub-agent was not started." };
+  return (
+    started ?? { ok: false, errorCode: "stale", message: "This batch was taken over by another worker; the sub-agent was not started." }
+  );
 }
 
 /** The child a call's start committed, if it did. */
-async function childOfCall(services: Pick<Services, "db">, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
+async function childOfCall(
+  services: Pick<Services, "db">,
+  callId: string,
+): Promise<{ childSessionId: string; childRunId: string } | undefined> {
   const [row] = await services.db.db
     .select({ childRunId: runs.id, childSessionId: runs.sessionId })
     .from(toolCalls)

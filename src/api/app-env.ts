@@ -19,5 +19,21 @@ export type App = OpenAPIHono<AppEnv>;
  */
 export type ApiServices = Pick<
   Services,
-  "config" | "db" | "bus" | "dispatcher" | "tools" | "executor" | "catalogViaWorkers" | "providers" | "failpoints" | "redis" | "logger" | "mcpViaWorkers" | "tenantSettings" | "identityMode" | "runsTools" | "metrics" | "tracing"
+  | "config"
+  | "db"
+  | "bus"
+  | "dispatcher"
+  | "tools"
+  | "executor"
+  | "catalogViaWorkers"
+  | "providers"
+  | "failpoints"
+  | "redis"
+  | "logger"
+  | "mcpViaWorkers"
+  | "tenantSettings"
+  | "identityMode"
+  | "runsTools"
+  | "metrics"
+  | "tracing"
 >;

@@ -39,7 +39,20 @@ import { createSessionSequenceWatch } from "./session-sequence-watch.js";
  * The routes behind an API key. `/x/*` also matches `/x`, and a request must match exactly one
  * of these, or it would be authenticated, and counted by the rate limit, more than once.
  */
-const tenantPaths = ["/v1/projects/*", "/v1/sessions/*", "/v1/runs/*", "/v1/tools", "/v1/file-changes/*", "/v1/commands/*", "/v1/approvals/*", "/v1/policy", "/v1/webhooks/*", "/v1/artifacts/*", "/v1/mcp-servers/*", "/v1/usage"];
+const tenantPaths = [
+  "/v1/projects/*",
+  "/v1/sessions/*",
+  "/v1/runs/*",
+  "/v1/tools",
+  "/v1/file-changes/*",
+  "/v1/commands/*",
+  "/v1/approvals/*",
+  "/v1/policy",
+  "/v1/webhooks/*",
+  "/v1/artifacts/*",
+  "/v1/mcp-servers/*",
+  "/v1/usage",
+];
 
 /**
  * Builds the HTTP API; tests call `app.request(...)` in-process, servers mount it with @hono/node-server.
@@ -113,7 +126,13 @@ export function createApp(services: ApiServices): App {
   registerStreamTokenRoutes(app, services, streamTokens);
   registerRunRoutes(app, services, {
     // A slot outlives its stream's last keepalive by a few intervals, so only a dead process's slots lapse.
-    slots: createEventStreamSlots({ redis: services.redis, logger, keyPrefix: config.queuePrefix, max: limits.maxStreamsPerTenant, ttlMs: Math.max(5_000, 3 * config.sseKeepaliveMs) }),
+    slots: createEventStreamSlots({
+      redis: services.redis,
+      logger,
+      keyPrefix: config.queuePrefix,
+      max: limits.maxStreamsPerTenant,
+      ttlMs: Math.max(5_000, 3 * config.sseKeepaliveMs),
+    }),
     sequences: createSessionSequenceWatch(services.db.db, config.sseKeepaliveMs, logger),
   });
   registerToolRoutes(app, services);

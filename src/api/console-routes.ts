@@ -15,7 +15,10 @@ export function registerConsoleRoutes(app: App, consoleDir: string): void {
   app.use("/console/*", async (c, next) => {
     await next();
     // Only the console's own scripts and styles, and calls to this origin.
-    c.header("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'");
+    c.header(
+      "Content-Security-Policy",
+      "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    );
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "no-referrer");
   });

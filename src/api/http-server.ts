@@ -28,7 +28,11 @@ export async function startHttpServer(services: Services, options: { port?: numb
  * Listens at once, before Postgres and Redis answer (SPEC D9), so `/healthz` and `/readyz`
  * answer while start-up waits; `describe` says what it waits for.
  */
-export async function startHttpServerEarly(config: Pick<Config, "host" | "port">, logger: Logger, describe: () => string): Promise<StartingHttpServer> {
+export async function startHttpServerEarly(
+  config: Pick<Config, "host" | "port">,
+  logger: Logger,
+  describe: () => string,
+): Promise<StartingHttpServer> {
   let current: Fetch = createStartingApp(describe).fetch;
   const server = await listen((request, env) => current(request, env), config.host, config.port, logger);
   return {

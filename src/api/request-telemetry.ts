@@ -25,18 +25,23 @@ export function requestTelemetry(services: { logger: Logger; metrics: Metrics; t
     };
     let route = "*";
     if (tracing.enabled) {
-      await tracing.tracer.startActiveSpan(`${method} ${c.req.path}`, { kind: SpanKind.SERVER, attributes: { "http.request.method": method } }, parentOf(c.req.header("traceparent")), async (span) => {
-        try {
-          route = await run();
-          span.updateName(`${method} ${route}`);
-          span.setAttributes({ "http.route": route, "http.response.status_code": c.res.status });
-          const tenantId = c.get("tenantId");
-          if (tenantId) span.setAttribute("foya.tenant_id", tenantId);
-          if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-        } finally {
-          span.end();
-        }
-      });
+      await tracing.tracer.startActiveSpan(
+        `${method} ${c.req.path}`,
+        { kind: SpanKind.SERVER, attributes: { "http.request.method": method } },
+        parentOf(c.req.header("traceparent")),
+        async (span) => {
+          try {
+            route = await run();
+            span.updateName(`${method} ${route}`);
+            span.setAttributes({ "http.route": route, "http.response.status_code": c.res.status });
+            const tenantId = c.get("tenantId");
+            if (tenantId) span.setAttribute("foya.tenant_id", tenantId);
+            if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          } finally {
+            span.end();
+          }
+        },
+      );
     } else {
       route = await run();
     }
@@ -46,7 +51,14 @@ export function requestTelemetry(services: { logger: Logger; metrics: Metrics; t
     metrics.apiRequestDuration.observe({ method, route }, seconds);
     const tenantId = c.get("tenantId");
     logger.info(
-      { requestId: c.get("requestId"), method, route, status, durationMs: Math.round(seconds * 1000 * 10) / 10, ...(tenantId ? { tenantId } : {}) },
+      {
+        requestId: c.get("requestId"),
+        method,
+        route,
+        status,
+        durationMs: Math.round(seconds * 1000 * 10) / 10,
+        ...(tenantId ? { tenantId } : {}),
+      },
       "request",
     );
   };

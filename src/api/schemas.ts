@@ -4,13 +4,15 @@ import { storableText } from "../core/storable-text.js";
 import { webhookEventTypes, webhookSubscriptionTypes } from "../webhooks/webhook-event-types.js";
 
 /** A string Postgres can store: no NUL characters, no unpaired surrogates. */
-export const text = () => z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
+export const text = () =>
+  z.string().refine((value) => storableText(value) === value, "must not contain NUL characters or unpaired surrogates");
 
 /** What `newId` (src/ids.ts) makes: a lowercase kind prefix, `_`, then base64url. */
 const idPattern = /^[a-z]{3,4}_[A-Za-z0-9_-]+$/;
 
 /** An id of a Foya row (SPEC S10): anything else is refused with 400 before it reaches a query. */
-export const foyaId = () => z.string().max(64).regex(idPattern, "must be an id such as ses_AbC123 (a prefix, an underscore, letters, digits, - or _)");
+export const foyaId = () =>
+  z.string().max(64).regex(idPattern, "must be an id such as ses_AbC123 (a prefix, an underscore, letters, digits, - or _)");
 
 /** Request and response schemas; the OpenAPI document is generated from these. */
 
@@ -19,7 +21,10 @@ export const ErrorSchema = z
     error: z.object({
       code: z.string(),
       message: z.string(),
-      current: z.record(z.string(), z.unknown()).optional().openapi({ description: "On a 409: the record as it is now (the operation that won, SPEC D11)." }),
+      current: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .openapi({ description: "On a 409: the record as it is now (the operation that won, SPEC D11)." }),
     }),
   })
   .openapi("Error");
@@ -28,22 +33,32 @@ export const errorResponses = {
   400: { content: { "application/json": { schema: ErrorSchema } }, description: "Invalid request" },
   401: { content: { "application/json": { schema: ErrorSchema } }, description: "Missing or unknown API key" },
   404: { content: { "application/json": { schema: ErrorSchema } }, description: "Not found, or owned by another tenant" },
-  413: { content: { "application/json": { schema: ErrorSchema } }, description: "The request body is over the route's limit (payload_too_large)" },
+  413: {
+    content: { "application/json": { schema: ErrorSchema } },
+    description: "The request body is over the route's limit (payload_too_large)",
+  },
   429: {
     content: { "application/json": { schema: ErrorSchema } },
-    description: "Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After",
+    description:
+      "Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After",
     headers: { "Retry-After": { description: "Seconds until the limit's window ends", schema: { type: "integer" } } },
   },
 } as const;
 
 /** Sessions and runs in Full Access when the deployment or the tenant lacks the operator's grant (SPEC S8). */
 export const fullAccessRefusedResponse = {
-  403: { content: { "application/json": { schema: ErrorSchema } }, description: "Full Access is not granted (code full_access_not_granted); the message says what is missing" },
+  403: {
+    content: { "application/json": { schema: ErrorSchema } },
+    description: "Full Access is not granted (code full_access_not_granted); the message says what is missing",
+  },
 } as const;
 
 /** Admin routes when the deployment has no admin token. */
 export const adminDisabledResponse = {
-  403: { content: { "application/json": { schema: ErrorSchema } }, description: "Tenant administration is disabled (FOYA_ADMIN_TOKEN is not set)" },
+  403: {
+    content: { "application/json": { schema: ErrorSchema } },
+    description: "Tenant administration is disabled (FOYA_ADMIN_TOKEN is not set)",
+  },
 } as const;
 
 export const IdParam = z.object({ id: foyaId().openapi({ param: { name: "id", in: "path" } }) });
@@ -78,12 +93,26 @@ const limits = ProcessLimitsSchema.shape;
 /** What a tenant may use of the deployment (SPEC X5); see src/tenants/tenant-quotas.ts. */
 export const QuotasSchema = z
   .object({
-    activeRuns: z.number().int().positive().openapi({ description: "Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers." }),
-    queuedRuns: z.number().int().positive().openapi({ description: "Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After." }),
-    tokensPerDay: z.number().int().nonnegative().openapi({ description: "Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC." }),
-    storageBytes: z.number().int().nonnegative().openapi({ description: "Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429." }),
+    activeRuns: z.number().int().positive().openapi({
+      description: "Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers.",
+    }),
+    queuedRuns: z
+      .number()
+      .int()
+      .positive()
+      .openapi({ description: "Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After." }),
+    tokensPerDay: z.number().int().nonnegative().openapi({
+      description:
+        "Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC.",
+    }),
+    storageBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .openapi({ description: "Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429." }),
     toolCalls: z.number().int().nonnegative().openapi({
-      description: "Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot.",
+      description:
+        "Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot.",
     }),
   })
   .strict()
@@ -92,7 +121,10 @@ const quotas = QuotasSchema.shape;
 
 export const TenantUpdateSchema = z
   .object({
-    fullAccess: z.boolean().optional().openapi({ description: "Grant or revoke Full Access (SPEC S8); the deployment must allow it too (FOYA_ALLOW_FULL_ACCESS)." }),
+    fullAccess: z
+      .boolean()
+      .optional()
+      .openapi({ description: "Grant or revoke Full Access (SPEC S8); the deployment must allow it too (FOYA_ALLOW_FULL_ACCESS)." }),
     limits: z
       .object({
         memoryBytes: limits.memoryBytes.nullable().optional(),
@@ -108,7 +140,8 @@ export const TenantUpdateSchema = z
       .nullable()
       .optional()
       .openapi({
-        description: "Overrides of the deployment's limits, merged into the tenant's current ones: a value sets a key, null removes it; null for the whole object removes every override.",
+        description:
+          "Overrides of the deployment's limits, merged into the tenant's current ones: a value sets a key, null removes it; null for the whole object removes every override.",
       }),
     quotas: z
       .object({
@@ -121,7 +154,9 @@ export const TenantUpdateSchema = z
       .strict()
       .nullable()
       .optional()
-      .openapi({ description: "Overrides of the deployment's quotas (FOYA_QUOTA_*), merged like limits: a value sets a key, null removes it." }),
+      .openapi({
+        description: "Overrides of the deployment's quotas (FOYA_QUOTA_*), merged like limits: a value sets a key, null removes it.",
+      }),
   })
   .strict()
   .openapi("TenantUpdate");
@@ -133,7 +168,9 @@ export const TenantSchema = z
     createdAt: z.string(),
     fullAccess: z.boolean().openapi({ description: "The operator's Full Access grant for this tenant." }),
     limits: ProcessLimitsSchema.partial().openapi({ description: "The operator's overrides for this tenant." }),
-    effectiveLimits: ProcessLimitsSchema.openapi({ description: "What each tool call of the tenant runs under: the deployment's limits with the overrides on top." }),
+    effectiveLimits: ProcessLimitsSchema.openapi({
+      description: "What each tool call of the tenant runs under: the deployment's limits with the overrides on top.",
+    }),
     quotas: QuotasSchema.partial().openapi({ description: "The operator's quota overrides for this tenant." }),
     effectiveQuotas: QuotasSchema.openapi({ description: "The tenant's quotas: the deployment's with the overrides on top." }),
     toolUid: z.number().int().openapi({ description: "Host uid and gid of the tenant's tool processes." }),
@@ -179,12 +216,12 @@ export const SessionSchema = z
     onInterrupted: z.enum(onInterruptedChoices).openapi({ description: "The default of the session's runs (SPEC D10)." }),
     activeRunId: z.string().nullable(),
     lastEventSeq: z.number().int().openapi({
-      description: "Sequence number of the session's latest event (0 before any): stream with `after` set to it to see only what comes next, such as a run started after reading it.",
+      description:
+        "Sequence number of the session's latest event (0 before any): stream with `after` set to it to see only what comes next, such as a run started after reading it.",
     }),
-    parent: z
-      .object({ sessionId: z.string().nullable(), runId: z.string(), callId: z.string().nullable() })
-      .nullable()
-      .openapi({ description: "A sub-agent's session: the session, run and `agent` call that started it (SPEC A1); null for a client's session." }),
+    parent: z.object({ sessionId: z.string().nullable(), runId: z.string(), callId: z.string().nullable() }).nullable().openapi({
+      description: "A sub-agent's session: the session, run and `agent` call that started it (SPEC A1); null for a client's session.",
+    }),
     depth: z.number().int().openapi({ description: "Sub-agent levels above this session; 0 for a session a client created." }),
     tasks: z.array(z.object({ title: z.string(), status: z.enum(["pending", "in_progress", "done"]) })),
     deleted: z.boolean(),
@@ -198,7 +235,9 @@ export const RunCreateSchema = z
     ifActive: z.enum(["reject", "enqueue", "interrupt"]).default("reject").openapi({
       description: "What to do when the session already has an active run (SPEC X6).",
     }),
-    onInterrupted: onInterruptedField().optional().openapi({ description: "This run's own choice (SPEC D10); the session's `onInterrupted` when absent." }),
+    onInterrupted: onInterruptedField()
+      .optional()
+      .openapi({ description: "This run's own choice (SPEC D10); the session's `onInterrupted` when absent." }),
   })
   .strict()
   .openapi("RunCreate");
@@ -219,7 +258,13 @@ export const RunSchema = z
   .openapi("Run");
 
 export const MessageSchema = z
-  .object({ id: z.string(), runId: z.string(), role: z.enum(["user", "assistant", "tool"]), content: z.record(z.string(), z.unknown()), createdAt: z.string() })
+  .object({
+    id: z.string(),
+    runId: z.string(),
+    role: z.enum(["user", "assistant", "tool"]),
+    content: z.record(z.string(), z.unknown()),
+    createdAt: z.string(),
+  })
   .openapi("Message");
 
 export const EventSchema = z

@@ -20,7 +20,14 @@ import type { SessionSequenceWatch } from "./session-sequence-watch.js";
 export function streamSessionEvents(
   c: Context,
   services: Pick<ApiServices, "db" | "bus" | "logger" | "metrics">,
-  options: { tenantId: string; sessionId: string; afterSeq: number; keepaliveMs: number; slot: EventStreamSlot; sequences: SessionSequenceWatch },
+  options: {
+    tenantId: string;
+    sessionId: string;
+    afterSeq: number;
+    keepaliveMs: number;
+    slot: EventStreamSlot;
+    sequences: SessionSequenceWatch;
+  },
 ): Response {
   const { slot } = options;
   return streamSSE(c, async (stream) => {
@@ -35,7 +42,10 @@ export function streamSessionEvents(
     };
     const catchUp = async (upTo?: number) => {
       for (;;) {
-        const batch = await readEvents(services.db.db, tenantId, sessionId, lastSent, { limit: 500, ...(upTo !== undefined ? { upTo } : {}) });
+        const batch = await readEvents(services.db.db, tenantId, sessionId, lastSent, {
+          limit: 500,
+          ...(upTo !== undefined ? { upTo } : {}),
+        });
         for (const event of batch) await write(event);
         if (batch.length < 500) return;
       }
@@ -46,12 +56,18 @@ export function streamSessionEvents(
       if (event.seq === lastSent + 1) await write(event);
     };
     const enqueue = (work: () => Promise<void>) => {
-      chain = chain.then(() => (closed ? undefined : work())).catch((error: unknown) => {
-        // A client that went away fails its writes: that is how streams end. Anything else (a catch-up
-        // query failing) ends this stream too, and the client resumes with Last-Event-ID; the operator hears of it.
-        if (!closed && !stream.aborted) services.logger.warn({ err: error, tenantId, sessionId, lastSent }, "event stream ended by an error; the client resumes from its last event");
-        closed = true;
-      });
+      chain = chain
+        .then(() => (closed ? undefined : work()))
+        .catch((error: unknown) => {
+          // A client that went away fails its writes: that is how streams end. Anything else (a catch-up
+          // query failing) ends this stream too, and the client resumes with Last-Event-ID; the operator hears of it.
+          if (!closed && !stream.aborted)
+            services.logger.warn(
+              { err: error, tenantId, sessionId, lastSent },
+              "event stream ended by an error; the client resumes from its last event",
+            );
+          closed = true;
+        });
     };
 
     let unsubscribe: () => void = () => undefined;

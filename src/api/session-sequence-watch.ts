@@ -45,7 +45,10 @@ export function createSessionSequenceWatch(db: Database, intervalMs: number, log
   return {
     watch(sessionId, onLatest) {
       let set = listeners.get(sessionId);
-      if (!set) listeners.set(sessionId, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        listeners.set(sessionId, set);
+      }
       set.add(onLatest);
       if (!timer) {
         timer = setInterval(() => void poll(), intervalMs);

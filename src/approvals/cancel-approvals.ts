@@ -23,7 +23,12 @@ export async function cancelPendingApprovals(
   const callIds = await fx.tx
     .select({ id: toolCalls.id, callId: toolCalls.callId })
     .from(toolCalls)
-    .where(inArray(toolCalls.id, cancelled.map((row) => row.toolCallId)));
+    .where(
+      inArray(
+        toolCalls.id,
+        cancelled.map((row) => row.toolCallId),
+      ),
+    );
   const providerIds = new Map(callIds.map((row) => [row.id, row.callId]));
   await fx.emit(
     run.tenantId,
@@ -31,7 +36,14 @@ export async function cancelPendingApprovals(
     cancelled.map((row) => ({
       runId: run.id,
       step: null,
-      body: { type: "approval_resolved" as const, approvalId: row.id, callId: providerIds.get(row.toolCallId) ?? "", status: "cancelled" as const, edited: false, reason },
+      body: {
+        type: "approval_resolved" as const,
+        approvalId: row.id,
+        callId: providerIds.get(row.toolCallId) ?? "",
+        status: "cancelled" as const,
+        edited: false,
+        reason,
+      },
     })),
   );
 }

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { approvals, runs, type ApprovalStatus } from "../db/schema.js";
+import { approvals, type runs, type ApprovalStatus } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import { answerCall, approveCall, callAwaitingDecision } from "../store/tool-calls.js";
 import { lockRun } from "../store/runs.js";
@@ -27,7 +27,10 @@ export interface DecideResult {
   approval: ApprovalRow;
 }
 
-const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as const satisfies Record<ApprovalDecision["kind"], ApprovalStatus>;
+const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as const satisfies Record<
+  ApprovalDecision["kind"],
+  ApprovalStatus
+>;
 
 /**
  * Records a decision in one transaction, on any API instance (D6, X3): who
@@ -39,7 +42,10 @@ const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as c
  * by it. An approval that expired before the decision arrives is expired here
  * and the decision refused with 409.
  */
-export async function decideApproval(services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">, input: DecideInput): Promise<DecideResult> {
+export async function decideApproval(
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
+  input: DecideInput,
+): Promise<DecideResult> {
   const outcome = await transact(services, async (fx) => {
     const [found] = await fx.tx
       .select({ runId: approvals.runId })
@@ -68,12 +74,22 @@ export async function decideApproval(services: Pick<Services, "db" | "bus" | "di
         : same
           ? `the approval was already ${approval.status} with the same decision; nothing changed`
           : `the approval is already ${approval.status}; a different decision cannot replace it`,
-      { current: { id: approval.id, status: approval.status, decidedAt: approval.decidedAt?.toISOString() ?? null, decidedByKeyId: approval.decidedByKeyId } },
+      {
+        current: {
+          id: approval.id,
+          status: approval.status,
+          decidedAt: approval.decidedAt?.toISOString() ?? null,
+          decidedByKeyId: approval.decidedByKeyId,
+        },
+      },
     );
   }
   const decided = outcome.result.approval;
   // How long a person took (or the expiry waited), SPEC X8.
-  services.metrics.approvalDecisionSeconds.observe({ decision: decided.status }, Math.max(0, ((decided.decidedAt ?? new Date()).getTime() - decided.createdAt.getTime()) / 1000));
+  services.metrics.approvalDecisionSeconds.observe(
+    { decision: decided.status },
+    Math.max(0, ((decided.decidedAt ?? new Date()).getTime() - decided.createdAt.getTime()) / 1000),
+  );
   return outcome.result;
 }
 
@@ -102,7 +118,8 @@ async function recordDecision(
     .where(eq(approvals.id, approval.id))
     .returning();
   // Approved, the call goes back to `queued` for the batch to run; otherwise it is answered below.
-  const call = decision.kind === "approve" ? await approveCall(fx.tx, approval.toolCallId) : await callAwaitingDecision(fx.tx, approval.toolCallId);
+  const call =
+    decision.kind === "approve" ? await approveCall(fx.tx, approval.toolCallId) : await callAwaitingDecision(fx.tx, approval.toolCallId);
   if (!decided || !call) throw new FoyaError("internal", `approval ${approval.id} and its call disagree`);
   if (run.ordinal === null) throw new FoyaError("internal", `run ${run.id} has no place in history`);
   const ordered = { ...run, ordinal: run.ordinal };
@@ -128,7 +145,12 @@ async function recordDecision(
         : `Denied by the user${reason ? `: ${reason}` : "."}`;
     const content = [{ type: "text" as const, text }];
     const errorCode = decision.kind === "expire" ? "approval_expired" : "denied";
-    const answered = await answerCall(fx.pg, { run: ordered, call, outcome: { status: "denied", isError: true, errorCode, content }, step: null });
+    const answered = await answerCall(fx.pg, {
+      run: ordered,
+      call,
+      outcome: { status: "denied", isError: true, errorCode, content },
+      step: null,
+    });
     if (!answered.answered) throw new FoyaError("internal", `approval ${approval.id}: its call could not be answered`);
     fx.track(answered.events);
   }
@@ -137,18 +159,24 @@ async function recordDecision(
 }
 
 /** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */
-export async function expireApprovals(services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">, limit = 100): Promise<number> {
+export async function expireApprovals(
+  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
+  limit = 100,
+): Promise<number> {
   const due = await services.db.db.execute<{ id: string; tenant_id: string }>(sql`
     select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
   `);
   let expired = 0;
   for (const row of due.rows) {
-    const result = await decideApproval(services, { tenantId: row.tenant_id, approvalId: row.id, decision: { kind: "expire" }, keyId: null }).catch(
-      (error: unknown) => {
-        if (error instanceof FoyaError) return null;
-        throw error;
-      },
-    );
+    const result = await decideApproval(services, {
+      tenantId: row.tenant_id,
+      approvalId: row.id,
+      decision: { kind: "expire" },
+      keyId: null,
+    }).catch((error: unknown) => {
+      if (error instanceof FoyaError) return null;
+      throw error;
+    });
     if (result) expired++;
   }
   return expired;

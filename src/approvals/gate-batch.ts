@@ -87,7 +87,10 @@ export async function judgeBatch(services: Pick<Services, "config" | "executor">
         writes.push({ kind: "deny", call, text: `Refused: ${refusal.message}`, errorCode: refusal.code });
         continue;
       }
-      const ttlSeconds = rules.policies.reduce<number>((ttl, policy) => policy.approvalTtlSeconds ?? ttl, services.config.approvalTtlSeconds);
+      const ttlSeconds = rules.policies.reduce<number>(
+        (ttl, policy) => policy.approvalTtlSeconds ?? ttl,
+        services.config.approvalTtlSeconds,
+      );
       const displayDiff = parsed.ok ? await previewOf(services.config.workspacesDir, input, parsed) : null;
       writes.push({ kind: "ask", call, reason: verdict.reason, network: verdict.network, displayDiff, ttlSeconds });
       asked.add(call.id);
@@ -130,7 +133,14 @@ export async function applyGateWrites(fx: Effects, input: Pick<GateInput, "run" 
       {
         runId: input.run.id,
         step: input.stepRef,
-        body: { type: "approval_request", approvalId: id, callId: call.callId, name: call.name, reason: write.reason, expiresAt: expiresAt.toISOString() },
+        body: {
+          type: "approval_request",
+          approvalId: id,
+          callId: call.callId,
+          name: call.name,
+          reason: write.reason,
+          expiresAt: expiresAt.toISOString(),
+        },
       },
     );
   }
@@ -141,7 +151,11 @@ export async function applyGateWrites(fx: Effects, input: Pick<GateInput, "run" 
  * The gateway's verdict for one call, from the executor's parse of it; a call
  * that cannot run at all is let through, so the executor answers why.
  */
-export function judge(input: Pick<GateInput, "approvalMode" | "workspaceDir">, policies: readonly ApprovalPolicy[], parsed: ParsedCall): Verdict {
+export function judge(
+  input: Pick<GateInput, "approvalMode" | "workspaceDir">,
+  policies: readonly ApprovalPolicy[],
+  parsed: ParsedCall,
+): Verdict {
   if (!parsed.ok) return { decision: "allow", network: false };
   const subject: ApprovalSubject = parsed.tool.approvalSubject?.(parsed.args as never) ?? { kind: "none" };
   return judgeCall({
@@ -156,7 +170,10 @@ export function judge(input: Pick<GateInput, "approvalMode" | "workspaceDir">, p
 /** What the tool would refuse this call with before running (a path outside the workspace, protected metadata), or null. */
 async function refusalOf(workspacesDir: string, input: GateInput, parsed: Extract<ParsedCall, { ok: true }>): Promise<ToolRefusal | null> {
   if (!parsed.tool.refusal) return null;
-  return parsed.tool.refusal({ workspace: projectWorkspaceFiles(workspacesDir, input.workspaceDir), approvalMode: input.approvalMode }, parsed.args as never);
+  return parsed.tool.refusal(
+    { workspace: projectWorkspaceFiles(workspacesDir, input.workspaceDir), approvalMode: input.approvalMode },
+    parsed.args as never,
+  );
 }
 
 /** The change a write or edit would make, for the approver; never fails the gate. */

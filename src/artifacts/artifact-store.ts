@@ -96,7 +96,9 @@ export function artifactReader(db: DbExecutor, scope: ArtifactScope): ArtifactRe
         .select({ id: artifacts.id, mediaType: artifacts.contentType, bytes: contentBlobs.bytes })
         .from(artifacts)
         .innerJoin(contentBlobs, and(eq(contentBlobs.tenantId, artifacts.tenantId), eq(contentBlobs.sha256, artifacts.sha256)))
-        .where(and(eq(artifacts.tenantId, scope.tenantId), eq(artifacts.sessionId, scope.sessionId), inArray(artifacts.id, [...new Set(ids)])));
+        .where(
+          and(eq(artifacts.tenantId, scope.tenantId), eq(artifacts.sessionId, scope.sessionId), inArray(artifacts.id, [...new Set(ids)])),
+        );
       return new Map(rows.map((row) => [row.id, { mediaType: row.mediaType, bytes: row.bytes }]));
     },
   };

@@ -16,7 +16,8 @@ export function isImageMediaType(mediaType: string): mediaType is ImageMediaType
 
 /** The image format of the bytes by their magic numbers, or undefined when they are not one of `imageMediaTypes`. */
 export function sniffImageMediaType(bytes: Uint8Array): ImageMediaType | undefined {
-  const starts = (signature: readonly number[], at = 0) => bytes.length >= at + signature.length && signature.every((byte, i) => bytes[at + i] === byte);
+  const starts = (signature: readonly number[], at = 0) =>
+    bytes.length >= at + signature.length && signature.every((byte, i) => bytes[at + i] === byte);
   if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png";
   if (starts([0xff, 0xd8, 0xff])) return "image/jpeg";
   if (starts([0x47, 0x49, 0x46, 0x38, 0x37, 0x61]) || starts([0x47, 0x49, 0x46, 0x38, 0x39, 0x61])) return "image/gif";

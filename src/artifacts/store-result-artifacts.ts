@@ -28,7 +28,10 @@ export async function storeResultArtifacts(db: DbExecutor, scope: ArtifactScope,
       content.push(part);
       continue;
     }
-    const checked = binaryCount > maxBinaryPartsPerResult ? { ok: false as const, reason: `more than ${maxBinaryPartsPerResult} binary parts in one result` } : check(part);
+    const checked =
+      binaryCount > maxBinaryPartsPerResult
+        ? { ok: false as const, reason: `more than ${maxBinaryPartsPerResult} binary parts in one result` }
+        : check(part);
     if (!checked.ok) {
       rejected.push(checked.reason);
       content.push({ type: "text", text: `[${part.type === "image-data" ? "image" : "binary content"} not stored: ${checked.reason}]` });
@@ -38,7 +41,12 @@ export async function storeResultArtifacts(db: DbExecutor, scope: ArtifactScope,
     content.push(
       part.type === "image-data"
         ? { type: "image", artifactId: stored.id, mediaType: checked.mediaType }
-        : { type: "artifact", artifactId: stored.id, mediaType: checked.mediaType, ...(checked.name !== undefined ? { name: checked.name } : {}) },
+        : {
+            type: "artifact",
+            artifactId: stored.id,
+            mediaType: checked.mediaType,
+            ...(checked.name !== undefined ? { name: checked.name } : {}),
+          },
     );
   }
   if (rejected.length === 0) return { ...result, content };

@@ -9,7 +9,10 @@ export type CommandRow = typeof commands.$inferSelect;
 export async function findCommand(db: Database, tenantId: string, id: string, sessionId?: string): Promise<CommandRow | undefined> {
   const conditions = [eq(commands.id, id), eq(commands.tenantId, tenantId)];
   if (sessionId) conditions.push(eq(commands.sessionId, sessionId));
-  const [row] = await db.select().from(commands).where(and(...conditions));
+  const [row] = await db
+    .select()
+    .from(commands)
+    .where(and(...conditions));
   return row;
 }
 
@@ -37,6 +40,10 @@ export async function markCommandsOfWorkerLost(db: Database, workerId: string): 
 export async function markLostCommands(db: Database, id?: string): Promise<number> {
   const conditions = [eq(commands.status, "running"), lt(commands.leaseUntil, sql`now()`)];
   if (id) conditions.push(eq(commands.id, id));
-  const lost = await db.update(commands).set({ status: "lost", endedAt: sql`now()` }).where(and(...conditions)).returning({ id: commands.id });
+  const lost = await db
+    .update(commands)
+    .set({ status: "lost", endedAt: sql`now()` })
+    .where(and(...conditions))
+    .returning({ id: commands.id });
   return lost.length;
 }

@@ -74,7 +74,8 @@ function compilePart(part: ResultPart, imageInput: boolean, images: LoadedImages
       }
       const image = images.found.get(part.artifactId);
       // The stored type is trusted over the reference: it was checked against the bytes when stored.
-      if (image && isImageMediaType(image.mediaType)) return { type: "image", mediaType: image.mediaType, dataBase64: image.bytes.toString("base64") };
+      if (image && isImageMediaType(image.mediaType))
+        return { type: "image", mediaType: image.mediaType, dataBase64: image.bytes.toString("base64") };
       const why = !images.chosen.has(part.artifactId)
         ? "only the most recent images are sent"
         : image

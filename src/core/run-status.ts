@@ -7,15 +7,7 @@
  *     │          │                 │
  *     └──────────┴─────────────────┴──► completed | failed | cancelled | interrupted
  */
-export const runStatuses = [
-  "queued",
-  "running",
-  "awaiting_approval",
-  "completed",
-  "failed",
-  "cancelled",
-  "interrupted",
-] as const;
+export const runStatuses = ["queued", "running", "awaiting_approval", "completed", "failed", "cancelled", "interrupted"] as const;
 export type RunStatus = (typeof runStatuses)[number];
 
 export const activeRunStatuses = ["queued", "running", "awaiting_approval"] as const satisfies readonly RunStatus[];

@@ -10,7 +10,11 @@ const config = loadConfig();
 const logger = createLogger(config.logLevel, { role: "migrate" });
 const handle = openDatabase(config.databaseUrl, { max: 2 });
 try {
-  await retryWhileUnavailable("postgres", () => runMigrations(handle), { logger, retryIf: isConnectionError, secrets: urlSecrets(config.databaseUrl) });
+  await retryWhileUnavailable("postgres", () => runMigrations(handle), {
+    logger,
+    retryIf: isConnectionError,
+    secrets: urlSecrets(config.databaseUrl),
+  });
   console.log("migrations applied");
 } finally {
   await handle.close();

@@ -60,7 +60,9 @@ export const apiKeys = pgTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
     /** sha256 of the key; the key itself is shown once and never stored. */
     keyHash: text("key_hash").notNull(),
     prefix: text("prefix").notNull(),
@@ -75,7 +77,9 @@ export const projects = pgTable(
   "projects",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
     name: text("name").notNull(),
     /** Server-chosen folder; tenants never pass host paths. */
     workspacePath: text("workspace_path").notNull(),
@@ -99,8 +103,12 @@ export const sessions = pgTable(
   "sessions",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    projectId: text("project_id").notNull().references(() => projects.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id),
     approvalMode: text("approval_mode").$type<ApprovalMode>().notNull(),
     providerProfile: text("provider_profile").notNull(),
     model: text("model"),
@@ -144,8 +152,12 @@ export const runs = pgTable(
   "runs",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id),
     /** 1-based position in the session, assigned when the run becomes active; orders history. */
     ordinal: integer("ordinal"),
     status: text("status").$type<RunStatus>().notNull(),
@@ -207,7 +219,12 @@ export const steps = pgTable(
     finishReason: text("finish_reason"),
     /** The provider's own stop reason as sent (e.g. Anthropic `end_turn`, OpenAI `stop`), for diagnosis. */
     stopReason: text("stop_reason"),
-    usage: jsonb("usage").$type<{ inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number } | null>(),
+    usage: jsonb("usage").$type<{
+      inputTokens: number;
+      outputTokens: number;
+      cacheReadTokens?: number;
+      cacheWriteTokens?: number;
+    } | null>(),
     createdAt: createdAt(),
     endedAt: tstz("ended_at"),
   },
@@ -314,7 +331,9 @@ export const events = pgTable(
 export const contentBlobs = pgTable(
   "content_blobs",
   {
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
     sha256: text("sha256").notNull(),
     size: bigint("size", { mode: "number" }).notNull(),
     bytes: bytea("bytes").notNull(),
@@ -327,8 +346,12 @@ export const artifacts = pgTable(
   "artifacts",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id),
     sha256: text("sha256").notNull(),
     contentType: text("content_type").notNull(),
     size: bigint("size", { mode: "number" }).notNull(),
@@ -341,9 +364,15 @@ export const fileChanges = pgTable(
   "file_changes",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
-    runId: text("run_id").notNull().references(() => runs.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id),
     toolCallId: text("tool_call_id").references(() => toolCalls.id),
     path: text("path").notNull(),
     existedBefore: boolean("existed_before").notNull(),
@@ -393,9 +422,15 @@ export const commands = pgTable(
   "commands",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
-    runId: text("run_id").notNull().references(() => runs.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id),
     command: text("command").notNull(),
     status: text("status").$type<CommandStatus>().notNull(),
     exitCode: integer("exit_code"),
@@ -422,10 +457,18 @@ export const approvals = pgTable(
   "approvals",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    sessionId: text("session_id").notNull().references(() => sessions.id),
-    runId: text("run_id").notNull().references(() => runs.id),
-    toolCallId: text("tool_call_id").notNull().references(() => toolCalls.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id),
+    toolCallId: text("tool_call_id")
+      .notNull()
+      .references(() => toolCalls.id),
     status: text("status").$type<ApprovalStatus>().notNull(),
     /** Why the gateway asked. */
     requestReason: text("request_reason").notNull().default(""),
@@ -454,7 +497,9 @@ export const webhooks = pgTable(
   "webhooks",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
     url: text("url").notNull(),
     /** Event types delivered, e.g. ["approval_request"]; "*" for every type that is delivered. */
     eventTypes: jsonb("event_types").$type<string[]>().notNull(),
@@ -478,8 +523,12 @@ export const webhookDeliveries = pgTable(
   "webhook_deliveries",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    webhookId: text("webhook_id").notNull().references(() => webhooks.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id),
     sessionId: text("session_id").notNull(),
     eventSeq: bigint("event_seq", { mode: "number" }).notNull(),
     eventType: text("event_type").notNull(),
@@ -508,8 +557,12 @@ export const webhookAttempts = pgTable(
   "webhook_attempts",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
-    deliveryId: text("delivery_id").notNull().references(() => webhookDeliveries.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
+    deliveryId: text("delivery_id")
+      .notNull()
+      .references(() => webhookDeliveries.id),
     attempt: integer("attempt").notNull(),
     statusCode: integer("status_code"),
     error: text("error"),
@@ -527,7 +580,9 @@ export const mcpServers = pgTable(
   "mcp_servers",
   {
     id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull().references(() => tenants.id),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id),
     /** null: every project of the tenant. */
     projectId: text("project_id").references(() => projects.id),
     /** Becomes the `<server>` of `mcp__<server>__<tool>`; unique within its scope. */

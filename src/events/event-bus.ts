@@ -109,7 +109,10 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
       return listen(mcpReplyChannel(replyTo), listener);
     },
     async publishMcpServerStop(server) {
-      await publisher.publish(mcpServerStopChannel, JSON.stringify({ tenantId: server.tenantId, projectId: server.projectId, name: server.name }));
+      await publisher.publish(
+        mcpServerStopChannel,
+        JSON.stringify({ tenantId: server.tenantId, projectId: server.projectId, name: server.name }),
+      );
     },
     onMcpServerStop(listener) {
       return listen(mcpServerStopChannel, (payload) => listener(JSON.parse(payload) as McpServerRef));

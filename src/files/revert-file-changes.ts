@@ -65,7 +65,13 @@ async function revertLocked(
     ? await db
         .select()
         .from(fileChanges)
-        .where(and(eq(fileChanges.sessionId, target.change.sessionId), gte(fileChanges.createdAt, target.change.createdAt), isNull(fileChanges.revertedAt)))
+        .where(
+          and(
+            eq(fileChanges.sessionId, target.change.sessionId),
+            gte(fileChanges.createdAt, target.change.createdAt),
+            isNull(fileChanges.revertedAt),
+          ),
+        )
         .orderBy(desc(fileChanges.createdAt), desc(fileChanges.id))
     : [target.change];
 
@@ -75,7 +81,8 @@ async function revertLocked(
   const locate = (change: FileChangeRow): string => {
     if (!path.isAbsolute(change.path)) return change.path;
     const inside = path.relative(target.workspacePath, change.path);
-    if (inside.startsWith("..") || path.isAbsolute(inside)) throw new FoyaError("conflict", `file change ${change.id} points outside its workspace`);
+    if (inside.startsWith("..") || path.isAbsolute(inside))
+      throw new FoyaError("conflict", `file change ${change.id} points outside its workspace`);
     return inside || ".";
   };
 
@@ -89,12 +96,19 @@ async function revertLocked(
       throw refused(change, isWorkspaceError(error) ? error.message : String(error));
     });
     if (key === null) {
-      if (change.sha256After !== null) throw new FoyaError("conflict", `${change.path} changed since file change ${change.id}; the revert was refused and nothing was touched`);
+      if (change.sha256After !== null)
+        throw new FoyaError(
+          "conflict",
+          `${change.path} changed since file change ${change.id}; the revert was refused and nothing was touched`,
+        );
       continue;
     }
     if (!expected.has(key)) expected.set(key, await digestNow(workspace, where, change, refused));
     if (expected.get(key) !== change.sha256After) {
-      throw new FoyaError("conflict", `${change.path} changed since file change ${change.id}; the revert was refused and nothing was touched`);
+      throw new FoyaError(
+        "conflict",
+        `${change.path} changed since file change ${change.id}; the revert was refused and nothing was touched`,
+      );
     }
     expected.set(key, change.sha256Before);
   }
@@ -103,7 +117,11 @@ async function revertLocked(
     if (change.sha256Before && !contents.has(change.sha256Before)) {
       const blob = await getBlob(db, input.tenantId, change.sha256Before);
       // A version too large to keep was recorded by its digest only.
-      if (!blob) throw new FoyaError("conflict", `${change.path}: its content before change ${change.id} was too large to keep, so this change cannot be reverted (a deleted file is in the project's trash: GET /v1/projects/:id/trash)`);
+      if (!blob)
+        throw new FoyaError(
+          "conflict",
+          `${change.path}: its content before change ${change.id} was too large to keep, so this change cannot be reverted (a deleted file is in the project's trash: GET /v1/projects/:id/trash)`,
+        );
       contents.set(change.sha256Before, blob);
     }
   }
@@ -112,7 +130,12 @@ async function revertLocked(
   return db
     .update(fileChanges)
     .set({ revertedAt: sql`now()` })
-    .where(inArray(fileChanges.id, changes.map((change) => change.id)))
+    .where(
+      inArray(
+        fileChanges.id,
+        changes.map((change) => change.id),
+      ),
+    )
     .returning()
     .then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
 }
@@ -130,7 +153,13 @@ async function digestNow(workspace: WorkspaceFiles, where: string, change: FileC
 }
 
 /** Puts one file back as it was before `change`, checking on the same descriptor that it is still as the change left it. */
-async function restore(workspace: WorkspaceFiles, where: string, change: FileChangeRow, contents: Map<string, Buffer>, refused: Refuse): Promise<void> {
+async function restore(
+  workspace: WorkspaceFiles,
+  where: string,
+  change: FileChangeRow,
+  contents: Map<string, Buffer>,
+  refused: Refuse,
+): Promise<void> {
   try {
     if (change.sha256Before === null) {
       if ((await workspace.stat(where)) !== null) await workspace.trash(where, { maxFiles: 1, maxBytes: maxRecordedFileBytes });

@@ -73,10 +73,16 @@ function targetOf(subject: Exclude<ApprovalSubject, { kind: "command" }>, worksp
   // Lexical only: symbolic links leading out are the tool's own check (resolveWorkspacePath).
   if (requested !== "" && !needsResolve.test(requested) && !workspaceDir.endsWith("/")) {
     // The common shapes, without node:path: `src/a.ts`, `/ws/src/a.ts`, `/etc/x`.
-    if (!requested.startsWith("/")) return { kind: "path", shown: requested, path: { relative: requested, absolute: `${workspaceDir}/${requested}` }, inside: true };
+    if (!requested.startsWith("/"))
+      return { kind: "path", shown: requested, path: { relative: requested, absolute: `${workspaceDir}/${requested}` }, inside: true };
     if (requested === workspaceDir) return { kind: "path", shown: requested, path: { relative: ".", absolute: requested }, inside: true };
     if (requested.startsWith(`${workspaceDir}/`)) {
-      return { kind: "path", shown: requested, path: { relative: requested.slice(workspaceDir.length + 1), absolute: requested }, inside: true };
+      return {
+        kind: "path",
+        shown: requested,
+        path: { relative: requested.slice(workspaceDir.length + 1), absolute: requested },
+        inside: true,
+      };
     }
     return { kind: "path", shown: requested, path: { relative: null, absolute: requested }, inside: false };
   }
@@ -102,7 +108,12 @@ function targetShown(target: Target): string {
   return target.kind === "path" ? ` on ${quote(target.shown)}` : target.kind === "url" ? ` on ${quote(target.url)}` : "";
 }
 
-function judgeSubject(input: JudgeInput, subject: Exclude<ApprovalSubject, { kind: "command" }>, rules: RuleSet, networkAllowed: boolean): Verdict {
+function judgeSubject(
+  input: JudgeInput,
+  subject: Exclude<ApprovalSubject, { kind: "command" }>,
+  rules: RuleSet,
+  networkAllowed: boolean,
+): Verdict {
   const { mode, tool } = input;
   const target = targetOf(subject, input.workspaceDir);
   const denied = firstMatching(rules.deny, target);
@@ -117,7 +128,13 @@ function judgeSubject(input: JudgeInput, subject: Exclude<ApprovalSubject, { kin
 }
 
 /** What Manual and Auto ask for when no rule decides; null allows. */
-function modeDefault(mode: "manual" | "auto", tool: string, sideEffect: JudgeInput["tool"]["sideEffect"], target: Target, networkAllowed: boolean): string | null {
+function modeDefault(
+  mode: "manual" | "auto",
+  tool: string,
+  sideEffect: JudgeInput["tool"]["sideEffect"],
+  target: Target,
+  networkAllowed: boolean,
+): string | null {
   const outside = target.kind === "path" && !target.inside ? target.shown : null;
   if (sideEffect === "read") return outside === null ? null : `${tool} reads ${quote(outside)}, outside the workspace.`;
   if (mode === "manual") return `Manual mode asks before every ${tool} call${targetShown(target)}.`;
@@ -150,21 +167,34 @@ function judgeCommand(input: JudgeInput, command: string, rules: RuleSet, networ
   // Deny rules are absolute: a line (or a nested `sh -c` script) they cannot be checked against is refused.
   const patternDeny = rules.deny.length > 0;
   if (!analysis.parsed) {
-    if (patternDeny) return { decision: "deny", reason: `The command could not be parsed (${analysis.error}), so the policy's deny rules cannot be checked; rewrite it.` };
+    if (patternDeny)
+      return {
+        decision: "deny",
+        reason: `The command could not be parsed (${analysis.error}), so the policy's deny rules cannot be checked; rewrite it.`,
+      };
     if (mode === "full_access") return { decision: "allow", network: true };
     const wholeAsk = firstWholeTool(rules.ask);
     if (wholeAsk) return { decision: "ask", reason: askedBy(wholeAsk, ""), network: networkAllowed };
     if (firstWholeTool(rules.allow)) return { decision: "allow", network: networkAllowed };
-    return { decision: "ask", reason: `The command could not be parsed (${analysis.error}), so it cannot be judged.`, network: networkAllowed };
+    return {
+      decision: "ask",
+      reason: `The command could not be parsed (${analysis.error}), so it cannot be judged.`,
+      network: networkAllowed,
+    };
   }
   const network = mode === "full_access" || analysis.network || networkAllowed;
   let firstAsk: string | null = null;
   // A line that runs nothing (a comment) is judged as one command, so Manual still asks.
   const units: readonly ShellSubCommand[] =
-    analysis.commands.length > 0 || analysis.redirections.length > 0 ? analysis.commands : [{ text: command.trim(), program: "", wrapper: false, findings: [] }];
+    analysis.commands.length > 0 || analysis.redirections.length > 0
+      ? analysis.commands
+      : [{ text: command.trim(), program: "", wrapper: false, findings: [] }];
   for (const unit of units) {
     if (patternDeny && unit.findings.some((finding) => finding.kind === "unparsed")) {
-      return { decision: "deny", reason: `${quote(unit.text)} could not be parsed, so the policy's deny rules cannot be checked; rewrite it.` };
+      return {
+        decision: "deny",
+        reason: `${quote(unit.text)} could not be parsed, so the policy's deny rules cannot be checked; rewrite it.`,
+      };
     }
     const verdict = judgeSubCommand(unit, mode, rules, networkAllowed);
     if (verdict === null) continue;
@@ -189,7 +219,12 @@ function firstMatchingText(rules: readonly PolicyRule[], text: string): PolicyRu
 }
 
 /** One sub-command's answer; null allows. */
-function judgeSubCommand(unit: ShellSubCommand, mode: JudgeInput["mode"], rules: RuleSet, networkAllowed: boolean): { decision: "ask" | "deny"; reason: string } | null {
+function judgeSubCommand(
+  unit: ShellSubCommand,
+  mode: JudgeInput["mode"],
+  rules: RuleSet,
+  networkAllowed: boolean,
+): { decision: "ask" | "deny"; reason: string } | null {
   const denied = firstMatchingText(rules.deny, unit.text);
   if (denied) return { decision: "deny", reason: deniedBy(denied, ` for ${quote(unit.text)}`) };
   if (mode === "full_access") return null;

@@ -107,13 +107,20 @@ function compileRule(text: string): RuleRead {
   const open = rule.indexOf("(");
   const toolGlob = open === -1 ? rule : rule.slice(0, open).trimEnd();
   if (!toolPart.test(toolGlob)) {
-    return { ok: false, error: `"${text}": the tool name may hold only letters, digits, "_", "-", ".", ":" and "*" (wildcard), optionally followed by "(pattern)"` };
+    return {
+      ok: false,
+      error: `"${text}": the tool name may hold only letters, digits, "_", "-", ".", ":" and "*" (wildcard), optionally followed by "(pattern)"`,
+    };
   }
   const tool = compileWildcard(toolGlob);
   if (open === -1) return { ok: true, rule: { source: rule, tool, argument: null }, refusal: null };
   if (!rule.endsWith(")")) return { ok: false, error: `"${text}": the argument pattern must end with ")"` };
-  const pattern = rule.slice(open + 1, -1).trim().replace(/\s+/g, " ");
-  if (pattern === "") return { ok: false, error: `"${text}": the argument pattern in "()" is empty; write "${toolGlob}" to match every call` };
+  const pattern = rule
+    .slice(open + 1, -1)
+    .trim()
+    .replace(/\s+/g, " ");
+  if (pattern === "")
+    return { ok: false, error: `"${text}": the argument pattern in "()" is empty; write "${toolGlob}" to match every call` };
   const { path, absolute, problem } = compilePathPattern(pattern);
   // Rules are shared across subject kinds, and most command and URL patterns are no path
   // globs (`rm -rf /`, `https://x/*`). A pattern that is not one matches no path, which is
@@ -225,7 +232,11 @@ class Compiled implements CompiledPolicy {
   forTool(toolName: string): RuleSet {
     let rules = this.byTool.get(toolName);
     if (rules === undefined) {
-      rules = { deny: this.deny.filter((rule) => rule.tool.test(toolName)), ask: this.ask.filter((rule) => rule.tool.test(toolName)), allow: this.allow.filter((rule) => rule.tool.test(toolName)) };
+      rules = {
+        deny: this.deny.filter((rule) => rule.tool.test(toolName)),
+        ask: this.ask.filter((rule) => rule.tool.test(toolName)),
+        allow: this.allow.filter((rule) => rule.tool.test(toolName)),
+      };
       if (this.byTool.size >= maxToolsPerPolicy) this.byTool.clear();
       this.byTool.set(toolName, rules);
     }

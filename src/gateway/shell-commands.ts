@@ -35,7 +35,8 @@ export function programEffects(program: string, args: readonly ShellWord[]): Pro
   if (copier) copierEffects(program, copier, args, effects);
   else if (program === "git") gitEffects(args, effects);
   else if (program === "truncate") discards(effects, "truncate cuts files to a size, losing their content");
-  else if ((program === "cp" || program === "install") && copiesNothingOver(args)) discards(effects, `${program} /dev/null empties the file it copies over`);
+  else if ((program === "cp" || program === "install") && copiesNothingOver(args))
+    discards(effects, `${program} /dev/null empties the file it copies over`);
   else if (program === "script") scriptEffects(args, effects);
   const unseen = unseenCommands.get(program);
   if (unseen) effects.findings.push({ kind: "unknown", reason: `${program} ${unseen}, which cannot be judged` });
@@ -57,7 +58,11 @@ function copiesNothingOver(args: readonly ShellWord[]): boolean {
 
 /** util-linux `script -c CMD` runs CMD; without it, an interactive shell that reads its input. */
 function scriptEffects(args: readonly ShellWord[], effects: ProgramEffects): void {
-  const read = readArguments(args, { shortValues: "cEoTBIOm", longValues: ["--command", "--echo", "--output-limit", "--log-timing", "--log-io", "--log-in", "--log-out", "--logging-format"], completes: ["--command"] });
+  const read = readArguments(args, {
+    shortValues: "cEoTBIOm",
+    longValues: ["--command", "--echo", "--output-limit", "--log-timing", "--log-io", "--log-in", "--log-out", "--logging-format"],
+    completes: ["--command"],
+  });
   const command = read.options.find((option) => option.name === "-c" || option.name === "--command");
   if (command) runsCommandLine(effects, command.value, "script -c");
   else effects.findings.push({ kind: "unknown", reason: "script runs a shell that reads commands from its input, which cannot be judged" });

@@ -403,9 +403,9 @@ class Parser {
         continue;
       }
       const rest = src.slice(this.i + 1, this.i + 10);
-      const escape = /^(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c[\s\S]|[\s\S])/.exec(rest)?.[0] ?? "";
-      this.i += 1 + escape.length;
-      word.text += decodeAnsiEscape(escape);
+      const sequence = /^(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c[\s\S]|[\s\S])/.exec(rest)?.[0] ?? "";
+      this.i += 1 + sequence.length;
+      word.text += decodeAnsiEscape(sequence);
     }
   }
 
@@ -513,14 +513,14 @@ class Parser {
 
 const simpleEscapes: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v" };
 
-function decodeAnsiEscape(escape: string): string {
-  if (escape === "") return "\\";
-  const kind = escape[0] as string;
-  if (/[0-7]/.test(kind)) return String.fromCharCode(parseInt(escape, 8) & 0xff);
+function decodeAnsiEscape(sequence: string): string {
+  if (sequence === "") return "\\";
+  const kind = sequence[0] as string;
+  if (/[0-7]/.test(kind)) return String.fromCharCode(parseInt(sequence, 8) & 0xff);
   if (kind === "x" || kind === "u" || kind === "U") {
-    const code = parseInt(escape.slice(1), 16);
+    const code = parseInt(sequence.slice(1), 16);
     return code <= 0x10ffff ? String.fromCodePoint(code) : "";
   }
-  if (kind === "c") return String.fromCharCode((escape.charCodeAt(1) ?? 0) & 0x1f);
+  if (kind === "c") return String.fromCharCode((sequence.charCodeAt(1) ?? 0) & 0x1f);
   return simpleEscapes[kind] ?? kind;
 }

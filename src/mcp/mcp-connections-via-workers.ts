@@ -61,13 +61,19 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
     });
   }
 
-  async function ask<K extends McpOperation>(scope: McpScope, server: string, request: Extract<McpRequest, { operation: K }>): Promise<McpOutcome<McpRequestValues[K]>> {
+  async function ask<K extends McpOperation>(
+    scope: McpScope,
+    server: string,
+    request: Extract<McpRequest, { operation: K }>,
+  ): Promise<McpOutcome<McpRequestValues[K]>> {
     if (closed) return failure("mcp_unavailable", `The MCP server "${server}" is unavailable: the API is shutting down.`);
     // Subscribed before the first job is added, so no notice can come before its listener.
-    listening ??= bus.onMcpReply(replyTo, (jobId) => noticed.get(jobId)?.()).catch((error: unknown) => {
-      listening = undefined;
-      throw error;
-    });
+    listening ??= bus
+      .onMcpReply(replyTo, (jobId) => noticed.get(jobId)?.())
+      .catch((error: unknown) => {
+        listening = undefined;
+        throw error;
+      });
     await listening;
     const jobId = `mcp-${randomUUID()}`;
     const notice = new Promise<void>((resolve) => noticed.set(jobId, resolve));
@@ -86,14 +92,20 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
       if (reply) return reply as McpOutcome<McpRequestValues[K]>;
       // A job whose worker died and whose lock lapsed, not taken again since.
       if ((await queue.remove(jobId)) === 1) return noWorker(server, options.timeoutMs);
-      return failure("mcp_timeout", `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`);
+      return failure(
+        "mcp_timeout",
+        `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`,
+      );
     } finally {
       noticed.delete(jobId);
     }
   }
 
   function noWorker(server: string, waitedMs: number): McpFailure {
-    return failure("no_worker", `No worker took the request for the MCP server "${server}" within ${waitedMs} ms; MCP servers run on workers only. Try again once a worker runs.`);
+    return failure(
+      "no_worker",
+      `No worker took the request for the MCP server "${server}" within ${waitedMs} ms; MCP servers run on workers only. Try again once a worker runs.`,
+    );
   }
 
   return {
@@ -114,7 +126,12 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
 
     async callTool(_scope, config: McpServerConfig) {
       return {
-        content: [{ type: "text", text: `The MCP server "${config.name}" is not called from the API process: its tools run in a worker's tool batch.` }],
+        content: [
+          {
+            type: "text",
+            text: `The MCP server "${config.name}" is not called from the API process: its tools run in a worker's tool batch.`,
+          },
+        ],
         isError: true,
         errorCode: "mcp_unavailable",
       };

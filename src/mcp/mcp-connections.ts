@@ -13,7 +13,15 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../logger.js";
 import type { ToolResult } from "../tools/tool.js";
-import { defaultMcpDefaults, mcpConfigFingerprint, mcpServerKey, type McpDefaults, type McpSandbox, type McpScope, type McpServerConfig } from "./mcp-config.js";
+import {
+  defaultMcpDefaults,
+  mcpConfigFingerprint,
+  mcpServerKey,
+  type McpDefaults,
+  type McpSandbox,
+  type McpScope,
+  type McpServerConfig,
+} from "./mcp-config.js";
 import { mapCallToolResult, type McpErrorCode } from "./mcp-results.js";
 import { StdioProcessTransport, type StdioEnd } from "./stdio-process-transport.js";
 import type { SandboxInvocation } from "../sandbox/sandbox-runner.js";
@@ -53,11 +61,28 @@ export interface McpServerStatus {
  */
 export interface McpConnections {
   listTools(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<McpTool[]>>;
-  callTool(scope: McpScope, config: McpServerConfig, tool: string, args: Record<string, unknown>, options?: McpCallOptions): Promise<ToolResult>;
+  callTool(
+    scope: McpScope,
+    config: McpServerConfig,
+    tool: string,
+    args: Record<string, unknown>,
+    options?: McpCallOptions,
+  ): Promise<ToolResult>;
   listResources(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<Resource[]>>;
-  readResource(scope: McpScope, config: McpServerConfig, uri: string, options?: McpCallOptions): Promise<McpOutcome<ReadResourceResult["contents"]>>;
+  readResource(
+    scope: McpScope,
+    config: McpServerConfig,
+    uri: string,
+    options?: McpCallOptions,
+  ): Promise<McpOutcome<ReadResourceResult["contents"]>>;
   listPrompts(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<Prompt[]>>;
-  getPrompt(scope: McpScope, config: McpServerConfig, name: string, args?: Record<string, string>, options?: McpCallOptions): Promise<McpOutcome<GetPromptResult>>;
+  getPrompt(
+    scope: McpScope,
+    config: McpServerConfig,
+    name: string,
+    args?: Record<string, string>,
+    options?: McpCallOptions,
+  ): Promise<McpOutcome<GetPromptResult>>;
   status(scope: McpScope, name: string): McpServerStatus;
   /** Stops one server (e.g. its configuration was deleted); the next request starts it again. */
   disconnect(scope: McpScope, name: string): Promise<void>;
@@ -169,14 +194,28 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     const end: StdioEnd | undefined = live.stdio?.end;
     const stderr = live.stdio?.stderr.trim();
     const stderrNote = stderr ? ` Its last stderr output: ${JSON.stringify(stderr.slice(-1000))}` : "";
-    if (end?.kind === "protocol") return failure("mcp_protocol_error", `The MCP server "${entry.name}" broke the protocol ${during}: ${end.message}. The connection was dropped and will be restarted.`);
+    if (end?.kind === "protocol")
+      return failure(
+        "mcp_protocol_error",
+        `The MCP server "${entry.name}" broke the protocol ${during}: ${end.message}. The connection was dropped and will be restarted.`,
+      );
     if (end?.kind === "exited") {
       const how = end.signal ? `was killed by ${end.signal}` : `exited with code ${end.code}`;
-      return failure("mcp_unavailable", `The MCP server "${entry.name}" ${how} ${during}. It will be restarted on a later call.${stderrNote}`);
+      return failure(
+        "mcp_unavailable",
+        `The MCP server "${entry.name}" ${how} ${during}. It will be restarted on a later call.${stderrNote}`,
+      );
     }
     if (end?.kind === "spawn") return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${end.message}.`);
-    if (end?.kind === "sandbox") return failure("mcp_unavailable", `The MCP server "${entry.name}" was stopped ${during}: ${end.message}. It will be restarted on a later call.`);
-    return failure("mcp_unavailable", `The connection to the MCP server "${entry.name}" closed ${during}. It will be reconnected on a later call.`);
+    if (end?.kind === "sandbox")
+      return failure(
+        "mcp_unavailable",
+        `The MCP server "${entry.name}" was stopped ${during}: ${end.message}. It will be restarted on a later call.`,
+      );
+    return failure(
+      "mcp_unavailable",
+      `The connection to the MCP server "${entry.name}" closed ${during}. It will be reconnected on a later call.`,
+    );
   }
 
   /** The server's transport, or why it cannot be started (the sandbox cannot be set up: never a fallback to running unconfined). */
@@ -241,7 +280,9 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     /** Whether the entry still waits for this attempt (not retired, closed or replaced meanwhile). */
     const current = () => entry.state.kind === "connecting" && entry.state.attempt === attempt && entries.get(entry.key) === entry;
     const promise = (async (): Promise<McpOutcome<Live>> => {
-      const created = await createTransport(entry).catch((error: unknown) => failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${errorText(error)}.`));
+      const created = await createTransport(entry).catch((error: unknown) =>
+        failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${errorText(error)}.`),
+      );
       if ("ok" in created) {
         if (current()) markDown(entry, created);
         return created;
@@ -338,7 +379,10 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     if (state.kind === "connecting") return state.promise;
     if (state.kind === "down" && Date.now() < state.retryAt) {
       const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
-      return failure("mcp_unavailable", `The MCP server "${entry.name}" is unavailable (${state.failure.message}) A new connection will be tried in about ${seconds} s.`);
+      return failure(
+        "mcp_unavailable",
+        `The MCP server "${entry.name}" is unavailable (${state.failure.message}) A new connection will be tried in about ${seconds} s.`,
+      );
     }
     return connect(entry);
   }
@@ -370,7 +414,10 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       if (live.dropped) return live.failure ?? describeEnd(entry, live, `during ${what}`);
       if (error instanceof McpError) {
         if (error.code === ErrorCode.RequestTimeout) {
-          const down = failure("mcp_timeout", `The MCP server "${entry.name}" did not answer ${what} within ${timeoutMs} ms. The connection was dropped and will be restarted on a later call.`);
+          const down = failure(
+            "mcp_timeout",
+            `The MCP server "${entry.name}" did not answer ${what} within ${timeoutMs} ms. The connection was dropped and will be restarted on a later call.`,
+          );
           drop(entry, live, down);
           return down;
         }
@@ -383,8 +430,14 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       }
       const isSchemaError = error instanceof Error && (error.name === "ZodError" || "issues" in error);
       const down = isSchemaError
-        ? failure("mcp_protocol_error", `The MCP server "${entry.name}" answered ${what} with a malformed message. The connection was dropped and will be restarted on a later call.`)
-        : failure("mcp_unavailable", `The MCP server "${entry.name}" could not be reached for ${what}: ${errorText(error)}. It will be reconnected on a later call.`);
+        ? failure(
+            "mcp_protocol_error",
+            `The MCP server "${entry.name}" answered ${what} with a malformed message. The connection was dropped and will be restarted on a later call.`,
+          )
+        : failure(
+            "mcp_unavailable",
+            `The MCP server "${entry.name}" could not be reached for ${what}: ${errorText(error)}. It will be reconnected on a later call.`,
+          );
       drop(entry, live, down);
       return down;
     } finally {
@@ -409,7 +462,9 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     };
   }
 
-  async function paginate<T>(fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>): Promise<T[]> {
+  async function paginate<T>(
+    fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
+  ): Promise<T[]> {
     const items: T[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < maxPages; page++) {
@@ -442,7 +497,12 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       const outcome = await request(scope, config, `the call of its tool "${tool}"`, options?.signal, (live, timeoutMs, signal) =>
         live.client.callTool({ name: tool, arguments: args }, undefined, requestOptions(timeoutMs, options, signal)),
       );
-      if (!outcome.ok) return { content: [{ type: "text", text: outcome.message }], isError: true, errorCode: outcome.errorCode === "mcp_request_failed" ? "mcp_tool_error" : outcome.errorCode };
+      if (!outcome.ok)
+        return {
+          content: [{ type: "text", text: outcome.message }],
+          isError: true,
+          errorCode: outcome.errorCode === "mcp_request_failed" ? "mcp_tool_error" : outcome.errorCode,
+        };
       return mapCallToolResult(outcome.value as Record<string, unknown>, defaults);
     },
 

@@ -4,7 +4,14 @@ import type { ToolResult, ToolResultPart } from "../tools/tool.js";
  * Stable error codes of MCP failures (SPEC M3), for is_error results and API answers.
  * `no_worker` is the API's own: no worker took its request in time (src/mcp/mcp-request.ts).
  */
-export type McpErrorCode = "mcp_unavailable" | "mcp_timeout" | "mcp_protocol_error" | "mcp_request_failed" | "mcp_tool_error" | "cancelled" | "no_worker";
+export type McpErrorCode =
+  | "mcp_unavailable"
+  | "mcp_timeout"
+  | "mcp_protocol_error"
+  | "mcp_request_failed"
+  | "mcp_tool_error"
+  | "cancelled"
+  | "no_worker";
 
 export interface McpLimits {
   maxResultTextBytes: number;
@@ -67,11 +74,23 @@ export function mapResourceContents(resource: Record<string, unknown>, limits: M
   return [{ type: "text", text: `[Resource ${uri} had neither text nor bytes.]` }];
 }
 
-function bytesPart(kind: "image" | "binary", mediaType: string, base64: unknown, name: string | undefined, limits: McpLimits): ToolResultPart[] {
-  if (typeof base64 !== "string") return [{ type: "text", text: `[The MCP server sent ${kind === "image" ? "an image" : "binary content"} without data; omitted.]` }];
+function bytesPart(
+  kind: "image" | "binary",
+  mediaType: string,
+  base64: unknown,
+  name: string | undefined,
+  limits: McpLimits,
+): ToolResultPart[] {
+  if (typeof base64 !== "string")
+    return [{ type: "text", text: `[The MCP server sent ${kind === "image" ? "an image" : "binary content"} without data; omitted.]` }];
   const data = Buffer.from(base64, "base64");
   if (data.length > limits.maxResultBinaryBytes) {
-    return [{ type: "text", text: `[${kind === "image" ? "Image" : "Binary content"} of ${data.length} bytes (${mediaType}) omitted: over the limit of ${limits.maxResultBinaryBytes} bytes.]` }];
+    return [
+      {
+        type: "text",
+        text: `[${kind === "image" ? "Image" : "Binary content"} of ${data.length} bytes (${mediaType}) omitted: over the limit of ${limits.maxResultBinaryBytes} bytes.]`,
+      },
+    ];
   }
   if (kind === "image") return [{ type: "image-data", mediaType, data }];
   return [name === undefined ? { type: "binary", mediaType, data } : { type: "binary", mediaType, name, data }];
@@ -95,8 +114,14 @@ export function headAndTail(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= maxBytes) return text;
   const half = Math.floor(maxBytes / 2);
-  const head = bytes.subarray(0, half).toString("utf8").replace(/\uFFFD$/, "");
-  const tail = bytes.subarray(bytes.length - half).toString("utf8").replace(/^\uFFFD/, "");
+  const head = bytes
+    .subarray(0, half)
+    .toString("utf8")
+    .replace(/\uFFFD$/, "");
+  const tail = bytes
+    .subarray(bytes.length - half)
+    .toString("utf8")
+    .replace(/^\uFFFD/, "");
   const omitted = bytes.subarray(half, bytes.length - half);
   let omittedLines = 0;
   for (let at = omitted.indexOf(10); at !== -1; at = omitted.indexOf(10, at + 1)) omittedLines++;

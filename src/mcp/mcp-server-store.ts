@@ -29,7 +29,10 @@ export async function createMcpServer(db: Database, input: McpServerInput): Prom
 }
 
 export async function findMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
-  const [row] = await db.select().from(mcpServers).where(and(eq(mcpServers.id, id), eq(mcpServers.tenantId, tenantId)));
+  const [row] = await db
+    .select()
+    .from(mcpServers)
+    .where(and(eq(mcpServers.id, id), eq(mcpServers.tenantId, tenantId)));
   return row ?? null;
 }
 
@@ -56,7 +59,13 @@ export async function resolveMcpServer(db: Database, tenantId: string, projectId
   const rows = await db
     .select()
     .from(mcpServers)
-    .where(and(eq(mcpServers.tenantId, tenantId), eq(mcpServers.name, name), or(isNull(mcpServers.projectId), eq(mcpServers.projectId, projectId))));
+    .where(
+      and(
+        eq(mcpServers.tenantId, tenantId),
+        eq(mcpServers.name, name),
+        or(isNull(mcpServers.projectId), eq(mcpServers.projectId, projectId)),
+      ),
+    );
   return rows.find((row) => row.projectId === projectId) ?? rows.find((row) => row.projectId === null) ?? null;
 }
 

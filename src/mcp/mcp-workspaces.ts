@@ -39,7 +39,11 @@ export function mcpSandbox(options: {
         await options.workspaceOwnership.ensure(project.workspacePath, identity);
         return { workspaceDir: project.workspacePath, identity, limits };
       }
-      const workspaceDir = await createWorkspaceFolder(options.config.workspacesDir, [scope.tenantId, "_mcp", sanitizeMcpNamePart(name)], identity);
+      const workspaceDir = await createWorkspaceFolder(
+        options.config.workspacesDir,
+        [scope.tenantId, "_mcp", sanitizeMcpNamePart(name)],
+        identity,
+      );
       return { workspaceDir, identity, limits };
     },
   };

@@ -14,7 +14,11 @@ export interface ServeMcpRequestContext {
  * by the request's tenant, scope and name, never taken from the job; `signal` ends a read or a
  * prompt when the API stops waiting.
  */
-export async function serveMcpRequest(context: ServeMcpRequestContext, data: McpRequestJobData, signal: AbortSignal): Promise<McpOutcome<unknown>> {
+export async function serveMcpRequest(
+  context: ServeMcpRequestContext,
+  data: McpRequestJobData,
+  signal: AbortSignal,
+): Promise<McpOutcome<unknown>> {
   const row = await findMcpServerInScope(context.db, { tenantId: data.tenantId, projectId: data.projectId }, data.server);
   if (!row) return { ok: false, errorCode: "mcp_unavailable", message: `The MCP server "${data.server}" is not configured.` };
   const scope = mcpScopeOf(row);

@@ -3,9 +3,7 @@
  * grow a series per value without end. The first `max` distinct values keep their own series;
  * every later one is counted as `other`, so a scrape stays bounded whatever tenants do.
  */
-export interface BoundedLabel {
-  (value: string): string;
-}
+export type BoundedLabel = (value: string) => string;
 
 export const otherLabel = "other";
 

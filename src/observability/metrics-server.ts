@@ -12,7 +12,10 @@ export interface MetricsServer {
  * process has no API to serve it, and a port an operator binds to a private interface needs no
  * token. Nothing else is served here.
  */
-export async function startMetricsServer(registry: Registry, options: { host: string; port: number; onError(error: unknown): void }): Promise<MetricsServer> {
+export async function startMetricsServer(
+  registry: Registry,
+  options: { host: string; port: number; onError(error: unknown): void },
+): Promise<MetricsServer> {
   const server: Server = createServer((request, response) => {
     if (request.method !== "GET" || (request.url ?? "").split("?")[0] !== "/metrics") {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");

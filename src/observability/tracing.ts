@@ -38,7 +38,10 @@ const propagator = new W3CTraceContextPropagator();
 let contextManagerSet = false;
 
 export function createTracing(options: TracingOptions): Tracing {
-  const processors = [...(options.spanProcessors ?? []), ...(options.otlpUrl ? [new BatchSpanProcessor(new OTLPTraceExporter({ url: options.otlpUrl }))] : [])];
+  const processors = [
+    ...(options.spanProcessors ?? []),
+    ...(options.otlpUrl ? [new BatchSpanProcessor(new OTLPTraceExporter({ url: options.otlpUrl }))] : []),
+  ];
   if (processors.length === 0) return disabledTracing;
   if (!contextManagerSet) {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -55,12 +58,20 @@ export function createTracing(options: TracingOptions): Tracing {
     inSpan: (name, attributes, work) => runInSpan(tracer, name, attributes, work),
     carrier() {
       const carrier: Record<string, string> = {};
-      propagator.inject(context.active(), carrier, { set: (target, key, value) => void (target[key] = value) });
+      propagator.inject(context.active(), carrier, {
+        set: (target, key, value) => {
+          target[key] = value;
+        },
+      });
       return carrier.traceparent;
     },
     contextOf(traceparent) {
       if (!traceparent) return ROOT_CONTEXT;
-      return propagator.extract(ROOT_CONTEXT, { traceparent }, { get: (carrier, key) => carrier[key as "traceparent"], keys: (carrier) => Object.keys(carrier) });
+      return propagator.extract(
+        ROOT_CONTEXT,
+        { traceparent },
+        { get: (carrier, key) => carrier[key as "traceparent"], keys: (carrier) => Object.keys(carrier) },
+      );
     },
     async shutdown() {
       await provider.shutdown();

@@ -1,6 +1,14 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { FoyaError } from "../errors.js";
-import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
+import type {
+  FinishReason,
+  ModelProvider,
+  ProviderRequest,
+  ProviderStreamPart,
+  RequestMessage,
+  RequestResultPart,
+  Usage,
+} from "./provider.js";
 import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
 import { asNumber, asRecord, asString } from "./wire-fields.js";
 import { postStream } from "./post-stream.js";
@@ -44,8 +52,22 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Mode
     profile: options.profile,
     defaultModel: options.model,
     stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
-      const headers: Record<string, string> = { "anthropic-version": anthropicVersion, ...(options.apiKey ? { "x-api-key": options.apiKey } : {}) };
-      return postStream({ profile: options.profile, fetch: fetchFn, url, headers, body: toWireRequest(request, options.model, maxTokens), timeoutMs, signal }, parseStream);
+      const headers: Record<string, string> = {
+        "anthropic-version": anthropicVersion,
+        ...(options.apiKey ? { "x-api-key": options.apiKey } : {}),
+      };
+      return postStream(
+        {
+          profile: options.profile,
+          fetch: fetchFn,
+          url,
+          headers,
+          body: toWireRequest(request, options.model, maxTokens),
+          timeoutMs,
+          signal,
+        },
+        parseStream,
+      );
     },
   };
 }
@@ -77,7 +99,12 @@ interface WireRequest {
 }
 
 function toWireRequest(request: ProviderRequest, defaultModel: string, maxTokens: number): WireRequest {
-  const wire: WireRequest = { model: request.model || defaultModel, max_tokens: maxTokens, stream: true, messages: toWireMessages(request.messages) };
+  const wire: WireRequest = {
+    model: request.model || defaultModel,
+    max_tokens: maxTokens,
+    stream: true,
+    messages: toWireMessages(request.messages),
+  };
   if (request.system) wire.system = request.system;
   // Left out when empty, like the Chat Completions adapter does.
   if (request.tools.length > 0) {
@@ -181,7 +208,12 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
             const name = asString(block.name);
             if (!id || !name) throw new FoyaError("provider_error", `tool_use block ${index} has no ${id ? "name" : "id"}`);
             const input = asRecord(block.input);
-            blocks.set(index, { kind: "tool", index: toolCount, argumentsSent: false, startInput: input && Object.keys(input).length > 0 ? input : undefined });
+            blocks.set(index, {
+              kind: "tool",
+              index: toolCount,
+              argumentsSent: false,
+              startInput: input && Object.keys(input).length > 0 ? input : undefined,
+            });
             yield { type: "tool-call-start", index: toolCount, id, name };
             toolCount++;
           } else {
@@ -199,7 +231,8 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
             if (text) yield { type: "text-delta", text };
           } else if (delta?.type === "input_json_delta") {
             const block = blocks.get(index);
-            if (block?.kind !== "tool") throw new FoyaError("provider_error", `input_json_delta for block ${index}, which is not a tool_use block`);
+            if (block?.kind !== "tool")
+              throw new FoyaError("provider_error", `input_json_delta for block ${index}, which is not a tool_use block`);
             const fragment = asString(delta.partial_json);
             // Passed on exactly as received (SPEC T2).
             if (fragment) {

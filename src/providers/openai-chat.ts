@@ -1,6 +1,14 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { FoyaError } from "../errors.js";
-import type { FinishReason, ModelProvider, ProviderRequest, ProviderStreamPart, RequestMessage, RequestResultPart, Usage } from "./provider.js";
+import type {
+  FinishReason,
+  ModelProvider,
+  ProviderRequest,
+  ProviderStreamPart,
+  RequestMessage,
+  RequestResultPart,
+  Usage,
+} from "./provider.js";
 import { toOpenAITools, type OpenAIFunctionTool } from "./render-tool-schemas.js";
 import { asNumber, asRecord, asString } from "./wire-fields.js";
 import { postStream } from "./post-stream.js";
@@ -38,7 +46,10 @@ export function createOpenAIChatProvider(options: OpenAIChatProviderOptions): Mo
     defaultModel: options.model,
     stream(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderStreamPart> {
       const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
-      return postStream({ profile: options.profile, fetch: fetchFn, url, headers, body: toWireRequest(request, options.model), timeoutMs, signal }, parseStream);
+      return postStream(
+        { profile: options.profile, fetch: fetchFn, url, headers, body: toWireRequest(request, options.model), timeoutMs, signal },
+        parseStream,
+      );
     },
   };
 }
@@ -133,7 +144,9 @@ function toolImageParts(message: Extract<RequestMessage, { role: "tool" }>): Wir
   const noun = images.length === 1 ? "image" : `${images.length} images`;
   return [
     { type: "text", text: `The ${noun} returned by tool call ${message.callId} (${message.name}):` },
-    ...images.map((image): WireUserPart => ({ type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.dataBase64}` } })),
+    ...images.map(
+      (image): WireUserPart => ({ type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.dataBase64}` } }),
+    ),
   ];
 }
 

@@ -62,7 +62,8 @@ export async function* postStream(
       // The original stays out of the chain: its message is what was redacted.
       throw redacted === error.message ? error : new FoyaError(error.code, redacted);
     }
-    if (deadline.aborted) throw new FoyaError("provider_error", `no complete response within ${post.timeoutMs} ms (${where})`, { cause: error });
+    if (deadline.aborted)
+      throw new FoyaError("provider_error", `no complete response within ${post.timeoutMs} ms (${where})`, { cause: error });
     throw new FoyaError("provider_error", `${where} could not be reached: ${transportReason(error)}`, {
       cause: new Error(`POST ${loggableUrl(post.url)} failed: ${errorMessage(error)}`, { cause: error }),
     });

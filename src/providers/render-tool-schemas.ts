@@ -23,7 +23,10 @@ const anthropicCache = new WeakMap<readonly FunctionToolSchema[], readonly Anthr
 export function toOpenAITools(schemas: readonly FunctionToolSchema[]): readonly OpenAIFunctionTool[] {
   let rendered = openAICache.get(schemas);
   if (!rendered) {
-    rendered = schemas.map((tool) => ({ type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+    rendered = schemas.map((tool) => ({
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }));
     openAICache.set(schemas, rendered);
   }
   return rendered;

@@ -98,7 +98,13 @@ function demoStep(stepInTurn: number, history: RequestMessage[]): Action[] {
   }
   if (stepInTurn === 1) return [{ tool: "read", args: { path: demoPath } }];
   const lastTool = [...history].reverse().find((m) => m.role === "tool");
-  const lines = lastTool?.role === "tool" ? lastTool.content.map((p) => (p.type === "text" ? p.text : "")).join("").split("\n").length : 0;
+  const lines =
+    lastTool?.role === "tool"
+      ? lastTool.content
+          .map((p) => (p.type === "text" ? p.text : ""))
+          .join("")
+          .split("\n").length
+      : 0;
   return [{ text: `Done: I wrote ${demoPath} and read it back (${lines} lines).` }];
 }
 

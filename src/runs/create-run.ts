@@ -39,9 +39,7 @@ export async function createRun(
         if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
       }
       await refuseOverQuota(fx.tx, input.tenantId, effectiveQuotas(services.config, settings));
-      const active = peek.activeRunId
-        ? await lockRun(fx.tx, peek.activeRunId)
-        : undefined;
+      const active = peek.activeRunId ? await lockRun(fx.tx, peek.activeRunId) : undefined;
       const [session] = await fx.tx
         .select()
         .from(sessions)
@@ -51,7 +49,10 @@ export async function createRun(
       if (session.activeRunId !== peek.activeRunId) throw new TransientConflictError("the session's active run changed");
       const isActive = active !== undefined && !isTerminalRunStatus(active.status);
       if (isActive && input.ifActive === "reject") {
-        throw new FoyaError("conflict", `session already has an active run (${active.id}); send ifActive "enqueue" or "interrupt" to change that`);
+        throw new FoyaError(
+          "conflict",
+          `session already has an active run (${active.id}); send ifActive "enqueue" or "interrupt" to change that`,
+        );
       }
       if (isActive && input.ifActive === "interrupt") {
         await cancelRunInTransaction(fx, active, { code: "superseded", message: "interrupted by a new turn" }, false);
@@ -87,18 +88,30 @@ function secondsToMidnightUtc(now = new Date()): number {
 async function refuseOverQuota(tx: Database, tenantId: string, quotas: TenantQuotas): Promise<void> {
   const waiting = await countWaitingRuns(tx, tenantId);
   if (waiting >= quotas.queuedRuns) {
-    throw new FoyaError("quota_exceeded", `this tenant already has ${waiting} runs waiting for a slot, its queuedRuns quota; start this run when some have run`, { retryAfterSeconds: 30 });
+    throw new FoyaError(
+      "quota_exceeded",
+      `this tenant already has ${waiting} runs waiting for a slot, its queuedRuns quota; start this run when some have run`,
+      { retryAfterSeconds: 30 },
+    );
   }
   if (quotas.tokensPerDay > 0) {
     const tokens = await tokensToday(tx, tenantId);
     if (tokens >= quotas.tokensPerDay) {
-      throw new FoyaError("quota_exceeded", `this tenant used ${tokens} model tokens today (UTC), its tokensPerDay quota is ${quotas.tokensPerDay}; new runs start again at midnight UTC`, { retryAfterSeconds: secondsToMidnightUtc() });
+      throw new FoyaError(
+        "quota_exceeded",
+        `this tenant used ${tokens} model tokens today (UTC), its tokensPerDay quota is ${quotas.tokensPerDay}; new runs start again at midnight UTC`,
+        { retryAfterSeconds: secondsToMidnightUtc() },
+      );
     }
   }
   if (quotas.storageBytes > 0) {
     const bytes = await storedBytes(tx, tenantId);
     if (bytes >= quotas.storageBytes) {
-      throw new FoyaError("quota_exceeded", `this tenant keeps ${bytes} bytes of file contents and artifacts, its storageBytes quota is ${quotas.storageBytes}; an operator must raise it or remove data`, { retryAfterSeconds: 3600 });
+      throw new FoyaError(
+        "quota_exceeded",
+        `this tenant keeps ${bytes} bytes of file contents and artifacts, its storageBytes quota is ${quotas.storageBytes}; an operator must raise it or remove data`,
+        { retryAfterSeconds: 3600 },
+      );
     }
   }
 }

@@ -29,6 +29,7 @@ export async function deleteProject(
     .from(sessions)
     .where(and(eq(sessions.projectId, project.id), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
   for (const session of live) await deleteSession(services, { tenantId: input.tenantId, sessionId: session.id });
-  const removedEntries = removeTree(projectTrashRoot(services.config.workspacesDir, project.workspacePath)) + removeTree(project.workspacePath);
+  const removedEntries =
+    removeTree(projectTrashRoot(services.config.workspacesDir, project.workspacePath)) + removeTree(project.workspacePath);
   return { sessions: live.length, removedEntries };
 }

@@ -95,7 +95,8 @@ const closingText = {
   interruptedCarryingOn: {
     running:
       "Interrupted: this call started but its completion was never confirmed (the worker running it stopped). Its outcome is unknown and it may have partly run. It will not be run again; check its effects before relying on them or asking for it again.",
-    pending: "Not run: an earlier call of this batch was interrupted (its worker stopped) before this call started. Ask for it again if it is still needed.",
+    pending:
+      "Not run: an earlier call of this batch was interrupted (its worker stopped) before this call started. Ask for it again if it is still needed.",
   },
   cancelled: {
     running: "Cancelled while running: the call was stopped and may have partly run.",

@@ -16,7 +16,10 @@ export interface ConfinementReport {
   network: string;
 }
 
-export function describeConfinement(config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolLimits">, mode: IdentityMode): ConfinementReport {
+export function describeConfinement(
+  config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolLimits">,
+  mode: IdentityMode,
+): ConfinementReport {
   const found = (name: string) => findExecutable(name, systemSearchPath);
   const missing = ["setpriv", "prlimit"].filter((name) => !found(name));
   const bwrap = found(config.bwrapPath);
@@ -30,7 +33,9 @@ export function describeConfinement(config: Pick<Config, "bwrapPath" | "slirp4ne
       `cgroup v2: ${cgroupV2()}` +
       (missing.length ? `; missing: ${missing.join(", ")} (util-linux): calls fail closed` : ""),
     sandbox: bwrap ? `bubblewrap at ${bwrap}` : `bubblewrap (${config.bwrapPath}) not found: every call fails closed`,
-    network: slirp ? `slirp4netns at ${slirp}` : `slirp4netns (${config.slirp4netnsPath}) not found: network-granted and Full Access calls fail closed`,
+    network: slirp
+      ? `slirp4netns at ${slirp}`
+      : `slirp4netns (${config.slirp4netnsPath}) not found: network-granted and Full Access calls fail closed`,
   };
 }
 
@@ -47,10 +52,14 @@ function cgroupV2(): string {
       return undefined;
     }
   };
-  const own = text("/proc/self/cgroup")?.split("\n").find((line) => line.startsWith("0::"));
+  const own = text("/proc/self/cgroup")
+    ?.split("\n")
+    .find((line) => line.startsWith("0::"));
   const controllers = text("/sys/fs/cgroup/cgroup.controllers");
   if (!own || controllers === undefined) return "not used (this host mounts cgroup v1 hierarchies, not v2, at /sys/fs/cgroup)";
   const available = (text(`/sys/fs/cgroup${own.slice(3)}/cgroup.controllers`) ?? "").split(/\s+/);
   const lacking = ["memory", "pids"].filter((name) => !available.includes(name));
-  return lacking.length ? `not used (no ${lacking.join(" or ")} controller delegated to this process)` : "not used (delegation is available; this release limits with rlimits)";
+  return lacking.length
+    ? `not used (no ${lacking.join(" or ")} controller delegated to this process)`
+    : "not used (delegation is available; this release limits with rlimits)";
 }

@@ -7,7 +7,12 @@ import path from "node:path";
  * there is none. Checked on every use, so installing it needs no restart.
  */
 export function findExecutable(name: string, searchPath: string): string | undefined {
-  const candidates = name.includes("/") ? [path.resolve(name)] : searchPath.split(":").filter((dir) => path.isAbsolute(dir)).map((dir) => path.join(dir, name));
+  const candidates = name.includes("/")
+    ? [path.resolve(name)]
+    : searchPath
+        .split(":")
+        .filter((dir) => path.isAbsolute(dir))
+        .map((dir) => path.join(dir, name));
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);

@@ -23,7 +23,10 @@ export function gitLayout(workspace: string, repositories: GitRepositories): San
   const readOnly: string[] = found.gitFiles.map((file) => path.join(workspace, file));
   for (const folder of found.gitFolders) {
     const absolute = path.join(workspace, folder);
-    const entries = guarded.map((name) => ({ path: path.join(absolute, name), stats: lstatSync(path.join(absolute, name), { throwIfNoEntry: false }) }));
+    const entries = guarded.map((name) => ({
+      path: path.join(absolute, name),
+      stats: lstatSync(path.join(absolute, name), { throwIfNoEntry: false }),
+    }));
     if (entries.some((entry) => entry.stats?.isSymbolicLink())) {
       readOnly.push(absolute);
       continue;

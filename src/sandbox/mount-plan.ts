@@ -84,7 +84,12 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
   const mounts: Mount[] = [
     ...(layout.view === "host"
       ? [{ kind: "rw", path: "/", source: "/" } as const]
-      : layout.readOnly.map((tree): Mount => (tree.symlinkTo ? { kind: "symlink", path: tree.path, target: tree.symlinkTo } : { kind: "ro", path: tree.path, source: tree.source ?? tree.path }))),
+      : layout.readOnly.map(
+          (tree): Mount =>
+            tree.symlinkTo
+              ? { kind: "symlink", path: tree.path, target: tree.symlinkTo }
+              : { kind: "ro", path: tree.path, source: tree.source ?? tree.path },
+        )),
     { kind: "proc", path: "/proc" },
     { kind: "dev", path: "/dev" },
     { kind: "tmpfs", path: "/dev/shm", sizeBytes: smallBytes },

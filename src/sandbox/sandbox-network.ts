@@ -81,7 +81,8 @@ const isLoopbackV4 = (address: string) => address.startsWith("127.") || address 
 const nameservers = (text: string | undefined): string[] =>
   (text ?? "").split("\n").flatMap((line) => {
     const found = /^\s*nameserver\s+(\S+)/.exec(line);
-    return found ? [found[1]!] : [];
+    const address = found?.[1];
+    return address ? [address] : [];
   });
 
 /**
@@ -99,10 +100,12 @@ export function sandboxResolvConf(host: string | undefined, upstream: string | u
   const firstV4 = nameservers(host).find(isIPv4);
   let servers = [slirpDnsAddress];
   if (firstV4 === undefined || isLoopbackV4(firstV4)) {
-    const direct = [nameservers(host), nameservers(upstream)].map((list) => list.filter((address) => isIPv4(address) && !isLoopbackV4(address))).find((list) => list.length > 0);
+    const direct = [nameservers(host), nameservers(upstream)]
+      .map((list) => list.filter((address) => isIPv4(address) && !isLoopbackV4(address)))
+      .find((list) => list.length > 0);
     if (direct) servers = direct.slice(0, 3);
   }
-  return [...kept, ...servers.map((address) => `nameserver ${address}`)].join("\n") + "\n";
+  return `${[...kept, ...servers.map((address) => `nameserver ${address}`)].join("\n")}\n`;
 }
 
 /** slirp4netns attached to one sandbox. */
@@ -149,10 +152,19 @@ function openNamespaces(pid: number, bwrapPid: number): { net: number; user: num
  */
 export function connectNetwork(slirp4netns: string, sandbox: { pid: number; bwrapPid: number }): NetworkLink {
   const namespaces = openNamespaces(sandbox.pid, sandbox.bwrapPid);
-  if (typeof namespaces === "string") return { ready: Promise.resolve({ ok: false, reason: namespaces }), lost: new Promise(() => {}), stop: () => {} };
+  if (typeof namespaces === "string")
+    return { ready: Promise.resolve({ ok: false, reason: namespaces }), lost: new Promise(() => {}), stop: () => {} };
   let child: ReturnType<typeof spawn>;
   try {
-    const args = [...slirpArguments, "--ready-fd=3", "--exit-fd=4", "--netns-type=path", "--userns-path=/proc/self/fd/6", "/proc/self/fd/5", sandboxTapName];
+    const args = [
+      ...slirpArguments,
+      "--ready-fd=3",
+      "--exit-fd=4",
+      "--netns-type=path",
+      "--userns-path=/proc/self/fd/6",
+      "/proc/self/fd/5",
+      sandboxTapName,
+    ];
     child = spawn(slirp4netns, args, { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe", namespaces.net, namespaces.user], env: {} });
   } finally {
     // slirp4netns holds its own copies now.

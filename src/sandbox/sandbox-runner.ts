@@ -201,7 +201,14 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
   const absolute = (paths: readonly string[] | undefined) => (paths ?? []).map((p) => path.resolve(p));
   const systemPaths = systemReadOnlyPaths;
   const extraReadOnly = absolute(options.readOnlyPaths);
-  const hiddenPaths = [...new Set([...defaultHiddenPaths, path.resolve(options.workspacesDir), ...absolute(options.servicePaths), ...absolute(options.hiddenPaths)])];
+  const hiddenPaths = [
+    ...new Set([
+      ...defaultHiddenPaths,
+      path.resolve(options.workspacesDir),
+      ...absolute(options.servicePaths),
+      ...absolute(options.hiddenPaths),
+    ]),
+  ];
   for (const hidden of hiddenPaths) {
     // Covering "/" or /usr would hide the toolchain itself; that is a configuration error, not a sandbox.
     const covers = systemPaths.find((system) => within(system, hidden));
@@ -217,7 +224,9 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       const target = real(p);
       if (!target) return undefined;
       // /bin -> /usr/bin stays a symlink when its target is shown anyway; else the target is shown at p.
-      return systemPaths.some((other) => other !== p && within(target, other)) ? { path: p, symlinkTo: target } : { path: p, source: target };
+      return systemPaths.some((other) => other !== p && within(target, other))
+        ? { path: p, symlinkTo: target }
+        : { path: p, source: target };
     });
     const extras = extraReadOnly.map((p): HostTree | undefined => {
       const target = real(p);
@@ -245,24 +254,39 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
     },
     async plan(request) {
       const bwrap = findExecutable(options.bwrapPath, options.searchPath);
-      if (!bwrap) return { ok: false, message: sandboxUnavailableMessage(`bubblewrap ("${options.bwrapPath}") is not installed on this worker`) };
+      if (!bwrap)
+        return { ok: false, message: sandboxUnavailableMessage(`bubblewrap ("${options.bwrapPath}") is not installed on this worker`) };
       const slirp4netnsPath = options.slirp4netnsPath ?? "slirp4netns";
       const slirp4netns = request.network ? findExecutable(slirp4netnsPath, options.searchPath) : undefined;
       if (request.network && !slirp4netns) {
-        return { ok: false, message: sandboxNetworkUnavailableMessage(`slirp4netns ("${slirp4netnsPath}") is not installed on this worker, and this command was granted the network`) };
+        return {
+          ok: false,
+          message: sandboxNetworkUnavailableMessage(
+            `slirp4netns ("${slirp4netnsPath}") is not installed on this worker, and this command was granted the network`,
+          ),
+        };
       }
       // util-linux's unshare makes a network-granted sandbox's network namespace, and a user namespace owning it (see sandbox-network.ts).
       const unshare = request.network ? findExecutable("unshare", options.searchPath) : undefined;
-      if (request.network && !unshare) return { ok: false, message: sandboxNetworkUnavailableMessage("unshare (Debian package util-linux) is not installed on this worker") };
+      if (request.network && !unshare)
+        return {
+          ok: false,
+          message: sandboxNetworkUnavailableMessage("unshare (Debian package util-linux) is not installed on this worker"),
+        };
       const stepDown = identityPrefix(request, options.searchPath);
       if (!stepDown.ok) return { ok: false, message: sandboxUnavailableMessage(stepDown.reason) };
       const workspace = real(request.workspaceDir);
       const workspacesDir = real(options.workspacesDir);
       const workspaceStats = workspace ? lstat(workspace) : undefined;
-      if (!workspace || !workspaceStats?.isDirectory()) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${request.workspaceDir} is not a directory`) };
+      if (!workspace || !workspaceStats?.isDirectory())
+        return { ok: false, message: sandboxUnavailableMessage(`the workspace ${request.workspaceDir} is not a directory`) };
       // A writable workspace must not contain the system trees or every tenant's workspaces.
       const exposes = [...systemPaths, ...(workspacesDir ? [workspacesDir] : [])].find((p) => within(p, workspace));
-      if (exposes) return { ok: false, message: sandboxUnavailableMessage(`the workspace ${workspace} contains ${exposes}; a workspace must be a project's own folder`) };
+      if (exposes)
+        return {
+          ok: false,
+          message: sandboxUnavailableMessage(`the workspace ${workspace} contains ${exposes}; a workspace must be a project's own folder`),
+        };
       const unreachable = identityCannotUse(workspace, workspaceStats, request.identity);
       if (unreachable) return { ok: false, message: sandboxUnavailableMessage(unreachable) };
       const git = gitLayout(workspace, repositories);
@@ -282,7 +306,13 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       }
       if (!slirp4netns || !unshare) {
         const [file, ...rest] = [...prefix, bwrap];
-        return { ok: true, file: file as string, args: [...rest, ...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command], statusFd, network: null };
+        return {
+          ok: true,
+          file: file as string,
+          args: [...rest, ...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command],
+          statusFd,
+          network: null,
+        };
       }
       const resolvConfPath = resolvConfTarget(request.view === "host" ? [] : layout.readOnly.map((tree) => tree.path));
       const resolvConf = resolvConfPath ? { fd: resolvConfFd, path: resolvConfPath } : null;
@@ -291,7 +321,18 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
       return {
         ok: true,
         file: file as string,
-        args: [...rest, "--user", "--map-root-user", "--net", "--", bwrap, ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd }), "bash", "-c", request.command],
+        args: [
+          ...rest,
+          "--user",
+          "--map-root-user",
+          "--net",
+          "--",
+          bwrap,
+          ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd }),
+          "bash",
+          "-c",
+          request.command,
+        ],
         statusFd,
         network: { slirp4netns, blockFd, resolvConf: resolvConf ? { fd: resolvConfFd, content } : null },
       };
@@ -299,14 +340,23 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
   };
 }
 
-function overlayPrefix(workspace: string, folders: OverlayFolders, searchPath: string): { ok: true; args: string[] } | { ok: false; reason: string } {
+function overlayPrefix(
+  workspace: string,
+  folders: OverlayFolders,
+  searchPath: string,
+): { ok: true; args: string[] } | { ok: false; reason: string } {
   if (process.getuid?.() !== 0) return { ok: false, reason: "a layered workspace needs a root worker to mount its overlay" };
   const unshare = findExecutable("unshare", searchPath);
   const mount = findExecutable("mount", searchPath);
   const sh = findExecutable("sh", searchPath);
-  if (!unshare || !mount || !sh) return { ok: false, reason: "unshare, mount and sh (Debian packages util-linux, mount, dash) must be installed to layer the workspace" };
+  if (!unshare || !mount || !sh)
+    return {
+      ok: false,
+      reason: "unshare, mount and sh (Debian packages util-linux, mount, dash) must be installed to layer the workspace",
+    };
   const options = overlayOptions(workspace, folders);
-  if (!options) return { ok: false, reason: `the workspace path ${workspace} holds a character overlayfs options cannot carry (, : \\ or a newline)` };
+  if (!options)
+    return { ok: false, reason: `the workspace path ${workspace} holds a character overlayfs options cannot carry (, : \\ or a newline)` };
   return { ok: true, args: overlayWrap({ unshare, mount, sh }, workspace, options) };
 }
 
@@ -317,9 +367,16 @@ function overlayPrefix(workspace: string, folders: OverlayFolders, searchPath: s
  * everything the call starts. A service that is not root cannot step down and
  * runs as itself; asking it for another uid is a configuration error.
  */
-function identityPrefix(request: Pick<SandboxRequest, "identity" | "limits">, searchPath: string): { ok: true; args: string[] } | { ok: false; reason: string } {
+function identityPrefix(
+  request: Pick<SandboxRequest, "identity" | "limits">,
+  searchPath: string,
+): { ok: true; args: string[] } | { ok: false; reason: string } {
   const prlimit = findExecutable("prlimit", searchPath);
-  if (!prlimit) return { ok: false, reason: "prlimit (Debian package util-linux) is not installed on this worker; without it the call's limits cannot be set" };
+  if (!prlimit)
+    return {
+      ok: false,
+      reason: "prlimit (Debian package util-linux) is not installed on this worker; without it the call's limits cannot be set",
+    };
   const { identity, limits } = request;
   const rlimits = [
     `--as=${limits.memoryBytes}`,
@@ -332,13 +389,33 @@ function identityPrefix(request: Pick<SandboxRequest, "identity" | "limits">, se
   const self = process.getuid?.() ?? 0;
   if (identity.uid === 0) return { ok: false, reason: "tool processes may not run as root (uid 0)" };
   if (self !== 0) {
-    if (identity.uid !== self) return { ok: false, reason: `this worker runs as uid ${self} and cannot run tools as uid ${identity.uid}; start it as root, or let tools use its own uid` };
+    if (identity.uid !== self)
+      return {
+        ok: false,
+        reason: `this worker runs as uid ${self} and cannot run tools as uid ${identity.uid}; start it as root, or let tools use its own uid`,
+      };
     return { ok: true, args: [prlimit, ...rlimits, "--"] };
   }
   const setpriv = findExecutable("setpriv", searchPath);
-  if (!setpriv) return { ok: false, reason: "setpriv (Debian package util-linux) is not installed on this worker; without it tools would run as root" };
+  if (!setpriv)
+    return { ok: false, reason: "setpriv (Debian package util-linux) is not installed on this worker; without it tools would run as root" };
   // --pdeathsig: the call dies with its worker from here on, before bwrap's own --die-with-parent is armed.
-  return { ok: true, args: [setpriv, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, "--clear-groups", "--no-new-privs", "--pdeathsig", "SIGKILL", "--", prlimit, ...rlimits, "--"] };
+  return {
+    ok: true,
+    args: [
+      setpriv,
+      `--reuid=${identity.uid}`,
+      `--regid=${identity.gid}`,
+      "--clear-groups",
+      "--no-new-privs",
+      "--pdeathsig",
+      "SIGKILL",
+      "--",
+      prlimit,
+      ...rlimits,
+      "--",
+    ],
+  };
 }
 
 /**
@@ -347,7 +424,8 @@ function identityPrefix(request: Pick<SandboxRequest, "identity" | "limits">, se
  * mode o+x, as the service keeps its workspaces folder: 0711).
  */
 function identityCannotUse(workspace: string, stats: NonNullable<ReturnType<typeof lstat>>, identity: ProcessIdentity): string | null {
-  if (stats.uid !== identity.uid) return `the workspace ${workspace} belongs to uid ${stats.uid}, not to the tenant's tool uid ${identity.uid}`;
+  if (stats.uid !== identity.uid)
+    return `the workspace ${workspace} belongs to uid ${stats.uid}, not to the tenant's tool uid ${identity.uid}`;
   for (let folder = path.dirname(workspace); ; folder = path.dirname(folder)) {
     const above = lstat(folder);
     if (above && above.uid !== identity.uid && (above.mode & 0o001) === 0) {

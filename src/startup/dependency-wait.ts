@@ -59,7 +59,10 @@ export async function retryWhileUnavailable<T>(dependency: Dependency, action: (
 }
 
 /** Waits until both Postgres and Redis answer (probed side by side, each with its own backoff). */
-export async function waitForDependencies(config: Pick<Config, "databaseUrl" | "redisUrl">, options: Omit<RetryOptions, "retryIf" | "secrets">): Promise<void> {
+export async function waitForDependencies(
+  config: Pick<Config, "databaseUrl" | "redisUrl">,
+  options: Omit<RetryOptions, "retryIf" | "secrets">,
+): Promise<void> {
   options.status?.waiting("postgres", true);
   options.status?.waiting("redis", true);
   await Promise.all([
@@ -126,10 +129,23 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-const networkErrorCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "EHOSTDOWN", "ENETUNREACH", "ENETDOWN"]);
+const networkErrorCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "EHOSTDOWN",
+  "ENETUNREACH",
+  "ENETDOWN",
+]);
 /** Postgres: admin or crash shutdown, starting up, too many connections. Class 08 (connection exception) is matched by prefix. */
 const unavailableSqlStates = new Set(["57P01", "57P02", "57P03", "53300"]);
-const connectionMessages = /connection terminated|connection timeout|timeout exceeded when trying to connect|connection error|connection is closed|no answer within/i;
+const connectionMessages =
+  /connection terminated|connection timeout|timeout exceeded when trying to connect|connection error|connection is closed|no answer within/i;
 
 /**
  * Whether an error (or one of its causes) says the server was not there, as opposed to a
@@ -138,7 +154,8 @@ const connectionMessages = /connection terminated|connection timeout|timeout exc
 export function isConnectionError(error: unknown): boolean {
   for (let current: unknown = error, depth = 0; current && typeof current === "object" && depth < 5; depth++) {
     const { code, message, errors } = current as { code?: unknown; message?: unknown; errors?: unknown };
-    if (typeof code === "string" && (networkErrorCodes.has(code) || unavailableSqlStates.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+    if (typeof code === "string" && (networkErrorCodes.has(code) || unavailableSqlStates.has(code) || /^08[0-9A-Z]{3}$/.test(code)))
+      return true;
     if (typeof message === "string" && connectionMessages.test(message)) return true;
     if (Array.isArray(errors) && errors.some(isConnectionError)) return true;
     current = (current as { cause?: unknown }).cause;
@@ -172,6 +189,9 @@ export function shortReason(error: unknown, secrets: readonly string[] = []): st
           ? code
           : String(error);
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("***");
-  reason = reason.replace(/\/\/[^/\s@]*@/g, "//***@").replace(/\s+/g, " ").replace(/\.$/, "");
+  reason = reason
+    .replace(/\/\/[^/\s@]*@/g, "//***@")
+    .replace(/\s+/g, " ")
+    .replace(/\.$/, "");
   return reason.length > 200 ? `${reason.slice(0, 197)}...` : reason;
 }

@@ -74,7 +74,15 @@ export function appendedEvents(sessionId: string, newEvents: readonly NewEvent[]
   if (!row || row.last_seq === null || newEvents.length === 0) return [];
   const first = row.last_seq - newEvents.length + 1;
   const at = row.appended_at.toISOString();
-  return newEvents.map((event, index) => ({ seq: first + index, sessionId, runId: event.runId, step: event.step, type: event.body.type, data: event.body, at }));
+  return newEvents.map((event, index) => ({
+    seq: first + index,
+    sessionId,
+    runId: event.runId,
+    step: event.step,
+    type: event.body.type,
+    data: event.body,
+    at,
+  }));
 }
 
 /** One event row as read back. */
@@ -88,7 +96,6 @@ interface EventRow {
   created_at: Date | string;
 }
 
-
 /**
  * appendEvents
  * Guard: none; the caller's transaction (or a fenced statement) decides whether the events belong.
@@ -100,7 +107,12 @@ const append = statement<AppendedRow>(
   `with ${appendEventsText({ sessionId: "$1", tenantId: "$2", payload: "$3" })} select ${appendedColumns}`,
 );
 
-export async function appendEvents(on: Queryable, tenantId: string, sessionId: string, newEvents: readonly NewEvent[]): Promise<SessionEvent[]> {
+export async function appendEvents(
+  on: Queryable,
+  tenantId: string,
+  sessionId: string,
+  newEvents: readonly NewEvent[],
+): Promise<SessionEvent[]> {
   if (newEvents.length === 0) return [];
   const [row] = await run(on, append, [sessionId, tenantId, eventPayload(newEvents)]);
   return appendedEvents(sessionId, newEvents, row);

@@ -30,7 +30,13 @@ const position = [messages.runOrdinal, messages.stepIndex, messages.part, messag
  * Guard: none (a read). Params: $1 session, $2 tenant, $3 last run ordinal, $4..$7 the position after which to read.
  * Result: messages after that position up to and including the run, oldest first.
  */
-const loadHistoryStatement = statement<{ content: HistoryMessage; run_ordinal: number; step_index: number; part: number; call_index: number }>(
+const loadHistoryStatement = statement<{
+  content: HistoryMessage;
+  run_ordinal: number;
+  step_index: number;
+  part: number;
+  call_index: number;
+}>(
   "load_history",
   `select ${col(messages.content)} as content, ${col(messages.runOrdinal)} as run_ordinal, ${col(messages.stepIndex)} as step_index,
           ${col(messages.part)} as part, ${col(messages.callIndex)} as call_index
@@ -48,9 +54,22 @@ export async function loadHistory(
   upToRunOrdinal: number,
   after: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
 ): Promise<HistoryEntry[]> {
-  const rows = await run(on, loadHistoryStatement, [sessionId, tenantId, upToRunOrdinal, after.runOrdinal, after.stepIndex, after.part, after.callIndex]);
+  const rows = await run(on, loadHistoryStatement, [
+    sessionId,
+    tenantId,
+    upToRunOrdinal,
+    after.runOrdinal,
+    after.stepIndex,
+    after.part,
+    after.callIndex,
+  ]);
   return rows.map((row) => ({
     message: row.content,
-    position: { runOrdinal: row.run_ordinal, stepIndex: row.step_index, part: row.part as MessagePosition["part"], callIndex: row.call_index },
+    position: {
+      runOrdinal: row.run_ordinal,
+      stepIndex: row.step_index,
+      part: row.part as MessagePosition["part"],
+      callIndex: row.call_index,
+    },
   }));
 }

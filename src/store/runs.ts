@@ -60,7 +60,9 @@ const M = {
  * position, and the tenant's and project's approval policies (the step's commit judges its calls
  * by them to start the batch's first group with its claim): all in one round trip.
  */
-const claimStepStatement = statement<RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy }>(
+const claimStepStatement = statement<
+  RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy }
+>(
   "claim_step",
   `with ${claimCte}
    select c.*, t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt",
@@ -113,15 +115,13 @@ const claimBatchStatement = statement<
        and not exists (select 1 from ${tbl(toolCalls)} r where r.${col(toolCalls.stepId)} = s.id and r.${col(toolCalls.status)} = 'running' and r.${col(toolCalls.childRunId)} is null)
      returning tc.${col(toolCalls.id)} as id, tc.${col(toolCalls.callId)} as call_id, tc.${col(toolCalls.callIndex)} as call_index
    ),
-   ${appendEventsText(
-     {
-       sessionId: `(select "sessionId" from claimed)`,
-       tenantId: `(select "tenantId" from claimed)`,
-       // The body of \`tool_update { status: "running" }\` (src/core/events.ts), as markCallsRunning writes it.
-       payload: `(select coalesce(jsonb_agg(jsonb_build_object('runId', $1::text, 'stepIndex', $5::int, 'attempt', (select attempt from step_row), 'type', 'tool_update',
+   ${appendEventsText({
+     sessionId: `(select "sessionId" from claimed)`,
+     tenantId: `(select "tenantId" from claimed)`,
+     // The body of \`tool_update { status: "running" }\` (src/core/events.ts), as markCallsRunning writes it.
+     payload: `(select coalesce(jsonb_agg(jsonb_build_object('runId', $1::text, 'stepIndex', $5::int, 'attempt', (select attempt from step_row), 'type', 'tool_update',
                   'data', jsonb_build_object('type', 'tool_update', 'callId', st.call_id, 'status', 'running')) order by st.call_index), '[]'::jsonb) from started st)`,
-     },
-   )}
+   })}
    select c.*, ${appendedColumns}, (select coalesce(jsonb_agg(st.id), '[]'::jsonb) from started st) as "startedIds", s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
      coalesce((select jsonb_agg(to_jsonb(tc) order by tc.${col(toolCalls.callIndex)})
                from ${tbl(toolCalls)} tc where tc.${col(toolCalls.stepId)} = s.${col(steps.id)}), '[]'::jsonb) as calls,
@@ -202,13 +202,22 @@ function claimValues(request: ClaimRequest): unknown[] {
 
 export async function claimStep(on: Queryable, request: ClaimRequest & { historyAfter: MessagePosition }): Promise<Claim<StepClaim>> {
   const after = request.historyAfter;
-  const [row] = await run(on, claimStepStatement, [...claimValues(request), after.runOrdinal, after.stepIndex, after.part, after.callIndex]);
+  const [row] = await run(on, claimStepStatement, [
+    ...claimValues(request),
+    after.runOrdinal,
+    after.stepIndex,
+    after.part,
+    after.callIndex,
+  ]);
   if (!row) return explainMissedClaim(on, request);
   const { stepAttempt, history, tenantPolicy, projectPolicy, ...claimed } = row;
   return claimedOrGone(claimed, {
     attempt: stepAttempt + 1,
     policies: [tenantPolicy, projectPolicy],
-    history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({ message, position: { runOrdinal, stepIndex, part, callIndex } })),
+    history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({
+      message,
+      position: { runOrdinal, stepIndex, part, callIndex },
+    })),
   });
 }
 
@@ -222,11 +231,17 @@ export async function claimBatch(on: Queryable, request: ClaimRequest & { startP
   const rows = calls.map((json) => rowFromJson(toolCalls, json));
   const startedCalls = rows.filter((call) => started.has(call.id));
   const ref = { index: request.stepIndex, attempt };
-  const startEvents: NewEvent[] = startedCalls.map((call) => ({ runId: claimed.id, step: ref, body: { type: "tool_update", callId: call.callId, status: "running" } }));
+  const startEvents: NewEvent[] = startedCalls.map((call) => ({
+    runId: claimed.id,
+    step: ref,
+    body: { type: "tool_update", callId: call.callId, status: "running" },
+  }));
   return claimedOrGone(claimed, {
     stepAttempt: attempt,
     stepTools: stepTools ?? [],
-    calls: rows.map((call) => (started.has(call.id) ? { ...call, status: "running", execFence: claimed.fence, executedBy: request.owner } : call)),
+    calls: rows.map((call) =>
+      started.has(call.id) ? { ...call, status: "running", execFence: claimed.fence, executedBy: request.owner } : call,
+    ),
     startedIds: started,
     startedEvents: appendedEvents(claimed.sessionId, startEvents, { last_seq, appended_at }),
     policies: [tenantPolicy, projectPolicy],
@@ -239,7 +254,10 @@ function claimedOrGone<Extra>(row: RunRow, extra: Extra): Claim<Extra> {
   return { kind: "claimed", run: { ...row, ordinal: row.ordinal }, extra };
 }
 
-async function explainMissedClaim(on: Queryable, request: ClaimRequest): Promise<{ kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string }> {
+async function explainMissedClaim(
+  on: Queryable,
+  request: ClaimRequest,
+): Promise<{ kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string }> {
   const [state] = await run(on, claimStateStatement, [request.runId]);
   if (!state) return { kind: "gone", reason: "run does not exist" };
   if (!(claimableRunStatuses as readonly string[]).includes(state.status)) return { kind: "gone", reason: `run is ${state.status}` };
@@ -286,7 +304,8 @@ export async function addActivatedTools(on: Queryable, held: { id: string; fence
   await run(on, addActivatedToolsStatement, [held.id, held.fence, JSON.stringify(names)]);
 }
 
-const fenced = (runRow: { id: string; fence: number }) => and(eq(runs.id, runRow.id), eq(runs.fence, runRow.fence), eq(runs.status, "running"));
+const fenced = (runRow: { id: string; fence: number }) =>
+  and(eq(runs.id, runRow.id), eq(runs.fence, runRow.fence), eq(runs.status, "running"));
 
 /**
  * Locks the run a job holds, for a transaction that reads and then writes its calls.
@@ -322,7 +341,11 @@ export async function releaseForRetry(tx: Database, held: { id: string; fence: n
  * Guard: fence, running, and `status` reachable from running. Result: whether it parked.
  * The run waits with no job and no lease: for a decision (`awaiting_approval`, D6) or for sub-agents (`running`, A1).
  */
-export async function parkRun(tx: Database, held: { id: string; fence: number }, status: "awaiting_approval" | "running"): Promise<boolean> {
+export async function parkRun(
+  tx: Database,
+  held: { id: string; fence: number },
+  status: "awaiting_approval" | "running",
+): Promise<boolean> {
   if (status !== "running" && !runStatusesLeadingTo(status).includes("running")) throw new Error(`a running run cannot become ${status}`);
   const parked = await tx
     .update(runs)
@@ -336,7 +359,11 @@ export async function parkRun(tx: Database, held: { id: string; fence: number },
  * moveToNextStep
  * Guard: fence, running, and the run still on the batch this job claimed (`next_job`). Result: whether it moved.
  */
-export async function moveToNextStep(tx: Database, held: { id: string; fence: number; nextJob: NextJob | null }, nextIndex: number): Promise<NextJob | undefined> {
+export async function moveToNextStep(
+  tx: Database,
+  held: { id: string; fence: number; nextJob: NextJob | null },
+  nextIndex: number,
+): Promise<NextJob | undefined> {
   const next: NextJob = { kind: "step", stepIndex: nextIndex };
   const moved = await tx
     .update(runs)
@@ -351,13 +378,23 @@ export async function moveToNextStep(tx: Database, held: { id: string; fence: nu
  * Guard: no job, and a status from which `running` is reached or `running` itself (parked on sub-agents).
  * Result: the batch job to dispatch, or undefined when the run was not parked.
  */
-export async function resumeParkedRun(tx: Database, parked: { id: string; fence: number }, stepIndex: number): Promise<NextJob | undefined> {
+export async function resumeParkedRun(
+  tx: Database,
+  parked: { id: string; fence: number },
+  stepIndex: number,
+): Promise<NextJob | undefined> {
   // The fence names the parked attempt, so each resume gets a job id of its own.
   const next: NextJob = { kind: "batch", stepIndex, resume: parked.fence };
   const [resumed] = await tx
     .update(runs)
     .set({ status: "running", nextJob: next, redispatches: 0, updatedAt: sql`now()` })
-    .where(and(eq(runs.id, parked.id), inArray(runs.status, ["running", ...runStatusesLeadingTo("running").filter((s) => s !== "queued")]), isNull(runs.nextJob)))
+    .where(
+      and(
+        eq(runs.id, parked.id),
+        inArray(runs.status, ["running", ...runStatusesLeadingTo("running").filter((s) => s !== "queued")]),
+        isNull(runs.nextJob),
+      ),
+    )
     .returning({ id: runs.id });
   return resumed ? next : undefined;
 }
@@ -367,11 +404,16 @@ export async function resumeParkedRun(tx: Database, parked: { id: string; fence:
  * Guard: the run still needs the same job and nobody redispatched it since it was read.
  * Result: the new redispatch count (the job's id changes with it), or undefined.
  */
-export async function redispatchLostJob(tx: Database, lost: { id: string; nextJob: NextJob; redispatches: number }): Promise<number | undefined> {
+export async function redispatchLostJob(
+  tx: Database,
+  lost: { id: string; nextJob: NextJob; redispatches: number },
+): Promise<number | undefined> {
   const [updated] = await tx
     .update(runs)
     .set({ redispatches: sql`${runs.redispatches} + 1`, updatedAt: sql`now()` })
-    .where(and(eq(runs.id, lost.id), eq(runs.redispatches, lost.redispatches), sql`${runs.nextJob} = ${JSON.stringify(lost.nextJob)}::jsonb`))
+    .where(
+      and(eq(runs.id, lost.id), eq(runs.redispatches, lost.redispatches), sql`${runs.nextJob} = ${JSON.stringify(lost.nextJob)}::jsonb`),
+    )
     .returning({ redispatches: runs.redispatches });
   return updated?.redispatches;
 }
@@ -411,7 +453,10 @@ export async function insertRun(
   tx: Database,
   values: { tenantId: string; sessionId: string; input: string; onInterrupted?: RunRow["onInterrupted"] },
 ): Promise<RunRow> {
-  const [row] = await tx.insert(runs).values({ id: newId("run"), ...values, status: "queued" }).returning();
+  const [row] = await tx
+    .insert(runs)
+    .values({ id: newId("run"), ...values, status: "queued" })
+    .returning();
   if (!row) throw new Error("run insert returned nothing");
   return row;
 }
@@ -467,7 +512,9 @@ export async function releaseSessionSlot(tx: Database, sessionId: string, runId:
  * Their leases end now, so the next claim takes them at once; the fence still refuses any late
  * commit of the old owner (D4). Used when the worker is found dead (D9).
  */
-const releaseRunsOfWorkerStatement = statement<Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status" | "nextJob">>(
+const releaseRunsOfWorkerStatement = statement<
+  Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status" | "nextJob">
+>(
   "release_runs_of_worker",
   `update ${tbl(runs)} set ${R.leaseUntil} = now(), ${R.updatedAt} = now()
    where ${R.status} in (${literals(claimableRunStatuses)}) and left(${R.leaseOwner}, length($1) + 1) = $1 || '/'
@@ -502,7 +549,9 @@ export async function countInterruption(on: Queryable, held: { id: string; fence
  * Result: runs that need a job, hold no live lease and have not moved for the grace time,
  * oldest first: what the sweeper asks BullMQ about (X4).
  */
-const lostJobCandidatesStatement = statement<Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status"> & { nextJob: NextJob }>(
+const lostJobCandidatesStatement = statement<
+  Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status"> & { nextJob: NextJob }
+>(
   "lost_job_candidates",
   `select ${R.id} as "id", ${col(runs.tenantId)} as "tenantId", ${R.sessionId} as "sessionId", ${col(runs.ordinal)} as "ordinal",
           ${R.nextJob} as "nextJob", ${col(runs.redispatches)} as "redispatches", ${R.status} as "status"
@@ -534,8 +583,15 @@ const gateRulesStatement = statement<{ tenantPolicy: ApprovalPolicy; projectPoli
    where p.${col(projects.id)} = $1`,
 );
 
-export async function gateRules(on: Queryable, projectId: string, callIds: readonly string[]): Promise<{ policies: ApprovalPolicy[]; decided: Map<string, StoredApproval> }> {
+export async function gateRules(
+  on: Queryable,
+  projectId: string,
+  callIds: readonly string[],
+): Promise<{ policies: ApprovalPolicy[]; decided: Map<string, StoredApproval> }> {
   const [row] = await run(on, gateRulesStatement, [projectId, callIds]);
   if (!row) throw new Error(`project ${projectId} vanished`);
-  return { policies: [row.tenantPolicy, row.projectPolicy], decided: new Map(row.decided.map((approval) => [approval.toolCallId, approval])) };
+  return {
+    policies: [row.tenantPolicy, row.projectPolicy],
+    decided: new Map(row.decided.map((approval) => [approval.toolCallId, approval])),
+  };
 }

@@ -81,7 +81,11 @@ const fieldsOfTables = new WeakMap<Table, Array<{ field: string; name: string; i
 function jsonFields(table: Table): Array<{ field: string; name: string; isDate: boolean }> {
   let fields = fieldsOfTables.get(table);
   if (!fields) {
-    fields = Object.entries(getTableColumns(table)).map(([field, column]) => ({ field, name: column.name, isDate: column.dataType === "date" }));
+    fields = Object.entries(getTableColumns(table)).map(([field, column]) => ({
+      field,
+      name: column.name,
+      isDate: column.dataType === "date",
+    }));
     fieldsOfTables.set(table, fields);
   }
   return fields;

@@ -89,7 +89,12 @@ const appendStepEventsStatement = statement<AppendedRow>(
   `with ${appendEventsText({ sessionId: "$3", tenantId: "$4", payload: "$5" }, heldRun)} select ${appendedColumns}`,
 );
 
-export async function appendStepEvents(on: Queryable, held: ClaimedRun, ref: StepRef, bodies: readonly EventBody[]): Promise<SessionEvent[] | null> {
+export async function appendStepEvents(
+  on: Queryable,
+  held: ClaimedRun,
+  ref: StepRef,
+  bodies: readonly EventBody[],
+): Promise<SessionEvent[] | null> {
   const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
   const [row] = await run(on, appendStepEventsStatement, [held.id, held.fence, held.sessionId, held.tenantId, eventPayload(events)]);
   return row?.last_seq === null || !row ? null : appendedEvents(held.sessionId, events, row);
@@ -104,7 +109,12 @@ export interface StepAttempt {
 }
 
 /** Answers the events appended, or null when the fence was lost. */
-export async function startStep(on: Queryable, held: ClaimedRun, step: StepAttempt, bodies: readonly EventBody[]): Promise<SessionEvent[] | null> {
+export async function startStep(
+  on: Queryable,
+  held: ClaimedRun,
+  step: StepAttempt,
+  bodies: readonly EventBody[],
+): Promise<SessionEvent[] | null> {
   const ref: StepRef = { index: step.index, attempt: step.attempt };
   const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
   const [row] = await run(on, startStepStatement, [
@@ -232,8 +242,19 @@ export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAtte
  * commits no answer: its last attempt failed (`failed`), or it is asked again (`completed`,
  * `empty_asked_again`), so the next claim counts one attempt more.
  */
-export async function endStepAttempt(tx: Database, held: ClaimedRun, step: StepAttempt, ending: { status: "failed" } | { status: "completed"; finishReason: string }): Promise<void> {
-  const values = { status: ending.status, finishReason: ending.status === "completed" ? ending.finishReason : null, endedAt: sql`now()`, attempt: step.attempt, tools: step.tools };
+export async function endStepAttempt(
+  tx: Database,
+  held: ClaimedRun,
+  step: StepAttempt,
+  ending: { status: "failed" } | { status: "completed"; finishReason: string },
+): Promise<void> {
+  const values = {
+    status: ending.status,
+    finishReason: ending.status === "completed" ? ending.finishReason : null,
+    endedAt: sql`now()`,
+    attempt: step.attempt,
+    tools: step.tools,
+  };
   await tx
     .insert(steps)
     .values({ id: newId("stp"), tenantId: held.tenantId, runId: held.id, index: step.index, ...values })
@@ -245,7 +266,10 @@ export async function endStepAttempt(tx: Database, held: ClaimedRun, step: StepA
  * Guard: the step is still `streaming` (locked). Result: the text its attempt streamed so far, or
  * undefined when no step of the run was streaming. The step ends as `completed` with reason `cancelled`.
  */
-export async function closeStreamingStep(tx: Database, cut: { id: string; sessionId: string; stepIndex: number }): Promise<{ index: number; text: string } | undefined> {
+export async function closeStreamingStep(
+  tx: Database,
+  cut: { id: string; sessionId: string; stepIndex: number },
+): Promise<{ index: number; text: string } | undefined> {
   const [step] = await tx
     .select()
     .from(steps)

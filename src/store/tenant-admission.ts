@@ -45,7 +45,9 @@ export async function countWaitingRuns(tx: Database, tenantId: string): Promise<
 
 /** Makes a run its session's active run without admitting it: it waits for a slot of its tenant. */
 export async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "sessionId">): Promise<void> {
-  await tx.execute(sql`update ${sessions} set ${sql.identifier(sessions.activeRunId.name)} = ${run.id} where ${sessions.id} = ${run.sessionId}`);
+  await tx.execute(
+    sql`update ${sessions} set ${sql.identifier(sessions.activeRunId.name)} = ${run.id} where ${sessions.id} = ${run.sessionId}`,
+  );
 }
 
 /**

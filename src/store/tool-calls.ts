@@ -31,7 +31,18 @@ const C = {
   endedAt: col(toolCalls.endedAt),
 };
 const R = { id: col(runs.id), fence: col(runs.fence), status: col(runs.status), nextJob: col(runs.nextJob) };
-const M = [messages.id, messages.tenantId, messages.sessionId, messages.runId, messages.runOrdinal, messages.stepIndex, messages.part, messages.callIndex, messages.role, messages.content]
+const M = [
+  messages.id,
+  messages.tenantId,
+  messages.sessionId,
+  messages.runId,
+  messages.runOrdinal,
+  messages.stepIndex,
+  messages.part,
+  messages.callIndex,
+  messages.role,
+  messages.content,
+]
   .map(col)
   .join(", ");
 const F = {
@@ -84,8 +95,20 @@ export async function markCallsRunning(
   owner: string,
   stepRef: StepRef,
 ): Promise<SessionEvent[] | null> {
-  const events: NewEvent[] = calls.map((call) => ({ runId: held.id, step: stepRef, body: { type: "tool_update", callId: call.callId, status: "running" } }));
-  const [row] = await run(on, markRunningStatement, [calls.map((call) => call.id), held.fence, owner, held.id, held.sessionId, held.tenantId, eventPayload(events)]);
+  const events: NewEvent[] = calls.map((call) => ({
+    runId: held.id,
+    step: stepRef,
+    body: { type: "tool_update", callId: call.callId, status: "running" },
+  }));
+  const [row] = await run(on, markRunningStatement, [
+    calls.map((call) => call.id),
+    held.fence,
+    owner,
+    held.id,
+    held.sessionId,
+    held.tenantId,
+    eventPayload(events),
+  ]);
   if (!row || row.marked !== calls.length) return null;
   return appendedEvents(held.sessionId, events, row);
 }
@@ -199,7 +222,12 @@ export async function lockOpenCalls(tx: Database, runId: string): Promise<CallRo
 }
 
 /** The open calls of one batch, in model order. */
-export async function openCallsOfBatch(tx: Database, runId: string, stepIndex: number, statuses: readonly CallRow["status"][] = openToolCallStatuses): Promise<CallRow[]> {
+export async function openCallsOfBatch(
+  tx: Database,
+  runId: string,
+  stepIndex: number,
+  statuses: readonly CallRow["status"][] = openToolCallStatuses,
+): Promise<CallRow[]> {
   return tx
     .select()
     .from(toolCalls)
@@ -212,7 +240,11 @@ export async function openCallsOfBatch(tx: Database, runId: string, stepIndex: n
  * Guard: the call is `queued` (the statuses leading to `awaiting_approval`). Result: whether it moved;
  * its approval row is written in the same transaction (X3).
  */
-export async function askApproval(tx: Database, callId: string, approval: Omit<typeof approvals.$inferInsert, "toolCallId" | "status">): Promise<boolean> {
+export async function askApproval(
+  tx: Database,
+  callId: string,
+  approval: Omit<typeof approvals.$inferInsert, "toolCallId" | "status">,
+): Promise<boolean> {
   const [moved] = await tx
     .update(toolCalls)
     .set({ status: "awaiting_approval" })
@@ -252,7 +284,10 @@ export async function linkChildRun(tx: Database, callId: string, execFence: numb
 
 /** The running call a sub-agent run answers, if it still waits for it (A1). */
 export async function callWaitingForChild(tx: Database, childRunId: string): Promise<CallRow | undefined> {
-  const [call] = await tx.select().from(toolCalls).where(and(eq(toolCalls.childRunId, childRunId), eq(toolCalls.status, "running")));
+  const [call] = await tx
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.childRunId, childRunId), eq(toolCalls.status, "running")));
   return call;
 }
 
@@ -295,6 +330,10 @@ export async function appendCallProgress(
 
 /** The call an approval is about, locked, if it still waits for the decision. */
 export async function callAwaitingDecision(tx: Database, callId: string): Promise<CallRow | undefined> {
-  const [call] = await tx.select().from(toolCalls).where(and(eq(toolCalls.id, callId), eq(toolCalls.status, "awaiting_approval"))).for("update");
+  const [call] = await tx
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.id, callId), eq(toolCalls.status, "awaiting_approval")))
+    .for("update");
   return call;
 }

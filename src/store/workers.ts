@@ -72,7 +72,12 @@ const claimLostWorkersStatement = statement<{ id: string; silentMs: number }>(
    returning w.${W.id} as "id", (extract(epoch from now() - w.${W.lastSeenAt}) * 1000)::float8 as "silentMs"`,
 );
 
-export function claimLostWorkers(on: Queryable, silentForMs: number, self: string, limit = 20): Promise<Array<{ id: string; silentMs: number }>> {
+export function claimLostWorkers(
+  on: Queryable,
+  silentForMs: number,
+  self: string,
+  limit = 20,
+): Promise<Array<{ id: string; silentMs: number }>> {
   return run(on, claimLostWorkersStatement, [silentForMs / 1000, self, limit]);
 }
 

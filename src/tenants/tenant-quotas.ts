@@ -25,7 +25,9 @@ export interface TenantQuotas {
   toolCalls: number;
 }
 
-export const quotaNames = ["activeRuns", "queuedRuns", "tokensPerDay", "storageBytes", "toolCalls"] as const satisfies ReadonlyArray<keyof TenantQuotas>;
+export const quotaNames = ["activeRuns", "queuedRuns", "tokensPerDay", "storageBytes", "toolCalls"] as const satisfies ReadonlyArray<
+  keyof TenantQuotas
+>;
 
 export function mergeQuotas(defaults: TenantQuotas, overrides: Readonly<Partial<TenantQuotas>>): TenantQuotas {
   const merged = { ...defaults };

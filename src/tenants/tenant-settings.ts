@@ -25,7 +25,12 @@ export interface TenantSettings {
 type TenantRow = typeof tenants.$inferSelect;
 
 export function tenantSettingsOf(row: Pick<TenantRow, "toolUidSlot" | "fullAccess" | "toolLimits" | "quotas">): TenantSettings {
-  return Object.freeze({ toolUidSlot: row.toolUidSlot, fullAccess: row.fullAccess, limits: Object.freeze({ ...row.toolLimits }), quotas: Object.freeze({ ...row.quotas }) });
+  return Object.freeze({
+    toolUidSlot: row.toolUidSlot,
+    fullAccess: row.fullAccess,
+    limits: Object.freeze({ ...row.toolLimits }),
+    quotas: Object.freeze({ ...row.quotas }),
+  });
 }
 
 /** The tenant's settings as they are now, or undefined for no such tenant. */

@@ -15,5 +15,19 @@ import { writeTool } from "./builtin/write-tool.js";
 
 /** `agents: false` leaves out the sub-agent tool (A1). */
 export function builtinTools(options: { webFetchAllowPrivate: boolean; agents?: boolean }): AnyTool[] {
-  return [...(options.agents === false ? [] : [agentTool]), bashTool, ...commandTools, deleteTool, editTool, grepTool, historyReadTool, listTool, readTool, toolSearchTool, updateTasksTool, createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }), writeTool];
+  return [
+    ...(options.agents === false ? [] : [agentTool]),
+    bashTool,
+    ...commandTools,
+    deleteTool,
+    editTool,
+    grepTool,
+    historyReadTool,
+    listTool,
+    readTool,
+    toolSearchTool,
+    updateTasksTool,
+    createWebFetchTool({ allowPrivate: options.webFetchAllowPrivate }),
+    writeTool,
+  ];
 }

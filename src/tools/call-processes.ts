@@ -18,7 +18,11 @@ export interface CallProcesses {
    * with `summarizeChanges` (a background command, which cannot be layered)
    * the workspace's manifest is taken now, to summarize its changes at the end.
    */
-  prepare(command: string, output: { headBytes: number; tailBytes: number }, how?: { recordChanges?: boolean; summarizeChanges?: boolean }): Promise<PreparedShell | ProcessRefusal>;
+  prepare(
+    command: string,
+    output: { headBytes: number; tailBytes: number },
+    how?: { recordChanges?: boolean; summarizeChanges?: boolean },
+  ): Promise<PreparedShell | ProcessRefusal>;
   /** The limits the processes run under, for messages and for capping a call's own timeout. */
   limits: ProcessLimits;
 }

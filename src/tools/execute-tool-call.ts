@@ -109,12 +109,19 @@ function storableResult(result: ToolResult): ToolResult {
     // Binary parts keep their bytes here: the batch job stores them as artifacts before the commit (I1).
     content: result.content.map((part) => {
       if (part.type === "text") return { ...part, text: storableText(part.text) };
-      if ((part.type === "binary" || part.type === "artifact") && typeof part.name === "string") return { ...part, name: storableText(part.name) };
+      if ((part.type === "binary" || part.type === "artifact") && typeof part.name === "string")
+        return { ...part, name: storableText(part.name) };
       return part;
     }),
     ...(result.displayDiff !== undefined ? { displayDiff: storableText(result.displayDiff) } : {}),
     ...(result.fileChanges
-      ? { fileChanges: result.fileChanges.map((change) => ({ ...change, path: storableText(change.path), diff: storableText(change.diff) })) }
+      ? {
+          fileChanges: result.fileChanges.map((change) => ({
+            ...change,
+            path: storableText(change.path),
+            diff: storableText(change.diff),
+          })),
+        }
       : {}),
   };
 }

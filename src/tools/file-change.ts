@@ -21,13 +21,15 @@ const maxDiffBytes = 1024 * 1024;
 
 export function displayDiff(path: string, before: FileSnapshot, after: FileSnapshot): string {
   if (before.kind === "digest" || after.kind === "digest") {
-    const size = (snapshot: FileSnapshot) => (snapshot.kind === "absent" ? 0 : snapshot.kind === "digest" ? snapshot.size : snapshot.content.length);
+    const size = (snapshot: FileSnapshot) =>
+      snapshot.kind === "absent" ? 0 : snapshot.kind === "digest" ? snapshot.size : snapshot.content.length;
     return `File ${path} changed (${size(before)} → ${size(after)} bytes); too large to keep: no diff, and this change cannot be reverted\n`;
   }
   const old = before.kind === "file" ? before.content : Buffer.alloc(0);
   const next = after.kind === "file" ? after.content : Buffer.alloc(0);
   if (old.includes(0) || next.includes(0)) return `Binary file ${path} changed (${old.length} → ${next.length} bytes)\n`;
-  if (old.length + next.length > maxDiffBytes) return `File ${path} changed (${old.length} → ${next.length} bytes); too large to show a diff\n`;
+  if (old.length + next.length > maxDiffBytes)
+    return `File ${path} changed (${old.length} → ${next.length} bytes); too large to show a diff\n`;
   return createTwoFilesPatch(
     before.kind === "file" ? `a/${path}` : "/dev/null",
     after.kind === "file" ? `b/${path}` : "/dev/null",

@@ -6,7 +6,10 @@ import { RE2JS } from "re2js";
  * renewals of every job the worker holds. RE2 has no backreferences and no lookaround; such
  * a pattern is refused with a message saying so.
  */
-export function compileLinePattern(pattern: string, ignoreCase: boolean): { ok: true; test(line: string): boolean } | { ok: false; message: string } {
+export function compileLinePattern(
+  pattern: string,
+  ignoreCase: boolean,
+): { ok: true; test(line: string): boolean } | { ok: false; message: string } {
   try {
     const compiled = RE2JS.compile(pattern, ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
     return { ok: true, test: (line) => compiled.test(line) };

@@ -55,7 +55,10 @@ export function buildToolSearchIndex(tools: readonly SearchableTool[]): ToolSear
   documents.forEach((doc, index) => {
     for (const [token, frequency] of doc.frequencies) {
       let list = postings.get(token);
-      if (!list) postings.set(token, (list = []));
+      if (!list) {
+        list = [];
+        postings.set(token, list);
+      }
       list.push({ doc: index, frequency });
     }
   });

@@ -43,7 +43,13 @@ export async function processWebhookJob(context: WebhookJobContext, job: Job<Web
     signal: context.shutdown,
   });
   const lastJobAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  const recorded = await recordAttempt(db, { deliveryId: delivery.id, outcome, startedAt, maxAttempts: config.webhookAttempts, lastJobAttempt });
+  const recorded = await recordAttempt(db, {
+    deliveryId: delivery.id,
+    outcome,
+    startedAt,
+    maxAttempts: config.webhookAttempts,
+    lastJobAttempt,
+  });
   if (!recorded) return "not_pending";
   if (recorded.status === "delivered") return "delivered";
   const reason = `webhook attempt ${recorded.attempt} failed: ${outcome.statusCode !== null ? `HTTP ${outcome.statusCode}` : outcome.error}`;

@@ -72,7 +72,10 @@ export async function sendWebhook(request: WebhookRequest): Promise<SendOutcome>
 
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   signal.throwIfAborted();
-  return Promise.race([work, new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }))]);
+  return Promise.race([
+    work,
+    new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true })),
+  ]);
 }
 
 /** fetch reports network failures as "fetch failed" with the real reason in `cause`. */
@@ -98,5 +101,9 @@ async function readHead(response: Response, maxBytes: number): Promise<string> {
   } finally {
     await reader.cancel().catch(() => {});
   }
-  return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8").replace(/\uFFFD+$/, "").trim();
+  return Buffer.concat(chunks)
+    .subarray(0, maxBytes)
+    .toString("utf8")
+    .replace(/\uFFFD+$/, "")
+    .trim();
 }

@@ -42,7 +42,9 @@ export function createWebhookQueue(options: WebhookQueueOptions): WebhookQueue {
     queue,
     async enqueue(deliveryIds) {
       if (deliveryIds.length === 0) return;
-      await queue.addBulk(deliveryIds.map((deliveryId) => ({ name: "deliver", data: { deliveryId }, opts: { ...jobOptions, jobId: deliveryId } })));
+      await queue.addBulk(
+        deliveryIds.map((deliveryId) => ({ name: "deliver", data: { deliveryId }, opts: { ...jobOptions, jobId: deliveryId } })),
+      );
     },
     jobState(deliveryId) {
       return queue.getJobState(deliveryId);

@@ -11,7 +11,9 @@ export interface WebhookDelivery {
 }
 
 /** The worker side of SPEC S4: the outbox poller and the BullMQ worker that sends deliveries. */
-export async function startWebhookDelivery(services: Pick<Services, "config" | "db" | "redis" | "logger" | "metrics">): Promise<WebhookDelivery> {
+export async function startWebhookDelivery(
+  services: Pick<Services, "config" | "db" | "redis" | "logger" | "metrics">,
+): Promise<WebhookDelivery> {
   const { config, logger } = services;
   const db = services.db.db;
   const queue = createWebhookQueue({

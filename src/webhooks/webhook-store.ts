@@ -16,14 +16,24 @@ export async function createWebhook(
 ): Promise<WebhookRow> {
   const [row] = await db
     .insert(webhooks)
-    .values({ id: newId("whk"), tenantId: input.tenantId, url: input.url, eventTypes: input.eventTypes, secret: generateWebhookSecret(), description: input.description })
+    .values({
+      id: newId("whk"),
+      tenantId: input.tenantId,
+      url: input.url,
+      eventTypes: input.eventTypes,
+      secret: generateWebhookSecret(),
+      description: input.description,
+    })
     .returning();
   if (!row) throw new Error("webhook insert returned nothing");
   return row;
 }
 
 export async function findWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
-  const [row] = await db.select().from(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.tenantId, tenantId)));
+  const [row] = await db
+    .select()
+    .from(webhooks)
+    .where(and(eq(webhooks.id, id), eq(webhooks.tenantId, tenantId)));
   return row ?? null;
 }
 
@@ -69,7 +79,12 @@ export async function listDeliveries(db: Database, webhookId: string, limit: num
   const attempts = await db
     .select()
     .from(webhookAttempts)
-    .where(inArray(webhookAttempts.deliveryId, deliveries.map((d) => d.id)))
+    .where(
+      inArray(
+        webhookAttempts.deliveryId,
+        deliveries.map((d) => d.id),
+      ),
+    )
     .orderBy(asc(webhookAttempts.attempt), asc(webhookAttempts.createdAt));
   const byDelivery = new Map<string, WebhookAttemptRow[]>();
   for (const attempt of attempts) {
@@ -79,4 +94,3 @@ export async function listDeliveries(db: Database, webhookId: string, limit: num
   }
   return deliveries.map((delivery) => ({ delivery, attempts: byDelivery.get(delivery.id) ?? [] }));
 }
-

@@ -17,7 +17,13 @@ import type { CallProcesses } from "../tools/call-processes.js";
  * `code: "sandbox_unavailable"`.
  */
 export interface BackgroundCommands {
-  start(input: { tenantId: string; sessionId: string; runId: string; command: string; processes: CallProcesses }): Promise<{ id: string } | { error: string; code?: string }>;
+  start(input: {
+    tenantId: string;
+    sessionId: string;
+    runId: string;
+    command: string;
+    processes: CallProcesses;
+  }): Promise<{ id: string } | { error: string; code?: string }>;
   /** Kills the command if this worker owns it; answers whether it did. */
   cancel(commandId: string): boolean;
   /** How many commands this worker runs now (its liveness record shows it, D9). */
@@ -56,22 +62,34 @@ export function startBackgroundCommands(options: {
     command.dirty = false;
     await db
       .update(commands)
-      .set({ output: storableText(command.output.render()), outputBytes: command.output.bytes, outputLines: command.output.lines, leaseUntil: lease })
+      .set({
+        output: storableText(command.output.render()),
+        outputBytes: command.output.bytes,
+        outputLines: command.output.lines,
+        leaseUntil: lease,
+      })
       .where(and(eq(commands.id, command.id), eq(commands.ownerWorker, workerId), eq(commands.status, "running")));
   };
-  const timer = setInterval(() => {
-    const ids = [...live.keys()];
-    if (ids.length === 0) return;
-    Promise.all([
-      ...[...live.values()].filter((command) => command.dirty).map(flush),
-      db.update(commands).set({ leaseUntil: lease }).where(and(inArray(commands.id, ids), eq(commands.ownerWorker, workerId), eq(commands.status, "running"))),
-    ]).catch(options.onError);
-  }, Math.min(flushIntervalMs, Math.floor(leaseMs / 3)));
+  const timer = setInterval(
+    () => {
+      const ids = [...live.keys()];
+      if (ids.length === 0) return;
+      Promise.all([
+        ...[...live.values()].filter((command) => command.dirty).map(flush),
+        db
+          .update(commands)
+          .set({ leaseUntil: lease })
+          .where(and(inArray(commands.id, ids), eq(commands.ownerWorker, workerId), eq(commands.status, "running"))),
+      ]).catch(options.onError);
+    },
+    Math.min(flushIntervalMs, Math.floor(leaseMs / 3)),
+  );
   timer.unref();
 
   return {
     async start(input) {
-      if (live.size >= maxLive) return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
+      if (live.size >= maxLive)
+        return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
       const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true });
       if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
       const id = newId("cmd");
@@ -79,9 +97,11 @@ export function startBackgroundCommands(options: {
       // Counted and recorded under the tenant's lock, so racing starts on any worker never pass the cap together.
       const recorded = await db.transaction(async (tx) => {
         await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:commands:${input.tenantId}`}))`);
-        const [running] = await tx.execute<{ count: number }>(sql`
+        const [running] = await tx
+          .execute<{ count: number }>(sql`
           select count(*)::int as count from ${commands} where ${commands.tenantId} = ${input.tenantId} and ${commands.status} = 'running'
-        `).then((result) => result.rows);
+        `)
+          .then((result) => result.rows);
         if ((running?.count ?? 0) >= allowed) return false;
         await tx.insert(commands).values({
           id,
@@ -95,7 +115,11 @@ export function startBackgroundCommands(options: {
         });
         return true;
       });
-      if (!recorded) return { error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`, code: "too_many_commands" };
+      if (!recorded)
+        return {
+          error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`,
+          code: "too_many_commands",
+        };
       const { ended, output, onOutput, killGroup } = prepared.start();
       const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
       // A command lives at most the tenant's lifetime limit; then it is killed and says why.
@@ -114,10 +138,21 @@ export function startBackgroundCommands(options: {
         // The sandbox failing to start is the command's outcome: say why in its output.
         if (end.kind === "sandbox_failed") output.write(Buffer.from(`\n${end.message}\n`));
         // What it changed, summarized at its end (SPEC X7); no tool result waits for this.
-        const summary = end.kind === "sandbox_failed" ? null : await prepared.changeSummary?.finish().catch((error: unknown) => `[what this command changed could not be summarized: ${(error as Error).message}]`);
+        const summary =
+          end.kind === "sandbox_failed"
+            ? null
+            : await prepared.changeSummary
+                ?.finish()
+                .catch((error: unknown) => `[what this command changed could not be summarized: ${(error as Error).message}]`);
         if (summary) output.write(Buffer.from(`\n${summary}\n`));
         // The truth, whatever happened meanwhile: a killed process is never "exit 0" (B2).
-        const status: CommandStatus = command.cancelled ? "cancelled" : end.kind === "signaled" ? "killed" : end.kind === "exited" && end.exitCode === 0 ? "exited" : "failed";
+        const status: CommandStatus = command.cancelled
+          ? "cancelled"
+          : end.kind === "signaled"
+            ? "killed"
+            : end.kind === "exited" && end.exitCode === 0
+              ? "exited"
+              : "failed";
         await db
           .update(commands)
           .set({
@@ -151,4 +186,3 @@ export function startBackgroundCommands(options: {
     },
   };
 }
-

@@ -25,7 +25,10 @@ export interface BatchToolEnvironment {
  * starts no process.
  */
 export async function batchToolEnvironment(
-  services: Pick<Services, "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership" | "metrics" | "tracing">,
+  services: Pick<
+    Services,
+    "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership" | "metrics" | "tracing"
+  >,
   input: { tenantId: string; approvalMode: ApprovalMode; workspacePath: string },
 ): Promise<BatchToolEnvironment> {
   const { config } = services;

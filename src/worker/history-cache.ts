@@ -18,7 +18,12 @@ export interface HistoryCache {
   /** The position after which a step of this session needs to read. */
   after(scope: { tenantId: string; sessionId: string }): MessagePosition;
   /** The whole history, given what the claim read after `after`. */
-  extend(on: Queryable, run: { tenantId: string; sessionId: string; ordinal: number }, after: MessagePosition, fresh: HistoryEntry[]): Promise<HistoryEntry[]>;
+  extend(
+    on: Queryable,
+    run: { tenantId: string; sessionId: string; ordinal: number },
+    after: MessagePosition,
+    fresh: HistoryEntry[],
+  ): Promise<HistoryEntry[]>;
 }
 
 interface Cached {

@@ -40,7 +40,11 @@ export async function observeJob<Data extends ObservedJobData>(
   // From the job's enqueue, less its first delay, to now; a job that delayed itself counts that wait too.
   metrics.jobWait.observe({ queue }, Math.max(0, Date.now() - job.timestamp - (job.opts.delay ?? 0)) / 1000);
   const parent = tracing.contextOf(job.data.trace);
-  return tracing.tracer.startActiveSpan(`${queue} job`, { kind: SpanKind.CONSUMER, attributes: jobAttributes(job, telemetry.workerId) }, parent, async (span) => {
+  return tracing.tracer.startActiveSpan(
+    `${queue} job`,
+    { kind: SpanKind.CONSUMER, attributes: jobAttributes(job, telemetry.workerId) },
+    parent,
+    async (span) => {
       const log = telemetry.logger.child({
         jobId: job.id,
         queue,
@@ -71,14 +75,18 @@ export async function observeJob<Data extends ObservedJobData>(
           span.recordException(error instanceof Error ? error : String(error));
           span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
           const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-          log[last ? "error" : "warn"]({ err: error, lastAttempt: last }, last ? "job failed on its last attempt" : "job attempt failed; BullMQ retries it");
+          log[last ? "error" : "warn"](
+            { err: error, lastAttempt: last },
+            last ? "job failed on its last attempt" : "job attempt failed; BullMQ retries it",
+          );
         }
         throw error;
       } finally {
         metrics.jobDuration.observe({ queue, outcome: outcomeLabel }, (performance.now() - started) / 1000);
         span.end();
       }
-    });
+    },
+  );
 }
 
 function jobAttributes(job: Job<ObservedJobData>, workerId: string) {

@@ -14,10 +14,13 @@ export interface LeaseKeeper {
 
 export function startLeaseKeeper(db: Queryable, leaseMs: number, onError: (error: unknown) => void): LeaseKeeper {
   const owners = new Set<string>();
-  const timer = setInterval(() => {
-    if (owners.size === 0) return;
-    renewLeases(db, [...owners], leaseMs).catch(onError);
-  }, Math.max(100, Math.floor(leaseMs / 3)));
+  const timer = setInterval(
+    () => {
+      if (owners.size === 0) return;
+      renewLeases(db, [...owners], leaseMs).catch(onError);
+    },
+    Math.max(100, Math.floor(leaseMs / 3)),
+  );
   timer.unref();
   return {
     hold: (owner) => void owners.add(owner),

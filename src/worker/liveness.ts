@@ -42,7 +42,10 @@ export async function startLiveness(options: LivenessOptions): Promise<Liveness>
       healthySince ??= Date.now();
       if (failing) options.onWarning("liveness record renewed again");
       failing = false;
-      if (wasLost) options.onWarning("this worker had been taken for dead (it stopped renewing its liveness record); its jobs of that time were taken over and cannot commit");
+      if (wasLost)
+        options.onWarning(
+          "this worker had been taken for dead (it stopped renewing its liveness record); its jobs of that time were taken over and cannot commit",
+        );
     } catch (error) {
       healthySince = undefined;
       if (!failing) options.onWarning("liveness record could not be renewed", error);
@@ -66,7 +69,8 @@ export async function startLiveness(options: LivenessOptions): Promise<Liveness>
       clearInterval(timer);
       await renewing;
       // A worker that could not drain says nothing: its record goes stale and its work is taken over.
-      if (drained) await stopWorker(pool, options.worker.id).catch((error: unknown) => options.onWarning("could not record the worker's stop", error));
+      if (drained)
+        await stopWorker(pool, options.worker.id).catch((error: unknown) => options.onWarning("could not record the worker's stop", error));
       await pool.end();
     },
   };

@@ -26,16 +26,20 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
   const shutdown = new AbortController();
   const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
   connection.on("error", (error) => logger.warn({ err: error }, "MCP request worker redis error"));
-  const worker = new Worker<McpRequestJobData>(mcpRequestQueueName, (job) => processMcpRequestJob({ services, replies, shutdown: shutdown.signal }, job), {
-    connection,
-    prefix: config.queuePrefix,
-    concurrency: config.mcpRequestConcurrency,
-    // A lock that outlives a busy moment: with a short lease (tests use 2 s) a worker starved of CPU
-    // lost a request it was serving, and the API answered no_worker. These requests are read-only and
-    // the API answers at its own deadline whatever happens, so a dead worker's request needs no quick takeover.
-    lockDuration: Math.max(config.leaseMs, mcpRequestLockFloorMs),
-    stalledInterval: config.stalledIntervalMs,
-  });
+  const worker = new Worker<McpRequestJobData>(
+    mcpRequestQueueName,
+    (job) => processMcpRequestJob({ services, replies, shutdown: shutdown.signal }, job),
+    {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency: config.mcpRequestConcurrency,
+      // A lock that outlives a busy moment: with a short lease (tests use 2 s) a worker starved of CPU
+      // lost a request it was serving, and the API answered no_worker. These requests are read-only and
+      // the API answers at its own deadline whatever happens, so a dead worker's request needs no quick takeover.
+      lockDuration: Math.max(config.leaseMs, mcpRequestLockFloorMs),
+      stalledInterval: config.stalledIntervalMs,
+    },
+  );
   worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "MCP request job failed"));
   worker.on("error", (error) => logger.warn({ err: error }, "MCP request worker error"));
   await worker.waitUntilReady();

@@ -35,12 +35,22 @@ export async function rollForwardLayers(services: Pick<Services, "callLayers" | 
       );
       if (result.records.length > 0) {
         await db.insert(fileChanges).values(
-          result.records.map((record) => ({ ...record, id: newId("fch"), tenantId: meta.tenantId, sessionId: meta.sessionId, runId: meta.runId, toolCallId: meta.toolCallId })),
+          result.records.map((record) => ({
+            ...record,
+            id: newId("fch"),
+            tenantId: meta.tenantId,
+            sessionId: meta.sessionId,
+            runId: meta.runId,
+            toolCallId: meta.toolCallId,
+          })),
         );
       }
       removeLayerNow(dir);
       settled++;
-      services.logger.warn({ toolCallId: meta.toolCallId, records: result.records.length, note: result.note }, "an interrupted command's changes were recorded and applied");
+      services.logger.warn(
+        { toolCallId: meta.toolCallId, records: result.records.length, note: result.note },
+        "an interrupted command's changes were recorded and applied",
+      );
     } catch (error) {
       services.logger.error({ err: error, dir }, "an interrupted command's layer could not be rolled forward; it is kept");
     }

@@ -12,7 +12,10 @@ export function createRunAborts(): RunAborts {
     register(runId) {
       const controller = new AbortController();
       let set = byRun.get(runId);
-      if (!set) byRun.set(runId, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        byRun.set(runId, set);
+      }
       set.add(controller);
       return controller;
     },

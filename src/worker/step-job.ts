@@ -46,7 +46,9 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const { pool } = services.db;
   const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
   const historyAfter = scope ? context.histories.after(scope) : historyOrigin;
-  const claim = await withRetry(() => claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.leaseMs, historyAfter }));
+  const claim = await withRetry(() =>
+    claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.leaseMs, historyAfter }),
+  );
   if (claim.kind === "busy") {
     await job.moveToDelayed(Date.now() + claim.retryInMs, token);
     throw new DelayedError();
@@ -94,60 +96,79 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     const stepSink = sink;
     const modelStarted = performance.now();
     let modelOutcome = "error";
-    await services.tracing.inSpan("model request", { "foya.provider_profile": provider.profile, "gen_ai.request.model": request.model }, async (span) => {
-      try {
-        for await (const part of provider.stream(request, controller.signal)) {
-          switch (part.type) {
-            // Whole strings are made storable once complete, so a pair split across deltas survives.
-            case "text-delta":
-              text += part.text;
-              stepSink.push({ type: "text_delta", text: storableText(part.text) });
-              break;
-            case "tool-call-start": {
-              const call = { callId: storableText(part.id), name: storableText(part.name), argumentsRaw: "" };
-              calls.set(part.index, call);
-              stepSink.push({ type: "tool_begin", callId: call.callId, name: call.name, callIndex: part.index, status: "queued" }, { urgent: true });
-              break;
-            }
-            case "tool-call-delta": {
-              const call = calls.get(part.index);
-              if (!call) throw new Error(`provider sent arguments for unknown call index ${part.index}`);
-              call.argumentsRaw += part.argumentsDelta;
-              stepSink.push({ type: "tool_update", callId: call.callId, argumentsDelta: storableText(part.argumentsDelta) });
-              break;
-            }
-            case "finish":
-              finish = {
-                reason: part.reason,
-                ...(part.stopReason !== undefined ? { stopReason: storableText(part.stopReason) } : {}),
-                ...(part.usage ? { usage: part.usage } : {}),
-              };
-              break;
-            default: {
-              const unreachable: never = part;
-              throw new Error(`unknown stream part ${JSON.stringify(unreachable)}`);
+    await services.tracing.inSpan(
+      "model request",
+      { "foya.provider_profile": provider.profile, "gen_ai.request.model": request.model },
+      async (span) => {
+        try {
+          for await (const part of provider.stream(request, controller.signal)) {
+            switch (part.type) {
+              // Whole strings are made storable once complete, so a pair split across deltas survives.
+              case "text-delta":
+                text += part.text;
+                stepSink.push({ type: "text_delta", text: storableText(part.text) });
+                break;
+              case "tool-call-start": {
+                const call = { callId: storableText(part.id), name: storableText(part.name), argumentsRaw: "" };
+                calls.set(part.index, call);
+                stepSink.push(
+                  { type: "tool_begin", callId: call.callId, name: call.name, callIndex: part.index, status: "queued" },
+                  { urgent: true },
+                );
+                break;
+              }
+              case "tool-call-delta": {
+                const call = calls.get(part.index);
+                if (!call) throw new Error(`provider sent arguments for unknown call index ${part.index}`);
+                call.argumentsRaw += part.argumentsDelta;
+                stepSink.push({ type: "tool_update", callId: call.callId, argumentsDelta: storableText(part.argumentsDelta) });
+                break;
+              }
+              case "finish":
+                finish = {
+                  reason: part.reason,
+                  ...(part.stopReason !== undefined ? { stopReason: storableText(part.stopReason) } : {}),
+                  ...(part.usage ? { usage: part.usage } : {}),
+                };
+                break;
+              default: {
+                const unreachable: never = part;
+                throw new Error(`unknown stream part ${JSON.stringify(unreachable)}`);
+              }
             }
           }
+          modelOutcome = "ok";
+          if (finish?.usage)
+            span.setAttributes({
+              "gen_ai.usage.input_tokens": finish.usage.inputTokens,
+              "gen_ai.usage.output_tokens": finish.usage.outputTokens,
+            });
+        } finally {
+          const profile = provider.profile;
+          services.metrics.modelRequestDuration.observe(
+            { profile, outcome: controller.signal.aborted ? "cancelled" : modelOutcome },
+            (performance.now() - modelStarted) / 1000,
+          );
+          if (finish?.usage) {
+            const tenant = services.metrics.tenantLabel(run.tenantId);
+            services.metrics.modelTokens.inc({ profile, kind: "input", tenant }, finish.usage.inputTokens);
+            services.metrics.modelTokens.inc({ profile, kind: "output", tenant }, finish.usage.outputTokens);
+          }
         }
-        modelOutcome = "ok";
-        if (finish?.usage) span.setAttributes({ "gen_ai.usage.input_tokens": finish.usage.inputTokens, "gen_ai.usage.output_tokens": finish.usage.outputTokens });
-      } finally {
-        const profile = provider.profile;
-        services.metrics.modelRequestDuration.observe({ profile, outcome: controller.signal.aborted ? "cancelled" : modelOutcome }, (performance.now() - modelStarted) / 1000);
-        if (finish?.usage) {
-          const tenant = services.metrics.tenantLabel(run.tenantId);
-          services.metrics.modelTokens.inc({ profile, kind: "input", tenant }, finish.usage.inputTokens);
-          services.metrics.modelTokens.inc({ profile, kind: "output", tenant }, finish.usage.outputTokens);
-        }
-      }
-    });
+      },
+    );
     const pendingEvents = await sink.takePending();
     const orderedCalls = [...calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, call]) => ({ ...call, argumentsRaw: storableText(call.argumentsRaw) }));
     text = storableText(text);
 
-    const preGrants = preGrantFirstGroup({ approvalMode: session.approvalMode, workspaceDir: project.workspacePath }, claim.extra.policies, tools.executor, orderedCalls);
+    const preGrants = preGrantFirstGroup(
+      { approvalMode: session.approvalMode, workspaceDir: project.workspacePath },
+      claim.extra.policies,
+      tools.executor,
+      orderedCalls,
+    );
     const result = { text, toolCalls: orderedCalls, finish, pendingEvents, preGrants };
     if (orderedCalls.length === 0 && text.trim() === "" && step.attempt === 1 && (await justActivatedTools(services, runId, stepIndex))) {
       return await askAgain(services, run, step, stepRef, pendingEvents);
@@ -157,7 +178,10 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       const events = await withRetry(() => commitStep(pool, run, step, result));
       committed = events !== null;
       if (events) {
-        await Promise.all([services.bus.publish(events), services.dispatcher.dispatch([{ runId, tenantId: run.tenantId, next: { kind: "batch", stepIndex }, redispatches: 0 }])]);
+        await Promise.all([
+          services.bus.publish(events),
+          services.dispatcher.dispatch([{ runId, tenantId: run.tenantId, next: { kind: "batch", stepIndex }, redispatches: 0 }]),
+        ]);
       }
     } else {
       // The last step: the run ends with it, in the same transaction.
@@ -200,7 +224,14 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
  * What a claimed step needs before it calls the model: the session, the history and the
  * tools it offers. Its start is written by the event sink's first flush, or by its commit.
  */
-async function prepareStep(context: JobContext, run: ClaimedRun, stepIndex: number, claimed: StepClaim, historyAfter: MessagePosition, tools: ScopedTools) {
+async function prepareStep(
+  context: JobContext,
+  run: ClaimedRun,
+  stepIndex: number,
+  claimed: StepClaim,
+  historyAfter: MessagePosition,
+  tools: ScopedTools,
+) {
   const { services } = context;
   const { config } = services;
   const { pool } = services.db;
@@ -253,7 +284,11 @@ async function askAgain(
     await endStepAttempt(fx.tx, run, step, { status: "completed", finishReason: "empty_asked_again" });
     await fx.emit(run.tenantId, run.sessionId, [
       ...pendingEvents.map((body) => ({ runId: run.id, step: stepRef, body })),
-      { runId: run.id, step: stepRef, body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason: "empty_asked_again", toolCalls: 0 } },
+      {
+        runId: run.id,
+        step: stepRef,
+        body: { type: "step_end", stepIndex: step.index, attempt: step.attempt, finishReason: "empty_asked_again", toolCalls: 0 },
+      },
     ]);
     fx.dispatch({ runId: run.id, tenantId: run.tenantId, next: { kind: "step", stepIndex: step.index }, redispatches });
     return true;

@@ -27,9 +27,14 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
 export async function sweepOnce(services: Services): Promise<number> {
   const { db, dispatcher, config } = services;
   const candidates = await lostJobCandidates(db.pool, config.sweepGraceMs, 200);
-  const holders = await Promise.all(candidates.map((run) => dispatcher.jobHolder({ runId: run.id, next: run.nextJob, redispatches: run.redispatches })));
+  const holders = await Promise.all(
+    candidates.map((run) => dispatcher.jobHolder({ runId: run.id, next: run.nextJob, redispatches: run.redispatches })),
+  );
   // A job still "active" on a worker found dead would come back only after its BullMQ lock and the stall check (D9).
-  const ended = await endedWorkers(db.pool, holders.flatMap((holder) => (holder.state === "active" && holder.processedBy ? [holder.processedBy] : [])));
+  const ended = await endedWorkers(
+    db.pool,
+    holders.flatMap((holder) => (holder.state === "active" && holder.processedBy ? [holder.processedBy] : [])),
+  );
   // Slots a crash or a race left free while runs of the tenant wait for one (SPEC X5).
   for (const tenantId of await tenantsWithWaitingRuns(db.pool)) {
     await transact(services, (fx) => admitWaitingRuns(fx, tenantId));
@@ -74,7 +79,10 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
  * worker to the next sweep, and the leases remain the last word.
  * Only a process whose own record is healthy judges (`trustsItsView`).
  */
-export async function takeOverDeadWorkers(services: Services, self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> }): Promise<{ workers: number; runs: number; commands: number }> {
+export async function takeOverDeadWorkers(
+  services: Services,
+  self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> },
+): Promise<{ workers: number; runs: number; commands: number }> {
   const taken = { workers: 0, runs: 0, commands: 0 };
   if (!self.liveness.trustsItsView()) return taken;
   await transact(services, async (fx) => {
@@ -83,7 +91,9 @@ export async function takeOverDeadWorkers(services: Services, self: { workerId: 
       const reason = `its worker ${worker.id} stopped renewing its liveness record ${(worker.silentMs / 1000).toFixed(1)} s ago`;
       services.logger.warn({ workerId: worker.id, silentMs: Math.round(worker.silentMs) }, "worker found dead; taking over its work");
       for (const run of await releaseRunsOfWorker(fx.pg, worker.id)) {
-        await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "recovering", reason } }]);
+        await fx.emit(run.tenantId, run.sessionId, [
+          { runId: run.id, step: null, body: { type: "run_status", status: "recovering", reason } },
+        ]);
         if (run.nextJob) await redispatchOrFail(fx, { ...run, nextJob: run.nextJob });
         taken.runs++;
       }

@@ -6,7 +6,17 @@ import { storableText } from "../core/storable-text.js";
 import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
 import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
-import { addActivatedTools, claimBatch, countInterruption, gateRules, lockHeldRun, moveToNextStep, parkRun, type CallRow, type ClaimedRun } from "../store/runs.js";
+import {
+  addActivatedTools,
+  claimBatch,
+  countInterruption,
+  gateRules,
+  lockHeldRun,
+  moveToNextStep,
+  parkRun,
+  type CallRow,
+  type ClaimedRun,
+} from "../store/runs.js";
 import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
 import { runningCallsOf, takeCallSlots } from "../store/tool-call-slots.js";
 import { effectiveQuotas } from "../tenants/tenant-settings.js";
@@ -26,8 +36,6 @@ import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { observeToolCall } from "./job-telemetry.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
-
-
 
 /**
  * Runs the tool calls of one model response. Each call is marked `running`
@@ -72,7 +80,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   if (extra.calls.some((call) => call.status === "running" && call.childRunId === null && !extra.startedIds.has(call.id))) {
     const after = await transactFenced(services, (fx) => closeInterruptedBatch(fx, services, run, stepIndex));
     if (after === null) return { kind: "stale" };
-    return after === "continued" ? { kind: "committed", detail: "carried on after an interrupted call" } : { kind: "gone", reason: "interrupted" };
+    return after === "continued"
+      ? { kind: "committed", detail: "carried on after an interrupted call" }
+      : { kind: "gone", reason: "interrupted" };
   }
   const stepRef: StepRef = { index: stepIndex, attempt: extra.stepAttempt };
   const { session, project } = await context.sessionContexts.get(services.db.db, run.sessionId);
@@ -107,7 +117,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
     if (preStarted.length > 0) {
       // The claim started the first group (a whole lane of at most five calls); the rest follows it in model order.
       const grants = new Map(plan.grants);
-      for (const call of preStarted) grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: call.preGrant?.network ?? false });
+      for (const call of preStarted)
+        grants.set(call.id, { argumentsRaw: call.argumentsRaw, edited: false, network: call.preGrant?.network ?? false });
       plan = { ...plan, groups: [preStarted, ...plan.groups], grants };
     } else if (plan.groups[0]) {
       const marked = await markRunning(services, batch, startingWindow(plan.groups[0]), owner);
@@ -115,7 +126,11 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       for (const call of marked) started.add(call.id);
     }
     const provider = services.providers.get(session.providerProfile);
-    const environment = await batchToolEnvironment(services, { tenantId: run.tenantId, approvalMode: session.approvalMode, workspacePath: project.workspacePath });
+    const environment = await batchToolEnvironment(services, {
+      tenantId: run.tenantId,
+      approvalMode: session.approvalMode,
+      workspacePath: project.workspacePath,
+    });
     const toolContext = (call: CallRow, grant: CallGrant): ToolContext => ({
       tenantId: run.tenantId,
       sessionId: run.sessionId,
@@ -143,7 +158,10 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       tasks: {
         async replace(tasks) {
           await transact(services, async (fx) => {
-            await fx.tx.update(sessions).set({ tasks: [...tasks] }).where(eq(sessions.id, run.sessionId));
+            await fx.tx
+              .update(sessions)
+              .set({ tasks: [...tasks] })
+              .where(eq(sessions.id, run.sessionId));
             await fx.emit(run.tenantId, run.sessionId, [{ runId, step: stepRef, body: { type: "tasks_updated", tasks: [...tasks] } }]);
           });
         },
@@ -206,7 +224,10 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
           // A sub-agent's end delivers this call's result (A1); the batch settles around it.
           if (executed.awaitChildRun !== undefined && !executed.isError) return;
           // Bytes become artifact references before anything is stored or emitted (I1, I2).
-          const result = withEditNote(grant, await storeResultArtifacts(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }, executed));
+          const result = withEditNote(
+            grant,
+            await storeResultArtifacts(services.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }, executed),
+          );
           const outcome = await commitCall(services, run, call, result, stepRef);
           if (outcome === "stale") stale = true;
           else if (outcome === "finished") finished = true;
@@ -266,7 +287,13 @@ async function planRunnable(
   rules: GateRules,
   apply: (writes: GateWrite[]) => Promise<unknown>,
 ): Promise<RunnablePlan | null> {
-  const gateInput = { run: batch.run, approvalMode: batch.approvalMode, projectId: batch.projectId, workspaceDir: batch.workspaceDir, stepRef: batch.stepRef };
+  const gateInput = {
+    run: batch.run,
+    approvalMode: batch.approvalMode,
+    projectId: batch.projectId,
+    workspaceDir: batch.workspaceDir,
+    stepRef: batch.stepRef,
+  };
   const { grants, asked, writes } = await judgeBatch(
     { config: services.config, executor: batch.tools.executor },
     { ...gateInput, calls: calls.filter((call) => call.status === "queued") },
@@ -275,10 +302,14 @@ async function planRunnable(
   if (writes.length > 0 && (await apply(writes)) === null) return null;
   // The gate may have answered some calls; only those it granted, or that still wait (for a decision or a sub-agent), stay open.
   const waitsForApproval = (call: CallRow) => asked.has(call.id) || call.status === "awaiting_approval";
-  const open = calls.filter((call) => grants.has(call.id) || waitsForApproval(call) || (call.status === "running" && call.childRunId !== null));
+  const open = calls.filter(
+    (call) => grants.has(call.id) || waitsForApproval(call) || (call.status === "running" && call.childRunId !== null),
+  );
   const lanes = planLanes(open, (call) => {
     const grant = grants.get(call.id);
-    return grant !== undefined && batch.tools.executor.isParallel({ callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw });
+    return (
+      grant !== undefined && batch.tools.executor.isParallel({ callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw })
+    );
   });
   const groups: CallRow[][] = [];
   for (const lane of lanes) {
@@ -302,7 +333,8 @@ async function settleBatch(fx: Effects, services: Services, batch: BatchScope, o
   if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
   if (endBatch) await skipRemaining(fx, run, stepRef);
   const open = await openCallsOfBatch(fx.tx, run.id, stepRef.index);
-  if (open.some((call) => call.status === "running" && call.childRunId === null)) throw new StaleWorkError("calls of this batch are still running");
+  if (open.some((call) => call.status === "running" && call.childRunId === null))
+    throw new StaleWorkError("calls of this batch are still running");
   const queued = open.filter((call) => call.status === "queued").map((call) => call.id);
   const rules = await gateRules(fx.pg, batch.projectId, queued);
   const plan = await planRunnable(services, batch, open, rules, (writes) => applyGateWrites(fx, batch, writes));
@@ -340,7 +372,12 @@ function startingWindow(group: readonly CallRow[]): CallRow[] {
  * all of them, or under a `toolCalls` quota as many as the tenant has slots for (the first
  * ones, in model order). Null when the batch was taken over.
  */
-async function markRunning(services: Services, batch: BatchScope, calls: readonly CallRow[], owner: string): Promise<readonly CallRow[] | null> {
+async function markRunning(
+  services: Services,
+  batch: BatchScope,
+  calls: readonly CallRow[],
+  owner: string,
+): Promise<readonly CallRow[] | null> {
   const { run, stepRef } = batch;
   if (batch.callQuota === 0) {
     const events = await withRetry(() => markCallsRunning(services.db.pool, run, calls, owner, stepRef));
@@ -369,7 +406,13 @@ async function markWithinQuota(fx: Effects, batch: BatchScope, calls: readonly C
  * tenant was at its quota never started (`processToolBatchJob` delays it), so the waiting
  * batches of a tenant are at most its quota.
  */
-async function startWhenSlotFree(services: Services, batch: BatchScope, call: CallRow, owner: string, signal: AbortSignal): Promise<"started" | "stale" | "cancelled"> {
+async function startWhenSlotFree(
+  services: Services,
+  batch: BatchScope,
+  call: CallRow,
+  owner: string,
+  signal: AbortSignal,
+): Promise<"started" | "stale" | "cancelled"> {
   for (;;) {
     const marked = await markRunning(services, batch, [call], owner);
     if (marked === null) return "stale";
@@ -461,7 +504,12 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
   const nextIndex = stepIndex + 1;
   const { maxStepsPerRun } = services.config;
   if (nextIndex >= maxStepsPerRun) {
-    if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code: "max_steps_exceeded", message: `the run reached the limit of ${maxStepsPerRun} steps` } }))) {
+    if (
+      !(await endRun(fx, run, "failed", {
+        fence: run.fence,
+        error: { code: "max_steps_exceeded", message: `the run reached the limit of ${maxStepsPerRun} steps` },
+      }))
+    ) {
       throw new StaleWorkError();
     }
     return true;
@@ -490,7 +538,8 @@ async function closeInterruptedBatch(fx: Effects, services: Services, run: Claim
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running", reason } }]);
     return "continued";
   }
-  const limitNote = run.onInterrupted === "continue" ? ` (the run had already carried on after ${maxContinuedInterruptions} interruptions)` : "";
+  const limitNote =
+    run.onInterrupted === "continue" ? ` (the run had already carried on after ${maxContinuedInterruptions} interruptions)` : "";
   await endRun(fx, run, "interrupted", {
     fence: run.fence,
     error: { code: "worker_lost", message: `a tool call was running when its worker stopped; it will not be run again${limitNote}` },
@@ -509,7 +558,12 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
     "an earlier call in this batch ended the batch",
   );
   for (const call of remaining) {
-    const answered = await answerCall(fx.pg, { run, call, outcome: { status: "skipped", isError: true, errorCode: "skipped", content }, step: stepRef });
+    const answered = await answerCall(fx.pg, {
+      run,
+      call,
+      outcome: { status: "skipped", isError: true, errorCode: "skipped", content },
+      step: stepRef,
+    });
     fx.track(answered.events);
   }
 }

@@ -11,7 +11,10 @@ export function planLanes<T>(calls: readonly T[], isParallel: (call: T) => boole
   let parallelGroup: T[] | null = null;
   for (const call of calls) {
     if (isParallel(call)) {
-      if (!parallelGroup) groups.push((parallelGroup = []));
+      if (!parallelGroup) {
+        parallelGroup = [];
+        groups.push(parallelGroup);
+      }
       parallelGroup.push(call);
     } else {
       parallelGroup = null;

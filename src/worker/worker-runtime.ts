@@ -53,7 +53,15 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     holdings: () => ({ jobs: { ...running }, commands: commands.count() }),
     onWarning: (message, error) => logger.warn({ workerId, ...(error ? { err: error } : {}) }, message),
   });
-  const context: JobContext = { services, workerId, leases, aborts, sessionContexts: createSessionContextCache(), histories: createHistoryCache(), commands };
+  const context: JobContext = {
+    services,
+    workerId,
+    leases,
+    aborts,
+    sessionContexts: createSessionContextCache(),
+    histories: createHistoryCache(),
+    commands,
+  };
   const telemetry: JobTelemetry = {
     logger,
     metrics: services.metrics,
@@ -64,7 +72,9 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
   const stopCommandListener = await services.bus.onCommandCancel((commandId) => void commands.cancel(commandId));
   // A deleted server's configuration: whichever workers run it stop it.
-  const stopMcpServerListener = await services.bus.onMcpServerStop((server) => void services.mcp.disconnect({ tenantId: server.tenantId, projectId: server.projectId }, server.name));
+  const stopMcpServerListener = await services.bus.onMcpServerStop(
+    (server) => void services.mcp.disconnect({ tenantId: server.tenantId, projectId: server.projectId }, server.name),
+  );
 
   const connections: Redis[] = [];
   const workerOptions = (concurrency: number) => {
@@ -96,9 +106,12 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   // A job's own failures are logged by observeJob, with its ids; these are the worker's.
   for (const worker of [stepWorker, toolWorker]) worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
-  if (!services.callLayers.ok) logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
+  if (!services.callLayers.ok)
+    logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
   // Off the start-up path: a large layer must not hold back the sweeper that recovers the dead worker's runs.
-  void rollForwardLayers(services).catch((error: unknown) => logger.error({ err: error }, "rolling forward interrupted commands' layers failed"));
+  void rollForwardLayers(services).catch((error: unknown) =>
+    logger.error({ err: error }, "rolling forward interrupted commands' layers failed"),
+  );
   const sweeper = startSweeper(services, { workerId, liveness });
   const webhooks = await startWebhookDelivery(services);
   // MCP listings, resources and prompts the API asks for: the API process starts no server.

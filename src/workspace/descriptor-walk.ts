@@ -99,7 +99,11 @@ export function resolveComponents(root: HeldEntry, rootPath: string, components:
         return finish(stack, parent, top.components[top.components.length - 1] as string, top, options);
       }
       if (component === "..") {
-        if (stack.length === 1) throw outside(options.shown, hops > 0 ? "leads outside the workspace through a symbolic link" : "climbs above the workspace root with '..'");
+        if (stack.length === 1)
+          throw outside(
+            options.shown,
+            hops > 0 ? "leads outside the workspace through a symbolic link" : "climbs above the workspace root with '..'",
+          );
         closeQuietly((stack.pop() as HeldEntry).fd);
         continue;
       }
@@ -107,15 +111,21 @@ export function resolveComponents(root: HeldEntry, rootPath: string, components:
       let fd = openEntry(top, component, options.shown);
       if (fd === null) {
         if (last) return finish(stack, top, component, null, options);
-        if (!options.createParents) throw new WorkspaceError("file_not_found", `No folder "${[...top.components, component].join("/")}" on the way to "${shorten(options.shown)}".`);
+        if (!options.createParents)
+          throw new WorkspaceError(
+            "file_not_found",
+            `No folder "${[...top.components, component].join("/")}" on the way to "${shorten(options.shown)}".`,
+          );
         options.beforeCreate?.(predictPath([...top.components, component], queue), stack);
         fd = makeFolder(top, component, options.createParents, options.shown);
       }
       const stats = fstatSync(fd);
       if (stats.isSymbolicLink()) {
-        if (last && !options.followFinal) return finish(stack, top, component, { fd, stats, components: [...top.components, component] }, options);
+        if (last && !options.followFinal)
+          return finish(stack, top, component, { fd, stats, components: [...top.components, component] }, options);
         closeQuietly(fd);
-        if (++hops > maxSymlinkHops) throw new WorkspaceError("invalid_path", `Too many symbolic links on the way to "${shorten(options.shown)}".`);
+        if (++hops > maxSymlinkHops)
+          throw new WorkspaceError("invalid_path", `Too many symbolic links on the way to "${shorten(options.shown)}".`);
         const target = readLinkText(top, component);
         if (target === null) {
           // Replaced between the open and the readlink: look at the component again.
@@ -136,7 +146,10 @@ export function resolveComponents(root: HeldEntry, rootPath: string, components:
       if (last) return finish(stack, top, component, entry, options);
       if (!stats.isDirectory()) {
         closeQuietly(fd);
-        throw new WorkspaceError("not_a_directory", `"${entry.components.join("/")}" is not a folder, on the way to "${shorten(options.shown)}".`);
+        throw new WorkspaceError(
+          "not_a_directory",
+          `"${entry.components.join("/")}" is not a folder, on the way to "${shorten(options.shown)}".`,
+        );
       }
       stack.push(entry);
     }
@@ -183,7 +196,8 @@ function openEntry(folder: HeldEntry, name: string, shown: string): number | nul
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return null;
     if (code === "ENAMETOOLONG") throw new WorkspaceError("invalid_path", `A name in "${shorten(shown)}" is too long.`);
-    if (code === "ENOTDIR") throw new WorkspaceError("not_a_directory", `"${folder.components.join("/")}" is not a folder, on the way to "${shorten(shown)}".`);
+    if (code === "ENOTDIR")
+      throw new WorkspaceError("not_a_directory", `"${folder.components.join("/")}" is not a folder, on the way to "${shorten(shown)}".`);
     throw new WorkspaceError("io_failed", `Could not open "${shorten(shown)}": ${code ?? (error as Error).message}.`);
   }
 }
@@ -193,7 +207,8 @@ function makeFolder(folder: HeldEntry, name: string, owner: { uid: number; gid: 
   try {
     mkdirSync(at, 0o755);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new WorkspaceError("io_failed", `Could not create a folder for "${shorten(shown)}": ${(error as NodeJS.ErrnoException).code}.`);
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST")
+      throw new WorkspaceError("io_failed", `Could not create a folder for "${shorten(shown)}": ${(error as NodeJS.ErrnoException).code}.`);
   }
   const fd = openSync(at, O_PATH | O_NOFOLLOW);
   const stats = fstatSync(fd);
@@ -234,7 +249,10 @@ export function holdRoot(rootPath: string): HeldEntry {
   try {
     fd = openSync(rootPath, O_PATH | O_DIRECTORY);
   } catch (error) {
-    throw new WorkspaceError("io_failed", `The workspace folder cannot be opened: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+    throw new WorkspaceError(
+      "io_failed",
+      `The workspace folder cannot be opened: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    );
   }
   return { fd, stats: fstatSync(fd), components: [] };
 }

@@ -127,27 +127,37 @@ export function compileGlob(pattern: string, options: GlobOptions = {}): GlobPat
 function compileAlternatives(pattern: string, limits: Limits): { alternatives: Segment[][]; absolute: boolean } {
   const { maxPatternLength, maxAlternatives, maxExpandedLength } = limits;
   if (pattern === "") throw new GlobRefusal('The glob pattern is empty; use "**" to match every file.');
-  if (pattern.length > maxPatternLength) throw new GlobRefusal(`The glob pattern is ${pattern.length} characters long; at most ${maxPatternLength} are allowed.`);
+  if (pattern.length > maxPatternLength)
+    throw new GlobRefusal(`The glob pattern is ${pattern.length} characters long; at most ${maxPatternLength} are allowed.`);
   if (pattern.includes("\u0000")) throw new GlobRefusal("The glob pattern contains a NUL character.");
   const braced = parseBraces(pattern);
   if (countAlternatives(braced, maxAlternatives) > maxAlternatives) {
-    throw new GlobRefusal(`The braces in the glob pattern expand to more than ${maxAlternatives} alternatives; use fewer "{…}" groups or fewer choices in each.`);
+    throw new GlobRefusal(
+      `The braces in the glob pattern expand to more than ${maxAlternatives} alternatives; use fewer "{…}" groups or fewer choices in each.`,
+    );
   }
   const expanded = [...new Set(expandBraces(braced))];
   const expandedLength = expanded.reduce((sum, alternative) => sum + alternative.length, 0);
   if (expandedLength > maxExpandedLength) {
-    throw new GlobRefusal(`The braces in the glob pattern expand to ${expandedLength} characters in all; at most ${maxExpandedLength} are allowed. Use fewer or shorter alternatives.`);
+    throw new GlobRefusal(
+      `The braces in the glob pattern expand to ${expandedLength} characters in all; at most ${maxExpandedLength} are allowed. Use fewer or shorter alternatives.`,
+    );
   }
   const split = expanded.map((alternative) => splitSegments(alternative, limits));
   const absolute = split[0]?.absolute === true;
   if (split.some((alternative) => alternative.absolute !== absolute)) {
-    throw new GlobRefusal('Some alternatives of the glob pattern start with "/" and some do not; write the absolute and the relative ones as two patterns.');
+    throw new GlobRefusal(
+      'Some alternatives of the glob pattern start with "/" and some do not; write the absolute and the relative ones as two patterns.',
+    );
   }
   const compiledSegments = new Map<string, Segment>();
   const alternatives = split.map(({ segments }) =>
     segments.map((raw) => {
       let segment = compiledSegments.get(raw);
-      if (!segment) compiledSegments.set(raw, (segment = compileSegment(raw, limits)));
+      if (!segment) {
+        segment = compileSegment(raw, limits);
+        compiledSegments.set(raw, segment);
+      }
       return segment;
     }),
   );
@@ -163,7 +173,8 @@ function parseBraces(pattern: string): BracedText {
     while (position < pattern.length) {
       const character = pattern[position] as string;
       if (character === "\\") {
-        if (position + 1 >= pattern.length) throw new GlobRefusal('The glob pattern ends with a lone "\\"; write "\\\\" to match a backslash.');
+        if (position + 1 >= pattern.length)
+          throw new GlobRefusal('The glob pattern ends with a lone "\\"; write "\\\\" to match a backslash.');
         text += pattern.slice(position, position + 2);
         position += 2;
       } else if (character === "{") {
@@ -242,16 +253,23 @@ function splitSegments(alternative: string, limits: Limits): { segments: string[
     }
   }
   segments.push(current);
-  if (alternative === "") throw new GlobRefusal('The glob pattern (or one of its brace alternatives) is empty; use "**" to match every file.');
+  if (alternative === "")
+    throw new GlobRefusal('The glob pattern (or one of its brace alternatives) is empty; use "**" to match every file.');
   const absolute = segments[0] === "";
   if (absolute) {
     if (limits.absolute !== "allow") {
-      throw new GlobRefusal('Glob patterns are relative to the workspace root: drop the leading "/" (write "src/**/*.ts", not "/src/**/*.ts").', true);
+      throw new GlobRefusal(
+        'Glob patterns are relative to the workspace root: drop the leading "/" (write "src/**/*.ts", not "/src/**/*.ts").',
+        true,
+      );
     }
     segments.shift();
     if (segments.length === 1 && segments[0] === "") return { segments: [], absolute }; // "/": the root itself
   }
-  if (segments.includes("")) throw new GlobRefusal('The glob pattern has an empty path segment ("//" or a trailing "/"); to match everything in a folder write "folder/**".');
+  if (segments.includes(""))
+    throw new GlobRefusal(
+      'The glob pattern has an empty path segment ("//" or a trailing "/"); to match everything in a folder write "folder/**".',
+    );
   return { segments, absolute };
 }
 
@@ -285,8 +303,13 @@ function compileSegment(raw: string, limits: Limits): Segment {
   }
   if (literal === "." || literal === "..") {
     throw limits.absolute === "allow"
-      ? new GlobRefusal(`The glob pattern has a "${literal}" segment; paths are matched in normal form, where "." and ".." never appear: write "src/*.ts" or "/etc/*", not "src/./x" or "src/../x".`)
-      : new GlobRefusal(`The glob pattern has a "${literal}" segment; patterns are relative to the workspace root and cannot name "." or "..": write "src/*.ts", not "./src/*.ts" or "../src/*.ts".`, literal === "..");
+      ? new GlobRefusal(
+          `The glob pattern has a "${literal}" segment; paths are matched in normal form, where "." and ".." never appear: write "src/*.ts" or "/etc/*", not "src/./x" or "src/../x".`,
+        )
+      : new GlobRefusal(
+          `The glob pattern has a "${literal}" segment; patterns are relative to the workspace root and cannot name "." or "..": write "src/*.ts", not "./src/*.ts" or "../src/*.ts".`,
+          literal === "..",
+        );
   }
   if (literal !== null) return { kind: "literal", text: literal };
   try {
@@ -296,7 +319,22 @@ function compileSegment(raw: string, limits: Limits): Segment {
   }
 }
 
-const posixClassNames = new Set(["alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper", "word", "xdigit"]);
+const posixClassNames = new Set([
+  "alnum",
+  "alpha",
+  "ascii",
+  "blank",
+  "cntrl",
+  "digit",
+  "graph",
+  "lower",
+  "print",
+  "punct",
+  "space",
+  "upper",
+  "word",
+  "xdigit",
+]);
 
 /**
  * The bracket expression opening at `start`, as an RE2 class and the index of its `]`. A `]`
@@ -373,10 +411,12 @@ function closeOverGlobstars(segments: readonly Segment[], states: boolean[]): bo
 function staticPrefixOf(alternatives: readonly Segment[][]): string[] {
   const prefix: string[] = [];
   for (let position = 0; ; position++) {
-    const texts = new Set(alternatives.map((segments) => {
-      const segment = segments[position];
-      return segment?.kind === "literal" ? segment.text : null;
-    }));
+    const texts = new Set(
+      alternatives.map((segments) => {
+        const segment = segments[position];
+        return segment?.kind === "literal" ? segment.text : null;
+      }),
+    );
     const [text] = texts;
     if (texts.size !== 1 || text === null || text === undefined) return prefix;
     prefix.push(text);

@@ -33,11 +33,20 @@ export function kindOf(stats: Stats): EntryKind {
 export function refuseIrregular(stats: Stats, requested: string): void {
   if (stats.isDirectory()) throw new WorkspaceError("is_directory", `"${shorten(requested)}" is a folder.`);
   if (!stats.isFile()) {
-    const what = stats.isFIFO() ? "a FIFO" : stats.isSocket() ? "a socket" : stats.isCharacterDevice() || stats.isBlockDevice() ? "a device" : "not a regular file";
+    const what = stats.isFIFO()
+      ? "a FIFO"
+      : stats.isSocket()
+        ? "a socket"
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? "a device"
+          : "not a regular file";
     throw new WorkspaceError("special_file", `"${shorten(requested)}" is ${what}; only regular files are read or written.`);
   }
   if (stats.nlink > 1) {
-    throw new WorkspaceError("hard_link", `"${shorten(requested)}" has ${stats.nlink} hard links; files with more than one are refused, as another link may be outside the workspace.`);
+    throw new WorkspaceError(
+      "hard_link",
+      `"${shorten(requested)}" has ${stats.nlink} hard links; files with more than one are refused, as another link may be outside the workspace.`,
+    );
   }
 }
 
@@ -95,7 +104,8 @@ export async function readBounded(handle: FileHandle, maxBytes: number, shown: s
     if (bytesRead === 0) break;
     chunks.push(buffer.subarray(0, bytesRead));
     total += bytesRead;
-    if (total > maxBytes) throw new WorkspaceError("too_large", `"${shorten(shown)}" is over ${maxBytes} bytes; at most ${maxBytes} are handled here.`);
+    if (total > maxBytes)
+      throw new WorkspaceError("too_large", `"${shorten(shown)}" is over ${maxBytes} bytes; at most ${maxBytes} are handled here.`);
   }
   return Buffer.concat(chunks, total);
 }

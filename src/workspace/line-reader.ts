@@ -56,7 +56,14 @@ const newline = 0x0a;
  */
 export async function readLines(chunks: AsyncIterable<Buffer>, options: LineReadOptions): Promise<LineReadResult> {
   const firstLine = Math.max(1, options.offset);
-  const result: LineReadResult = { lines: [], totalLines: 0, totalIsExact: false, scannedBytes: 0, stoppedByOutputBytes: false, cancelled: false };
+  const result: LineReadResult = {
+    lines: [],
+    totalLines: 0,
+    totalIsExact: false,
+    scannedBytes: 0,
+    stoppedByOutputBytes: false,
+    cancelled: false,
+  };
   let outputBytes = 0;
   let lineNumber = 1;
   let lineHasBytes = false;

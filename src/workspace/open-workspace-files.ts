@@ -8,13 +8,7 @@ import { protectedGitReason } from "./protected-paths.js";
 import { digestOf, kindOf, ownerOf, openedFile, readBounded, refuseIrregular, reopen, safeMode, tooLarge, writeAll } from "./held-file.js";
 import { moveToTrash, recordRemoval } from "./workspace-trash.js";
 import { walkTree, type TreeFile } from "./workspace-tree.js";
-import {
-  WorkspaceError,
-  type EntryInfo,
-  type FileSnapshot,
-  type UpdateDecision,
-  type WorkspaceFiles,
-} from "./workspace-files.js";
+import { WorkspaceError, type EntryInfo, type FileSnapshot, type UpdateDecision, type WorkspaceFiles } from "./workspace-files.js";
 
 export interface WorkspaceDoorOptions {
   /** Real path of the workspace folder (chosen by the server, never by a tenant). */
@@ -36,7 +30,11 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
   const rootPath = options.root;
 
   /** Resolves `requested` with the root held, runs `use`, and closes every descriptor after. */
-  const within = async <T>(requested: string, resolve: { followFinal: boolean; createParents?: boolean; gitCheck?: GitCheck }, use: (resolution: Resolution, root: HeldEntry) => Promise<T> | T): Promise<T> => {
+  const within = async <T>(
+    requested: string,
+    resolve: { followFinal: boolean; createParents?: boolean; gitCheck?: GitCheck },
+    use: (resolution: Resolution, root: HeldEntry) => Promise<T> | T,
+  ): Promise<T> => {
     const components = pathComponents(requested, rootPath);
     // What the path names as written is checked before anything is opened, missing folders or not.
     if (resolve.gitCheck) refuseGitMetadata(requested, components, [], [], resolve.gitCheck);
@@ -48,7 +46,9 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
         followFinal: resolve.followFinal,
         createParents: resolve.createParents ? ownerOf(root.stats) : null,
         shown: requested,
-        beforeCreate: resolve.gitCheck ? (predicted, chain) => refuseGitMetadata(requested, components, predicted, gitFoldersOf(chain), resolve.gitCheck as GitCheck) : undefined,
+        beforeCreate: resolve.gitCheck
+          ? (predicted, chain) => refuseGitMetadata(requested, components, predicted, gitFoldersOf(chain), resolve.gitCheck as GitCheck)
+          : undefined,
         inspect: resolve.gitCheck ? (chain) => void gitFolders.push(...gitFoldersOf(chain)) : undefined,
       });
       try {
@@ -66,11 +66,13 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
     locate: (requested) => within(requested, { followFinal: true }, (resolution) => joinComponents(resolution.components)),
 
     check: (requested, intent) =>
-      within(requested, { followFinal: intent !== "remove", ...(intent === "read" ? {} : { gitCheck: intent }) }, () => undefined).catch((error: unknown) => {
-        // Folders a write would create, or a file that is not there yet, are for running to find.
-        if (error instanceof WorkspaceError && (error.code === "file_not_found" || error.code === "not_a_directory")) return;
-        throw error;
-      }),
+      within(requested, { followFinal: intent !== "remove", ...(intent === "read" ? {} : { gitCheck: intent }) }, () => undefined).catch(
+        (error: unknown) => {
+          // Folders a write would create, or a file that is not there yet, are for running to find.
+          if (error instanceof WorkspaceError && (error.code === "file_not_found" || error.code === "not_a_directory")) return;
+          throw error;
+        },
+      ),
 
     stat: (requested, statOptions) =>
       within(requested, { followFinal: statOptions?.follow === true }, (resolution) =>
@@ -86,7 +88,11 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
         if (target.stats.size > maxBytes) throw tooLarge(requested, target.stats.size, maxBytes);
         const handle = await reopen(target, O_RDONLY);
         try {
-          return { path: joinComponents(resolution.components), content: await readBounded(handle, maxBytes, requested), mode: target.stats.mode & 0o7777 };
+          return {
+            path: joinComponents(resolution.components),
+            content: await readBounded(handle, maxBytes, requested),
+            mode: target.stats.mode & 0o7777,
+          };
         } finally {
           await handle.close();
         }
@@ -108,7 +114,8 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
     async update(requested, decide, { maxBytes, createParents = true, larger = "refuse" }) {
       for (let attempt = 0; ; attempt++) {
         const outcome = await within(requested, { followFinal: true, createParents, gitCheck: "write" }, async (resolution, root) => {
-          if (resolution.parent === null || resolution.name === null) throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
+          if (resolution.parent === null || resolution.name === null)
+            throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
           const at = joinComponents(resolution.components);
           if (resolution.target === null) return create(resolution.parent, resolution.name, at, decide, ownerOf(root.stats));
           const target = regularFile(resolution, requested);
@@ -127,42 +134,54 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
             await writeAll(handle, decision.write);
             if (newMode !== before.mode) await handle.chmod(newMode);
             return { kind: "written" as const, path: at, before, after: { kind: "file" as const, content: decision.write, mode: newMode } };
-          }
-          finally {
+          } finally {
             await handle.close();
           }
         });
         // Someone created the file between the look and the create: look again, once.
         if (outcome !== raced) return outcome;
-        if (attempt > 0) throw new WorkspaceError("io_failed", `"${shorten(requested)}" kept changing while it was written; nothing was written.`);
+        if (attempt > 0)
+          throw new WorkspaceError("io_failed", `"${shorten(requested)}" kept changing while it was written; nothing was written.`);
       }
     },
 
     async append(requested, content) {
       for (let attempt = 0; ; attempt++) {
-        const appended = await within(requested, { followFinal: true, createParents: true, gitCheck: "write" }, async (resolution, root) => {
-          if (resolution.parent === null || resolution.name === null) throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
-          const at = joinComponents(resolution.components);
-          let handle: FileHandle;
-          if (resolution.target === null) {
-            try {
-              handle = await open(viaDescriptor(resolution.parent.fd, resolution.name), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o644);
-            } catch (error) {
-              if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
-              throw new WorkspaceError("io_failed", `Could not create "${at}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+        const appended = await within(
+          requested,
+          { followFinal: true, createParents: true, gitCheck: "write" },
+          async (resolution, root) => {
+            if (resolution.parent === null || resolution.name === null)
+              throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
+            const at = joinComponents(resolution.components);
+            let handle: FileHandle;
+            if (resolution.target === null) {
+              try {
+                handle = await open(
+                  viaDescriptor(resolution.parent.fd, resolution.name),
+                  O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                  0o644,
+                );
+              } catch (error) {
+                if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
+                throw new WorkspaceError(
+                  "io_failed",
+                  `Could not create "${at}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+                );
+              }
+              const owner = ownerOf(root.stats);
+              if (process.getuid?.() === 0) await handle.chown(owner.uid, owner.gid).catch(() => {});
+            } else {
+              handle = await reopen(regularFile(resolution, requested), O_WRONLY | O_APPEND);
             }
-            const owner = ownerOf(root.stats);
-            if (process.getuid?.() === 0) await handle.chown(owner.uid, owner.gid).catch(() => {});
-          } else {
-            handle = await reopen(regularFile(resolution, requested), O_WRONLY | O_APPEND);
-          }
-          try {
-            await handle.write(content);
-          } finally {
-            await handle.close();
-          }
-          return { path: at };
-        });
+            try {
+              await handle.write(content);
+            } finally {
+              await handle.close();
+            }
+            return { path: at };
+          },
+        );
         if (appended !== raced) return appended;
         if (attempt > 0) throw new WorkspaceError("io_failed", `"${shorten(requested)}" kept changing while it was appended to.`);
       }
@@ -170,22 +189,31 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
 
     trash: (requested, { maxFiles, maxBytes, refuse }) =>
       within(requested, { followFinal: false, gitCheck: "remove" }, async (resolution) => {
-        if (resolution.parent === null || resolution.name === null) throw new WorkspaceError("protected_path", "The workspace root cannot be removed.");
+        if (resolution.parent === null || resolution.name === null)
+          throw new WorkspaceError("protected_path", "The workspace root cannot be removed.");
         const at = joinComponents(resolution.components);
         const refusal = refuse?.(at);
         if (refusal) throw new WorkspaceError("protected_path", refusal);
         const target = resolution.target;
         if (!target) throw new WorkspaceError("file_not_found", `Nothing exists at "${shorten(requested)}".`);
         const removed = await recordRemoval(target, at, { maxFiles, maxBytes, shown: requested });
-        await moveToTrash(resolution.parent, resolution.name, target.stats, { staging: options.trashStaging, trash: options.trash, original: path.join(rootPath, at) }, requested);
+        await moveToTrash(
+          resolution.parent,
+          resolution.name,
+          target.stats,
+          { staging: options.trashStaging, trash: options.trash, original: path.join(rootPath, at) },
+          requested,
+        );
         return { path: at, kind: kindOf(target.stats), files: removed };
       }),
 
     restoreFromTrash: (requested, from) =>
       within(requested, { followFinal: false, gitCheck: "write" }, async (resolution) => {
-        if (resolution.parent === null || resolution.name === null) throw new WorkspaceError("protected_path", "Nothing can be restored over the workspace root.");
+        if (resolution.parent === null || resolution.name === null)
+          throw new WorkspaceError("protected_path", "Nothing can be restored over the workspace root.");
         const at = joinComponents(resolution.components);
-        if (resolution.target) throw new WorkspaceError("already_exists", `"${shorten(at)}" exists again; move it away first, then restore.`);
+        if (resolution.target)
+          throw new WorkspaceError("already_exists", `"${shorten(at)}" exists again; move it away first, then restore.`);
         const destination = viaDescriptor(resolution.parent.fd, resolution.name);
         const entry = lstatSync(from);
         try {
@@ -198,7 +226,8 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
           }
         } catch (error) {
           const code = (error as NodeJS.ErrnoException).code;
-          if (code === "EEXIST" || code === "ENOTEMPTY" || code === "ENOTDIR") throw new WorkspaceError("already_exists", `"${shorten(at)}" exists again; move it away first, then restore.`);
+          if (code === "EEXIST" || code === "ENOTEMPTY" || code === "ENOTDIR")
+            throw new WorkspaceError("already_exists", `"${shorten(at)}" exists again; move it away first, then restore.`);
           throw new WorkspaceError("io_failed", `Could not restore "${shorten(at)}": ${code ?? (error as Error).message}.`);
         }
         return { path: at };
@@ -208,7 +237,8 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
       within(walkOptions.from ?? ".", { followFinal: true }, (resolution) => {
         const start = resolution.target;
         if (!start) throw new WorkspaceError("file_not_found", `No folder "${shorten(walkOptions.from ?? ".")}".`);
-        if (!start.stats.isDirectory()) throw new WorkspaceError("not_a_directory", `"${shorten(walkOptions.from ?? ".")}" is not a folder.`);
+        if (!start.stats.isDirectory())
+          throw new WorkspaceError("not_a_directory", `"${shorten(walkOptions.from ?? ".")}" is not a folder.`);
         const prefix = start.components.length === 0 ? "" : `${joinComponents(start.components)}/`;
         const enter = walkOptions.enter;
         const read = (file: TreeFile) => async (maxBytes: number) => {
@@ -226,7 +256,13 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
 type GitCheck = "write" | "remove";
 const raced = Symbol("raced");
 
-function refuseGitMetadata(requested: string, requestedComponents: readonly string[], resolved: readonly string[], gitFolders: readonly string[][], operation: GitCheck): void {
+function refuseGitMetadata(
+  requested: string,
+  requestedComponents: readonly string[],
+  resolved: readonly string[],
+  gitFolders: readonly string[][],
+  operation: GitCheck,
+): void {
   const lexical: string[] = [];
   for (const part of requestedComponents) part === ".." ? lexical.pop() : lexical.push(part);
   let reason = protectedGitReason(lexical, operation) ?? protectedGitReason(resolved, operation);
@@ -268,7 +304,9 @@ async function create<T>(
   at: string,
   decide: (before: FileSnapshot) => UpdateDecision<T>,
   owner: { uid: number; gid: number },
-): Promise<{ kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot } | { kind: "kept"; path: string; value: T } | typeof raced> {
+): Promise<
+  { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot } | { kind: "kept"; path: string; value: T } | typeof raced
+> {
   const decision = decide({ kind: "absent" });
   if ("keep" in decision) return { kind: "kept", path: at, value: decision.keep };
   const mode = safeMode(decision.mode ?? 0o644);
@@ -277,7 +315,10 @@ async function create<T>(
     handle = await open(viaDescriptor(parent.fd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
-    throw new WorkspaceError("io_failed", `Could not create "${at}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+    throw new WorkspaceError(
+      "io_failed",
+      `Could not create "${at}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    );
   }
   try {
     if (process.getuid?.() === 0) await handle.chown(owner.uid, owner.gid);
@@ -289,4 +330,3 @@ async function create<T>(
   }
   return { kind: "written", path: at, before: { kind: "absent" }, after: { kind: "file", content: decision.write, mode } };
 }
-

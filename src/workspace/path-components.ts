@@ -11,7 +11,8 @@ const maxPathLength = 4096;
  */
 export function pathComponents(requested: string, rootPath: string): string[] {
   if (requested.includes("\u0000")) throw new WorkspaceError("invalid_path", "The path contains a NUL character.");
-  if (requested.length > maxPathLength) throw new WorkspaceError("invalid_path", `The path is ${requested.length} characters long; at most ${maxPathLength} are allowed.`);
+  if (requested.length > maxPathLength)
+    throw new WorkspaceError("invalid_path", `The path is ${requested.length} characters long; at most ${maxPathLength} are allowed.`);
   if (!requested.startsWith("/")) return split(requested);
   const inside = relativeInside(rootPath, requested);
   if (inside === null) throw new WorkspaceError("path_outside_workspace", `The path "${shorten(requested)}" is outside the workspace.`);

@@ -21,7 +21,10 @@ const trashFolderName = ".trash";
 export function projectTrashRoot(workspacesDir: string, workspacePath: string): string {
   const relative = path.relative(workspacesDir, workspacePath);
   // A workspace outside the workspaces folder (moved, or made by an older layout) is named by its path's digest.
-  const name = relative === "" || relative.startsWith("..") || path.isAbsolute(relative) ? ["by-path", createHash("sha256").update(workspacePath).digest("hex").slice(0, 32)] : relative.split(path.sep);
+  const name =
+    relative === "" || relative.startsWith("..") || path.isAbsolute(relative)
+      ? ["by-path", createHash("sha256").update(workspacePath).digest("hex").slice(0, 32)]
+      : relative.split(path.sep);
   return path.join(workspacesDir, trashFolderName, ...name);
 }
 
@@ -40,7 +43,8 @@ export async function moveIntoTrash(root: string, paths: readonly string[]): Pro
     extendEnv: false,
     reject: false,
   });
-  if (child.exitCode !== 0) throw new Error(`the trash refused: ${child.stderr.split("\n").find((line) => line.trim() !== "") ?? `exit ${child.exitCode}`}`);
+  if (child.exitCode !== 0)
+    throw new Error(`the trash refused: ${child.stderr.split("\n").find((line) => line.trim() !== "") ?? `exit ${child.exitCode}`}`);
   return JSON.parse(child.stdout) as Array<{ path: string; info: string }>;
 }
 
@@ -100,7 +104,11 @@ export async function listTrash(root: string, workspacePath: string): Promise<Tr
 }
 
 /** One entry, or undefined when there is none by that id (or it is half gone). */
-export async function findTrashEntry(root: string, workspacePath: string, id: string): Promise<(TrashEntry & { hostPath: string; infoPath: string }) | undefined> {
+export async function findTrashEntry(
+  root: string,
+  workspacePath: string,
+  id: string,
+): Promise<(TrashEntry & { hostPath: string; infoPath: string }) | undefined> {
   if (!idPattern.test(id)) return undefined;
   const { files, info } = folders(root);
   const entry = await readEntry(files, info, id, workspacePath);

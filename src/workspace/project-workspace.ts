@@ -25,7 +25,11 @@ const trashStagingName = ".trash-staging";
 
 /** The workspace door of a project, with the host's trash staging folder and the project's trash. */
 export function projectWorkspaceFiles(workspacesDir: string, workspacePath: string): WorkspaceFiles {
-  return openWorkspaceFiles({ root: workspacePath, trashStaging: path.join(workspacesDir, trashStagingName), trash: projectTrashRoot(workspacesDir, workspacePath) });
+  return openWorkspaceFiles({
+    root: workspacePath,
+    trashStaging: path.join(workspacesDir, trashStagingName),
+    trash: projectTrashRoot(workspacesDir, workspacePath),
+  });
 }
 
 /** Creates a project's (or a tenant-wide MCP server's) workspace folder, private to the tenant's uid; answers its real path. */
@@ -88,4 +92,3 @@ async function ensurePassable(folder: string): Promise<void> {
   const own = current.uid === (process.getuid?.() ?? -1);
   if (own && (current.mode & 0o777) !== 0o711) await chmod(folder, 0o711);
 }
-

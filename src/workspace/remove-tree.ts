@@ -38,7 +38,8 @@ function removeEntry(folderFd: number, name: string): number {
     fd = openSync(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   } catch (error) {
     // Swapped for a symlink or a file since the lstat: it goes as what it is now.
-    if ((error as NodeJS.ErrnoException).code === "ELOOP" || (error as NodeJS.ErrnoException).code === "ENOTDIR") return removeEntry(folderFd, name);
+    if ((error as NodeJS.ErrnoException).code === "ELOOP" || (error as NodeJS.ErrnoException).code === "ENOTDIR")
+      return removeEntry(folderFd, name);
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
     throw error;
   }

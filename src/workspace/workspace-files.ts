@@ -88,7 +88,9 @@ export interface OpenedFile {
 /** What an update decides once it has seen the file's current content. */
 export type UpdateDecision<T> = { write: Buffer; mode?: number } | { keep: T };
 
-export type UpdateOutcome<T> = { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot } | { kind: "kept"; path: string; value: T };
+export type UpdateOutcome<T> =
+  | { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot }
+  | { kind: "kept"; path: string; value: T };
 
 /** A file moved to the trash, with what it held, so a revert can bring it back. */
 export interface TrashedFile {

@@ -54,7 +54,10 @@ export async function takeManifest(root: string, options: { maxEntries: number }
           entries.set(at, { kind, ino: stats.ino, size: stats.size, mode: stats.mode & 0o7777, mtimeMs: stats.mtimeMs });
           if (kind !== "directory" || summarizedNames.has(name)) continue;
           try {
-            pending.push({ fd: openSync(viaDescriptor(fd, name), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW), prefix: `${at}/` });
+            pending.push({
+              fd: openSync(viaDescriptor(fd, name), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW),
+              prefix: `${at}/`,
+            });
           } catch {
             // replaced meanwhile: its entry above is what there was
           }
@@ -86,7 +89,8 @@ export function compareManifests(before: Manifest, after: Manifest): ManifestCha
     if (!counts(now, at)) continue;
     const was = before.entries.get(at);
     if (!was) changes.created.push(at);
-    else if (was.kind !== now.kind || was.ino !== now.ino || was.size !== now.size || was.mtimeMs !== now.mtimeMs || was.mode !== now.mode) changes.modified.push(at);
+    else if (was.kind !== now.kind || was.ino !== now.ino || was.size !== now.size || was.mtimeMs !== now.mtimeMs || was.mode !== now.mode)
+      changes.modified.push(at);
   }
   for (const [at, was] of before.entries) if (counts(was, at) && !after.entries.has(at)) changes.deleted.push(at);
   return changes;

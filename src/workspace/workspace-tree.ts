@@ -34,7 +34,11 @@ export interface TreeFile {
  * descriptor (`O_PATH | O_NOFOLLOW | O_DIRECTORY`), so a folder swapped for a
  * link mid-walk is skipped, never entered.
  */
-export async function walkTree(start: HeldEntry, options: WalkOptions, visit: (file: TreeFile) => void | Promise<void>): Promise<WalkOutcome> {
+export async function walkTree(
+  start: HeldEntry,
+  options: WalkOptions,
+  visit: (file: TreeFile) => void | Promise<void>,
+): Promise<WalkOutcome> {
   const maxEntries = options.maxEntries ?? defaultMaxEntries;
   const outcome: WalkOutcome = { visited: 0, truncated: false, cancelled: false };
   const stopped = () => outcome.truncated || outcome.cancelled;
@@ -69,7 +73,11 @@ export async function walkTree(start: HeldEntry, options: WalkOptions, visit: (f
         }
       } else if (kind === "file" || kind === "symlink") {
         // A visitor that does not wait costs no microtask per entry.
-        const visited = visit({ path: relative, kind, read: (maxBytes, larger = "skip") => readChild(folder, entry.name, maxBytes, larger) });
+        const visited = visit({
+          path: relative,
+          kind,
+          read: (maxBytes, larger = "skip") => readChild(folder, entry.name, maxBytes, larger),
+        });
         if (visited) await visited;
       }
     }

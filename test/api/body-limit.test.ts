@@ -29,7 +29,10 @@ interface RawAnswer {
  * server answers, whichever comes first. With `declaredLength` the request says
  * Content-Length (and may lie about what follows); without, it is chunked.
  */
-function streamPost(path: string, options: { key: string; totalBytes: number; chunkBytes: number; declaredLength?: number }): Promise<RawAnswer> {
+function streamPost(
+  path: string,
+  options: { key: string; totalBytes: number; chunkBytes: number; declaredLength?: number },
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, baseUrl);
     const headers: Record<string, string | number> = { authorization: `Bearer ${options.key}`, "content-type": "application/json" };
@@ -82,7 +85,12 @@ describe("request body limits", () => {
   });
 
   it("S10: over real HTTP, a declared Content-Length over the limit is refused before the body is sent", async () => {
-    const answer = await streamPost("/v1/projects", { key: client.key, declaredLength: 400 * 1024 * 1024, totalBytes: 400 * 1024 * 1024, chunkBytes: 64 * 1024 });
+    const answer = await streamPost("/v1/projects", {
+      key: client.key,
+      declaredLength: 400 * 1024 * 1024,
+      totalBytes: 400 * 1024 * 1024,
+      chunkBytes: 64 * 1024,
+    });
     expect(answer.status).toBe(413);
     expect(answer.body.error.code).toBe("payload_too_large");
     expect(answer.sentBytes).toBeLessThan(50 * 1024 * 1024);
@@ -100,7 +108,10 @@ describe("request body limits", () => {
   it("S10: a chunked body under the limit is read and handled normally over real HTTP", async () => {
     const body = JSON.stringify({ name: "chunked project" });
     const response = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const req = httpRequest(new URL("/v1/projects", baseUrl), { method: "POST", headers: { authorization: `Bearer ${client.key}`, "content-type": "application/json" } });
+      const req = httpRequest(new URL("/v1/projects", baseUrl), {
+        method: "POST",
+        headers: { authorization: `Bearer ${client.key}`, "content-type": "application/json" },
+      });
       req.on("response", (res) => {
         const parts: Buffer[] = [];
         res.on("data", (part: Buffer) => parts.push(part));
@@ -116,7 +127,12 @@ describe("request body limits", () => {
   });
 
   it("S10: without a valid key, a large body is refused by authentication before it is read", async () => {
-    const answer = await streamPost("/v1/projects", { key: "foya_not_a_key", declaredLength: 10 * 1024 * 1024, totalBytes: 10 * 1024 * 1024, chunkBytes: 64 * 1024 });
+    const answer = await streamPost("/v1/projects", {
+      key: "foya_not_a_key",
+      declaredLength: 10 * 1024 * 1024,
+      totalBytes: 10 * 1024 * 1024,
+      chunkBytes: 64 * 1024,
+    });
     expect(answer.status).toBe(401);
   });
 });

@@ -33,8 +33,8 @@ describe("the console's static files (SPEC E3)", () => {
     expect(script.headers.get("content-type")).toContain("javascript");
     expect((await app.request("/console/assets/missing.js")).status).toBe(404);
     // A path out of the build is refused by serveStatic; what answers is the console's page, not the file.
-    const escape = await app.request("/console/..%2f..%2f..%2fetc/passwd");
-    expect(await escape.text()).not.toContain("root:");
+    const escaping = await app.request("/console/..%2f..%2f..%2fetc/passwd");
+    expect(await escaping.text()).not.toContain("root:");
   });
 
   it("E3: without a build there is no /console route", async () => {

@@ -34,7 +34,9 @@ describe("SSE catch-up without a query per stream", () => {
     await waitFor(async () => replayed.every(Boolean), 5_000, "the streams to replay the log");
     // Appended without publishing, as if Redis had dropped the message.
     for (const [index, { sessionId }] of sessions.entries()) {
-      await appendEvents(env.services.db.pool, client.tenantId!, sessionId, [{ runId: runs[index]!.body.id, step: null, body: { type: "tasks_updated", tasks: [] } }]);
+      await appendEvents(env.services.db.pool, client.tenantId!, sessionId, [
+        { runId: runs[index]!.body.id, step: null, body: { type: "tasks_updated", tasks: [] } },
+      ]);
     }
     const received = await Promise.all(streams);
     for (const [index, events] of received.entries()) {

@@ -37,7 +37,10 @@ describe("Full Access grant", () => {
   it("S8: Full Access refused without the operator grant (403 with a clear message)", async () => {
     // Deployment off, tenant flagged: the message names only the deployment setting.
     const flaggedButOff = await forbidden.newTenant("flagged", { fullAccess: true });
-    const refusedByDeployment = await flaggedButOff.post("/v1/sessions", { projectId: await newProject(flaggedButOff), approvalMode: "full_access" });
+    const refusedByDeployment = await flaggedButOff.post("/v1/sessions", {
+      projectId: await newProject(flaggedButOff),
+      approvalMode: "full_access",
+    });
     expect(refusedByDeployment.status).toBe(403);
     expect(refusedByDeployment.body.error.code).toBe("full_access_not_granted");
     expect(refusedByDeployment.body.error.message).toMatch(deploymentMissing);
@@ -114,7 +117,10 @@ describe("Full Access grant", () => {
     }
     expect((await allowed.admin.get(tenantPath(owner))).body.fullAccess).toBe(false);
 
-    for (const response of [await allowed.admin.get("/v1/tenants/ten_nope"), await allowed.admin.patch("/v1/tenants/ten_nope", { fullAccess: true })]) {
+    for (const response of [
+      await allowed.admin.get("/v1/tenants/ten_nope"),
+      await allowed.admin.patch("/v1/tenants/ten_nope", { fullAccess: true }),
+    ]) {
       expect(response.status).toBe(404);
       expect(response.body.error.code).toBe("not_found");
     }

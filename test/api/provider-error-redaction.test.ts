@@ -31,12 +31,20 @@ beforeAll(async () => {
   // Like a gateway that echoes what it was sent: the URL and the credentials.
   openai = await startOpenAIWireServer(({ url, headers }) => ({
     status: 404,
-    body: JSON.stringify({ error: { type: "not_found", message: `no deployment at http://${headers.host}${url} for ${headers.authorization}` } }),
+    body: JSON.stringify({
+      error: { type: "not_found", message: `no deployment at http://${headers.host}${url} for ${headers.authorization}` },
+    }),
   }));
   anthropic = await startAnthropicWireServer(() => ({ events: [] }));
   closedPort = await unusedPort();
   const providersFile = await writeProvidersFile([
-    { name: "gateway", kind: "openai-chat", baseUrl: `${openai.baseUrl.replace(/\/v1$/, "")}/${secretPath}/v1?sig=${secretSig}`, model: "m", apiKeyEnv: "GATEWAY_KEY" },
+    {
+      name: "gateway",
+      kind: "openai-chat",
+      baseUrl: `${openai.baseUrl.replace(/\/v1$/, "")}/${secretPath}/v1?sig=${secretSig}`,
+      model: "m",
+      apiKeyEnv: "GATEWAY_KEY",
+    },
     // The Messages endpoint lives at /v1/messages only, so this answers 404 naming the path it got.
     { name: "claude", kind: "anthropic-messages", baseUrl: `${anthropic.baseUrl}/${secretPath}`, model: "m", apiKey: anthropicKey },
     { name: "offline", kind: "openai-chat", baseUrl: `http://127.0.0.1:${closedPort}/${secretPath}/v1`, model: "m", apiKey: openaiKey },
@@ -56,7 +64,12 @@ async function whatTheTenantSees(profile: string) {
   const { sessionId } = await client.newSession({ providerProfile: profile });
   const run = await client.startRun(sessionId, "hello");
   const done = await client.waitForRun(run.body.id);
-  const seen = JSON.stringify([done, await client.events(sessionId), await client.messages(sessionId), (await client.get(`/v1/sessions/${sessionId}`)).body]);
+  const seen = JSON.stringify([
+    done,
+    await client.events(sessionId),
+    await client.messages(sessionId),
+    (await client.get(`/v1/sessions/${sessionId}`)).body,
+  ]);
   return { done, seen };
 }
 
@@ -100,7 +113,9 @@ describe("internal errors the API answers", () => {
     // The API's next read of projects fails inside the driver.
     await env.query("alter table projects rename to projects_gone");
     try {
-      const response = await env.app.request(`/v1/projects/${projectId}`, { headers: { authorization: `Bearer ${tenant.key}`, "x-request-id": "req-s10-test" } });
+      const response = await env.app.request(`/v1/projects/${projectId}`, {
+        headers: { authorization: `Bearer ${tenant.key}`, "x-request-id": "req-s10-test" },
+      });
       expect(response.status).toBe(500);
       expect(response.headers.get("x-request-id")).toBe("req-s10-test");
       const body = (await response.json()) as { error: { code: string; message: string } };
@@ -121,12 +136,26 @@ describe("mid-stream provider errors", () => {
       chunks: [textChunk("partial"), { error: { message: `upstream ${url} refused key ${openaiKey}: overloaded` } }],
     }));
     try {
-      const provider = createOpenAIChatProvider({ profile: "p", baseUrl: `${server.baseUrl}/${secretPath}`, apiKey: openaiKey, model: "m" });
+      const provider = createOpenAIChatProvider({
+        profile: "p",
+        baseUrl: `${server.baseUrl}/${secretPath}`,
+        apiKey: openaiKey,
+        model: "m",
+      });
       const failure = (async () => {
-        for await (const part of provider.stream({ model: "m", messages: [{ role: "user", text: "hi" }], tools: [] }, new AbortController().signal)) void part;
+        for await (const part of provider.stream(
+          { model: "m", messages: [{ role: "user", text: "hi" }], tools: [] },
+          new AbortController().signal,
+        ))
+          void part;
       })();
       await expect(failure).rejects.toMatchObject({ code: "provider_error", message: expect.stringMatching(/overloaded$/) });
-      expectNoSecrets(await failure.then(() => "", (error: Error) => error.message));
+      expectNoSecrets(
+        await failure.then(
+          () => "",
+          (error: Error) => error.message,
+        ),
+      );
     } finally {
       await server.close();
     }

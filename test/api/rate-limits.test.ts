@@ -69,7 +69,10 @@ describe("per-key rate limits", () => {
     const publicPaths = new Set(["/healthz", "/readyz"]);
     for (const [template, methods] of Object.entries(document.paths)) {
       if (publicPaths.has(template)) continue;
-      const path = template.replace(/\{id\}/g, "ses_x").replace(/\{server\}/g, "srv").replace(/\{prompt\}/g, "p");
+      const path = template
+        .replace(/\{id\}/g, "ses_x")
+        .replace(/\{server\}/g, "srv")
+        .replace(/\{prompt\}/g, "p");
       for (const method of Object.keys(methods)) {
         const response = await direct.app.request(path, { method: method.toUpperCase() });
         expect(response.status, `${method} ${template}`).toBe(401);
@@ -96,7 +99,9 @@ describe("failed-authentication lockout", () => {
     // The key is not even looked at: a right guess would look the same as a wrong one.
     expect((await get(directUrl, "/v1/webhooks", { authorization: `Bearer ${tenant.key}` })).status).toBe(429);
     // X-Forwarded-For is the client's to write, so without a trusted proxy it changes nothing.
-    expect((await get(directUrl, "/v1/webhooks", { authorization: `Bearer ${tenant.key}`, "x-forwarded-for": "192.0.2.99" })).status).toBe(429);
+    expect((await get(directUrl, "/v1/webhooks", { authorization: `Bearer ${tenant.key}`, "x-forwarded-for": "192.0.2.99" })).status).toBe(
+      429,
+    );
     // Another address (here: in-process requests) is unaffected.
     expect((await tenant.get("/v1/webhooks")).status).toBe(200);
   });
@@ -111,9 +116,14 @@ describe("failed-authentication lockout", () => {
     const adminFromGuesser = await get(proxiedUrl, "/v1/tenants/ten_x", { ...guesser, authorization: "Bearer test-admin-token" });
     expect(adminFromGuesser.status).toBe(429);
     // The client's own entry is the proxy's, the rightmost; what the client put before it does not matter.
-    const otherClient = await get(proxiedUrl, "/v1/tenants/ten_x", { authorization: "Bearer test-admin-token", "x-forwarded-for": "198.51.100.7, 198.51.100.8" });
+    const otherClient = await get(proxiedUrl, "/v1/tenants/ten_x", {
+      authorization: "Bearer test-admin-token",
+      "x-forwarded-for": "198.51.100.7, 198.51.100.8",
+    });
     expect(otherClient.status).toBe(404);
     const tenant = await proxied.newTenant("behind the proxy");
-    expect((await get(proxiedUrl, "/v1/webhooks", { authorization: `Bearer ${tenant.key}`, "x-forwarded-for": "198.51.100.9" })).status).toBe(200);
+    expect(
+      (await get(proxiedUrl, "/v1/webhooks", { authorization: `Bearer ${tenant.key}`, "x-forwarded-for": "198.51.100.9" })).status,
+    ).toBe(200);
   });
 });

@@ -81,7 +81,9 @@ describe("requests", () => {
     const body = (await ready.json()) as { details: { confinement: Record<string, string> } };
     expect(body).toMatchObject({ status: "ok", checks: { postgres: "ok", redis: "ok" } });
     const { confinement } = body.details;
-    expect(confinement.identity).toMatch(process.getuid?.() === 0 ? new RegExp(`^per-tenant uids from ${env.config.toolUidBase + 1}`) : /^the service's own uid/);
+    expect(confinement.identity).toMatch(
+      process.getuid?.() === 0 ? new RegExp(`^per-tenant uids from ${env.config.toolUidBase + 1}`) : /^the service's own uid/,
+    );
     expect(confinement.limits).toMatch(/^rlimits per process \(memory 4294967296 bytes of address space, 512 processes per tenant uid/);
     expect(confinement.limits).toMatch(/cgroup v2: not used \(/);
     expect(confinement.sandbox).toMatch(/^bubblewrap at \//);
@@ -91,10 +93,55 @@ describe("requests", () => {
   it("R3: GET /v1/tools shows the registry as the session sees it", async () => {
     const { sessionId } = await client.newSession({ toolAllowList: ["read", "noop"] });
     const tools = (await client.get(`/v1/tools?session=${sessionId}`)).body.tools as Array<{ name: string; exposedNow: boolean }>;
-    expect(tools.map((t) => t.name)).toEqual(["agent", "bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "history_read_tool_result", "late_progress", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "tool_search", "update_tasks", "web_fetch", "write"]);
+    expect(tools.map((t) => t.name)).toEqual([
+      "agent",
+      "bash",
+      "command_cancel",
+      "command_output",
+      "command_status",
+      "context_echo",
+      "delete",
+      "edit",
+      "end_batch",
+      "grep",
+      "history_read_tool_result",
+      "late_progress",
+      "list",
+      "make_image",
+      "marker_sleep",
+      "net_probe",
+      "noop",
+      "probe",
+      "read",
+      "rich_result",
+      "show_diff",
+      "tool_search",
+      "update_tasks",
+      "web_fetch",
+      "write",
+    ]);
     expect(tools.filter((t) => t.exposedNow).map((t) => t.name)).toEqual(["noop", "read"]);
     const readOnly = await client.newSession({ runMode: "read_only" });
-    const visible = (await client.get(`/v1/tools?session=${readOnly.sessionId}`)).body.tools as Array<{ name: string; exposedNow: boolean }>;
-    expect(visible.filter((t) => t.exposedNow).map((t) => t.name)).toEqual(["agent", "command_output", "command_status", "context_echo", "end_batch", "grep", "late_progress", "list", "make_image", "noop", "probe", "read", "rich_result", "show_diff", "update_tasks"]);
+    const visible = (await client.get(`/v1/tools?session=${readOnly.sessionId}`)).body.tools as Array<{
+      name: string;
+      exposedNow: boolean;
+    }>;
+    expect(visible.filter((t) => t.exposedNow).map((t) => t.name)).toEqual([
+      "agent",
+      "command_output",
+      "command_status",
+      "context_echo",
+      "end_batch",
+      "grep",
+      "late_progress",
+      "list",
+      "make_image",
+      "noop",
+      "probe",
+      "read",
+      "rich_result",
+      "show_diff",
+      "update_tasks",
+    ]);
   });
 });

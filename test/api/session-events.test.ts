@@ -20,7 +20,11 @@ afterAll(async () => env?.close());
 const chatty = (parts: number) =>
   script(
     [
-      [{ text: "a".repeat(parts), chunks: parts }, { tool: "noop", args: {} }, { tool: "noop", args: {} }],
+      [
+        { text: "a".repeat(parts), chunks: parts },
+        { tool: "noop", args: {} },
+        { tool: "noop", args: {} },
+      ],
       [{ text: "b".repeat(parts), chunks: parts }],
     ],
     { chunkDelayMs: 15 },

@@ -56,7 +56,9 @@ describe("event stream tokens (SPEC E3: API keys never travel in URLs)", () => {
     const own = createStreamTokens(env.config.streamTokenSecret);
     const valid = own.mint(claims).token;
     const [payload, signature] = valid.split(".") as [string, string];
-    const otherClaims = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), s: otherSession })).toString("base64url");
+    const otherClaims = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), s: otherSession }),
+    ).toString("base64url");
     const refused = {
       expired: own.mint(claims, Date.now() - 61_000).token,
       "another session's": (await mint(tenant, otherSession)).token,
@@ -79,7 +81,12 @@ describe("event stream tokens (SPEC E3: API keys never travel in URLs)", () => {
       expect(opened, name).toMatchObject({ status: 401, code: "unauthorized" });
     }
     const { token } = await mint(tenant, sessionId);
-    for (const path of [`/v1/sessions/${sessionId}`, `/v1/sessions/${sessionId}/messages`, `/v1/sessions/${sessionId}/file-changes`, "/v1/usage"]) {
+    for (const path of [
+      `/v1/sessions/${sessionId}`,
+      `/v1/sessions/${sessionId}/messages`,
+      `/v1/sessions/${sessionId}/file-changes`,
+      "/v1/usage",
+    ]) {
       const response = await fetch(`${baseUrl}${path}?token=${encodeURIComponent(token)}`);
       expect(response.status, path).toBe(401);
     }

@@ -71,7 +71,11 @@ describe("tenant isolation", () => {
     );
     await owner.waitForRun(run.body.id);
     const waiting = await owner.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "asked" } }], [{ text: "done" }]]));
-    const approvalId = await waitFor(async () => (await owner.get(`/v1/approvals?status=pending&sessionId=${sessionId}`)).body.approvals?.[0]?.id as string | undefined, 20_000, "the approval");
+    const approvalId = await waitFor(
+      async () => (await owner.get(`/v1/approvals?status=pending&sessionId=${sessionId}`)).body.approvals?.[0]?.id as string | undefined,
+      20_000,
+      "the approval",
+    );
     const busyProject = (await owner.get(`/v1/sessions/${busy}`)).body.projectId as string;
     const one = async (sql: string) => ((await env.query<{ id: string }>(sql, [owner.tenantId]))[0] ?? { id: undefined }).id;
     const owned: Record<string, string | undefined> = {
@@ -83,7 +87,13 @@ describe("tenant isolation", () => {
       approvals: approvalId,
       artifacts: await one("select id from artifacts where tenant_id = $1 limit 1"),
       webhooks: (await owner.post("/v1/webhooks", { url: "https://example.com/hook", eventTypes: ["run_end"] })).body.webhook?.id,
-      "mcp-servers": (await owner.post("/v1/mcp-servers", { name: "owned", projectId: busyProject, transport: { kind: "http", url: "https://example.com/mcp" } })).body.id,
+      "mcp-servers": (
+        await owner.post("/v1/mcp-servers", {
+          name: "owned",
+          projectId: busyProject,
+          transport: { kind: "http", url: "https://example.com/mcp" },
+        })
+      ).body.id,
     };
     const entryId = (await owner.get(`/v1/projects/${busyProject}/trash`)).body.entries?.[0]?.id as string | undefined;
     for (const [kind, id] of Object.entries({ ...owned, entryId })) expect(id, `the owner's ${kind}`).toBeTruthy();
@@ -102,7 +112,8 @@ describe("tenant isolation", () => {
       if (!template.includes("{") || adminOnly.has(template)) continue;
       const kind = template.split("/")[2] as string;
       const concrete = template.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
-        const value = name === "id" ? owned[kind] : name === "entryId" ? entryId : name === "server" ? "owned" : name === "prompt" ? "any" : undefined;
+        const value =
+          name === "id" ? owned[kind] : name === "entryId" ? entryId : name === "server" ? "owned" : name === "prompt" ? "any" : undefined;
         if (!value) throw new Error(`no owner's id for {${name}} in ${template}: add one to this test`);
         return value;
       });
@@ -142,9 +153,15 @@ describe("tenant isolation", () => {
     let checked = 0;
     for (const [template, operations] of Object.entries(document.paths)) {
       if (open.has(template)) continue;
-      const concrete = template.replace(/\{[^}]+\}/g, (name) => (name === "{entryId}" ? "00000000-0000-4000-8000-000000000000" : "abc_0123456789abcdef"));
+      const concrete = template.replace(/\{[^}]+\}/g, (name) =>
+        name === "{entryId}" ? "00000000-0000-4000-8000-000000000000" : "abc_0123456789abcdef",
+      );
       for (const method of Object.keys(operations)) {
-        const response = await env.app.request(concrete, { method: method.toUpperCase(), headers: { "content-type": "application/json" }, ...(method === "get" || method === "delete" ? {} : { body: "{}" }) });
+        const response = await env.app.request(concrete, {
+          method: method.toUpperCase(),
+          headers: { "content-type": "application/json" },
+          ...(method === "get" || method === "delete" ? {} : { body: "{}" }),
+        });
         expect(response.status, `${method.toUpperCase()} ${template}`).toBe(401);
         checked++;
       }

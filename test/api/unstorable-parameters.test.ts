@@ -5,7 +5,11 @@ const { env, client } = useTestEnv();
 
 /** Sends a raw JSON text, so escapes such as \u0000 and \ud800 reach the server as written. */
 async function sendRaw(method: string, path: string, json: string) {
-  const response = await env.app.request(path, { method, headers: { authorization: `Bearer ${client.key}`, "content-type": "application/json" }, body: json });
+  const response = await env.app.request(path, {
+    method,
+    headers: { authorization: `Bearer ${client.key}`, "content-type": "application/json" },
+    body: json,
+  });
   return { status: response.status, body: (await response.json()) as { error: { code: string; message: string } } };
 }
 
@@ -21,7 +25,11 @@ describe("string parameters Postgres cannot store", () => {
     expectRefused(await client.post("/v1/sessions", { projectId: `${projectId}\u0000` }), "NUL after a real id", "projectId");
     expectRefused(await client.post("/v1/sessions", { projectId: "\u0000" }), "NUL alone", "projectId");
     expectRefused(await sendRaw("POST", "/v1/sessions", `{"projectId":"prj_\\u0000x"}`), "NUL escape in the raw body", "projectId");
-    expectRefused(await client.post("/v1/sessions", { projectId, providerProfile: "scripted\u0000" }), "NUL in providerProfile", "providerProfile");
+    expectRefused(
+      await client.post("/v1/sessions", { projectId, providerProfile: "scripted\u0000" }),
+      "NUL in providerProfile",
+      "providerProfile",
+    );
   });
 
   it("S10: NUL in the query parameters ?sessionId=, ?runId=, ?session= and ?projectId= answers 400", async () => {
@@ -71,9 +79,21 @@ describe("string parameters Postgres cannot store", () => {
     expectRefused(await sendRaw("POST", "/v1/projects", `{"name":"a\\ud800b"}`), "lone surrogate in a name", "name");
     expectRefused(await sendRaw("POST", `/v1/sessions/${sessionId}/runs`, `{"input":"hi\\u0000"}`), "NUL in run input", "input");
     // Routes whose schemas say nothing about NUL are covered by the generic check.
-    expectRefused(await client.request("PUT", "/v1/policy", { rules: { allow: ["bash(echo \u0000)"] } }), "NUL in a policy rule", "rules.allow.0");
-    expectRefused(await client.post("/v1/approvals/apr_nope", { decision: "approve", arguments: { "pa\u0000th": "x" } }), "NUL in a key", "body.arguments");
-    expectRefused(await client.post("/v1/approvals/apr_nope", { decision: "approve", arguments: { path: ["ok", "\udc00"] } }), "deep surrogate", "body.arguments.path.1");
+    expectRefused(
+      await client.request("PUT", "/v1/policy", { rules: { allow: ["bash(echo \u0000)"] } }),
+      "NUL in a policy rule",
+      "rules.allow.0",
+    );
+    expectRefused(
+      await client.post("/v1/approvals/apr_nope", { decision: "approve", arguments: { "pa\u0000th": "x" } }),
+      "NUL in a key",
+      "body.arguments",
+    );
+    expectRefused(
+      await client.post("/v1/approvals/apr_nope", { decision: "approve", arguments: { path: ["ok", "\udc00"] } }),
+      "deep surrogate",
+      "body.arguments.path.1",
+    );
     expect((await env.query("select id from runs")).length).toBe(0);
   });
 });

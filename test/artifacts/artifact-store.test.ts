@@ -67,7 +67,9 @@ describe("storing result bytes", () => {
   it("I1: storing concurrently (a redelivered job racing the first) still answers one artifact", async () => {
     const scope = await newScope();
     const data = Buffer.from("concurrent bytes");
-    const ids = await Promise.all(Array.from({ length: 8 }, () => putArtifact(env.services.db.db, scope, { mediaType: "text/plain", data })));
+    const ids = await Promise.all(
+      Array.from({ length: 8 }, () => putArtifact(env.services.db.db, scope, { mediaType: "text/plain", data })),
+    );
     expect(new Set(ids.map((stored) => stored.id)).size).toBe(1);
     expect(await env.query("select id from artifacts where session_id = $1", [scope.sessionId])).toHaveLength(1);
   });
@@ -95,7 +97,10 @@ describe("storing result bytes", () => {
 
 /** History as the step job loads it: each message with its place in the session. */
 const entries = (history: HistoryMessage[]) =>
-  history.map((message, index) => ({ message, position: { runOrdinal: 1, stepIndex: index, part: message.role === "tool" ? (2 as const) : (1 as const), callIndex: 0 } }));
+  history.map((message, index) => ({
+    message,
+    position: { runOrdinal: 1, stepIndex: index, part: message.role === "tool" ? (2 as const) : (1 as const), callIndex: 0 },
+  }));
 const resultLimit = 100_000;
 
 describe("context compiler", () => {
@@ -105,15 +110,22 @@ describe("context compiler", () => {
     name: "shot",
     status: "succeeded",
     isError: false,
-    content: [{ type: "text", text: "see" }, ...artifactIds.map((artifactId) => ({ type: "image" as const, artifactId, mediaType: "image/png" }))],
+    content: [
+      { type: "text", text: "see" },
+      ...artifactIds.map((artifactId) => ({ type: "image" as const, artifactId, mediaType: "image/png" })),
+    ],
   });
 
   it("I3: images are materialized from the session's store for image models, as notes for the others, deterministically", async () => {
     const scope = await newScope();
     const { id } = await putArtifact(env.services.db.db, scope, { mediaType: "image/png", data: tinyPng });
-    const history: HistoryMessage[] = [{ role: "user", text: "go" }, { role: "assistant", text: "", toolCalls: [{ callId: "c1", name: "shot", argumentsRaw: "{}" }] }, toolMessage([id, "art_gone"])];
+    const history: HistoryMessage[] = [
+      { role: "user", text: "go" },
+      { role: "assistant", text: "", toolCalls: [{ callId: "c1", name: "shot", argumentsRaw: "{}" }] },
+      toolMessage([id, "art_gone"]),
+    ];
     const artifacts = artifactReader(env.services.db.db, scope);
-    const vision = await compileMessages(entries(history), { resultLimit,  imageInput: true, artifacts });
+    const vision = await compileMessages(entries(history), { resultLimit, imageInput: true, artifacts });
     expect(vision[2]).toEqual({
       role: "tool",
       callId: "c1",
@@ -125,8 +137,10 @@ describe("context compiler", () => {
         { type: "text", text: "[image omitted: artifact art_gone (image/png); not in this session's artifact store]" },
       ],
     });
-    expect(JSON.stringify(await compileMessages(entries(history), { resultLimit,  imageInput: true, artifacts }))).toBe(JSON.stringify(vision));
-    const blind = await compileMessages(entries(history), { resultLimit,  imageInput: false, artifacts });
+    expect(JSON.stringify(await compileMessages(entries(history), { resultLimit, imageInput: true, artifacts }))).toBe(
+      JSON.stringify(vision),
+    );
+    const blind = await compileMessages(entries(history), { resultLimit, imageInput: false, artifacts });
     expect(blind[2]).toMatchObject({
       content: [
         { type: "text", text: "see" },
@@ -143,7 +157,12 @@ describe("context compiler", () => {
     const older = await putArtifact(env.services.db.db, scope, { mediaType: "image/gif", data: gif });
     const newer = await putArtifact(env.services.db.db, scope, { mediaType: "image/png", data: tinyPng });
     const history = [toolMessage([older.id]), toolMessage([newer.id])];
-    const compiled = await compileMessages(entries(history), { resultLimit,  imageInput: true, artifacts: artifactReader(env.services.db.db, scope), maxImages: 1 });
+    const compiled = await compileMessages(entries(history), {
+      resultLimit,
+      imageInput: true,
+      artifacts: artifactReader(env.services.db.db, scope),
+      maxImages: 1,
+    });
     expect(compiled.map((m) => (m.role === "tool" ? m.content[1] : undefined))).toEqual([
       { type: "text", text: `[image omitted: artifact ${older.id} (image/png); only the most recent images are sent]` },
       { type: "image", mediaType: "image/png", dataBase64: tinyPng.toString("base64") },
@@ -152,8 +171,14 @@ describe("context compiler", () => {
     const otherSession = await newScope();
     const stranger = await newScope(await env.newTenant("stranger"));
     for (const elsewhere of [otherSession, stranger]) {
-      const [message] = await compileMessages(entries([toolMessage([newer.id])]), { resultLimit,  imageInput: true, artifacts: artifactReader(env.services.db.db, elsewhere) });
-      expect(message).toMatchObject({ content: [{ type: "text" }, { type: "text", text: expect.stringContaining("not in this session's artifact store") }] });
+      const [message] = await compileMessages(entries([toolMessage([newer.id])]), {
+        resultLimit,
+        imageInput: true,
+        artifacts: artifactReader(env.services.db.db, elsewhere),
+      });
+      expect(message).toMatchObject({
+        content: [{ type: "text" }, { type: "text", text: expect.stringContaining("not in this session's artifact store") }],
+      });
     }
   });
 });

@@ -229,187 +229,198 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-const countBy = (values: string[]) => JSON.stringify(Object.fromEntries([...new Set(values)].map((value) => [value, values.filter((v) => v === value).length])));
+const countBy = (values: string[]) =>
+  JSON.stringify(Object.fromEntries([...new Set(values)].map((value) => [value, values.filter((v) => v === value).length])));
 
 describe("chaos", () => {
-  it(
-    "D3, D4, D9, D10, X4: 20 runs of bash steps while workers are SIGKILLed every 2 s and Redis is flushed and restarted: every run ends, no step runs twice, no succeeded step lacks its effect, event logs stay gap-free",
-    async () => {
-      const sessions: ChaosSession[] = [];
-      for (let i = 0; i < RUNS; i++) sessions.push(await newSession(tenants[i % TENANTS]!, Math.floor(i / TENANTS) % 2 === 0 ? "end" : "continue"));
-      const plan: Array<{ at: number; kind: FaultKind }> = [
-        ...Array.from({ length: KILLS }, (_, k) => ({ at: FIRST_KILL_AT_MS + k * KILL_EVERY_MS, kind: "kill" as const })),
-        { at: FLUSH_AT_MS, kind: "flush" as const },
-        { at: REDIS_RESTART_AT_MS, kind: "redis-restart" as const },
-      ].sort((a, b) => a.at - b.at);
-      const kills: Kill[] = [];
-      const faults: FaultKind[] = [];
+  it("D3, D4, D9, D10, X4: 20 runs of bash steps while workers are SIGKILLed every 2 s and Redis is flushed and restarted: every run ends, no step runs twice, no succeeded step lacks its effect, event logs stay gap-free", async () => {
+    const sessions: ChaosSession[] = [];
+    for (let i = 0; i < RUNS; i++)
+      sessions.push(await newSession(tenants[i % TENANTS]!, Math.floor(i / TENANTS) % 2 === 0 ? "end" : "continue"));
+    const plan: Array<{ at: number; kind: FaultKind }> = [
+      ...Array.from({ length: KILLS }, (_, k) => ({ at: FIRST_KILL_AT_MS + k * KILL_EVERY_MS, kind: "kill" as const })),
+      { at: FLUSH_AT_MS, kind: "flush" as const },
+      { at: REDIS_RESTART_AT_MS, kind: "redis-restart" as const },
+    ].sort((a, b) => a.at - b.at);
+    const kills: Kill[] = [];
+    const faults: FaultKind[] = [];
 
-      // The fault schedule and the run starts, side by side.
-      const t0 = Date.now();
-      const schedule = (async () => {
-        for (const [i, fault] of plan.entries()) {
-          await sleepUntil(t0 + fault.at);
-          if (fault.kind === "kill") await killOne(kills, plan.slice(i + 1).filter((next) => next.kind === "kill").length);
-          else if (fault.kind === "flush") await redis!.flushAll();
-          else await redis!.restart();
-          faults.push(fault.kind);
-        }
-      })();
-      const starts = sessions.map(async (session, run) => {
-        await sleepUntil(t0 + run * RUN_SPACING_MS);
-        const started = await session.client.startRun(session.sessionId, scriptFor(run));
-        if (started.status !== 202) throw new Error(`run ${run} was not accepted: ${started.status} ${JSON.stringify(started.body)}`);
-        return started.body.id as string;
-      });
-      const [runIds] = await Promise.all([Promise.all(starts), schedule]);
-
-      // Every run reaches a terminal state (polled in Postgres, the truth, rather than through the rate-limited API).
-      const deadline = Date.now() + TERMINAL_DEADLINE_MS;
-      let statuses = new Map<string, string>();
-      for (;;) {
-        const rows = await env.query<{ id: string; status: string }>("select id, status from runs where id = any($1)", [runIds]);
-        statuses = new Map(rows.map((row) => [row.id, row.status]));
-        if (runIds.every((id) => terminalStatuses.has(statuses.get(id) ?? "")) || Date.now() > deadline) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
+    // The fault schedule and the run starts, side by side.
+    const t0 = Date.now();
+    const schedule = (async () => {
+      for (const [i, fault] of plan.entries()) {
+        await sleepUntil(t0 + fault.at);
+        if (fault.kind === "kill") await killOne(kills, plan.slice(i + 1).filter((next) => next.kind === "kill").length);
+        else if (fault.kind === "flush") await redis!.flushAll();
+        else await redis!.restart();
+        faults.push(fault.kind);
       }
-      const isTerminal = (runId: string) => terminalStatuses.has(statuses.get(runId) ?? "");
-      const notTerminal = runIds.filter((id) => !isTerminal(id));
-      const settledMs = Date.now() - t0;
+    })();
+    const starts = sessions.map(async (session, run) => {
+      await sleepUntil(t0 + run * RUN_SPACING_MS);
+      const started = await session.client.startRun(session.sessionId, scriptFor(run));
+      if (started.status !== 202) throw new Error(`run ${run} was not accepted: ${started.status} ${JSON.stringify(started.body)}`);
+      return started.body.id as string;
+    });
+    const [runIds] = await Promise.all([Promise.all(starts), schedule]);
 
-      // The side effects against the record: each step started at most once; each succeeded call's end
-      // line is there; no call that started is recorded as never run.
-      const calls = await env.query<{ run_id: string; call_id: string; status: string; error_code: string | null }>(
-        "select run_id, call_id, status, error_code from tool_calls where run_id = any($1)",
+    // Every run reaches a terminal state (polled in Postgres, the truth, rather than through the rate-limited API).
+    const deadline = Date.now() + TERMINAL_DEADLINE_MS;
+    let statuses = new Map<string, string>();
+    for (;;) {
+      const rows = await env.query<{ id: string; status: string }>("select id, status from runs where id = any($1)", [runIds]);
+      statuses = new Map(rows.map((row) => [row.id, row.status]));
+      if (runIds.every((id) => terminalStatuses.has(statuses.get(id) ?? "")) || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const isTerminal = (runId: string) => terminalStatuses.has(statuses.get(runId) ?? "");
+    const notTerminal = runIds.filter((id) => !isTerminal(id));
+    const settledMs = Date.now() - t0;
+
+    // The side effects against the record: each step started at most once; each succeeded call's end
+    // line is there; no call that started is recorded as never run.
+    const calls = await env.query<{ run_id: string; call_id: string; status: string; error_code: string | null }>(
+      "select run_id, call_id, status, error_code from tool_calls where run_id = any($1)",
+      [runIds],
+    );
+    const callsOf = (runId: string) => calls.filter((call) => call.run_id === runId);
+    const replayed: string[] = [];
+    const lostEffects: string[] = [];
+    const untruthful: string[] = [];
+    let stepsStarted = 0;
+    for (const [run, session] of sessions.entries()) {
+      const { starts: startLines, ends } = await readChaosLog(await env.workspaceOf(session.sessionId));
+      stepsStarted += startLines.size;
+      for (const [label, count] of startLines) if (count > 1) replayed.push(`${label} started ${count} times`);
+      const byLabel = new Map(callsOf(runIds[run]!).map((call) => [labelOf(call.call_id), call] as const));
+      for (const [label, call] of byLabel) {
+        if (call.status === "succeeded" && !ends.has(label)) lostEffects.push(`${label} succeeded without its end line`);
+      }
+      for (const label of startLines.keys()) {
+        const call = byLabel.get(label);
+        if (!call || !startedCallStatuses.has(call.status))
+          untruthful.push(`${label} started but is recorded ${call ? `${call.status} (${call.error_code})` : "nowhere"}`);
+      }
+    }
+
+    // Per session: events numbered 1..N without a gap; one run_start, and one run_end agreeing with the
+    // run; one tool_end per call, agreeing with the call.
+    const eventProblems: string[] = [];
+    for (const [run, session] of sessions.entries()) {
+      const runId = runIds[run]!;
+      const events = await env.query<{ seq: string; type: string; data: Record<string, any> }>(
+        "select seq, type, data from events where session_id = $1 order by seq",
+        [session.sessionId],
+      );
+      const gap = events.findIndex((event, i) => Number(event.seq) !== i + 1);
+      if (gap !== -1) eventProblems.push(`r${run}: event ${gap + 1} has seq ${events[gap]!.seq}`);
+      const ofType = (type: string) => events.filter((event) => event.type === type);
+      if (ofType("run_start").length !== 1) eventProblems.push(`r${run}: ${ofType("run_start").length} run_start events`);
+      if (!isTerminal(runId)) continue;
+      const runEnds = ofType("run_end").map((event) => event.data.status);
+      if (runEnds.length !== 1 || runEnds[0] !== statuses.get(runId))
+        eventProblems.push(`r${run}: run ${statuses.get(runId)}, run_end events ${JSON.stringify(runEnds)}`);
+      for (const call of callsOf(runId)) {
+        const ended = ofType("tool_end")
+          .filter((event) => event.data.callId === call.call_id)
+          .map((event) => event.data.status);
+        if (ended.length !== 1 || ended[0] !== call.status)
+          eventProblems.push(`r${run}: call ${call.call_id} ${call.status}, tool_end events ${JSON.stringify(ended)}`);
+      }
+    }
+
+    // Per session (SPEC D3): a history every provider accepts, every call answered once, in order; an
+    // interrupted call's tool message says so (an error, status interrupted), never a made-up result.
+    const historyProblems: string[] = [];
+    for (const [run, session] of sessions.entries()) {
+      const messages = await session.client.messages(session.sessionId);
+      try {
+        expectValidHistory(messages);
+      } catch (error) {
+        historyProblems.push(`r${run}: ${(error as Error).message.split("\n")[0]}`);
+      }
+      for (const call of callsOf(runIds[run]!).filter((call) => call.status === "interrupted")) {
+        const answer = messages.find((message) => message.role === "tool" && message.content.callId === call.call_id)?.content;
+        if (answer?.status !== "interrupted" || answer.isError !== true)
+          historyProblems.push(`r${run}: interrupted ${call.call_id} answered ${JSON.stringify(answer)?.slice(0, 300)}`);
+      }
+    }
+
+    // Recovery time (SPEC D9): from each kill to the first `run_status` `recovering` event of each run
+    // the killed worker held, read from the event log (which the Redis faults cannot lose). An event
+    // belongs to the kill of the worker its reason names; a reason naming none, to the last kill
+    // before it of a worker holding the run.
+    const recovering = (
+      await env.query<{ run_id: string; at: string; reason: string | null }>(
+        `select run_id, extract(epoch from created_at) * 1000 as at, data->>'reason' as reason from events
+            where run_id = any($1) and type = 'run_status' and data->>'status' = 'recovering' order by created_at`,
+        [runIds],
+      )
+    ).map((event) => ({ ...event, at: Number(event.at) }));
+    const belongsTo = (event: { run_id: string; at: number; reason: string | null }, k: number) => {
+      const named = kills.find((kill) => event.reason?.includes(kill.workerId));
+      if (named) return named === kills[k];
+      return !kills.some((later, j) => j > k && later.at <= event.at && later.runIds.includes(event.run_id));
+    };
+    const recoveries: number[] = [];
+    for (const [k, kill] of kills.entries()) {
+      for (const runId of kill.runIds) {
+        const first = recovering.find((event) => event.run_id === runId && event.at >= kill.at - 5 && belongsTo(event, k));
+        if (first) recoveries.push(Math.max(0, first.at - kill.at));
+      }
+    }
+    recoveries.sort((a, b) => a - b);
+    const heldRuns = kills.reduce((sum, kill) => sum + kill.runIds.length, 0);
+
+    const replays = replayed.length;
+    const lost = lostEffects.length + notTerminal.length;
+    const recovery =
+      recoveries.length > 0
+        ? `recovering after a kill: p50 ${Math.round(percentile(recoveries, 50))} ms, p99 ${Math.round(percentile(recoveries, 99))} ms (${recoveries.length} of ${heldRuns} runs held by killed workers)`
+        : `no recovering events observed (${heldRuns} runs held by killed workers)`;
+    console.log(`chaos: ${runIds.length} runs, ${faults.length} faults, ${replays} replays, ${lost} lost; ${recovery}`);
+    console.log(
+      `chaos details: faults ${faults.join(",")}, kills at ${JSON.stringify(kills.map((kill) => kill.at - t0))} ms; ` +
+        `calls ${countBy(calls.map((call) => call.status))}; ${stepsStarted} steps started; ` +
+        `runs by onInterrupted: end ${countBy(runIds.filter((_, run) => sessions[run]!.onInterrupted === "end").map((id) => statuses.get(id) ?? "?"))}, ` +
+        `continue ${countBy(runIds.filter((_, run) => sessions[run]!.onInterrupted === "continue").map((id) => statuses.get(id) ?? "?"))}; ` +
+        `all terminal ${settledMs} ms after the first run (set-up ${setupMs} ms); ${selfExits.length} worker self-exits, ${startTrouble.length} start troubles; lease ${LEASE_MS} ms`,
+    );
+    for (const trouble of [...selfExits, ...startTrouble]) console.log(`chaos worker trouble: ${trouble}`);
+    const problems = [...replayed, ...lostEffects, ...notTerminal, ...untruthful, ...eventProblems, ...historyProblems, ...selfExits];
+    if (problems.length > 0 || process.env.CHAOS_DEBUG) {
+      // The story of the runs, for whoever reads a failure.
+      const runRows = await env.query<{ id: string; status: string; error: unknown; started: number; ended: number | null }>(
+        "select id, status, error, extract(epoch from created_at) * 1000 as started, extract(epoch from ended_at) * 1000 as ended from runs where id = any($1)",
         [runIds],
       );
-      const callsOf = (runId: string) => calls.filter((call) => call.run_id === runId);
-      const replayed: string[] = [];
-      const lostEffects: string[] = [];
-      const untruthful: string[] = [];
-      let stepsStarted = 0;
-      for (const [run, session] of sessions.entries()) {
-        const { starts: startLines, ends } = await readChaosLog(await env.workspaceOf(session.sessionId));
-        stepsStarted += startLines.size;
-        for (const [label, count] of startLines) if (count > 1) replayed.push(`${label} started ${count} times`);
-        const byLabel = new Map(callsOf(runIds[run]!).map((call) => [labelOf(call.call_id), call] as const));
-        for (const [label, call] of byLabel) {
-          if (call.status === "succeeded" && !ends.has(label)) lostEffects.push(`${label} succeeded without its end line`);
-        }
-        for (const label of startLines.keys()) {
-          const call = byLabel.get(label);
-          if (!call || !startedCallStatuses.has(call.status)) untruthful.push(`${label} started but is recorded ${call ? `${call.status} (${call.error_code})` : "nowhere"}`);
-        }
-      }
-
-      // Per session: events numbered 1..N without a gap; one run_start, and one run_end agreeing with the
-      // run; one tool_end per call, agreeing with the call.
-      const eventProblems: string[] = [];
-      for (const [run, session] of sessions.entries()) {
-        const runId = runIds[run]!;
-        const events = await env.query<{ seq: string; type: string; data: Record<string, any> }>(
-          "select seq, type, data from events where session_id = $1 order by seq",
-          [session.sessionId],
+      for (const row of runRows) {
+        console.log(
+          `chaos run r${runIds.indexOf(row.id)} ${row.id} ${row.status} ${Math.round(row.started - t0)}..${row.ended === null ? "" : Math.round(row.ended - t0)} ms ${JSON.stringify(row.error)}`,
         );
-        const gap = events.findIndex((event, i) => Number(event.seq) !== i + 1);
-        if (gap !== -1) eventProblems.push(`r${run}: event ${gap + 1} has seq ${events[gap]!.seq}`);
-        const ofType = (type: string) => events.filter((event) => event.type === type);
-        if (ofType("run_start").length !== 1) eventProblems.push(`r${run}: ${ofType("run_start").length} run_start events`);
-        if (!isTerminal(runId)) continue;
-        const runEnds = ofType("run_end").map((event) => event.data.status);
-        if (runEnds.length !== 1 || runEnds[0] !== statuses.get(runId)) eventProblems.push(`r${run}: run ${statuses.get(runId)}, run_end events ${JSON.stringify(runEnds)}`);
-        for (const call of callsOf(runId)) {
-          const ended = ofType("tool_end").filter((event) => event.data.callId === call.call_id).map((event) => event.data.status);
-          if (ended.length !== 1 || ended[0] !== call.status) eventProblems.push(`r${run}: call ${call.call_id} ${call.status}, tool_end events ${JSON.stringify(ended)}`);
-        }
       }
-
-      // Per session (SPEC D3): a history every provider accepts, every call answered once, in order; an
-      // interrupted call's tool message says so (an error, status interrupted), never a made-up result.
-      const historyProblems: string[] = [];
-      for (const [run, session] of sessions.entries()) {
-        const messages = await session.client.messages(session.sessionId);
-        try {
-          expectValidHistory(messages);
-        } catch (error) {
-          historyProblems.push(`r${run}: ${(error as Error).message.split("\n")[0]}`);
-        }
-        for (const call of callsOf(runIds[run]!).filter((call) => call.status === "interrupted")) {
-          const answer = messages.find((message) => message.role === "tool" && message.content.callId === call.call_id)?.content;
-          if (answer?.status !== "interrupted" || answer.isError !== true) historyProblems.push(`r${run}: interrupted ${call.call_id} answered ${JSON.stringify(answer)?.slice(0, 300)}`);
-        }
-      }
-
-      // Recovery time (SPEC D9): from each kill to the first `run_status` `recovering` event of each run
-      // the killed worker held, read from the event log (which the Redis faults cannot lose). An event
-      // belongs to the kill of the worker its reason names; a reason naming none, to the last kill
-      // before it of a worker holding the run.
-      const recovering = (
-        await env.query<{ run_id: string; at: string; reason: string | null }>(
-          `select run_id, extract(epoch from created_at) * 1000 as at, data->>'reason' as reason from events
-            where run_id = any($1) and type = 'run_status' and data->>'status' = 'recovering' order by created_at`,
-          [runIds],
-        )
-      ).map((event) => ({ ...event, at: Number(event.at) }));
-      const belongsTo = (event: { run_id: string; at: number; reason: string | null }, k: number) => {
-        const named = kills.find((kill) => event.reason?.includes(kill.workerId));
-        if (named) return named === kills[k];
-        return !kills.some((later, j) => j > k && later.at <= event.at && later.runIds.includes(event.run_id));
-      };
-      const recoveries: number[] = [];
-      for (const [k, kill] of kills.entries()) {
-        for (const runId of kill.runIds) {
-          const first = recovering.find((event) => event.run_id === runId && event.at >= kill.at - 5 && belongsTo(event, k));
-          if (first) recoveries.push(Math.max(0, first.at - kill.at));
-        }
-      }
-      recoveries.sort((a, b) => a - b);
-      const heldRuns = kills.reduce((sum, kill) => sum + kill.runIds.length, 0);
-
-      const replays = replayed.length;
-      const lost = lostEffects.length + notTerminal.length;
-      const recovery =
-        recoveries.length > 0
-          ? `recovering after a kill: p50 ${Math.round(percentile(recoveries, 50))} ms, p99 ${Math.round(percentile(recoveries, 99))} ms (${recoveries.length} of ${heldRuns} runs held by killed workers)`
-          : `no recovering events observed (${heldRuns} runs held by killed workers)`;
-      console.log(`chaos: ${runIds.length} runs, ${faults.length} faults, ${replays} replays, ${lost} lost; ${recovery}`);
-      console.log(
-        `chaos details: faults ${faults.join(",")}, kills at ${JSON.stringify(kills.map((kill) => kill.at - t0))} ms; ` +
-          `calls ${countBy(calls.map((call) => call.status))}; ${stepsStarted} steps started; ` +
-          `runs by onInterrupted: end ${countBy(runIds.filter((_, run) => sessions[run]!.onInterrupted === "end").map((id) => statuses.get(id) ?? "?"))}, ` +
-          `continue ${countBy(runIds.filter((_, run) => sessions[run]!.onInterrupted === "continue").map((id) => statuses.get(id) ?? "?"))}; ` +
-          `all terminal ${settledMs} ms after the first run (set-up ${setupMs} ms); ${selfExits.length} worker self-exits, ${startTrouble.length} start troubles; lease ${LEASE_MS} ms`,
+      console.log(`chaos kills: ${JSON.stringify(kills.map((kill) => ({ ...kill, at: kill.at - t0 })))}`);
+      const timeline = await env.query<{ at: number; run_id: string; type: string; data: Record<string, any> }>(
+        "select extract(epoch from created_at) * 1000 as at, run_id, type, data from events where run_id = any($1) and type in ('step_start', 'tool_end', 'run_status', 'run_end') order by created_at, seq",
+        [runIds],
       );
-      for (const trouble of [...selfExits, ...startTrouble]) console.log(`chaos worker trouble: ${trouble}`);
-      const problems = [...replayed, ...lostEffects, ...notTerminal, ...untruthful, ...eventProblems, ...historyProblems, ...selfExits];
-      if (problems.length > 0 || process.env.CHAOS_DEBUG) {
-        // The story of the runs, for whoever reads a failure.
-        const runRows = await env.query<{ id: string; status: string; error: unknown; started: number; ended: number | null }>(
-          "select id, status, error, extract(epoch from created_at) * 1000 as started, extract(epoch from ended_at) * 1000 as ended from runs where id = any($1)",
-          [runIds],
+      for (const event of timeline) {
+        console.log(
+          `chaos event ${Math.round(event.at - t0)} ms r${runIds.indexOf(event.run_id)} ${event.type} ${event.data.status ?? event.data.stepIndex ?? ""} ${event.data.callId ?? ""} ${event.data.reason ?? ""}`,
         );
-        for (const row of runRows) {
-          console.log(`chaos run r${runIds.indexOf(row.id)} ${row.id} ${row.status} ${Math.round(row.started - t0)}..${row.ended === null ? "" : Math.round(row.ended - t0)} ms ${JSON.stringify(row.error)}`);
-        }
-        console.log(`chaos kills: ${JSON.stringify(kills.map((kill) => ({ ...kill, at: kill.at - t0 })))}`);
-        const timeline = await env.query<{ at: number; run_id: string; type: string; data: Record<string, any> }>(
-          "select extract(epoch from created_at) * 1000 as at, run_id, type, data from events where run_id = any($1) and type in ('step_start', 'tool_end', 'run_status', 'run_end') order by created_at, seq",
-          [runIds],
-        );
-        for (const event of timeline) {
-          console.log(`chaos event ${Math.round(event.at - t0)} ms r${runIds.indexOf(event.run_id)} ${event.type} ${event.data.status ?? event.data.stepIndex ?? ""} ${event.data.callId ?? ""} ${event.data.reason ?? ""}`);
-        }
       }
+    }
 
-      expect(faults).toEqual(plan.map((fault) => fault.kind));
-      expect(notTerminal.map((id) => `${id} ${statuses.get(id)}`), "runs not terminal").toEqual([]);
-      expect(replayed, "steps started twice").toEqual([]);
-      expect(lostEffects, "succeeded calls without their effect").toEqual([]);
-      expect(untruthful, "calls that started but are recorded as never run").toEqual([]);
-      expect(eventProblems, "event log").toEqual([]);
-      expect(historyProblems, "history").toEqual([]);
-      expect(selfExits, "workers that ended by themselves").toEqual([]);
-    },
-    90_000,
-  );
+    expect(faults).toEqual(plan.map((fault) => fault.kind));
+    expect(
+      notTerminal.map((id) => `${id} ${statuses.get(id)}`),
+      "runs not terminal",
+    ).toEqual([]);
+    expect(replayed, "steps started twice").toEqual([]);
+    expect(lostEffects, "succeeded calls without their effect").toEqual([]);
+    expect(untruthful, "calls that started but are recorded as never run").toEqual([]);
+    expect(eventProblems, "event log").toEqual([]);
+    expect(historyProblems, "history").toEqual([]);
+    expect(selfExits, "workers that ended by themselves").toEqual([]);
+  }, 90_000);
 });

@@ -30,9 +30,13 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   process.once("exit", killOnExit);
 
   async function start(): Promise<void> {
-    const started = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const started = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     child = started;
     started.stdout?.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
     started.stderr?.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));

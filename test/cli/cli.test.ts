@@ -38,7 +38,10 @@ async function newSession(mode: "auto" | "manual" = "auto"): Promise<string> {
 describe("foya, the CLI", () => {
   it("E2: run --follow against the service prints the streamed text and tool calls and exits 0", async () => {
     const sessionId = await newSession();
-    const input = script([[{ tool: "write", args: { path: "notes.md", content: "from the cli\n" } }], [{ text: "The note ", chunks: 1 }, { text: "is written." }]]);
+    const input = script([
+      [{ tool: "write", args: { path: "notes.md", content: "from the cli\n" } }],
+      [{ text: "The note ", chunks: 1 }, { text: "is written." }],
+    ]);
     const followed = await foya(cli, "run", input, "--session", sessionId, "--follow");
 
     expect(followed.exitCode, followed.stderr).toBe(0);
@@ -46,7 +49,10 @@ describe("foya, the CLI", () => {
     const started = lines.indexOf("▸ write");
     const ended = lines.findIndex((line) => line.startsWith("✓ write"));
     const text = lines.indexOf("The note is written.");
-    expect([started, ended, text].every((index) => index >= 0), followed.stdout).toBe(true);
+    expect(
+      [started, ended, text].every((index) => index >= 0),
+      followed.stdout,
+    ).toBe(true);
     expect(started).toBeLessThan(ended);
     expect(ended).toBeLessThan(text);
     // The change the call made, with the command that shows it.
@@ -54,7 +60,8 @@ describe("foya, the CLI", () => {
     expect(lines.at(-2)).toBe("✓ run completed");
     expect(followed.stderr).toMatch(/^run run_\S+ in session ses_\S+$/m);
     // Not a terminal: no colours and no transient progress lines.
-    expect(followed.stdout).not.toMatch(/\x1b|\r/);
+    expect(followed.stdout).not.toContain("\x1b");
+    expect(followed.stdout).not.toContain("\r");
     expect(await readFile(path.join(await env.workspaceOf(sessionId), "notes.md"), "utf8")).toBe("from the cli\n");
 
     // --json: the run's events, one per line, ending with its run_end.
@@ -82,7 +89,9 @@ describe("foya, the CLI", () => {
       const listed = await foya(cli, "approvals", "--session", sessionId, "--json");
       expect(listed.exitCode, listed.stderr).toBe(0);
       const approvals = JSON.parse(listed.stdout) as Array<{ id: string; status: string; call: { tool: string } }>;
-      expect(approvals).toEqual([expect.objectContaining({ id: approvalId, status: "pending", call: expect.objectContaining({ tool: "write" }) })]);
+      expect(approvals).toEqual([
+        expect.objectContaining({ id: approvalId, status: "pending", call: expect.objectContaining({ tool: "write" }) }),
+      ]);
 
       const approved = await foya(cli, "approve", approvalId!, "--reason", "fine by me");
       expect(approved, approved.stderr).toMatchObject({ exitCode: 0, stdout: `approved ${approvalId} (write)\n` });
@@ -129,7 +138,9 @@ describe("foya, the CLI", () => {
     expect(events.at(-1)?.type).toBe("run_end");
     const later = jsonLines((await foya(cli, "events", sessionId, "--after", String(events.length - 2), "--json")).stdout);
     expect(later).toEqual(events.slice(-2));
-    expect((await foya(cli, "events", sessionId)).stdout.trimEnd().split("\n").at(-1)).toMatch(/^\s+\d+ \d\d:\d\d:\d\d run_end\s+completed$/);
+    expect((await foya(cli, "events", sessionId)).stdout.trimEnd().split("\n").at(-1)).toMatch(
+      /^\s+\d+ \d\d:\d\d:\d\d run_end\s+completed$/,
+    );
 
     const reverted = JSON.parse((await foya(cli, "revert", first!.id, "--and-later", "--json")).stdout) as Array<{ id: string }>;
     expect(reverted.map((change) => change.id).sort()).toEqual([first!.id, second!.id].sort());
@@ -141,7 +152,12 @@ describe("foya, the CLI", () => {
     expect(JSON.parse(refused.stderr)).toMatchObject({ error: { status: 409, code: expect.any(String), message: expect.any(String) } });
 
     // Unknown ids: 4.
-    const unknown = [["diff", "fch_doesnotexist"], ["session", "show", "ses_doesnotexist"], ["approve", "apr_doesnotexist"], ["events", "ses_doesnotexist"]];
+    const unknown = [
+      ["diff", "fch_doesnotexist"],
+      ["session", "show", "ses_doesnotexist"],
+      ["approve", "apr_doesnotexist"],
+      ["events", "ses_doesnotexist"],
+    ];
     const missing = await Promise.all(unknown.map((args) => foya(cli, ...args, "--json")));
     for (const [index, result] of missing.entries()) {
       expect(result.exitCode, unknown[index]!.join(" ")).toBe(4);
@@ -149,7 +165,16 @@ describe("foya, the CLI", () => {
     }
 
     // Bad usage: 2, before any request.
-    const usage = [["bogus"], ["session"], ["revert"], ["diff", "a", "b"], ["events", sessionId, "--after", "soon"], ["run", "hi", "--if-active", "maybe"], ["approve", "apr_x", "--arguments", "[1]"], ["changes", sessionId, "--nope"]];
+    const usage = [
+      ["bogus"],
+      ["session"],
+      ["revert"],
+      ["diff", "a", "b"],
+      ["events", sessionId, "--after", "soon"],
+      ["run", "hi", "--if-active", "maybe"],
+      ["approve", "apr_x", "--arguments", "[1]"],
+      ["changes", sessionId, "--nope"],
+    ];
     const wrong = await Promise.all(usage.map((args) => foya(cli, ...args)));
     for (const [index, result] of wrong.entries()) {
       expect(result.exitCode, usage[index]!.join(" ")).toBe(2);
@@ -184,7 +209,12 @@ describe("foya, the CLI", () => {
     const created = await foya(own, "session", "new", "--json");
     expect(created.exitCode, created.stderr).toBe(0);
     const session = JSON.parse(created.stdout) as { id: string; projectId: string };
-    expect(JSON.parse(await readFile(configFile, "utf8"))).toEqual({ url, apiKey: tenant.key, projectId: session.projectId, sessionId: session.id });
+    expect(JSON.parse(await readFile(configFile, "utf8"))).toEqual({
+      url,
+      apiKey: tenant.key,
+      projectId: session.projectId,
+      sessionId: session.id,
+    });
     expect((await stat(configFile)).mode & 0o777).toBe(0o600);
     const next = JSON.parse((await foya(own, "session", "new", "--json")).stdout) as { id: string; projectId: string };
     expect(next.projectId).toBe(session.projectId);

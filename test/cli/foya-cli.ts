@@ -26,7 +26,13 @@ function environment(env: CliEnv): Record<string, string> {
 
 /** Runs `foya <args>` as a child process to its end. */
 export async function foya(env: CliEnv, ...args: string[]): Promise<CliResult> {
-  const result = await execa(process.execPath, [...cliArgs, ...args], { cwd: repoRoot, env: environment(env), reject: false, stdin: "ignore", stripFinalNewline: false });
+  const result = await execa(process.execPath, [...cliArgs, ...args], {
+    cwd: repoRoot,
+    env: environment(env),
+    reject: false,
+    stdin: "ignore",
+    stripFinalNewline: false,
+  });
   return { exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }
 

@@ -26,7 +26,15 @@ function capture(live: boolean): { output: Output; written: () => string } {
 
 let seq = 0;
 function event(data: FoyaEventBody): FoyaEvent {
-  return { seq: ++seq, sessionId: "ses_x", runId: "run_x", step: { index: 0, attempt: 1 }, type: data.type, data, at: new Date().toISOString() } as FoyaEvent;
+  return {
+    seq: ++seq,
+    sessionId: "ses_x",
+    runId: "run_x",
+    step: { index: 0, attempt: 1 },
+    type: data.type,
+    data,
+    at: new Date().toISOString(),
+  } as FoyaEvent;
 }
 
 const toolRun: FoyaEventBody[] = [

@@ -14,7 +14,10 @@ export interface CuttingFetch {
   cutTimes: number[];
 }
 
-export function cuttingFetch(options: { cuts: Array<number | undefined>; rewrite?: (request: Request, index: number) => Request }): CuttingFetch {
+export function cuttingFetch(options: {
+  cuts: Array<number | undefined>;
+  rewrite?: (request: Request, index: number) => Request;
+}): CuttingFetch {
   const streamRequests: Request[] = [];
   const cutTimes: number[] = [];
   let cuts = 0;

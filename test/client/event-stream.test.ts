@@ -19,8 +19,16 @@ afterAll(async () => env?.close());
 /** Three steps of streamed text and tool calls, spread over a second or so: many events, most of them live. */
 const busyRun = script(
   [
-    [{ text: "a".repeat(24), chunks: 24 }, { tool: "probe", args: { marker: "e1-a", sleepMs: 40 } }, { tool: "noop", args: {} }],
-    [{ text: "b".repeat(24), chunks: 24 }, { tool: "probe", args: { marker: "e1-b", sleepMs: 40, parallel: false } }, { tool: "noop", args: {} }],
+    [
+      { text: "a".repeat(24), chunks: 24 },
+      { tool: "probe", args: { marker: "e1-a", sleepMs: 40 } },
+      { tool: "noop", args: {} },
+    ],
+    [
+      { text: "b".repeat(24), chunks: 24 },
+      { tool: "probe", args: { marker: "e1-b", sleepMs: 40, parallel: false } },
+      { tool: "noop", args: {} },
+    ],
     [{ text: "c".repeat(24), chunks: 24 }],
   ],
   { chunkDelayMs: 25 },
@@ -59,7 +67,11 @@ describe("@foya/client event streams", () => {
     if (last?.type === "run_end") expect(last.data.status).toBe("completed");
 
     // Each reconnect asked for exactly what followed the last event yielded.
-    expect(transport.streamRequests.map((request) => request.headers.get("last-event-id"))).toEqual([String(before), String(seqs[3]), String(seqs[9])]);
+    expect(transport.streamRequests.map((request) => request.headers.get("last-event-id"))).toEqual([
+      String(before),
+      String(seqs[3]),
+      String(seqs[9]),
+    ]);
     // Both cuts came while the run was still going: the resumed connections carried live events.
     const ended = await sdk.runs.wait(run.id, { timeoutMs: 10_000 });
     expect(ended.status).toBe("completed");

@@ -1,7 +1,14 @@
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFoyaClient, FoyaApiError, isFoyaApiError, WebhookVerificationError, type FoyaClient, type FoyaEvent } from "../../packages/client/src/index.js";
+import {
+  createFoyaClient,
+  FoyaApiError,
+  isFoyaApiError,
+  WebhookVerificationError,
+  type FoyaClient,
+  type FoyaEvent,
+} from "../../packages/client/src/index.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 import { startReceiver } from "../webhooks/webhook-receiver.js";
@@ -51,8 +58,15 @@ describe("@foya/client approvals, file changes, errors and webhooks", () => {
       if (event.type !== "approval_request") continue;
       const [pending] = await sdk.approvals.list({ runId: run.id, status: "pending" });
       expect(pending).toMatchObject({ id: event.data.approvalId, call: { tool: "write" } });
-      const decided = await sdk.approvals.approve(event.data.approvalId, { reason: "tidier", editedArguments: { path: "notes.md", content: "the reviewer's text\n" } });
-      expect(decided).toMatchObject({ status: "approved", reason: "tidier", editedArguments: JSON.stringify({ path: "notes.md", content: "the reviewer's text\n" }) });
+      const decided = await sdk.approvals.approve(event.data.approvalId, {
+        reason: "tidier",
+        editedArguments: { path: "notes.md", content: "the reviewer's text\n" },
+      });
+      expect(decided).toMatchObject({
+        status: "approved",
+        reason: "tidier",
+        editedArguments: JSON.stringify({ path: "notes.md", content: "the reviewer's text\n" }),
+      });
       // The call keeps what the model produced; the approval records the edit.
       expect(JSON.parse(decided.call.arguments)).toEqual({ path: "notes.md", content: "the model's draft\n" });
     }
@@ -77,7 +91,11 @@ describe("@foya/client approvals, file changes, errors and webhooks", () => {
     expect((await sdk.runs.wait(run.id, { timeoutMs: 20_000 })).status).toBe("completed");
 
     const changes = await sdk.fileChanges.list(sessionId);
-    expect(changes.map((change) => [change.path, change.existedBefore])).toEqual([["draft.txt", false], ["draft.txt", true], ["draft.txt", true]]);
+    expect(changes.map((change) => [change.path, change.existedBefore])).toEqual([
+      ["draft.txt", false],
+      ["draft.txt", true],
+      ["draft.txt", true],
+    ]);
     const [created, second, third] = changes;
     expect(await sdk.fileChanges.diff(second!.id)).toMatch(/-v1\n\+v2/);
 
@@ -126,14 +144,19 @@ describe("@foya/client approvals, file changes, errors and webhooks", () => {
 
       const payload = client.webhooks.verify(delivery.body, delivery.headers, secret);
       expect(payload.type).toBe("run_end");
-      if (payload.type === "run_end") expect(payload.data).toMatchObject({ sessionId, runId: run.id, event: { type: "run_end", status: "completed" } });
+      if (payload.type === "run_end")
+        expect(payload.data).toMatchObject({ sessionId, runId: run.id, event: { type: "run_end", status: "completed" } });
       // Header names in any case, or a Headers object, as a server framework hands them over.
       const upper = Object.fromEntries(Object.entries(delivery.headers).map(([name, value]) => [name.toUpperCase(), value]));
       expect(client.webhooks.verify(delivery.body, upper, secret).type).toBe("run_end");
       expect(client.webhooks.verify(delivery.body, new Headers(delivery.headers), secret).type).toBe("run_end");
 
-      expect(() => client.webhooks.verify(delivery.body.replace("completed", "failed"), delivery.headers, secret)).toThrow(WebhookVerificationError);
-      expect(() => client.webhooks.verify(delivery.body, delivery.headers, `whsec_${btoa("another secret of 24 bytes")}`)).toThrow(WebhookVerificationError);
+      expect(() => client.webhooks.verify(delivery.body.replace("completed", "failed"), delivery.headers, secret)).toThrow(
+        WebhookVerificationError,
+      );
+      expect(() => client.webhooks.verify(delivery.body, delivery.headers, `whsec_${btoa("another secret of 24 bytes")}`)).toThrow(
+        WebhookVerificationError,
+      );
     } finally {
       await receiver.close();
     }

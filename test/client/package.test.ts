@@ -19,7 +19,9 @@ describe("@foya/client as a package", () => {
       const fresh = path.join(folder, "openapi.ts");
       await execa(process.execPath, ["--import", "tsx", "scripts/generate-client-types.ts", "--out", fresh], { cwd: repoRoot });
       const checkedIn = await readFile(path.join(packageDir, "src/generated/openapi.ts"), "utf8");
-      expect(await readFile(fresh, "utf8"), "packages/client/src/generated/openapi.ts is stale: run npm run client:generate").toBe(checkedIn);
+      expect(await readFile(fresh, "utf8"), "packages/client/src/generated/openapi.ts is stale: run npm run client:generate").toBe(
+        checkedIn,
+      );
     } finally {
       await rm(folder, { recursive: true, force: true });
     }
@@ -39,7 +41,11 @@ describe("@foya/client as a package", () => {
     beforeAll(async () => {
       // Inside the package, so the built files resolve its dependencies as an installed copy would (.tmp-* is ignored by git).
       built = await mkdtemp(path.join(packageDir, ".tmp-build-"));
-      await execa(process.execPath, [path.join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json", "--outDir", built], { cwd: packageDir });
+      await execa(
+        process.execPath,
+        [path.join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json", "--outDir", built],
+        { cwd: packageDir },
+      );
       env = await createTestEnv();
       await env.startWorker();
     }, 120_000);
@@ -54,7 +60,8 @@ describe("@foya/client as a package", () => {
       for (const file of files.filter((name) => name.endsWith(".js"))) {
         const source = await readFile(path.join(built, file), "utf8");
         const imports = [...source.matchAll(/^(?:import|export) .* from "([^"]+)";$/gm)].map((match) => match[1]!);
-        for (const specifier of imports) expect(specifier, `${file} imports ${specifier}`).toMatch(/^(\.\/|\.\.\/|openapi-fetch$|eventsource-parser$|standardwebhooks$)/);
+        for (const specifier of imports)
+          expect(specifier, `${file} imports ${specifier}`).toMatch(/^(\.\/|\.\.\/|openapi-fetch$|eventsource-parser$|standardwebhooks$)/);
         expect(source, file).not.toMatch(/\bprocess\.|\bBuffer\b|\brequire\(/);
       }
 

@@ -30,7 +30,11 @@ let requested: string[];
 describe.skipIf(!hasChromium)("web console in Chromium", () => {
   beforeAll(async () => {
     built = await mkdtemp(path.join(tmpdir(), "foya-console-"));
-    await execa(process.execPath, [path.join(repoRoot, "node_modules/vite/bin/vite.js"), "build", "packages/console", "--outDir", built, "--logLevel", "warn"], { cwd: repoRoot });
+    await execa(
+      process.execPath,
+      [path.join(repoRoot, "node_modules/vite/bin/vite.js"), "build", "packages/console", "--outDir", built, "--logLevel", "warn"],
+      { cwd: repoRoot },
+    );
     env = await createTestEnv({ FOYA_CONSOLE_DIR: built });
     await env.startWorker();
     baseUrl = (await env.startServer()).url;
@@ -74,7 +78,10 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.getByRole("button", { name: "Create session" }).click();
     await page.waitForURL(/\/console\/sessions\/ses_/);
     const sessionId = new URL(page.url()).pathname.split("/").at(-1)!;
-    const input = script([[{ tool: "write", args: { path: "notes.md", content: "approved in the console\n" } }], [{ text: "The note is written." }]]);
+    const input = script([
+      [{ tool: "write", args: { path: "notes.md", content: "approved in the console\n" } }],
+      [{ text: "The note is written." }],
+    ]);
     await page.getByLabel("Message").fill(input);
     await page.getByRole("button", { name: "Start run" }).click();
     const call = page.locator(".tool-call", { hasText: "write" });
@@ -110,7 +117,11 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
 
   it("E3: reverting a change in the console restores the file", async () => {
     const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
-    const writes = [[{ tool: "write", args: { path: "draft.txt", content: "old text\n" } }], [{ tool: "write", args: { path: "draft.txt", content: "new text\n" } }], [{ text: "rewritten" }]];
+    const writes = [
+      [{ tool: "write", args: { path: "draft.txt", content: "old text\n" } }],
+      [{ tool: "write", args: { path: "draft.txt", content: "new text\n" } }],
+      [{ text: "rewritten" }],
+    ];
     const started = await tenant.startRun(sessionId, script(writes));
     expect((await tenant.waitForRun(started.body.id)).status).toBe("completed");
     const workspace = await env.workspaceOf(sessionId);
@@ -140,7 +151,12 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     const image = page.locator(".tool-call img.artifact-image").first();
     await image.waitFor({ timeout: 20_000 });
     // Decoded by the browser: the 1x1 PNG the tool made.
-    await expect(image.evaluate(async (element: { decode(): Promise<void>; naturalWidth: number }) => (await element.decode(), element.naturalWidth))).resolves.toBe(1);
+    await expect(
+      image.evaluate(async (element: { decode(): Promise<void>; naturalWidth: number }) => {
+        await element.decode();
+        return element.naturalWidth;
+      }),
+    ).resolves.toBe(1);
     expect(requested.some((url) => /\/v1\/artifacts\/art_/.test(url))).toBe(true);
   });
 });

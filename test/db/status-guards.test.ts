@@ -12,7 +12,9 @@ beforeAll(async () => {
     "insert into sessions (id, tenant_id, project_id, approval_mode, provider_profile, run_mode) values ('ses_g', 'ten_g', 'prj_g', 'auto', 'scripted', 'normal')",
   );
   await env.query("insert into runs (id, tenant_id, session_id, status, input) values ('run_g', 'ten_g', 'ses_g', 'running', 'x')");
-  await env.query("insert into steps (id, tenant_id, run_id, index, status, tools) values ('stp_g', 'ten_g', 'run_g', 0, 'completed', '[]')");
+  await env.query(
+    "insert into steps (id, tenant_id, run_id, index, status, tools) values ('stp_g', 'ten_g', 'run_g', 0, 'completed', '[]')",
+  );
 });
 afterAll(async () => env?.close());
 

@@ -25,7 +25,16 @@ let respond: (body: any) => AnthropicScript;
 
 beforeAll(async () => {
   server = await startAnthropicWireServer(({ body }) => respond(body));
-  const providersFile = await writeProvidersFile([{ name: "claude", kind: "anthropic-messages", baseUrl: server.baseUrl, model: "claude-wire", apiKeyEnv: "ANTHROPIC_WIRE_KEY", maxTokens: 2048 }]);
+  const providersFile = await writeProvidersFile([
+    {
+      name: "claude",
+      kind: "anthropic-messages",
+      baseUrl: server.baseUrl,
+      model: "claude-wire",
+      apiKeyEnv: "ANTHROPIC_WIRE_KEY",
+      maxTokens: 2048,
+    },
+  ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, ANTHROPIC_WIRE_KEY: "sk-ant-wire", FOYA_STEP_ATTEMPTS: "2" });
   await env.startWorker();
   client = await env.newTenant();
@@ -95,8 +104,16 @@ describe("Anthropic Messages provider through the whole loop", () => {
       [run.body.id],
     );
     expect(steps).toEqual([
-      { finish_reason: "tool_calls", stop_reason: "tool_use", usage: { inputTokens: 1240, outputTokens: 61, cacheReadTokens: 0, cacheWriteTokens: 1200 } },
-      { finish_reason: "stop", stop_reason: "end_turn", usage: { inputTokens: 1289, outputTokens: 4, cacheReadTokens: 1200, cacheWriteTokens: 80 } },
+      {
+        finish_reason: "tool_calls",
+        stop_reason: "tool_use",
+        usage: { inputTokens: 1240, outputTokens: 61, cacheReadTokens: 0, cacheWriteTokens: 1200 },
+      },
+      {
+        finish_reason: "stop",
+        stop_reason: "end_turn",
+        usage: { inputTokens: 1289, outputTokens: 4, cacheReadTokens: 1200, cacheWriteTokens: 80 },
+      },
     ]);
     const stepEnds = (await client.events(sessionId)).filter((e) => e.type === "step_end");
     expect(stepEnds.map((e) => [e.data.finishReason, e.data.stopReason, e.data.usage?.outputTokens])).toEqual([
@@ -122,7 +139,9 @@ describe("Anthropic Messages provider through the whole loop", () => {
       { type: "tool_use", id: "toolu_c", name: "noop", input: { bogus: 1 } },
     ]);
     const results = request.body.messages[2].content;
-    expect(results.map((block: { type: string; tool_use_id: string; is_error: boolean }) => [block.type, block.tool_use_id, block.is_error])).toEqual([
+    expect(
+      results.map((block: { type: string; tool_use_id: string; is_error: boolean }) => [block.type, block.tool_use_id, block.is_error]),
+    ).toEqual([
       ["tool_result", "toolu_a", false],
       ["tool_result", "toolu_b", false],
       ["tool_result", "toolu_c", true],
@@ -135,13 +154,22 @@ describe("Anthropic Messages provider through the whole loop", () => {
     respond = () => {
       attempts++;
       return attempts === 1
-        ? { events: [messageStart(), textStart(0), textDelta(0, "Hello, wor"), { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }] }
+        ? {
+            events: [
+              messageStart(),
+              textStart(0),
+              textDelta(0, "Hello, wor"),
+              { type: "error", error: { type: "overloaded_error", message: "Overloaded" } },
+            ],
+          }
         : { events: textResponse("Hello, world.") };
     };
     const { sessionId } = await client.newSession({ providerProfile: "claude" });
     const run = await client.startRun(sessionId, "greet");
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const [step] = await env.query<{ attempt: number; stop_reason: string }>("select attempt, stop_reason from steps where run_id = $1", [run.body.id]);
+    const [step] = await env.query<{ attempt: number; stop_reason: string }>("select attempt, stop_reason from steps where run_id = $1", [
+      run.body.id,
+    ]);
     expect(step).toEqual({ attempt: 2, stop_reason: "end_turn" });
     const assistant = (await client.messages(sessionId)).filter((m) => m.role === "assistant");
     expect(assistant.map((m) => m.content.text)).toEqual(["Hello, world."]);

@@ -58,9 +58,10 @@ describe("waiting for approval across processes", () => {
       ...(await toolQueue.getJobs(["active", "waiting", "delayed", "prioritized"])),
     ].filter((job) => job?.data.runId === run.body.id);
     expect(live).toEqual([]);
-    const [row] = await env.query<{ next_job: unknown; lease_owner: string | null }>("select next_job, lease_owner from runs where id = $1", [
-      run.body.id,
-    ]);
+    const [row] = await env.query<{ next_job: unknown; lease_owner: string | null }>(
+      "select next_job, lease_owner from runs where id = $1",
+      [run.body.id],
+    );
     expect(row).toEqual({ next_job: null, lease_owner: null });
 
     firstWorker.kill("SIGTERM");

@@ -24,8 +24,15 @@ describe("an approval UI driven by webhooks", () => {
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "via-webhook" } }], [{ text: "done" }]]));
 
-    const request = await waitFor(async () => receiver?.received.find((r) => JSON.parse(r.body).type === "approval_request"), 20_000, "the approval webhook");
-    const payload = verifier.verify(request.body, request.headers) as { type: string; data: { sessionId: string; runId: string; event: any } };
+    const request = await waitFor(
+      async () => receiver?.received.find((r) => JSON.parse(r.body).type === "approval_request"),
+      20_000,
+      "the approval webhook",
+    );
+    const payload = verifier.verify(request.body, request.headers) as {
+      type: string;
+      data: { sessionId: string; runId: string; event: any };
+    };
     expect(payload.data).toMatchObject({ sessionId, runId: run.body.id, event: { type: "approval_request", name: "marker_sleep" } });
 
     // The UI needs nothing but the webhook: the approval id in it decides the call.
@@ -34,7 +41,14 @@ describe("an approval UI driven by webhooks", () => {
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     expect(await readMarkers(workspace, "via-webhook")).toHaveLength(1);
 
-    const resolved = await waitFor(async () => receiver?.received.find((r) => JSON.parse(r.body).type === "approval_resolved"), 20_000, "the resolution webhook");
-    expect((verifier.verify(resolved.body, resolved.headers) as any).data.event).toMatchObject({ status: "approved", approvalId: payload.data.event.approvalId });
+    const resolved = await waitFor(
+      async () => receiver?.received.find((r) => JSON.parse(r.body).type === "approval_resolved"),
+      20_000,
+      "the resolution webhook",
+    );
+    expect((verifier.verify(resolved.body, resolved.headers) as any).data.event).toMatchObject({
+      status: "approved",
+      approvalId: payload.data.event.approvalId,
+    });
   });
 });

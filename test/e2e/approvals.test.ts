@@ -45,10 +45,16 @@ describe("approvals", () => {
       ];
       const run = await client.startRun(sessionId, script([calls, [{ text: "done" }]]));
       expect((await client.waitForRun(run.body.id)).status, approvalMode).toBe("completed");
-      const results = await env.query<{ status: string; error_code: string }>("select status, error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+      const results = await env.query<{ status: string; error_code: string }>(
+        "select status, error_code from tool_calls where run_id = $1 order by call_index",
+        [run.body.id],
+      );
       // Denied at the gate (where it would have asked) or refused by the tool (where the gateway let it through): never a question.
       for (const result of results) expect(["denied", "failed"], approvalMode).toContain(result.status);
-      expect(results.map((result) => result.error_code), approvalMode).toEqual([
+      expect(
+        results.map((result) => result.error_code),
+        approvalMode,
+      ).toEqual([
         "path_outside_workspace",
         "path_outside_workspace",
         "path_outside_workspace",
@@ -105,7 +111,10 @@ describe("approvals", () => {
   it("X3: a denial returns an is_error result with the reason to the model, and the run goes on", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "manual" });
     const workspace = await env.workspaceOf(sessionId);
-    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "x3-deny" } }], [{ text: "understood" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "x3-deny" } }], [{ text: "understood" }]]),
+    );
     const [approval] = await pendingApprovals(client, run.body.id);
     const denied = await client.post(`/v1/approvals/${approval.id}`, { decision: "deny", reason: "not on a Friday" });
     expect(denied.status).toBe(200);
@@ -228,8 +237,11 @@ describe("approvals", () => {
     const same = await Promise.all(Array.from({ length: 6 }, () => client.post(`/v1/approvals/${first.id}`, { decision: "approve" })));
     expect(same.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
     const winner = same.find((r) => r.status === 200)!;
-    for (const loser of same.filter((r) => r.status === 409)) expect(loser.body.error.current).toMatchObject({ status: "approved", decidedAt: winner.body.decidedAt });
-    const mixed = await Promise.all(Array.from({ length: 6 }, (_, i) => client.post(`/v1/approvals/${second.id}`, { decision: i % 2 ? "deny" : "approve" })));
+    for (const loser of same.filter((r) => r.status === 409))
+      expect(loser.body.error.current).toMatchObject({ status: "approved", decidedAt: winner.body.decidedAt });
+    const mixed = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => client.post(`/v1/approvals/${second.id}`, { decision: i % 2 ? "deny" : "approve" })),
+    );
     expect(mixed.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
     const stands = mixed.find((r) => r.status === 200)!.body.status;
     for (const loser of mixed.filter((r) => r.status === 409)) expect(loser.body.error.current.status).toBe(stands);
@@ -267,7 +279,11 @@ describe("approvals", () => {
       ]),
     );
     // The step's claim has read the policies once its first text is out.
-    await waitFor(async () => (await client.events(sessionId)).some((e) => e.type === "text_delta" && e.runId === run.body.id), 10_000, "the model to stream");
+    await waitFor(
+      async () => (await client.events(sessionId)).some((e) => e.type === "text_delta" && e.runId === run.body.id),
+      10_000,
+      "the model to stream",
+    );
     expect((await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { deny: ["marker_*"] } })).status).toBe(200);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     const calls = await env.query<{ step_index: number; status: string; pre_grant: unknown }>(

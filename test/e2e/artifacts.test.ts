@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyPng } from "../fixtures/test-tools.js";
 import { script, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, sseScript, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  startOpenAIWireServer,
+  textChunk,
+  toolArgsChunk,
+  toolCallStartChunk,
+  sseScript,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { readSse } from "../helpers/sse-client.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
@@ -25,9 +33,9 @@ beforeAll(async () => {
   });
   const capabilities = (imageInput: boolean) => ({ imageInput, parallelToolCalls: true, contextWindow: 128_000 });
   const providersFile = await writeProvidersFile([
-        { name: "vision", kind: "openai-chat", baseUrl: server.baseUrl, model: "vision-model", capabilities: capabilities(true) },
-        { name: "blind", kind: "openai-chat", baseUrl: server.baseUrl, model: "text-model", capabilities: capabilities(false) },
-      ]);
+    { name: "vision", kind: "openai-chat", baseUrl: server.baseUrl, model: "vision-model", capabilities: capabilities(true) },
+    { name: "blind", kind: "openai-chat", baseUrl: server.baseUrl, model: "text-model", capabilities: capabilities(false) },
+  ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile });
   await env.startWorker();
   baseUrl = (await env.startServer()).url;
@@ -50,7 +58,10 @@ async function toolMessages(sessionId: string): Promise<any[]> {
 describe("artifact store", () => {
   it("I1: image bytes a tool returns are stored content-addressed; the tool message holds image references, identical bytes share one blob and one artifact", async () => {
     const { sessionId } = await client.newSession();
-    const run = await client.startRun(sessionId, script([[{ tool: "make_image", args: { copies: 2, extra: "csv" } }], [{ tool: "make_image", args: {} }], [{ text: "ok" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "make_image", args: { copies: 2, extra: "csv" } }], [{ tool: "make_image", args: {} }], [{ text: "ok" }]]),
+    );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     const messages = await client.messages(sessionId);
     expectValidHistory(messages);
@@ -84,19 +95,32 @@ describe("artifact store", () => {
     await client.waitForRun(again.body.id);
     const [otherMessage] = await toolMessages(other.sessionId);
     expect(otherMessage.content[1].artifactId).not.toBe(imageId);
-    const [{ count }] = (await env.query<{ count: string }>("select count(*)::text as count from content_blobs where size = $1", [tinyPng.length])) as [{ count: string }];
+    const [{ count }] = (await env.query<{ count: string }>("select count(*)::text as count from content_blobs where size = $1", [
+      tinyPng.length,
+    ])) as [{ count: string }];
     expect(count).toBe("1");
   });
 
   it("I1: bytes that are no image, or too large, are not stored; the result says why and is an error", async () => {
     const { sessionId } = await client.newSession();
-    const run = await client.startRun(sessionId, script([[{ tool: "make_image", args: { copies: 0, extra: "not_image" } }, { tool: "make_image", args: { copies: 0, extra: "too_large" } }], [{ text: "ok" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "make_image", args: { copies: 0, extra: "not_image" } },
+          { tool: "make_image", args: { copies: 0, extra: "too_large" } },
+        ],
+        [{ text: "ok" }],
+      ]),
+    );
     await client.waitForRun(run.body.id);
     const [notImage, tooLarge] = await toolMessages(sessionId);
     expect(notImage).toMatchObject({ isError: true, status: "failed" });
     expect(notImage.content[1].text).toMatch(/^\[image not stored: not a PNG, JPEG, GIF or WebP image/);
     expect(tooLarge.content[1].text).toMatch(/exceed the limit of 20971520 bytes/);
-    const calls = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const calls = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [
+      run.body.id,
+    ]);
     expect(calls.map((c) => c.error_code)).toEqual(["artifact_rejected", "artifact_rejected"]);
     expect(await env.query("select id from artifacts where session_id = $1", [sessionId])).toEqual([]);
   });
@@ -106,7 +130,16 @@ describe("artifact store", () => {
     const workspace = await env.workspaceOf(sessionId);
     await writeFile(path.join(workspace, "shot.dat"), tinyPng);
     await writeFile(path.join(workspace, "fake.png"), "not really a png\n");
-    const run = await client.startRun(sessionId, script([[{ tool: "read", args: { path: "shot.dat" } }, { tool: "read", args: { path: "fake.png" } }], [{ text: "ok" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "read", args: { path: "shot.dat" } },
+          { tool: "read", args: { path: "fake.png" } },
+        ],
+        [{ text: "ok" }],
+      ]),
+    );
     await client.waitForRun(run.body.id);
     const [image, text] = await toolMessages(sessionId);
     expect(image.content).toEqual([
@@ -137,7 +170,9 @@ describe("artifact store", () => {
     const response = await send(client.key, `/v1/artifacts/${imageId}`);
     expect(response.status).toBe(200);
     expect(Buffer.from(await response.arrayBuffer()).equals(tinyPng)).toBe(true);
-    const [{ sha256 }] = (await env.query<{ sha256: string }>("select sha256 from artifacts where id = $1", [imageId])) as [{ sha256: string }];
+    const [{ sha256 }] = (await env.query<{ sha256: string }>("select sha256 from artifacts where id = $1", [imageId])) as [
+      { sha256: string },
+    ];
     expect(Object.fromEntries(response.headers)).toMatchObject({
       "content-type": "image/png",
       "content-length": String(tinyPng.length),
@@ -152,7 +187,14 @@ describe("artifact store", () => {
     expect(await csv.text()).toBe("a,b\n1,2\n");
 
     const meta = await client.get(`/v1/artifacts/${imageId}/meta`);
-    expect(meta.body).toEqual({ id: imageId, sessionId, mediaType: "image/png", size: tinyPng.length, sha256, createdAt: expect.any(String) });
+    expect(meta.body).toEqual({
+      id: imageId,
+      sessionId,
+      mediaType: "image/png",
+      size: tinyPng.length,
+      sha256,
+      createdAt: expect.any(String),
+    });
 
     const stranger = await env.newTenant("stranger");
     expect((await send(stranger.key, `/v1/artifacts/${imageId}`)).status).toBe(404);
@@ -179,7 +221,11 @@ describe("image materialization", () => {
     const artifactId = message.content[1].artifactId;
     const roles = body.messages.map((m: { role: string }) => m.role);
     expect(roles).toEqual(["user", "assistant", "tool", "user"]);
-    expect(body.messages[2]).toEqual({ role: "tool", tool_call_id: "call_img", content: "made an image\n[image (image/png): attached in the next user message]" });
+    expect(body.messages[2]).toEqual({
+      role: "tool",
+      tool_call_id: "call_img",
+      content: "made an image\n[image (image/png): attached in the next user message]",
+    });
     expect(body.messages[3].content).toEqual([
       { type: "text", text: "The image returned by tool call call_img (make_image):" },
       { type: "image_url", image_url: { url: `data:image/png;base64,${pngBase64}` } },
@@ -193,7 +239,9 @@ describe("image materialization", () => {
     const [message] = await toolMessages(sessionId);
     const artifactId = message.content[1].artifactId;
     expect(body.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool"]);
-    expect(body.messages[2].content).toBe(`made an image\n[image omitted: artifact ${artifactId} (image/png); this model does not take images]`);
+    expect(body.messages[2].content).toBe(
+      `made an image\n[image omitted: artifact ${artifactId} (image/png); this model does not take images]`,
+    );
     expect(JSON.stringify(body)).not.toContain(pngBase64);
     expect(JSON.stringify(body)).not.toContain("image_url");
     expect(message.content[1]).toEqual({ type: "image", artifactId, mediaType: "image/png" });

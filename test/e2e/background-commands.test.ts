@@ -28,10 +28,15 @@ async function startCommand(sessionId: string, command: string): Promise<string>
 }
 
 const commandOf = async (id: string) => (await client.get(`/v1/commands/${id}`)).body;
-const settled = (id: string) => waitFor(async () => {
-  const command = await commandOf(id);
-  return command.status !== "running" && command;
-}, 30_000, `command ${id} to end`);
+const settled = (id: string) =>
+  waitFor(
+    async () => {
+      const command = await commandOf(id);
+      return command.status !== "running" && command;
+    },
+    30_000,
+    `command ${id} to end`,
+  );
 
 describe("background commands", () => {
   it("B1: bash starts a background command and answers its id at once; status and output are read anywhere; it ends truthfully", async () => {
@@ -44,9 +49,21 @@ describe("background commands", () => {
     expect(done.output).toBe("tick 1\ntick 2\ntick 3\n");
 
     // The model reads it with the command tools in a later turn.
-    const read = await client.startRun(sessionId, script([[{ tool: "command_status", args: { id } }, { tool: "command_output", args: { id, tail: 1 } }], [{ text: "ok" }]]));
+    const read = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "command_status", args: { id } },
+          { tool: "command_output", args: { id, tail: 1 } },
+        ],
+        [{ text: "ok" }],
+      ]),
+    );
     await client.waitForRun(read.body.id);
-    const results = await env.query<{ text: string }>("select result->0->>'text' as text from tool_calls where run_id = $1 order by call_index", [read.body.id]);
+    const results = await env.query<{ text: string }>(
+      "select result->0->>'text' as text from tool_calls where run_id = $1 order by call_index",
+      [read.body.id],
+    );
     expect(results[0]!.text).toContain("exited, exit code 0");
     expect(results[1]!.text).toMatch(/tick 3\n$/);
     expect((await client.get(`/v1/sessions/${sessionId}/commands`)).body.commands.map((c: { id: string }) => c.id)).toEqual([id]);

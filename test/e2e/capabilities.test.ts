@@ -1,7 +1,15 @@
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
-import { finishChunk, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, sseScript, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  startOpenAIWireServer,
+  textChunk,
+  toolArgsChunk,
+  toolCallStartChunk,
+  sseScript,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
@@ -14,12 +22,28 @@ beforeAll(async () => {
     requests.push({ profile: body.model, body });
     const answered = body.messages.filter((m: { role: string }) => m.role === "tool").length;
     if (answered > 0) return sse([textChunk("done"), finishChunk("stop")]);
-    return sse([toolCallStartChunk(0, "call_0", "big_result"), toolArgsChunk(0, JSON.stringify({ lines: 200, width: 60 })), finishChunk("tool_calls")]);
+    return sse([
+      toolCallStartChunk(0, "call_0", "big_result"),
+      toolArgsChunk(0, JSON.stringify({ lines: 200, width: 60 })),
+      finishChunk("tool_calls"),
+    ]);
   });
   const providersFile = await writeProvidersFile([
-        { name: "large", kind: "openai-chat", baseUrl: server.baseUrl, model: "large-model", capabilities: { contextWindow: 200_000, parallelToolCalls: true, imageInput: true } },
-        { name: "small", kind: "openai-chat", baseUrl: server.baseUrl, model: "small-model", capabilities: { contextWindow: 8_000, parallelToolCalls: false, imageInput: false } },
-      ]);
+    {
+      name: "large",
+      kind: "openai-chat",
+      baseUrl: server.baseUrl,
+      model: "large-model",
+      capabilities: { contextWindow: 200_000, parallelToolCalls: true, imageInput: true },
+    },
+    {
+      name: "small",
+      kind: "openai-chat",
+      baseUrl: server.baseUrl,
+      model: "small-model",
+      capabilities: { contextWindow: 8_000, parallelToolCalls: false, imageInput: false },
+    },
+  ]);
   env = await createTestEnv({
     FOYA_PROVIDERS_FILE: providersFile,
     FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/context-tools.ts")}`,

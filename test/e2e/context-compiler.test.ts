@@ -2,7 +2,16 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { finishChunk, sseScript, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer, type WireScript } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  sseScript,
+  startOpenAIWireServer,
+  textChunk,
+  toolArgsChunk,
+  toolCallStartChunk,
+  type OpenAIWireServer,
+  type WireScript,
+} from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, repoRoot, testToolsModule, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
@@ -15,7 +24,15 @@ const limit = contextWindow * 4 * 0.05;
 
 beforeAll(async () => {
   server = await startOpenAIWireServer(({ body }) => respond(body));
-  const providersFile = await writeProvidersFile([{ name: "small", kind: "openai-chat", baseUrl: server.baseUrl, model: "small-model", capabilities: { contextWindow, imageInput: false } }]);
+  const providersFile = await writeProvidersFile([
+    {
+      name: "small",
+      kind: "openai-chat",
+      baseUrl: server.baseUrl,
+      model: "small-model",
+      capabilities: { contextWindow, imageInput: false },
+    },
+  ]);
   env = await createTestEnv({
     FOYA_PROVIDERS_FILE: providersFile,
     FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/context-tools.ts")}`,
@@ -31,7 +48,10 @@ afterAll(async () => {
 const sse = sseScript;
 const toolNames = (body: any): string[] => (body.tools ?? []).map((tool: any) => tool.function.name);
 const calls = (entries: Array<[string, object]>) => [
-  ...entries.flatMap(([name, args], index) => [toolCallStartChunk(index, `call_${index}`, name), toolArgsChunk(index, JSON.stringify(args))]),
+  ...entries.flatMap(([name, args], index) => [
+    toolCallStartChunk(index, `call_${index}`, name),
+    toolArgsChunk(index, JSON.stringify(args)),
+  ]),
   finishChunk("tool_calls"),
 ];
 

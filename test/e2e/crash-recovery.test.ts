@@ -58,7 +58,15 @@ describe("crash recovery", () => {
       "select call_index, status, error_code from tool_calls where run_id = $1 order by call_index",
       [run.body.id],
     );
-    expect(ended.map((call) => call.status)).toEqual(["interrupted", "interrupted", "interrupted", "interrupted", "interrupted", "cancelled", "cancelled"]);
+    expect(ended.map((call) => call.status)).toEqual([
+      "interrupted",
+      "interrupted",
+      "interrupted",
+      "interrupted",
+      "interrupted",
+      "cancelled",
+      "cancelled",
+    ]);
     expect(ended.slice(5).map((call) => call.error_code)).toEqual(["not_run_interrupted", "not_run_interrupted"]);
     const messages = await client.messages(sessionId);
     expectValidHistory(messages);
@@ -80,7 +88,13 @@ describe("crash recovery", () => {
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
-      script([[{ text: "working" }, { tool: "marker_sleep", args: { marker: "d3", sleepMs: 60_000 } }, { tool: "noop", args: { marker: "d3-after" } }]]),
+      script([
+        [
+          { text: "working" },
+          { tool: "marker_sleep", args: { marker: "d3", sleepMs: 60_000 } },
+          { tool: "noop", args: { marker: "d3-after" } },
+        ],
+      ]),
     );
     await waitFor(async () => (await readMarkers(workspace, "d3")).length === 1, 20_000, "the tool to start");
     worker.kill("SIGKILL");
@@ -121,11 +135,18 @@ describe("crash recovery", () => {
     const metricsUrl = (await stalled.waitForOutput(/FOYA_METRICS_URL=(\S+)/))[1]!;
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
-    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "stall", sleepMs: 1500 } }], [{ text: "never" }]]));
-    const [marker] = await waitFor(async () => {
-      const lines = await readMarkers(workspace, "stall");
-      return lines.length === 1 && lines;
-    }, 20_000, "the tool to start");
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "stall", sleepMs: 1500 } }], [{ text: "never" }]]),
+    );
+    const [marker] = await waitFor(
+      async () => {
+        const lines = await readMarkers(workspace, "stall");
+        return lines.length === 1 && lines;
+      },
+      20_000,
+      "the tool to start",
+    );
     // Freeze the worker running the tool: its lease and BullMQ lock lapse while the tool is "still running".
     const sleeper = processes.find((child) => String(child.pid) === marker!.split(" ")[0]);
     expect(sleeper).toBeDefined();
@@ -138,7 +159,11 @@ describe("crash recovery", () => {
       process.kill(sleeper!.pid, "SIGCONT");
     }
     // The woken worker finishes its tool and tries to commit the result: it is refused, and its job ends.
-    await waitFor(async () => (sample(await (await fetch(metricsUrl)).text(), "foya_job_duration_seconds_count", { queue: "tools" }) ?? 0) >= 1, 20_000, "the woken job to end");
+    await waitFor(
+      async () => (sample(await (await fetch(metricsUrl)).text(), "foya_job_duration_seconds_count", { queue: "tools" }) ?? 0) >= 1,
+      20_000,
+      "the woken job to end",
+    );
     const [call] = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [run.body.id]);
     expect(call!.status).toBe("interrupted");
     const messages = await client.messages(sessionId);
@@ -176,7 +201,10 @@ describe("crash recovery", () => {
     await start("worker");
     const { sessionId } = await client.newSession();
     // Longer than the lease (2 s) and the sweep grace (1 s): only lease renewals keep it owned.
-    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "long", sleepMs: 4000 } }], [{ text: "ok" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "long", sleepMs: 4000 } }], [{ text: "ok" }]]),
+    );
     const done = await client.waitForRun(run.body.id, 30_000);
     expect(done.status).toBe("completed");
     const ids = await jobIdsOf(run.body.id);
@@ -194,7 +222,10 @@ describe("crash recovery", () => {
         client.startRun(
           sessionId,
           script([
-            [{ tool: "marker_sleep", args: { marker: `d7-${i}`, sleepMs: 20 } }, { tool: "noop", args: { marker: `d7-${i}-b` } }],
+            [
+              { tool: "marker_sleep", args: { marker: `d7-${i}`, sleepMs: 20 } },
+              { tool: "noop", args: { marker: `d7-${i}-b` } },
+            ],
             [{ tool: "noop", args: { marker: `d7-${i}-c` } }],
             [{ text: "done" }],
           ]),
@@ -242,16 +273,28 @@ describe("crash recovery", () => {
     expect(done.status).toBe("completed");
 
     // Redeliveries after completion, of every job the run had.
-    for (const next of [{ kind: "step", stepIndex: 0 }, { kind: "batch", stepIndex: 0 }, { kind: "step", stepIndex: 1 }] as const) {
-      const job = await (next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue).add(next.kind, { runId, stepIndex: next.stepIndex }, {
-        jobId: `${jobIdFor(runId, next, 0)}-late`,
-      });
+    for (const next of [
+      { kind: "step", stepIndex: 0 },
+      { kind: "batch", stepIndex: 0 },
+      { kind: "step", stepIndex: 1 },
+    ] as const) {
+      const job = await (next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue).add(
+        next.kind,
+        { runId, stepIndex: next.stepIndex },
+        {
+          jobId: `${jobIdFor(runId, next, 0)}-late`,
+        },
+      );
       await waitFor(async () => ["completed", "failed"].includes(await job.getState()), 20_000, "the late duplicate to finish");
     }
     const duplicates = await Promise.all(
-      [1, 2, 3].flatMap((copy) => [dispatcher.stepQueue.getJob(`dup-step-${runId}-${copy}`), dispatcher.toolQueue.getJob(`dup-batch-${runId}-${copy}`)]),
+      [1, 2, 3].flatMap((copy) => [
+        dispatcher.stepQueue.getJob(`dup-step-${runId}-${copy}`),
+        dispatcher.toolQueue.getJob(`dup-batch-${runId}-${copy}`),
+      ]),
     );
-    for (const job of duplicates) await waitFor(async () => !job || ["completed", "failed"].includes(await job.getState()), 20_000, "duplicates to settle");
+    for (const job of duplicates)
+      await waitFor(async () => !job || ["completed", "failed"].includes(await job.getState()), 20_000, "duplicates to settle");
 
     expect(await readMarkers(workspace, "d4")).toHaveLength(1);
     const messages = await client.messages(sessionId);
@@ -265,11 +308,13 @@ describe("crash recovery", () => {
     // Every step_start was answered by the attempt that committed; superseded attempts, if any, are tagged.
     const stepEnds = events.filter((e) => e.type === "step_end");
     for (const end of stepEnds) {
-      const [step] = await env.query<{ attempt: number }>("select attempt from steps where run_id = $1 and index = $2", [runId, end.data.stepIndex]);
+      const [step] = await env.query<{ attempt: number }>("select attempt from steps where run_id = $1 and index = $2", [
+        runId,
+        end.data.stepIndex,
+      ]);
       expect(end.data.attempt).toBe(step!.attempt);
     }
     const [callRows] = await env.query<{ n: string }>("select count(*)::text as n from tool_calls where run_id = $1", [runId]);
     expect(callRows!.n).toBe("1");
   });
 });
-

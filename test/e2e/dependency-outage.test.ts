@@ -91,7 +91,11 @@ async function expectEachRunEndedOnce(sessionId: string, runIds: string[]): Prom
   const ids = events.map((event) => Number(event.seq));
   expect(ids).toEqual([...ids].sort((a, b) => a - b));
   expect(new Set(ids).size).toBe(ids.length);
-  for (const runId of runIds) expect(events.filter((event) => event.type === "run_end" && (event.runId ?? event.data?.runId) === runId), runId).toHaveLength(1);
+  for (const runId of runIds)
+    expect(
+      events.filter((event) => event.type === "run_end" && (event.runId ?? event.data?.runId) === runId),
+      runId,
+    ).toHaveLength(1);
   expectValidHistory(await client.messages(sessionId));
 }
 
@@ -105,7 +109,11 @@ describe("dependency outages", () => {
     const base = api.url!;
 
     // Each attempt is refused, logged once at warn level, and retried; nobody exits.
-    await waitFor(async () => waitingLines(worker, "postgres").length >= 2 && waitingLines(api, "postgres").length >= 2, 15_000, "retries to be logged");
+    await waitFor(
+      async () => waitingLines(worker, "postgres").length >= 2 && waitingLines(api, "postgres").length >= 2,
+      15_000,
+      "retries to be logged",
+    );
     expect(waitingLines(worker, "postgres")[0]).toMatch(/"level":40,.*"msg":"waiting for postgres: [^"]+; retry in \d+ ms"/);
     expect(worker.output()).not.toMatch(/FOYA_WORKER_ID=/);
 
@@ -132,10 +140,14 @@ describe("dependency outages", () => {
     expect((await workerHealthcheck(heartbeatFile)).exitCode).toBe(0);
 
     await api.waitForOutput(/FOYA_API_URL=/, 15_000);
-    const ready = await waitFor(async () => {
-      const answer = await readyz(base);
-      return answer.status === 200 && answer;
-    }, 10_000, "/readyz to answer 200");
+    const ready = await waitFor(
+      async () => {
+        const answer = await readyz(base);
+        return answer.status === 200 && answer;
+      },
+      10_000,
+      "/readyz to answer 200",
+    );
     expect(ready.body.checks).toEqual({ postgres: "ok", redis: "ok" });
     const served = await ApiClient.forUrl(base, client.key).get(`/v1/runs/${run.body.id}`);
     expect(served.status).toBe(200);
@@ -145,7 +157,10 @@ describe("dependency outages", () => {
     // A dead worker's heartbeat names a pid that no longer runs.
     worker.kill("SIGKILL");
     await worker.exited;
-    expect(await workerHealthcheck(heartbeatFile)).toMatchObject({ exitCode: 1, stderr: expect.stringContaining(`worker process ${worker.pid} is not running`) });
+    expect(await workerHealthcheck(heartbeatFile)).toMatchObject({
+      exitCode: 1,
+      stderr: expect.stringContaining(`worker process ${worker.pid} is not running`),
+    });
     await rm(path.dirname(heartbeatFile), { recursive: true, force: true });
   });
 
@@ -156,7 +171,11 @@ describe("dependency outages", () => {
     const api = await processes.start("api", processEnv, { until: "listening" });
     const base = api.url!;
 
-    await waitFor(async () => waitingLines(worker, "redis").length >= 2 && waitingLines(api, "redis").length >= 2, 15_000, "retries to be logged");
+    await waitFor(
+      async () => waitingLines(worker, "redis").length >= 2 && waitingLines(api, "redis").length >= 2,
+      15_000,
+      "retries to be logged",
+    );
     expect(waitingLines(worker, "postgres")).toEqual([]);
     const waiting = await readyz(base);
     expect(waiting.status).toBe(503);
@@ -173,10 +192,14 @@ describe("dependency outages", () => {
 
     // After start-up, readiness is live: Redis away is 503 (the process stays up), back is 200.
     proxy.drop();
-    const away = await waitFor(async () => {
-      const answer = await readyz(base);
-      return answer.status === 503 && answer;
-    }, 10_000, "/readyz to answer 503");
+    const away = await waitFor(
+      async () => {
+        const answer = await readyz(base);
+        return answer.status === 503 && answer;
+      },
+      10_000,
+      "/readyz to answer 503",
+    );
     expect(away.body.checks.postgres).toBe("ok");
     expect(away.body.checks.redis).not.toBe("ok");
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
@@ -208,7 +231,11 @@ describe("dependency outages", () => {
     const refusedBefore = proxy.refused;
     const { sessionId: otherSession } = await client.newSession();
     const meanwhile = await client.startRun(otherSession, script([[{ text: "accepted during the outage" }]]));
-    await waitFor(async () => proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs, 10_000, "the worker to try Postgres and be refused");
+    await waitFor(
+      async () => proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs,
+      10_000,
+      "the worker to try Postgres and be refused",
+    );
     expect((await client.get(`/v1/runs/${inFlight.body.id}`)).body.status).toBe("running");
     proxy.forward();
 
@@ -241,7 +268,11 @@ describe("dependency outages", () => {
     const droppedAt = Date.now();
     const refusedBefore = proxy.refused;
     const meanwhile = await client.startRun(sessionId, script([[{ text: "accepted during the outage" }]]));
-    await waitFor(async () => proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs, 10_000, "the worker to try Redis and be refused");
+    await waitFor(
+      async () => proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs,
+      10_000,
+      "the worker to try Redis and be refused",
+    );
     // The worker cannot have taken it: its job waits in the Redis the worker cannot reach.
     expect((await client.get(`/v1/runs/${meanwhile.body.id}`)).body.status).not.toBe("completed");
     proxy.forward();
@@ -267,17 +298,30 @@ describe("dependency outages", () => {
       const migrateEnv = { ...env.env, DATABASE_URL: viaProxy(fresh.toString(), proxy), LOG_LEVEL: "warn" };
       const outputs = ["", ""];
       const runs = outputs.map((_, index) => {
-        const child = execa(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/db/migrate-cli.ts")], { cwd: repoRoot, env: migrateEnv, all: true, reject: false, buffer: false });
+        const child = execa(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/db/migrate-cli.ts")], {
+          cwd: repoRoot,
+          env: migrateEnv,
+          all: true,
+          reject: false,
+          buffer: false,
+        });
         child.all?.on("data", (chunk: Buffer) => {
           outputs[index] += chunk.toString();
         });
         return child;
       });
       try {
-        await waitFor(async () => outputs.every((output) => (output.match(/"msg":"waiting for postgres: [^"]+; retry in \d+ ms"/g) ?? []).length >= 2), 15_000, "both to wait");
+        await waitFor(
+          async () => outputs.every((output) => (output.match(/"msg":"waiting for postgres: [^"]+; retry in \d+ ms"/g) ?? []).length >= 2),
+          15_000,
+          "both to wait",
+        );
         proxy.forward();
         const results = await Promise.all(runs);
-        expect(results.map((result) => result.exitCode), outputs.join("\n")).toEqual([0, 0]);
+        expect(
+          results.map((result) => result.exitCode),
+          outputs.join("\n"),
+        ).toEqual([0, 0]);
         for (const output of outputs) expect(output).toContain("migrations applied");
       } finally {
         for (const child of runs) child.kill("SIGKILL");

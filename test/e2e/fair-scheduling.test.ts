@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readMarkers } from "../fixtures/test-tools.js";
 import { script, waitFor } from "../helpers/api-client.js";
-import { finishChunk, sseScript, startOpenAIWireServer, textChunk, usageChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  sseScript,
+  startOpenAIWireServer,
+  textChunk,
+  usageChunk,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
 /**
@@ -15,8 +22,16 @@ let wire: OpenAIWireServer;
 beforeAll(async () => {
   // A model that answers at once and reports 600 tokens per step.
   wire = await startOpenAIWireServer(() => sseScript([textChunk("ok"), finishChunk("stop"), usageChunk(500, 100)]));
-  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
-  env = await createTestEnv({ FOYA_QUOTA_ACTIVE_RUNS: "4", FOYA_STEP_CONCURRENCY: "2", FOYA_TOOL_CONCURRENCY: "2", FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire" });
+  const providersFile = await writeProvidersFile([
+    { name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" },
+  ]);
+  env = await createTestEnv({
+    FOYA_QUOTA_ACTIVE_RUNS: "4",
+    FOYA_STEP_CONCURRENCY: "2",
+    FOYA_TOOL_CONCURRENCY: "2",
+    FOYA_PROVIDERS_FILE: providersFile,
+    WIRE_KEY: "sk-wire",
+  });
 });
 let working = false;
 /** The worker starts when a test first needs it: the fairness test queues its flood before any run can start. */
@@ -32,7 +47,10 @@ afterAll(async () => {
 
 /** When each run's first step started, from the steps Postgres recorded. */
 async function firstStepStarts(runIds: readonly string[]): Promise<Map<string, number>> {
-  const rows = await env.query<{ run_id: string; at: Date }>("select run_id, created_at as at from steps where index = 0 and run_id = any($1)", [runIds]);
+  const rows = await env.query<{ run_id: string; at: Date }>(
+    "select run_id, created_at as at from steps where index = 0 and run_id = any($1)",
+    [runIds],
+  );
   return new Map(rows.map((row) => [row.run_id, row.at.getTime()]));
 }
 
@@ -56,10 +74,16 @@ describe("fair scheduling", () => {
     // A FIFO would have served all 100 of A's first steps before B's.
     expect(aStarts.filter((at) => at < bStart).length).toBeLessThan(10);
     // A's runs all finish, in order of arrival, a few at a time.
-    await waitFor(async () => {
-      const rows = await env.query<{ n: number }>("select count(*)::int as n from runs where id = any($1) and status = 'completed'", [aRuns]);
-      return rows[0]!.n === 100;
-    }, 120_000, "A's runs to finish");
+    await waitFor(
+      async () => {
+        const rows = await env.query<{ n: number }>("select count(*)::int as n from runs where id = any($1) and status = 'completed'", [
+          aRuns,
+        ]);
+        return rows[0]!.n === 100;
+      },
+      120_000,
+      "A's runs to finish",
+    );
     // Admitted oldest first: in order of arrival, within the quota's window.
     const starts = await firstStepStarts(aRuns);
     const arrival = await env.query<{ id: string }>("select id from runs where id = any($1) order by created_at, id", [aRuns]);
@@ -113,7 +137,10 @@ describe("fair scheduling", () => {
     // storageBytes: file contents the tools kept count.
     await patch({ storageBytes: 100 });
     const writer = await tenant.newSession();
-    const wrote = await tenant.startRun(writer.sessionId, script([[{ tool: "write", args: { path: "big.txt", content: "x".repeat(200) } }], [{ text: "done" }]]));
+    const wrote = await tenant.startRun(
+      writer.sessionId,
+      script([[{ tool: "write", args: { path: "big.txt", content: "x".repeat(200) } }], [{ text: "done" }]]),
+    );
     expect((await tenant.waitForRun(wrote.body.id, 30_000)).status).toBe("completed");
     expect((await tenant.get("/v1/usage")).body.usage.storageBytes).toBeGreaterThanOrEqual(200);
     const overStorage = await tenant.startRun(writer.sessionId, script([[{ text: "more" }]]));
@@ -133,7 +160,10 @@ describe("tool call slots", () => {
     const patched = await env.admin.request("PATCH", `/v1/tenants/${limited.tenantId}`, { quotas: { toolCalls: 3, activeRuns: 10 } });
     expect(patched.body.effectiveQuotas).toMatchObject({ toolCalls: 3 });
     // Four runs of five parallel probes: without the quota, twenty calls would run at once.
-    const batch = script([Array.from({ length: 5 }, () => ({ tool: "probe", args: { marker: "slots", sleepMs: 400 } })), [{ text: "done" }]]);
+    const batch = script([
+      Array.from({ length: 5 }, () => ({ tool: "probe", args: { marker: "slots", sleepMs: 400 } })),
+      [{ text: "done" }],
+    ]);
     const limitedRuns: string[] = [];
     for (let i = 0; i < 4; i++) {
       const { sessionId } = await limited.newSession();
@@ -142,7 +172,11 @@ describe("tool call slots", () => {
     const { sessionId: otherSession } = await other.newSession();
     const otherRun = (await other.startRun(otherSession, batch)).body.id as string;
     // While they run, /v1/usage shows the tenant's running calls at its quota.
-    await waitFor(async () => (await limited.get("/v1/usage")).body.usage.toolCalls === 3, 20_000, "the limited tenant's calls at its quota");
+    await waitFor(
+      async () => (await limited.get("/v1/usage")).body.usage.toolCalls === 3,
+      20_000,
+      "the limited tenant's calls at its quota",
+    );
     for (const id of limitedRuns) expect((await limited.waitForRun(id, 60_000)).status).toBe("completed");
     expect((await other.waitForRun(otherRun, 60_000)).status).toBe("completed");
 
@@ -158,7 +192,10 @@ describe("tool call slots", () => {
       edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
       let running = 0;
       let most = 0;
-      for (const [, delta] of edges) most = Math.max(most, (running += delta));
+      for (const [, delta] of edges) {
+        running += delta;
+        most = Math.max(most, running);
+      }
       return { calls: calls.length, most };
     };
     expect(await mostAtOnce(limitedRuns)).toEqual({ calls: 20, most: 3 });
@@ -166,7 +203,9 @@ describe("tool call slots", () => {
     expect(await mostAtOnce([otherRun])).toEqual({ calls: 5, most: 5 });
     // Each call ran once: one start line per call in each run's workspace.
     for (const id of limitedRuns) {
-      const [{ session_id: sessionId }] = (await env.query<{ session_id: string }>("select session_id from runs where id = $1", [id])) as [{ session_id: string }];
+      const [{ session_id: sessionId }] = (await env.query<{ session_id: string }>("select session_id from runs where id = $1", [id])) as [
+        { session_id: string },
+      ];
       const starts = (await readMarkers(await env.workspaceOf(sessionId), "slots")).filter((line) => line.startsWith("start "));
       expect(starts.map((line) => line.split(" ")[1]).sort()).toEqual(["call_0_0", "call_0_1", "call_0_2", "call_0_3", "call_0_4"]);
     }

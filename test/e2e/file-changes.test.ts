@@ -34,7 +34,8 @@ async function trashedCopies(workspace: string, relative: string): Promise<strin
   const copies: string[] = [];
   for (const info of infos) {
     const text = await readFile(path.join(trashDir, "info", info), "utf8");
-    if (decodeURIComponent(/^Path=(.*)$/m.exec(text)?.[1] ?? "") === path.join(workspace, relative)) copies.push(path.join(trashDir, "files", info.replace(/\.trashinfo$/, "")));
+    if (decodeURIComponent(/^Path=(.*)$/m.exec(text)?.[1] ?? "") === path.join(workspace, relative))
+      copies.push(path.join(trashDir, "files", info.replace(/\.trashinfo$/, "")));
   }
   return copies;
 }
@@ -47,8 +48,22 @@ describe("file changes", () => {
     await runCalls([{ tool: "edit", args: { path: "src/app.txt", old_string: "two", new_string: "three" } }], { sessionId });
     expect(results[0]!.text).toBe("Created src/app.txt (8 bytes).");
     const [created, edited] = await changesOf(sessionId);
-    expect(created).toMatchObject({ path: "src/app.txt", existedBefore: false, modeBefore: null, sha256Before: null, sha256After: digest("one\ntwo\n"), runId });
-    expect(edited).toMatchObject({ path: "src/app.txt", existedBefore: true, modeBefore: 0o750, modeAfter: 0o750, sha256Before: digest("one\ntwo\n"), sha256After: digest("one\nthree\n") });
+    expect(created).toMatchObject({
+      path: "src/app.txt",
+      existedBefore: false,
+      modeBefore: null,
+      sha256Before: null,
+      sha256After: digest("one\ntwo\n"),
+      runId,
+    });
+    expect(edited).toMatchObject({
+      path: "src/app.txt",
+      existedBefore: true,
+      modeBefore: 0o750,
+      modeAfter: 0o750,
+      sha256Before: digest("one\ntwo\n"),
+      sha256After: digest("one\nthree\n"),
+    });
     // Contents are stored once per digest, recoverable.
     const blobs = await env.query<{ sha256: string; bytes: Buffer }>("select sha256, bytes from content_blobs order by sha256");
     expect(blobs.find((b) => b.sha256 === digest("one\nthree\n"))!.bytes.toString()).toBe("one\nthree\n");
@@ -57,7 +72,9 @@ describe("file changes", () => {
     const detail = (await client.get(`/v1/file-changes/${edited.id}`)).body;
     expect(detail.diff).toContain("-two\n+three");
     const toolEnds = (await client.events(sessionId)).filter((e) => e.type === "tool_end");
-    expect(toolEnds[1].data.fileChanges).toEqual([{ id: edited.id, path: "src/app.txt", existedBefore: true, sha256Before: edited.sha256Before, sha256After: edited.sha256After }]);
+    expect(toolEnds[1].data.fileChanges).toEqual([
+      { id: edited.id, path: "src/app.txt", existedBefore: true, sha256Before: edited.sha256Before, sha256After: edited.sha256After },
+    ]);
     expect(toolEnds[1].data.diff).toContain("+three");
     const messages = await client.messages(sessionId);
     expectValidHistory(messages);
@@ -86,7 +103,13 @@ describe("file changes", () => {
     const { sessionId } = await runCalls([{ tool: "write", args: { path: "a.txt", content: "first\n" } }]);
     const workspace = await env.workspaceOf(sessionId);
     await chmod(path.join(workspace, "a.txt"), 0o700);
-    await runCalls([{ tool: "write", args: { path: "a.txt", content: "second\n" } }, { tool: "write", args: { path: "b.txt", content: "new\n" } }], { sessionId });
+    await runCalls(
+      [
+        { tool: "write", args: { path: "a.txt", content: "second\n" } },
+        { tool: "write", args: { path: "b.txt", content: "new\n" } },
+      ],
+      { sessionId },
+    );
     const [, overwrite, creation] = await changesOf(sessionId);
     await chmod(path.join(workspace, "a.txt"), 0o700);
     expect((await client.post(`/v1/file-changes/${overwrite.id}/revert`)).status).toBe(200);
@@ -104,7 +127,13 @@ describe("file changes", () => {
   it("F3: revert every change after a point, newest first; a file changed since refuses it with 409 and nothing is touched", async () => {
     const { sessionId } = await runCalls([{ tool: "write", args: { path: "c.txt", content: "v1\n" } }]);
     await runCalls([{ tool: "write", args: { path: "c.txt", content: "v2\n" } }], { sessionId });
-    await runCalls([{ tool: "write", args: { path: "c.txt", content: "v3\n" } }, { tool: "write", args: { path: "d.txt", content: "d\n" } }], { sessionId });
+    await runCalls(
+      [
+        { tool: "write", args: { path: "c.txt", content: "v3\n" } },
+        { tool: "write", args: { path: "d.txt", content: "d\n" } },
+      ],
+      { sessionId },
+    );
     const workspace = await env.workspaceOf(sessionId);
     const [, second] = await changesOf(sessionId);
 
@@ -151,8 +180,14 @@ describe("file changes", () => {
       // The gateway would ask for these; a rule lets them through, so the tool's own refusals are what is tested (S1).
       await client.request("PUT", `/v1/projects/${session.projectId}/policy`, { rules: { allow: ["delete"] } });
       await prepare(await env.workspaceOf(session.sessionId));
-      const { results } = await runCalls(cases.map(([p]) => ({ tool: "delete", args: { path: p } })), session);
-      expect(results.map((r) => r.error_code), mode).toEqual(cases.map(([, code]) => code));
+      const { results } = await runCalls(
+        cases.map(([p]) => ({ tool: "delete", args: { path: p } })),
+        session,
+      );
+      expect(
+        results.map((r) => r.error_code),
+        mode,
+      ).toEqual(cases.map(([, code]) => code));
     }
     expect(await readFile(outside, "utf8")).toBe("outside\n");
 
@@ -174,7 +209,14 @@ describe("file changes", () => {
       ],
       full,
     );
-    expect(fullResults.map((r) => r.error_code)).toEqual([null, "protected_path", "path_outside_workspace", "path_outside_workspace", "path_outside_workspace", "protected_path"]);
+    expect(fullResults.map((r) => r.error_code)).toEqual([
+      null,
+      "protected_path",
+      "path_outside_workspace",
+      "path_outside_workspace",
+      "path_outside_workspace",
+      "protected_path",
+    ]);
     expect(await trashedCopies(fullWorkspace, ".agents/notes.md")).toHaveLength(1);
     expect(await readFile(path.join(fullWorkspace, ".git", "config"), "utf8")).toBe("[core]\n");
     expect(await readFile(outside, "utf8")).toBe("outside\n");
@@ -214,7 +256,11 @@ describe("file changes", () => {
     expect(Number(after!.bytes) - Number(before!.bytes)).toBeLessThan(1024 * 1024);
     const changes = await changesOf(sessionId);
     const deletion = changes.find((c) => c.path === "big.bin");
-    expect(deletion).toMatchObject({ existedBefore: true, sha256Before: createHash("sha256").update(big).digest("hex"), sha256After: null });
+    expect(deletion).toMatchObject({
+      existedBefore: true,
+      sha256Before: createHash("sha256").update(big).digest("hex"),
+      sha256After: null,
+    });
     for (const change of changes) {
       const reverted = await client.post(`/v1/file-changes/${change.id}/revert`);
       expect(reverted.status).toBe(409);

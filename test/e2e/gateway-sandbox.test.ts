@@ -13,7 +13,10 @@ const exists = (file: string) =>
     () => false,
   );
 
-async function bashCall(sessionId: string, command: string): Promise<{ status: string; isError: boolean; text: string; approvals: number }> {
+async function bashCall(
+  sessionId: string,
+  command: string,
+): Promise<{ status: string; isError: boolean; text: string; approvals: number }> {
   const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command } }], [{ text: "ok" }]]));
   expect((await client.waitForRun(run.body.id)).status).toBe("completed");
   const [call] = await env.query<{ status: string; is_error: boolean; result: Array<{ text: string }> }>(
@@ -63,7 +66,10 @@ describe("gateway and sandbox together", () => {
     expect(plain).toMatchObject({ status: "succeeded", approvals: 0 });
     expect(plain.text).toContain("hello");
 
-    const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "curl -s https://example.com" } }], [{ text: "ok" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "bash", args: { command: "curl -s https://example.com" } }], [{ text: "ok" }]]),
+    );
     const pending = await (async () => {
       for (let i = 0; i < 400; i++) {
         const listed = await client.get(`/v1/approvals?status=pending&runId=${run.body.id}`);

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiClient } from "../helpers/api-client.js";
-import { finishChunk, sseScript, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  sseScript,
+  startOpenAIWireServer,
+  textChunk,
+  toolArgsChunk,
+  toolCallStartChunk,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
 /**
@@ -25,7 +33,9 @@ beforeAll(async () => {
     }
     return sseScript([textChunk(`done after ${messages.length} messages`), finishChunk("stop")]);
   });
-  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
+  const providersFile = await writeProvidersFile([
+    { name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" },
+  ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire" });
   // Two workers in one process, each with its own history copies: steps of one run go to either.
   await env.startWorker();

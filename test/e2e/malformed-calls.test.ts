@@ -23,7 +23,10 @@ describe("malformed tool calls", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(
       sessionId,
-      script([[{ text: "odd \u0000 text \ud800 here" }, ...malformed.map(([, argsRaw]) => ({ tool: "read", argsRaw, chunks: 3 }))], [{ text: "recovered" }]]),
+      script([
+        [{ text: "odd \u0000 text \ud800 here" }, ...malformed.map(([, argsRaw]) => ({ tool: "read", argsRaw, chunks: 3 }))],
+        [{ text: "recovered" }],
+      ]),
     );
     const done = await client.waitForRun(run.body.id, 30_000);
     expect(done.status).toBe("completed");

@@ -21,7 +21,9 @@ let respond: (body: any) => WireScript;
 
 beforeAll(async () => {
   server = await startOpenAIWireServer(({ body }) => respond(body));
-  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
+  const providersFile = await writeProvidersFile([
+    { name: "wire", kind: "openai-chat", baseUrl: server.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" },
+  ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire", FOYA_STEP_ATTEMPTS: "2" });
   await env.startWorker();
   client = await env.newTenant();
@@ -53,7 +55,10 @@ describe("OpenAI-compatible provider through the whole loop", () => {
         ]);
       }
       // A server with a prompt cache reports the cached part of the prompt in the details.
-      const cached = { ...usageChunk(30, 2), usage: { prompt_tokens: 30, completion_tokens: 2, total_tokens: 32, prompt_tokens_details: { cached_tokens: 24 } } };
+      const cached = {
+        ...usageChunk(30, 2),
+        usage: { prompt_tokens: 30, completion_tokens: 2, total_tokens: 32, prompt_tokens_details: { cached_tokens: 24 } },
+      };
       return sse([textChunk("Both "), textChunk("done."), finishChunk("stop"), cached]);
     };
     const { sessionId } = await client.newSession({ providerProfile: "wire" });
@@ -71,7 +76,10 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     const messages = await client.messages(sessionId);
     expectValidHistory(messages);
     expect(messages.at(-1).content.text).toBe("Both done.");
-    const steps = await env.query<{ stop_reason: string; usage: unknown }>("select stop_reason, usage from steps where run_id = $1 order by index", [run.body.id]);
+    const steps = await env.query<{ stop_reason: string; usage: unknown }>(
+      "select stop_reason, usage from steps where run_id = $1 order by index",
+      [run.body.id],
+    );
     expect(steps).toEqual([
       { stop_reason: "tool_calls", usage: { inputTokens: 12, outputTokens: 7 } },
       { stop_reason: "stop", usage: { inputTokens: 30, outputTokens: 2, cacheReadTokens: 24 } },
@@ -85,13 +93,36 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     expect(request.headers.authorization).toBe("Bearer sk-wire");
     expect(request.body.model).toBe("wire-model");
     expect(request.body.stream).toBe(true);
-    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["agent", "bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "late_progress", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "update_tasks", "web_fetch", "write"]);
+    expect(request.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
+      "agent",
+      "bash",
+      "command_cancel",
+      "command_output",
+      "command_status",
+      "context_echo",
+      "delete",
+      "edit",
+      "end_batch",
+      "grep",
+      "late_progress",
+      "list",
+      "make_image",
+      "marker_sleep",
+      "net_probe",
+      "noop",
+      "probe",
+      "read",
+      "rich_result",
+      "show_diff",
+      "update_tasks",
+      "web_fetch",
+      "write",
+    ]);
     const assistant = request.body.messages.find((m: { role: string }) => m.role === "assistant");
     expect(assistant.tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments)).toEqual([first, second]);
-    expect(request.body.messages.filter((m: { role: string }) => m.role === "tool").map((m: { tool_call_id: string }) => m.tool_call_id)).toEqual([
-      "call_a",
-      "call_b",
-    ]);
+    expect(
+      request.body.messages.filter((m: { role: string }) => m.role === "tool").map((m: { tool_call_id: string }) => m.tool_call_id),
+    ).toEqual(["call_a", "call_b"]);
   });
 
   it("X1: a model step that fails mid-stream is retried as a new attempt; clients can drop the first attempt's output", async () => {
@@ -111,7 +142,12 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     const latest = Math.max(...events.filter((e) => e.type === "step_start").map((e) => e.step.attempt));
     expect(latest).toBe(2);
     // The client rule: keep only the latest attempt of each step.
-    expect(deltas.filter((e) => e.step.attempt === latest).map((e) => e.data.text).join("")).toBe("Hello, world.");
+    expect(
+      deltas
+        .filter((e) => e.step.attempt === latest)
+        .map((e) => e.data.text)
+        .join(""),
+    ).toBe("Hello, world.");
     const assistant = (await client.messages(sessionId)).filter((m) => m.role === "assistant");
     expect(assistant.map((m) => m.content.text)).toEqual(["Hello, world."]);
   });

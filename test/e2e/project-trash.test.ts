@@ -63,7 +63,10 @@ describe("project trash", () => {
     expect((await other.post(`/v1/projects/${a.projectId}/trash/${notes.id}/restore`)).status).toBe(404);
     expect((await client.post(`/v1/projects/${b.projectId}/trash/${notes.id}/restore`)).status).toBe(404);
 
-    expect(await client.post(`/v1/projects/${a.projectId}/trash/${notes.id}/restore`)).toMatchObject({ status: 200, body: { path: "notes.txt" } });
+    expect(await client.post(`/v1/projects/${a.projectId}/trash/${notes.id}/restore`)).toMatchObject({
+      status: 200,
+      body: { path: "notes.txt" },
+    });
     expect(await readFile(path.join(a.workspace, "notes.txt"), "utf8")).toBe("one\ntwo\n");
     expect((await client.post(`/v1/projects/${a.projectId}/trash/${notes.id}/restore`)).status).toBe(404);
 
@@ -75,7 +78,10 @@ describe("project trash", () => {
     expect(refused.body.error.message).toMatch(/exists again/);
     expect(await readFile(path.join(a.workspace, "docs", "new.md"), "utf8")).toBe("new\n");
     await run(client, a.sessionId, [{ tool: "delete", args: { path: "docs" } }]);
-    expect(await client.post(`/v1/projects/${a.projectId}/trash/${docs.id}/restore`)).toMatchObject({ status: 200, body: { path: "docs" } });
+    expect(await client.post(`/v1/projects/${a.projectId}/trash/${docs.id}/restore`)).toMatchObject({
+      status: 200,
+      body: { path: "docs" },
+    });
     expect(await readFile(path.join(a.workspace, "docs", "deep", "x.md"), "utf8")).toBe("# x\n");
     // What is left: the second docs folder (new.md), deleted just now.
     expect((await trashOf(client, a.projectId)).body.entries.map((entry) => entry.path)).toEqual(["docs"]);
@@ -100,7 +106,9 @@ describe("project trash", () => {
     await waitFor(async () => (await trashOf(client, projectId)).body.entries.length === 1, 10_000, "the old entry to be pruned");
     expect((await trashOf(client, projectId)).body.entries.map((entry) => entry.path)).toEqual(["young.txt"]);
     await expect(stat(infoPath)).rejects.toThrow();
-    expect(await readdir(path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash", "files"))).toEqual([entries.find((entry) => entry.path === "young.txt")!.id]);
+    expect(await readdir(path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash", "files"))).toEqual([
+      entries.find((entry) => entry.path === "young.txt")!.id,
+    ]);
   });
 
   it("F4: deleting a project removes its trash and its workspace, cancels its runs and answers 404 after; another project keeps its own", async () => {
@@ -113,8 +121,15 @@ describe("project trash", () => {
     }
     const trashRoot = projectTrashRoot(env.config.workspacesDir, doomed.workspace);
     // A run still waiting for a person is cancelled with the project.
-    const waiting = await client.startRun(doomed.sessionId, script([[{ tool: "bash", args: { command: "curl -s https://example.com" } }], [{ text: "done" }]]));
-    await waitFor(async () => (await client.get(`/v1/runs/${waiting.body.id}`)).body.status === "awaiting_approval", 20_000, "the run to wait for approval");
+    const waiting = await client.startRun(
+      doomed.sessionId,
+      script([[{ tool: "bash", args: { command: "curl -s https://example.com" } }], [{ text: "done" }]]),
+    );
+    await waitFor(
+      async () => (await client.get(`/v1/runs/${waiting.body.id}`)).body.status === "awaiting_approval",
+      20_000,
+      "the run to wait for approval",
+    );
     // A symlink in the workspace pointing outside is removed as a link; what it points at stays.
     const outside = path.join(env.config.workspacesDir, "..", `outside-${Date.now()}.txt`);
     await writeFile(outside, "outside\n");
@@ -138,4 +153,3 @@ describe("project trash", () => {
     expect((await stat(kept.workspace)).isDirectory()).toBe(true);
   });
 });
-

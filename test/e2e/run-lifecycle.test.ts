@@ -78,10 +78,21 @@ describe("a turn through step and batch jobs", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "noop", args: { marker: "p6-before" } }, { tool: "end_batch", args: {} }, { tool: "noop", args: { marker: "p6-after" } }, { tool: "noop", args: {} }], [{ text: "ok" }]]),
+      script([
+        [
+          { tool: "noop", args: { marker: "p6-before" } },
+          { tool: "end_batch", args: {} },
+          { tool: "noop", args: { marker: "p6-after" } },
+          { tool: "noop", args: {} },
+        ],
+        [{ text: "ok" }],
+      ]),
     );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const calls = await env.query<{ name: string; status: string }>("select name, status from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const calls = await env.query<{ name: string; status: string }>(
+      "select name, status from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
     expect(calls.map((c) => c.status)).toEqual(["succeeded", "succeeded", "skipped", "skipped"]);
     const messages = await client.messages(sessionId);
     expectValidHistory(messages);
@@ -117,7 +128,9 @@ describe("a turn through step and batch jobs", () => {
       ["failed", true],
       ["failed", true],
     ]);
-    const codes = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const codes = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [
+      run.body.id,
+    ]);
     expect(codes.map((c) => c.error_code)).toEqual(["invalid_arguments", "unknown_tool", "invalid_arguments", "path_outside_workspace"]);
   });
 });

@@ -1,7 +1,7 @@
 import { chown, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiClient, script, waitFor } from "../helpers/api-client.js";
+import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { processGroup } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
@@ -27,14 +27,24 @@ describe("crash recovery of a layered shell call", () => {
     const workspace = await env.workspaceOf(sessionId);
     await writeFile(path.join(workspace, "kept.txt"), "before\n");
     await chown(path.join(workspace, "kept.txt"), (await stat(workspace)).uid, (await stat(workspace)).gid);
-    const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "echo partial > written.txt && echo after >> kept.txt && sleep 60" } }], [{ text: "never" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [{ tool: "bash", args: { command: "echo partial > written.txt && echo after >> kept.txt && sleep 60" } }],
+        [{ text: "never" }],
+      ]),
+    );
     // The command's writes sit in its layer, not yet in the workspace.
     const layers = path.join(env.config.workspacesDir, ".calls");
-    await waitFor(async () => {
-      const names = await readdir(layers).catch(() => [] as string[]);
-      for (const name of names) if (await stat(path.join(layers, name, "upper", "written.txt")).catch(() => null)) return true;
-      return false;
-    }, 20_000, "the command to write in its layer");
+    await waitFor(
+      async () => {
+        const names = await readdir(layers).catch(() => [] as string[]);
+        for (const name of names) if (await stat(path.join(layers, name, "upper", "written.txt")).catch(() => null)) return true;
+        return false;
+      },
+      20_000,
+      "the command to write in its layer",
+    );
     await expect(stat(path.join(workspace, "written.txt"))).rejects.toThrow();
     worker.kill("SIGKILL");
     await worker.exited;
@@ -43,10 +53,17 @@ describe("crash recovery of a layered shell call", () => {
     expect((await client.waitForRun(run.body.id, 30_000)).status).toBe("interrupted");
     const [call] = await env.query<{ id: string; status: string }>("select id, status from tool_calls where run_id = $1", [run.body.id]);
     expect(call!.status).toBe("interrupted");
-    await waitFor(async () => (await stat(path.join(workspace, "written.txt")).catch(() => null)) !== null, 20_000, "the layer to be rolled forward");
+    await waitFor(
+      async () => (await stat(path.join(workspace, "written.txt")).catch(() => null)) !== null,
+      20_000,
+      "the layer to be rolled forward",
+    );
     expect(await readFile(path.join(workspace, "written.txt"), "utf8")).toBe("partial\n");
     expect(await readFile(path.join(workspace, "kept.txt"), "utf8")).toBe("before\nafter\n");
-    const changes = await env.query<{ path: string; tool_call_id: string }>("select path, tool_call_id from file_changes where session_id = $1 order by path", [sessionId]);
+    const changes = await env.query<{ path: string; tool_call_id: string }>(
+      "select path, tool_call_id from file_changes where session_id = $1 order by path",
+      [sessionId],
+    );
     expect(changes).toEqual([
       { path: "kept.txt", tool_call_id: call!.id },
       { path: "written.txt", tool_call_id: call!.id },

@@ -13,14 +13,18 @@ const digest = (text: string) => createHash("sha256").update(text).digest("hex")
 async function runCalls(sessionId: string, calls: object[]) {
   const run = await client.startRun(sessionId, script([calls, [{ text: "done" }]]));
   const runId = run.body.id as string;
-  await waitFor(async () => {
-    const status = (await client.get(`/v1/runs/${runId}`)).body.status as string;
-    if (status !== "awaiting_approval") return ["completed", "failed", "cancelled"].includes(status);
-    for (const approval of (await client.get(`/v1/approvals?status=pending&runId=${runId}`)).body.approvals) {
-      await client.post(`/v1/approvals/${approval.id}`, { decision: "approve", reason: "the session lets it run" });
-    }
-    return false;
-  }, 30_000, "run end");
+  await waitFor(
+    async () => {
+      const status = (await client.get(`/v1/runs/${runId}`)).body.status as string;
+      if (status !== "awaiting_approval") return ["completed", "failed", "cancelled"].includes(status);
+      for (const approval of (await client.get(`/v1/approvals?status=pending&runId=${runId}`)).body.approvals) {
+        await client.post(`/v1/approvals/${approval.id}`, { decision: "approve", reason: "the session lets it run" });
+      }
+      return false;
+    },
+    30_000,
+    "run end",
+  );
   expect((await client.waitForRun(runId)).status).toBe("completed");
   return env.query<{ name: string; status: string; error_code: string | null; text: string }>(
     "select name, status, error_code, result->0->>'text' as text from tool_calls where run_id = $1 order by call_index",
@@ -36,11 +40,17 @@ describe("shell file changes", () => {
   it("X7: a bash call that creates, modifies, deletes and chmods files produces the matching records; revert of each restores content and mode", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
-    await runCalls(sessionId, [bash("printf 'old\\n' > keep.txt; printf 'bye\\n' > gone.txt; printf '#!/bin/sh\\n' > mode.sh; chmod 644 mode.sh")]);
+    await runCalls(sessionId, [
+      bash("printf 'old\\n' > keep.txt; printf 'bye\\n' > gone.txt; printf '#!/bin/sh\\n' > mode.sh; chmod 644 mode.sh"),
+    ]);
     const seeded = await changesOf(sessionId);
     expect(seeded.map((c) => c.path).sort()).toEqual(["gone.txt", "keep.txt", "mode.sh"]);
 
-    const [result] = await runCalls(sessionId, [bash("echo new > made.txt && echo more >> keep.txt && mv gone.txt /tmp/gone && chmod 755 mode.sh && mkdir -p deep/er && echo x > deep/er/f.txt")]);
+    const [result] = await runCalls(sessionId, [
+      bash(
+        "echo new > made.txt && echo more >> keep.txt && mv gone.txt /tmp/gone && chmod 755 mode.sh && mkdir -p deep/er && echo x > deep/er/f.txt",
+      ),
+    ]);
     expect(result!.status).toBe("succeeded");
     const changes = (await changesOf(sessionId)).slice(seeded.length);
     const byPath = Object.fromEntries(changes.map((c) => [c.path, c]));
@@ -48,13 +58,23 @@ describe("shell file changes", () => {
     expect(byPath["made.txt"]).toMatchObject({ existedBefore: false, sha256Before: null, sha256After: digest("new\n") });
     expect(byPath["keep.txt"]).toMatchObject({ existedBefore: true, sha256Before: digest("old\n"), sha256After: digest("old\nmore\n") });
     expect(byPath["gone.txt"]).toMatchObject({ existedBefore: true, sha256Before: digest("bye\n"), sha256After: null, modeAfter: null });
-    expect(byPath["mode.sh"]).toMatchObject({ modeBefore: 0o644, modeAfter: 0o755, sha256Before: digest("#!/bin/sh\n"), sha256After: digest("#!/bin/sh\n") });
+    expect(byPath["mode.sh"]).toMatchObject({
+      modeBefore: 0o644,
+      modeAfter: 0o755,
+      sha256Before: digest("#!/bin/sh\n"),
+      sha256After: digest("#!/bin/sh\n"),
+    });
     expect(byPath["deep/er/f.txt"]).toMatchObject({ existedBefore: false, sha256After: digest("x\n") });
     const detail = (await client.get(`/v1/file-changes/${byPath["keep.txt"].id}`)).body;
     expect(detail.diff).toContain("+more");
     // They are the call's: linked to it and announced in its tool_end.
     const toolEnds = (await client.events(sessionId)).filter((e) => e.type === "tool_end");
-    expect(toolEnds.at(-1).data.fileChanges.map((c: { id: string }) => c.id).sort()).toEqual(changes.map((c) => c.id).sort());
+    expect(
+      toolEnds
+        .at(-1)
+        .data.fileChanges.map((c: { id: string }) => c.id)
+        .sort(),
+    ).toEqual(changes.map((c) => c.id).sort());
     // The workspace has the command's result.
     expect(await readFile(path.join(workspace, "keep.txt"), "utf8")).toBe("old\nmore\n");
     await expect(stat(path.join(workspace, "gone.txt"))).rejects.toThrow();
@@ -101,7 +121,9 @@ describe("shell file changes", () => {
       const at = inner ? `${inner}/${name}` : name;
       const stats = await lstat(path.join(root, at));
       if (stats.isDirectory()) Object.assign(tree, await treeOf(root, at));
-      else tree[at] = `${(stats.mode & 0o7777).toString(8)} ${stats.isFile() ? digest((await readFile(path.join(root, at))).toString("latin1")) : "other"}`;
+      else
+        tree[at] =
+          `${(stats.mode & 0o7777).toString(8)} ${stats.isFile() ? digest((await readFile(path.join(root, at))).toString("latin1")) : "other"}`;
     }
     return tree;
   }
@@ -114,9 +136,21 @@ describe("shell file changes", () => {
     { form: ": > f", setup: "printf 'precious\\n' > f", command: ": > f" },
     { form: "cp /dev/null f", setup: "printf 'precious\\n' > f", command: "cp /dev/null f" },
     { form: "truncate -s 0 f", setup: "head -c 100000 /dev/urandom > f", command: "truncate -s 0 f" },
-    { form: "rsync --delete", setup: "mkdir -p src dst/deep && echo a > src/a && echo old > dst/old && echo deep > dst/deep/x", command: "rsync -a --delete src/ dst/" },
-    { form: "tar --remove-files", setup: "mkdir -p d/e && echo 1 > d/one && echo 2 > d/e/two", command: "tar --remove-files -cf archive.tar d" },
-    { form: "bash s.sh containing rm", setup: "echo keep > k1 && mkdir -p tree && echo t > tree/t && printf 'rm -f k1\\nrm -rf tree\\n' > s.sh", command: "bash s.sh" },
+    {
+      form: "rsync --delete",
+      setup: "mkdir -p src dst/deep && echo a > src/a && echo old > dst/old && echo deep > dst/deep/x",
+      command: "rsync -a --delete src/ dst/",
+    },
+    {
+      form: "tar --remove-files",
+      setup: "mkdir -p d/e && echo 1 > d/one && echo 2 > d/e/two",
+      command: "tar --remove-files -cf archive.tar d",
+    },
+    {
+      form: "bash s.sh containing rm",
+      setup: "echo keep > k1 && mkdir -p tree && echo t > tree/t && printf 'rm -f k1\\nrm -rf tree\\n' > s.sh",
+      command: "bash s.sh",
+    },
     { form: "python3 os.remove", setup: "echo py > victim.txt", command: `/usr/bin/python3 -c 'import os; os.remove("victim.txt")'` },
   ];
 
@@ -144,19 +178,29 @@ describe("shell file changes", () => {
     const workspace = await env.workspaceOf(sessionId);
     await runCalls(sessionId, [bash("echo one > old.txt && echo two > edited.txt")]);
     const known = (await changesOf(sessionId)).length;
-    const [started] = await runCalls(sessionId, [{ tool: "bash", args: { command: "sleep 1 && echo made > bg-new.txt && echo more >> edited.txt && mv old.txt /tmp/old", background: true } }]);
+    const [started] = await runCalls(sessionId, [
+      {
+        tool: "bash",
+        args: { command: "sleep 1 && echo made > bg-new.txt && echo more >> edited.txt && mv old.txt /tmp/old", background: true },
+      },
+    ]);
     const id = /Started background command (cmd_\S+)\./.exec(started!.text)?.[1];
     expect(id, started!.text).toBeDefined();
     // The tool answered while the command still ran: the file it makes later is not there yet.
     await expect(stat(path.join(workspace, "bg-new.txt"))).rejects.toThrow();
-    const ended = await waitFor(async () => {
-      const command = (await client.get(`/v1/commands/${id}`)).body;
-      return command.status !== "running" && command;
-    }, 30_000, "the background command to end");
+    const ended = await waitFor(
+      async () => {
+        const command = (await client.get(`/v1/commands/${id}`)).body;
+        return command.status !== "running" && command;
+      },
+      30_000,
+      "the background command to end",
+    );
     expect(ended.status).toBe("exited");
-    expect(ended.output).toMatch(/files changed in the workspace while this background command ran: created 1 \(bg-new\.txt\); modified 1 \(edited\.txt\); deleted 1 \(old\.txt\)/);
+    expect(ended.output).toMatch(
+      /files changed in the workspace while this background command ran: created 1 \(bg-new\.txt\); modified 1 \(edited\.txt\); deleted 1 \(old\.txt\)/,
+    );
     expect(ended.output).toMatch(/summarized, not recorded as file changes/);
     expect((await changesOf(sessionId)).length).toBe(known);
   });
 });
-

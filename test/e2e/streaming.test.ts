@@ -14,7 +14,10 @@ describe("streamed tool calls", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([raws.map((argsRaw) => ({ tool: "noop", argsRaw, chunks: 7 }))]));
     await client.waitForRun(run.body.id);
-    const stored = await env.query<{ arguments_raw: string }>("select arguments_raw from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const stored = await env.query<{ arguments_raw: string }>(
+      "select arguments_raw from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
     expect(stored.map((row) => row.arguments_raw)).toEqual(raws);
     const assistant = (await client.messages(sessionId)).find((m) => m.role === "assistant");
     expect(assistant.content.toolCalls.map((call: { argumentsRaw: string }) => call.argumentsRaw)).toEqual(raws);
@@ -79,7 +82,9 @@ describe("streamed tool calls", () => {
       [run.body.id],
     );
     expect(change).toMatchObject({ path: "chart.txt", existed_before: false, mode_after: 0o644 });
-    expect(end.data.fileChanges).toEqual([{ id: change!.id, path: "chart.txt", existedBefore: false, sha256Before: null, sha256After: "ab".repeat(32) }]);
+    expect(end.data.fileChanges).toEqual([
+      { id: change!.id, path: "chart.txt", existedBefore: false, sha256Before: null, sha256After: "ab".repeat(32) },
+    ]);
   });
 
   it("L2: a finished call is written twice: tool_end with the display diff for clients, a tool message without it for the model", async () => {

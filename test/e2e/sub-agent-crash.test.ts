@@ -27,9 +27,19 @@ describe("sub-agents across worker crashes", () => {
     // The child's model step streams slowly, so the kill lands while it runs and the parent is parked.
     const childScript = script([[{ text: "child answer survives", chunks: 20 }]], { chunkDelayMs: 150 });
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: childScript } }], [{ text: "parent done" }]]));
-    const child = await waitFor(async () => (await client.events(sessionId)).find((e) => e.type === "subagent_start")?.data, 20_000, "the sub-agent");
-    await waitFor(async () => (await client.events(child.childSessionId)).some((e) => e.type === "text_delta"), 20_000, "the child to stream");
-    const [parked] = await env.query<{ status: string; next_job: unknown }>("select status, next_job from runs where id = $1", [run.body.id]);
+    const child = await waitFor(
+      async () => (await client.events(sessionId)).find((e) => e.type === "subagent_start")?.data,
+      20_000,
+      "the sub-agent",
+    );
+    await waitFor(
+      async () => (await client.events(child.childSessionId)).some((e) => e.type === "text_delta"),
+      20_000,
+      "the child to stream",
+    );
+    const [parked] = await env.query<{ status: string; next_job: unknown }>("select status, next_job from runs where id = $1", [
+      run.body.id,
+    ]);
     expect(parked).toEqual({ status: "running", next_job: null });
 
     first.kill("SIGKILL");
@@ -53,8 +63,15 @@ describe("sub-agents across worker crashes", () => {
     const first = await startWorker();
     const { sessionId } = await client.newSession({ approvalMode: "full_access" });
     const childScript = script([[{ tool: "marker_sleep", args: { marker: "a1-cut", sleepMs: 30_000 } }], [{ text: "never" }]]);
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: childScript } }], [{ text: "parent noted the loss" }]]));
-    const child = await waitFor(async () => (await client.events(sessionId)).find((e) => e.type === "subagent_start")?.data, 20_000, "the sub-agent");
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: childScript } }], [{ text: "parent noted the loss" }]]),
+    );
+    const child = await waitFor(
+      async () => (await client.events(sessionId)).find((e) => e.type === "subagent_start")?.data,
+      20_000,
+      "the sub-agent",
+    );
     const workspace = await env.workspaceOf(sessionId);
     await waitFor(async () => (await readMarkers(workspace, "a1-cut")).length === 1, 20_000, "the child's tool to start");
 
@@ -76,10 +93,16 @@ describe("sub-agents across worker crashes", () => {
     await processes.killAll();
     const crashing = await startWorker({ FOYA_FAILPOINTS: "worker.after_subagent_start" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ text: "started before the crash" }]]) } }], [{ text: "parent done" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: script([[{ text: "started before the crash" }]]) } }], [{ text: "parent done" }]]),
+    );
     expect((await crashing.exited).signal).toBe("SIGKILL");
     // The child and its link to the call committed; its first job was never enqueued, and the parent's batch job died with the worker.
-    const [linked] = await env.query<{ child_run_id: string | null; status: string }>("select child_run_id, status from tool_calls where run_id = $1", [run.body.id]);
+    const [linked] = await env.query<{ child_run_id: string | null; status: string }>(
+      "select child_run_id, status from tool_calls where run_id = $1",
+      [run.body.id],
+    );
     expect(linked).toMatchObject({ status: "running", child_run_id: expect.stringMatching(/^run_/) });
 
     await startWorker();

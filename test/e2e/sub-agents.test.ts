@@ -8,15 +8,16 @@ import { useTestEnv } from "../helpers/test-env.js";
 const { env, client } = useTestEnv({ worker: true, fullAccess: true });
 
 /** The child the parent's agent call started, once it exists. */
-async function childOf(api: ApiClient, sessionId: string): Promise<{ childSessionId: string; childRunId: string; depth: number; callId: string }> {
-  return waitFor(
-    async () => (await api.events(sessionId)).find((e) => e.type === "subagent_start")?.data,
-    20_000,
-    "a sub-agent to start",
-  );
+async function childOf(
+  api: ApiClient,
+  sessionId: string,
+): Promise<{ childSessionId: string; childRunId: string; depth: number; callId: string }> {
+  return waitFor(async () => (await api.events(sessionId)).find((e) => e.type === "subagent_start")?.data, 20_000, "a sub-agent to start");
 }
 
-async function runRow(runId: string): Promise<{ status: string; next_job: unknown; lease_owner: string | null; error: { code: string } | null }> {
+async function runRow(
+  runId: string,
+): Promise<{ status: string; next_job: unknown; lease_owner: string | null; error: { code: string } | null }> {
   const [row] = await env.query<{ status: string; next_job: unknown; lease_owner: string | null; error: { code: string } | null }>(
     "select status, next_job, lease_owner, error from runs where id = $1",
     [runId],
@@ -35,13 +36,18 @@ describe("sub-agents", () => {
     expect(child.depth).toBe(1);
 
     // While the child works, the parent is parked: running, with no job and no lease (no worker holds it).
-    await waitFor(async () => (await runRow(child.childRunId)).status === "running" && (await runRow(run.body.id)).next_job === null, 20_000, "the parent to park");
+    await waitFor(
+      async () => (await runRow(child.childRunId)).status === "running" && (await runRow(run.body.id)).next_job === null,
+      20_000,
+      "the parent to park",
+    );
     const parked = await runRow(run.body.id);
     expect(parked).toMatchObject({ status: "running", next_job: null, lease_owner: null });
     const { stepQueue, toolQueue } = env.services.dispatcher;
-    const live = [...(await stepQueue.getJobs(["active", "waiting", "delayed"])), ...(await toolQueue.getJobs(["active", "waiting", "delayed"]))].filter(
-      (job) => job?.data.runId === run.body.id,
-    );
+    const live = [
+      ...(await stepQueue.getJobs(["active", "waiting", "delayed"])),
+      ...(await toolQueue.getJobs(["active", "waiting", "delayed"])),
+    ].filter((job) => job?.data.runId === run.body.id);
     expect(live).toEqual([]);
 
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
@@ -52,7 +58,11 @@ describe("sub-agents", () => {
     expect(await readMarkers(workspace, "a1-child")).toHaveLength(1);
 
     const childSession = await client.get(`/v1/sessions/${child.childSessionId}`);
-    expect(childSession.body).toMatchObject({ depth: 1, approvalMode: "auto", parent: { sessionId, runId: run.body.id, callId: child.callId } });
+    expect(childSession.body).toMatchObject({
+      depth: 1,
+      approvalMode: "auto",
+      parent: { sessionId, runId: run.body.id, callId: child.callId },
+    });
     // The child's events are its own session's; the parent's show its start and the call's end.
     const childEvents = await client.events(child.childSessionId);
     expect(childEvents.map((e) => e.type)).toEqual(expect.arrayContaining(["run_start", "tool_end", "run_end"]));
@@ -89,7 +99,10 @@ describe("sub-agents", () => {
     const child = await childOf(client, sessionId);
     const childSession = (await client.get(`/v1/sessions/${child.childSessionId}`)).body;
     expect(childSession).toMatchObject({ toolAllowList: ["noop"], runMode: "read_only", approvalMode: "manual" });
-    const codes = await env.query<{ error_code: string | null }>("select error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const codes = await env.query<{ error_code: string | null }>(
+      "select error_code from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
     expect(codes.map((row) => row.error_code)).toEqual(["agent_tools_not_allowed", "agent_mode_not_allowed", "agent_unknown_tool", null]);
 
     // A read-only parent gets read-only children, whatever they ask.
@@ -117,11 +130,16 @@ describe("sub-agents", () => {
     const refused = await client.toolMessages(grandchild.childSessionId);
     expect(refused[0]).toMatchObject({ name: "agent", status: "failed", isError: true });
     expect(textOf(refused[0])).toContain("was not offered");
-    const agentIn = async (id: string) => (await client.get(`/v1/tools?session=${id}`)).body.tools.find((t: { name: string }) => t.name === "agent");
+    const agentIn = async (id: string) =>
+      (await client.get(`/v1/tools?session=${id}`)).body.tools.find((t: { name: string }) => t.name === "agent");
     expect(await agentIn(grandchild.childSessionId)).toMatchObject({ exposedNow: false });
     expect(await agentIn(child.childSessionId)).toMatchObject({ exposedNow: true });
     // The start itself checks the depth too, whatever a step offered.
-    const beyond = narrowLimits({ toolAllowList: null, runMode: "normal", approvalMode: "auto", depth: 2 }, { task: "x" }, { maxDepth: 2, isTool: () => true });
+    const beyond = narrowLimits(
+      { toolAllowList: null, runMode: "normal", approvalMode: "auto", depth: 2 },
+      { task: "x" },
+      { maxDepth: 2, isTool: () => true },
+    );
     expect(beyond).toMatchObject({ ok: false, errorCode: "agent_depth_limit" });
   });
 
@@ -156,7 +174,8 @@ describe("sub-agents", () => {
     const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: childScript } }], [{ text: "parent saw it" }]]));
     const child = await childOf(client, sessionId);
     const approval = await waitFor(
-      async () => (await client.get("/v1/approvals?status=pending")).body.approvals.find((a: { runId: string }) => a.runId === child.childRunId),
+      async () =>
+        (await client.get("/v1/approvals?status=pending")).body.approvals.find((a: { runId: string }) => a.runId === child.childRunId),
       20_000,
       "the child's approval",
     );
@@ -174,7 +193,10 @@ describe("sub-agents", () => {
 
   it("A1: a child that fails gives the agent call an is_error result and the parent goes on", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ fail: "model exploded" }]]) } }], [{ text: "handled" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: script([[{ fail: "model exploded" }]]) } }], [{ text: "handled" }]]),
+    );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     const [agentResult] = await client.toolMessages(sessionId);
     expect(agentResult).toMatchObject({ name: "agent", status: "failed", isError: true });
@@ -186,7 +208,16 @@ describe("sub-agents", () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const slow = script([[{ delayMs: 1200 }, { text: "slow answer" }]]);
     const fast = script([[{ text: "fast answer" }]]);
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: slow } }, { tool: "agent", args: { task: fast } }], [{ text: "both back" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "agent", args: { task: slow } },
+          { tool: "agent", args: { task: fast } },
+        ],
+        [{ text: "both back" }],
+      ]),
+    );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     const results = await client.toolMessages(sessionId);
     expect(results.map(textOf)).toEqual(["slow answer", "fast answer"]);
@@ -194,7 +225,10 @@ describe("sub-agents", () => {
     expect(starts).toHaveLength(2);
     // They overlapped: the fast child (the second call) ended before the slow one did.
     const ended = async (runId: string) => new Date((await client.get(`/v1/runs/${runId}`)).body.endedAt).getTime();
-    const children = await env.query<{ child_run_id: string }>("select child_run_id from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const children = await env.query<{ child_run_id: string }>(
+      "select child_run_id from tool_calls where run_id = $1 order by call_index",
+      [run.body.id],
+    );
     const [slowRun, fastRun] = children.map((row) => row.child_run_id) as [string, string];
     expect(await ended(fastRun)).toBeLessThan(await ended(slowRun));
     expectValidHistory(await client.messages(sessionId));
@@ -205,7 +239,13 @@ describe("sub-agents", () => {
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "agent", args: { task: script([[{ delayMs: 500 }, { text: "child done" }]]) } }, { tool: "marker_sleep", args: { marker: "a1-both" } }], [{ text: "parent done" }]]),
+      script([
+        [
+          { tool: "agent", args: { task: script([[{ delayMs: 500 }, { text: "child done" }]]) } },
+          { tool: "marker_sleep", args: { marker: "a1-both" } },
+        ],
+        [{ text: "parent done" }],
+      ]),
     );
     const approval = await waitFor(
       async () => (await client.get(`/v1/approvals?status=pending&runId=${run.body.id}`)).body.approvals[0],
@@ -225,7 +265,10 @@ describe("sub-agents", () => {
 
   it("A1: cancelling only the child gives the parent's call an is_error result, and the parent goes on", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ delayMs: 20_000 }, { text: "never" }]]) } }], [{ text: "parent handled it" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: script([[{ delayMs: 20_000 }, { text: "never" }]]) } }], [{ text: "parent handled it" }]]),
+    );
     const child = await childOf(client, sessionId);
     await waitFor(async () => (await runRow(child.childRunId)).status === "running", 20_000, "the child to run");
     expect((await client.post(`/v1/runs/${child.childRunId}/cancel`, {})).status).toBe(200);
@@ -239,7 +282,10 @@ describe("sub-agents", () => {
 
   it("A1: deleting the parent's session cancels its sub-agent", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
-    await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ delayMs: 20_000 }, { text: "never" }]]) } }], [{ text: "never" }]]));
+    await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: script([[{ delayMs: 20_000 }, { text: "never" }]]) } }], [{ text: "never" }]]),
+    );
     const child = await childOf(client, sessionId);
     expect((await client.delete(`/v1/sessions/${sessionId}`)).status).toBe(204);
     expect(await runRow(child.childRunId)).toMatchObject({ status: "cancelled", error: { code: "parent_ended" } });
@@ -247,7 +293,10 @@ describe("sub-agents", () => {
 
   it("A1: another tenant cannot see or cancel a tenant's sub-agent", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
-    const run = await client.startRun(sessionId, script([[{ tool: "agent", args: { task: script([[{ delayMs: 1000 }, { text: "mine" }]]) } }], [{ text: "ok" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "agent", args: { task: script([[{ delayMs: 1000 }, { text: "mine" }]]) } }], [{ text: "ok" }]]),
+    );
     const child = await childOf(client, sessionId);
     const other = await env.newTenant();
     expect((await other.get(`/v1/sessions/${child.childSessionId}`)).status).toBe(404);

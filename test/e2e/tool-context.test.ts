@@ -12,8 +12,14 @@ describe("what a running tool sees", () => {
     const run = await client.startRun(sessionId, script([[{ tool: "late_progress", args: { delayMs: 300 } }], [{ text: "done" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     // The tool marks when its late report was recorded or dropped.
-    await waitFor(async () => (await readMarkers(await env.workspaceOf(sessionId), "late-progress")).length === 1, 10_000, "the late report to settle");
-    const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress !== undefined).map((e) => e.data.progress);
+    await waitFor(
+      async () => (await readMarkers(await env.workspaceOf(sessionId), "late-progress")).length === 1,
+      10_000,
+      "the late report to settle",
+    );
+    const progress = (await client.events(sessionId))
+      .filter((e) => e.type === "tool_update" && e.data.progress !== undefined)
+      .map((e) => e.data.progress);
     expect(progress).toEqual(["while running"]);
   });
 
@@ -71,7 +77,8 @@ describe("what a running tool sees", () => {
     await waitFor(async () => (await readMarkers(workspace, "d11-cancel")).length === 1, 20_000, "the tool to start");
     const answers = await Promise.all(Array.from({ length: 6 }, () => client.post(`/v1/runs/${run.body.id}/cancel`)));
     expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
-    for (const loser of answers.filter((answer) => answer.status === 409)) expect(loser.body.error.current).toMatchObject({ id: run.body.id, status: "cancelled" });
+    for (const loser of answers.filter((answer) => answer.status === 409))
+      expect(loser.body.error.current).toMatchObject({ id: run.body.id, status: "cancelled" });
     expect((await client.events(sessionId)).filter((event) => event.type === "run_end")).toHaveLength(1);
   });
 
@@ -84,7 +91,10 @@ describe("what a running tool sees", () => {
     expect(after.body.error).toMatchObject({ code: "conflict", current: { id: run.body.id, status: "completed" } });
 
     const busy = await client.newSession();
-    const first = await client.startRun(busy.sessionId, script([[{ tool: "marker_sleep", args: { marker: "c1q", sleepMs: 500 } }], [{ text: "a" }]]));
+    const first = await client.startRun(
+      busy.sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "c1q", sleepMs: 500 } }], [{ text: "a" }]]),
+    );
     const waiting = await client.startRun(busy.sessionId, script([[{ text: "never" }]]), "enqueue");
     expect((await client.post(`/v1/runs/${waiting.body.id}/cancel`)).body.status).toBe("cancelled");
     expect((await client.waitForRun(first.body.id)).status).toBe("completed");
@@ -100,13 +110,21 @@ describe("what a running tool sees", () => {
     ];
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "update_tasks", args: { tasks } }, { tool: "update_tasks", args: { tasks: [{ title: "x", status: "later" }] } }], [{ text: "ok" }]]),
+      script([
+        [
+          { tool: "update_tasks", args: { tasks } },
+          { tool: "update_tasks", args: { tasks: [{ title: "x", status: "later" }] } },
+        ],
+        [{ text: "ok" }],
+      ]),
     );
     await client.waitForRun(run.body.id);
     expect((await client.get(`/v1/sessions/${sessionId}`)).body.tasks).toEqual(tasks);
     const announced = (await client.events(sessionId)).filter((e) => e.type === "tasks_updated");
     expect(announced.map((e) => e.data.tasks)).toEqual([tasks]);
-    const [, invalid] = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [run.body.id]);
+    const [, invalid] = await env.query<{ error_code: string }>("select error_code from tool_calls where run_id = $1 order by call_index", [
+      run.body.id,
+    ]);
     expect(invalid!.error_code).toBe("invalid_arguments");
   });
 });

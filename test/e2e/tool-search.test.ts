@@ -4,7 +4,10 @@ import { script } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { repoRoot, testToolsModule, useTestEnv } from "../helpers/test-env.js";
 
-const { env, client } = useTestEnv({ worker: true, overrides: { FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/deferred-tools.ts")}` } });
+const { env, client } = useTestEnv({
+  worker: true,
+  overrides: { FOYA_TOOL_MODULES: `${testToolsModule},${path.join(repoRoot, "test/fixtures/deferred-tools.ts")}` },
+});
 
 async function stepTools(runId: string): Promise<string[][]> {
   const rows = await env.query<{ tools: string[] }>("select tools from steps where run_id = $1 order by index", [runId]);
@@ -23,7 +26,13 @@ describe("exposure and tool_search", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "weather_lookup", args: { city: "Oslo" } }, { tool: "admin_secret", args: {} }], [{ text: "ok" }]]),
+      script([
+        [
+          { tool: "weather_lookup", args: { city: "Oslo" } },
+          { tool: "admin_secret", args: {} },
+        ],
+        [{ text: "ok" }],
+      ]),
     );
     await client.waitForRun(run.body.id);
     const [first] = await stepTools(run.body.id);
@@ -34,7 +43,9 @@ describe("exposure and tool_search", () => {
     expect(deferred).toMatchObject({ status: "failed", error_code: "tool_not_active" });
     expect(deferred!.text).toContain("tool_search");
     expect(hidden).toMatchObject({ status: "failed", error_code: "tool_hidden" });
-    expect((await client.get(`/v1/tools?session=${sessionId}`)).body.tools.map((t: { name: string }) => t.name)).not.toContain("admin_secret");
+    expect((await client.get(`/v1/tools?session=${sessionId}`)).body.tools.map((t: { name: string }) => t.name)).not.toContain(
+      "admin_secret",
+    );
   });
 
   it("R5: tool_search activates matches from the next step on, and only for the current turn", async () => {
@@ -43,7 +54,10 @@ describe("exposure and tool_search", () => {
       sessionId,
       script([
         // Activation is not visible in the step that searched: the second call is refused.
-        [{ tool: "tool_search", args: { query: "weather forecast for a city" } }, { tool: "weather_lookup", args: { city: "Oslo" } }],
+        [
+          { tool: "tool_search", args: { query: "weather forecast for a city" } },
+          { tool: "weather_lookup", args: { city: "Oslo" } },
+        ],
         [{ tool: "weather_lookup", args: { city: "Oslo" } }],
         [{ text: "It is cold." }],
       ]),
@@ -88,7 +102,9 @@ describe("exposure and tool_search", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ tool: "tool_search", args: { query: "weather" } }], []]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const steps = await env.query<{ index: number; attempt: number }>("select index, attempt from steps where run_id = $1 order by index", [run.body.id]);
+    const steps = await env.query<{ index: number; attempt: number }>("select index, attempt from steps where run_id = $1 order by index", [
+      run.body.id,
+    ]);
     expect(steps).toEqual([
       { index: 0, attempt: 1 },
       { index: 1, attempt: 2 },

@@ -5,7 +5,8 @@ import { useTestEnv } from "../helpers/test-env.js";
 
 const { env, client } = useTestEnv({ worker: true });
 
-const slowTurn = (label: string) => script([[{ tool: "marker_sleep", args: { marker: label, sleepMs: 800 } }], [{ text: `${label} done` }]]);
+const slowTurn = (label: string) =>
+  script([[{ tool: "marker_sleep", args: { marker: label, sleepMs: 800 } }], [{ text: `${label} done` }]]);
 
 async function waitUntilRunning(runId: string): Promise<void> {
   await waitFor(async () => (await client.get(`/v1/runs/${runId}`)).body.status === "running", 20_000, "the run to start");

@@ -2,9 +2,17 @@ import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../src/core/events.js";
 import { readMarkers } from "../fixtures/test-tools.js";
-import { ApiClient, script, waitFor } from "../helpers/api-client.js";
+import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { finishChunk, sseScript, startOpenAIWireServer, textChunk, toolArgsChunk, toolCallStartChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  sseScript,
+  startOpenAIWireServer,
+  textChunk,
+  toolArgsChunk,
+  toolCallStartChunk,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
@@ -17,7 +25,12 @@ let env: TestEnv;
 let client: ApiClient;
 let wire: OpenAIWireServer;
 const workers = processGroup();
-const productionLeases = { FOYA_LEASE_MS: "30000", FOYA_STALLED_INTERVAL_MS: "15000", FOYA_SWEEP_GRACE_MS: "10000", FOYA_SWEEP_INTERVAL_MS: "5000" };
+const productionLeases = {
+  FOYA_LEASE_MS: "30000",
+  FOYA_STALLED_INTERVAL_MS: "15000",
+  FOYA_SWEEP_GRACE_MS: "10000",
+  FOYA_SWEEP_INTERVAL_MS: "5000",
+};
 
 /** The interrupted call's text, as the model must see it when the run carries on (D10). */
 const interruptedText = /outcome is unknown and it may have partly run\. It will not be run again/;
@@ -32,9 +45,15 @@ beforeAll(async () => {
       return sseScript([textChunk(seen), finishChunk("stop")]);
     }
     const marker = `wire-${messages.length}`;
-    return sseScript([toolCallStartChunk(0, `call_${marker}`, "marker_sleep"), toolArgsChunk(0, JSON.stringify({ marker: "d10", sleepMs: 60_000 })), finishChunk("tool_calls")]);
+    return sseScript([
+      toolCallStartChunk(0, `call_${marker}`, "marker_sleep"),
+      toolArgsChunk(0, JSON.stringify({ marker: "d10", sleepMs: 60_000 })),
+      finishChunk("tool_calls"),
+    ]);
   });
-  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
+  const providersFile = await writeProvidersFile([
+    { name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" },
+  ]);
   env = await createTestEnv({ ...productionLeases, FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: "sk-wire" });
   client = await env.newTenant();
 });
@@ -53,12 +72,20 @@ async function recordEvents(sessionId: string): Promise<{ events: Array<{ at: nu
 }
 
 /** Two workers; answers the one whose tool wrote the marker's first line, once it has. */
-async function twoWorkersAndTheOneRunning(workspace: string, marker: string, extra: Record<string, string> = {}): Promise<{ running: FoyaProcess; other: FoyaProcess }> {
+async function twoWorkersAndTheOneRunning(
+  workspace: string,
+  marker: string,
+  extra: Record<string, string> = {},
+): Promise<{ running: FoyaProcess; other: FoyaProcess }> {
   const started = await Promise.all([workers.start("worker", { ...env.env, ...extra }), workers.start("worker", { ...env.env, ...extra })]);
-  const [line] = await waitFor(async () => {
-    const lines = await readMarkers(workspace, marker);
-    return lines.length > 0 && lines;
-  }, 20_000, "the tool to start");
+  const [line] = await waitFor(
+    async () => {
+      const lines = await readMarkers(workspace, marker);
+      return lines.length > 0 && lines;
+    },
+    20_000,
+    "the tool to start",
+  );
   const pid = Number(line!.split(" ")[0]);
   const running = started.find((child) => child.pid === pid);
   const other = started.find((child) => child.pid !== pid);
@@ -71,7 +98,10 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const recorder = await recordEvents(sessionId);
-    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "d9", sleepMs: 60_000 } }], [{ text: "never" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "d9", sleepMs: 60_000 } }], [{ text: "never" }]]),
+    );
     const { running } = await twoWorkersAndTheOneRunning(workspace, "d9");
 
     running.kill("SIGKILL");
@@ -84,7 +114,11 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
 
     const recovering = recorder.events.find(({ event }) => event.data.type === "run_status" && event.data.status === "recovering");
     expect(recovering, "a run_status recovering event").toBeDefined();
-    expect(recovering!.event.data).toMatchObject({ type: "run_status", status: "recovering", reason: expect.stringMatching(/stopped renewing its liveness record/) });
+    expect(recovering!.event.data).toMatchObject({
+      type: "run_status",
+      status: "recovering",
+      reason: expect.stringMatching(/stopped renewing its liveness record/),
+    });
     const runEnd = recorder.events.find(({ event }) => event.data.type === "run_end");
     expect(recovering!.at - killedAt).toBeLessThan(5_000);
     expect(runEnd!.at - recovering!.at).toBeLessThan(5_000);
@@ -104,7 +138,10 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     expect((await client.get<{ onInterrupted: string }>(`/v1/sessions/${sessionId}`)).body.onInterrupted).toBe("end");
     const workspace = await env.workspaceOf(sessionId);
     const before = wire.requests.length;
-    const run = await client.post<{ id: string; onInterrupted: string }>(`/v1/sessions/${sessionId}/runs`, { input: "go", onInterrupted: "continue" });
+    const run = await client.post<{ id: string; onInterrupted: string }>(`/v1/sessions/${sessionId}/runs`, {
+      input: "go",
+      onInterrupted: "continue",
+    });
     expect(run.status).toBe(202);
     expect(run.body.onInterrupted).toBe("continue");
     const { running } = await twoWorkersAndTheOneRunning(workspace, "d10");
@@ -116,7 +153,9 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     expect(ended.interruptions).toBe(1);
 
     // The second model request carried the honest message, and the model answered having seen it.
-    const requests = wire.requests.slice(before).map((request) => (request.body as { messages: Array<{ role: string; content: unknown }> }).messages);
+    const requests = wire.requests
+      .slice(before)
+      .map((request) => (request.body as { messages: Array<{ role: string; content: unknown }> }).messages);
     expect(requests).toHaveLength(2);
     expect(JSON.stringify(requests[1]!.at(-1)!.content)).toMatch(interruptedText);
     const messages = await client.messages(sessionId);
@@ -140,10 +179,14 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     first.running.kill("SIGKILL");
     await first.running.exited;
     // Carried on: the second step's tool starts, on the surviving worker.
-    const [line] = await waitFor(async () => {
-      const lines = await readMarkers(workspace, "limit-2");
-      return lines.length > 0 && lines;
-    }, 20_000, "the next step's tool to start");
+    const [line] = await waitFor(
+      async () => {
+        const lines = await readMarkers(workspace, "limit-2");
+        return lines.length > 0 && lines;
+      },
+      20_000,
+      "the next step's tool to start",
+    );
     expect(Number(line!.split(" ")[0])).toBe(first.other.pid);
     await workers.start("worker", { ...env.env, ...limitOne });
     first.other.kill("SIGKILL");
@@ -177,24 +220,45 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     for (const child of [a!, b!]) await child.waitForOutput(new RegExp(`^FOYA_WORKER_PID=${child.pid}$`, "m"), 5_000);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
-    const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "admin", sleepMs: 60_000 } }], [{ text: "never" }]]));
-    const [line] = await waitFor(async () => {
-      const lines = await readMarkers(workspace, "admin");
-      return lines.length > 0 && lines;
-    }, 20_000, "the tool to start");
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "admin", sleepMs: 60_000 } }], [{ text: "never" }]]),
+    );
+    const [line] = await waitFor(
+      async () => {
+        const lines = await readMarkers(workspace, "admin");
+        return lines.length > 0 && lines;
+      },
+      20_000,
+      "the tool to start",
+    );
     const busyPid = Number(line!.split(" ")[0]);
 
-    type Listed = { workers: Array<{ id: string; host: string; pid: number; startedAt: string; lastSeenAt: string; jobs: Record<string, number>; commands: number }> };
+    type Listed = {
+      workers: Array<{
+        id: string;
+        host: string;
+        pid: number;
+        startedAt: string;
+        lastSeenAt: string;
+        jobs: Record<string, number>;
+        commands: number;
+      }>;
+    };
     const list = async () => {
       const response = await env.admin.get<Listed>("/v1/admin/workers");
       expect(response.status).toBe(200);
       return response.body.workers;
     };
     // The held batch job shows at the next renewal.
-    const listed = await waitFor(async () => {
-      const live = await list();
-      return live.find((worker) => worker.pid === busyPid && worker.jobs.tools === 1) && live;
-    }, 5_000, "the busy worker to show its job");
+    const listed = await waitFor(
+      async () => {
+        const live = await list();
+        return live.find((worker) => worker.pid === busyPid && worker.jobs.tools === 1) && live;
+      },
+      5_000,
+      "the busy worker to show its job",
+    );
     expect(listed.map((worker) => worker.pid).sort()).toEqual([a!.pid, b!.pid].sort());
     for (const worker of listed) expect(worker).toMatchObject({ host: expect.any(String), commands: 0, jobs: { steps: 0 } });
     // Tenants cannot see it.

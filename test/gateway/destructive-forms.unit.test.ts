@@ -7,7 +7,13 @@ import { findPermanentDelete } from "../../src/tools/shell/permanent-delete.js";
 import { destructiveForms } from "./destructive-forms.js";
 
 function judgeBash(mode: ApprovalMode, command: string, policies: ApprovalPolicy[] = []): Verdict {
-  return judgeCall({ mode, tool: { name: "bash", sideEffect: "exec" }, subject: { kind: "command", command }, workspaceDir: "/work/ws", policies });
+  return judgeCall({
+    mode,
+    tool: { name: "bash", sideEffect: "exec" },
+    subject: { kind: "command", command },
+    workspaceDir: "/work/ws",
+    policies,
+  });
 }
 
 const denied = destructiveForms.filter((form) => form.expected === "deny");
@@ -35,16 +41,30 @@ describe("S11: destructive shell forms in Auto", () => {
   it("S11: lost work still asks when the policy allows the network", () => {
     const network: ApprovalPolicy = { network: true };
     expect(judgeBash("auto", "git push origin main", [network]).decision).toBe("allow");
-    for (const command of ["git push --force origin main", "git push origin +main", "git push origin :old", "git push --forc origin main"]) {
-      expect(judgeBash("auto", command, [network]), command).toMatchObject({ decision: "ask", reason: expect.stringContaining("no trash keeps") });
+    for (const command of [
+      "git push --force origin main",
+      "git push origin +main",
+      "git push origin :old",
+      "git push --forc origin main",
+    ]) {
+      expect(judgeBash("auto", command, [network]), command).toMatchObject({
+        decision: "ask",
+        reason: expect.stringContaining("no trash keeps"),
+      });
     }
   });
 
   it("S11: an ask names the form and why", () => {
-    expect(judgeBash("auto", "ls && git reset --hard")).toMatchObject({ decision: "ask", reason: expect.stringContaining('"git reset --hard": git reset --hard discards') });
+    expect(judgeBash("auto", "ls && git reset --hard")).toMatchObject({
+      decision: "ask",
+      reason: expect.stringContaining('"git reset --hard": git reset --hard discards'),
+    });
     expect(judgeBash("auto", ": > notes.txt")).toMatchObject({ decision: "ask", reason: expect.stringContaining('empties "notes.txt"') });
     expect(judgeBash("auto", "bash s.sh")).toMatchObject({ decision: "ask", reason: expect.stringContaining('the script file "s.sh"') });
-    expect(judgeBash("auto", "git -c alias.x=clean x -fdx")).toMatchObject({ decision: "deny", reason: expect.stringContaining('"git -c alias.x=clean clean -fdx"') });
+    expect(judgeBash("auto", "git -c alias.x=clean x -fdx")).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining('"git -c alias.x=clean clean -fdx"'),
+    });
   });
 
   it("S11: a project rule can allow a script the gateway cannot read", () => {
@@ -55,15 +75,15 @@ describe("S11: destructive shell forms in Auto", () => {
 
   it("S11: forms built to be slow are judged quickly", () => {
     const cases: Array<[string, Verdict["decision"]]> = [
-      ["git " + "-c alias.x=x ".repeat(5_000) + "x", "ask"], // an alias loop, each round as long as the line
+      [`git ${"-c alias.x=x ".repeat(5_000)}x`, "ask"], // an alias loop, each round as long as the line
       ["git -c alias.x='!git x' x", "ask"],
-      ["tar " + "--remove-files ".repeat(10_000) + "-cf x.tar src", "deny"],
-      ["alias " + "x='ls' ".repeat(5_000), "allow"],
-      ["watch " + "'ls;' ".repeat(5_000), "allow"],
-      ["git checkout " + "-b ".repeat(10_000), "allow"],
-      ["ls | xargs -" + "0".repeat(100_000) + " echo", "allow"],
-      ["tar -" + "v".repeat(100_000) + "cf x.tar src", "allow"],
-      ["git push " + "-f".repeat(50_000), "ask"],
+      [`tar ${"--remove-files ".repeat(10_000)}-cf x.tar src`, "deny"],
+      [`alias ${"x='ls' ".repeat(5_000)}`, "allow"],
+      [`watch ${"'ls;' ".repeat(5_000)}`, "allow"],
+      [`git checkout ${"-b ".repeat(10_000)}`, "allow"],
+      [`ls | xargs -${"0".repeat(100_000)} echo`, "allow"],
+      [`tar -${"v".repeat(100_000)}cf x.tar src`, "allow"],
+      [`git push ${"-f".repeat(50_000)}`, "ask"],
     ];
     // Bounded, not timed: a parser worse than linear would not finish these inside the test's time limit.
     for (const [command, expected] of cases) {

@@ -83,7 +83,8 @@ const table: Array<[string, ApprovalSubject, Decision, Decision, Decision]> = [
 
 describe("judgeCall: modes", () => {
   for (const [tool, subject, manual, auto, full] of table) {
-    const shown = "command" in subject ? subject.command : "path" in subject ? subject.path : "url" in subject ? subject.url : "(no subject)";
+    const shown =
+      "command" in subject ? subject.command : "path" in subject ? subject.path : "url" in subject ? subject.url : "(no subject)";
     it(`S2: ${tool} ${JSON.stringify(shown)} -> manual ${manual}, auto ${auto}, full_access ${full}`, () => {
       expect(judge("manual", tool, subject).decision).toBe(manual);
       expect(judge("auto", tool, subject).decision).toBe(auto);
@@ -92,7 +93,10 @@ describe("judgeCall: modes", () => {
   }
 
   it("S2: an ask names the sub-command that needs approval", () => {
-    expect(bash("auto", "npm test && curl https://x")).toMatchObject({ decision: "ask", reason: expect.stringContaining('"curl https://x"') });
+    expect(bash("auto", "npm test && curl https://x")).toMatchObject({
+      decision: "ask",
+      reason: expect.stringContaining('"curl https://x"'),
+    });
     expect(bash("auto", "ls && echo hi > /etc/x")).toMatchObject({ decision: "ask", reason: expect.stringContaining("/etc/x") });
     expect(bash("auto", 'echo "unterminated')).toMatchObject({ decision: "ask", reason: expect.stringContaining("could not be parsed") });
   });
@@ -127,9 +131,18 @@ describe("judgeCall: rules", () => {
     const tenant: ApprovalPolicy = { rules: { allow: ["bash(npm test*)"], deny: ["bash(curl *evil*)"] } };
     const project: ApprovalPolicy = { rules: { deny: ["bash(npm test --watch*)", "bash(curl*)"] } };
     expect(bash("manual", "npm test", [tenant, project]).decision).toBe("allow");
-    expect(bash("manual", "npm test --watch", [tenant, project])).toMatchObject({ decision: "deny", reason: expect.stringContaining('"bash(npm test --watch*)"') });
-    expect(bash("auto", "curl https://evil.test", [tenant, project])).toMatchObject({ decision: "deny", reason: expect.stringContaining('"bash(curl *evil*)"') });
-    expect(bash("auto", "curl https://good.test", [tenant, project])).toMatchObject({ decision: "deny", reason: expect.stringContaining('"bash(curl*)"') });
+    expect(bash("manual", "npm test --watch", [tenant, project])).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining('"bash(npm test --watch*)"'),
+    });
+    expect(bash("auto", "curl https://evil.test", [tenant, project])).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining('"bash(curl *evil*)"'),
+    });
+    expect(bash("auto", "curl https://good.test", [tenant, project])).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining('"bash(curl*)"'),
+    });
   });
 
   it("S2: bash(npm test*) allows npm test --watch in Manual, but the strictest sub-command still decides", () => {
@@ -143,7 +156,15 @@ describe("judgeCall: rules", () => {
 
   it("S2: wrapped commands match rules too, so a deny cannot be dodged by wrapping", () => {
     const policy: ApprovalPolicy = { rules: { deny: ["bash(curl*)"] } };
-    for (const command of ["sudo curl x", "env -i curl x", "FOO=1 curl x", "sh -c 'curl x'", "echo $(curl x)", "xargs curl", "timeout 5 curl x"]) {
+    for (const command of [
+      "sudo curl x",
+      "env -i curl x",
+      "FOO=1 curl x",
+      "sh -c 'curl x'",
+      "echo $(curl x)",
+      "xargs curl",
+      "timeout 5 curl x",
+    ]) {
       expect(bash("full_access", command, [policy]).decision, command).toBe("deny");
     }
   });
@@ -154,7 +175,10 @@ describe("judgeCall: rules", () => {
     expect(judge("manual", "write", file("/work/ws/src/b.ts"), [policy]).decision).toBe("allow");
     expect(judge("manual", "write", file("docs/x.md"), [policy]).decision).toBe("ask");
     expect(judge("auto", "write", file("docs/x.md"), [policy]).decision).toBe("allow");
-    expect(judge("auto", "write", file("secrets/key"), [policy])).toMatchObject({ decision: "deny", reason: expect.stringContaining("write(secrets/**)") });
+    expect(judge("auto", "write", file("secrets/key"), [policy])).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining("write(secrets/**)"),
+    });
     expect(judge("auto", "write", file("./secrets/.env"), [policy]).decision).toBe("deny"); // dot files match
     expect(judge("auto", "edit", file("a/b/c.pem"), [policy]).decision).toBe("deny");
     expect(judge("auto", "edit", file("c.pem"), [policy]).decision).toBe("deny"); // `**/` spans zero folders
@@ -193,19 +217,22 @@ describe("judgeCall: rules", () => {
       expect(bash("full_access", command).decision, command).toBe("allow");
     }
     const deny: ApprovalPolicy = { rules: { deny: ["bash(curl*)"] } };
-    expect(bash("full_access", 'curl https://x; echo "oops', [deny])).toMatchObject({ decision: "deny", reason: expect.stringContaining("could not be parsed") });
+    expect(bash("full_access", 'curl https://x; echo "oops', [deny])).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining("could not be parsed"),
+    });
     expect(bash("full_access", "sh -c 'curl \"x'", [deny]).decision).toBe("deny");
     expect(bash("full_access", "ls", [deny]).decision).toBe("allow");
   });
 
   it("S2: pathological command lines are judged quickly and never throw", () => {
     const cases: Array<[string, Decision]> = [
-      ["nohup ".repeat(15_000) + "rm x", "ask"], // too many wrappers to check: not silently allowed
+      [`${"nohup ".repeat(15_000)}rm x`, "ask"], // too many wrappers to check: not silently allowed
       ['"${a:-'.repeat(15_000), "ask"], // nesting beyond the stack
       ["$(".repeat(15_000), "ask"],
-      ["FOO=1 ".repeat(15_000) + "ls", "allow"],
+      [`${"FOO=1 ".repeat(15_000)}ls`, "allow"],
       ["echo $(ls) ".repeat(8_000), "allow"],
-      ["ls | ".repeat(20_000) + "ls", "allow"],
+      [`${"ls | ".repeat(20_000)}ls`, "allow"],
       ["a".repeat(100_000), "allow"],
     ];
     // Bounded, not timed: a parser worse than linear would not finish these inside the test's time limit.
@@ -217,7 +244,10 @@ describe("judgeCall: rules", () => {
   it("S1: a visible tool can still be denied by the gateway", () => {
     const policy: ApprovalPolicy = { rules: { deny: ["read"] } };
     for (const mode of ["manual", "auto", "full_access"] as const) {
-      expect(judge(mode, "read", file("src/a.ts"), [policy])).toMatchObject({ decision: "deny", reason: expect.stringContaining('"read"') });
+      expect(judge(mode, "read", file("src/a.ts"), [policy])).toMatchObject({
+        decision: "deny",
+        reason: expect.stringContaining('"read"'),
+      });
       expect(judge(mode, "list", file("src"), [policy]).decision).toBe("allow"); // another tool is untouched
     }
   });
@@ -228,10 +258,22 @@ describe("judgeCall: rules", () => {
       expect(parsed.ok, bad).toBe(false);
       if (!parsed.ok) expect(parsed.error.length, bad).toBeGreaterThan(10);
     }
-    for (const good of ["bash", "bash(npm test*)", "write(src/**)", "web_fetch", "mcp__github__*", "read(/etc/**)", "web_fetch(https://*.example.com/*)", "*"]) {
+    for (const good of [
+      "bash",
+      "bash(npm test*)",
+      "write(src/**)",
+      "web_fetch",
+      "mcp__github__*",
+      "read(/etc/**)",
+      "web_fetch(https://*.example.com/*)",
+      "*",
+    ]) {
       expect(parseRule(good).ok, good).toBe(true);
     }
-    expect(validatePolicyRules({ allow: ["bash(npm test*)", "bash("], deny: ["ok", ""] })).toEqual([expect.stringMatching(/^deny\[1\]: /), expect.stringMatching(/^allow\[1\]: /)]);
+    expect(validatePolicyRules({ allow: ["bash(npm test*)", "bash("], deny: ["ok", ""] })).toEqual([
+      expect.stringMatching(/^deny\[1\]: /),
+      expect.stringMatching(/^allow\[1\]: /),
+    ]);
     expect(validatePolicyRules(undefined)).toEqual([]);
   });
 

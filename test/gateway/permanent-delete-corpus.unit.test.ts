@@ -5,7 +5,13 @@ import { findPermanentDelete } from "../../src/tools/shell/permanent-delete.js";
 import type { Verdict } from "../../src/gateway/verdict.js";
 
 function judgeBash(mode: ApprovalMode, command: string): Verdict {
-  return judgeCall({ mode, tool: { name: "bash", sideEffect: "exec" }, subject: { kind: "command", command }, workspaceDir: "/work/ws", policies: [] });
+  return judgeCall({
+    mode,
+    tool: { name: "bash", sideEffect: "exec" },
+    subject: { kind: "command", command },
+    workspaceDir: "/work/ws",
+    policies: [],
+  });
 }
 
 /** Permanent deletes, plain and in every wrapping shape we know of. */
@@ -69,7 +75,7 @@ const refused = [
   "( cd src; rm x )",
   "{ rm x; }",
   "if true; then rm x; fi",
-  "while read f; do rm \"$f\"; done < list",
+  'while read f; do rm "$f"; done < list',
   "for f in *.tmp; do rm $f; done",
   "f() { rm x; }; f",
   "case $x in a) rm x;; esac",
@@ -119,7 +125,15 @@ describe("F4: permanent deletes in shell commands", () => {
   });
 
   it("F4: a program only known at run time asks rather than passing silently", () => {
-    for (const command of ["$RM -rf x", "rm$IFS-rf x", "${CMD:-rm} x", "echo 'rm x' | sh", ". <(echo rm x)", 'eval "$SCRIPT"', "bash -c \"$SCRIPT\""]) {
+    for (const command of [
+      "$RM -rf x",
+      "rm$IFS-rf x",
+      "${CMD:-rm} x",
+      "echo 'rm x' | sh",
+      ". <(echo rm x)",
+      'eval "$SCRIPT"',
+      'bash -c "$SCRIPT"',
+    ]) {
       expect(judgeBash("auto", command).decision, command).toBe("ask");
     }
   });

@@ -12,10 +12,23 @@ import type { SideEffect } from "../../src/tools/tool.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
 const workspaceDir = "/work/ws";
-const sideEffects: Record<string, SideEffect> = { read: "read", write: "write", edit: "write", delete: "write", list: "read", bash: "exec" };
+const sideEffects: Record<string, SideEffect> = {
+  read: "read",
+  write: "write",
+  edit: "write",
+  delete: "write",
+  list: "read",
+  bash: "exec",
+};
 
 function judgePath(mode: ApprovalMode, tool: string, filePath: string, policies: ApprovalPolicy[]): Verdict {
-  return judgeCall({ mode, tool: { name: tool, sideEffect: sideEffects[tool] ?? "other" }, subject: { kind: "path", path: filePath }, workspaceDir, policies });
+  return judgeCall({
+    mode,
+    tool: { name: tool, sideEffect: sideEffects[tool] ?? "other" },
+    subject: { kind: "path", path: filePath },
+    workspaceDir,
+    policies,
+  });
 }
 
 /** The path matcher of a rule the API accepts. */
@@ -86,24 +99,43 @@ describe("S9: path rules match as bash globstar does", () => {
 
   // Patterns of 1-5 segments: `**` alone, or 1-3 pieces. Braces may hold a "/"; no brace
   // alternative ends in a bare `**` (see the trailing-globstar note below).
-  const pieces = ["a", "b", "ab", ".", "*", "?", "[ab]", "[!a]", "{a,b}", "{a,*b}", "{?b,ba}", "\\[a\\]", "\\*", "a.", "{a/b,ab}", "{*/a,b}"];
+  const pieces = [
+    "a",
+    "b",
+    "ab",
+    ".",
+    "*",
+    "?",
+    "[ab]",
+    "[!a]",
+    "{a,b}",
+    "{a,*b}",
+    "{?b,ba}",
+    "\\[a\\]",
+    "\\*",
+    "a.",
+    "{a/b,ab}",
+    "{*/a,b}",
+  ];
   const randomSegments = (): string[] =>
-    Array.from({ length: 1 + random(5) }, () => (random(4) === 0 ? "**" : Array.from({ length: 1 + random(3) }, () => pick(pieces)).join("")));
+    Array.from({ length: 1 + random(5) }, () =>
+      random(4) === 0 ? "**" : Array.from({ length: 1 + random(3) }, () => pick(pieces)).join(""),
+    );
   // Half the patterns are a file's path with some segments made wildcards, so many match.
-  const escape = (name: string): string => name.replace(/[[\]*?{}\\]/g, "\\$&");
+  const escapeGlob = (name: string): string => name.replace(/[[\]*?{}\\]/g, "\\$&");
   const mutations: Array<(name: string) => string[]> = [
-    (name) => [escape(name)],
+    (name) => [escapeGlob(name)],
     () => ["*"],
     () => ["**"],
-    (name) => ["**", escape(name)],
-    (name) => [`?${escape(name.slice(1))}`],
-    (name) => [`*${escape(name.slice(-1))}`],
-    (name) => [`[ab.]${escape(name.slice(1))}`],
-    (name) => [`{${escape(name)},b}`],
+    (name) => ["**", escapeGlob(name)],
+    (name) => [`?${escapeGlob(name.slice(1))}`],
+    (name) => [`*${escapeGlob(name.slice(-1))}`],
+    (name) => [`[ab.]${escapeGlob(name.slice(1))}`],
+    (name) => [`{${escapeGlob(name)},b}`],
   ];
   const mutatedSegments = (): string[] => {
     const segments = pick([...files]).split("/");
-    return segments.flatMap((name, index) => (random(2) === 0 && index < segments.length - 1 ? [escape(name)] : pick(mutations)(name)));
+    return segments.flatMap((name, index) => (random(2) === 0 && index < segments.length - 1 ? [escapeGlob(name)] : pick(mutations)(name)));
   };
   const patterns: Array<{ pattern: string; segments: string[] }> = [];
   const seen = new Set<string>();
@@ -113,7 +145,9 @@ describe("S9: path rules match as bash globstar does", () => {
     // "." and ".." segments are refused in rules (paths are judged in normal form), and so
     // are brace expansions past the rule caps.
     if (segments.some((segment) => segment === "." || segment === "..") || seen.has(pattern)) continue;
-    const refusals = [`read(${pattern})`, `read(/${pattern})`].map((rule) => parseRule(rule)).flatMap((parsed) => (parsed.ok ? [] : [parsed.error]));
+    const refusals = [`read(${pattern})`, `read(/${pattern})`]
+      .map((rule) => parseRule(rule))
+      .flatMap((parsed) => (parsed.ok ? [] : [parsed.error]));
     if (refusals.some((error) => /alternatives|characters in all/.test(error))) continue;
     seen.add(pattern);
     patterns.push({ pattern, segments });
@@ -204,7 +238,10 @@ describe("S9: deny rules with globstars do not fail open", () => {
   it("S9: write(**/**/secret.txt) denies secret.txt at any depth, in every mode", () => {
     for (const mode of ["manual", "auto", "full_access"] as const) {
       for (const file of ["config/secret.txt", "secret.txt", "a/b/c/secret.txt", "/work/ws/config/secret.txt", "./config/../secret.txt"]) {
-        expect(judgePath(mode, "write", file, [policy]), `${mode} ${file}`).toMatchObject({ decision: "deny", reason: expect.stringContaining("write(**/**/secret.txt)") });
+        expect(judgePath(mode, "write", file, [policy]), `${mode} ${file}`).toMatchObject({
+          decision: "deny",
+          reason: expect.stringContaining("write(**/**/secret.txt)"),
+        });
       }
     }
     expect(judgePath("auto", "write", "config/secret.txt.bak", [policy]).decision).toBe("allow");
@@ -217,7 +254,8 @@ describe("S9: deny rules with globstars do not fail open", () => {
     for (const file of ["/etc/passwd", "/etc", "/etc/ssl/certs/x.pem", "/root/.ssh/id_ed25519", "/home/ana/.ssh/config"]) {
       expect(judgePath("full_access", "read", file, [etc]).decision, file).toBe("deny");
     }
-    for (const file of ["/etcetera/x", "/home/ana/b/.ssh/config", "etc/passwd"]) expect(judgePath("full_access", "read", file, [etc]).decision, file).toBe("allow");
+    for (const file of ["/etcetera/x", "/home/ana/b/.ssh/config", "etc/passwd"])
+      expect(judgePath("full_access", "read", file, [etc]).decision, file).toBe("allow");
     expect(judgePath("full_access", "list", "/", [{ rules: { deny: ["list(/)"] } }]).decision).toBe("deny");
     expect(judgePath("full_access", "list", "/etc", [{ rules: { deny: ["list(/)"] } }]).decision).toBe("allow");
     expect(judgePath("full_access", "list", ".", [{ rules: { deny: ["list(.)"] } }]).decision).toBe("deny");
@@ -266,7 +304,10 @@ describe("S9: path rules match in linear time", () => {
     const policy: ApprovalPolicy = { rules: { deny: [rule, `write(**/${rule.slice(6)}`] } };
     expect(judgePath("auto", "write", miss, [policy]).decision).not.toBe("deny");
     expectLinear((scale) => () => judgePath("auto", "write", "a".repeat(1_250 * scale), [policy]), "judged miss");
-    expectLinear((scale) => () => judgePath("auto", "write", `${"a/".repeat(250 * scale)}${"a".repeat(750 * scale)}`, [policy]), "judged nested miss");
+    expectLinear(
+      (scale) => () => judgePath("auto", "write", `${"a/".repeat(250 * scale)}${"a".repeat(750 * scale)}`, [policy]),
+      "judged nested miss",
+    );
   });
 
   it("S9: the costliest path rule the caps admit stays bounded on a 4096-character path", () => {
@@ -284,7 +325,10 @@ describe("S9: path rules match in linear time", () => {
 describe("S9: rules that cannot be matched safely are refused when set", () => {
   it("S9: parseRule refuses over-long and invalid path patterns for path tools, and keeps command and URL patterns", () => {
     const refused: Array<[string, RegExp]> = [
-      [`write(${"a".repeat(257)})`, /257 characters long; path patterns in rules may have at most 256, so that every rule is matched in bounded time/],
+      [
+        `write(${"a".repeat(257)})`,
+        /257 characters long; path patterns in rules may have at most 256, so that every rule is matched in bounded time/,
+      ],
       ["write({a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b})", /more than 64 alternatives/],
       [`edit({${"abcdefghij".repeat(6)},x}/{a,b,c,d,e,f,g,h}/*)`, /characters in all; at most 512/],
       ["write(src/{a,b)", /"src\/\{a,b" is not a usable path glob, and write takes paths: .*not closed/],
@@ -322,8 +366,14 @@ describe("S9: rules that cannot be matched safely are refused when set", () => {
 
     it("S9: an over-long or non-compilable path rule answers 400 saying why", async () => {
       const cases: Array<[object, RegExp]> = [
-        [{ deny: [`write(${"a/".repeat(150)}x)`] }, /rules\.deny\.0: invalid rule "write\(.*\)": .* 301 characters long; path patterns in rules may have at most 256, so that every rule is matched in bounded time/],
-        [{ allow: ["read(/tmp/x", "write(src/{a,b)"] }, /rules\.allow\.1: invalid rule "write\(src\/\{a,b\)": "src\/\{a,b" is not a usable path glob, and write takes paths: A "\{" in the glob pattern is not closed/],
+        [
+          { deny: [`write(${"a/".repeat(150)}x)`] },
+          /rules\.deny\.0: invalid rule "write\(.*\)": .* 301 characters long; path patterns in rules may have at most 256, so that every rule is matched in bounded time/,
+        ],
+        [
+          { allow: ["read(/tmp/x", "write(src/{a,b)"] },
+          /rules\.allow\.1: invalid rule "write\(src\/\{a,b\)": "src\/\{a,b" is not a usable path glob, and write takes paths: A "\{" in the glob pattern is not closed/,
+        ],
         [{ ask: ["*(x/../y)"] }, /".." segment/],
         [{ deny: [`bash(${"x".repeat(1001)})`] }, /at most 1000 characters/],
       ];
@@ -334,14 +384,19 @@ describe("S9: rules that cannot be matched safely are refused when set", () => {
         expect(response.body.error.message).toMatch(message);
       }
       const { projectId } = await client.newSession();
-      const project = await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { deny: ["edit({a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b})"] } });
+      const project = await client.request("PUT", `/v1/projects/${projectId}/policy`, {
+        rules: { deny: ["edit({a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b})"] },
+      });
       expect(project.status).toBe(400);
       expect(project.body.error.message).toMatch(/more than 64 alternatives/);
       expect((await client.get("/v1/policy")).body).toEqual({});
     });
 
     it("S9: command, URL and valid path rules are accepted", async () => {
-      const rules = { deny: ["write(**/**/secret.txt)", "bash(rm -rf /)", "read(/etc/**)"], allow: ["web_fetch(https://docs.example.com/*)", "list(.)"] };
+      const rules = {
+        deny: ["write(**/**/secret.txt)", "bash(rm -rf /)", "read(/etc/**)"],
+        allow: ["web_fetch(https://docs.example.com/*)", "list(.)"],
+      };
       const response = await client.request("PUT", "/v1/policy", { rules });
       expect(response.status).toBe(200);
       expect((await client.get("/v1/policy")).body).toEqual({ rules });

@@ -34,12 +34,19 @@ export async function startAnthropicWireServer(
   const wire = await startWireServer(async (request) => {
     // Only the Messages endpoint exists, as on the real server.
     if (request.method !== "POST" || request.url !== "/v1/messages") {
-      return { status: 404, body: JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no route ${request.url}` } }) };
+      return {
+        status: 404,
+        body: JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no route ${request.url}` } }),
+      };
     }
     const script = await handler(request);
     if ("status" in script) return script;
     const writes = script.events.map((event) => (typeof event === "string" || event instanceof Uint8Array ? event : sseFrame(event)));
-    return { contentType: "text/event-stream; charset=utf-8", writes, ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}) };
+    return {
+      contentType: "text/event-stream; charset=utf-8",
+      writes,
+      ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}),
+    };
   });
   return { baseUrl: wire.origin, requests: wire.requests, close: wire.close };
 }
@@ -110,7 +117,10 @@ export function errorEvent(type: string, message: string): AnthropicEvent {
 }
 
 /** A whole text answer: start, blocks, stop reason, stop. */
-export function textResponse(text: string, options: { usage?: StartUsage; outputTokens?: number; stopReason?: string } = {}): AnthropicEvent[] {
+export function textResponse(
+  text: string,
+  options: { usage?: StartUsage; outputTokens?: number; stopReason?: string } = {},
+): AnthropicEvent[] {
   return [
     messageStart(options.usage),
     textStart(0),

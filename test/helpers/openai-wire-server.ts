@@ -35,7 +35,9 @@ export async function startOpenAIWireServer(
   const wire = await startWireServer(async (request) => {
     const script = await handler(request);
     if ("status" in script) return script;
-    const writes = script.chunks.map((chunk) => (typeof chunk === "string" || chunk instanceof Uint8Array ? chunk : `data: ${JSON.stringify(chunk)}\n\n`));
+    const writes = script.chunks.map((chunk) =>
+      typeof chunk === "string" || chunk instanceof Uint8Array ? chunk : `data: ${JSON.stringify(chunk)}\n\n`,
+    );
     return { contentType: "text/event-stream", writes, ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}) };
   });
   return { baseUrl: `${wire.origin}/v1`, requests: wire.requests, close: wire.close };

@@ -76,7 +76,11 @@ export function spawnNodeProcess(args: readonly string[], env: Record<string, st
   return { pid: child.pid as number, output: () => output, waitForOutput, kill: (signal) => void child.kill(signal), exited };
 }
 
-export async function startFoyaProcess(role: "api" | "worker", env: Record<string, string>, options: number | StartOptions = {}): Promise<FoyaProcess> {
+export async function startFoyaProcess(
+  role: "api" | "worker",
+  env: Record<string, string>,
+  options: number | StartOptions = {},
+): Promise<FoyaProcess> {
   const { timeoutMs = 30_000, until = "serving" } = typeof options === "number" ? { timeoutMs: options } : options;
   const spawned = spawnTsxProcess(role === "api" ? "src/api/main.ts" : "src/worker/main.ts", env, role);
   const started: FoyaProcess = {

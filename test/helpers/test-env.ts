@@ -62,7 +62,10 @@ export async function writeProvidersFile(profiles: object[]): Promise<string> {
 }
 
 /** `services` reaches createServices: a test's own logger (captured lines) or span processors. */
-export async function createTestEnv(overrides: Record<string, string> = {}, servicesOptions: Omit<CreateServicesOptions, "role"> = {}): Promise<TestEnv> {
+export async function createTestEnv(
+  overrides: Record<string, string> = {},
+  servicesOptions: Omit<CreateServicesOptions, "role"> = {},
+): Promise<TestEnv> {
   const adminUrl = inject("databaseUrl");
   const redisUrl = inject("redisUrl");
   const suffix = randomBytes(5).toString("hex");
@@ -197,9 +200,10 @@ export async function dropRedisPrefix(redisUrl: string, prefix: string): Promise
  * Access), created before the file's tests and closed after them. The answers
  * may be destructured at once; they resolve on use.
  */
-export function useTestEnv(
-  options: { worker?: boolean; overrides?: Record<string, string>; fullAccess?: boolean } = {},
-): { env: TestEnv; client: ApiClient } {
+export function useTestEnv(options: { worker?: boolean; overrides?: Record<string, string>; fullAccess?: boolean } = {}): {
+  env: TestEnv;
+  client: ApiClient;
+} {
   let env: TestEnv | undefined;
   let client: ApiClient | undefined;
   beforeAll(async () => {

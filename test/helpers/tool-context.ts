@@ -21,7 +21,9 @@ export const toolPath = "/usr/local/bin:/usr/bin:/bin";
  * tenants passes its own identity.
  */
 export const testIdentity: ProcessIdentity =
-  process.getuid?.() === 0 ? { uid: 1_000_000_000 + 90_000_001, gid: 1_000_000_000 + 90_000_001 } : { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  process.getuid?.() === 0
+    ? { uid: 1_000_000_000 + 90_000_001, gid: 1_000_000_000 + 90_000_001 }
+    : { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
 
 const ownership = createWorkspaceOwnership();
 
@@ -58,7 +60,10 @@ export function toolContext(overrides: ToolContextOverrides): ToolContext {
   // Built on first use: tests of file tools need no runner (and their workspace may sit right below /tmp).
   const processes = (): CallProcesses =>
     createCallProcesses({
-      runner: runner === null ? undefined : (runner ?? sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: path.dirname(path.dirname(workspaceDir)), PATH: toolPath }))),
+      runner:
+        runner === null
+          ? undefined
+          : (runner ?? sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: path.dirname(path.dirname(workspaceDir)), PATH: toolPath }))),
       toolPath,
       workspaceDir,
       confinement,
@@ -71,7 +76,11 @@ export function toolContext(overrides: ToolContextOverrides): ToolContext {
     runId: "run",
     projectId: "prj",
     approvalMode: confinement.kind === "full_access" ? "full_access" : "auto",
-    workspace: openWorkspaceFiles({ root: workspaceDir, trashStaging: path.join(path.dirname(workspaceDir), ".trash-staging"), trash: path.join(path.dirname(workspaceDir), ".trash") }),
+    workspace: openWorkspaceFiles({
+      root: workspaceDir,
+      trashStaging: path.join(path.dirname(workspaceDir), ".trash-staging"),
+      trash: path.join(path.dirname(workspaceDir), ".trash"),
+    }),
     processes: {
       limits: { ...defaultProcessLimits, ...limits },
       async prepare(command, output) {

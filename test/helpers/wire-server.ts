@@ -32,7 +32,9 @@ export interface WireServer {
   close(): Promise<void>;
 }
 
-export async function startWireServer(respondTo: (request: Omit<RecordedRequest, "outcome">) => Promise<WireResponse>): Promise<WireServer> {
+export async function startWireServer(
+  respondTo: (request: Omit<RecordedRequest, "outcome">) => Promise<WireResponse>,
+): Promise<WireServer> {
   const requests: RecordedRequest[] = [];
   const server = createServer((req, res) => {
     let outcomeResolve: (outcome: "completed" | "aborted") => void = () => undefined;

@@ -23,7 +23,11 @@ const processes = processGroup();
 
 /** Real processes: an API-only process (src/api/main.ts) and, from the second test on, a worker process. */
 beforeAll(async () => {
-  env = await createTestEnv({ ...sandboxedMcpOverrides, FOYA_MCP_REQUEST_PICKUP_MS: String(pickupMs), FOYA_MCP_REQUEST_TIMEOUT_MS: String(timeoutMs) });
+  env = await createTestEnv({
+    ...sandboxedMcpOverrides,
+    FOYA_MCP_REQUEST_PICKUP_MS: String(pickupMs),
+    FOYA_MCP_REQUEST_TIMEOUT_MS: String(timeoutMs),
+  });
   const tenant = await env.newTenant("owner");
   api = await processes.start("api", env.env);
   owner = ApiClient.forUrl(api.url as string, tenant.key, tenant.tenantId);
@@ -38,13 +42,19 @@ afterAll(async () => {
 
 /** A stdio server of the project whose processes carry `token` on their command lines. */
 async function addListingServer(name: string, token: string): Promise<void> {
-  const created = await owner.post("/v1/mcp-servers", { name, projectId, transport: { kind: "stdio", command: process.execPath, args: [listingEntry, token] } });
+  const created = await owner.post("/v1/mcp-servers", {
+    name,
+    projectId,
+    transport: { kind: "stdio", command: process.execPath, args: [listingEntry, token] },
+  });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
 }
 
 /** Host processes whose command line holds `token` (the server, and the sandbox around it). */
 function processesWith(token: string): number[] {
-  const pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number);
+  const pids = readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
   return pids.filter((pid) => pid !== process.pid && (readProc(`/proc/${pid}/cmdline`) ?? "").includes(token));
 }
 
@@ -96,7 +106,9 @@ describe("MCP servers are reached from an API-only process through workers", () 
     await addListingServer("served", token);
     const served = await owner.get(`/v1/projects/${projectId}/mcp/served/resources`);
     expect(served.status, JSON.stringify(served.body)).toBe(200);
-    expect(served.body.resources).toEqual(expect.arrayContaining([expect.objectContaining({ uri: "marker://hello", name: "hello", mimeType: "text/plain" })]));
+    expect(served.body.resources).toEqual(
+      expect.arrayContaining([expect.objectContaining({ uri: "marker://hello", name: "hello", mimeType: "text/plain" })]),
+    );
     const read = await owner.get(`/v1/projects/${projectId}/mcp/served/resources/read?uri=${encodeURIComponent("marker://hello")}`);
     expect(read.status).toBe(200);
     expect(read.body.contents).toEqual([{ uri: "marker://hello", mimeType: "text/plain", text: "hello" }]);
@@ -110,7 +122,9 @@ describe("MCP servers are reached from an API-only process through workers", () 
     }
 
     // Deleting the configuration through the API stops the server on the worker that runs it.
-    const [server] = (await owner.get<{ servers: Array<{ id: string; name: string }> }>("/v1/mcp-servers")).body.servers.filter((s) => s.name === "served");
+    const [server] = (await owner.get<{ servers: Array<{ id: string; name: string }> }>("/v1/mcp-servers")).body.servers.filter(
+      (s) => s.name === "served",
+    );
     expect((await owner.delete(`/v1/mcp-servers/${server?.id}`)).status).toBe(204);
     await waitFor(async () => processesWith(token).length === 0, 10_000, "the deleted server's processes to end");
   });
@@ -139,7 +153,10 @@ describe("MCP servers are reached from an API-only process through workers", () 
       expect(answer.body.error.code, route).toBe("not_found");
     }
     // Past the API's checks, as a forged job would be: the worker looks the server up by the request's tenant.
-    const forged = await env.services.mcpViaWorkers.listResources({ tenantId: otherTenant.tenantId as string, projectId }, { name: "isolated", transport: { kind: "http", url: "http://unused.invalid/mcp", headers: {} } });
+    const forged = await env.services.mcpViaWorkers.listResources(
+      { tenantId: otherTenant.tenantId as string, projectId },
+      { name: "isolated", transport: { kind: "http", url: "http://unused.invalid/mcp", headers: {} } },
+    );
     expect(forged).toEqual({ ok: false, errorCode: "mcp_unavailable", message: 'The MCP server "isolated" is not configured.' });
     expect(processesWith(token)).toEqual([]);
   });

@@ -24,9 +24,21 @@ async function newProject(api = client): Promise<string> {
 describe("MCP servers through the API", () => {
   it("M2: resources and prompts of a project's MCP server through the API", async () => {
     const projectId = await newProject();
-    const created = await client.post("/v1/mcp-servers", { name: "everything", projectId, transport: everythingTransport(), startupTimeoutMs: 30_000 });
+    const created = await client.post("/v1/mcp-servers", {
+      name: "everything",
+      projectId,
+      transport: everythingTransport(),
+      startupTimeoutMs: 30_000,
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: "everything", projectId, transport: { kind: "stdio", envNames: [] }, startupTimeoutMs: 30_000, callTimeoutMs: null, deferTools: null });
+    expect(created.body).toMatchObject({
+      name: "everything",
+      projectId,
+      transport: { kind: "stdio", envNames: [] },
+      startupTimeoutMs: 30_000,
+      callTimeoutMs: null,
+      deferTools: null,
+    });
     expect(created.body.id).toMatch(/^mcp_/);
 
     const resources = await client.get(`/v1/projects/${projectId}/mcp/everything/resources`);
@@ -41,7 +53,9 @@ describe("MCP servers through the API", () => {
     expect(read.body.contents[0]).toMatchObject({ uri: doc.uri, mimeType: "text/markdown" });
     expect(read.body.contents[0].text).toContain("Architecture");
 
-    const blob = await client.get(`/v1/projects/${projectId}/mcp/everything/resources/read?uri=${encodeURIComponent("demo://resource/dynamic/blob/1")}`);
+    const blob = await client.get(
+      `/v1/projects/${projectId}/mcp/everything/resources/read?uri=${encodeURIComponent("demo://resource/dynamic/blob/1")}`,
+    );
     expect(blob.status).toBe(200);
     expect(blob.body.contents[0]).toMatchObject({ mimeType: "text/plain" });
     expect(Buffer.from(blob.body.contents[0].blob, "base64").toString("utf8")).toContain("Resource 1");
@@ -51,7 +65,9 @@ describe("MCP servers through the API", () => {
     const argsPrompt = prompts.body.prompts.find((p: { name: string }) => p.name === "args-prompt");
     expect(argsPrompt.arguments).toEqual(expect.arrayContaining([expect.objectContaining({ name: "city", required: true })]));
 
-    const prompt = await client.post(`/v1/projects/${projectId}/mcp/everything/prompts/args-prompt`, { arguments: { city: "Paris", state: "IDF" } });
+    const prompt = await client.post(`/v1/projects/${projectId}/mcp/everything/prompts/args-prompt`, {
+      arguments: { city: "Paris", state: "IDF" },
+    });
     expect(prompt.status).toBe(200);
     expect(prompt.body.messages).toEqual([{ role: "user", content: { type: "text", text: expect.stringContaining("Paris, IDF") } }]);
 
@@ -81,7 +97,12 @@ describe("MCP servers through the API", () => {
     const tenantWide = await client.post("/v1/mcp-servers", { name: "shared", transport: everythingTransport() });
     expect(tenantWide.status).toBe(201);
     expect(tenantWide.body.projectId).toBeNull();
-    const own = await client.post("/v1/mcp-servers", { name: "shared", projectId, transport: { kind: "http", url: "http://127.0.0.1:9/mcp" }, startupTimeoutMs: 2_000 });
+    const own = await client.post("/v1/mcp-servers", {
+      name: "shared",
+      projectId,
+      transport: { kind: "http", url: "http://127.0.0.1:9/mcp" },
+      startupTimeoutMs: 2_000,
+    });
     expect(own.status).toBe(201);
 
     // The other project uses the tenant-wide stdio server.
@@ -103,14 +124,26 @@ describe("MCP servers through the API", () => {
   });
 
   it("M1: server configs never show env or header values", async () => {
-    const stdio = await client.post("/v1/mcp-servers", { name: "secretive", transport: everythingTransport({ API_TOKEN: "stdio-secret-value", OTHER_KEY: "second-secret" }) });
+    const stdio = await client.post("/v1/mcp-servers", {
+      name: "secretive",
+      transport: everythingTransport({ API_TOKEN: "stdio-secret-value", OTHER_KEY: "second-secret" }),
+    });
     expect(stdio.status).toBe(201);
-    const http = await client.post("/v1/mcp-servers", { name: "remote", transport: { kind: "http", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer header-secret-value" } } });
+    const http = await client.post("/v1/mcp-servers", {
+      name: "remote",
+      transport: { kind: "http", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer header-secret-value" } },
+    });
     expect(http.status).toBe(201);
     expect(stdio.body.transport.envNames).toEqual(["API_TOKEN", "OTHER_KEY"]);
     expect(http.body.transport).toEqual({ kind: "http", url: "https://mcp.example.com/mcp", headerNames: ["Authorization"] });
 
-    const answers = [stdio, http, await client.get("/v1/mcp-servers"), await client.get(`/v1/mcp-servers/${stdio.body.id}`), await client.get(`/v1/mcp-servers/${http.body.id}`)];
+    const answers = [
+      stdio,
+      http,
+      await client.get("/v1/mcp-servers"),
+      await client.get(`/v1/mcp-servers/${stdio.body.id}`),
+      await client.get(`/v1/mcp-servers/${http.body.id}`),
+    ];
     for (const answer of answers) {
       const body = JSON.stringify(answer.body);
       for (const secret of ["stdio-secret-value", "second-secret", "header-secret-value"]) expect(body).not.toContain(secret);
@@ -122,7 +155,9 @@ describe("MCP servers through the API", () => {
       expect(server.transport).not.toHaveProperty("headers");
     }
     // Stored as configured, for the connection manager.
-    const [row] = await env.query<{ transport: { env: Record<string, string> } }>("select transport from mcp_servers where id = $1", [stdio.body.id]);
+    const [row] = await env.query<{ transport: { env: Record<string, string> } }>("select transport from mcp_servers where id = $1", [
+      stdio.body.id,
+    ]);
     expect(row?.transport.env.API_TOKEN).toBe("stdio-secret-value");
   });
 

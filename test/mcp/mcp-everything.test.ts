@@ -43,7 +43,15 @@ afterAll(async () => {
 describe("M1: server-everything over stdio", () => {
   it("M1: lists its tools as mcp__everything__<tool> with their JSON Schemas and a map back to the real names", () => {
     const names = tools.map((descriptor) => descriptor.tool.name);
-    expect(names).toEqual(expect.arrayContaining(["mcp__everything__echo", "mcp__everything__get_sum", "mcp__everything__get_tiny_image", "mcp__everything__trigger_long_running_operation", "mcp__everything__get_env"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "mcp__everything__echo",
+        "mcp__everything__get_sum",
+        "mcp__everything__get_tiny_image",
+        "mcp__everything__trigger_long_running_operation",
+        "mcp__everything__get_env",
+      ]),
+    );
     for (const name of names) expect(name).toMatch(/^mcp__everything__[a-z0-9_]+$/);
     const sum = tools.find((descriptor) => descriptor.tool.name === "mcp__everything__get_sum");
     expect(sum?.mcpName).toBe("get-sum");

@@ -104,7 +104,10 @@ describe("M3: failing MCP servers", () => {
     const second = await mcp.callTool(scope, config, "ok", {});
     expect(second).toMatchObject({ isError: true, errorCode: "mcp_unavailable" });
     expect(textOf(second)).toMatch(/new connection will be tried in about \d+ s/);
-    const exits = faultyConfig({ name: "exits", transport: { kind: "stdio", command: process.execPath, args: ["-e", "process.exit(7)"], env: {} } });
+    const exits = faultyConfig({
+      name: "exits",
+      transport: { kind: "stdio", command: process.execPath, args: ["-e", "process.exit(7)"], env: {} },
+    });
     const exited = await mcp.listTools(scope, exits);
     expect(exited).toMatchObject({ ok: false, errorCode: "mcp_unavailable" });
     if (!exited.ok) expect(exited.message).toContain("exited with code 7");
@@ -112,7 +115,11 @@ describe("M3: failing MCP servers", () => {
 
   it("M3: a server that never finishes starting times out at the start-up limit", async () => {
     mcp = connections(fast);
-    const silent = faultyConfig({ name: "silent", startupTimeoutMs: 300, transport: { kind: "stdio", command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], env: {} } });
+    const silent = faultyConfig({
+      name: "silent",
+      startupTimeoutMs: 300,
+      transport: { kind: "stdio", command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], env: {} },
+    });
     const started = Date.now();
     const result = await mcp.listTools(scope, silent);
     expect(Date.now() - started).toBeLessThan(3000);

@@ -26,10 +26,17 @@ function buildServer(): McpServer {
     { description: "Adds two numbers.", inputSchema: { a: z.number(), b: z.number() }, annotations: { readOnlyHint: true } },
     async ({ a, b }) => ({ content: [{ type: "text", text: `sum=${a + b}` }] }),
   );
-  server.registerTool("fail", { description: "Always fails.", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "it broke" }], isError: true }));
-  server.registerTool("search-web", { description: "Searches the web.", inputSchema: { q: z.string() }, annotations: { openWorldHint: true } }, async ({ q }) => ({
-    content: [{ type: "text", text: `results for ${q}` }],
+  server.registerTool("fail", { description: "Always fails.", inputSchema: {} }, async () => ({
+    content: [{ type: "text", text: "it broke" }],
+    isError: true,
   }));
+  server.registerTool(
+    "search-web",
+    { description: "Searches the web.", inputSchema: { q: z.string() }, annotations: { openWorldHint: true } },
+    async ({ q }) => ({
+      content: [{ type: "text", text: `results for ${q}` }],
+    }),
+  );
   return server;
 }
 

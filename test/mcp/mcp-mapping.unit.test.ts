@@ -11,7 +11,13 @@ const mcp = connections();
 afterAll(() => mcp.close());
 
 function judgeAuto(tool: AnyTool) {
-  return judgeCall({ mode: "auto", tool: { name: tool.name, sideEffect: tool.sideEffect }, subject: tool.approvalSubject?.({} as never) ?? { kind: "none" }, workspaceDir: "/work/ws", policies: [] });
+  return judgeCall({
+    mode: "auto",
+    tool: { name: tool.name, sideEffect: tool.sideEffect },
+    subject: tool.approvalSubject?.({} as never) ?? { kind: "none" },
+    workspaceDir: "/work/ws",
+    policies: [],
+  });
 }
 
 const fakeTool = (name: string, annotations?: McpTool["annotations"]): McpTool => ({
@@ -46,9 +52,15 @@ describe("S5: MCP tools pass through the approval gateway by their annotations",
     // No annotations: Auto cannot judge its effects, so it asks.
     const crash = listed.tools.find((d) => d.mcpName === "crash")!.tool;
     expect(judgeAuto(crash).decision).toBe("ask");
-    expect(judgeCall({ mode: "full_access", tool: drop, subject: { kind: "none" }, workspaceDir: "/work/ws", policies: [] }).decision).toBe("allow");
-    expect(judgeCall({ mode: "manual", tool: ok, subject: { kind: "none" }, workspaceDir: "/work/ws", policies: [] }).decision).toBe("allow");
-    expect(judgeCall({ mode: "manual", tool: drop, subject: { kind: "none" }, workspaceDir: "/work/ws", policies: [] }).decision).toBe("ask");
+    expect(judgeCall({ mode: "full_access", tool: drop, subject: { kind: "none" }, workspaceDir: "/work/ws", policies: [] }).decision).toBe(
+      "allow",
+    );
+    expect(judgeCall({ mode: "manual", tool: ok, subject: { kind: "none" }, workspaceDir: "/work/ws", policies: [] }).decision).toBe(
+      "allow",
+    );
+    expect(judgeCall({ mode: "manual", tool: drop, subject: { kind: "none" }, workspaceDir: "/work/ws", policies: [] }).decision).toBe(
+      "ask",
+    );
     // Network tools ask in Auto unless the policy allows the network.
     const [web] = mapMcpTools({ connections: mcp, scope, config: faultyConfig() }, [fakeTool("web", { openWorldHint: true })]);
     expect(judgeAuto(web!.tool).decision).toBe("ask");
@@ -72,13 +84,30 @@ describe("M1: mapping MCP tools onto the tool contract", () => {
   it("M1: a server with many tools has them deferred; deferTools overrides", () => {
     const many = Array.from({ length: 21 }, (_, i) => fakeTool(`tool-${i}`));
     expect(mapMcpTools({ connections: mcp, scope, config: faultyConfig() }, many).every((d) => d.tool.exposure === "deferred")).toBe(true);
-    expect(mapMcpTools({ connections: mcp, scope, config: faultyConfig() }, many.slice(0, 20)).every((d) => d.tool.exposure === "direct")).toBe(true);
-    expect(mapMcpTools({ connections: mcp, scope, config: faultyConfig({ deferTools: true }) }, many.slice(0, 2)).every((d) => d.tool.exposure === "deferred")).toBe(true);
-    expect(mapMcpTools({ connections: mcp, scope, config: faultyConfig({ deferTools: false }) }, many).every((d) => d.tool.exposure === "direct")).toBe(true);
+    expect(
+      mapMcpTools({ connections: mcp, scope, config: faultyConfig() }, many.slice(0, 20)).every((d) => d.tool.exposure === "direct"),
+    ).toBe(true);
+    expect(
+      mapMcpTools({ connections: mcp, scope, config: faultyConfig({ deferTools: true }) }, many.slice(0, 2)).every(
+        (d) => d.tool.exposure === "deferred",
+      ),
+    ).toBe(true);
+    expect(
+      mapMcpTools({ connections: mcp, scope, config: faultyConfig({ deferTools: false }) }, many).every(
+        (d) => d.tool.exposure === "direct",
+      ),
+    ).toBe(true);
   });
 
   it("M1: parameters are the server's schema as an object schema without $schema", () => {
-    expect(mcpParameters({ type: "object", $schema: "https://json-schema.org/draft/2020-12/schema", properties: { a: { type: "number" } }, required: ["a"] } as McpTool["inputSchema"])).toEqual({
+    expect(
+      mcpParameters({
+        type: "object",
+        $schema: "https://json-schema.org/draft/2020-12/schema",
+        properties: { a: { type: "number" } },
+        required: ["a"],
+      } as McpTool["inputSchema"]),
+    ).toEqual({
       type: "object",
       properties: { a: { type: "number" } },
       required: ["a"],
@@ -95,7 +124,10 @@ describe("M1: mapping MCP results", () => {
           { type: "text", text: "hello" },
           { type: "image", mimeType: "image/png", data: png.toString("base64") },
           { type: "resource", resource: { uri: "file:///a.txt", mimeType: "text/plain", text: "inside" } },
-          { type: "resource", resource: { uri: "file:///b.bin", mimeType: "application/zip", blob: Buffer.from("zip").toString("base64") } },
+          {
+            type: "resource",
+            resource: { uri: "file:///b.bin", mimeType: "application/zip", blob: Buffer.from("zip").toString("base64") },
+          },
           { type: "resource_link", uri: "file:///c", name: "c" },
           { type: "image", mimeType: "image/png", data: Buffer.alloc(2048).toString("base64") },
           { type: "weird" },
@@ -111,8 +143,15 @@ describe("M1: mapping MCP results", () => {
     expect(result.content[4]).toMatchObject({ type: "text", text: expect.stringContaining("file:///c") });
     expect(result.content[5]).toMatchObject({ type: "text", text: expect.stringContaining("over the limit of 1024 bytes") });
     expect(result.content[6]).toMatchObject({ type: "text", text: expect.stringContaining("unsupported type") });
-    expect(mapCallToolResult({ content: [{ type: "text", text: "bad" }], isError: true }, limits)).toEqual({ content: [{ type: "text", text: "bad" }], isError: true, errorCode: "mcp_tool_error" });
-    expect(mapCallToolResult({ content: [], structuredContent: { x: 1 } }, limits).content[0]).toMatchObject({ type: "text", text: expect.stringContaining('"x": 1') });
+    expect(mapCallToolResult({ content: [{ type: "text", text: "bad" }], isError: true }, limits)).toEqual({
+      content: [{ type: "text", text: "bad" }],
+      isError: true,
+      errorCode: "mcp_tool_error",
+    });
+    expect(mapCallToolResult({ content: [], structuredContent: { x: 1 } }, limits).content[0]).toMatchObject({
+      type: "text",
+      text: expect.stringContaining('"x": 1'),
+    });
   });
 
   it("M1: outputs are capped like other tools: head and tail, with what was left out", () => {

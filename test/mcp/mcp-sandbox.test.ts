@@ -49,7 +49,10 @@ async function probe(server: string, projectId?: string): Promise<{ report: Prob
   const sessionId = projectId
     ? (await client.post<{ id: string }>("/v1/sessions", { projectId, approvalMode: "full_access" })).body.id
     : (await client.newSession({ approvalMode: "full_access" })).sessionId;
-  const args = { paths: [path.join(repoRoot, "package.json"), path.join(repoRoot, ".git"), "/root", "/etc/passwd"], ports: [postgresPort(), redisPort()] };
+  const args = {
+    paths: [path.join(repoRoot, "package.json"), path.join(repoRoot, ".git"), "/root", "/etc/passwd"],
+    ports: [postgresPort(), redisPort()],
+  };
   const run = await client.startRun(sessionId, script([[{ tool: `mcp__${server}__probe`, args }], [{ text: "done" }]]));
   expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
   const message = (await client.messages(sessionId)).find((m) => m.role === "tool")?.content;
@@ -63,7 +66,14 @@ const redisPort = () => Number(new URL(env.env.REDIS_URL as string).port || 6379
 describe("stdio MCP servers in the sandbox", () => {
   it("M1, S7: unconfined (FOYA_MCP_SANDBOX=false), a stdio server still runs as its tenant's uid, never root: the worker's environment stays out of reach", async () => {
     await onlyWorker({ FOYA_MCP_SANDBOX: "false" });
-    expect((await client.post("/v1/mcp-servers", { name: "loose", transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: { PROBE: "1" } } })).status).toBe(201);
+    expect(
+      (
+        await client.post("/v1/mcp-servers", {
+          name: "loose",
+          transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: { PROBE: "1" } },
+        })
+      ).status,
+    ).toBe(201);
     const { report } = await probe("loose");
     expect(report.env).toEqual({ PROBE: "1" });
     // Unconfined, it sees the host's processes; but as another uid than the worker's, /proc/<worker>/environ is closed to it.
@@ -74,7 +84,11 @@ describe("stdio MCP servers in the sandbox", () => {
   it("M1, S3: a sandboxed stdio server sees no process of the host, no secret, no service file and no loopback service; it works in its project's workspace", async () => {
     await onlyWorker({});
     const { projectId } = await client.newSession();
-    const created = await client.post("/v1/mcp-servers", { name: "boxed", projectId, transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: { PROBE: "1" } } });
+    const created = await client.post("/v1/mcp-servers", {
+      name: "boxed",
+      projectId,
+      transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: { PROBE: "1" } },
+    });
     expect(created.status).toBe(201);
     expect(created.body.transport).toMatchObject({ network: false });
     const { report, sessionId } = await probe("boxed", projectId);
@@ -97,7 +111,10 @@ describe("stdio MCP servers in the sandbox", () => {
   });
 
   it("M1, S3: a network-granted sandboxed server still cannot reach the host's loopback services", async () => {
-    const created = await client.post("/v1/mcp-servers", { name: "netted", transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: {}, network: true } });
+    const created = await client.post("/v1/mcp-servers", {
+      name: "netted",
+      transport: { kind: "stdio", command: process.execPath, args: [probeEntry], env: {}, network: true },
+    });
     expect(created.status).toBe(201);
     expect(created.body.transport).toMatchObject({ network: true });
     const { report } = await probe("netted");
@@ -108,10 +125,19 @@ describe("stdio MCP servers in the sandbox", () => {
   });
 
   it("M3: a stdio server the sandbox cannot confine is not started: its requests fail with the sandbox's reason, never unconfined", async () => {
-    const runner = createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: "/usr/bin:/bin", workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] });
+    const runner = createSandbox({
+      bwrapPath: "/nonexistent/bwrap",
+      searchPath: "/usr/bin:/bin",
+      workspacesDir: env.config.workspacesDir,
+      servicePaths: [repoRoot],
+    });
     const mcp = createMcpConnections({
       logger: createLogger("silent"),
-      sandbox: { runner, confined: true, placeFor: async () => ({ workspaceDir: env.config.workspacesDir, identity: testIdentity, limits: env.config.toolLimits }) },
+      sandbox: {
+        runner,
+        confined: true,
+        placeFor: async () => ({ workspaceDir: env.config.workspacesDir, identity: testIdentity, limits: env.config.toolLimits }),
+      },
     });
     try {
       const config = { name: "nobwrap", transport: { kind: "stdio" as const, command: process.execPath, args: [probeEntry], env: {} } };

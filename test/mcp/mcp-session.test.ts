@@ -61,7 +61,12 @@ afterAll(async () => {
   await Promise.all(httpServers.map((server) => server.close()));
 });
 
-const stdio = (entry: string, args: string[] = [], envVars: Record<string, string> = {}) => ({ kind: "stdio", command: process.execPath, args: [entry, ...args], env: envVars });
+const stdio = (entry: string, args: string[] = [], envVars: Record<string, string> = {}) => ({
+  kind: "stdio",
+  command: process.execPath,
+  args: [entry, ...args],
+  env: envVars,
+});
 
 async function addServer(api: ApiClient, body: Record<string, unknown>): Promise<void> {
   const created = await api.post("/v1/mcp-servers", body);
@@ -71,12 +76,21 @@ async function addServer(api: ApiClient, body: Record<string, unknown>): Promise
 describe("MCP tools in sessions", () => {
   it("M1: a project's stdio server's tools run in its sessions like built-in tools; images go to the artifact store; get-env shows no worker secret", async () => {
     const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
-    await addServer(client, { name: "everything", projectId, transport: stdio(everythingEntry, ["stdio"], { FOYA_MCP_PROBE: "configured-value" }) });
+    await addServer(client, {
+      name: "everything",
+      projectId,
+      transport: stdio(everythingEntry, ["stdio"], { FOYA_MCP_PROBE: "configured-value" }),
+    });
 
     const listed = await client.get(`/v1/tools?session=${sessionId}`);
     expect(listed.status).toBe(200);
     const echo = listed.body.tools.find((t: { name: string }) => t.name === "mcp__everything__echo");
-    expect(echo).toMatchObject({ exposure: "direct", sideEffect: "read", exposedNow: true, parameters: { type: "object", properties: { message: expect.any(Object) } } });
+    expect(echo).toMatchObject({
+      exposure: "direct",
+      sideEffect: "read",
+      exposedNow: true,
+      parameters: { type: "object", properties: { message: expect.any(Object) } },
+    });
 
     const run = await client.startRun(
       sessionId,
@@ -139,12 +153,19 @@ describe("MCP tools in sessions", () => {
     const { projectId, sessionId } = await client.newSession({ approvalMode: "full_access" });
     await addServer(client, { name: "everything", projectId, transport: stdio(everythingEntry, ["stdio"]), deferTools: true });
     const listed = (await client.get(`/v1/tools?session=${sessionId}`)).body.tools;
-    expect(listed.find((t: { name: string }) => t.name === "mcp__everything__echo")).toMatchObject({ exposure: "deferred", exposedNow: false });
+    expect(listed.find((t: { name: string }) => t.name === "mcp__everything__echo")).toMatchObject({
+      exposure: "deferred",
+      exposedNow: false,
+    });
     expect(listed.find((t: { name: string }) => t.name === "tool_search")).toMatchObject({ exposedNow: true });
 
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "tool_search", args: { query: "mcp__everything__echo", limit: 1 } }], [{ tool: "mcp__everything__echo", args: { message: "found me" } }], [{ text: "done" }]]),
+      script([
+        [{ tool: "tool_search", args: { query: "mcp__everything__echo", limit: 1 } }],
+        [{ tool: "mcp__everything__echo", args: { message: "found me" } }],
+        [{ text: "done" }],
+      ]),
     );
     expect((await client.waitForRun(run.body.id, 60_000)).status).toBe("completed");
     const [search, echoed] = await client.toolMessages(sessionId);
@@ -157,7 +178,14 @@ describe("MCP tools in sessions", () => {
     // A catalog and connections of their own, as in a worker process (the test's API shares the in-process worker's).
     const mcp = createMcpConnections({ logger: createLogger("silent") });
     const base = { registry: env.services.tools, executor: env.services.executor };
-    const catalog = createToolCatalog({ base, baseTools: env.services.tools.list(), db: env.services.db.db, mcp, logger: createLogger("silent"), configTtlMs: 0 });
+    const catalog = createToolCatalog({
+      base,
+      baseTools: env.services.tools.list(),
+      db: env.services.db.db,
+      mcp,
+      logger: createLogger("silent"),
+      configTtlMs: 0,
+    });
     try {
       const { projectId } = await client.newSession();
       const created = await client.post("/v1/mcp-servers", { name: "faulty", projectId, transport: stdio(faultyEntry) });
@@ -184,7 +212,16 @@ describe("MCP tools in sessions", () => {
     const { sessionId } = await other.newSession({ approvalMode: "full_access" });
     const listed = await other.get(`/v1/tools?session=${sessionId}`);
     expect(listed.body.tools.filter((t: { name: string }) => t.name.startsWith("mcp__"))).toEqual([]);
-    const run = await other.startRun(sessionId, script([[{ tool: "mcp__private__ok", args: {} }, { tool: "mcp__tenantwide__ok", args: {} }], [{ text: "done" }]]));
+    const run = await other.startRun(
+      sessionId,
+      script([
+        [
+          { tool: "mcp__private__ok", args: {} },
+          { tool: "mcp__tenantwide__ok", args: {} },
+        ],
+        [{ text: "done" }],
+      ]),
+    );
     expect((await other.waitForRun(run.body.id)).status).toBe("completed");
     const messages = await other.toolMessages(sessionId);
     expect(messages.map((m) => m.status)).toEqual(["failed", "failed"]);
@@ -202,7 +239,13 @@ describe("MCP tools in sessions", () => {
     await addServer(client, { name: "faulty", projectId, transport: stdio(faultyEntry) });
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "mcp__faulty__ok", args: {} }, { tool: "mcp__faulty__drop_table", args: { table: "users" } }], [{ text: "done" }]]),
+      script([
+        [
+          { tool: "mcp__faulty__ok", args: {} },
+          { tool: "mcp__faulty__drop_table", args: { table: "users" } },
+        ],
+        [{ text: "done" }],
+      ]),
     );
     const approval = await waitFor(
       async () => (await client.get(`/v1/approvals?status=pending&runId=${run.body.id}`)).body.approvals[0],

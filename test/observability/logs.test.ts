@@ -3,7 +3,14 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-tr
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
-import { finishChunk, sseScript, startOpenAIWireServer, textChunk, usageChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  sseScript,
+  startOpenAIWireServer,
+  textChunk,
+  usageChunk,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 import { startReceiver, type WebhookReceiver } from "../webhooks/webhook-receiver.js";
 
@@ -28,12 +35,25 @@ beforeAll(async () => {
   // The first request is refused the way a provider refuses a bad key; later ones answer.
   wire = await startOpenAIWireServer(() =>
     answers++ === 0
-      ? { status: 401, body: JSON.stringify({ error: { message: `Incorrect API key provided: ${providerKey}`, type: "invalid_request_error" } }) }
+      ? {
+          status: 401,
+          body: JSON.stringify({ error: { message: `Incorrect API key provided: ${providerKey}`, type: "invalid_request_error" } }),
+        }
       : sseScript([textChunk("ok"), finishChunk("stop"), usageChunk(5, 1)]),
   );
-  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
+  const providersFile = await writeProvidersFile([
+    { name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" },
+  ]);
   env = await createTestEnv(
-    { FOYA_PROVIDERS_FILE: providersFile, WIRE_KEY: providerKey, FOYA_STEP_ATTEMPTS: "1", FOYA_WEBHOOK_POLL_MS: "100", FOYA_WEBHOOK_ALLOW_PRIVATE: "true", FOYA_WEBHOOK_ATTEMPTS: "2", FOYA_WEBHOOK_BACKOFF_MS: "50" },
+    {
+      FOYA_PROVIDERS_FILE: providersFile,
+      WIRE_KEY: providerKey,
+      FOYA_STEP_ATTEMPTS: "1",
+      FOYA_WEBHOOK_POLL_MS: "100",
+      FOYA_WEBHOOK_ALLOW_PRIVATE: "true",
+      FOYA_WEBHOOK_ATTEMPTS: "2",
+      FOYA_WEBHOOK_BACKOFF_MS: "50",
+    },
     { logger: createLogger("debug", { role: "test" }, capture), spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] },
   );
   await env.startWorker();
@@ -52,17 +72,28 @@ describe("logs", () => {
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "echo logged" } }], [{ text: "done" }]]));
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const jobLines = await waitFor(async () => {
-      const found = logged().filter((line) => line.msg === "job done" && line.runId === run.body.id);
-      return found.length === 3 ? found : undefined;
-    }, 10_000, "three job outcome lines");
+    const jobLines = await waitFor(
+      async () => {
+        const found = logged().filter((line) => line.msg === "job done" && line.runId === run.body.id);
+        return found.length === 3 ? found : undefined;
+      },
+      10_000,
+      "three job outcome lines",
+    );
     expect(jobLines.map((line) => [line.queue, line.stepIndex, line.outcome])).toEqual([
       ["steps", 0, "committed"],
       ["tools", 0, "committed"],
       ["steps", 1, "committed"],
     ]);
     for (const line of jobLines) {
-      expect(line).toMatchObject({ runId: run.body.id, sessionId, tenantId: client.tenantId, attempt: 1, workerId: expect.any(String), jobId: expect.any(String) });
+      expect(line).toMatchObject({
+        runId: run.body.id,
+        sessionId,
+        tenantId: client.tenantId,
+        attempt: 1,
+        workerId: expect.any(String),
+        jobId: expect.any(String),
+      });
       expect(line.traceId).toMatch(/^[0-9a-f]{32}$/);
       expect(line.level).toBe(30);
     }
@@ -76,7 +107,11 @@ describe("logs", () => {
     const wired = await client.newSession({ providerProfile: "wire" });
     const failed = await client.startRun(wired.sessionId, "hi");
     expect((await client.waitForRun(failed.body.id)).status).toBe("failed");
-    const failure = await waitFor(async () => logged().find((line) => line.msg === "job ended its run failed" && line.runId === failed.body.id), 10_000, "the failed run's line");
+    const failure = await waitFor(
+      async () => logged().find((line) => line.msg === "job ended its run failed" && line.runId === failed.body.id),
+      10_000,
+      "the failed run's line",
+    );
     expect(failure).toMatchObject({ level: 40, sessionId: wired.sessionId, tenantId: client.tenantId, code: "provider_error" });
   });
 
@@ -88,7 +123,11 @@ describe("logs", () => {
     const run = await client.startRun(wired.sessionId, "hi again");
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     // Both attempts of the delivery fail at the receiver, and each failure is logged.
-    await waitFor(async () => logged().filter((line) => line.msg === "webhook attempt failed").length >= 2, 20_000, "the failed delivery attempts");
+    await waitFor(
+      async () => logged().filter((line) => line.msg === "webhook attempt failed").length >= 2,
+      20_000,
+      "the failed delivery attempts",
+    );
     // A request with a wrong key is logged too.
     expect((await env.app.request("/v1/usage", { headers: { authorization: `Bearer ${client.key}x` } })).status).toBe(401);
 

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMetricsServer } from "../../src/observability/metrics-server.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
-import { finishChunk, sseScript, startOpenAIWireServer, textChunk, usageChunk, type OpenAIWireServer } from "../helpers/openai-wire-server.js";
+import {
+  finishChunk,
+  sseScript,
+  startOpenAIWireServer,
+  textChunk,
+  usageChunk,
+  type OpenAIWireServer,
+} from "../helpers/openai-wire-server.js";
 import { sample } from "../helpers/prometheus-text.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 import { startReceiver, type WebhookReceiver } from "../webhooks/webhook-receiver.js";
@@ -14,7 +21,9 @@ let receiver: WebhookReceiver;
 
 beforeAll(async () => {
   wire = await startOpenAIWireServer(() => sseScript([textChunk("ok"), finishChunk("stop"), usageChunk(500, 100)]));
-  const providersFile = await writeProvidersFile([{ name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" }]);
+  const providersFile = await writeProvidersFile([
+    { name: "wire", kind: "openai-chat", baseUrl: wire.baseUrl, model: "wire-model", apiKeyEnv: "WIRE_KEY" },
+  ]);
   env = await createTestEnv({
     FOYA_METRICS_TOKEN: token,
     FOYA_PROVIDERS_FILE: providersFile,
@@ -39,7 +48,8 @@ async function scrape(): Promise<string> {
 }
 
 /** How much a series grew between two scrapes (a series absent before counts from 0). */
-const grew = (before: string, after: string, name: string, labels: Record<string, string> = {}) => (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
+const grew = (before: string, after: string, name: string, labels: Record<string, string> = {}) =>
+  (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
 
 describe("metrics", () => {
   it("X8: /metrics answers only with its own token, never with an API key or the admin token", async () => {
@@ -66,10 +76,17 @@ describe("metrics", () => {
     expect((await client.waitForRun(wiredRun.body.id)).status).toBe("completed");
     await waitFor(async () => receiver.received.length >= 2, 20_000, "both run_end webhooks");
     // The job's own outcome is observed a moment after its commit.
-    const after = await waitFor(async () => {
-      const text = await scrape();
-      return grew(before, text, "foya_job_duration_seconds_count", { queue: "steps", outcome: "committed" }) >= 3 && grew(before, text, "foya_webhook_deliveries_total", { outcome: "delivered" }) >= 2 ? text : undefined;
-    }, 20_000, "the jobs' and deliveries' outcomes in the metrics");
+    const after = await waitFor(
+      async () => {
+        const text = await scrape();
+        return grew(before, text, "foya_job_duration_seconds_count", { queue: "steps", outcome: "committed" }) >= 3 &&
+          grew(before, text, "foya_webhook_deliveries_total", { outcome: "delivered" }) >= 2
+          ? text
+          : undefined;
+      },
+      20_000,
+      "the jobs' and deliveries' outcomes in the metrics",
+    );
 
     expect(grew(before, after, "foya_job_duration_seconds_count", { queue: "tools", outcome: "committed" })).toBe(1);
     expect(grew(before, after, "foya_job_wait_seconds_count", { queue: "steps" })).toBeGreaterThanOrEqual(3);
@@ -79,7 +96,9 @@ describe("metrics", () => {
     expect(grew(before, after, "foya_model_request_duration_seconds_count", { profile: "wire", outcome: "ok" })).toBe(1);
     expect(grew(before, after, "foya_model_request_duration_seconds_count", { outcome: "ok" })).toBe(3);
     expect(grew(before, after, "foya_model_tokens_total", { profile: "wire", kind: "input", tenant: client.tenantId as string })).toBe(500);
-    expect(grew(before, after, "foya_model_tokens_total", { profile: "wire", kind: "output", tenant: client.tenantId as string })).toBe(100);
+    expect(grew(before, after, "foya_model_tokens_total", { profile: "wire", kind: "output", tenant: client.tenantId as string })).toBe(
+      100,
+    );
     expect(grew(before, after, "foya_runs_ended_total", { status: "completed", tenant: client.tenantId as string })).toBe(2);
     expect(grew(before, after, "foya_api_requests_total", { method: "POST", route: "/v1/sessions/:id/runs", status: "202" })).toBe(2);
     expect(grew(before, after, "foya_webhook_deliveries_total", { outcome: "delivered" })).toBe(2);
@@ -96,7 +115,11 @@ describe("metrics", () => {
     const before = await scrape();
     const { sessionId } = await client.newSession({ approvalMode: "manual" });
     const run = await client.startRun(sessionId, script([[{ tool: "marker_sleep", args: { marker: "asked" } }], [{ text: "done" }]]));
-    const pending = await waitFor(async () => (await client.get(`/v1/approvals?status=pending&sessionId=${sessionId}`)).body.approvals?.[0], 20_000, "the approval");
+    const pending = await waitFor(
+      async () => (await client.get(`/v1/approvals?status=pending&sessionId=${sessionId}`)).body.approvals?.[0],
+      20_000,
+      "the approval",
+    );
     expect(sample(await scrape(), "foya_approvals_waiting")).toBe(1);
     expect((await client.post(`/v1/approvals/${pending.id}`, { decision: "approve" })).status).toBe(200);
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");

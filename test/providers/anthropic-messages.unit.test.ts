@@ -29,7 +29,10 @@ afterEach(async () => {
 });
 
 /** Starts a server answering every request with `script` and a provider pointed at it. */
-async function setup(script: AnthropicScript, options: Partial<Omit<AnthropicProviderOptions, "baseUrl">> & { baseUrl?: (root: string) => string } = {}) {
+async function setup(
+  script: AnthropicScript,
+  options: Partial<Omit<AnthropicProviderOptions, "baseUrl">> & { baseUrl?: (root: string) => string } = {},
+) {
   server = await startAnthropicWireServer(() => script);
   const { baseUrl, ...rest } = options;
   const provider = createAnthropicProvider({
@@ -48,7 +51,16 @@ describe("Anthropic Messages provider", () => {
   it("PR1: Anthropic: streams text deltas and one finish with the stop reason, over POST /v1/messages with the API headers", async () => {
     const { provider, server } = await setup(
       {
-        events: [messageStart({ input: 25 }), ping, textStart(0), textDelta(0, "Hel"), textDelta(0, "lo"), blockStop(0), messageDelta("end_turn", 12), messageStop],
+        events: [
+          messageStart({ input: 25 }),
+          ping,
+          textStart(0),
+          textDelta(0, "Hel"),
+          textDelta(0, "lo"),
+          blockStop(0),
+          messageDelta("end_turn", 12),
+          messageStop,
+        ],
       },
       { apiKey: "sk-ant-test" },
     );
@@ -56,7 +68,12 @@ describe("Anthropic Messages provider", () => {
     expect(parts).toEqual([
       { type: "text-delta", text: "Hel" },
       { type: "text-delta", text: "lo" },
-      { type: "finish", reason: "stop", stopReason: "end_turn", usage: { inputTokens: 25, outputTokens: 12, cacheReadTokens: 0, cacheWriteTokens: 0 } },
+      {
+        type: "finish",
+        reason: "stop",
+        stopReason: "end_turn",
+        usage: { inputTokens: 25, outputTokens: 12, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      },
     ]);
     const [request] = server.requests;
     expect(request).toMatchObject({ method: "POST", url: "/v1/messages" });
@@ -119,7 +136,16 @@ describe("Anthropic Messages provider", () => {
     const stop = sseFrame(messageDelta("tool_use", 3));
     const { provider } = await setup({
       delayMs: 5,
-      events: [messageStart(), toolUseStart(0, "toolu_a", "search"), bytes.subarray(0, foxAt + 2), bytes.subarray(foxAt + 2), blockStop(0), stop.slice(0, 30), stop.slice(30), messageStop],
+      events: [
+        messageStart(),
+        toolUseStart(0, "toolu_a", "search"),
+        bytes.subarray(0, foxAt + 2),
+        bytes.subarray(foxAt + 2),
+        blockStop(0),
+        stop.slice(0, 30),
+        stop.slice(30),
+        messageStop,
+      ],
     });
     const parts = await collect(provider.stream(simpleRequest, signal()));
     expect(argumentsByIndex(parts).get(0)).toBe('{"q": "🦊"}');
@@ -165,7 +191,16 @@ describe("Anthropic Messages provider", () => {
             { callId: "toolu_3", name: "read_file", argumentsRaw: '{"path": "b' },
           ],
         },
-        { role: "tool", callId: "toolu_1", name: "list_dir", isError: false, content: [{ type: "text", text: "a.png" }, { type: "text", text: "b.txt" }] },
+        {
+          role: "tool",
+          callId: "toolu_1",
+          name: "list_dir",
+          isError: false,
+          content: [
+            { type: "text", text: "a.png" },
+            { type: "text", text: "b.txt" },
+          ],
+        },
         {
           role: "tool",
           callId: "toolu_2",
@@ -261,7 +296,13 @@ describe("Anthropic Messages provider", () => {
     expect(body).not.toHaveProperty("tools");
     expect(body).not.toHaveProperty("system");
     expect(body.messages).toEqual([
-      { role: "user", content: [{ type: "text", text: "one" }, { type: "text", text: "two" }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "one" },
+          { type: "text", text: "two" },
+        ],
+      },
       { role: "assistant", content: [{ type: "tool_use", id: "toolu_9", name: "noop", input: {} }] },
       // Empty text blocks are rejected by the API; a result without content is allowed.
       { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", is_error: false }] },
@@ -272,7 +313,12 @@ describe("Anthropic Messages provider", () => {
     const tools = [{ name: "noop", description: "does nothing", parameters: { type: "object", properties: {} } }];
     const { provider, server } = await setup({ events: textResponse("ok") });
     const ask = (parallelToolCalls?: boolean) =>
-      collect(provider.stream({ model: "", tools, messages: [{ role: "user", text: "hi" }], ...(parallelToolCalls === undefined ? {} : { parallelToolCalls }) }, signal()));
+      collect(
+        provider.stream(
+          { model: "", tools, messages: [{ role: "user", text: "hi" }], ...(parallelToolCalls === undefined ? {} : { parallelToolCalls }) },
+          signal(),
+        ),
+      );
     await ask(false);
     await ask(true);
     await ask();
@@ -294,7 +340,12 @@ describe("Anthropic Messages provider", () => {
     });
     const parts = await collect(provider.stream(simpleRequest, signal()));
     expect(parts.filter((p) => p.type === "finish")).toEqual([
-      { type: "finish", reason: "length", stopReason: "max_tokens", usage: { inputTokens: 1320, outputTokens: 77, cacheReadTokens: 1000, cacheWriteTokens: 300 } },
+      {
+        type: "finish",
+        reason: "length",
+        stopReason: "max_tokens",
+        usage: { inputTokens: 1320, outputTokens: 77, cacheReadTokens: 1000, cacheWriteTokens: 300 },
+      },
     ]);
   });
 
@@ -324,7 +375,11 @@ describe("Anthropic Messages provider", () => {
   });
 
   it.each([
-    [400, '{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}', /^400 .*roles must alternate/],
+    [
+      400,
+      '{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}',
+      /^400 .*roles must alternate/,
+    ],
     [529, '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', /^529 .*Overloaded/],
     [500, "upstream exploded", /^500 upstream exploded/],
   ])("PR1: Anthropic: HTTP %i becomes provider_error with the status and a body excerpt", async (status, body, pattern) => {
@@ -346,7 +401,9 @@ describe("Anthropic Messages provider", () => {
     const garbage = await setup({ events: [messageStart(), "event: content_block_delta\ndata: {not json\n\n", messageStop] });
     await expect(collect(garbage.provider.stream(simpleRequest, signal()))).rejects.toMatchObject({ code: "provider_error" });
     await garbage.server.close();
-    const mismatched = await setup({ events: [messageStart(), textStart(0), inputJsonDelta(0, "{}"), messageDelta("end_turn", 1), messageStop] });
+    const mismatched = await setup({
+      events: [messageStart(), textStart(0), inputJsonDelta(0, "{}"), messageDelta("end_turn", 1), messageStop],
+    });
     await expect(collect(mismatched.provider.stream(simpleRequest, signal()))).rejects.toMatchObject({ code: "provider_error" });
   });
 

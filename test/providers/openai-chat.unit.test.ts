@@ -257,10 +257,18 @@ describe("OpenAI Chat Completions provider", () => {
   });
 
   it("PR1: reports prompt_tokens_details.cached_tokens as cache read tokens", async () => {
-    const usage = { ...usageChunk(120, 7), usage: { prompt_tokens: 120, completion_tokens: 7, total_tokens: 127, prompt_tokens_details: { cached_tokens: 96 } } };
+    const usage = {
+      ...usageChunk(120, 7),
+      usage: { prompt_tokens: 120, completion_tokens: 7, total_tokens: 127, prompt_tokens_details: { cached_tokens: 96 } },
+    };
     const { provider } = await setup({ chunks: [textChunk("ok"), finishChunk("stop"), usage, done] });
     const parts = await collect(provider.stream(simpleRequest, new AbortController().signal));
-    expect(parts.at(-1)).toEqual({ type: "finish", reason: "stop", stopReason: "stop", usage: { inputTokens: 120, outputTokens: 7, cacheReadTokens: 96 } });
+    expect(parts.at(-1)).toEqual({
+      type: "finish",
+      reason: "stop",
+      stopReason: "stop",
+      usage: { inputTokens: 120, outputTokens: 7, cacheReadTokens: 96 },
+    });
   });
 
   it("PR1: maps unknown finish reasons to other and keeps the raw one as the stop reason", async () => {
@@ -309,10 +317,7 @@ describe("OpenAI Chat Completions provider", () => {
   });
 
   it("PR1: the timeout becomes provider_error", async () => {
-    const { provider } = await setup(
-      { delayMs: 2_000, chunks: [textChunk("slow"), finishChunk("stop"), done] },
-      { timeoutMs: 100 },
-    );
+    const { provider } = await setup({ delayMs: 2_000, chunks: [textChunk("slow"), finishChunk("stop"), done] }, { timeoutMs: 100 });
     await expect(collect(provider.stream(simpleRequest, new AbortController().signal))).rejects.toMatchObject({
       code: "provider_error",
       message: expect.stringMatching(/100 ms/),

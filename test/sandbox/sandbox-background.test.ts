@@ -50,13 +50,31 @@ const start = (
   on.start({
     ...owner,
     command,
-    processes: createCallProcesses({ runner, toolPath, workspaceDir: owner.cwd, confinement, identity, limits: { ...env.config.toolLimits, ...limits } }),
+    processes: createCallProcesses({
+      runner,
+      toolPath,
+      workspaceDir: owner.cwd,
+      confinement,
+      identity,
+      limits: { ...env.config.toolLimits, ...limits },
+    }),
   });
-const row = async (id: string) => (await env.query<{ status: string; exit_code: number | null; signal: string | null; output: string }>("select status, exit_code, signal, output from commands where id = $1", [id]))[0];
-const ended = (id: string) => waitFor(async () => {
-  const found = await row(id);
-  return found && found.status !== "running" && found;
-}, 20_000, `command ${id} to end`);
+const row = async (id: string) =>
+  (
+    await env.query<{ status: string; exit_code: number | null; signal: string | null; output: string }>(
+      "select status, exit_code, signal, output from commands where id = $1",
+      [id],
+    )
+  )[0];
+const ended = (id: string) =>
+  waitFor(
+    async () => {
+      const found = await row(id);
+      return found && found.status !== "running" && found;
+    },
+    20_000,
+    `command ${id} to end`,
+  );
 
 describe("sandboxed background commands", () => {
   it("B1, S7: background commands are capped per tenant across workers, and live at most the tenant's lifetime limit", async () => {
@@ -69,13 +87,19 @@ describe("sandboxed background commands", () => {
       const second = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, other, capped)) as { id: string };
       expect(first.id && second.id).toBeTruthy();
       // A third, on either worker, is refused before anything is recorded.
-      for (const on of [commands, other]) expect(await start("echo three", sandboxed(false), env.services.sandbox, on, capped)).toMatchObject({ code: "too_many_commands", error: expect.stringContaining("its limit") });
+      for (const on of [commands, other])
+        expect(await start("echo three", sandboxed(false), env.services.sandbox, on, capped)).toMatchObject({
+          code: "too_many_commands",
+          error: expect.stringContaining("its limit"),
+        });
       commands.cancel(first.id);
       other.cancel(second.id);
       await ended(first.id);
       await ended(second.id);
       // Past its lifetime a command is killed, and its output says why.
-      const short = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, { backgroundSeconds: 1 })) as { id: string };
+      const short = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, { backgroundSeconds: 1 })) as {
+        id: string;
+      };
       const done = await ended(short.id);
       expect(done).toMatchObject({ status: "killed" });
       expect(done.output).toContain("[stopped: background commands live at most 1 s]");
@@ -112,7 +136,10 @@ describe("sandboxed background commands", () => {
   });
 
   it("S3: a network-granted background command has its own connected network, not the host's loopback; slirp4netns ends with it", async () => {
-    const started = (await start("cat /proc/net/route; exec 3<>/dev/tcp/127.0.0.1/5432 && echo postgres; exec 3<>/dev/tcp/10.0.2.2/6379 && echo redis", sandboxed(true))) as { id: string };
+    const started = (await start(
+      "cat /proc/net/route; exec 3<>/dev/tcp/127.0.0.1/5432 && echo postgres; exec 3<>/dev/tcp/10.0.2.2/6379 && echo redis",
+      sandboxed(true),
+    )) as { id: string };
     const done = await ended(started.id);
     expect(done).toMatchObject({ status: "failed", exit_code: 1 });
     expect(done.output).toMatch(/^tap0\t00000000\t0202000A/m);
@@ -135,10 +162,19 @@ describe("sandboxed background commands", () => {
 
   it("S3: a network-granted background command is refused before anything is recorded when slirp4netns is missing", async () => {
     const broken = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-no-slirp", leaseMs: 2000, onError: () => {} });
-    const runner = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: "/nonexistent/slirp4netns", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] });
+    const runner = createSandbox({
+      bwrapPath: "bwrap",
+      slirp4netnsPath: "/nonexistent/slirp4netns",
+      searchPath: toolPath,
+      workspacesDir: env.config.workspacesDir,
+      servicePaths: [repoRoot],
+    });
     try {
       const refused = await start("echo ran", sandboxed(true), runner, broken);
-      expect(refused).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package slirp4netns") });
+      expect(refused).toMatchObject({
+        code: "sandbox_unavailable",
+        error: expect.stringContaining("install the Debian package slirp4netns"),
+      });
       expect(await env.query("select id from commands where owner_worker = 'sandbox-test-no-slirp'")).toEqual([]);
       // Without the network grant it is not needed.
       const plain = (await start("echo ran", sandboxed(false), runner, broken)) as { id: string };
@@ -151,11 +187,19 @@ describe("sandboxed background commands", () => {
   it("S3, S8: without a usable sandbox nothing is recorded or started, Full Access included, and the refusal says why", async () => {
     const target = path.join(outside, "never.txt");
     const broken = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-broken", leaseMs: 2000, onError: () => {} });
-    const runner = createSandbox({ bwrapPath: "/nonexistent/bwrap", searchPath: toolPath, workspacesDir: env.config.workspacesDir, servicePaths: [repoRoot] });
+    const runner = createSandbox({
+      bwrapPath: "/nonexistent/bwrap",
+      searchPath: toolPath,
+      workspacesDir: env.config.workspacesDir,
+      servicePaths: [repoRoot],
+    });
     try {
       for (const confinement of [sandboxed(false), { kind: "full_access" } as const]) {
         const refused = await start(`echo ran > ${target}`, confinement, runner, broken);
-        expect(refused, confinement.kind).toMatchObject({ code: "sandbox_unavailable", error: expect.stringContaining("install the Debian package bubblewrap") });
+        expect(refused, confinement.kind).toMatchObject({
+          code: "sandbox_unavailable",
+          error: expect.stringContaining("install the Debian package bubblewrap"),
+        });
       }
       expect(await env.query("select id from commands where owner_worker = 'sandbox-test-broken'")).toEqual([]);
       expect(existsSync(target)).toBe(false);

@@ -153,9 +153,12 @@ describe("sandbox escapes", () => {
       // Every process in the sandbox, its pid 1 included, sees only the small tool environment.
       const environments = await run(`for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < "$f"; done | cut -d= -f1 | sort -u`);
       expect(environments).toMatchObject({ content: [{ text: expect.stringMatching(/\[exit code 0\]$/) }] });
-      const names = text(environments).split("\n").filter((line) => /^[A-Z_]+$/.test(line));
+      const names = text(environments)
+        .split("\n")
+        .filter((line) => /^[A-Z_]+$/.test(line));
       expect(names.length).toBeGreaterThan(0);
-      for (const name of names) expect(["PATH", "HOME", "TERM", "PAGER", "GIT_PAGER", "LANG", "PWD", "SHLVL", "_", "OLDPWD"]).toContain(name);
+      for (const name of names)
+        expect(["PATH", "HOME", "TERM", "PAGER", "GIT_PAGER", "LANG", "PWD", "SHLVL", "_", "OLDPWD"]).toContain(name);
       const pid1 = await run("tr '\\0' '\\n' < /proc/1/environ");
       expect(text(pid1)).not.toMatch(/DATABASE_URL|REDIS_URL|must-not-leak/);
     } finally {
@@ -197,7 +200,9 @@ describe("sandbox escapes", () => {
     expect(existsSync(path.join(workspace, ".git-old"))).toBe(false);
     expect(await readFile(path.join(workspace, ".git", "config"), "utf8")).toBe(config);
     // The rest of .git stays writable: git works.
-    expect(await run("echo ref > .git/probe && cat .git/probe && mv .git/probe .git/probe-moved")).toMatchObject({ content: [{ text: expect.stringContaining("ref") }] });
+    expect(await run("echo ref > .git/probe && cat .git/probe && mv .git/probe .git/probe-moved")).toMatchObject({
+      content: [{ text: expect.stringContaining("ref") }],
+    });
   });
 
   it("S3: a process outside the sandbox cannot be signalled", async () => {
@@ -216,7 +221,9 @@ describe("sandbox escapes", () => {
   it("S3: nothing the command started outlives the call", async () => {
     const marker = uniqueMarker();
     markers.add(marker);
-    const result = await run(`(sleep ${marker} &); nohup sleep ${marker} > /dev/null 2>&1 & setsid sleep ${marker} > /dev/null 2>&1 & disown -a; echo started`);
+    const result = await run(
+      `(sleep ${marker} &); nohup sleep ${marker} > /dev/null 2>&1 & setsid sleep ${marker} > /dev/null 2>&1 & disown -a; echo started`,
+    );
     expect(text(result)).toContain("started");
     expect(await survivorsAfter(marker, 1000)).toEqual([]);
   });
@@ -225,7 +232,9 @@ describe("sandbox escapes", () => {
 describe("sandboxed work", () => {
   it("S3: legitimate work passes: the workspace is writable, tools run, /tmp is private", async () => {
     const name = `private-${uniqueMarker()}`;
-    const result = await run(`echo hello > out.txt && cat out.txt && ls && node -e 'console.log(6 * 7)' && echo tmp > /tmp/${name} && cat /tmp/${name} && git init -q repo && echo "home=$HOME" && pwd`);
+    const result = await run(
+      `echo hello > out.txt && cat out.txt && ls && node -e 'console.log(6 * 7)' && echo tmp > /tmp/${name} && cat /tmp/${name} && git init -q repo && echo "home=$HOME" && pwd`,
+    );
     expect(result.isError, text(result)).toBeUndefined();
     expect(text(result)).toMatch(/hello\n(.|\n)*42\ntmp\nhome=/);
     expect(text(result)).toContain(`home=${workspace}\n${workspace}\n`);
@@ -245,7 +254,10 @@ describe("sandboxed work", () => {
     expect(connections).toBe(before);
 
     // The sandbox has its own network namespace, connected: tap0 with 10.0.2.100 and a default route via 10.0.2.2.
-    const inside = await run("cat /proc/net/route; grep -q '10.0.2.100' /proc/net/fib_trie && echo has-address; cat /etc/resolv.conf", networked);
+    const inside = await run(
+      "cat /proc/net/route; grep -q '10.0.2.100' /proc/net/fib_trie && echo has-address; cat /etc/resolv.conf",
+      networked,
+    );
     expect(text(inside), text(inside)).toMatch(/\[exit code 0\]$/);
     expect(text(inside)).toContain("has-address\n");
     expect(text(inside)).toMatch(/^tap0\t00000000\t0202000A\t0003\t/m); // default route, gateway 10.0.2.2
@@ -289,25 +301,37 @@ describe("sandboxed work", () => {
     }
   });
 
-  it.runIf(process.getuid?.() === 0)("S3: with a loopback resolver on the host (systemd-resolved, dnsmasq), slirp4netns's DNS address does not lead to the host's loopback", async () => {
-    // slirp4netns's 10.0.2.3 forwards to the host's first nameserver. Here slirp4netns sees a resolv.conf naming
-    // 127.0.0.1 (a private mount namespace, as root), where this test's server and Postgres listen.
-    const fakeResolvConf = path.join(outside, "loopback-resolv.conf");
-    await writeFile(fakeResolvConf, "nameserver 127.0.0.1\n");
-    const wrapper = path.join(outside, "slirp4netns-loopback-dns");
-    await writeFile(wrapper, `#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount --bind "$0" /etc/resolv.conf && exec slirp4netns "$@"' ${fakeResolvConf} "$@"\n`);
-    await chmod(wrapper, 0o755);
-    const tool = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: wrapper, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
-    const before = connections;
-    // The network is up through the wrapper...
-    expect(text(await run("cat /proc/net/route", { runner: tool, ...networked }))).toMatch(/^tap0\t00000000\t0202000A/m);
-    // ...and the DNS alias refuses every port, as it does any other path to the host's loopback (so names do
-    // not resolve through it there either: the sandbox's resolv.conf then names the host's upstream servers).
-    for (const target of [port, 5432, 6379]) {
-      await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.3/${target}' && echo reached`, { runner: tool, ...networked });
-    }
-    expect(connections).toBe(before);
-  });
+  it.runIf(process.getuid?.() === 0)(
+    "S3: with a loopback resolver on the host (systemd-resolved, dnsmasq), slirp4netns's DNS address does not lead to the host's loopback",
+    async () => {
+      // slirp4netns's 10.0.2.3 forwards to the host's first nameserver. Here slirp4netns sees a resolv.conf naming
+      // 127.0.0.1 (a private mount namespace, as root), where this test's server and Postgres listen.
+      const fakeResolvConf = path.join(outside, "loopback-resolv.conf");
+      await writeFile(fakeResolvConf, "nameserver 127.0.0.1\n");
+      const wrapper = path.join(outside, "slirp4netns-loopback-dns");
+      await writeFile(
+        wrapper,
+        `#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount --bind "$0" /etc/resolv.conf && exec slirp4netns "$@"' ${fakeResolvConf} "$@"\n`,
+      );
+      await chmod(wrapper, 0o755);
+      const tool = createSandbox({
+        bwrapPath: "bwrap",
+        slirp4netnsPath: wrapper,
+        searchPath: toolPath,
+        workspacesDir,
+        servicePaths: [repoRoot],
+      });
+      const before = connections;
+      // The network is up through the wrapper...
+      expect(text(await run("cat /proc/net/route", { runner: tool, ...networked }))).toMatch(/^tap0\t00000000\t0202000A/m);
+      // ...and the DNS alias refuses every port, as it does any other path to the host's loopback (so names do
+      // not resolve through it there either: the sandbox's resolv.conf then names the host's upstream servers).
+      for (const target of [port, 5432, 6379]) {
+        await refused(`timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.3/${target}' && echo reached`, { runner: tool, ...networked });
+      }
+      expect(connections).toBe(before);
+    },
+  );
 
   it("S8: Full Access sees the host's files as the tenant's uid, not as root: the service, other workspaces and the host's loopback stay out of reach", async () => {
     const fullAccess = { confinement: { kind: "full_access" } } as const;
@@ -344,7 +368,7 @@ describe("sandboxed work", () => {
     // A bwrap looked up by name on a PATH without it, and a tool built without any runner, refuse the same way.
     const unnamed = createSandbox({ bwrapPath: "bwrap", searchPath: outside, workspacesDir, servicePaths: [repoRoot] });
     expect(await run(`echo ran > ${target}`, { runner: unnamed })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
-        expect(await run(`echo ran > ${target}`, { runner: null })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(await run(`echo ran > ${target}`, { runner: null })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(existsSync(target)).toBe(false);
   });
 
@@ -371,7 +395,9 @@ describe("sandboxed network", () => {
   it("S3: a network-granted call fails closed when slirp4netns is missing, with a clear error; calls without the network still run", async () => {
     const target = path.join(outside, "ran-without-slirp.txt");
     // Configured as the service configures it (FOYA_SLIRP4NETNS_PATH).
-    const missing = sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath, FOYA_SLIRP4NETNS_PATH: "/nonexistent/slirp4netns" }));
+    const missing = sandboxFromConfig(
+      loadConfig({ FOYA_WORKSPACES_DIR: workspacesDir, PATH: toolPath, FOYA_SLIRP4NETNS_PATH: "/nonexistent/slirp4netns" }),
+    );
     const result = await run(`echo ran > ${target}`, { runner: missing, ...networked });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
     expect(text(result)).toMatch(/^Sandbox unavailable: slirp4netns \("\/nonexistent\/slirp4netns"\) is not installed on this worker/);
@@ -382,7 +408,10 @@ describe("sandboxed network", () => {
     // Looked up by name on a PATH without it: the same.
     const emptyDir = await mkdtemp(path.join(outside, "empty-path-"));
     const unnamed = createSandbox({ bwrapPath: "/usr/bin/bwrap", searchPath: emptyDir, workspacesDir, servicePaths: [repoRoot] });
-    expect(await run(`echo ran > ${target}`, { runner: unnamed, ...networked })).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
+    expect(await run(`echo ran > ${target}`, { runner: unnamed, ...networked })).toMatchObject({
+      isError: true,
+      errorCode: "sandbox_unavailable",
+    });
     expect(existsSync(target)).toBe(false);
     // Without the network grant slirp4netns is not needed.
     expect(text(await run("echo fine", { runner: missing }))).toBe("fine\n\n[exit code 0]");
@@ -396,10 +425,18 @@ describe("sandboxed network", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     const target = path.join(workspace, `never-${marker}.txt`);
-    const broken = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
+    const broken = createSandbox({
+      bwrapPath: "bwrap",
+      slirp4netnsPath: fake,
+      searchPath: toolPath,
+      workspacesDir,
+      servicePaths: [repoRoot],
+    });
     const result = await run(`echo ran > ${target}; sleep ${marker}`, { runner: broken, ...networked });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
-    expect(text(result)).toContain("slirp4netns could not connect the sandbox's network (slirp4netns exited (status 1) before the network was up: setns(CLONE_NEWNET): Operation not permitted)");
+    expect(text(result)).toContain(
+      "slirp4netns could not connect the sandbox's network (slirp4netns exited (status 1) before the network was up: setns(CLONE_NEWNET): Operation not permitted)",
+    );
     expect(text(result)).toContain("install the Debian package slirp4netns");
     expect(existsSync(target)).toBe(false);
     expect(await survivorsAfter(marker, 1000)).toEqual([]);
@@ -412,10 +449,18 @@ describe("sandboxed network", () => {
     await chmod(fake, 0o755);
     const marker = uniqueMarker();
     markers.add(marker);
-    const dies = createSandbox({ bwrapPath: "bwrap", slirp4netnsPath: fake, searchPath: toolPath, workspacesDir, servicePaths: [repoRoot] });
+    const dies = createSandbox({
+      bwrapPath: "bwrap",
+      slirp4netnsPath: fake,
+      searchPath: toolPath,
+      workspacesDir,
+      servicePaths: [repoRoot],
+    });
     const result = await run(`echo started; sleep ${marker}`, { runner: dies, ...networked });
     expect(result).toMatchObject({ isError: true, errorCode: "sandbox_unavailable" });
-    expect(text(result)).toContain("the sandbox lost its network, and the command was stopped (slirp4netns exited (status 1) while the command ran: create_sandbox failed)");
+    expect(text(result)).toContain(
+      "the sandbox lost its network, and the command was stopped (slirp4netns exited (status 1) while the command ran: create_sandbox failed)",
+    );
     expect(await survivorsAfter(marker, 1000)).toEqual([]);
   });
 
@@ -446,7 +491,17 @@ describe("sandboxed network", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     for (let i = 0; i < 20; i++) {
-      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, confinement: { kind: "sandbox", network: true }, identity: testIdentity, limits: defaultProcessLimits, runner });
+      const prepared = await prepareShell({
+        command: `sleep ${marker}`,
+        cwd: workspace,
+        path: toolPath,
+        headBytes: 1024,
+        tailBytes: 1024,
+        confinement: { kind: "sandbox", network: true },
+        identity: testIdentity,
+        limits: defaultProcessLimits,
+        runner,
+      });
       if ("unavailable" in prepared) throw new Error(prepared.unavailable);
       const shell = prepared.start();
       await new Promise((resolve) => setTimeout(resolve, (i * 2) % 40));
@@ -463,7 +518,9 @@ describe("sandboxed cancellation", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     const controller = new AbortController();
-    const started = run(`sleep ${marker} & (sleep ${marker} &); setsid sleep ${marker} & echo started; wait`, { signal: controller.signal });
+    const started = run(`sleep ${marker} & (sleep ${marker} &); setsid sleep ${marker} & echo started; wait`, {
+      signal: controller.signal,
+    });
     // Cancel once the tree is up.
     const deadline = Date.now() + 10_000;
     while ((await survivorsAfter(marker, 0)).length < 4 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -478,7 +535,17 @@ describe("sandboxed cancellation", () => {
     const marker = uniqueMarker();
     markers.add(marker);
     for (let i = 0; i < 40; i++) {
-      const prepared = await prepareShell({ command: `sleep ${marker}`, cwd: workspace, path: toolPath, headBytes: 1024, tailBytes: 1024, confinement: { kind: "sandbox", network: false }, identity: testIdentity, limits: defaultProcessLimits, runner });
+      const prepared = await prepareShell({
+        command: `sleep ${marker}`,
+        cwd: workspace,
+        path: toolPath,
+        headBytes: 1024,
+        tailBytes: 1024,
+        confinement: { kind: "sandbox", network: false },
+        identity: testIdentity,
+        limits: defaultProcessLimits,
+        runner,
+      });
       if ("unavailable" in prepared) throw new Error(prepared.unavailable);
       const shell = prepared.start();
       await new Promise((resolve) => setTimeout(resolve, i % 8));

@@ -24,7 +24,11 @@ afterAll(async () => {
 
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 const runIn = (runner: SandboxRunner, workspaceDir: string, command: string): Promise<ToolResult> =>
-  (bashTool as unknown as Tool<{ command: string }>).run(toolContext({ workspaceDir, runner, exposedTools: ["bash"] }), { command }, { callId: "c", name: "bash", argumentsRaw: "" });
+  (bashTool as unknown as Tool<{ command: string }>).run(
+    toolContext({ workspaceDir, runner, exposedTools: ["bash"] }),
+    { command },
+    { callId: "c", name: "bash", argumentsRaw: "" },
+  );
 /** What every plan asks besides the command and the workspace: confined, as the test's tool uid, default limits. */
 const planned = { view: "confined" as const, identity: testIdentity, limits: defaultProcessLimits };
 
@@ -81,7 +85,9 @@ describe("sandbox layout", () => {
       expect(await runIn(runner, workspace, attempt), attempt).toMatchObject({ isError: true, errorCode: "exit_code" });
     }
     expect(existsSync(path.join(workspace, ".git", "real-hooks", "pre-commit"))).toBe(false);
-    expect(await runIn(runner, workspace, "echo fine > notes.txt")).toMatchObject({ content: [{ text: expect.stringMatching(/\[exit code 0\]$/) }] });
+    expect(await runIn(runner, workspace, "echo fine > notes.txt")).toMatchObject({
+      content: [{ text: expect.stringMatching(/\[exit code 0\]$/) }],
+    });
   });
 
   it("S3: a workspace that would expose the workspaces folder or the system trees is refused", async () => {
@@ -90,14 +96,22 @@ describe("sandbox layout", () => {
     const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: workspaces, servicePaths: [repoRoot] });
     for (const workspaceDir of [workspaces, base, "/"]) {
       const plan = await runner.plan({ command: "true", workspaceDir, network: false, ...planned });
-      expect(plan, workspaceDir).toMatchObject({ ok: false, message: expect.stringContaining("a workspace must be a project's own folder") });
+      expect(plan, workspaceDir).toMatchObject({
+        ok: false,
+        message: expect.stringContaining("a workspace must be a project's own folder"),
+      });
     }
-    expect(await runner.plan({ command: "true", workspaceDir: path.join(base, "missing"), network: false, ...planned })).toMatchObject({ ok: false, message: expect.stringContaining("is not a directory") });
+    expect(await runner.plan({ command: "true", workspaceDir: path.join(base, "missing"), network: false, ...planned })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("is not a directory"),
+    });
   });
 
   it("S3: hiding a path that holds the system trees is a configuration error", () => {
     for (const hidden of ["/", "/usr", "/etc"]) {
-      expect(() => createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: base, servicePaths: [], hiddenPaths: [hidden] })).toThrow(/would hide/);
+      expect(() =>
+        createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: base, servicePaths: [], hiddenPaths: [hidden] }),
+      ).toThrow(/would hide/);
     }
   });
 
@@ -118,7 +132,18 @@ describe("sandbox layout", () => {
     };
     const args = bwrapArguments(layout, { network: null, statusFd: 3 });
     const line = args.join(" ");
-    for (const flag of ["--unshare-user --uid 0 --gid 0 --disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--json-status-fd 3"]) {
+    for (const flag of [
+      "--unshare-user --uid 0 --gid 0 --disable-userns",
+      "--unshare-pid",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--unshare-cgroup-try",
+      "--unshare-net",
+      "--die-with-parent",
+      "--new-session",
+      "--cap-drop ALL",
+      "--json-status-fd 3",
+    ]) {
       expect(line).toContain(flag);
     }
     expect(line).not.toContain("--ro-bind / /");
@@ -142,9 +167,18 @@ describe("sandbox layout", () => {
     expect(line).not.toContain("--ro-bind-data");
     // With the network bwrap runs in a namespace made for slirp4netns (see the runner below), the command waits
     // on the block fd, and the generated resolv.conf is bound once /etc is there.
-    const networked = bwrapArguments(layout, { network: { blockFd: 4, resolvConf: { fd: 5, path: "/etc/resolv.conf" } }, statusFd: 3 }).join(" ");
+    const networked = bwrapArguments(layout, {
+      network: { blockFd: 4, resolvConf: { fd: 5, path: "/etc/resolv.conf" } },
+      statusFd: 3,
+    }).join(" ");
     expect(networked).not.toContain("--unshare-net");
-    for (const flag of ["--unshare-user --uid 0 --gid 0 --disable-userns", "--unshare-pid", "--cap-drop ALL", "--json-status-fd 3 --block-fd 4"]) expect(networked).toContain(flag);
+    for (const flag of [
+      "--unshare-user --uid 0 --gid 0 --disable-userns",
+      "--unshare-pid",
+      "--cap-drop ALL",
+      "--json-status-fd 3 --block-fd 4",
+    ])
+      expect(networked).toContain(flag);
     expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeGreaterThan(networked.indexOf("--ro-bind /etc /etc"));
     expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeLessThan(networked.indexOf("--remount-ro / "));
     expect(bwrapArguments(layout, { network: { blockFd: 4, resolvConf: null }, statusFd: 3 }).join(" ")).not.toContain("--ro-bind-data");
@@ -154,7 +188,12 @@ describe("sandbox layout", () => {
     const workspace = path.join(base, "ws-net", "t", "p");
     await mkdir(workspace, { recursive: true });
     await readyForTools(workspace);
-    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "ws-net"), servicePaths: [repoRoot] });
+    const runner = createSandbox({
+      bwrapPath: "bwrap",
+      searchPath: toolPath,
+      workspacesDir: path.join(base, "ws-net"),
+      servicePaths: [repoRoot],
+    });
     const plain = await runner.plan({ command: "true", workspaceDir: workspace, network: false, ...planned });
     if (!plain.ok) throw new Error(plain.message);
     expect(plain.network).toBeNull();
@@ -176,7 +215,8 @@ describe("sandbox layout", () => {
     await readyForTools(workspace);
     const planted = path.join(base, "planted-bin");
     await mkdir(planted, { recursive: true });
-    for (const name of ["bwrap", "setpriv", "prlimit", "unshare", "slirp4netns"]) await writeFile(path.join(planted, name), "#!/bin/sh\necho planted\n", { mode: 0o755 });
+    for (const name of ["bwrap", "setpriv", "prlimit", "unshare", "slirp4netns"])
+      await writeFile(path.join(planted, name), "#!/bin/sh\necho planted\n", { mode: 0o755 });
     const runner = sandboxFromConfig(loadConfig({ FOYA_WORKSPACES_DIR: path.join(base, "ws-path"), PATH: `${planted}:${toolPath}` }));
     const plan = await runner.plan({ command: "true", workspaceDir: workspace, network: true, ...planned });
     if (!plan.ok) throw new Error(plan.message);
@@ -187,32 +227,70 @@ describe("sandbox layout", () => {
     const workspace = path.join(base, "ws-identity", "t", "p");
     await mkdir(workspace, { recursive: true });
     await readyForTools(workspace);
-    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "ws-identity"), servicePaths: [repoRoot] });
-    const limits = { ...defaultProcessLimits, memoryBytes: 1 << 30, processes: 64, cpuSeconds: 30, fileSizeBytes: 1 << 20, wallSeconds: 60, tmpBytes: 1 << 25 };
-    const plan = await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: testIdentity, limits });
+    const runner = createSandbox({
+      bwrapPath: "bwrap",
+      searchPath: toolPath,
+      workspacesDir: path.join(base, "ws-identity"),
+      servicePaths: [repoRoot],
+    });
+    const limits = {
+      ...defaultProcessLimits,
+      memoryBytes: 1 << 30,
+      processes: 64,
+      cpuSeconds: 30,
+      fileSizeBytes: 1 << 20,
+      wallSeconds: 60,
+      tmpBytes: 1 << 25,
+    };
+    const plan = await runner.plan({
+      command: "true",
+      workspaceDir: workspace,
+      network: false,
+      view: "confined",
+      identity: testIdentity,
+      limits,
+    });
     if (!plan.ok) throw new Error(plan.message);
     const line = [plan.file, ...plan.args].join(" ");
     if (process.getuid?.() === 0) {
       expect(plan.file).toMatch(/\/setpriv$/);
-      expect(line).toContain(`--reuid=${testIdentity.uid} --regid=${testIdentity.gid} --clear-groups --no-new-privs --pdeathsig SIGKILL --`);
+      expect(line).toContain(
+        `--reuid=${testIdentity.uid} --regid=${testIdentity.gid} --clear-groups --no-new-privs --pdeathsig SIGKILL --`,
+      );
     }
     expect(line).toMatch(/\/prlimit --as=1073741824 --nproc=64 --fsize=1048576 --core=0 --cpu=30:31 -- \S+\/bwrap /);
     expect(line).toContain(`--size ${1 << 25} --tmpfs /tmp`);
     // Root may never be asked for; a workspace that is not the tenant's is refused, never used as it is.
-    expect(await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: { uid: 0, gid: 0 }, limits })).toMatchObject({ ok: false, message: expect.stringContaining("may not run as root") });
+    expect(
+      await runner.plan({
+        command: "true",
+        workspaceDir: workspace,
+        network: false,
+        view: "confined",
+        identity: { uid: 0, gid: 0 },
+        limits,
+      }),
+    ).toMatchObject({ ok: false, message: expect.stringContaining("may not run as root") });
     if (process.getuid?.() === 0) {
       const other = { uid: testIdentity.uid + 1, gid: testIdentity.gid + 1 };
-      expect(await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: other, limits })).toMatchObject({ ok: false, message: expect.stringContaining(`not to the tenant's tool uid ${other.uid}`) });
+      expect(
+        await runner.plan({ command: "true", workspaceDir: workspace, network: false, view: "confined", identity: other, limits }),
+      ).toMatchObject({ ok: false, message: expect.stringContaining(`not to the tenant's tool uid ${other.uid}`) });
     }
   });
 
   it("S3: a network-granted sandbox's resolv.conf names slirp4netns's DNS, or the host's upstream servers when the host's resolver is on loopback", () => {
     expect(sandboxResolvConf("nameserver 10.255.255.53\n", undefined)).toBe("nameserver 10.0.2.3\n");
-    expect(sandboxResolvConf("# generated\nsearch corp.example\nnameserver 192.0.2.53\noptions edns0\n", undefined)).toBe("search corp.example\noptions edns0\nnameserver 10.0.2.3\n");
-    // systemd-resolved: the stub on 127.0.0.53, the real servers in /run/systemd/resolve/resolv.conf.
-    expect(sandboxResolvConf("nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch lan\n", "nameserver 192.0.2.1\nnameserver 2001:db8::1\nnameserver 198.51.100.1\n")).toBe(
-      "options edns0 trust-ad\nsearch lan\nnameserver 192.0.2.1\nnameserver 198.51.100.1\n",
+    expect(sandboxResolvConf("# generated\nsearch corp.example\nnameserver 192.0.2.53\noptions edns0\n", undefined)).toBe(
+      "search corp.example\noptions edns0\nnameserver 10.0.2.3\n",
     );
+    // systemd-resolved: the stub on 127.0.0.53, the real servers in /run/systemd/resolve/resolv.conf.
+    expect(
+      sandboxResolvConf(
+        "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch lan\n",
+        "nameserver 192.0.2.1\nnameserver 2001:db8::1\nnameserver 198.51.100.1\n",
+      ),
+    ).toBe("options edns0 trust-ad\nsearch lan\nnameserver 192.0.2.1\nnameserver 198.51.100.1\n");
     // A local dnsmasq first, a real server after it.
     expect(sandboxResolvConf("nameserver 127.0.0.1\nnameserver 192.0.2.7\n", undefined)).toBe("nameserver 192.0.2.7\n");
     // Nothing usable: slirp4netns's address anyway (names then do not resolve; addresses still work).

@@ -30,7 +30,9 @@ const whiteout = (at: string) => execFileSync("mknod", [path.join(upper, at), "c
 async function trashed(): Promise<string[]> {
   const info = path.join(trash, "Trash", "info");
   const names = await readdir(info).catch(() => [] as string[]);
-  const paths = await Promise.all(names.map(async (name) => decodeURI(/^Path=(.*)$/m.exec(await readFile(path.join(info, name), "utf8"))![1]!)));
+  const paths = await Promise.all(
+    names.map(async (name) => decodeURI(/^Path=(.*)$/m.exec(await readFile(path.join(info, name), "utf8"))![1]!)),
+  );
   return paths.map((p) => path.relative(workspace, p)).sort();
 }
 async function settle(overrides: Partial<typeof limits> = {}) {
@@ -38,7 +40,19 @@ async function settle(overrides: Partial<typeof limits> = {}) {
   try {
     const plan = await planLayer({ upperDir: upper, folders, startedAtMs: Date.now() + 60_000, limits: { ...limits, ...overrides } });
     const outcome = applyLayer(plan, folders, { root: trash, workspaceDir: workspace });
-    return { plan, outcome, records: Object.fromEntries(plan.files.map((f) => [f.path, { before: f.before.kind === "file" ? f.before.content.toString() : null, after: f.after.kind === "file" ? f.after.content.toString() : null }])) };
+    return {
+      plan,
+      outcome,
+      records: Object.fromEntries(
+        plan.files.map((f) => [
+          f.path,
+          {
+            before: f.before.kind === "file" ? f.before.content.toString() : null,
+            after: f.after.kind === "file" ? f.after.content.toString() : null,
+          },
+        ]),
+      ),
+    };
   } finally {
     folders.close();
   }
@@ -80,7 +94,11 @@ describe("a layer's upper folder", () => {
     await put(upper, { "d/same": "s2", "d/new": "n" });
     setAttributeSync(path.join(upper, "d"), "trusted.overlay.opaque", "y");
     const { records } = await settle();
-    expect(records).toEqual({ "d/old": { before: "old", after: null }, "d/same": { before: "s1", after: "s2" }, "d/new": { before: null, after: "n" } });
+    expect(records).toEqual({
+      "d/old": { before: "old", after: null },
+      "d/same": { before: "s1", after: "s2" },
+      "d/new": { before: null, after: "n" },
+    });
     expect((await readdir(path.join(workspace, "d"))).sort()).toEqual(["new", "same"]);
   });
 

@@ -48,7 +48,11 @@ export async function attempt(name: string, canary: Canary, attack: () => Promis
   } catch (error) {
     failure = error;
   }
-  if (failure === undefined && (await canary.fingerprint()) !== before) failure = new Error(`${name}: something outside the workspace changed`);
-  appendFileSync(path.join(inject("escapeLedger"), `${process.pid}.jsonl`), `${JSON.stringify({ name, breached: failure !== undefined })}\n`);
+  if (failure === undefined && (await canary.fingerprint()) !== before)
+    failure = new Error(`${name}: something outside the workspace changed`);
+  appendFileSync(
+    path.join(inject("escapeLedger"), `${process.pid}.jsonl`),
+    `${JSON.stringify({ name, breached: failure !== undefined })}\n`,
+  );
   if (failure !== undefined) throw failure;
 }

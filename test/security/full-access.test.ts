@@ -43,15 +43,24 @@ describe("escape suite: Full Access", () => {
       const project = await ungranted.post<{ id: string }>("/v1/projects", { name: "p" });
       const refused = await ungranted.post("/v1/sessions", { projectId: project.body.id, approvalMode: "full_access" });
       expect(refused.status).toBe(403);
-      expect(refused.body.error).toMatchObject({ code: "full_access_not_granted", message: expect.stringContaining('PATCH /v1/tenants/{id} {"fullAccess": true}') });
+      expect(refused.body.error).toMatchObject({
+        code: "full_access_not_granted",
+        message: expect.stringContaining('PATCH /v1/tenants/{id} {"fullAccess": true}'),
+      });
     });
     await attempt("start a sub-agent wider than its session", canary, async () => {
       const { sessionId } = await ungranted.newSession({ approvalMode: "auto" });
-      const run = await ungranted.startRun(sessionId, script([[{ tool: "agent", args: { task: "x", approvalMode: "full_access" } }], [{ text: "done" }]]));
+      const run = await ungranted.startRun(
+        sessionId,
+        script([[{ tool: "agent", args: { task: "x", approvalMode: "full_access" } }], [{ text: "done" }]]),
+      );
       expect(run.status).toBe(202);
       await startWorker();
       expect((await ungranted.waitForRun(run.body.id, 30_000)).status).toBe("completed");
-      const [call] = await env.query<{ status: string; error_code: string }>("select status, error_code from tool_calls where run_id = $1", [run.body.id]);
+      const [call] = await env.query<{ status: string; error_code: string }>(
+        "select status, error_code from tool_calls where run_id = $1",
+        [run.body.id],
+      );
       expect(call).toMatchObject({ status: "failed" });
     });
     // A grant revoked: runs of its sessions are refused from then on.
@@ -67,7 +76,11 @@ describe("escape suite: Full Access", () => {
     // Revoked while a run goes on: a sub-agent it then starts cannot carry Full Access on.
     const running = await granted.startRun(
       sessionId,
-      script([[{ tool: "marker_sleep", args: { marker: "revoke", sleepMs: 1500 } }], [{ tool: "agent", args: { task: "x" } }], [{ text: "done" }]]),
+      script([
+        [{ tool: "marker_sleep", args: { marker: "revoke", sleepMs: 1500 } }],
+        [{ tool: "agent", args: { task: "x" } }],
+        [{ text: "done" }],
+      ]),
     );
     expect(running.status).toBe(202);
     const workspace = await env.workspaceOf(sessionId);
@@ -75,7 +88,10 @@ describe("escape suite: Full Access", () => {
     expect((await env.admin.patch(`/v1/tenants/${granted.tenantId}`, { fullAccess: false })).status).toBe(200);
     await attempt("start a Full Access sub-agent after the grant was revoked", canary, async () => {
       expect((await granted.waitForRun(running.body.id, 30_000)).status).toBe("completed");
-      const calls = await env.query<{ name: string; error_code: string | null }>("select name, error_code from tool_calls where run_id = $1 order by created_at", [running.body.id]);
+      const calls = await env.query<{ name: string; error_code: string | null }>(
+        "select name, error_code from tool_calls where run_id = $1 order by created_at",
+        [running.body.id],
+      );
       expect(calls.find((call) => call.name === "agent")).toMatchObject({ error_code: "full_access_not_granted" });
     });
     expect((await env.admin.patch(`/v1/tenants/${granted.tenantId}`, { fullAccess: true })).status).toBe(200);
@@ -95,14 +111,30 @@ describe("escape suite: Full Access", () => {
         sessionId,
         script([
           [
-            { tool: "bash", args: { command: `setsid sleep ${background} > /dev/null 2>&1 & nohup sleep ${background} > /dev/null 2>&1 & sleep ${background}`, background: true } },
-            { tool: "bash", args: { command: `(sleep ${foreground} &); setsid sleep ${foreground} > /dev/null 2>&1 & nohup sleep ${foreground} > /dev/null 2>&1 & sleep ${foreground}`, timeoutMs: 600_000 } },
+            {
+              tool: "bash",
+              args: {
+                command: `setsid sleep ${background} > /dev/null 2>&1 & nohup sleep ${background} > /dev/null 2>&1 & sleep ${background}`,
+                background: true,
+              },
+            },
+            {
+              tool: "bash",
+              args: {
+                command: `(sleep ${foreground} &); setsid sleep ${foreground} > /dev/null 2>&1 & nohup sleep ${foreground} > /dev/null 2>&1 & sleep ${foreground}`,
+                timeoutMs: 600_000,
+              },
+            },
           ],
           [{ text: "never" }],
         ]),
       );
       expect(run.status).toBe(202);
-      await waitFor(async () => (await survivorsAfter(foreground, 0)).length >= 4 && (await survivorsAfter(background, 0)).length >= 3, 30_000, "both trees to start");
+      await waitFor(
+        async () => (await survivorsAfter(foreground, 0)).length >= 4 && (await survivorsAfter(background, 0)).length >= 3,
+        30_000,
+        "both trees to start",
+      );
       worker.kill("SIGKILL");
       expect((await worker.exited).signal).toBe("SIGKILL");
       await attempt(`outlive a SIGKILLed worker (${approvalMode})`, canary, async () => {

@@ -37,14 +37,30 @@ beforeAll(async () => {
   await mkdir(path.join(workspace, ".git", "worktrees", "wt"), { recursive: true });
   await mkdir(path.join(workspace, "wt"), { recursive: true });
   await writeFile(path.join(workspace, "wt", ".git"), `gitdir: ${path.join(workspace, ".git", "worktrees", "wt")}\n`);
-  runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: path.join(base, "workspaces"), servicePaths: [repoRoot] });
+  runner = createSandbox({
+    bwrapPath: "bwrap",
+    searchPath: toolPath,
+    workspacesDir: path.join(base, "workspaces"),
+    servicePaths: [repoRoot],
+  });
   await readyForTools(workspace);
-  canary = watch([outside, path.join(workspace, ".git", "hooks"), path.join(workspace, ".git", "config"), path.join(workspace, "vendor", "lib", ".git", "hooks"), path.join(workspace, "vendor", "lib", ".git", "config"), path.join(workspace, "wt", ".git")]);
+  canary = watch([
+    outside,
+    path.join(workspace, ".git", "hooks"),
+    path.join(workspace, ".git", "config"),
+    path.join(workspace, "vendor", "lib", ".git", "hooks"),
+    path.join(workspace, "vendor", "lib", ".git", "config"),
+    path.join(workspace, "wt", ".git"),
+  ]);
 });
 afterAll(async () => rm(base, { recursive: true, force: true }));
 
 const run = (command: string, confinement: Confinement): Promise<ToolResult> =>
-  bash.run(toolContext({ workspaceDir: workspace, runner, exposedTools: ["bash"], confinement }), { command }, { callId: "c", name: "bash", argumentsRaw: "" });
+  bash.run(
+    toolContext({ workspaceDir: workspace, runner, exposedTools: ["bash"], confinement }),
+    { command },
+    { callId: "c", name: "bash", argumentsRaw: "" },
+  );
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 
 describe("escape suite: git metadata", () => {
@@ -69,7 +85,10 @@ describe("escape suite: git metadata", () => {
       }
       expect(existsSync(path.join(workspace, "vendor", "lib", ".git-old"))).toBe(false);
       // The rest of git works: commits in both repositories.
-      const work = await run("git -c user.name=t -c user.email=t@x commit -q --allow-empty -m one && git -C vendor/lib -c user.name=t -c user.email=t@x commit -q --allow-empty -m two && echo ok", confinement);
+      const work = await run(
+        "git -c user.name=t -c user.email=t@x commit -q --allow-empty -m one && git -C vendor/lib -c user.name=t -c user.email=t@x commit -q --allow-empty -m two && echo ok",
+        confinement,
+      );
       expect(text(work)).toMatch(/ok\n\n\[exit code 0\]$/);
     });
   }
@@ -77,7 +96,10 @@ describe("escape suite: git metadata", () => {
   it("S11: git run on the host by anyone but the tenant refuses the tenant's repositories, so a configuration the command planted in a repository it made runs nothing", async () => {
     const marker = path.join(outside, `fsmonitor-ran-${process.pid}`);
     // A repository the command creates during its call is its own (nothing protects what does not exist yet).
-    const planted = await run(`git init -q fresh && git -C fresh config core.fsmonitor 'touch ${marker}' && echo planted`, { kind: "sandbox", network: false });
+    const planted = await run(`git init -q fresh && git -C fresh config core.fsmonitor 'touch ${marker}' && echo planted`, {
+      kind: "sandbox",
+      network: false,
+    });
     expect(text(planted)).toContain("planted");
     await attempt("a planted core.fsmonitor run by a host-side git status", canary, async () => {
       let output = "";

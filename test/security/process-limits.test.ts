@@ -12,7 +12,14 @@ import { attempt, watch, type Canary } from "./escape-ledger.js";
 const { env, client } = useTestEnv({ worker: true });
 const markers = new Set<string>();
 /** Low limits for the bombing tenant, so the bombs cannot hurt the test machine. */
-const low = { memoryBytes: 512 * 1024 ** 2, processes: 64, cpuSeconds: 3, fileSizeBytes: 8 * 1024 ** 2, wallSeconds: 8, tmpBytes: 16 * 1024 ** 2 };
+const low = {
+  memoryBytes: 512 * 1024 ** 2,
+  processes: 64,
+  cpuSeconds: 3,
+  fileSizeBytes: 8 * 1024 ** 2,
+  wallSeconds: 8,
+  tmpBytes: 16 * 1024 ** 2,
+};
 let bomber: ApiClient;
 let canary: Canary;
 
@@ -38,11 +45,18 @@ describe("escape suite: identity and limits", () => {
     const { sessionId } = await client.newSession();
     const marker = uniqueMarker();
     markers.add(marker);
-    const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: `touch made.txt; sleep ${marker}`, timeoutMs: 20_000 } }], [{ text: "done" }]]));
-    const [pid] = await waitFor(async () => {
-      const found = await livingWith(marker);
-      return found.length > 0 && found;
-    }, 20_000, "the command to start");
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "bash", args: { command: `touch made.txt; sleep ${marker}`, timeoutMs: 20_000 } }], [{ text: "done" }]]),
+    );
+    const [pid] = await waitFor(
+      async () => {
+        const found = await livingWith(marker);
+        return found.length > 0 && found;
+      },
+      20_000,
+      "the command to start",
+    );
     const status = await readFile(`/proc/${pid}/status`, "utf8");
     const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)!.slice(1).map(Number);
     const tenantUid = await toolUidOf(client);
@@ -53,7 +67,11 @@ describe("escape suite: identity and limits", () => {
     await client.post(`/v1/runs/${run.body.id}/cancel`);
     // The command's writes reach the workspace when its call ends (its layer is applied then, SPEC X7).
     const workspace = await env.workspaceOf(sessionId);
-    await waitFor(async () => (await stat(path.join(workspace, "made.txt")).catch(() => null)) !== null, 20_000, "the cancelled command's layer to be applied");
+    await waitFor(
+      async () => (await stat(path.join(workspace, "made.txt")).catch(() => null)) !== null,
+      20_000,
+      "the cancelled command's layer to be applied",
+    );
     const [made, folder] = await Promise.all([stat(path.join(workspace, "made.txt")), stat(workspace)]);
     expect(made.uid).toBe(tenantUid);
     expect(folder.uid).toBe(tenantUid);
@@ -68,7 +86,13 @@ describe("escape suite: identity and limits", () => {
   it("S7: a setuid binary the model plants gives nobody root: it belongs to the tenant, in a folder no one else may enter", async () => {
     const { sessionId, projectId } = await client.newSession();
     expect((await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { allow: ["bash"] } })).status).toBe(200);
-    const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "cp /usr/bin/id ./suid-id && chmod 4755 ./suid-id && ./suid-id -u" } }], [{ text: "done" }]]));
+    const run = await client.startRun(
+      sessionId,
+      script([
+        [{ tool: "bash", args: { command: "cp /usr/bin/id ./suid-id && chmod 4755 ./suid-id && ./suid-id -u" } }],
+        [{ text: "done" }],
+      ]),
+    );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     const workspace = await env.workspaceOf(sessionId);
     const planted = await stat(path.join(workspace, "suid-id"));
@@ -79,7 +103,11 @@ describe("escape suite: identity and limits", () => {
         let output = "";
         try {
           // Through a shell: setpriv itself still holds root's capabilities when it execs its first program.
-          output = execFileSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c", `${path.join(workspace, "suid-id")} -u`], { stdio: "pipe" }).toString();
+          output = execFileSync(
+            "setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c", `${path.join(workspace, "suid-id")} -u`],
+            { stdio: "pipe" },
+          ).toString();
         } catch (error) {
           output = String((error as { stderr?: Buffer }).stderr ?? error);
         }

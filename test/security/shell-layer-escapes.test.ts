@@ -19,13 +19,17 @@ afterAll(async () => rm(outside, { recursive: true, force: true }));
 /** Waits until some layer's upper folder holds `relative`, and answers that path. */
 async function inLayer(relative: string): Promise<string> {
   const layers = path.join(env.config.workspacesDir, ".calls");
-  return waitFor(async () => {
-    for (const name of await readdir(layers).catch(() => [] as string[])) {
-      const candidate = path.join(layers, name, "upper", relative);
-      if (await stat(candidate).catch(() => null)) return candidate;
-    }
-    return null;
-  }, 20_000, `${relative} in a layer`);
+  return waitFor(
+    async () => {
+      for (const name of await readdir(layers).catch(() => [] as string[])) {
+        const candidate = path.join(layers, name, "upper", relative);
+        if (await stat(candidate).catch(() => null)) return candidate;
+      }
+      return null;
+    },
+    20_000,
+    `${relative} in a layer`,
+  );
 }
 
 describe("escape suite: applying a shell call's layer", () => {
@@ -41,7 +45,10 @@ describe("escape suite: applying a shell call's layer", () => {
 
     const canary = watch([outside]);
     await attempt("layer apply through a folder swapped for a symlink", canary, async () => {
-      const run = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "echo planted > sub/new.txt && sleep 2" } }], [{ text: "done" }]]));
+      const run = await client.startRun(
+        sessionId,
+        script([[{ tool: "bash", args: { command: "echo planted > sub/new.txt && sleep 2" } }], [{ text: "done" }]]),
+      );
       await inLayer("sub/new.txt");
       // Another process of the tenant points sub at a folder outside before the apply.
       await rename(path.join(workspace, "sub"), path.join(workspace, "sub.real"));

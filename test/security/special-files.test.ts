@@ -42,7 +42,11 @@ describe("escape suite: special files", () => {
       // Meanwhile another tenant reads and writes files on the same worker.
       const otherRun = await other.startRun(
         otherSession,
-        script([[{ tool: "write", args: { path: "a.txt", content: "a\n" } }], [{ tool: "read", args: { path: "a.txt" } }], [{ text: "done" }]]),
+        script([
+          [{ tool: "write", args: { path: "a.txt", content: "a\n" } }],
+          [{ tool: "read", args: { path: "a.txt" } }],
+          [{ text: "done" }],
+        ]),
       );
       expect((await client.waitForRun(run.body.id, 20_000)).status).toBe("completed");
       expect((await other.waitForRun(otherRun.body.id, 20_000)).status).toBe("completed");
@@ -50,7 +54,11 @@ describe("escape suite: special files", () => {
         "select name, status, error_code, extract(epoch from (ended_at - started_at)) * 1000 as ended_ms from tool_calls where run_id = $1 order by call_index",
         [run.body.id],
       );
-      expect(results.slice(0, 11).map((r) => r.error_code)).toEqual([...Array.from({ length: 9 }, () => "special_file"), "special_file", "special_file"]);
+      expect(results.slice(0, 11).map((r) => r.error_code)).toEqual([
+        ...Array.from({ length: 9 }, () => "special_file"),
+        "special_file",
+        "special_file",
+      ]);
       // grep skips what is not a regular file: no match, no hang.
       expect(results[11]).toMatchObject({ status: "succeeded" });
       // Within a second each (SPEC S6): a correctness bound, not a benchmark, since a blocked open never ends at all.

@@ -24,9 +24,13 @@ describe("escape suite: trash restore", () => {
     const workspace = await env.workspaceOf(session.sessionId);
     await mkdir(path.join(workspace, "etc"));
     await writeFile(path.join(workspace, "etc", "notes.txt"), "inside\n");
-    const run = await client.startRun(session.sessionId, script([[{ tool: "delete", args: { path: "etc/notes.txt" } }], [{ text: "done" }]]));
+    const run = await client.startRun(
+      session.sessionId,
+      script([[{ tool: "delete", args: { path: "etc/notes.txt" } }], [{ text: "done" }]]),
+    );
     expect((await client.waitForRun(run.body.id)).status).toBe("completed");
-    const [entry] = (await client.get<{ entries: Array<{ id: string; path: string }> }>(`/v1/projects/${session.projectId}/trash`)).body.entries;
+    const [entry] = (await client.get<{ entries: Array<{ id: string; path: string }> }>(`/v1/projects/${session.projectId}/trash`)).body
+      .entries;
     expect(entry!.path).toBe(path.join("etc", "notes.txt"));
 
     // The model's shell points etc at a folder outside.

@@ -17,9 +17,11 @@ const allowed: Record<string, string> = {
   "src/sandbox/confinement-report.ts": "reads the host's cgroup facts for /readyz",
   "src/sandbox/find-executable.ts": "looks up programs on the tool PATH",
   "src/sandbox/git-layout.ts": "stats the git metadata the door found, to bind it read-only",
-  "src/sandbox/overlay/apply-upper.ts": "applies a shell call's layer: renames into folders held by descriptor, never followed through a symlink",
+  "src/sandbox/overlay/apply-upper.ts":
+    "applies a shell call's layer: renames into folders held by descriptor, never followed through a symlink",
   "src/sandbox/overlay/call-layers.ts": "makes and removes the root-only folders of layered calls, outside every workspace",
-  "src/sandbox/overlay/strict-folders.ts": "holds workspace folders by descriptor, one real folder at a time (the door's walk, without symlinks)",
+  "src/sandbox/overlay/strict-folders.ts":
+    "holds workspace folders by descriptor, one real folder at a time (the door's walk, without symlinks)",
   "src/sandbox/overlay/upper-changes.ts": "reads a call's upper folder, and the workspace through held folders",
   "src/sandbox/sandbox-network.ts": "opens the sandbox's namespaces under /proc",
   "src/sandbox/sandbox-runner.ts": "reads host facts: system trees, hidden paths, resolv.conf",
@@ -30,13 +32,16 @@ const allowed: Record<string, string> = {
   "src/workspace/git-repositories.ts": "finds the workspace's repositories from held descriptors, for the sandbox's read-only binds",
   "src/workspace/open-workspace-files.ts": "the door itself",
   "src/workspace/project-workspace.ts": "creates workspace folders and hands them to the tenant's uid",
-  "src/workspace/remove-tree.ts": "the door: removes a deleted project's workspace and trash through held descriptors, never following a symlink",
-  "src/workspace/workspace-manifest.ts": "the door: a workspace's manifest walked from held descriptors, to summarize what a background command changed",
+  "src/workspace/remove-tree.ts":
+    "the door: removes a deleted project's workspace and trash through held descriptors, never following a symlink",
+  "src/workspace/workspace-manifest.ts":
+    "the door: a workspace's manifest walked from held descriptors, to summarize what a background command changed",
   "src/workspace/project-trash.ts": "the door: each project's trash, outside every workspace, and its listing",
   "src/workspace/workspace-trash.ts": "the door: removal into the project's trash through a private staging folder",
   "src/workspace/workspace-tree.ts": "the door: walks folders from held descriptors",
 };
-const fileSystemImport = /from\s+["'](?:node:)?fs(?:\/promises)?["']|from\s+["']trash["']|require\(\s*["'](?:node:)?fs|import\(\s*["'](?:node:)?fs/;
+const fileSystemImport =
+  /from\s+["'](?:node:)?fs(?:\/promises)?["']|from\s+["']trash["']|require\(\s*["'](?:node:)?fs|import\(\s*["'](?:node:)?fs/;
 
 describe("the workspace door is the only way to a workspace", () => {
   it("S6: no module outside the door and the sandbox's host checks imports the file system; no tool gets a host path", async () => {

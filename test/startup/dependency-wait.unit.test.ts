@@ -22,8 +22,12 @@ describe("start-up retries", () => {
   it("D9: a logged reason is short and never holds a connection string's password", () => {
     const secrets = urlSecrets("postgres://foya:p%40ss@db:5432/foya");
     expect(shortReason(errorWith("connect ECONNREFUSED 10.0.0.1:5432", { code: "ECONNREFUSED" }), secrets)).toBe("ECONNREFUSED");
-    expect(shortReason(errorWith("the database system is starting up", { code: "57P03" }), secrets)).toBe("the database system is starting up");
-    expect(shortReason(errorWith("cannot reach postgres://foya:p@ss@db:5432/foya."), secrets)).toBe("cannot reach postgres://***@db:5432/foya");
+    expect(shortReason(errorWith("the database system is starting up", { code: "57P03" }), secrets)).toBe(
+      "the database system is starting up",
+    );
+    expect(shortReason(errorWith("cannot reach postgres://foya:p@ss@db:5432/foya."), secrets)).toBe(
+      "cannot reach postgres://***@db:5432/foya",
+    );
     expect(shortReason(errorWith("password p@ss refused"), secrets)).toBe("password *** refused");
     expect(shortReason(errorWith("x".repeat(500))).length).toBe(200);
   });
@@ -32,10 +36,16 @@ describe("start-up retries", () => {
     expect(isConnectionError(errorWith("connect ECONNREFUSED 127.0.0.1:5432", { code: "ECONNREFUSED" }))).toBe(true);
     expect(isConnectionError(errorWith("Connection terminated unexpectedly"))).toBe(true);
     expect(isConnectionError(errorWith("the database system is shutting down", { code: "57P01" }))).toBe(true);
-    expect(isConnectionError(errorWith("Failed query: create table", { cause: errorWith("read ECONNRESET", { code: "ECONNRESET" }) }))).toBe(true);
-    expect(isConnectionError(Object.assign(new AggregateError([errorWith("connect ECONNREFUSED ::1:5432", { code: "ECONNREFUSED" })], "")))).toBe(true);
+    expect(
+      isConnectionError(errorWith("Failed query: create table", { cause: errorWith("read ECONNRESET", { code: "ECONNRESET" }) })),
+    ).toBe(true);
+    expect(
+      isConnectionError(Object.assign(new AggregateError([errorWith("connect ECONNREFUSED ::1:5432", { code: "ECONNREFUSED" })], ""))),
+    ).toBe(true);
     expect(isConnectionError(errorWith('syntax error at or near "tabel"', { code: "42601" }))).toBe(false);
-    expect(isConnectionError(errorWith("Failed query: create table", { cause: errorWith('relation "runs" already exists', { code: "42P07" }) }))).toBe(false);
+    expect(
+      isConnectionError(errorWith("Failed query: create table", { cause: errorWith('relation "runs" already exists', { code: "42P07" }) })),
+    ).toBe(false);
   });
 
   it("D9: waiting is logged once per attempt and shown by the start-up status until the dependency answers", async () => {
@@ -62,7 +72,10 @@ describe("start-up retries", () => {
     ]);
     // A refusal that is not about the connection is thrown at once, unlogged.
     await expect(
-      retryWhileUnavailable("postgres", () => Promise.reject(errorWith("bad migration", { code: "42601" })), { logger: capture, retryIf: isConnectionError }),
+      retryWhileUnavailable("postgres", () => Promise.reject(errorWith("bad migration", { code: "42601" })), {
+        logger: capture,
+        retryIf: isConnectionError,
+      }),
     ).rejects.toThrow("bad migration");
     expect(lines.filter((line) => line.msg.includes("postgres"))).toEqual([]);
   });

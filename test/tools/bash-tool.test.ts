@@ -27,11 +27,21 @@ type RunOptions = { timeoutMs?: number; approvalMode?: ToolContext["approvalMode
 
 function context(options: RunOptions = {}): ToolContext {
   const { timeoutMs: _timeout, approvalMode, ...overrides } = options;
-  return toolContext({ workspaceDir: workspace, runner, exposedTools: ["bash"], ...(approvalMode === "full_access" ? { confinement: { kind: "full_access" } } : {}), ...overrides });
+  return toolContext({
+    workspaceDir: workspace,
+    runner,
+    exposedTools: ["bash"],
+    ...(approvalMode === "full_access" ? { confinement: { kind: "full_access" } } : {}),
+    ...overrides,
+  });
 }
 
 const run = (command: string, options: RunOptions = {}): Promise<ToolResult> =>
-  bash.run(context(options), { command, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) }, { callId: "c", name: "bash", argumentsRaw: "" });
+  bash.run(
+    context(options),
+    { command, ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) },
+    { callId: "c", name: "bash", argumentsRaw: "" },
+  );
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 /** A `sleep` the test can find among the host's processes by its unique duration. */
 const marked = (): string => {
@@ -85,7 +95,9 @@ describe("bash", () => {
   it("F4: permanent deletes are refused outside Full Access and run in Full Access", async () => {
     const refused = await run("touch x && FOO=1 rm -f x");
     expect(refused).toMatchObject({ isError: true, errorCode: "permanent_delete_refused" });
-    expect(await run("touch y && rm -f y && echo gone", { approvalMode: "full_access" })).toMatchObject({ content: [{ text: expect.stringContaining("gone") }] });
+    expect(await run("touch y && rm -f y && echo gone", { approvalMode: "full_access" })).toMatchObject({
+      content: [{ text: expect.stringContaining("gone") }],
+    });
   });
 
   it("O1: output keeps a small head and mostly the tail, with the omitted counts", async () => {

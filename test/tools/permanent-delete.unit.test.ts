@@ -15,7 +15,7 @@ describe("permanent deletes in shell commands", () => {
     "cat list | xargs rm",
     "cat list | xargs -n 1 rm -f",
     "sh -c 'rm -rf x'",
-    "bash -lc \"cd src && rm -r dist\"",
+    'bash -lc "cd src && rm -r dist"',
     "echo $(rm x)",
     "find . -name '*.o' -delete",
     "find . -type f -exec rm {} +",

@@ -34,8 +34,14 @@ describe("list and grep", () => {
   });
 
   it("grep: path:line: text per match, case-insensitive on request, binary and node_modules skipped, capped with a count", async () => {
-    expect(text(await call(grepTool, { pattern: "beta", glob: "**/*.{ts,md}" })).split("\n")).toEqual(["notes.md:1: beta notes", "src/a.ts:2: // TODO: beta"]);
-    expect(text(await call(grepTool, { pattern: "beta", ignoreCase: true, glob: "src/**" })).split("\n")).toEqual(["src/a.ts:2: // TODO: beta", "src/deep/b.ts:1: const Beta = 2;"]);
+    expect(text(await call(grepTool, { pattern: "beta", glob: "**/*.{ts,md}" })).split("\n")).toEqual([
+      "notes.md:1: beta notes",
+      "src/a.ts:2: // TODO: beta",
+    ]);
+    expect(text(await call(grepTool, { pattern: "beta", ignoreCase: true, glob: "src/**" })).split("\n")).toEqual([
+      "src/a.ts:2: // TODO: beta",
+      "src/deep/b.ts:1: const Beta = 2;",
+    ]);
     expect(text(await call(grepTool, { pattern: "hit \\d+" }))).toMatch(/\[200 of 700 matches not shown\]$/);
     expect(await call(grepTool, { pattern: "([" })).toMatchObject({ isError: true, errorCode: "invalid_pattern" });
     expect(text(await call(grepTool, { pattern: "zzz" }))).toMatch(/^No match for \/zzz\//);

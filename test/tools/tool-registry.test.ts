@@ -32,7 +32,33 @@ describe("tool registry", () => {
   it("R1: one registry holds built-ins and tools of other sources, and refuses a name twice", async () => {
     const extra = await loadToolModules([testToolsModule]);
     const registry = createToolRegistry([...builtinTools({ webFetchAllowPrivate: false }), ...extra]);
-    expect(registry.list().map((t) => t.name)).toEqual(["agent", "bash", "command_cancel", "command_output", "command_status", "context_echo", "delete", "edit", "end_batch", "grep", "history_read_tool_result", "late_progress", "list", "make_image", "marker_sleep", "net_probe", "noop", "probe", "read", "rich_result", "show_diff", "tool_search", "update_tasks", "web_fetch", "write"]);
+    expect(registry.list().map((t) => t.name)).toEqual([
+      "agent",
+      "bash",
+      "command_cancel",
+      "command_output",
+      "command_status",
+      "context_echo",
+      "delete",
+      "edit",
+      "end_batch",
+      "grep",
+      "history_read_tool_result",
+      "late_progress",
+      "list",
+      "make_image",
+      "marker_sleep",
+      "net_probe",
+      "noop",
+      "probe",
+      "read",
+      "rich_result",
+      "show_diff",
+      "tool_search",
+      "update_tasks",
+      "web_fetch",
+      "write",
+    ]);
     expect(() => createToolRegistry([tool("a"), tool("a")])).toThrow(/registered twice/);
     await expect(loadToolModules([new URL(import.meta.url).pathname])).rejects.toThrow(/does not export a "tools" array/);
   });
@@ -48,7 +74,10 @@ describe("tool registry", () => {
   });
 
   it("R2: OpenAI and Anthropic renderings are sorted, byte-identical for an unchanged set, and computed once", () => {
-    const registry = createToolRegistry([tool("zeta"), tool("alpha", { parameters: { type: "object", properties: { q: { type: "string" } } } })]);
+    const registry = createToolRegistry([
+      tool("zeta"),
+      tool("alpha", { parameters: { type: "object", properties: { q: { type: "string" } } } }),
+    ]);
     const session = { toolAllowList: null, runMode: "normal" as const };
     const first = registry.schemasFor(registry.exposedFor(session));
     const second = registry.schemasFor(registry.exposedFor(session));

@@ -6,7 +6,16 @@ const index = buildToolSearchIndex(tools.filter((tool) => tool.exposure === "def
 
 describe("tool search index", () => {
   it("R5: names split on _, -, spaces and camelCase", () => {
-    expect(tokenize("calendar_create-event sendEmail HTTPServer2Go")).toEqual(["calendar", "create", "event", "send", "email", "http", "server2", "go"]);
+    expect(tokenize("calendar_create-event sendEmail HTTPServer2Go")).toEqual([
+      "calendar",
+      "create",
+      "event",
+      "send",
+      "email",
+      "http",
+      "server2",
+      "go",
+    ]);
   });
 
   it("R5: ranks by name words first, then description and parameter names; an exact name comes first", () => {

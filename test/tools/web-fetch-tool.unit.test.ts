@@ -43,7 +43,11 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 const fetchWith = (allowPrivate: boolean, url: string): Promise<ToolResult> =>
-  (createWebFetchTool({ allowPrivate }) as unknown as Tool<{ url: string }>).run(toolContext({ workspaceDir: "/tmp" }), { url }, { callId: "c", name: "web_fetch", argumentsRaw: "" });
+  (createWebFetchTool({ allowPrivate }) as unknown as Tool<{ url: string }>).run(
+    toolContext({ workspaceDir: "/tmp" }),
+    { url },
+    { callId: "c", name: "web_fetch", argumentsRaw: "" },
+  );
 const text = (result: ToolResult) => (result.content[0]?.type === "text" ? result.content[0].text : "");
 
 /** A real garbage collection, whatever flags the test process started with. */
@@ -59,7 +63,11 @@ describe("web_fetch", () => {
     try {
       for (const route of ["/silent", "/dribble"]) {
         const started = performance.now();
-        const result = await tool.run(toolContext({ workspaceDir: "/tmp" }), { url: `${base}${route}` }, { callId: "c", name: "web_fetch", argumentsRaw: "" });
+        const result = await tool.run(
+          toolContext({ workspaceDir: "/tmp" }),
+          { url: `${base}${route}` },
+          { callId: "c", name: "web_fetch", argumentsRaw: "" },
+        );
         expect(result, route).toMatchObject({ isError: true, errorCode: "fetch_failed" });
         expect(text(result)).toContain("timed out after 600 ms");
         // A correctness bound, not a benchmark: without a timer that fires, this call never ends.

@@ -31,7 +31,13 @@ export async function startReceiver(plan: ReceiverPlan = () => 200): Promise<Web
       const index = received.length;
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers[name] = value;
-      received.push({ method: request.method ?? "", path: request.url ?? "", headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() });
+      received.push({
+        method: request.method ?? "",
+        path: request.url ?? "",
+        headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: Date.now(),
+      });
       const answer = plan(index);
       if (answer === "hang") {
         hanging.push(response);

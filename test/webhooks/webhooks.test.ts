@@ -33,7 +33,10 @@ async function receiver(plan?: Parameters<typeof startReceiver>[0]): Promise<Web
 }
 
 /** A fresh tenant per test, so one test's runs never reach another test's webhook. */
-async function subscribe(url: string, eventTypes: string[] = ["run_end", "run_status"]): Promise<{ tenant: ApiClient; id: string; secret: string }> {
+async function subscribe(
+  url: string,
+  eventTypes: string[] = ["run_end", "run_status"],
+): Promise<{ tenant: ApiClient; id: string; secret: string }> {
   const tenant = await env.newTenant();
   const created = await tenant.post("/v1/webhooks", { url, eventTypes, description: "test receiver" });
   expect(created.status).toBe(201);
@@ -80,10 +83,14 @@ describe("signed outbound webhooks", () => {
     const other = await subscribe("https://example.com/other");
     expect(() => new Webhook(other.secret).verify(request.body, request.headers)).toThrow();
 
-    const [delivery] = await waitFor(async () => {
-      const list = await deliveries(tenant, id);
-      return list[0]?.status === "delivered" ? list : null;
-    }, 10_000, "delivered status");
+    const [delivery] = await waitFor(
+      async () => {
+        const list = await deliveries(tenant, id);
+        return list[0]?.status === "delivered" ? list : null;
+      },
+      10_000,
+      "delivered status",
+    );
     expect(delivery.id).toBe(request.headers["webhook-id"]);
     expect(delivery).toMatchObject({ eventType: "run_end", sessionId, eventSeq: payload.data.seq });
     expect(delivery.attempts).toHaveLength(1);
@@ -96,10 +103,14 @@ describe("signed outbound webhooks", () => {
     const { tenant, id, secret } = await subscribe(hook.url, ["run_end"]);
     await completeRun(tenant);
 
-    const [delivery] = await waitFor(async () => {
-      const list = await deliveries(tenant, id);
-      return list[0]?.status === "delivered" ? list : null;
-    }, 20_000, "delivery after retries");
+    const [delivery] = await waitFor(
+      async () => {
+        const list = await deliveries(tenant, id);
+        return list[0]?.status === "delivered" ? list : null;
+      },
+      20_000,
+      "delivery after retries",
+    );
     expect(delivery.attempts.map((a: any) => [a.attempt, a.statusCode])).toEqual([
       [1, 500],
       [2, 500],
@@ -126,10 +137,14 @@ describe("signed outbound webhooks", () => {
     const { tenant, id } = await subscribe(hook.url, ["run_end"]);
     await completeRun(tenant);
 
-    const [delivery] = await waitFor(async () => {
-      const list = await deliveries(tenant, id);
-      return list[0]?.attempts.length >= 1 ? list : null;
-    }, 20_000, "a timed-out attempt");
+    const [delivery] = await waitFor(
+      async () => {
+        const list = await deliveries(tenant, id);
+        return list[0]?.attempts.length >= 1 ? list : null;
+      },
+      20_000,
+      "a timed-out attempt",
+    );
     expect(delivery.status).toBe("pending");
     const attempt = delivery.attempts[0];
     expect(attempt.statusCode).toBeNull();
@@ -142,10 +157,14 @@ describe("signed outbound webhooks", () => {
     const hook = await receiver(() => 503);
     const { tenant, id } = await subscribe(hook.url, ["run_end"]);
     await completeRun(tenant);
-    const [delivery] = await waitFor(async () => {
-      const list = await deliveries(tenant, id);
-      return list[0]?.status === "failed" ? list : null;
-    }, 30_000, "failed status");
+    const [delivery] = await waitFor(
+      async () => {
+        const list = await deliveries(tenant, id);
+        return list[0]?.status === "failed" ? list : null;
+      },
+      30_000,
+      "failed status",
+    );
     expect(delivery.attempts.map((a: any) => a.statusCode)).toEqual([503, 503, 503, 503]);
     expect(hook.received).toHaveLength(4);
     // No job left to retry it: no fifth attempt can come.
@@ -161,12 +180,23 @@ describe("signed outbound webhooks", () => {
     const hanging = await receiver(() => "hang");
     const stuck = await subscribe(hanging.url, ["run_end"]);
     await completeRun(stuck.tenant);
-    await waitFor(async () => (await deliveries(stuck.tenant, stuck.id))[0]?.attempts.length >= 1, 20_000, "a pending delivery with an attempt");
+    await waitFor(
+      async () => (await deliveries(stuck.tenant, stuck.id))[0]?.attempts.length >= 1,
+      20_000,
+      "a pending delivery with an attempt",
+    );
     // Both age past 30 days; a third, delivered just now, does not.
     await env.query("update webhook_deliveries set created_at = now() - interval '31 days' where webhook_id = any($1)", [[id, stuck.id]]);
     await completeRun(tenant);
-    await waitFor(async () => (await deliveries(tenant, id)).filter((d) => d.status === "delivered").length === 2, 20_000, "a recent delivery");
-    const old = await env.query<{ id: string }>("select id from webhook_deliveries where webhook_id = $1 and created_at < now() - interval '30 days'", [id]);
+    await waitFor(
+      async () => (await deliveries(tenant, id)).filter((d) => d.status === "delivered").length === 2,
+      20_000,
+      "a recent delivery",
+    );
+    const old = await env.query<{ id: string }>(
+      "select id from webhook_deliveries where webhook_id = $1 and created_at < now() - interval '30 days'",
+      [id],
+    );
 
     expect(await pruneWebhookDeliveries(env.services.db.db, 30 * 24 * 3600 * 1000)).toBeGreaterThanOrEqual(1);
     const left = await deliveries(tenant, id);
@@ -180,7 +210,13 @@ describe("signed outbound webhooks", () => {
     const { tenant, id, secret } = await subscribe("https://example.com/hook", ["approval_request", "approval_resolved"]);
     const one = await tenant.get(`/v1/webhooks/${id}`);
     expect(one.status).toBe(200);
-    expect(one.body).toMatchObject({ id, url: "https://example.com/hook", eventTypes: ["approval_request", "approval_resolved"], enabled: true, description: "test receiver" });
+    expect(one.body).toMatchObject({
+      id,
+      url: "https://example.com/hook",
+      eventTypes: ["approval_request", "approval_resolved"],
+      enabled: true,
+      description: "test receiver",
+    });
     expect(one.body).not.toHaveProperty("secret");
     const all = await tenant.get("/v1/webhooks");
     expect(all.body.webhooks.map((w: any) => w.id)).toEqual([id]);
@@ -250,7 +286,15 @@ describe("signed outbound webhooks", () => {
     await env.query(
       `insert into webhook_deliveries (id, tenant_id, webhook_id, session_id, event_seq, event_type, payload, enqueued_at)
        values ('whd_lost', $1, $2, 'ses_gone', 7, 'run_end', $3, now() - interval '1 hour')`,
-      [row!.tenant_id, id, JSON.stringify({ type: "run_end", timestamp: new Date().toISOString(), data: { sessionId: "ses_gone", runId: "run_gone", seq: 7, event: { type: "run_end", status: "completed" } } })],
+      [
+        row!.tenant_id,
+        id,
+        JSON.stringify({
+          type: "run_end",
+          timestamp: new Date().toISOString(),
+          data: { sessionId: "ses_gone", runId: "run_gone", seq: 7, event: { type: "run_end", status: "completed" } },
+        }),
+      ],
     );
     await waitFor(async () => hook.received.length >= 1, 10_000, "the re-enqueued delivery");
     expect(hook.received[0]!.headers["webhook-id"]).toBe("whd_lost");
@@ -267,10 +311,14 @@ describe("signed outbound webhooks", () => {
       const run = await tenant.startRun(sessionId, script([[{ text: `run ${i}` }]]), "enqueue");
       expect(run.status).toBe(202);
     }
-    const delivered = await waitFor(async () => {
-      const list = await deliveries(tenant, id);
-      return list.length === 5 && list.every((d) => d.status === "delivered") ? list : null;
-    }, 20_000, "five deliveries");
+    const delivered = await waitFor(
+      async () => {
+        const list = await deliveries(tenant, id);
+        return list.length === 5 && list.every((d) => d.status === "delivered") ? list : null;
+      },
+      20_000,
+      "five deliveries",
+    );
     expect(delivered.every((d) => d.attempts.length === 1)).toBe(true);
     await env.settled();
     expect(hook.received).toHaveLength(5);
@@ -285,7 +333,9 @@ describe("signed outbound webhooks", () => {
   });
 
   it("S4: the deliverable event types are exactly those the outbox trigger fires for", async () => {
-    const [trigger] = await env.query<{ def: string }>("select pg_get_triggerdef(oid) as def from pg_trigger where tgname = 'events_webhook_outbox'");
+    const [trigger] = await env.query<{ def: string }>(
+      "select pg_get_triggerdef(oid) as def from pg_trigger where tgname = 'events_webhook_outbox'",
+    );
     const listed = [...(trigger?.def ?? "").matchAll(/'([a-z_]+)'::text/g)].map((m) => m[1]).sort();
     expect(listed).toEqual([...webhookEventTypes].sort());
   });
@@ -296,7 +346,13 @@ describe("webhook address guard", () => {
     const guarded = await createTestEnv();
     try {
       const tenant = await guarded.newTenant();
-      for (const url of ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://[::1]/hook", "http://10.1.2.3/hook", "http://169.254.169.254/latest"]) {
+      for (const url of [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://[::1]/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest",
+      ]) {
         const response = await tenant.post("/v1/webhooks", { url, eventTypes: ["run_end"] });
         expect(response.status, url).toBe(400);
         expect(response.body.error.message).toContain("does not allow");
@@ -309,7 +365,7 @@ describe("webhook address guard", () => {
     const hook = await receiver();
     const outcome = await sendWebhook({
       url: hook.url,
-      secret: "whsec_" + Buffer.alloc(32, 1).toString("base64"),
+      secret: `whsec_${Buffer.alloc(32, 1).toString("base64")}`,
       deliveryId: "whd_guard",
       body: "{}",
       timeoutMs: 1000,

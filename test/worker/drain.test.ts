@@ -26,7 +26,11 @@ describe("worker shutdown", () => {
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "marker_sleep", args: { marker: "drain", sleepMs: 1000 } }], [{ tool: "noop", args: { marker: "after" } }], [{ text: "ok" }]]),
+      script([
+        [{ tool: "marker_sleep", args: { marker: "drain", sleepMs: 1000 } }],
+        [{ tool: "noop", args: { marker: "after" } }],
+        [{ text: "ok" }],
+      ]),
     );
     await waitFor(async () => (await readMarkers(workspace, "drain")).length === 1, 20_000, "the tool to start");
     draining.kill("SIGTERM");

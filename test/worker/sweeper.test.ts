@@ -65,7 +65,14 @@ describe("sweeper", () => {
     await env.query(
       `insert into messages (id, tenant_id, session_id, run_id, run_ordinal, step_index, part, call_index, role, content)
        select 'msg_sw', tenant_id, session_id, id, 1, 0, 1, 0, 'assistant', $2 from runs where id = $1`,
-      [runId, JSON.stringify({ role: "assistant", text: "", toolCalls: [0, 1].map((i) => ({ callId: `call_sw_${i}`, name: "noop", argumentsRaw: "{}" })) })],
+      [
+        runId,
+        JSON.stringify({
+          role: "assistant",
+          text: "",
+          toolCalls: [0, 1].map((i) => ({ callId: `call_sw_${i}`, name: "noop", argumentsRaw: "{}" })),
+        }),
+      ],
     );
     await sweepOnce(env.services);
     const run = (await client.get(`/v1/runs/${runId}`)).body;

@@ -88,7 +88,7 @@ describe("readLines", () => {
       const expected = new TextDecoder().decode(file).split("\n");
       if (expected.at(-1) === "") expected.pop();
       expect(result.totalLines).toBe(expected.length);
-      expect(result.lines.map((line) => line.text + "|" + line.cut)).toEqual(
+      expect(result.lines.map((line) => `${line.text}|${line.cut}`)).toEqual(
         expected.map((line) => {
           let kept = line.slice(0, maxLineChars);
           const last = kept.charCodeAt(kept.length - 1);
@@ -140,7 +140,10 @@ describe("readLines", () => {
       throwing.abort();
       throw new DOMException("The operation was aborted", "AbortError");
     }
-    expect(await readLines(throwsOnAbort(), { ...generous, signal: throwing.signal })).toMatchObject({ cancelled: true, lines: [{ text: "first" }] });
+    expect(await readLines(throwsOnAbort(), { ...generous, signal: throwing.signal })).toMatchObject({
+      cancelled: true,
+      lines: [{ text: "first" }],
+    });
 
     async function* failing(): AsyncGenerator<Buffer> {
       yield Buffer.from("first\n");
@@ -160,7 +163,13 @@ describe("readLines", () => {
       }
     }
     const started = performance.now();
-    const result = await readLines(oneGigabyteLine(), { offset: 1, limit: 2000, maxLineChars: 2000, maxOutputBytes: 256 * 1024, maxScanBytes: 2 * 1024 * mebibyte });
+    const result = await readLines(oneGigabyteLine(), {
+      offset: 1,
+      limit: 2000,
+      maxLineChars: 2000,
+      maxOutputBytes: 256 * 1024,
+      maxScanBytes: 2 * 1024 * mebibyte,
+    });
     const elapsed = performance.now() - started;
     expect(result).toMatchObject({ totalLines: 1, totalIsExact: true, scannedBytes: 1024 * mebibyte, cancelled: false });
     expect(result.lines).toEqual([{ number: 1, text: "a".repeat(2000), cut: 1024 * mebibyte - 2000 }]);

@@ -46,7 +46,14 @@ const run = <A>(tool: unknown, args: A) =>
 describe("workspace confinement", () => {
   it("S6: the door refuses .., absolute paths and symlinks that lead outside; links that stay inside resolve to their target", async () => {
     const door = openWorkspaceFiles({ root: workspace, trashStaging: path.join(root, "staging"), trash: path.join(root, "trash") });
-    for (const requested of ["../outside/secret.txt", "/etc/passwd", "escape/secret.txt", "secret-link", "escape/new.txt", "src/../../outside"]) {
+    for (const requested of [
+      "../outside/secret.txt",
+      "/etc/passwd",
+      "escape/secret.txt",
+      "secret-link",
+      "escape/new.txt",
+      "src/../../outside",
+    ]) {
       await expect(door.locate(requested), requested).rejects.toMatchObject({ code: "path_outside_workspace" });
     }
     expect(await door.locate("inside-link/a.txt")).toBe("src/a.txt");
@@ -76,7 +83,7 @@ describe("workspace confinement", () => {
   });
 
   it("read numbers lines and pages with offset and limit", async () => {
-    await run(writeTool, { path: "notes/many.txt", content: Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n") + "\n" });
+    await run(writeTool, { path: "notes/many.txt", content: `${Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n")}\n` });
     const page = await run(readTool, { path: "notes/many.txt", offset: 3, limit: 2 });
     expect(page.isError).toBeUndefined();
     const text = page.content[0]!.type === "text" ? page.content[0]!.text : "";
@@ -85,13 +92,15 @@ describe("workspace confinement", () => {
   });
 
   it("O1: read reaches any offset of a big file, cuts long lines, and says what it left out of how much", async () => {
-    const big = Array.from({ length: 50_000 }, (_, i) => `row ${i + 1}`).join("\n") + "\n";
+    const big = `${Array.from({ length: 50_000 }, (_, i) => `row ${i + 1}`).join("\n")}\n`;
     await run(writeTool, { path: "big.txt", content: big });
     const far = await run(readTool, { path: "big.txt", offset: 49_999, limit: 5 });
     const farText = far.content[0]!.type === "text" ? far.content[0]!.text : "";
     expect(farText.split("\n").slice(0, 2)).toEqual([" 49999\trow 49999", " 50000\trow 50000"]);
-    expect(farText).toContain(`showing lines 49999-50000 of 50000; ${Buffer.byteLength(big) - 20} of ${Buffer.byteLength(big)} bytes not shown`);
-    await run(writeTool, { path: "wide.txt", content: "x".repeat(5000) + "\nshort\n" });
+    expect(farText).toContain(
+      `showing lines 49999-50000 of 50000; ${Buffer.byteLength(big) - 20} of ${Buffer.byteLength(big)} bytes not shown`,
+    );
+    await run(writeTool, { path: "wide.txt", content: `${"x".repeat(5000)}\nshort\n` });
     const wide = await run(readTool, { path: "wide.txt" });
     const wideText = wide.content[0]!.type === "text" ? wide.content[0]!.text : "";
     expect(wideText).toContain("… [line cut: 3000 more characters]");

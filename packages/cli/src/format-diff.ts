@@ -6,7 +6,14 @@ export function formatDiff(diff: string, style: TerminalStyle): string {
   return diff
     .split("\n")
     .map((line) => {
-      if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff ") || line.startsWith("index ") || line.startsWith("===")) return style.bold(line);
+      if (
+        line.startsWith("+++") ||
+        line.startsWith("---") ||
+        line.startsWith("diff ") ||
+        line.startsWith("index ") ||
+        line.startsWith("===")
+      )
+        return style.bold(line);
       if (line.startsWith("@@")) return style.cyan(line);
       if (line.startsWith("+")) return style.green(line);
       if (line.startsWith("-")) return style.red(line);

@@ -23,7 +23,8 @@ export function reportError(error: unknown, context: CliContext, options: { json
   } else {
     const style = createTerminalStyle(colorsEnabled(context.stderr, context.env));
     context.stderr.write(`${style.red("foya:")} ${described.message}\n`);
-    if (described.exitCode === exitCodes.usage) context.stderr.write(`See \`foya ${options.command ? `${options.command} ` : ""}--help\`.\n`);
+    if (described.exitCode === exitCodes.usage)
+      context.stderr.write(`See \`foya ${options.command ? `${options.command} ` : ""}--help\`.\n`);
   }
   return described.exitCode;
 }
@@ -35,11 +36,16 @@ function describe(error: unknown, context: CliContext): Described {
     return { exitCode, code: error.code, status: error.status, message: `${error.message} (${error.code}, HTTP ${error.status})` };
   }
   const code = codeOf(error);
-  if (code === "usage" || code?.startsWith("ERR_PARSE_ARGS_")) return { exitCode: exitCodes.usage, code: "usage", message: (error as Error).message };
+  if (code === "usage" || code?.startsWith("ERR_PARSE_ARGS_"))
+    return { exitCode: exitCodes.usage, code: "usage", message: (error as Error).message };
   // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, ...) is its cause.
   if (error instanceof TypeError && error.message === "fetch failed") {
     const cause = (error as { cause?: unknown }).cause;
-    return { exitCode: exitCodes.error, code: "unreachable", message: `cannot reach the API: ${cause instanceof Error ? cause.message : String(cause)}` };
+    return {
+      exitCode: exitCodes.error,
+      code: "unreachable",
+      message: `cannot reach the API: ${cause instanceof Error ? cause.message : String(cause)}`,
+    };
   }
   if (error instanceof Error) return { exitCode: exitCodes.error, code: code ?? "error", message: error.message };
   return { exitCode: exitCodes.error, code: "error", message: String(error) };

@@ -60,8 +60,15 @@ function findCommand(argv: readonly string[]): Command {
 
 function checkArguments(command: Command, positionals: readonly string[]): void {
   const required = command.arguments.filter((argument) => !argument.optional);
-  if (positionals.length < required.length) throw new UsageError(`missing ${required.slice(positionals.length).map((argument) => argument.name).join(" ")}`);
-  if (positionals.length > command.arguments.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[command.arguments.length])}`);
+  if (positionals.length < required.length)
+    throw new UsageError(
+      `missing ${required
+        .slice(positionals.length)
+        .map((argument) => argument.name)
+        .join(" ")}`,
+    );
+  if (positionals.length > command.arguments.length)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[command.arguments.length])}`);
 }
 
 function configStore(file: string): ConfigStore {

@@ -23,7 +23,8 @@ export class RunView {
       case "step_end":
         return;
       case "step_start":
-        if (event.data.attempt > 1) this.notice(style.yellow(`step ${event.data.stepIndex} retried (attempt ${event.data.attempt}): what it wrote before is void`));
+        if (event.data.attempt > 1)
+          this.notice(style.yellow(`step ${event.data.stepIndex} retried (attempt ${event.data.attempt}): what it wrote before is void`));
         return;
       case "text_delta":
         this.text(event.data.text);
@@ -56,18 +57,24 @@ export class RunView {
         return;
       }
       case "run_status":
-        if (event.data.status === "recovering") this.notice(style.yellow(`worker lost, another takes over${event.data.reason ? ` (${event.data.reason})` : ""}`));
+        if (event.data.status === "recovering")
+          this.notice(style.yellow(`worker lost, another takes over${event.data.reason ? ` (${event.data.reason})` : ""}`));
         else if (event.data.reason) this.notice(style.dim(`run ${event.data.status}: ${event.data.reason}`));
         return;
       case "subagent_start":
         this.notice(style.dim(`sub-agent started: foya events ${event.data.childSessionId} --follow`));
         return;
       case "tasks_updated":
-        for (const task of event.data.tasks) this.notice(style.dim(`  [${task.status === "done" ? "x" : task.status === "in_progress" ? "~" : " "}] ${task.title}`));
+        for (const task of event.data.tasks)
+          this.notice(style.dim(`  [${task.status === "done" ? "x" : task.status === "in_progress" ? "~" : " "}] ${task.title}`));
         return;
       case "run_end": {
         const { status, error } = event.data;
-        this.notice(status === "completed" ? style.green("✓ run completed") : style.red(`✗ run ${status}${error ? `: ${error.message} (${error.code})` : ""}`));
+        this.notice(
+          status === "completed"
+            ? style.green("✓ run completed")
+            : style.red(`✗ run ${status}${error ? `: ${error.message} (${error.code})` : ""}`),
+        );
         return;
       }
       default:

@@ -44,6 +44,7 @@ export function createApprovalsApi(api: FoyaApi): ApprovalsApi {
         ...(options.reason !== undefined ? { reason: options.reason } : {}),
         ...(options.editedArguments !== undefined ? { arguments: options.editedArguments } : {}),
       }),
-    deny: (approvalId, options = {}) => decide(approvalId, { decision: "deny", ...(options.reason !== undefined ? { reason: options.reason } : {}) }),
+    deny: (approvalId, options = {}) =>
+      decide(approvalId, { decision: "deny", ...(options.reason !== undefined ? { reason: options.reason } : {}) }),
   };
 }

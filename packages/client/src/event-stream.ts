@@ -25,7 +25,11 @@ const retryableStatuses = new Set([408, 425, 429, 500, 502, 503, 504]);
  * server replays exactly what was missed; an event at or below it (a server or proxy that
  * replays more) is dropped. Breaking out of the loop closes the connection.
  */
-export async function* streamSessionEvents(transport: Transport, sessionId: string, options: EventStreamOptions = {}): AsyncGenerator<FoyaEvent, void, undefined> {
+export async function* streamSessionEvents(
+  transport: Transport,
+  sessionId: string,
+  options: EventStreamOptions = {},
+): AsyncGenerator<FoyaEvent, void, undefined> {
   const { signal, until } = options;
   const reconnect = { ...transport.reconnect, ...options.reconnect };
   let initialDelayMs = reconnect.initialDelayMs ?? 250;
@@ -69,7 +73,8 @@ export async function* streamSessionEvents(transport: Transport, sessionId: stri
     }
     failures++;
     if (failures >= maxAttempts) throw lastError;
-    const retryAfterMs = isFoyaApiError(lastError) && lastError.retryAfterSeconds !== undefined ? lastError.retryAfterSeconds * 1000 : undefined;
+    const retryAfterMs =
+      isFoyaApiError(lastError) && lastError.retryAfterSeconds !== undefined ? lastError.retryAfterSeconds * 1000 : undefined;
     await delay(retryAfterMs ?? Math.min(maxDelayMs, initialDelayMs * 2 ** (failures - 1)), signal);
   }
 }

@@ -14,7 +14,16 @@ import type { components } from "./generated/openapi.js";
 
 export type RunStatus = components["schemas"]["Run"]["status"];
 export type TerminalRunStatus = Exclude<RunStatus, "queued" | "running" | "awaiting_approval">;
-export type ToolCallStatus = "queued" | "awaiting_approval" | "running" | "succeeded" | "failed" | "denied" | "skipped" | "cancelled" | "interrupted";
+export type ToolCallStatus =
+  | "queued"
+  | "awaiting_approval"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "denied"
+  | "skipped"
+  | "cancelled"
+  | "interrupted";
 export type TerminalToolCallStatus = Exclude<ToolCallStatus, "queued" | "awaiting_approval" | "running">;
 
 export type FoyaEventBody =

@@ -25,7 +25,12 @@ export function createFileChangesApi(api: FoyaApi): FileChangesApi {
     get,
     diff: async (changeId) => (await get(changeId)).diff,
     async revert(changeId, options = {}) {
-      return unwrap(await api.POST("/v1/file-changes/{id}/revert", { params: { path: { id: changeId } }, body: { andLater: options.andLater ?? false } })).reverted;
+      return unwrap(
+        await api.POST("/v1/file-changes/{id}/revert", {
+          params: { path: { id: changeId } },
+          body: { andLater: options.andLater ?? false },
+        }),
+      ).reverted;
     },
   };
 }

@@ -54,5 +54,10 @@ export function isFoyaApiError(error: unknown): error is FoyaApiError {
 function isErrorBody(body: unknown): body is { error: { code: string; message: string; current?: Record<string, unknown> } } {
   if (typeof body !== "object" || body === null) return false;
   const error = (body as { error?: unknown }).error;
-  return typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string" && typeof (error as { message?: unknown }).message === "string";
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === "string" &&
+    typeof (error as { message?: unknown }).message === "string"
+  );
 }

@@ -5,7 +5,15 @@ export type { ApprovalListQuery, ApprovalsApi, ApproveOptions } from "./approval
 export type { EventsApi } from "./events-api.js";
 export type { EventStreamOptions } from "./event-stream.js";
 export type { ReconnectOptions } from "./client-options.js";
-export type { FoyaEvent, FoyaEventBody, FoyaEventType, RunStatus, TerminalRunStatus, TerminalToolCallStatus, ToolCallStatus } from "./events.js";
+export type {
+  FoyaEvent,
+  FoyaEventBody,
+  FoyaEventType,
+  RunStatus,
+  TerminalRunStatus,
+  TerminalToolCallStatus,
+  ToolCallStatus,
+} from "./events.js";
 export type { FileChangesApi } from "./file-changes-api.js";
 export { FoyaApiError, isFoyaApiError } from "./foya-api-error.js";
 export { FoyaTimeoutError } from "./foya-timeout-error.js";

@@ -32,7 +32,11 @@ export interface RunsApi {
    * its events come from the session's log after the point the session had reached before
    * the run was created, so none is missed, and other runs' events are left out.
    */
-  stream(sessionId: string, input: string, options?: RunStartOptions & RunEventsOptions): Promise<{ run: Run; events: AsyncGenerator<FoyaEvent, void, undefined> }>;
+  stream(
+    sessionId: string,
+    input: string,
+    options?: RunStartOptions & RunEventsOptions,
+  ): Promise<{ run: Run; events: AsyncGenerator<FoyaEvent, void, undefined> }>;
   /** The events of a run already started, through its `run_end`; `after` (0) skips the session's log up to it. */
   events(run: Pick<Run, "id" | "sessionId">, options?: RunEventsOptions): AsyncGenerator<FoyaEvent, void, undefined>;
 }
@@ -71,7 +75,10 @@ export function createRunsApi(api: FoyaApi, transport: Transport): RunsApi {
       return { run, events: runs.events(run, { after: session.lastEventSeq, ...streamOptions }) };
     },
     async *events(run, options = {}) {
-      const all = streamSessionEvents(transport, run.sessionId, { ...options, until: (event) => event.runId === run.id && event.type === "run_end" });
+      const all = streamSessionEvents(transport, run.sessionId, {
+        ...options,
+        until: (event) => event.runId === run.id && event.type === "run_end",
+      });
       for await (const event of all) if (event.runId === run.id) yield event;
     },
   };

@@ -17,7 +17,13 @@ export interface ConnectionCallbacks {
  * server closes. A non-2xx answer throws a `FoyaApiError`; a connection that fails throws what
  * `fetch` or the body threw. Returning early (or an abort of `signal`) closes the connection.
  */
-export async function* readEventConnection(transport: Transport, sessionId: string, afterSeq: number, callbacks: ConnectionCallbacks, signal?: AbortSignal): AsyncGenerator<FoyaEvent, void, undefined> {
+export async function* readEventConnection(
+  transport: Transport,
+  sessionId: string,
+  afterSeq: number,
+  callbacks: ConnectionCallbacks,
+  signal?: AbortSignal,
+): AsyncGenerator<FoyaEvent, void, undefined> {
   const connection = new AbortController();
   const abort = () => connection.abort(signal?.reason);
   signal?.addEventListener("abort", abort, { once: true });
@@ -60,5 +66,9 @@ function parseEvent(response: Response, data: string): FoyaEvent {
   } catch {
     // Reported below.
   }
-  throw new FoyaApiError({ status: response.status, code: "malformed_event", message: `the event stream sent a frame that is not an event: ${data.slice(0, 200)}` });
+  throw new FoyaApiError({
+    status: response.status,
+    code: "malformed_event",
+    message: `the event stream sent a frame that is not an event: ${data.slice(0, 200)}`,
+  });
 }

@@ -29,7 +29,11 @@ export function App() {
         <strong class="brand">Foya</strong>
         <nav>
           {tabs.map((tab) => (
-            <Link key={tab.label} to={tab.route} class={tab.route.screen === route.screen || (tab.route.screen === "sessions" && route.screen === "session") ? "active" : ""}>
+            <Link
+              key={tab.label}
+              to={tab.route}
+              class={tab.route.screen === route.screen || (tab.route.screen === "sessions" && route.screen === "session") ? "active" : ""}
+            >
               {tab.label}
             </Link>
           ))}

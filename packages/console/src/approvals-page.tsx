@@ -63,8 +63,8 @@ function ApprovalCard(props: { client: FoyaClient; approval: Approval; onDecided
       <header class="row">
         <strong>{approval.call.tool}</strong>
         <span class="hint">
-          session <Link to={{ screen: "session", sessionId: approval.sessionId }}>{approval.sessionId}</Link> · run <span class="mono">{approval.runId}</span> · expires{" "}
-          {new Date(approval.expiresAt).toLocaleString()}
+          session <Link to={{ screen: "session", sessionId: approval.sessionId }}>{approval.sessionId}</Link> · run{" "}
+          <span class="mono">{approval.runId}</span> · expires {new Date(approval.expiresAt).toLocaleString()}
         </span>
       </header>
       <p class="why">{approval.requestReason}</p>
@@ -72,7 +72,13 @@ function ApprovalCard(props: { client: FoyaClient; approval: Approval; onDecided
       {editing === null ? (
         <pre class="arguments">{pretty(approval.call.arguments)}</pre>
       ) : (
-        <textarea class="arguments" rows={8} value={editing} onInput={(event) => setEditing(event.currentTarget.value)} aria-label="Edited arguments" />
+        <textarea
+          class="arguments"
+          rows={8}
+          value={editing}
+          onInput={(event) => setEditing(event.currentTarget.value)}
+          aria-label="Edited arguments"
+        />
       )}
       <label>
         Reason (optional)
@@ -84,7 +90,12 @@ function ApprovalCard(props: { client: FoyaClient; approval: Approval; onDecided
             <button type="button" disabled={busy} onClick={() => void decide(() => client.approvals.approve(approval.id, withReason))}>
               Approve
             </button>
-            <button type="button" class="danger" disabled={busy} onClick={() => void decide(() => client.approvals.deny(approval.id, withReason))}>
+            <button
+              type="button"
+              class="danger"
+              disabled={busy}
+              onClick={() => void decide(() => client.approvals.deny(approval.id, withReason))}
+            >
               Deny
             </button>
             <button type="button" class="secondary" disabled={busy} onClick={() => setEditing(pretty(approval.call.arguments))}>

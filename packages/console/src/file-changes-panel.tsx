@@ -58,7 +58,7 @@ export function FileChangesPanel(props: { client: FoyaClient; changes: Loaded<Fi
                 </>
               )}
             </div>
-            {open[change.id] !== undefined && <DiffView diff={open[change.id]!} />}
+            {open[change.id] !== undefined && <DiffView diff={open[change.id] as string} />}
           </li>
         ))}
       </ul>

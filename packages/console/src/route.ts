@@ -1,11 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 
 /** The console's screens, parsed from the path below /console (the API answers index.html for each). */
-export type Route =
-  | { screen: "sessions" }
-  | { screen: "session"; sessionId: string }
-  | { screen: "approvals" }
-  | { screen: "usage" };
+export type Route = { screen: "sessions" } | { screen: "session"; sessionId: string } | { screen: "approvals" } | { screen: "usage" };
 
 const base = "/console";
 

@@ -34,11 +34,13 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
     runs.push({ runId: event.runId, status: "running", steps: [], calls: [] });
     index = runs.length - 1;
   }
-  const run: RunView = { ...runs[index]!, steps: runs[index]!.steps.slice(), calls: runs[index]!.calls.slice() };
+  const previous = runs[index] as RunView;
+  const run: RunView = { ...previous, steps: previous.steps.slice(), calls: previous.calls.slice() };
   runs[index] = run;
   const updateCall = (callId: string, change: (call: ToolCallView) => Partial<ToolCallView>) => {
     const at = run.calls.findIndex((call) => call.callId === callId);
-    if (at >= 0) run.calls[at] = { ...run.calls[at]!, ...change(run.calls[at]!) };
+    const call = run.calls[at];
+    if (call) run.calls[at] = { ...call, ...change(call) };
   };
   switch (event.type) {
     case "run_start":
@@ -55,7 +57,8 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
     case "text_delta": {
       const step = event.step;
       const at = run.steps.findIndex((candidate) => step && candidate.index === step.index && candidate.attempt === step.attempt);
-      if (at >= 0) run.steps[at] = { ...run.steps[at]!, text: run.steps[at]!.text + event.data.text };
+      const found = run.steps[at];
+      if (found) run.steps[at] = { ...found, text: found.text + event.data.text };
       else if (!step) run.steps.push({ index: -1, attempt: 0, text: event.data.text });
       break;
     }
@@ -69,7 +72,11 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
       }));
       break;
     case "approval_request":
-      updateCall(event.data.callId, () => ({ status: "awaiting_approval", approvalId: event.data.approvalId, approvalReason: event.data.reason }));
+      updateCall(event.data.callId, () => ({
+        status: "awaiting_approval",
+        approvalId: event.data.approvalId,
+        approvalReason: event.data.reason,
+      }));
       break;
     case "approval_resolved":
       // An approved call runs next; a denied, expired or cancelled one ends with its tool_end.

@@ -29,7 +29,12 @@ const retryMs = 1_000;
  * (POST /v1/sessions/{id}/stream-tokens, valid 60 s for this session only) and resumes after
  * the last event received (`after`), so each event arrives once, in order. Answers a stop function.
  */
-export function followSessionEvents(client: FoyaClient, sessionId: string, onEvent: (event: FoyaEvent) => void, onError: (message: string) => void): () => void {
+export function followSessionEvents(
+  client: FoyaClient,
+  sessionId: string,
+  onEvent: (event: FoyaEvent) => void,
+  onError: (message: string) => void,
+): () => void {
   let lastSeq = 0;
   let source: EventSource | null = null;
   let stopped = false;

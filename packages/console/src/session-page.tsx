@@ -12,10 +12,12 @@ export function SessionPage(props: { client: FoyaClient; sessionId: string }) {
   const { client, sessionId } = props;
   const [timeline, setTimeline] = useState<Timeline>([]);
   const [streamError, setStreamError] = useState<string | null>(null);
-  const session = useLoader(() => client.api.GET("/v1/sessions/{id}", { params: { path: { id: sessionId } } }).then(({ data, error }) => {
-    if (error) throw new Error(error.error.message);
-    return data;
-  }));
+  const session = useLoader(() =>
+    client.api.GET("/v1/sessions/{id}", { params: { path: { id: sessionId } } }).then(({ data, error }) => {
+      if (error) throw new Error(error.error.message);
+      return data;
+    }),
+  );
   const changes = useLoader(() => client.fileChanges.list(sessionId));
 
   useEffect(
@@ -42,7 +44,8 @@ export function SessionPage(props: { client: FoyaClient; sessionId: string }) {
       {session.error && <p class="error">{session.error}</p>}
       {session.data && (
         <p class="hint">
-          project <span class="mono">{session.data.projectId}</span> · approval mode {session.data.approvalMode} · provider {session.data.providerProfile}
+          project <span class="mono">{session.data.projectId}</span> · approval mode {session.data.approvalMode} · provider{" "}
+          {session.data.providerProfile}
         </p>
       )}
       <RunForm client={client} sessionId={sessionId} />
@@ -82,7 +85,14 @@ function RunForm(props: { client: FoyaClient; sessionId: string }) {
     <form class="card run-form" onSubmit={start}>
       <label>
         Message
-        <textarea name="input" rows={3} value={input} onInput={(event) => setInput(event.currentTarget.value)} placeholder="What should the agent do?" required />
+        <textarea
+          name="input"
+          rows={3}
+          value={input}
+          onInput={(event) => setInput(event.currentTarget.value)}
+          placeholder="What should the agent do?"
+          required
+        />
       </label>
       <div class="row">
         <button type="submit" disabled={input.trim() === ""}>

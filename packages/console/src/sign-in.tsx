@@ -12,9 +12,11 @@ export function SignIn(props: { onSignedIn: (apiKey: string) => void }) {
     setError(null);
     try {
       // Any tenant route tells whether the key is valid; usage is cheap.
-      await consoleClient(key.trim()).api.GET("/v1/usage").then(({ error: failed, response }) => {
-        if (failed) throw new Error(`${response.status}: ${failed.error.message}`);
-      });
+      await consoleClient(key.trim())
+        .api.GET("/v1/usage")
+        .then(({ error: failed, response }) => {
+          if (failed) throw new Error(`${response.status}: ${failed.error.message}`);
+        });
       props.onSignedIn(key.trim());
     } catch (failure) {
       setError(describeError(failure));
@@ -27,7 +29,15 @@ export function SignIn(props: { onSignedIn: (apiKey: string) => void }) {
       <h1>Foya console</h1>
       <label>
         API key
-        <input type="password" name="apiKey" autoComplete="off" placeholder="foya_…" value={key} onInput={(event) => setKey(event.currentTarget.value)} required />
+        <input
+          type="password"
+          name="apiKey"
+          autoComplete="off"
+          placeholder="foya_…"
+          value={key}
+          onInput={(event) => setKey(event.currentTarget.value)}
+          required
+        />
       </label>
       <p class="hint">Kept in this tab's session storage and sent only as an Authorization header.</p>
       {error && <p class="error">{error}</p>}

@@ -14,9 +14,13 @@ export function apiKeyRateLimit(counter: FixedWindowCounter, limits: ApiLimits, 
       const { count, resetInMs } = await counter.hit(`${keyPrefix}:limits:requests:${c.get("apiKeyId")}`, limits.rateWindowMs);
       if (count > limits.rateLimit) {
         const retryAfter = retryAfterSeconds(resetInMs);
-        throw new FoyaError("rate_limited", `this API key made more than ${limits.rateLimit} requests in ${limits.rateWindowMs} ms; try again in ${retryAfter} s`, {
-          retryAfterSeconds: retryAfter,
-        });
+        throw new FoyaError(
+          "rate_limited",
+          `this API key made more than ${limits.rateLimit} requests in ${limits.rateWindowMs} ms; try again in ${retryAfter} s`,
+          {
+            retryAfterSeconds: retryAfter,
+          },
+        );
       }
     }
     await next();

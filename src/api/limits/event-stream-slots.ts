@@ -39,7 +39,13 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 1`;
 
-export function createEventStreamSlots(options: { redis: Redis; logger: Logger; keyPrefix: string; max: number; ttlMs: number }): EventStreamSlots {
+export function createEventStreamSlots(options: {
+  redis: Redis;
+  logger: Logger;
+  keyPrefix: string;
+  max: number;
+  ttlMs: number;
+}): EventStreamSlots {
   const { redis, logger, max, ttlMs } = options;
   const unlimited: EventStreamSlot = { renew: () => undefined, release: () => undefined };
   return {

@@ -12,7 +12,7 @@ export function findUnstorableString(value: unknown): string | undefined {
     if (typeof current === "string") {
       if (!isStorable(current)) return path;
     } else if (Array.isArray(current)) {
-      current.forEach((element, index) => pending.push({ value: element, path: `${path}.${index}` }));
+      for (const [index, element] of current.entries()) pending.push({ value: element, path: `${path}.${index}` });
     } else if (typeof current === "object" && current !== null) {
       for (const [key, element] of Object.entries(current)) {
         if (!isStorable(key)) return `${path}.(a key)`;

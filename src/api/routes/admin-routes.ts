@@ -21,7 +21,10 @@ const listWorkers = createRoute({
   summary: "Live worker processes and what they hold, from their liveness records (admin token only)",
   security: [{ adminToken: [] }],
   responses: {
-    200: { content: { "application/json": { schema: z.object({ workers: z.array(WorkerSchema) }) } }, description: "Workers renewed within the liveness timeout" },
+    200: {
+      content: { "application/json": { schema: z.object({ workers: z.array(WorkerSchema) }) } },
+      description: "Workers renewed within the liveness timeout",
+    },
     ...errorResponses,
     ...adminDisabledResponse,
   },

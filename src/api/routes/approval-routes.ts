@@ -50,14 +50,22 @@ const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
-const conflict = { 409: { content: { "application/json": { schema: errorResponses[400].content["application/json"].schema } }, description: "Already decided otherwise, or expired" } };
+const conflict = {
+  409: {
+    content: { "application/json": { schema: errorResponses[400].content["application/json"].schema } },
+    description: "Already decided otherwise, or expired",
+  },
+};
 
 const listApprovals = createRoute({
   method: "get",
   path: "/v1/approvals",
   summary: "The tenant's approvals, newest first; `status=pending` for what waits on a decision",
   request: { query: ListQuery },
-  responses: { 200: { content: { "application/json": { schema: z.object({ approvals: z.array(ApprovalSchema) }) } }, description: "Approvals" }, ...errorResponses },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ approvals: z.array(ApprovalSchema) }) } }, description: "Approvals" },
+    ...errorResponses,
+  },
 });
 const getApproval = createRoute({
   method: "get",
@@ -71,7 +79,11 @@ const decide = createRoute({
   path: "/v1/approvals/{id}",
   summary: "Approve or deny a call; a repeated identical decision is a no-op",
   request: { params: IdParam, body: { content: { "application/json": { schema: DecisionSchema } }, required: true } },
-  responses: { 200: { content: { "application/json": { schema: ApprovalSchema } }, description: "The approval as decided" }, ...errorResponses, ...conflict },
+  responses: {
+    200: { content: { "application/json": { schema: ApprovalSchema } }, description: "The approval as decided" },
+    ...errorResponses,
+    ...conflict,
+  },
 });
 
 type Row = { approval: typeof approvals.$inferSelect; callId: string; tool: string; argumentsRaw: string };
@@ -131,7 +143,11 @@ export function registerApprovalRoutes(app: App, services: ApiServices): void {
     if (body.decision === "approve") {
       const editedArguments = body.arguments === undefined ? undefined : JSON.stringify(body.arguments);
       if (editedArguments !== undefined) await checkEditedArguments(services, row, editedArguments);
-      decision = { kind: "approve", ...(body.reason !== undefined ? { reason: body.reason } : {}), ...(editedArguments !== undefined ? { editedArguments } : {}) };
+      decision = {
+        kind: "approve",
+        ...(body.reason !== undefined ? { reason: body.reason } : {}),
+        ...(editedArguments !== undefined ? { editedArguments } : {}),
+      };
     } else {
       decision = { kind: "deny", ...(body.reason !== undefined ? { reason: body.reason } : {}) };
     }

@@ -42,7 +42,14 @@ const getMeta = createRoute({
 });
 
 function serialize(meta: ArtifactMeta) {
-  return { id: meta.id, sessionId: meta.sessionId, mediaType: meta.mediaType, size: meta.size, sha256: meta.sha256, createdAt: meta.createdAt.toISOString() };
+  return {
+    id: meta.id,
+    sessionId: meta.sessionId,
+    mediaType: meta.mediaType,
+    size: meta.size,
+    sha256: meta.sha256,
+    createdAt: meta.createdAt.toISOString(),
+  };
 }
 
 export function registerArtifactRoutes(app: App, services: ApiServices): void {
@@ -58,7 +65,13 @@ export function registerArtifactRoutes(app: App, services: ApiServices): void {
       // Bytes a tool produced are untrusted: opened in a browser they must not run as a page of this origin.
       "content-security-policy": "sandbox; default-src 'none'",
     };
-    if (c.req.header("if-none-match")?.split(",").some((tag) => tag.trim() === etag)) return c.body(null, 304, headers);
+    if (
+      c.req
+        .header("if-none-match")
+        ?.split(",")
+        .some((tag) => tag.trim() === etag)
+    )
+      return c.body(null, 304, headers);
     headers["content-type"] = artifact.mediaType;
     headers["content-length"] = String(artifact.bytes.length);
     if (!isImageMediaType(artifact.mediaType)) headers["content-disposition"] = "attachment";

@@ -46,7 +46,10 @@ const listCommands = createRoute({
   path: "/v1/sessions/{id}/commands",
   summary: "Background commands of a session",
   request: { params: IdParam },
-  responses: { 200: { content: { "application/json": { schema: z.object({ commands: z.array(CommandSchema) }) } }, description: "Commands" }, ...errorResponses },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ commands: z.array(CommandSchema) }) } }, description: "Commands" },
+    ...errorResponses,
+  },
 });
 const getCommand = createRoute({
   method: "get",
@@ -60,7 +63,10 @@ const cancelCommand = createRoute({
   path: "/v1/commands/{id}/cancel",
   summary: "Stop a background command, on whichever worker runs it",
   request: { params: IdParam },
-  responses: { 200: { content: { "application/json": { schema: CommandSchema } }, description: "The command as it is now" }, ...errorResponses },
+  responses: {
+    200: { content: { "application/json": { schema: CommandSchema } }, description: "The command as it is now" },
+    ...errorResponses,
+  },
 });
 
 export function registerCommandRoutes(app: App, services: ApiServices): void {

@@ -58,7 +58,10 @@ const getChange = createRoute({
   path: "/v1/file-changes/{id}",
   summary: "One file change with its unified diff",
   request: { params: IdParam },
-  responses: { 200: { content: { "application/json": { schema: FileChangeWithDiffSchema } }, description: "The change" }, ...errorResponses },
+  responses: {
+    200: { content: { "application/json": { schema: FileChangeWithDiffSchema } }, description: "The change" },
+    ...errorResponses,
+  },
 });
 
 const revert = createRoute({
@@ -70,8 +73,14 @@ const revert = createRoute({
     body: { content: { "application/json": { schema: z.object({ andLater: z.boolean().default(false) }).strict() } }, required: false },
   },
   responses: {
-    200: { content: { "application/json": { schema: z.object({ reverted: z.array(FileChangeSchema) }) } }, description: "What was reverted" },
-    409: { content: { "application/json": { schema: ErrorSchema } }, description: "A file changed since, or the change was already reverted" },
+    200: {
+      content: { "application/json": { schema: z.object({ reverted: z.array(FileChangeSchema) }) } },
+      description: "What was reverted",
+    },
+    409: {
+      content: { "application/json": { schema: ErrorSchema } },
+      description: "A file changed since, or the change was already reverted",
+    },
     ...errorResponses,
   },
 });

@@ -16,10 +16,7 @@ export async function findSession(db: Database, tenantId: string, id: string): P
 
 /** A project of this tenant, or 404 (D8); a deleted project is gone. */
 export async function findProject(db: Database, tenantId: string, id: string): Promise<typeof projects.$inferSelect> {
-  const [project] = await db
-    .select()
-    .from(projects)
-    .where(ownedProject(tenantId, id));
+  const [project] = await db.select().from(projects).where(ownedProject(tenantId, id));
   if (!project) throw notFound("project");
   return project;
 }

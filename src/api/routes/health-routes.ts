@@ -10,7 +10,9 @@ const Health = z.object({
    * How this host confines tool processes (SPEC S7); informative, readiness does not depend on it.
    * Absent from an API-only process, which runs none (its workers log theirs at start-up).
    */
-  details: z.object({ confinement: z.object({ identity: z.string(), limits: z.string(), sandbox: z.string(), network: z.string() }) }).optional(),
+  details: z
+    .object({ confinement: z.object({ identity: z.string(), limits: z.string(), sandbox: z.string(), network: z.string() }) })
+    .optional(),
 });
 
 const healthz = createRoute({
@@ -53,6 +55,8 @@ export function registerHealthRoutes(app: App, services: ApiServices): void {
     };
     const ok = Object.values(checks).every((value) => value === "ok");
     const described = services.runsTools ? { details: { confinement: describeConfinement(services.config, services.identityMode) } } : {};
-    return ok ? c.json({ status: "ok" as const, checks, ...described }, 200) : c.json({ status: "unavailable" as const, checks, ...described }, 503);
+    return ok
+      ? c.json({ status: "ok" as const, checks, ...described }, 200)
+      : c.json({ status: "unavailable" as const, checks, ...described }, 503);
   });
 }

@@ -3,7 +3,16 @@ import type { Context } from "hono";
 import { FoyaError, notFound } from "../../errors.js";
 import type { McpTransportConfig } from "../../mcp/mcp-config.js";
 import type { McpFailure } from "../../mcp/mcp-connections.js";
-import { createMcpServer, deleteMcpServer, findMcpServer, listMcpServers, mcpConfigOf, mcpScopeOf, resolveMcpServer, type McpServerRow } from "../../mcp/mcp-server-store.js";
+import {
+  createMcpServer,
+  deleteMcpServer,
+  findMcpServer,
+  listMcpServers,
+  mcpConfigOf,
+  mcpScopeOf,
+  resolveMcpServer,
+  type McpServerRow,
+} from "../../mcp/mcp-server-store.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
 import { findProject } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
@@ -47,7 +56,10 @@ const McpServerCreateSchema = z
     transport: z.discriminatedUnion("kind", [StdioTransportSchema, HttpTransportSchema]),
     startupTimeoutMs: z.number().int().min(100).max(600_000).optional(),
     callTimeoutMs: z.number().int().min(100).max(86_400_000).optional(),
-    deferTools: z.boolean().optional().openapi({ description: "true: its tools are deferred; false: sent directly; absent: deferred when it has many tools." }),
+    deferTools: z
+      .boolean()
+      .optional()
+      .openapi({ description: "true: its tools are deferred; false: sent directly; absent: deferred when it has many tools." }),
   })
   .strict()
   .openapi("McpServerCreate");
@@ -58,7 +70,13 @@ const McpServerSchema = z
     name: z.string(),
     projectId: z.string().nullable(),
     transport: z.union([
-      z.object({ kind: z.literal("stdio"), command: z.string(), args: z.array(z.string()), envNames: z.array(z.string()), network: z.boolean() }),
+      z.object({
+        kind: z.literal("stdio"),
+        command: z.string(),
+        args: z.array(z.string()),
+        envNames: z.array(z.string()),
+        network: z.boolean(),
+      }),
       z.object({ kind: z.literal("http"), url: z.string(), headerNames: z.array(z.string()) }),
     ]),
     startupTimeoutMs: z.number().nullable(),
@@ -70,7 +88,14 @@ const McpServerSchema = z
   .openapi("McpServer");
 
 const McpResourceSchema = z
-  .object({ uri: z.string(), name: z.string(), title: z.string().optional(), description: z.string().optional(), mimeType: z.string().optional(), size: z.number().optional() })
+  .object({
+    uri: z.string(),
+    name: z.string(),
+    title: z.string().optional(),
+    description: z.string().optional(),
+    mimeType: z.string().optional(),
+    size: z.number().optional(),
+  })
   .openapi("McpResource");
 
 const McpResourceContentSchema = z
@@ -100,16 +125,25 @@ const McpPromptResultSchema = z
 
 const ProjectServerParams = z.object({
   id: foyaId().openapi({ param: { name: "id", in: "path" } }),
-  server: z.string().regex(serverName, "must match ^[a-z0-9][a-z0-9_-]{0,39}$").openapi({ param: { name: "server", in: "path" } }),
+  server: z
+    .string()
+    .regex(serverName, "must match ^[a-z0-9][a-z0-9_-]{0,39}$")
+    .openapi({ param: { name: "server", in: "path" } }),
 });
 const ProjectPromptParams = ProjectServerParams.extend({
-  prompt: text().min(1).max(512).openapi({ param: { name: "prompt", in: "path" } }),
+  prompt: text()
+    .min(1)
+    .max(512)
+    .openapi({ param: { name: "prompt", in: "path" } }),
 });
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({ content: { "application/json": { schema } }, description });
 const conflictResponse = { 409: json(ErrorSchema, "A server of that name exists in the same scope") };
 const mcpErrorResponses = {
-  502: json(ErrorSchema, "The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed)"),
+  502: json(
+    ErrorSchema,
+    "The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed)",
+  ),
   503: {
     ...json(ErrorSchema, "No worker took the request in time (no_worker): MCP servers run on workers only"),
     headers: { "Retry-After": { description: "Seconds to wait before asking again", schema: { type: "integer" as const } } },
@@ -171,7 +205,10 @@ const getPrompt = createRoute({
   summary: "Get a prompt with its arguments: its messages",
   request: {
     params: ProjectPromptParams,
-    body: { content: { "application/json": { schema: z.object({ arguments: z.record(z.string(), text().max(65_536)).optional() }).strict() } }, required: false },
+    body: {
+      content: { "application/json": { schema: z.object({ arguments: z.record(z.string(), text().max(65_536)).optional() }).strict() } },
+      required: false,
+    },
   },
   responses: { 200: json(McpPromptResultSchema, "The prompt's messages"), ...errorResponses, ...mcpErrorResponses },
 });
@@ -185,7 +222,13 @@ function serializeMcpServer(row: McpServerRow) {
     projectId: row.projectId,
     transport:
       transport.kind === "stdio"
-        ? { kind: "stdio" as const, command: transport.command, args: transport.args, envNames: Object.keys(transport.env).sort(), network: transport.network === true }
+        ? {
+            kind: "stdio" as const,
+            command: transport.command,
+            args: transport.args,
+            envNames: Object.keys(transport.env).sort(),
+            network: transport.network === true,
+          }
         : { kind: "http" as const, url: transport.url, headerNames: Object.keys(transport.headers).sort() },
     startupTimeoutMs: row.startupTimeoutMs,
     callTimeoutMs: row.callTimeoutMs,
@@ -233,7 +276,13 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
     refuseUnsafeTransport(services.config, body.transport);
     const transport: McpTransportConfig =
       body.transport.kind === "stdio"
-        ? { kind: "stdio", command: body.transport.command, args: body.transport.args ?? [], env: body.transport.env ?? {}, network: body.transport.network === true }
+        ? {
+            kind: "stdio",
+            command: body.transport.command,
+            args: body.transport.args ?? [],
+            env: body.transport.env ?? {},
+            network: body.transport.network === true,
+          }
         : { kind: "http", url: body.transport.url, headers: body.transport.headers ?? {} };
     const row = await createMcpServer(db, {
       tenantId,
@@ -244,7 +293,11 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
       callTimeoutMs: body.callTimeoutMs ?? null,
       deferTools: body.deferTools ?? null,
     });
-    if (!row) throw new FoyaError("conflict", `an MCP server named "${body.name}" already exists ${body.projectId ? "in that project" : "for the tenant"}`);
+    if (!row)
+      throw new FoyaError(
+        "conflict",
+        `an MCP server named "${body.name}" already exists ${body.projectId ? "in that project" : "for the tenant"}`,
+      );
     return c.json(serializeMcpServer(row), 201);
   });
 

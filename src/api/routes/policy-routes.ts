@@ -16,7 +16,12 @@ const RuleList = z
     for (const [index, rule] of rules.entries()) {
       const parsed = parseRule(rule);
       // Most parse errors already start with the rule, quoted.
-      if (!parsed.ok) ctx.addIssue({ code: "custom", path: [index], message: `invalid rule ${parsed.error.startsWith('"') ? parsed.error : `"${rule}": ${parsed.error}`}` });
+      if (!parsed.ok)
+        ctx.addIssue({
+          code: "custom",
+          path: [index],
+          message: `invalid rule ${parsed.error.startsWith('"') ? parsed.error : `"${rule}": ${parsed.error}`}`,
+        });
     }
   });
 
@@ -74,13 +79,19 @@ const putProjectPolicy = createRoute({
 export function registerPolicyRoutes(app: App, services: ApiServices): void {
   const { db } = services.db;
   app.openapi(getTenantPolicy, async (c) => {
-    const [row] = await db.select({ policy: tenants.policy }).from(tenants).where(eq(tenants.id, c.get("tenantId")));
+    const [row] = await db
+      .select({ policy: tenants.policy })
+      .from(tenants)
+      .where(eq(tenants.id, c.get("tenantId")));
     if (!row) throw notFound("tenant");
     return c.json(row.policy, 200);
   });
   app.openapi(putTenantPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    await db.update(tenants).set({ policy }).where(eq(tenants.id, c.get("tenantId")));
+    await db
+      .update(tenants)
+      .set({ policy })
+      .where(eq(tenants.id, c.get("tenantId")));
     return c.json(policy, 200);
   });
   app.openapi(getProjectPolicy, async (c) => {

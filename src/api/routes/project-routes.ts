@@ -39,11 +39,12 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
     const id = newId("prj");
     // The workspace belongs to the tenant's tool uid from the start (SPEC S7); nobody else may enter it.
     const settings = await services.tenantSettings.get(tenantId);
-    const workspacePath = await createWorkspaceFolder(services.config.workspacesDir, [tenantId, id], toolIdentity(services.identityMode, settings.toolUidSlot));
-    const [project] = await services.db.db
-      .insert(projects)
-      .values({ id, tenantId, name, workspacePath })
-      .returning();
+    const workspacePath = await createWorkspaceFolder(
+      services.config.workspacesDir,
+      [tenantId, id],
+      toolIdentity(services.identityMode, settings.toolUidSlot),
+    );
+    const [project] = await services.db.db.insert(projects).values({ id, tenantId, name, workspacePath }).returning();
     if (!project) throw new Error("project insert returned nothing");
     return c.json(serializeProject(project), 201);
   });

@@ -7,7 +7,15 @@ import { cancelRun } from "../../runs/cancel-run.js";
 import { createRun } from "../../runs/create-run.js";
 import type { ApiServices, App } from "../app-env.js";
 import type { EventStreamSlots } from "../limits/event-stream-slots.js";
-import { ErrorSchema, errorResponses, EventsPageSchema, fullAccessRefusedResponse, IdParam, RunCreateSchema, RunSchema } from "../schemas.js";
+import {
+  ErrorSchema,
+  errorResponses,
+  EventsPageSchema,
+  fullAccessRefusedResponse,
+  IdParam,
+  RunCreateSchema,
+  RunSchema,
+} from "../schemas.js";
 import { serializeRun } from "../serialize.js";
 import { streamSessionEvents } from "../session-event-stream.js";
 import type { SessionSequenceWatch } from "../session-sequence-watch.js";
@@ -51,7 +59,8 @@ const listEvents = createRoute({
       after: z.coerce.number().int().min(0).default(0),
       limit: z.coerce.number().int().min(1).max(1000).default(200),
       token: z.string().optional().openapi({
-        description: "A stream token of this session (POST /v1/sessions/{id}/stream-tokens), in place of the Authorization header, for EventSource; an API key is never accepted here.",
+        description:
+          "A stream token of this session (POST /v1/sessions/{id}/stream-tokens), in place of the Authorization header, for EventSource; an API key is never accepted here.",
       }),
     }),
   },
@@ -80,7 +89,13 @@ export interface EventStreamSupport {
 export function registerRunRoutes(app: App, services: ApiServices, streams: EventStreamSupport): void {
   app.openapi(startRun, async (c) => {
     const body = c.req.valid("json");
-    const run = await createRun(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id, input: body.input, ifActive: body.ifActive, ...(body.onInterrupted ? { onInterrupted: body.onInterrupted } : {}) });
+    const run = await createRun(services, {
+      tenantId: c.get("tenantId"),
+      sessionId: c.req.valid("param").id,
+      input: body.input,
+      ifActive: body.ifActive,
+      ...(body.onInterrupted ? { onInterrupted: body.onInterrupted } : {}),
+    });
     return c.json(serializeRun(run), 202);
   });
 
@@ -108,7 +123,10 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
       const slot = await streams.slots.acquire(tenantId);
       if (!slot) {
         const max = services.config.apiLimits.maxStreamsPerTenant;
-        throw new FoyaError("too_many_streams", `this tenant already has ${max} open event streams, the most allowed; close one, or read events as JSON pages with ?after=`);
+        throw new FoyaError(
+          "too_many_streams",
+          `this tenant already has ${max} open event streams, the most allowed; close one, or read events as JSON pages with ?after=`,
+        );
       }
       return streamSessionEvents(c, services, {
         tenantId,

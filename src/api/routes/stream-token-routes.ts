@@ -6,16 +6,21 @@ import { findSession } from "./find-owned.js";
 
 const StreamTokenSchema = z
   .object({
-    token: z.string().openapi({ description: "Opens this session's event stream as `GET /v1/sessions/{id}/events?token=…`; nothing else." }),
+    token: z
+      .string()
+      .openapi({ description: "Opens this session's event stream as `GET /v1/sessions/{id}/events?token=…`; nothing else." }),
     sessionId: z.string(),
-    expiresAt: z.string().openapi({ description: `When the token stops opening streams (${streamTokenTtlSeconds} s after minting); a stream already open goes on.` }),
+    expiresAt: z.string().openapi({
+      description: `When the token stops opening streams (${streamTokenTtlSeconds} s after minting); a stream already open goes on.`,
+    }),
   })
   .openapi("StreamToken");
 
 const mintStreamToken = createRoute({
   method: "post",
   path: "/v1/sessions/{id}/stream-tokens",
-  summary: "A short-lived token for one session's event stream, for clients such as EventSource that cannot send an Authorization header (the API key never goes in a URL)",
+  summary:
+    "A short-lived token for one session's event stream, for clients such as EventSource that cannot send an Authorization header (the API key never goes in a URL)",
   request: { params: IdParam },
   responses: { 201: { content: { "application/json": { schema: StreamTokenSchema } }, description: "The token" }, ...errorResponses },
 });

@@ -6,7 +6,15 @@ import { notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import type { ApiServices, App } from "../app-env.js";
 import { generateApiKey } from "../auth.js";
-import { adminDisabledResponse, errorResponses, IdParam, TenantCreatedSchema, TenantCreateSchema, TenantSchema, TenantUpdateSchema } from "../schemas.js";
+import {
+  adminDisabledResponse,
+  errorResponses,
+  IdParam,
+  TenantCreatedSchema,
+  TenantCreateSchema,
+  TenantSchema,
+  TenantUpdateSchema,
+} from "../schemas.js";
 import { serializeTenant } from "../serialize.js";
 
 const createTenant = createRoute({
@@ -29,7 +37,11 @@ const getTenant = createRoute({
   summary: "A tenant's operator settings: Full Access grant, process limits, tool uid (admin token only)",
   security: [{ adminToken: [] }],
   request: { params: IdParam },
-  responses: { 200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant" }, ...errorResponses, ...adminDisabledResponse },
+  responses: {
+    200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant" },
+    ...errorResponses,
+    ...adminDisabledResponse,
+  },
 });
 
 const updateTenant = createRoute({
@@ -38,7 +50,11 @@ const updateTenant = createRoute({
   summary: "Grant or revoke Full Access, set or clear process limit and quota overrides (admin token only)",
   security: [{ adminToken: [] }],
   request: { params: IdParam, body: { content: { "application/json": { schema: TenantUpdateSchema } }, required: true } },
-  responses: { 200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant, updated" }, ...errorResponses, ...adminDisabledResponse },
+  responses: {
+    200: { content: { "application/json": { schema: TenantSchema } }, description: "The tenant, updated" },
+    ...errorResponses,
+    ...adminDisabledResponse,
+  },
 });
 
 /** Behind the admin token, which `createApp` checks on /v1/tenants and below. */
@@ -47,7 +63,10 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
     const { name } = c.req.valid("json");
     const key = generateApiKey();
     const tenant = await services.db.db.transaction(async (tx) => {
-      const [row] = await tx.insert(tenants).values({ id: newId("ten"), name }).returning();
+      const [row] = await tx
+        .insert(tenants)
+        .values({ id: newId("ten"), name })
+        .returning();
       if (!row) throw new Error("tenant insert returned nothing");
       await tx.insert(apiKeys).values({ id: newId("key"), tenantId: row.id, keyHash: key.hash, prefix: key.prefix, name: "initial" });
       return row;
@@ -56,7 +75,10 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(getTenant, async (c) => {
-    const [tenant] = await services.db.db.select().from(tenants).where(eq(tenants.id, c.req.valid("param").id));
+    const [tenant] = await services.db.db
+      .select()
+      .from(tenants)
+      .where(eq(tenants.id, c.req.valid("param").id));
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });
@@ -68,7 +90,8 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
     if (body.fullAccess !== undefined) changes.fullAccess = body.fullAccess;
     if (body.limits === null) changes.toolLimits = {};
     // A JSON merge in one statement: a null value overwrites its key, and stripping nulls removes it.
-    else if (body.limits !== undefined) changes.toolLimits = sql`jsonb_strip_nulls(${tenants.toolLimits} || ${JSON.stringify(body.limits)}::jsonb)`;
+    else if (body.limits !== undefined)
+      changes.toolLimits = sql`jsonb_strip_nulls(${tenants.toolLimits} || ${JSON.stringify(body.limits)}::jsonb)`;
     if (body.quotas === null) changes.quotas = {};
     else if (body.quotas !== undefined) changes.quotas = sql`jsonb_strip_nulls(${tenants.quotas} || ${JSON.stringify(body.quotas)}::jsonb)`;
     const [tenant] =

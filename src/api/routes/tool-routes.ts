@@ -19,7 +19,9 @@ export function registerToolRoutes(app: App, services: ApiServices): void {
   app.openapi(listTools, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("query").session);
     const { registry } = await services.catalogViaWorkers.forProject({ tenantId: session.tenantId, projectId: session.projectId });
-    const exposed = new Set(dropAgentAtDepthLimit(registry.exposedFor(session), session, services.config.agentMaxDepth).map((tool) => tool.name));
+    const exposed = new Set(
+      dropAgentAtDepthLimit(registry.exposedFor(session), session, services.config.agentMaxDepth).map((tool) => tool.name),
+    );
     const tools = registry
       .list()
       .filter((tool) => tool.exposure !== "hidden")

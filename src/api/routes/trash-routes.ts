@@ -19,7 +19,10 @@ const TrashEntrySchema = z
 
 const EntryParams = z.object({
   id: IdParam.shape.id,
-  entryId: z.string().regex(/^[0-9a-f-]{36}$/).openapi({ param: { name: "entryId", in: "path" } }),
+  entryId: z
+    .string()
+    .regex(/^[0-9a-f-]{36}$/)
+    .openapi({ param: { name: "entryId", in: "path" } }),
 });
 
 const listProjectTrash = createRoute({
@@ -27,7 +30,13 @@ const listProjectTrash = createRoute({
   path: "/v1/projects/{id}/trash",
   summary: "What `delete` and reverts removed from the project's workspace, newest first (SPEC F4); kept for FOYA_TRASH_RETENTION_DAYS",
   request: { params: IdParam },
-  responses: { 200: { content: { "application/json": { schema: z.object({ entries: z.array(TrashEntrySchema) }) } }, description: "The project's trash" }, ...errorResponses },
+  responses: {
+    200: {
+      content: { "application/json": { schema: z.object({ entries: z.array(TrashEntrySchema) }) } },
+      description: "The project's trash",
+    },
+    ...errorResponses,
+  },
 });
 
 const restoreTrashEntry = createRoute({
@@ -38,7 +47,10 @@ const restoreTrashEntry = createRoute({
   responses: {
     200: { content: { "application/json": { schema: z.object({ path: z.string() }) } }, description: "Restored" },
     ...errorResponses,
-    409: { content: { "application/json": { schema: ErrorSchema } }, description: "Something exists at that path again, or its folder is gone" },
+    409: {
+      content: { "application/json": { schema: ErrorSchema } },
+      description: "Something exists at that path again, or its folder is gone",
+    },
   },
 });
 

@@ -13,7 +13,11 @@ const count = (description: string) => z.number().int().nonnegative().openapi({ 
 const UsageSchema = z
   .object({
     quotas: QuotasSchema.openapi({ description: "The tenant's quotas: the deployment's, with the operator's overrides." }),
-    backgroundCommandsLimit: z.number().int().positive().openapi({ description: "Background commands the tenant may have running at once (a process limit, S7)." }),
+    backgroundCommandsLimit: z
+      .number()
+      .int()
+      .positive()
+      .openapi({ description: "Background commands the tenant may have running at once (a process limit, S7)." }),
     usage: z.object({
       activeRuns: count("Runs admitted and queued for a worker or running now (against quotas.activeRuns)."),
       queuedRuns: count("Runs waiting for a slot or behind their session's active run (against quotas.queuedRuns)."),
@@ -43,7 +47,10 @@ export function registerUsageRoutes(app: App, services: ApiServices): void {
       countWaitingRuns(db, tenantId),
       tokensToday(db, tenantId),
       storedBytes(db, tenantId),
-      db.select({ count: sql<number>`count(*)::int` }).from(commands).where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running"))),
+      db
+        .select({ count: sql<number>`count(*)::int` })
+        .from(commands)
+        .where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running"))),
       runningCallsOf(services.db.pool, tenantId),
     ]);
     return c.json(

@@ -1,7 +1,15 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError, notFound } from "../../errors.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
-import { createWebhook, disableWebhook, findWebhook, listDeliveries, listWebhooks, type DeliveryWithAttempts, type WebhookRow } from "../../webhooks/webhook-store.js";
+import {
+  createWebhook,
+  disableWebhook,
+  findWebhook,
+  listDeliveries,
+  listWebhooks,
+  type DeliveryWithAttempts,
+  type WebhookRow,
+} from "../../webhooks/webhook-store.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, WebhookCreatedSchema, WebhookCreateSchema, WebhookDeliverySchema, WebhookSchema } from "../schemas.js";
 
@@ -26,7 +34,14 @@ function serializeDelivery({ delivery, attempts }: DeliveryWithAttempts) {
     eventSeq: delivery.eventSeq,
     status: delivery.status,
     payload: delivery.payload,
-    attempts: attempts.map((a) => ({ id: a.id, attempt: a.attempt, statusCode: a.statusCode, error: a.error, durationMs: a.durationMs, at: a.createdAt.toISOString() })),
+    attempts: attempts.map((a) => ({
+      id: a.id,
+      attempt: a.attempt,
+      statusCode: a.statusCode,
+      error: a.error,
+      durationMs: a.durationMs,
+      at: a.createdAt.toISOString(),
+    })),
     createdAt: delivery.createdAt.toISOString(),
     deliveredAt: delivery.deliveredAt ? delivery.deliveredAt.toISOString() : null,
   };
@@ -37,13 +52,19 @@ const create = createRoute({
   path: "/v1/webhooks",
   summary: "Subscribe a URL to event types; deliveries are signed (Standard Webhooks) and retried with backoff",
   request: { body: { content: { "application/json": { schema: WebhookCreateSchema } }, required: true } },
-  responses: { 201: { content: { "application/json": { schema: WebhookCreatedSchema } }, description: "Created; the secret is shown only here" }, ...errorResponses },
+  responses: {
+    201: { content: { "application/json": { schema: WebhookCreatedSchema } }, description: "Created; the secret is shown only here" },
+    ...errorResponses,
+  },
 });
 const list = createRoute({
   method: "get",
   path: "/v1/webhooks",
   summary: "The tenant's webhooks, disabled ones included, without secrets",
-  responses: { 200: { content: { "application/json": { schema: z.object({ webhooks: z.array(WebhookSchema) }) } }, description: "Webhooks" }, ...errorResponses },
+  responses: {
+    200: { content: { "application/json": { schema: z.object({ webhooks: z.array(WebhookSchema) }) } }, description: "Webhooks" },
+    ...errorResponses,
+  },
 });
 const get = createRoute({
   method: "get",
@@ -64,7 +85,10 @@ const deliveries = createRoute({
   summary: "Recent deliveries, newest first, with every attempt",
   request: { params: IdParam, query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }) },
   responses: {
-    200: { content: { "application/json": { schema: z.object({ deliveries: z.array(WebhookDeliverySchema) }) } }, description: "Deliveries" },
+    200: {
+      content: { "application/json": { schema: z.object({ deliveries: z.array(WebhookDeliverySchema) }) } },
+      description: "Deliveries",
+    },
     ...errorResponses,
   },
 });

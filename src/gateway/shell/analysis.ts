@@ -80,7 +80,11 @@ export class Analysis {
     const writes = op !== "<" && op !== "<&";
     const shown = `${op} ${target.text}`;
     if (silent && truncating.has(op) && !isHarmlessDevice(target.text)) {
-      this.redirections.push({ kind: "destructive", reason: `the redirection "${shown}" empties "${target.text}", whose content no trash keeps`, command: command || shown });
+      this.redirections.push({
+        kind: "destructive",
+        reason: `the redirection "${shown}" empties "${target.text}", whose content no trash keeps`,
+        command: command || shown,
+      });
     }
     let finding = this.pathFinding(target);
     if (!finding && writes && target.expandsAtStart) finding = { kind: "unknown", reason: "" };
@@ -103,7 +107,8 @@ export class Analysis {
       return;
     }
     const parsed = parseShell(text);
-    if (!parsed.ok) this.push(text, "", false, [{ kind: "unparsed", reason: `the script given to ${via} could not be parsed: ${parsed.error}` }]);
+    if (!parsed.ok)
+      this.push(text, "", false, [{ kind: "unparsed", reason: `the script given to ${via} could not be parsed: ${parsed.error}` }]);
     else this.simpleCommands(parsed.commands, depth + 1);
   }
 
@@ -140,7 +145,10 @@ export class Analysis {
     const head = words[0] as ShellWord;
     const args = words.slice(1);
     if (!head.literal) {
-      this.push(text, "", false, [{ kind: "unknown", reason: `the program "${head.text}" is only known at run time` }, ...this.pathFindings("", args)]);
+      this.push(text, "", false, [
+        { kind: "unknown", reason: `the program "${head.text}" is only known at run time` },
+        ...this.pathFindings("", args),
+      ]);
       return;
     }
     const program = path.basename(head.text);
@@ -185,7 +193,8 @@ export class Analysis {
   private source(program: string, args: readonly ShellWord[], text: string): void {
     const file = args[0];
     const findings = this.pathFindings(program, args);
-    if (file) findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
+    if (file)
+      findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
     this.push(text, program, false, findings);
   }
 
@@ -209,7 +218,12 @@ export class Analysis {
     const handler = args[start];
     // `trap -p`, `trap - INT` and `trap INT` (one word: a signal to reset) set no handler
     const sets = handler !== undefined && args.length - start >= 2 && !(start === 0 && handler.text.startsWith("-"));
-    this.push(text, "trap", false, sets && !handler.literal ? [{ kind: "unknown", reason: "trap sets a handler only known at run time" }] : []);
+    this.push(
+      text,
+      "trap",
+      false,
+      sets && !handler.literal ? [{ kind: "unknown", reason: "trap sets a handler only known at run time" }] : [],
+    );
     if (sets && handler.literal) this.script(handler.text, "trap", depth);
   }
 
@@ -227,14 +241,17 @@ export class Analysis {
     }
     const code = codeVariables.get(name) ?? codeVariablePrefixes.find(([prefix]) => name.startsWith(prefix))?.[1];
     if (code) return [{ kind: "unknown", reason: `${name}=… ${code}, which cannot be judged` }];
-    if (/^PS[0-4]$/.test(name) && /[$`]/.test(value)) return [{ kind: "unknown", reason: `${name} runs the substitutions in it whenever bash shows it, which cannot be judged` }];
-    if (name === "PATH" && this.pathFindsFiles(value)) return [{ kind: "unknown", reason: `PATH=${value} makes program names find files whose commands cannot be judged` }];
+    if (/^PS[0-4]$/.test(name) && /[$`]/.test(value))
+      return [{ kind: "unknown", reason: `${name} runs the substitutions in it whenever bash shows it, which cannot be judged` }];
+    if (name === "PATH" && this.pathFindsFiles(value))
+      return [{ kind: "unknown", reason: `PATH=${value} makes program names find files whose commands cannot be judged` }];
     return [];
   }
 
   /** A PATH with an entry other than itself and installed folders: `.`, a relative or workspace folder, `$HOME/bin`. */
   private pathFindsFiles(value: string): boolean {
     for (const entry of value.split(":")) {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell text `${PATH}`, literally
       if (entry === "$PATH" || entry === "${PATH}") continue;
       if (!entry.startsWith("/") || /[$`]/.test(entry) || this.inside(path.resolve(entry))) return true;
     }
@@ -268,7 +285,8 @@ export class Analysis {
     this.push(text, program, true, findings);
     if (spec.lookupOptions && options.flags.some((flag) => spec.lookupOptions?.includes(flag))) return; // `command -v rm` runs nothing
     if (script) {
-      if (script.literal) this.script(script.text, commandOption ? `${program} ${commandOption}` : spec.shellJoined ? program : `${program} -S`, depth);
+      if (script.literal)
+        this.script(script.text, commandOption ? `${program} ${commandOption}` : spec.shellJoined ? program : `${program} -S`, depth);
       return;
     }
     const wrapped = args.slice(index);
@@ -297,13 +315,19 @@ export class Analysis {
       // `bash s.sh` runs a file the gateway cannot read; `echo 'rm x' | sh` runs what it reads (SPEC S11)
       const findings = this.pathFindings(program, args);
       const file = args[index];
-      if (stdin || !file) findings.push({ kind: "unknown", reason: `${program} runs commands read from its input, which cannot be judged` });
+      if (stdin || !file)
+        findings.push({ kind: "unknown", reason: `${program} runs commands read from its input, which cannot be judged` });
       else findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
       this.push(text, program, false, findings);
       return;
     }
     const script = args[index];
-    this.push(text, program, true, script && !script.literal ? [{ kind: "unknown", reason: `${program} -c runs a command line only known at run time` }] : []);
+    this.push(
+      text,
+      program,
+      true,
+      script && !script.literal ? [{ kind: "unknown", reason: `${program} -c runs a command line only known at run time` }] : [],
+    );
     if (script?.literal) this.script(script.text, `${program} -c`, depth);
   }
 
@@ -322,14 +346,20 @@ export class Analysis {
   private programFindings(program: string, args: readonly ShellWord[]): ShellFinding[] {
     const findings: ShellFinding[] = [];
     const subcommand = firstPositional(args, subcommandValueOptions.get(program));
-    if (permanentDeleters.has(program)) findings.push({ kind: "permanent_delete", reason: `${program} deletes permanently; ${deleteTool}` });
-    if (program === "find" && args.some((arg) => arg.text === "-delete")) findings.push({ kind: "permanent_delete", reason: `find -delete deletes permanently; ${deleteTool}` });
+    if (permanentDeleters.has(program))
+      findings.push({ kind: "permanent_delete", reason: `${program} deletes permanently; ${deleteTool}` });
+    if (program === "find" && args.some((arg) => arg.text === "-delete"))
+      findings.push({ kind: "permanent_delete", reason: `find -delete deletes permanently; ${deleteTool}` });
     const network = networkReason(program, subcommand, args);
     if (network) findings.push({ kind: "network", reason: network });
     const dangerous = dangerousPrograms.get(program) ?? dangerousPrefixes.find(([prefix]) => program.startsWith(prefix))?.[1];
     if (dangerous) findings.push({ kind: "dangerous", reason: `${program} ${dangerous}` });
-    if ((program === "cd" || program === "pushd") && args.length === 0) findings.push({ kind: "outside", reason: `${program} without a directory goes to the home directory, outside the workspace` });
-    else if ((program === "cd" || program === "pushd") && args.some((arg) => arg.text === "-" || (!arg.literal && !arg.text.startsWith("-")))) {
+    if ((program === "cd" || program === "pushd") && args.length === 0)
+      findings.push({ kind: "outside", reason: `${program} without a directory goes to the home directory, outside the workspace` });
+    else if (
+      (program === "cd" || program === "pushd") &&
+      args.some((arg) => arg.text === "-" || (!arg.literal && !arg.text.startsWith("-")))
+    ) {
       findings.push({ kind: "unknown", reason: `${program} goes to a directory only known at run time` });
     }
     if (!printers.has(program)) findings.push(...this.pathFindings(program, args));
@@ -340,7 +370,8 @@ export class Analysis {
   private pathFindings(program: string, args: readonly ShellWord[]): ShellFinding[] {
     const findings: ShellFinding[] = [];
     const valueOptions = patternFirst.get(program);
-    let patternPending = valueOptions !== undefined && !args.some((arg) => patternOptions.has(arg.text) || /^--(?:regexp|file|expression)=/.test(arg.text));
+    let patternPending =
+      valueOptions !== undefined && !args.some((arg) => patternOptions.has(arg.text) || /^--(?:regexp|file|expression)=/.test(arg.text));
     let optionsEnded = false;
     for (let index = 0; index < args.length; index++) {
       const arg = args[index] as ShellWord;
@@ -369,7 +400,12 @@ export class Analysis {
     const equals = word.text.indexOf("=");
     if (equals === -1) return [];
     const value = word.text.slice(equals + 1);
-    const finding = this.pathFinding({ ...word, text: value, tilde: value.startsWith("~"), expandsAtStart: value.startsWith("$") || value.startsWith("`") });
+    const finding = this.pathFinding({
+      ...word,
+      text: value,
+      tilde: value.startsWith("~"),
+      expandsAtStart: value.startsWith("$") || value.startsWith("`"),
+    });
     return finding ? [finding] : [];
   }
 
@@ -380,7 +416,8 @@ export class Analysis {
     let known = text;
     if (!word.literal) {
       if (word.expandsAtStart) {
-        if (/^\$\{?HOME\}?(?:\/|$)/.test(text)) return { kind: "outside", reason: `"${text}" is in the home directory, outside the workspace` };
+        if (/^\$\{?HOME\}?(?:\/|$)/.test(text))
+          return { kind: "outside", reason: `"${text}" is in the home directory, outside the workspace` };
         if (/^\$\{?PWD\}?(?:\/|$)/.test(text)) known = `.${text.replace(/^\$\{?PWD\}?/, "")}`;
         else return text.includes("/") ? { kind: "unknown", reason: `the path "${text}" is only known at run time` } : null;
       }

@@ -1,7 +1,20 @@
 /** Their value is a command line something runs later (bash, git, pagers): judged as that command line. */
 export const commandVariables: ReadonlySet<string> = new Set([
-  "PROMPT_COMMAND", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS",
-  "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND",
+  "PROMPT_COMMAND",
+  "PAGER",
+  "MANPAGER",
+  "EDITOR",
+  "VISUAL",
+  "SUDO_ASKPASS",
+  "SSH_ASKPASS",
+  "GIT_PAGER",
+  "GIT_EDITOR",
+  "GIT_SEQUENCE_EDITOR",
+  "GIT_SSH_COMMAND",
+  "GIT_SSH",
+  "GIT_EXTERNAL_DIFF",
+  "GIT_ASKPASS",
+  "GIT_PROXY_COMMAND",
 ]);
 
 /** Make bash, git or every program load code the gateway cannot read; the value says what. */

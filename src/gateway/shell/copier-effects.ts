@@ -9,7 +9,8 @@ export function copierEffects(program: string, rules: CopierRules, args: readonl
   const dryRun = rules.dryRun !== undefined && has(read, ...rules.dryRun);
   for (const option of read.options) {
     const deleted = rules.deletes.get(option.name);
-    if (deleted && !dryRun) effects.findings.push({ kind: "permanent_delete", reason: `${program} ${option.name} permanently ${deleted}; ${deleteTool}` });
+    if (deleted && !dryRun)
+      effects.findings.push({ kind: "permanent_delete", reason: `${program} ${option.name} permanently ${deleted}; ${deleteTool}` });
     const prefix = rules.runs.get(option.name);
     if (prefix === undefined || !option.value?.text.startsWith(prefix)) continue; // `--checkpoint-action=dot` runs nothing
     runsCommandLine(effects, { ...option.value, text: option.value.text.slice(prefix.length) }, `${program} ${option.name}`);

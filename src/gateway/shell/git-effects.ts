@@ -14,7 +14,10 @@ export function gitEffects(args: readonly ShellWord[], effects: ProgramEffects):
     if (!text.startsWith("-")) break;
     if (text === "-c") gitConfigOption(args[++index], aliases, effects);
     else if (text === "--config-env" || text.startsWith("--config-env=") || text.startsWith("--exec-path=")) {
-      effects.findings.push({ kind: "unknown", reason: `git ${text.split("=")[0]} takes configuration or commands from elsewhere, which cannot be judged` });
+      effects.findings.push({
+        kind: "unknown",
+        reason: `git ${text.split("=")[0]} takes configuration or commands from elsewhere, which cannot be judged`,
+      });
       if (text === "--config-env") index++;
     } else if (gitGlobalValues.has(text)) index++;
   }
@@ -30,7 +33,11 @@ export function gitEffects(args: readonly ShellWord[], effects: ProgramEffects):
     effects.findings.push({ kind: "unknown", reason: `git runs a sub-command only known at run time ("${sub.text}")` });
   } else if (!gitSubcommands.has(sub.text)) {
     const alias = aliases.get(sub.text.toLowerCase());
-    if (alias === undefined) effects.findings.push({ kind: "unknown", reason: `git ${sub.text} is not a git command: an alias or a git-${sub.text} program, whose commands cannot be judged` });
+    if (alias === undefined)
+      effects.findings.push({
+        kind: "unknown",
+        reason: `git ${sub.text} is not a git command: an alias or a git-${sub.text} program, whose commands cannot be judged`,
+      });
     else effects.scripts.push({ text: expandGitAlias(alias, args.slice(0, index), rest), via: `the git alias ${sub.text}` });
   }
 }
@@ -40,19 +47,24 @@ function gitSubcommandEffects(sub: string, read: ReadArguments, args: readonly S
   const first = read.positionals[0];
   switch (sub) {
     case "clean":
-      if (!has(read, "-n", "--dry-run")) effects.findings.push({ kind: "permanent_delete", reason: `git clean deletes untracked files permanently; ${deleteTool}` });
+      if (!has(read, "-n", "--dry-run"))
+        effects.findings.push({ kind: "permanent_delete", reason: `git clean deletes untracked files permanently; ${deleteTool}` });
       return;
     case "reset":
       if (has(read, "--hard", "--merge")) discards(effects, "git reset --hard discards uncommitted changes");
       return;
     case "checkout":
-      if (checksOutPaths(read) || has(read, "-f", "--force", "--ours", "--theirs", "-p", "--patch", "-m", "--merge", "--pathspec-from-file")) {
+      if (
+        checksOutPaths(read) ||
+        has(read, "-f", "--force", "--ours", "--theirs", "-p", "--patch", "-m", "--merge", "--pathspec-from-file")
+      ) {
         discards(effects, "git checkout of paths, or forced, discards uncommitted changes");
       }
       return;
     case "restore":
       // `git restore --staged f` only unstages: the working tree holds the unsaved work
-      if (!has(read, "-S", "--staged") || has(read, "-W", "--worktree")) discards(effects, "git restore discards uncommitted changes in the working tree");
+      if (!has(read, "-S", "--staged") || has(read, "-W", "--worktree"))
+        discards(effects, "git restore discards uncommitted changes in the working tree");
       return;
     case "switch":
       if (has(read, "-f", "--force", "--discard-changes")) discards(effects, "git switch --discard-changes discards uncommitted changes");
@@ -61,10 +73,12 @@ function gitSubcommandEffects(sub: string, read: ReadArguments, args: readonly S
       if (first?.text === "drop" || first?.text === "clear") discards(effects, `git stash ${first.text} deletes stashed changes`);
       return;
     case "reflog":
-      if (first?.text === "expire" || first?.text === "delete") discards(effects, `git reflog ${first.text} deletes the record that recovers lost commits`);
+      if (first?.text === "expire" || first?.text === "delete")
+        discards(effects, `git reflog ${first.text} deletes the record that recovers lost commits`);
       return;
     case "branch":
-      if (has(read, "-D", "-M", "-C", "-f", "--force")) discards(effects, "git branch -D deletes or overwrites a branch, with commits no other branch has");
+      if (has(read, "-D", "-M", "-C", "-f", "--force"))
+        discards(effects, "git branch -D deletes or overwrites a branch, with commits no other branch has");
       return;
     case "push":
       // `+main` forces, `:old` deletes
@@ -81,10 +95,12 @@ function gitSubcommandEffects(sub: string, read: ReadArguments, args: readonly S
       if (has(read, "-u") && has(read, "--reset", "-m")) discards(effects, "git read-tree -u --reset discards uncommitted changes");
       return;
     case "worktree":
-      if (first?.text === "remove" && has(read, "-f", "--force")) discards(effects, "git worktree remove --force deletes a working tree with its uncommitted changes");
+      if (first?.text === "remove" && has(read, "-f", "--force"))
+        discards(effects, "git worktree remove --force deletes a working tree with its uncommitted changes");
       return;
     case "gc":
-      if (read.options.some((option) => option.name === "--prune" && option.value !== null)) discards(effects, "git gc --prune=now deletes unreachable commits at once");
+      if (read.options.some((option) => option.name === "--prune" && option.value !== null))
+        discards(effects, "git gc --prune=now deletes unreachable commits at once");
       return;
     case "prune":
     case "update-ref":
@@ -93,10 +109,12 @@ function gitSubcommandEffects(sub: string, read: ReadArguments, args: readonly S
       return;
     case "rebase":
     case "difftool":
-      for (const option of read.options) if (["-x", "--exec", "--extcmd"].includes(option.name)) runsCommandLine(effects, option.value, `git ${sub} ${option.name}`);
+      for (const option of read.options)
+        if (["-x", "--exec", "--extcmd"].includes(option.name)) runsCommandLine(effects, option.value, `git ${sub} ${option.name}`);
       return;
     case "grep":
-      if (has(read, "-O", "--open-files-in-pager")) effects.findings.push({ kind: "unknown", reason: "git grep -O opens the files in a program that cannot be judged" });
+      if (has(read, "-O", "--open-files-in-pager"))
+        effects.findings.push({ kind: "unknown", reason: "git grep -O opens the files in a program that cannot be judged" });
       return;
     case "bisect":
       if (first?.text === "run") effects.commands.push(args.slice(args.indexOf(first) + 1));
@@ -126,7 +144,14 @@ function looksLikePath(text: string): boolean {
 function submoduleForeach(words: readonly ShellWord[], effects: ProgramEffects): void {
   let start = 0;
   while (words[start]?.text.startsWith("-")) start++;
-  if (start < words.length) effects.scripts.push({ text: words.slice(start).map((word) => word.text).join(" "), via: "git submodule foreach" });
+  if (start < words.length)
+    effects.scripts.push({
+      text: words
+        .slice(start)
+        .map((word) => word.text)
+        .join(" "),
+      via: "git submodule foreach",
+    });
 }
 
 /**

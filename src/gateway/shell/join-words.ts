@@ -7,6 +7,7 @@ export function joinedCommandLine(words: readonly ShellWord[]): ShellWord {
 
 export function joinWords(words: readonly ShellWord[]): string {
   let text = "";
-  for (let index = 0; index < words.length; index++) text += index === 0 ? (words[index] as ShellWord).text : ` ${(words[index] as ShellWord).text}`;
+  for (let index = 0; index < words.length; index++)
+    text += index === 0 ? (words[index] as ShellWord).text : ` ${(words[index] as ShellWord).text}`;
   return text;
 }

@@ -3,7 +3,9 @@ import type { ShellWord } from "../shell-syntax.js";
 /** Words holding xargs' or find's replace string (`{}`) are only known at run time: `-exec {} ;` runs a found file. */
 export function markReplaced(words: readonly ShellWord[], replace: string | null): readonly ShellWord[] {
   if (!replace) return words;
-  return words.map((word) => (word.literal && word.text.includes(replace) ? { ...word, literal: false, expandsAtStart: word.text.startsWith(replace) } : word));
+  return words.map((word) =>
+    word.literal && word.text.includes(replace) ? { ...word, literal: false, expandsAtStart: word.text.startsWith(replace) } : word,
+  );
 }
 
 /** xargs `-I R`, `-iR`, `-i`, `--replace[=R]`: the string replaced by each input line. */

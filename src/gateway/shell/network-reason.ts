@@ -15,7 +15,8 @@ export function networkReason(program: string, subcommand: string | undefined, a
   if (networkPrograms.has(program)) return `${program} reaches the network`;
   if (subcommand !== undefined && networkSubcommands.get(program)?.has(subcommand)) return `${program} ${subcommand} reaches the network`;
   if (subcommand === undefined && networkWithoutSubcommand.has(program)) return `${program} reaches the network`;
-  if (program === "rsync" && args.some((arg) => arg.text.startsWith("rsync://") || /^[^/\s-][^/\s]*:/.test(arg.text))) return "rsync to or from another host reaches the network";
+  if (program === "rsync" && args.some((arg) => arg.text.startsWith("rsync://") || /^[^/\s-][^/\s]*:/.test(arg.text)))
+    return "rsync to or from another host reaches the network";
   if (/^python[0-9.]*$/.test(program)) {
     const module = args.findIndex((arg) => arg.text === "-m");
     const rest = module === -1 ? [] : args.slice(module + 1).map((arg) => arg.text);

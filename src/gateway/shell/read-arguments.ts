@@ -45,7 +45,8 @@ export function readArguments(args: readonly ShellWord[], grammar: OptionGrammar
     }
     if (mayBeOptions(word)) read.dynamic ??= word;
     if (text === "--") read.dashes = true;
-    else if (index === 0 && grammar.oldStyle && word.literal && /^[A-Za-z]+$/.test(text)) index = readCluster(args, index, 0, grammar, read);
+    else if (index === 0 && grammar.oldStyle && word.literal && /^[A-Za-z]+$/.test(text))
+      index = readCluster(args, index, 0, grammar, read);
     else if (!text.startsWith("-") || text === "-") read.positionals.push(word);
     else if (text.startsWith("--")) index = readLong(args, index, grammar, read);
     else if (grammar.wordSwitches) read.options.push({ name: text, value: null });

@@ -11,7 +11,12 @@ export interface Options {
 }
 
 /** Skips a wrapper's options; a short cluster (`-Eu root`, `-n5`) takes its value glued or from the next word. */
-export function readOptions(args: readonly ShellWord[], valueOptions: readonly string[], scriptOptions: readonly string[], dashIsFlag: boolean): Options {
+export function readOptions(
+  args: readonly ShellWord[],
+  valueOptions: readonly string[],
+  scriptOptions: readonly string[],
+  dashIsFlag: boolean,
+): Options {
   const options: Options = { next: 0, flags: [], values: [], script: null };
   let index = 0;
   while (index < args.length) {

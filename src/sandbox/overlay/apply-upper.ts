@@ -14,7 +14,8 @@ export interface ApplyOutcome {
   unplaced: string[];
 }
 
-const within = (inner: readonly string[], outer: readonly string[]) => outer.length <= inner.length && outer.every((name, i) => inner[i] === name);
+const within = (inner: readonly string[], outer: readonly string[]) =>
+  outer.length <= inner.length && outer.every((name, i) => inner[i] === name);
 
 /**
  * Applies a layered call's plan to the workspace (SPEC X7): removals into the

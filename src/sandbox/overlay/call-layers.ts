@@ -1,6 +1,17 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
@@ -80,7 +91,8 @@ function processStart(pid: number): string | null {
  * are not recorded, and the reason is logged.
  */
 export function createCallLayers(options: { workspacesDir: string; searchPath: string }): CallLayerSupport {
-  if (process.getuid?.() !== 0) return { ok: false, reason: "the worker does not run as root, and only root mounts the overlay that records a command's changes" };
+  if (process.getuid?.() !== 0)
+    return { ok: false, reason: "the worker does not run as root, and only root mounts the overlay that records a command's changes" };
   let filesystems = "";
   try {
     filesystems = readFileSync("/proc/filesystems", "utf8");
@@ -89,7 +101,8 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
   }
   if (!/\toverlay$/m.test(filesystems)) return { ok: false, reason: "the kernel has no overlay file system (modprobe overlay)" };
   for (const program of ["unshare", "mount", "sh"]) {
-    if (!findExecutable(program, options.searchPath)) return { ok: false, reason: `${program} is not installed (Debian packages util-linux, mount)` };
+    if (!findExecutable(program, options.searchPath))
+      return { ok: false, reason: `${program} is not installed (Debian packages util-linux, mount)` };
   }
   const root = path.join(options.workspacesDir, layersFolderName);
   const failed = probeOverlay(root, options.searchPath);

@@ -33,9 +33,29 @@ export function overlayOptions(workspace: string, folders: OverlayFolders): stri
  * mount ran must not leave a command running with no one to stop it (bwrap's
  * `--die-with-parent` and setpriv's `--pdeathsig` only watch a parent alive when they start).
  */
-const mountThenExec = '"$1" -t overlay -o "$2" overlay "$3" && read -r _ _ _ parent _ < /proc/$$/stat && [ "$parent" = "$4" ] && shift 4 && exec "$@"';
+const mountThenExec =
+  '"$1" -t overlay -o "$2" overlay "$3" && read -r _ _ _ parent _ < /proc/$$/stat && [ "$parent" = "$4" ] && shift 4 && exec "$@"';
 
 /** Absolute paths of the programs: the tool PATH is the tenant's, never trusted to find mount. */
-export function overlayWrap(tools: { unshare: string; sh: string; mount: string }, workspace: string, options: string, parentPid: number = process.pid): string[] {
-  return [tools.unshare, "--mount", "--propagation", "private", "--", tools.sh, "-c", mountThenExec, "foya-overlay", tools.mount, options, workspace, String(parentPid)];
+export function overlayWrap(
+  tools: { unshare: string; sh: string; mount: string },
+  workspace: string,
+  options: string,
+  parentPid: number = process.pid,
+): string[] {
+  return [
+    tools.unshare,
+    "--mount",
+    "--propagation",
+    "private",
+    "--",
+    tools.sh,
+    "-c",
+    mountThenExec,
+    "foya-overlay",
+    tools.mount,
+    options,
+    workspace,
+    String(parentPid),
+  ];
 }

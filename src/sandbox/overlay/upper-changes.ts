@@ -135,7 +135,15 @@ export async function planLayer(input: {
   const tree = scan(input.upperDir, [], folders, folders.folder([]));
   const opaque = opaqueFolders(collectDirs(tree, []));
 
-  const plan: LayerPlan = { removals: [], strayWhiteouts: [], modes: [], moves: [], files: [], summarized: { files: 0, roots: [], overLimit: 0 }, conflicts: [] };
+  const plan: LayerPlan = {
+    removals: [],
+    strayWhiteouts: [],
+    modes: [],
+    moves: [],
+    files: [],
+    summarized: { files: 0, roots: [], overLimit: 0 },
+    conflicts: [],
+  };
   const pending = new Map<string, Pending>();
   const roots = new Set<string>();
   const summarize = (components: readonly string[]) => {
@@ -219,7 +227,8 @@ export async function planLayer(input: {
         if (!(there.isFile() && node.kind === "file" && (summarized || there.size <= limits.maxFileBytes))) remove(own, there);
         else {
           noteConflict(own, there);
-          if (!summarized) pending.set(own.join("/"), { components: own, before: { from: "workspace", stats: there, replaced: true }, after: null });
+          if (!summarized)
+            pending.set(own.join("/"), { components: own, before: { from: "workspace", stats: there, replaced: true }, after: null });
         }
       }
       plan.moves.push({ components: own, hostPath: node.hostPath });

@@ -31,10 +31,16 @@ export const bashTool = defineTool<BashArgs>({
     type: "object",
     properties: {
       command: { type: "string", minLength: 1, maxLength: 100_000, description: "The command line, run with bash -c." },
-      timeoutMs: { type: "integer", minimum: 100, maximum: maxTimeoutMs, description: `Time limit in milliseconds (default ${defaultTimeoutMs}).` },
+      timeoutMs: {
+        type: "integer",
+        minimum: 100,
+        maximum: maxTimeoutMs,
+        description: `Time limit in milliseconds (default ${defaultTimeoutMs}).`,
+      },
       background: {
         type: "boolean",
-        description: "Start the command in the background and answer its id at once; follow it with command_status, command_output and command_cancel.",
+        description:
+          "Start the command in the background and answer its id at once; follow it with command_status, command_output and command_cancel.",
       },
     },
     required: ["command"],
@@ -51,7 +57,8 @@ export const bashTool = defineTool<BashArgs>({
     if (args.background) {
       const started = await context.commands.start(args.command);
       // Background commands are sandboxed by their owner; a refusal there names its code.
-      if ("error" in started) return errorResult("code" in started && typeof started.code === "string" ? started.code : "too_many_commands", started.error);
+      if ("error" in started)
+        return errorResult("code" in started && typeof started.code === "string" ? started.code : "too_many_commands", started.error);
       return textResult(`Started background command ${started.id}. Use command_status, command_output or command_cancel with this id.`);
     }
     const prepared = await context.processes.prepare(args.command, { headBytes, tailBytes }, { recordChanges: true });
@@ -92,21 +99,39 @@ export const bashTool = defineTool<BashArgs>({
   },
 });
 
-async function settleChanges(layer: PreparedLayer | undefined, context: ToolContext): Promise<{ records: FileChangeRecord[]; note: string | null } | null> {
+async function settleChanges(
+  layer: PreparedLayer | undefined,
+  context: ToolContext,
+): Promise<{ records: FileChangeRecord[]; note: string | null } | null> {
   if (!layer) return null;
   try {
     return await layer.settle(context.blobs);
   } catch (error) {
-    return { records: [], note: `this command's changes could not be applied yet (${(error as Error).message}); they are kept and applied when this worker restarts` };
+    return {
+      records: [],
+      note: `this command's changes could not be applied yet (${(error as Error).message}); they are kept and applied when this worker restarts`,
+    };
   }
 }
 
-function describeEnd(end: ShellEnd, stopped: "timeout" | "cancelled" | undefined, timeoutMs: number, args: BashArgs, text: string, limits: ProcessLimits): ToolResult {
+function describeEnd(
+  end: ShellEnd,
+  stopped: "timeout" | "cancelled" | undefined,
+  timeoutMs: number,
+  args: BashArgs,
+  text: string,
+  limits: ProcessLimits,
+): ToolResult {
   const body = text.length > 0 ? text : "(no output)\n";
-  if (stopped === "timeout") return errorResult("timeout", `${body}\n[killed after ${timeoutMs} ms${timeoutMs < (args.timeoutMs ?? defaultTimeoutMs) ? ", the wall-time limit of this deployment" : ""}]`);
+  if (stopped === "timeout")
+    return errorResult(
+      "timeout",
+      `${body}\n[killed after ${timeoutMs} ms${timeoutMs < (args.timeoutMs ?? defaultTimeoutMs) ? ", the wall-time limit of this deployment" : ""}]`,
+    );
   if (stopped === "cancelled") return errorResult("cancelled", `${body}\n[cancelled]`);
   if (end.kind === "sandbox_failed") return errorResult("sandbox_unavailable", end.message);
-  if (end.kind === "signaled") return errorResult(limitCodeOf(end.signal), `${body}\n[killed by ${end.signal}${limitNote(end.signal, limits)}]`);
+  if (end.kind === "signaled")
+    return errorResult(limitCodeOf(end.signal), `${body}\n[killed by ${end.signal}${limitNote(end.signal, limits)}]`);
   if (end.exitCode !== 0) return errorResult("exit_code", `${body}\n[exit code ${end.exitCode}${limitHint(text, limits)}]`);
   return textResult(`${body}\n[exit code 0]`);
 }
@@ -125,7 +150,8 @@ function limitNote(signal: string, limits: ProcessLimits): string {
 }
 
 /** What processes print when an rlimit refused them memory or a new process. */
-const limitMessages = /Cannot allocate memory|MemoryError|out of memory|allocation failed|Resource temporarily unavailable|No space left on device|Disk quota exceeded/i;
+const limitMessages =
+  /Cannot allocate memory|MemoryError|out of memory|allocation failed|Resource temporarily unavailable|No space left on device|Disk quota exceeded/i;
 
 /** The limits, when the output says a command may have run into one of them; nothing otherwise (most failures are not limits). */
 function limitHint(output: string, limits: ProcessLimits): string {

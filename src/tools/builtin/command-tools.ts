@@ -3,7 +3,12 @@ import { defineTool, errorResult, textResult, type AnyTool, type BackgroundComma
 const idSchema = { type: "string", minLength: 1, maxLength: 64, description: "The id bash answered for a background command." };
 
 function describe(command: BackgroundCommandView): string {
-  const end = command.status === "running" ? "still running" : command.status === "lost" ? "lost: the worker running it stopped; its outcome is unknown" : command.status;
+  const end =
+    command.status === "running"
+      ? "still running"
+      : command.status === "lost"
+        ? "lost: the worker running it stopped; its outcome is unknown"
+        : command.status;
   const detail = command.exitCode !== null ? `, exit code ${command.exitCode}` : command.signal ? `, signal ${command.signal}` : "";
   return `Command ${command.id} (${JSON.stringify(command.command)}): ${end}${detail}; ${command.outputLines} lines, ${command.outputBytes} bytes of output so far.`;
 }

@@ -44,7 +44,11 @@ export const deleteTool = defineTool<DeleteArgs>({
     // The protected folders, by where the path leads (a link inside to them counts).
     const at = await context.workspace.stat(args.path).catch(() => null);
     const reason = at ? protectedReason(at.path, args.path, context.approvalMode) : null;
-    return reason ? { code: "protected_path", message: reason } : at?.path === "." ? { code: "protected_path", message: "The workspace root cannot be removed." } : null;
+    return reason
+      ? { code: "protected_path", message: reason }
+      : at?.path === "."
+        ? { code: "protected_path", message: "The workspace root cannot be removed." }
+        : null;
   },
   async run(context, args) {
     const refuse = (path: string): string | null => protectedReason(path, args.path, context.approvalMode);
@@ -58,7 +62,10 @@ export const deleteTool = defineTool<DeleteArgs>({
     for (const file of outcome.files) changes.push(await recordFileChange(context, file.path, file.snapshot, { kind: "absent" }));
     const what = outcome.kind === "directory" ? `folder ${outcome.path} (${changes.length} files)` : outcome.path;
     const unkept = outcome.files.filter((file) => file.snapshot.kind === "digest").length;
-    const note = unkept > 0 ? ` ${unkept} of its files were too large to keep a copy of: reverting cannot bring ${unkept === 1 ? "it" : "them"} back (the project's trash still holds them).` : "";
+    const note =
+      unkept > 0
+        ? ` ${unkept} of its files were too large to keep a copy of: reverting cannot bring ${unkept === 1 ? "it" : "them"} back (the project's trash still holds them).`
+        : "";
     return {
       content: [{ type: "text", text: `Moved ${what} to the trash.${note}` }],
       displayDiff: changes.map((change) => change.diff).join(""),

@@ -29,7 +29,10 @@ function applyEdit(content: Buffer, args: EditArgs): { ok: true; updated: string
   }
   const occurrences = countOccurrences(text, oldString);
   if (occurrences === 0) {
-    return { ok: false, error: errorResult("no_match", `old_string was not found in "${args.path}". Read the file and copy the text exactly.`) };
+    return {
+      ok: false,
+      error: errorResult("no_match", `old_string was not found in "${args.path}". Read the file and copy the text exactly.`),
+    };
   }
   if (occurrences > 1 && !args.replace_all) {
     return {
@@ -72,7 +75,9 @@ export const editTool = defineTool<EditArgs>({
     const current = await context.workspace.snapshot(args.path, { maxBytes: maxRecordedFileBytes }).catch(() => null);
     if (current?.snapshot.kind !== "file") return null;
     const edited = applyEdit(current.snapshot.content, args);
-    return edited.ok ? displayDiff(current.path, current.snapshot, { kind: "file", content: Buffer.from(edited.updated), mode: current.snapshot.mode }) : null;
+    return edited.ok
+      ? displayDiff(current.path, current.snapshot, { kind: "file", content: Buffer.from(edited.updated), mode: current.snapshot.mode })
+      : null;
   },
   async run(context, args) {
     let occurrences = 0;
@@ -82,8 +87,10 @@ export const editTool = defineTool<EditArgs>({
       outcome = await context.workspace.update<ToolResult>(
         args.path,
         (before) => {
-          if (before.kind === "absent") return { keep: errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`) };
-          if (before.kind === "digest") return { keep: errorResult("too_large", `"${args.path}" is ${before.size} bytes, too large to edit; write it whole instead.`) };
+          if (before.kind === "absent")
+            return { keep: errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`) };
+          if (before.kind === "digest")
+            return { keep: errorResult("too_large", `"${args.path}" is ${before.size} bytes, too large to edit; write it whole instead.`) };
           const edited = applyEdit(before.content, args);
           if (!edited.ok) return { keep: edited.error };
           occurrences = edited.occurrences;
@@ -92,7 +99,8 @@ export const editTool = defineTool<EditArgs>({
         { maxBytes: maxRecordedFileBytes, createParents: false },
       );
     } catch (error) {
-      if (error instanceof Error && "code" in error && error.code === "not_a_directory") return errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`);
+      if (error instanceof Error && "code" in error && error.code === "not_a_directory")
+        return errorResult("file_not_found", `No file at "${args.path}". Use write to create it.`);
       return workspaceFailure(error);
     }
     if (outcome.kind === "kept") return outcome.value;

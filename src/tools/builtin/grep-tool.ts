@@ -66,7 +66,8 @@ export const grepTool = defineTool<GrepArgs>({
             .forEach((line, index) => {
               if (!regex.test(line)) return;
               total++;
-              if (matches.length < maxMatches) matches.push(`${file.path}:${index + 1}: ${line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line}`);
+              if (matches.length < maxMatches)
+                matches.push(`${file.path}:${index + 1}: ${line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line}`);
             });
         },
       );

@@ -53,7 +53,11 @@ export const historyReadTool = defineTool<HistoryReadArgs>({
   parallel: true,
   async run(context, args) {
     const result = await context.history.readToolResult(args.reference);
-    if (!result) return errorResult("unknown_reference", `No tool result "${args.reference}" in this session's history. Use the reference from the note exactly.`);
+    if (!result)
+      return errorResult(
+        "unknown_reference",
+        `No tool result "${args.reference}" in this session's history. Use the reference from the note exactly.`,
+      );
     const { text } = result;
     const lines = text.split("\n");
     switch (args.operation) {
@@ -103,7 +107,10 @@ function readRange(text: string, lines: string[], args: HistoryReadArgs) {
     }
     out += next;
   }
-  const capped = end < Math.min(wantedEnd, lines.length) ? `[capped: continue from startLine ${end + 1} of ${lines.length}]` : `[lines ${start}-${end} of ${lines.length}]`;
+  const capped =
+    end < Math.min(wantedEnd, lines.length)
+      ? `[capped: continue from startLine ${end + 1} of ${lines.length}]`
+      : `[lines ${start}-${end} of ${lines.length}]`;
   return textResult(`${out}${capped}`);
 }
 

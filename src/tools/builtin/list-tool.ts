@@ -20,12 +20,23 @@ const skipped = new Set(["node_modules", ".git"]);
  */
 export const listTool = defineTool<ListArgs>({
   name: "list",
-  description: "List files in the workspace matching a glob pattern (default **/*), sorted. node_modules and .git are skipped; symbolic links are listed, not followed.",
+  description:
+    "List files in the workspace matching a glob pattern (default **/*), sorted. node_modules and .git are skipped; symbolic links are listed, not followed.",
   parameters: {
     type: "object",
     properties: {
-      pattern: { type: "string", minLength: 1, maxLength: 1000, description: 'Glob relative to path, e.g. "src/**/*.ts" (default "**/*").' },
-      path: { type: "string", minLength: 1, maxLength: 4096, description: "Folder to search from, relative to the workspace root (default the root)." },
+      pattern: {
+        type: "string",
+        minLength: 1,
+        maxLength: 1000,
+        description: 'Glob relative to path, e.g. "src/**/*.ts" (default "**/*").',
+      },
+      path: {
+        type: "string",
+        minLength: 1,
+        maxLength: 4096,
+        description: "Folder to search from, relative to the workspace root (default the root).",
+      },
     },
     additionalProperties: false,
   },
@@ -46,7 +57,13 @@ export const listTool = defineTool<ListArgs>({
     let outcome;
     try {
       outcome = await context.workspace.walk(
-        { from: args.path ?? ".", skipFolders: skipped, enter: (_path, relative) => glob.mayMatchUnder(relative), maxEntries: maxVisited, signal: context.signal },
+        {
+          from: args.path ?? ".",
+          skipFolders: skipped,
+          enter: (_path, relative) => glob.mayMatchUnder(relative),
+          maxEntries: maxVisited,
+          signal: context.signal,
+        },
         (file) => {
           if (glob.matches(file.relative)) files.push(file.relative);
         },

@@ -93,7 +93,8 @@ function render(file: OpenedFile, first: number, read: Awaited<ReturnType<typeof
   const last = read.lines[read.lines.length - 1]?.number ?? first;
   const notes: string[] = [];
   const cut = read.lines.filter((line) => line.cut > 0).length;
-  if (first > 1 || last < read.totalLines || !read.totalIsExact) notes.push(`showing lines ${first}-${last} of ${total}; ${Math.max(0, file.size - shownBytes)} of ${file.size} bytes not shown`);
+  if (first > 1 || last < read.totalLines || !read.totalIsExact)
+    notes.push(`showing lines ${first}-${last} of ${total}; ${Math.max(0, file.size - shownBytes)} of ${file.size} bytes not shown`);
   if (read.stoppedByOutputBytes) notes.push(`output capped at ${maxOutputBytes} bytes; continue with offset ${last + 1}`);
   if (cut > 0) notes.push(`${cut} long lines cut at ${maxLineChars} characters`);
   return shown.join("\n") + (notes.length ? `\n[${notes.join("; ")}]` : "");
@@ -102,7 +103,10 @@ function render(file: OpenedFile, first: number, read: Awaited<ReturnType<typeof
 /** An image file as an image part, with a line saying what it is; too large an image is described instead. */
 async function imageResult(file: OpenedFile, mediaType: string, signal: AbortSignal): Promise<ToolResult> {
   if (file.size > maxArtifactBytes) {
-    return errorResult("image_too_large", `"${file.path}" is a ${mediaType} image of ${file.size} bytes; images over ${maxArtifactBytes} bytes are not returned.`);
+    return errorResult(
+      "image_too_large",
+      `"${file.path}" is a ${mediaType} image of ${file.size} bytes; images over ${maxArtifactBytes} bytes are not returned.`,
+    );
   }
   const chunks: Buffer[] = [];
   for await (const chunk of file.chunks({ end: maxArtifactBytes, signal })) chunks.push(chunk);

@@ -7,7 +7,8 @@ interface UpdateTasksArgs {
 /** Keeps the session's task list: the whole list each time, stored and announced to clients. */
 export const updateTasksTool = defineTool<UpdateTasksArgs>({
   name: "update_tasks",
-  description: "Replace the session's task list (each task a title and a status: pending, in_progress or done). Send the whole list every time.",
+  description:
+    "Replace the session's task list (each task a title and a status: pending, in_progress or done). Send the whole list every time.",
   parameters: {
     type: "object",
     properties: {

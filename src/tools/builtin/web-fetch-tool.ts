@@ -61,13 +61,18 @@ async function fetchPage(start: URL, requested: string, signal: AbortSignal, all
   let url = start;
   let response: Response | undefined;
   for (let hop = 0; ; hop++) {
-    if (url.protocol !== "http:" && url.protocol !== "https:") return errorResult("unsupported_scheme", `Only http and https URLs can be fetched, not ${url.protocol}`);
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      return errorResult("unsupported_scheme", `Only http and https URLs can be fetched, not ${url.protocol}`);
     if (!allowPrivate) {
       const refused = await refusedHost(url.hostname).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
       if (refused) return errorResult("address_refused", refused);
     }
     try {
-      response = await fetch(url, { redirect: "manual", signal, headers: { "user-agent": "foya-web-fetch/0.1", accept: "text/html, text/plain, */*;q=0.5" } });
+      response = await fetch(url, {
+        redirect: "manual",
+        signal,
+        headers: { "user-agent": "foya-web-fetch/0.1", accept: "text/html, text/plain, */*;q=0.5" },
+      });
     } catch (error) {
       const reason = signal.aborted ? (signal.reason as Error).message : (error as Error).message;
       return errorResult("fetch_failed", `Could not fetch ${url.href}: ${reason}`);
@@ -85,13 +90,17 @@ async function fetchPage(start: URL, requested: string, signal: AbortSignal, all
   try {
     read = await readCapped(response, maxBodyBytes);
   } catch {
-    if (signal.aborted) return errorResult("fetch_failed", `Could not fetch ${url.href}: ${(signal.reason as Error).message} while reading the body`);
+    if (signal.aborted)
+      return errorResult("fetch_failed", `Could not fetch ${url.href}: ${(signal.reason as Error).message} while reading the body`);
     read = { body: Buffer.alloc(0), truncated: false };
   }
   const { body, truncated } = read;
   const type = response.headers.get("content-type") ?? "";
-  if (!/text|html|json|xml/.test(type) && body.includes(0)) return errorResult("binary_content", `${url.href} answered ${type || "binary content"}, not text`);
-  let text = type.includes("html") ? convert(body.toString("utf8"), { wordwrap: false, selectors: [{ selector: "img", format: "skip" }] }) : body.toString("utf8");
+  if (!/text|html|json|xml/.test(type) && body.includes(0))
+    return errorResult("binary_content", `${url.href} answered ${type || "binary content"}, not text`);
+  let text = type.includes("html")
+    ? convert(body.toString("utf8"), { wordwrap: false, selectors: [{ selector: "img", format: "skip" }] })
+    : body.toString("utf8");
   const notes: string[] = [];
   if (truncated) notes.push(`only the first ${maxBodyBytes} bytes were downloaded`);
   if (text.length > maxTextChars) {

@@ -42,7 +42,10 @@ export const writeTool = defineTool<WriteArgs>({
     if (outcome.kind === "kept") throw new Error("write never keeps a file as it is");
     const change = await recordFileChange(context, outcome.path, outcome.before, outcome.after);
     const verb = outcome.before.kind === "absent" ? "Created" : "Updated";
-    const note = outcome.before.kind === "digest" ? ` The old version (${outcome.before.size} bytes) was too large to keep: this change cannot be reverted.` : "";
+    const note =
+      outcome.before.kind === "digest"
+        ? ` The old version (${outcome.before.size} bytes) was too large to keep: this change cannot be reverted.`
+        : "";
     return {
       content: [{ type: "text", text: `${verb} ${outcome.path} (${content.length} bytes).${note}` }],
       displayDiff: change.diff,

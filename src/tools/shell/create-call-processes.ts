@@ -94,7 +94,9 @@ async function summarizeChanges(workspaceDir: string): Promise<{ finish(): Promi
       const changes = compareManifests(before, await takeManifest(workspaceDir, { maxEntries: manifestEntries }));
       const parts = (["created", "modified", "deleted"] as const)
         .filter((kind) => changes[kind].length > 0)
-        .map((kind) => `${kind} ${changes[kind].length} (${changes[kind].slice(0, 10).join(", ")}${changes[kind].length > 10 ? ", ..." : ""})`);
+        .map(
+          (kind) => `${kind} ${changes[kind].length} (${changes[kind].slice(0, 10).join(", ")}${changes[kind].length > 10 ? ", ..." : ""})`,
+        );
       if (parts.length === 0 && !changes.truncated) return null;
       return (
         `[files changed in the workspace while this background command ran: ${parts.join("; ") || "none found"}${changes.truncated ? " (the workspace is larger than the manifest, so this is partial)" : ""}. ` +
@@ -103,4 +105,3 @@ async function summarizeChanges(workspaceDir: string): Promise<{ finish(): Promi
     },
   };
 }
-

@@ -4,7 +4,12 @@ import { execa } from "execa";
 import { connectNetwork, type NetworkLink } from "../../sandbox/sandbox-network.js";
 import type { Confinement } from "../../sandbox/confinement.js";
 import type { ProcessLimits } from "../../sandbox/process-limits.js";
-import { sandboxNetworkUnavailableMessage, sandboxUnavailableMessage, type SandboxInvocation, type SandboxRunner } from "../../sandbox/sandbox-runner.js";
+import {
+  sandboxNetworkUnavailableMessage,
+  sandboxUnavailableMessage,
+  type SandboxInvocation,
+  type SandboxRunner,
+} from "../../sandbox/sandbox-runner.js";
 import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { OverlayFolders } from "../../sandbox/overlay/overlay-mount.js";
@@ -85,7 +90,14 @@ export type SandboxStartObserver = () => (outcome: "started" | "failed") => void
  * refuse before anything ran.
  */
 export async function prepareShell(options: ShellOptions): Promise<PreparedShell | { unavailable: string }> {
-  const env: Record<string, string> = { PATH: options.path, HOME: options.cwd, TERM: "dumb", PAGER: "cat", GIT_PAGER: "cat", LANG: "C.UTF-8" };
+  const env: Record<string, string> = {
+    PATH: options.path,
+    HOME: options.cwd,
+    TERM: "dumb",
+    PAGER: "cat",
+    GIT_PAGER: "cat",
+    LANG: "C.UTF-8",
+  };
   if (!options.runner) return { unavailable: sandboxUnavailableMessage("this worker was built without a sandbox runner") };
   const fullAccess = options.confinement.kind === "full_access";
   const plan = await options.runner.plan({
@@ -109,7 +121,14 @@ const initReportGraceMs = 2000;
 /** How long bwrap may take to exit once its sandbox's init was killed. */
 const bwrapExitGraceMs = 200;
 
-function startProcess(spec: { file: string; args: string[]; cwd: string; env: Record<string, string>; options: ShellOptions; sandbox: SandboxInvocation }): ShellProcess {
+function startProcess(spec: {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  options: ShellOptions;
+  sandbox: SandboxInvocation;
+}): ShellProcess {
   const network = spec.sandbox.network;
   // Extra pipes for bwrap: its status fd, and with the network its block fd and the resolv.conf it binds.
   const extraFds: Array<"ignore" | "pipe"> = [];
@@ -131,7 +150,7 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   });
   const output = new BoundedOutput(spec.options.headBytes, spec.options.tailBytes);
   child.all.on("data", (chunk: Buffer) => output.write(chunk));
-  const pipe = (fd: number | undefined) => (fd === undefined ? undefined : (child.stdio[fd] as Writable | null) ?? undefined);
+  const pipe = (fd: number | undefined) => (fd === undefined ? undefined : ((child.stdio[fd] as Writable | null) ?? undefined));
   const blockStream = pipe(network?.blockFd);
   const resolvConfStream = pipe(network?.resolvConf?.fd);
   // bwrap may be gone before it reads these (it failed, or was stopped): a broken pipe is no error here.
@@ -216,7 +235,8 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
   });
 
   const ended = Promise.all([child, statusRead]).then(([result]): ShellEnd => {
-    if (networkFailure !== undefined && !stopped) return { kind: "sandbox_failed", message: sandboxNetworkUnavailableMessage(networkFailure) };
+    if (networkFailure !== undefined && !stopped)
+      return { kind: "sandbox_failed", message: sandboxNetworkUnavailableMessage(networkFailure) };
     const reported = readSandboxStatus(status);
     if (reported.exitCode !== undefined) {
       const bySignal = signalOfExitStatus(reported.exitCode);
@@ -224,9 +244,14 @@ function startProcess(spec: { file: string; args: string[]; cwd: string; env: Re
     }
     if (stopped || result.signal) return { kind: "signaled", signal: result.signal ?? "SIGKILL" };
     const detail = (output.render().trim() || result.shortMessage || "no message").slice(-1000);
-    const reason = reported.started ? `bash could not be started inside the sandbox (${detail})` : `bubblewrap could not set up the sandbox (${detail})`;
+    const reason = reported.started
+      ? `bash could not be started inside the sandbox (${detail})`
+      : `bubblewrap could not set up the sandbox (${detail})`;
     // With the network, setup also needs unshare's namespaces: the fix is in the network message.
-    return { kind: "sandbox_failed", message: network && !reported.started ? sandboxNetworkUnavailableMessage(reason) : sandboxUnavailableMessage(reason) };
+    return {
+      kind: "sandbox_failed",
+      message: network && !reported.started ? sandboxNetworkUnavailableMessage(reason) : sandboxUnavailableMessage(reason),
+    };
   });
 
   return {

@@ -39,7 +39,9 @@ export const approvalsCommand: Command = {
 
 function printApproval(output: Parameters<Command["run"]>[0]["output"], approval: Approval): void {
   const { style } = output;
-  output.line(`${style.bold(approval.id)}  ${style.cyan(approval.call.tool)}  ${approval.status}  ${style.dim(`session ${approval.sessionId}, run ${approval.runId}`)}`);
+  output.line(
+    `${style.bold(approval.id)}  ${style.cyan(approval.call.tool)}  ${approval.status}  ${style.dim(`session ${approval.sessionId}, run ${approval.runId}`)}`,
+  );
   output.line(`  ${style.dim("why")}        ${approval.requestReason}`);
   output.line(`  ${style.dim("arguments")}  ${oneLine(approval.call.arguments, 160)}`);
   if (approval.status === "pending") output.line(`  ${style.dim("expires")}    ${approval.expiresAt}`);

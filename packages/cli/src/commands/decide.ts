@@ -55,6 +55,9 @@ function parseArguments(text: string | undefined): Record<string, unknown> | und
 function report(input: CommandInput, approval: Approval): number {
   const { output } = input;
   if (output.json) output.document(approval);
-  else output.line(`${approval.status === "approved" ? output.style.green("approved") : output.style.red(approval.status)} ${approval.id} (${approval.call.tool})`);
+  else
+    output.line(
+      `${approval.status === "approved" ? output.style.green("approved") : output.style.red(approval.status)} ${approval.id} (${approval.call.tool})`,
+    );
   return exitCodes.ok;
 }

@@ -45,6 +45,8 @@ function printer(output: Output): (event: FoyaEvent) => void {
   const { style } = output;
   return (event) => {
     const time = event.at.slice(11, 19);
-    output.line(`${style.dim(String(event.seq).padStart(5))} ${style.dim(time)} ${style.cyan(event.type.padEnd(17))} ${describeEvent(event)}`);
+    output.line(
+      `${style.dim(String(event.seq).padStart(5))} ${style.dim(time)} ${style.cyan(event.type.padEnd(17))} ${describeEvent(event)}`,
+    );
   };
 }

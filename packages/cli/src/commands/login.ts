@@ -22,7 +22,8 @@ export const loginCommand: Command = {
     const url = stringOption(input, "url");
     const apiKey = stringOption(input, "key");
     if (!url || !apiKey) throw new UsageError("login needs --url URL and --key KEY");
-    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url must be an http(s) URL (got ${JSON.stringify(url)})`);
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+      throw new UsageError(`--url must be an http(s) URL (got ${JSON.stringify(url)})`);
 
     // Any authenticated route proves the key; usage is small and needs no id.
     const client = connect({ url, apiKey });

@@ -15,7 +15,8 @@ export function booleanOption(input: CommandInput, name: string): boolean {
 export function choiceOption<Choice extends string>(input: CommandInput, name: string, allowed: readonly Choice[]): Choice | undefined {
   const value = stringOption(input, name);
   if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`--${name} must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`);
   return value as Choice;
 }
 
@@ -23,7 +24,8 @@ export function choiceOption<Choice extends string>(input: CommandInput, name: s
 export function countOption(input: CommandInput, name: string): number | undefined {
   const value = stringOption(input, name);
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`--${name} must be a whole number ≥ 0 (got ${JSON.stringify(value)})`);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)))
+    throw new UsageError(`--${name} must be a whole number ≥ 0 (got ${JSON.stringify(value)})`);
   return Number(value);
 }
 

@@ -9,7 +9,7 @@ export const sessionNewCommand: Command = {
   name: "session new",
   summary: "Create a session (in a project of the CLI's own unless --project is given)",
   details: [
-    "Without --project, the session goes to a project named \"cli\" that the CLI creates once and remembers.",
+    'Without --project, the session goes to a project named "cli" that the CLI creates once and remembers.',
     "The new session becomes the default of `foya run`.",
   ],
   arguments: [],
@@ -40,7 +40,11 @@ async function createSession(client: FoyaClient, body: { projectId: string; appr
 }
 
 /** The API lists no projects, so the CLI's project is remembered by id; one gone (404) is made again. */
-async function createInCliProject(client: FoyaClient, config: ConfigStore, body: { approvalMode?: Session["approvalMode"] }): Promise<Session> {
+async function createInCliProject(
+  client: FoyaClient,
+  config: ConfigStore,
+  body: { approvalMode?: Session["approvalMode"] },
+): Promise<Session> {
   const remembered = (await config.read()).projectId;
   if (remembered) {
     try {
