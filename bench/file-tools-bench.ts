@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../src/core/process-limits.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";
 import { findServiceDir } from "../src/sandbox/service-dir.js";
 import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";

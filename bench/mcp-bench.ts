@@ -23,7 +23,7 @@ import { createLogger } from "../src/logger.js";
 import type { McpServerConfig } from "../src/mcp/mcp-config.js";
 import { createMcpConnections, type McpConnections } from "../src/mcp/mcp-connections.js";
 import { mapMcpTools } from "../src/mcp/mcp-tools.js";
-import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../src/core/process-limits.js";
 import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";
 import { createWorkspaceFolder } from "../src/workspace/project-workspace.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";

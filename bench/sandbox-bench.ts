@@ -17,7 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import type { Confinement } from "../src/sandbox/confinement.js";
-import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../src/core/process-limits.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";
 import { findServiceDir } from "../src/sandbox/service-dir.js";
 import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";

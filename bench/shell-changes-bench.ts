@@ -27,7 +27,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { systemSearchPath } from "../src/sandbox/find-executable.js";
 import { createCallLayers } from "../src/sandbox/overlay/call-layers.js";
-import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../src/core/process-limits.js";
 import { createSandbox } from "../src/sandbox/sandbox-runner.js";
 import { findServiceDir } from "../src/sandbox/service-dir.js";
 import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";

@@ -1,10 +1,10 @@
-import type { TenantQuotas } from "./tenants/tenant-quotas.js";
+import type { TenantQuotas } from "./core/tenant-quotas.js";
 import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { defaultProcessLimits, type ProcessLimits } from "./sandbox/process-limits.js";
+import { defaultProcessLimits, type ProcessLimits } from "./core/process-limits.js";
 
 /**
  * The only reader of `process.env`. Everything else receives a frozen `Config`

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "./config.js";
 import { openDatabase, type DbHandle } from "./db/client.js";
@@ -16,6 +17,7 @@ import { refusedHost } from "./net/address-guard.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { createTenantLoad } from "./queue/tenant-load.js";
+import { findServiceDir } from "./sandbox/service-dir.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
 import { systemSearchPath } from "./sandbox/find-executable.js";
 import { createCallLayers, type CallLayerSupport } from "./sandbox/overlay/call-layers.js";
@@ -98,7 +100,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
   const db = openDatabase(config.databaseUrl);
   if (config.migrateOnStart) {
     // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.
-    await retryWhileUnavailable("postgres", () => runMigrations(db), {
+    // drizzle/ beside package.json: the same folder whether this runs from src/ (tsx) or a compiled outDir.
+    await retryWhileUnavailable("postgres", () => runMigrations(db, path.join(findServiceDir(), "drizzle")), {
       logger,
       retryIf: isConnectionError,
       secrets: urlSecrets(config.databaseUrl),

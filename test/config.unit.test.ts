@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { envSchema, loadConfig } from "../src/config.js";
-import { defaultProcessLimits } from "../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../src/core/process-limits.js";
 
 describe("configuration", () => {
   it("PR1: provider profiles come from the server's file and environment, with keys resolved there", async () => {

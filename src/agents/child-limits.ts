@@ -1,6 +1,7 @@
-import type { ApprovalMode, RunMode, sessions } from "../db/schema.js";
+import type { sessions } from "../db/schema.js";
 import { agentToolName } from "../tools/builtin/agent-tool.js";
 import type { SubAgentRequest } from "../tools/tool.js";
+import type { ApprovalMode, RunMode } from "../core/session.js";
 
 type SessionRow = typeof sessions.$inferSelect;
 

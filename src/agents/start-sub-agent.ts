@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { runs, sessions, toolCalls, type OnInterrupted } from "../db/schema.js";
+import { runs, sessions, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { activateRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced } from "../store/transact.js";
@@ -10,6 +10,7 @@ import type { Services } from "../services.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { narrowLimits } from "./child-limits.js";
+import type { OnInterrupted } from "../core/session.js";
 
 type SessionRow = typeof sessions.$inferSelect;
 

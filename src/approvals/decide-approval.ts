@@ -1,11 +1,12 @@
 import { and, eq, sql } from "drizzle-orm";
-import { approvals, type runs, type ApprovalStatus } from "../db/schema.js";
+import { approvals, type runs } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import { answerCall, approveCall, callAwaitingDecision } from "../store/tool-calls.js";
 import { lockRun } from "../store/runs.js";
 import { resumeParkedBatch } from "../runs/resume-batch.js";
 import { transact, type Effects } from "../store/transact.js";
 import type { Services } from "../services.js";
+import type { ApprovalStatus } from "../core/statuses.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
 

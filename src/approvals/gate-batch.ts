@@ -1,6 +1,5 @@
 import type { NewEvent, StepRef } from "../core/events.js";
 import type { ApprovalPolicy } from "../core/policy.js";
-import type { ApprovalMode } from "../db/schema.js";
 import { judgeCall } from "../gateway/judge-call.js";
 import type { Verdict } from "../gateway/verdict.js";
 import { newId } from "../ids.js";
@@ -10,6 +9,7 @@ import type { Effects } from "../store/transact.js";
 import type { Services } from "../services.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import type { ApprovalSubject, ToolRefusal } from "../tools/tool.js";
+import type { ApprovalMode } from "../core/session.js";
 
 type CallRow = import("../store/runs.js").CallRow;
 type ParsedCall = ReturnType<Services["executor"]["parse"]>;

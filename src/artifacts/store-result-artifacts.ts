@@ -1,7 +1,7 @@
 import type { ResultPart } from "../core/history.js";
 import { storableText } from "../core/storable-text.js";
 import type { DbExecutor } from "../db/client.js";
-import type { BinaryResultPart, StoredToolResult, ToolResult } from "../tools/tool.js";
+import type { BinaryResultPart, StoredToolResult, ToolResult } from "../core/tool-contract.js";
 import { maxArtifactBytes, putArtifact, type ArtifactScope } from "./artifact-store.js";
 import { normalizeMediaType, sniffImageMediaType } from "./media-types.js";
 

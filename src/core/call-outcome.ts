@@ -1,7 +1,7 @@
 import type { EventBody } from "./events.js";
 import type { HistoryMessage, ResultPart } from "./history.js";
 import type { TerminalToolCallStatus } from "./tool-call-status.js";
-import type { FileChangeRecord } from "../tools/tool.js";
+import type { FileChangeRecord } from "./file-change-record.js";
 
 export interface CallOutcome {
   status: TerminalToolCallStatus;

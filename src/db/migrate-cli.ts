@@ -1,5 +1,7 @@
+import path from "node:path";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
+import { findServiceDir } from "../sandbox/service-dir.js";
 import { isConnectionError, retryWhileUnavailable, urlSecrets } from "../startup/dependency-wait.js";
 import { openDatabase } from "./client.js";
 import { runMigrations } from "./migrate.js";
@@ -10,7 +12,7 @@ const config = loadConfig();
 const logger = createLogger(config.logLevel, { role: "migrate" });
 const handle = openDatabase(config.databaseUrl, { max: 2 });
 try {
-  await retryWhileUnavailable("postgres", () => runMigrations(handle), {
+  await retryWhileUnavailable("postgres", () => runMigrations(handle, path.join(findServiceDir(), "drizzle")), {
     logger,
     retryIf: isConnectionError,
     secrets: urlSecrets(config.databaseUrl),

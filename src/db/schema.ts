@@ -17,11 +17,13 @@ import type { RunStatus } from "../core/run-status.js";
 import type { ToolCallStatus } from "../core/tool-call-status.js";
 import type { EventBody, EventType } from "../core/events.js";
 import type { HistoryMessage, ResultPart } from "../core/history.js";
-import type { NextJob } from "../queue/job-types.js";
+import type { NextJob } from "../core/next-job.js";
 import type { ApprovalPolicy } from "../core/policy.js";
-import type { McpTransportConfig } from "../mcp/mcp-config.js";
-import type { TenantQuotas } from "../tenants/tenant-quotas.js";
-import type { ProcessLimits } from "../sandbox/process-limits.js";
+import type { McpTransportConfig } from "../core/mcp-transport.js";
+import type { TenantQuotas } from "../core/tenant-quotas.js";
+import type { ProcessLimits } from "../core/process-limits.js";
+import type { ApprovalMode, OnInterrupted, RunMode, SessionTask } from "../core/session.js";
+import type { ApprovalStatus, CommandStatus, StepStatus, WebhookDeliveryStatus } from "../core/statuses.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -92,13 +94,6 @@ export const projects = pgTable(
   (t) => [index("projects_tenant_idx").on(t.tenantId)],
 );
 
-export type ApprovalMode = "manual" | "auto" | "full_access";
-export interface SessionTask {
-  title: string;
-  status: "pending" | "in_progress" | "done";
-}
-export type RunMode = "normal" | "read_only";
-
 export const sessions = pgTable(
   "sessions",
   {
@@ -138,15 +133,6 @@ export const sessions = pgTable(
   },
   (t) => [index("sessions_tenant_idx").on(t.tenantId)],
 );
-
-export type ActivePolicy = "reject" | "enqueue" | "interrupt";
-
-/**
- * What a run does when a tool call of it is interrupted by a worker's death (SPEC D10):
- * `end` ends the run `interrupted`; `continue` gives the call its honest tool message
- * and goes on with the next model step, a bounded number of times.
- */
-export type OnInterrupted = "end" | "continue";
 
 export const runs = pgTable(
   "runs",
@@ -195,8 +181,6 @@ export const runs = pgTable(
     index("runs_active_idx").on(t.status).where(sql`status in ('queued', 'running')`),
   ],
 );
-
-export type StepStatus = "streaming" | "completed" | "failed";
 
 /**
  * Written on every agent step, only by fenced statements that insert a row for a parent row they
@@ -411,8 +395,6 @@ export const workers = pgTable(
   (t) => [index("workers_live_idx").on(t.lastSeenAt).where(sql`stopped_at is null`)],
 );
 
-export type CommandStatus = "running" | "exited" | "failed" | "killed" | "cancelled" | "lost";
-
 /**
  * Background commands (SPEC B1-B4). The owning worker holds a lease and
  * flushes a bounded snapshot of the output; anyone can read it. A command whose
@@ -446,8 +428,6 @@ export const commands = pgTable(
   },
   (t) => [index("commands_session_idx").on(t.sessionId), index("commands_running_idx").on(t.leaseUntil).where(sql`status = 'running'`)],
 );
-
-export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
 
 /**
  * One row per call the gateway answered "ask" for (SPEC X3), created in the same
@@ -511,8 +491,6 @@ export const webhooks = pgTable(
   },
   (t) => [index("webhooks_tenant_idx").on(t.tenantId)],
 );
-
-export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
 
 /**
  * One event to one subscription. Rows are inserted by a trigger on `events`, so

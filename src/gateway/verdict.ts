@@ -1,6 +1,6 @@
 import type { ApprovalPolicy } from "../core/policy.js";
-import type { ApprovalMode } from "../db/schema.js";
-import type { ApprovalSubject, SideEffect } from "../tools/tool.js";
+import type { ApprovalSubject, SideEffect } from "../core/tool-contract.js";
+import type { ApprovalMode } from "../core/session.js";
 
 /**
  * The approval gateway's answer for one call (SPEC S1, S2). It says whether the

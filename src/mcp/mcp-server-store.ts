@@ -2,7 +2,8 @@ import { and, asc, eq, isNull, or } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { mcpServers } from "../db/schema.js";
 import { newId } from "../ids.js";
-import type { McpScope, McpServerConfig, McpTransportConfig } from "./mcp-config.js";
+import type { McpScope, McpServerConfig } from "./mcp-config.js";
+import type { McpTransportConfig } from "../core/mcp-transport.js";
 
 /** MCP server configurations as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
 

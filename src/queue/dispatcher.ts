@@ -1,8 +1,9 @@
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import type { NextJob, StepJobData, ToolBatchJobData } from "./job-types.js";
+import type { StepJobData, ToolBatchJobData } from "./job-types.js";
 import { jobIdFor, stepQueueName, toolQueueName } from "./job-types.js";
 import type { TenantLoad } from "./tenant-load.js";
+import type { NextJob } from "../core/next-job.js";
 
 /** A run's next job, to be enqueued once the transaction that decided it has committed. */
 export interface DispatchRequest {

@@ -1,12 +1,10 @@
+import type { NextJob } from "../core/next-job.js";
+
 /**
- * Job payloads carry ids only (SPEC D1). `NextJob` is what a run needs next;
- * it is stored on the run row (the outbox) and turned into a BullMQ job whose
- * id is derived from the work, so enqueuing the same work twice is a no-op.
+ * Job payloads carry ids only (SPEC D1). `NextJob` (src/core/next-job.ts) is what a
+ * run needs next; it is stored on the run row (the outbox) and turned into a BullMQ
+ * job whose id is derived from the work, so enqueuing the same work twice is a no-op.
  */
-export type NextJob =
-  | { kind: "step"; stepIndex: number }
-  /** `resume` is set when an approval decision resumes a parked batch: the fence it was parked at, so each resume gets its own job id. */
-  | { kind: "batch"; stepIndex: number; resume?: number };
 
 export interface StepJobData {
   runId: string;

@@ -1,15 +1,16 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
-import { sessions, type ActivePolicy, type OnInterrupted } from "../db/schema.js";
+import { sessions } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Services } from "../services.js";
 import type { Database } from "../db/client.js";
 import { countWaitingRuns, storedBytes, tokensToday } from "../store/tenant-admission.js";
-import type { TenantQuotas } from "../tenants/tenant-quotas.js";
+import type { TenantQuotas } from "../core/tenant-quotas.js";
 import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError, transact } from "../store/transact.js";
 import { insertRun, lockRun } from "../store/runs.js";
+import type { ActivePolicy, OnInterrupted } from "../core/session.js";
 
 /**
  * Accepts a turn. The run row, its user message and its first job intent

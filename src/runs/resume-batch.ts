@@ -1,6 +1,6 @@
-import type { NextJob } from "../queue/job-types.js";
 import { resumeParkedRun } from "../store/runs.js";
 import type { Effects } from "../store/transact.js";
+import type { NextJob } from "../core/next-job.js";
 
 /**
  * Gives a parked run (no job: waiting for a decision, D6, or for sub-agents, A1) its

@@ -5,7 +5,7 @@ import { createGitRepositories } from "../workspace/git-repositories.js";
 import { gitLayout } from "./git-layout.js";
 import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
 import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay/overlay-mount.js";
-import type { ProcessLimits } from "./process-limits.js";
+import type { ProcessLimits } from "../core/process-limits.js";
 import { sandboxResolvConf } from "./sandbox-network.js";
 import type { ProcessIdentity } from "./tool-identity.js";
 

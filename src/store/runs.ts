@@ -7,10 +7,10 @@ import { claimableRunStatuses, runStatusesLeadingTo, type RunStatus, type Termin
 import type { Database } from "../db/client.js";
 import { approvals, messages, projects, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
-import type { NextJob } from "../queue/job-types.js";
 import type { HistoryEntry } from "./messages.js";
 import { appendedColumns, appendedEvents, appendEventsText, type AppendedRow } from "./events.js";
 import { col, literals, rowFromJson, rowOf, run, statement, tbl, type Queryable } from "./sql-text.js";
+import type { NextJob } from "../core/next-job.js";
 
 /**
  * Transitions of `runs` (SPEC D2, D4). Each is one guarded statement; the

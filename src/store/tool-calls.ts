@@ -5,11 +5,11 @@ import { openToolCallStatuses, toolCallStatusesLeadingTo } from "../core/tool-ca
 import type { Database } from "../db/client.js";
 import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
-import type { NextJob } from "../queue/job-types.js";
 import { resultPreview } from "../runs/result-preview.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
 import type { CallRow } from "./runs.js";
 import { col, literals, run, statement, tbl, type Queryable } from "./sql-text.js";
+import type { NextJob } from "../core/next-job.js";
 
 /**
  * Transitions of `tool_calls` (SPEC D2, D3). `running` is written before a tool

@@ -1,4 +1,4 @@
-import type { TenantQuotas } from "../tenants/tenant-quotas.js";
+import type { TenantQuotas } from "../core/tenant-quotas.js";
 import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { NewEvent, SessionEvent } from "../core/events.js";

@@ -3,8 +3,8 @@ import type { Config } from "../config.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { tenants } from "../db/schema.js";
 import { notFound } from "../errors.js";
-import { mergeLimits, type ProcessLimits } from "../sandbox/process-limits.js";
-import { mergeQuotas, type TenantQuotas } from "./tenant-quotas.js";
+import { mergeLimits, type ProcessLimits } from "../core/process-limits.js";
+import { mergeQuotas, type TenantQuotas } from "../core/tenant-quotas.js";
 
 /**
  * What the operator decides about a tenant's tool processes (SPEC S7, S8), set with the

@@ -1,4 +1,4 @@
-import type { ProcessLimits } from "../sandbox/process-limits.js";
+import type { ProcessLimits } from "../core/process-limits.js";
 import type { PreparedShell } from "./shell/spawn-shell.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { FunctionToolSchema } from "../providers/provider.js";
-import type { RunMode } from "../db/schema.js";
 import type { AnyTool } from "./tool.js";
 import { buildToolSearchIndex, type ToolSearchIndex } from "./tool-search-index.js";
+import type { RunMode } from "../core/session.js";
 
 /** The tool that activates deferred tools; exposed only while the session has some to find. */
 export const toolSearchName = "tool_search";

@@ -1,10 +1,11 @@
 import { eq, sql } from "drizzle-orm";
 import { storableText } from "../core/storable-text.js";
 import type { Database } from "../db/client.js";
-import { webhookDeliveries, webhooks, type WebhookDeliveryStatus } from "../db/schema.js";
+import { webhookDeliveries, webhooks } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { SendOutcome } from "./send-webhook.js";
 import type { WebhookPayload } from "./webhook-payload.js";
+import type { WebhookDeliveryStatus } from "../core/statuses.js";
 
 /** What an attempt needs: the delivery, where it goes and how it is signed. */
 export interface DeliveryToSend {

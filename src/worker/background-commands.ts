@@ -1,10 +1,11 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
-import { commands, type CommandStatus } from "../db/schema.js";
+import { commands } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
 import type { CallProcesses } from "../tools/call-processes.js";
+import type { CommandStatus } from "../core/statuses.js";
 
 /**
  * The background commands this worker owns (SPEC B1-B4). A command's process

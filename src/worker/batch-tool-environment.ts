@@ -1,4 +1,3 @@
-import type { ApprovalMode } from "../db/schema.js";
 import type { Services } from "../services.js";
 import type { Confinement } from "../sandbox/confinement.js";
 import type { CallLayerOwner } from "../sandbox/overlay/call-layers.js";
@@ -8,6 +7,7 @@ import type { CallProcesses } from "../tools/call-processes.js";
 import { createCallProcesses } from "../tools/shell/create-call-processes.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import type { WorkspaceFiles } from "../workspace/workspace-files.js";
+import type { ApprovalMode } from "../core/session.js";
 
 /** Where and as whom every call of one batch works (SPEC S6, S7, S8); built once per batch attempt. */
 export interface BatchToolEnvironment {

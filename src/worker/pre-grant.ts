@@ -1,9 +1,9 @@
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { AssistantToolCall } from "../core/history.js";
-import type { ApprovalMode } from "../db/schema.js";
 import { judge } from "../approvals/gate-batch.js";
 import type { ToolExecutor } from "../tools/execute-tool-call.js";
 import { maxParallelCalls, planLanes } from "./tool-lanes.js";
+import type { ApprovalMode } from "../core/session.js";
 
 /**
  * The calls a batch may start with its claim (by call index, with their grants): judged by

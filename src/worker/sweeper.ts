@@ -5,12 +5,12 @@ import { markCommandsOfWorkerLost, markLostCommands } from "../commands/command-
 import { expireApprovals } from "../approvals/decide-approval.js";
 import { transact, type Effects } from "../store/transact.js";
 import { claimLostWorkers, endedWorkers, pruneEndedWorkers } from "../store/workers.js";
-import type { NextJob } from "../queue/job-types.js";
 import type { Liveness } from "./liveness.js";
 import { pruneTrash } from "../workspace/project-trash.js";
 import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import type { Services } from "../services.js";
+import type { NextJob } from "../core/next-job.js";
 
 /** After this many re-dispatches of the same work, the run fails visibly instead of looping. */
 const maxRedispatches = 5;

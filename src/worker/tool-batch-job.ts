@@ -1,9 +1,9 @@
 import { DelayedError, type Job } from "bullmq";
 import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { sessions, type ApprovalMode } from "../db/schema.js";
+import { sessions } from "../db/schema.js";
 import { storableText } from "../core/storable-text.js";
-import type { NextJob, ToolBatchJobData } from "../queue/job-types.js";
+import type { ToolBatchJobData } from "../queue/job-types.js";
 import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transact, transactFenced, withRetry, type Effects } from "../store/transact.js";
 import {
@@ -36,6 +36,8 @@ import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { observeToolCall } from "./job-telemetry.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../tools/tool-catalog.js";
+import type { ApprovalMode } from "../core/session.js";
+import type { NextJob } from "../core/next-job.js";
 
 /**
  * Runs the tool calls of one model response. Each call is marked `running`

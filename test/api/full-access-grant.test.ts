@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultProcessLimits } from "../../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../../src/core/process-limits.js";
 import { createTenantSettingsCache } from "../../src/tenants/tenant-settings.js";
 import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { ApprovalPolicy } from "../../src/core/policy.js";
-import type { ApprovalMode } from "../../src/db/schema.js";
 import { judgeCall } from "../../src/gateway/judge-call.js";
 import type { Verdict } from "../../src/gateway/verdict.js";
 import { findPermanentDelete } from "../../src/tools/shell/permanent-delete.js";
 import { destructiveForms } from "./destructive-forms.js";
+import type { ApprovalMode } from "../../src/core/session.js";
 
 function judgeBash(mode: ApprovalMode, command: string, policies: ApprovalPolicy[] = []): Verdict {
   return judgeCall({

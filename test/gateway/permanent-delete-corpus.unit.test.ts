@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ApprovalMode } from "../../src/db/schema.js";
 import { judgeCall } from "../../src/gateway/judge-call.js";
 import { findPermanentDelete } from "../../src/tools/shell/permanent-delete.js";
 import type { Verdict } from "../../src/gateway/verdict.js";
+import type { ApprovalMode } from "../../src/core/session.js";
 
 function judgeBash(mode: ApprovalMode, command: string): Verdict {
   return judgeCall({

@@ -4,12 +4,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ApprovalPolicy } from "../../src/core/policy.js";
-import type { ApprovalMode } from "../../src/db/schema.js";
 import { judgeCall } from "../../src/gateway/judge-call.js";
 import { parseRule, type PathMatcher } from "../../src/gateway/rules.js";
 import type { Verdict } from "../../src/gateway/verdict.js";
 import type { SideEffect } from "../../src/tools/tool.js";
 import { useTestEnv } from "../helpers/test-env.js";
+import type { ApprovalMode } from "../../src/core/session.js";
 
 const workspaceDir = "/work/ws";
 const sideEffects: Record<string, SideEffect> = {

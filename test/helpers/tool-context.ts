@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadConfig } from "../../src/config.js";
 import type { Confinement } from "../../src/sandbox/confinement.js";
-import { defaultProcessLimits, type ProcessLimits } from "../../src/sandbox/process-limits.js";
+import { defaultProcessLimits, type ProcessLimits } from "../../src/core/process-limits.js";
 import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import type { SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import type { ProcessIdentity } from "../../src/sandbox/tool-identity.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Confinement } from "../../src/sandbox/confinement.js";
-import type { ProcessLimits } from "../../src/sandbox/process-limits.js";
+import type { ProcessLimits } from "../../src/core/process-limits.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import { toolIdentity, type ProcessIdentity } from "../../src/sandbox/tool-identity.js";
 import { createCallProcesses } from "../../src/tools/shell/create-call-processes.js";

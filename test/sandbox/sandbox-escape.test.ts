@@ -9,7 +9,7 @@ import { loadConfig } from "../../src/config.js";
 import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import type { Confinement } from "../../src/sandbox/confinement.js";
-import { defaultProcessLimits } from "../../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../../src/core/process-limits.js";
 import { bashTool } from "../../src/tools/builtin/bash-tool.js";
 import { prepareShell } from "../../src/tools/shell/spawn-shell.js";
 import type { Tool, ToolResult } from "../../src/tools/tool.js";

@@ -8,7 +8,7 @@ import { loadConfig } from "../../src/config.js";
 import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
 import { sandboxResolvConf } from "../../src/sandbox/sandbox-network.js";
-import { defaultProcessLimits } from "../../src/sandbox/process-limits.js";
+import { defaultProcessLimits } from "../../src/core/process-limits.js";
 import { bashTool } from "../../src/tools/builtin/bash-tool.js";
 import type { Tool, ToolResult } from "../../src/tools/tool.js";
 import { repoRoot } from "../helpers/test-env.js";

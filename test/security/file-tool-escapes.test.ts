@@ -11,11 +11,11 @@ import { grepTool } from "../../src/tools/builtin/grep-tool.js";
 import { listTool } from "../../src/tools/builtin/list-tool.js";
 import { readTool } from "../../src/tools/builtin/read-tool.js";
 import { writeTool } from "../../src/tools/builtin/write-tool.js";
-import type { ApprovalMode } from "../../src/db/schema.js";
 import type { Tool, ToolResult } from "../../src/tools/tool.js";
 import { waitFor } from "../helpers/api-client.js";
 import { toolContext } from "../helpers/tool-context.js";
 import { attempt, watch, type Canary } from "./escape-ledger.js";
+import type { ApprovalMode } from "../../src/core/session.js";
 
 // The built-in file tools, called directly with the workspace door the worker gives them, against
 // what a hostile model (with a shell that can make links and FIFOs) would set up in its workspace.

@@ -2,10 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, desc, eq, type SQL } from "drizzle-orm";
 import { decideApproval, type ApprovalDecision } from "../../approvals/decide-approval.js";
 import { judge } from "../../approvals/gate-batch.js";
-import { approvals, projects, sessions, tenants, toolCalls, type ApprovalStatus } from "../../db/schema.js";
+import { approvals, projects, sessions, tenants, toolCalls } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, foyaId, IdParam, text } from "../schemas.js";
+import type { ApprovalStatus } from "../../core/statuses.js";
 
 const approvalStatuses = ["pending", "approved", "denied", "expired", "cancelled"] as const satisfies readonly ApprovalStatus[];
 

@@ -1,7 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { FoyaError, notFound } from "../../errors.js";
-import type { McpTransportConfig } from "../../mcp/mcp-config.js";
 import type { McpFailure } from "../../mcp/mcp-connections.js";
 import {
   createMcpServer,
@@ -17,6 +16,7 @@ import type { ApiServices, App, AppEnv } from "../app-env.js";
 import { findProject } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
 import { ErrorSchema, errorResponses, foyaId, httpUrl, IdParam, text } from "../schemas.js";
+import type { McpTransportConfig } from "../../core/mcp-transport.js";
 
 const serverName = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;

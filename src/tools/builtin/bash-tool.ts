@@ -1,4 +1,4 @@
-import type { ProcessLimits } from "../../sandbox/process-limits.js";
+import type { ProcessLimits } from "../../core/process-limits.js";
 import { findPermanentDelete } from "../shell/permanent-delete.js";
 import type { PreparedLayer, ShellEnd } from "../shell/spawn-shell.js";
 import { defineTool, errorResult, textResult, type FileChangeRecord, type ToolContext, type ToolResult } from "../tool.js";

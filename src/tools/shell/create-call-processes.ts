@@ -1,5 +1,5 @@
 import type { Confinement } from "../../sandbox/confinement.js";
-import type { ProcessLimits } from "../../sandbox/process-limits.js";
+import type { ProcessLimits } from "../../core/process-limits.js";
 import type { SandboxRunner } from "../../sandbox/sandbox-runner.js";
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { CallProcesses } from "../call-processes.js";

@@ -3,7 +3,7 @@ import { finished } from "node:stream/promises";
 import { execa } from "execa";
 import { connectNetwork, type NetworkLink } from "../../sandbox/sandbox-network.js";
 import type { Confinement } from "../../sandbox/confinement.js";
-import type { ProcessLimits } from "../../sandbox/process-limits.js";
+import type { ProcessLimits } from "../../core/process-limits.js";
 import {
   sandboxNetworkUnavailableMessage,
   sandboxUnavailableMessage,
@@ -14,7 +14,7 @@ import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../s
 import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { OverlayFolders } from "../../sandbox/overlay/overlay-mount.js";
 import { BoundedOutput } from "./bounded-output.js";
-import type { FileChangeRecord } from "../file-change-record.js";
+import type { FileChangeRecord } from "../../core/file-change-record.js";
 
 /** How a tool process ended. */
 export type ShellEnd =

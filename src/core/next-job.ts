@@ -1,0 +1,8 @@
+/**
+ * What a run needs next (SPEC D1): stored on the run row (the outbox) and turned
+ * into a BullMQ job whose id is derived from the work (src/queue/job-types.ts).
+ */
+export type NextJob =
+  | { kind: "step"; stepIndex: number }
+  /** `resume` is set when an approval decision resumes a parked batch: the fence it was parked at, so each resume gets its own job id. */
+  | { kind: "batch"; stepIndex: number; resume?: number };
