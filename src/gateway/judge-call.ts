@@ -2,7 +2,7 @@ import path from "node:path";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { ApprovalSubject } from "../core/tool-contract.js";
 import { matchesPath, rulesForTool, type PolicyRule, type RulePath, type RuleSet } from "./rules.js";
-import { analyzeShell, type ShellSubCommand } from "./shell-analysis.js";
+import { analyzeShell, type ShellSubCommand } from "../shell/shell-analysis.js";
 import type { JudgeInput, Verdict } from "./verdict.js";
 
 /**

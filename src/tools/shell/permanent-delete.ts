@@ -1,4 +1,4 @@
-import { analyzeShell } from "../../gateway/shell-analysis.js";
+import { analyzeShell } from "../../shell/shell-analysis.js";
 
 /**
  * Finds a permanent delete in a shell command line (SPEC F4, S11): `rm`,

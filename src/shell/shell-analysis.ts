@@ -1,6 +1,6 @@
 import { parseShell } from "./shell-syntax.js";
-import { Analysis } from "./shell/analysis.js";
-import type { ShellRedirectFinding, ShellSubCommand } from "./shell/shell-sub-command.js";
+import { Analysis } from "./analysis/analysis.js";
+import type { ShellRedirectFinding, ShellSubCommand } from "./analysis/shell-sub-command.js";
 
 /**
  * Judges what a shell command line would do (SPEC S2, S11, F4), with no I/O:
@@ -16,7 +16,7 @@ import type { ShellRedirectFinding, ShellSubCommand } from "./shell/shell-sub-co
  */
 
 export type { FindingKind, ShellFinding } from "./shell-commands.js";
-export type { ShellRedirectFinding, ShellSubCommand } from "./shell/shell-sub-command.js";
+export type { ShellRedirectFinding, ShellSubCommand } from "./analysis/shell-sub-command.js";
 
 export type ShellAnalysis =
   | { parsed: true; commands: ShellSubCommand[]; redirections: ShellRedirectFinding[]; network: boolean }

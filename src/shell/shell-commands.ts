@@ -1,10 +1,10 @@
 import type { ShellWord } from "./shell-syntax.js";
-import { copierEffects } from "./shell/copier-effects.js";
-import { copiers } from "./shell/copiers.js";
-import { codeLoadingOptions, unseenCommands } from "./shell/dangerous-programs.js";
-import { gitEffects } from "./shell/git-effects.js";
-import { discards, runsCommandLine, type ProgramEffects } from "./shell/program-effects.js";
-import { readArguments } from "./shell/read-arguments.js";
+import { copierEffects } from "./analysis/copier-effects.js";
+import { copiers } from "./analysis/copiers.js";
+import { codeLoadingOptions, unseenCommands } from "./analysis/dangerous-programs.js";
+import { gitEffects } from "./analysis/git-effects.js";
+import { discards, runsCommandLine, type ProgramEffects } from "./analysis/program-effects.js";
+import { readArguments } from "./analysis/read-arguments.js";
 
 /**
  * What the gateway knows about programs run from a shell (SPEC S2, S11, F4):
@@ -16,17 +16,23 @@ import { readArguments } from "./shell/read-arguments.js";
  * work or other commands in them (git, tar, rsync, zip, truncate, …).
  */
 
-export { codeVariablePrefixes, codeVariables, commandVariables } from "./shell/code-variables.js";
-export { codeLoadingOptions, dangerousPrefixes, dangerousPrograms, permanentDeleters, unseenCommands } from "./shell/dangerous-programs.js";
-export { harmlessDevices } from "./shell/harmless-devices.js";
-export { networkPrograms, networkSubcommands, networkWithoutSubcommand, subcommandValueOptions } from "./shell/network-programs.js";
-export { patternFirst, patternOptions } from "./shell/pattern-first.js";
-export { printers, silentPrograms } from "./shell/printers.js";
-export type { ProgramEffects } from "./shell/program-effects.js";
-export { systemProgramFolders } from "./shell/program-file-finding.js";
-export { deleteTool, type FindingKind, type ShellFinding } from "./shell/shell-finding.js";
-export { declarers, reservedWords, shells, shellValueOptions } from "./shell/shells.js";
-export { wrappers, type WrapperSpec } from "./shell/wrappers.js";
+export { codeVariablePrefixes, codeVariables, commandVariables } from "./analysis/code-variables.js";
+export {
+  codeLoadingOptions,
+  dangerousPrefixes,
+  dangerousPrograms,
+  permanentDeleters,
+  unseenCommands,
+} from "./analysis/dangerous-programs.js";
+export { harmlessDevices } from "./analysis/harmless-devices.js";
+export { networkPrograms, networkSubcommands, networkWithoutSubcommand, subcommandValueOptions } from "./analysis/network-programs.js";
+export { patternFirst, patternOptions } from "./analysis/pattern-first.js";
+export { printers, silentPrograms } from "./analysis/printers.js";
+export type { ProgramEffects } from "./analysis/program-effects.js";
+export { systemProgramFolders } from "./analysis/program-file-finding.js";
+export { deleteTool, type FindingKind, type ShellFinding } from "./analysis/shell-finding.js";
+export { declarers, reservedWords, shells, shellValueOptions } from "./analysis/shells.js";
+export { wrappers, type WrapperSpec } from "./analysis/wrappers.js";
 
 /** What `program` does through its own words (SPEC F4, S11): deletes, discarded work, emptied files, commands it runs. */
 export function programEffects(program: string, args: readonly ShellWord[]): ProgramEffects {
