@@ -1,12 +1,33 @@
-import { startHttpServerEarly, type StartingHttpServer } from "./api/http-server.js";
-import { loadConfig } from "./config.js";
+import { loadConfig, type Config } from "./config.js";
 import { startHeartbeatFile } from "./health/heartbeat-file.js";
-import { createLogger } from "./logger.js";
-import { createServices } from "./services.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createServices, type Services } from "./services.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
 import { waitForDependencies } from "./startup/dependency-wait.js";
 import { createStartupStatus } from "./startup/startup-status.js";
-import { startWorkerRuntime, type WorkerRuntime } from "./worker/worker-runtime.js";
+
+/**
+ * The roles a process may run, handed in by its entry point (src/main.ts, src/api/main.ts,
+ * src/worker/main.ts), so this module imports neither the API nor the worker and an
+ * API-only process loads no worker code.
+ */
+export interface ProcessRoles {
+  /** Listens at once, before the dependencies answer (`startHttpServerEarly`), and serves once the services are built. */
+  api?: (config: Config, logger: Logger, describe: () => string) => Promise<ApiServer>;
+  /** Starts taking jobs (`startWorkerRuntime`). */
+  worker?: (services: Services) => Promise<WorkerRole>;
+}
+
+interface ApiServer {
+  readonly url: string;
+  serve(services: Services): void;
+  close(): Promise<void>;
+}
+
+interface WorkerRole {
+  readonly workerId: string;
+  close(): Promise<void>;
+}
 
 /**
  * Runs the chosen roles in this process and drains them on SIGTERM/SIGINT:
@@ -22,12 +43,12 @@ import { startWorkerRuntime, type WorkerRuntime } from "./worker/worker-runtime.
  * `FOYA_API_URL=<url>` once the API serves, `FOYA_WORKER_ID=<id>` and
  * `FOYA_WORKER_PID=<pid>` once the worker takes jobs, `FOYA_METRICS_URL=<url>` with a metrics port.
  */
-export async function runProcess(roles: { api: boolean; worker: boolean }): Promise<void> {
+export async function runProcess(roles: ProcessRoles): Promise<void> {
   const config = loadConfig();
   const role = roles.api && roles.worker ? "all" : roles.api ? "api" : "worker";
   const logger = createLogger(config.logLevel, { role });
   const startup = createStartupStatus();
-  const server: StartingHttpServer | undefined = roles.api ? await startHttpServerEarly(config, logger, startup.describe) : undefined;
+  const server = roles.api ? await roles.api(config, logger, startup.describe) : undefined;
   if (server) console.log(`FOYA_API_LISTENING=${server.url}`);
 
   await waitForDependencies(config, { logger, status: startup });
@@ -36,7 +57,7 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
     server.serve(services);
     console.log(`FOYA_API_URL=${server.url}`);
   }
-  const worker: WorkerRuntime | undefined = roles.worker ? await startWorkerRuntime(services) : undefined;
+  const worker = roles.worker ? await roles.worker(services) : undefined;
   const { metricsPort, metricsHost } = config.observability;
   const metricsServer =
     metricsPort === undefined

@@ -8,6 +8,8 @@ import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { registerStateGauges } from "./observability/state-gauges.js";
+import { countPendingApprovals } from "./store/approvals.js";
+import { liveWorkers } from "./store/workers.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
@@ -31,7 +33,7 @@ import { builtinTools } from "./tools/builtin-tools.js";
 import { createToolExecutor, type ToolExecutor } from "./tools/execute-tool-call.js";
 import { loadToolModules } from "./tools/load-tool-modules.js";
 import type { AnyTool } from "./tools/tool.js";
-import { createToolCatalog, type ToolCatalog } from "./tools/tool-catalog.js";
+import { createToolCatalog, type ToolCatalog } from "./mcp/tool-catalog.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js";
 
 /**
@@ -137,8 +139,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
   if (role !== "worker") {
     registerStateGauges(metrics, {
       queues: [dispatcher.stepQueue, dispatcher.toolQueue],
-      pool: db.pool,
-      livenessTimeoutMs: config.livenessTimeoutMs,
+      pendingApprovals: () => countPendingApprovals(db.pool),
+      liveWorkers: async () => (await liveWorkers(db.pool, config.livenessTimeoutMs)).length,
       onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
     });
   }

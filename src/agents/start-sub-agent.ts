@@ -3,10 +3,10 @@ import type { StepRef } from "../core/events.js";
 import { runs, sessions, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { activateRun } from "../runs/run-lifecycle.js";
-import { StaleWorkError, transactFenced } from "../store/transact.js";
+import { StaleWorkError, transactFenced, type TransactDeps } from "../store/transact.js";
 import { insertRun, lockHeldRun } from "../store/runs.js";
 import { linkChildRun } from "../store/tool-calls.js";
-import type { Services } from "../services.js";
+import type { Failpoints } from "../failpoints.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { narrowLimits } from "./child-limits.js";
@@ -30,7 +30,7 @@ export interface SubAgentParent {
  * none; a call that a newer attempt owns starts nothing.
  */
 export async function startSubAgent(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config" | "failpoints">,
+  services: TransactDeps & { failpoints: Failpoints },
   parent: SubAgentParent,
   request: SubAgentRequest,
 ): Promise<SubAgentStart> {
@@ -101,7 +101,7 @@ export async function startSubAgent(
 
 /** The child a call's start committed, if it did. */
 async function childOfCall(
-  services: Pick<Services, "db">,
+  services: Pick<TransactDeps, "db">,
   callId: string,
 ): Promise<{ childSessionId: string; childRunId: string } | undefined> {
   const [row] = await services.db.db

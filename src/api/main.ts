@@ -1,3 +1,4 @@
 import { runProcess } from "../process.js";
+import { startHttpServerEarly } from "./http-server.js";
 
-await runProcess({ api: true, worker: false });
+await runProcess({ api: startHttpServerEarly });

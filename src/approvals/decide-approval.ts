@@ -4,8 +4,7 @@ import { FoyaError, notFound } from "../errors.js";
 import { answerCall, approveCall, callAwaitingDecision } from "../store/tool-calls.js";
 import { lockRun } from "../store/runs.js";
 import { resumeParkedBatch } from "../runs/resume-batch.js";
-import { transact, type Effects } from "../store/transact.js";
-import type { Services } from "../services.js";
+import { transact, type Effects, type TransactDeps } from "../store/transact.js";
 import type { ApprovalStatus } from "../core/statuses.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
@@ -43,10 +42,7 @@ const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as c
  * by it. An approval that expired before the decision arrives is expired here
  * and the decision refused with 409.
  */
-export async function decideApproval(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
-  input: DecideInput,
-): Promise<DecideResult> {
+export async function decideApproval(services: TransactDeps, input: DecideInput): Promise<DecideResult> {
   const outcome = await transact(services, async (fx) => {
     const [found] = await fx.tx
       .select({ runId: approvals.runId })
@@ -160,10 +156,7 @@ async function recordDecision(
 }
 
 /** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */
-export async function expireApprovals(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
-  limit = 100,
-): Promise<number> {
+export async function expireApprovals(services: TransactDeps, limit = 100): Promise<number> {
   const due = await services.db.db.execute<{ id: string; tenant_id: string }>(sql`
     select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
   `);

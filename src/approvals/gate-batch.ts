@@ -6,13 +6,20 @@ import { newId } from "../ids.js";
 import type { StoredApproval } from "../store/runs.js";
 import { answerCall, askApproval } from "../store/tool-calls.js";
 import type { Effects } from "../store/transact.js";
-import type { Services } from "../services.js";
+import type { Config } from "../config.js";
+import type { ToolExecutor } from "../tools/execute-tool-call.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import type { ApprovalSubject, ToolRefusal } from "../tools/tool.js";
 import type { ApprovalMode } from "../core/session.js";
 
 type CallRow = import("../store/runs.js").CallRow;
-type ParsedCall = ReturnType<Services["executor"]["parse"]>;
+type ParsedCall = ReturnType<ToolExecutor["parse"]>;
+
+/** What judging a batch needs: the deployment's settings and the executor that parses each call. */
+export interface GateDeps {
+  config: Config;
+  executor: ToolExecutor;
+}
 
 /** What a call that may run runs with. */
 export interface CallGrant {
@@ -59,7 +66,7 @@ export interface GateRules {
  * calls and calls that ask are returned as `writes`, which `applyGateWrites`
  * commits under the batch's fence; most batches have none.
  */
-export async function judgeBatch(services: Pick<Services, "config" | "executor">, input: GateInput, rules: GateRules): Promise<GateResult> {
+export async function judgeBatch(services: GateDeps, input: GateInput, rules: GateRules): Promise<GateResult> {
   const grants = new Map<string, CallGrant>();
   const asked = new Set<string>();
   const writes: GateWrite[] = [];

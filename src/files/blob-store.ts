@@ -3,9 +3,20 @@ import { createHash } from "node:crypto";
 import type { DbExecutor } from "../db/client.js";
 import { contentBlobs } from "../db/schema.js";
 
+/**
+ * Largest version of a file kept whole in the blob store (F1). A larger one is
+ * recorded by its digest only (write replacing it, delete): that change cannot
+ * be reverted. `edit` and revert need the content whole and refuse past it.
+ */
+export const maxRecordedFileBytes = 64 * 1024 * 1024;
+
+export function sha256(content: Buffer): string {
+  return createHash("sha256").update(content).digest("hex");
+}
+
 /** Content-addressed blobs, one row per tenant and digest (SPEC F1). */
 export async function putBlob(db: DbExecutor, tenantId: string, content: Buffer): Promise<string> {
-  const digest = createHash("sha256").update(content).digest("hex");
+  const digest = sha256(content);
   await db.insert(contentBlobs).values({ tenantId, sha256: digest, size: content.length, bytes: content }).onConflictDoNothing();
   return digest;
 }

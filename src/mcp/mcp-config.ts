@@ -1,8 +1,8 @@
 import type { ProcessLimits } from "../core/process-limits.js";
-import type { ProcessIdentity } from "../sandbox/tool-identity.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import { createHash } from "node:crypto";
 import type { McpTransportConfig } from "../core/mcp-transport.js";
+import type { ProcessIdentity } from "../core/process-identity.js";
 
 export interface McpServerConfig {
   /** Unique within its scope; becomes the `<server>` of `mcp__<server>__<tool>`. */

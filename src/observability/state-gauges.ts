@@ -1,14 +1,13 @@
 import type { Queue } from "bullmq";
 import { Gauge } from "prom-client";
-import type pg from "pg";
-import { liveWorkers } from "../store/workers.js";
 import type { Metrics } from "./metrics.js";
 
 export interface StateSources {
   queues: readonly Queue[];
-  pool: pg.Pool;
-  /** A worker silent for longer is counted as not live (the liveness timeout, SPEC D9). */
-  livenessTimeoutMs: number;
+  /** Approvals waiting for a person's decision, across every tenant. */
+  pendingApprovals(): Promise<number>;
+  /** Worker processes whose liveness record is fresh (silent for less than the liveness timeout, SPEC D9). */
+  liveWorkers(): Promise<number>;
   onError(error: unknown): void;
 }
 
@@ -66,8 +65,7 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     help: "Approvals waiting for a person's decision, across every tenant.",
     registers,
     collect: guarded(async (gauge) => {
-      const { rows } = await sources.pool.query<{ n: number }>("select count(*)::int as n from approvals where status = 'pending'");
-      gauge.set(rows[0]?.n ?? 0);
+      gauge.set(await sources.pendingApprovals());
     }),
   });
   new Gauge({
@@ -75,7 +73,7 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     help: "Worker processes whose liveness record is fresh.",
     registers,
     collect: guarded(async (gauge) => {
-      gauge.set((await liveWorkers(sources.pool, sources.livenessTimeoutMs)).length);
+      gauge.set(await sources.liveWorkers());
     }),
   });
 }

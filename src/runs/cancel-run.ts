@@ -2,9 +2,8 @@ import { and, eq } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
 import { runs } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
-import type { Services } from "../services.js";
 import { cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
-import { transact } from "../store/transact.js";
+import { transact, type TransactDeps } from "../store/transact.js";
 
 /**
  * Cancels a run in one transaction (SPEC X2): the partial assistant text streamed
@@ -14,10 +13,7 @@ import { transact } from "../store/transact.js";
  * any cancel of a run already ended, changes nothing and answers 409 with the
  * run's state.
  */
-export async function cancelRun(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config">,
-  input: { tenantId: string; runId: string },
-): Promise<RunRow> {
+export async function cancelRun(services: TransactDeps, input: { tenantId: string; runId: string }): Promise<RunRow> {
   return transact(services, async (fx) => {
     const [run] = await fx.tx
       .select()

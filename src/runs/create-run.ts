@@ -2,13 +2,13 @@ import { and, eq, isNull } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
 import { sessions } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
-import type { Services } from "../services.js";
+import type { Failpoints } from "../failpoints.js";
 import type { Database } from "../db/client.js";
 import { countWaitingRuns, storedBytes, tokensToday } from "../store/tenant-admission.js";
 import type { TenantQuotas } from "../core/tenant-quotas.js";
 import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
-import { TransientConflictError, transact } from "../store/transact.js";
+import { TransientConflictError, transact, type TransactDeps } from "../store/transact.js";
 import { insertRun, lockRun } from "../store/runs.js";
 import type { ActivePolicy, OnInterrupted } from "../core/session.js";
 
@@ -20,7 +20,7 @@ import type { ActivePolicy, OnInterrupted } from "../core/session.js";
  * nothing once the operator's grant is gone (S8).
  */
 export async function createRun(
-  services: Pick<Services, "config" | "db" | "bus" | "dispatcher" | "metrics" | "failpoints">,
+  services: TransactDeps & { failpoints: Failpoints },
   input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy; onInterrupted?: OnInterrupted },
 ): Promise<RunRow> {
   return transact(

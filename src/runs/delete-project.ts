@@ -1,8 +1,8 @@
+import type { TransactDeps } from "../store/transact.js";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { ownedProject } from "../tenants/owned-project.js";
 import { projects, sessions } from "../db/schema.js";
 import { notFound } from "../errors.js";
-import type { Services } from "../services.js";
 import { projectTrashRoot } from "../workspace/project-trash.js";
 import { removeTree } from "../workspace/remove-tree.js";
 import { deleteSession } from "./delete-session.js";
@@ -15,7 +15,7 @@ import { deleteSession } from "./delete-session.js";
  * workspace gone and its changes are dropped with it.
  */
 export async function deleteProject(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config">,
+  services: TransactDeps,
   input: { tenantId: string; projectId: string },
 ): Promise<{ sessions: number; removedEntries: number }> {
   const [project] = await services.db.db

@@ -3,15 +3,11 @@ import { activeRunStatuses } from "../core/run-status.js";
 import { commands, runs, sessions } from "../db/schema.js";
 import { requestCommandCancel } from "../commands/command-store.js";
 import { notFound } from "../errors.js";
-import type { Services } from "../services.js";
 import { cancelRunInTransaction } from "./run-lifecycle.js";
-import { transact } from "../store/transact.js";
+import { transact, type TransactDeps } from "../store/transact.js";
 
 /** Marks a session deleted, cancels its active and waiting runs and stops its background commands; history is kept for audit. */
-export async function deleteSession(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "metrics" | "config">,
-  input: { tenantId: string; sessionId: string },
-): Promise<void> {
+export async function deleteSession(services: TransactDeps, input: { tenantId: string; sessionId: string }): Promise<void> {
   await transact(services, async (fx) => {
     // Runs first, then the session: the lock order every transaction follows.
     const open = await fx.tx

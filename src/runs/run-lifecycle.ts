@@ -1,7 +1,7 @@
 import type { ResultPart } from "../core/history.js";
 import { isTerminalRunStatus, type TerminalRunStatus } from "../core/run-status.js";
-import { deliverToParentCall } from "../agents/deliver-child-result.js";
-import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
+import { deliverToParentCall } from "./deliver-child-result.js";
+import { cancelPendingApprovals } from "../store/approvals.js";
 import { insertMessage } from "../store/messages.js";
 import { finishRun, lockRun, placeRun, releaseSessionSlot, type RunRow } from "../store/runs.js";
 import { closeStreamingStep } from "../store/steps.js";

@@ -7,7 +7,7 @@ import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.
 import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay/overlay-mount.js";
 import type { ProcessLimits } from "../core/process-limits.js";
 import { sandboxResolvConf } from "./sandbox-network.js";
-import type { ProcessIdentity } from "./tool-identity.js";
+import type { ProcessIdentity } from "../core/process-identity.js";
 
 /**
  * The sandbox runner (SPEC S1, S3): confines every process a tool starts

@@ -1,3 +1,5 @@
+import type { ProcessIdentity } from "../core/process-identity.js";
+
 /**
  * Who a tenant's tool processes are on the host (SPEC S7): never root.
  *
@@ -13,10 +15,6 @@
  * its uid (user namespaces still confine them), and every tenant shares it.
  * `/readyz` says which of the two a process runs.
  */
-export interface ProcessIdentity {
-  uid: number;
-  gid: number;
-}
 
 export type IdentityMode = { kind: "per-tenant"; base: number } | { kind: "service"; uid: number; gid: number };
 

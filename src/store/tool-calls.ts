@@ -5,7 +5,7 @@ import { openToolCallStatuses, toolCallStatusesLeadingTo } from "../core/tool-ca
 import type { Database } from "../db/client.js";
 import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
-import { resultPreview } from "../runs/result-preview.js";
+import { resultPreview } from "./result-preview.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
 import type { CallRow } from "./runs.js";
 import { col, literals, run, statement, tbl, type Queryable } from "./sql-text.js";

@@ -6,7 +6,10 @@ import type { Database } from "../db/client.js";
 import * as schema from "../db/schema.js";
 import { appendEvents } from "./events.js";
 import type { DispatchRequest } from "../queue/dispatcher.js";
-import type { Services } from "../services.js";
+import type { Config } from "../config.js";
+import type { DbHandle } from "../db/client.js";
+import type { EventBus } from "../events/event-bus.js";
+import type { Dispatcher } from "../queue/dispatcher.js";
 import type { Metrics } from "../observability/metrics.js";
 
 /**
@@ -28,6 +31,18 @@ export interface Effects {
   quotas: Readonly<TenantQuotas>;
   /** Runs once the transaction has committed, never for one that rolled back: counting what it did (SPEC X8). */
   afterCommit(action: (metrics: Metrics) => void): void;
+}
+
+/**
+ * What a transaction needs around it: the pool it runs on, and where its events, jobs,
+ * cancellations and counts go once it has committed.
+ */
+export interface TransactDeps {
+  db: DbHandle;
+  bus: EventBus;
+  dispatcher: Dispatcher;
+  config: Config;
+  metrics: Metrics;
 }
 
 /** Thrown inside a transaction when a fencing check fails: a newer attempt owns the work. */
@@ -68,7 +83,7 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 export async function transact<T>(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
+  services: TransactDeps,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T> {
@@ -111,7 +126,7 @@ export async function transact<T>(
 
 /** Like `transact`, but a fencing failure rolls back and answers `null`. */
 export async function transactFenced<T>(
-  services: Pick<Services, "db" | "bus" | "dispatcher" | "config" | "metrics">,
+  services: TransactDeps,
   work: (effects: Effects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T | null> {

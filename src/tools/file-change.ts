@@ -1,20 +1,9 @@
-import { createHash } from "node:crypto";
 import { createTwoFilesPatch } from "diff";
 import type { FileSnapshot } from "../workspace/workspace-files.js";
 import type { FileChangeRecord, ToolContext } from "./tool.js";
 
 export type { FileSnapshot } from "../workspace/workspace-files.js";
-
-/**
- * Largest version of a file kept whole in the blob store (F1). A larger one is
- * recorded by its digest only (write replacing it, delete): that change cannot
- * be reverted. `edit` and revert need the content whole and refuse past it.
- */
-export const maxRecordedFileBytes = 64 * 1024 * 1024;
-
-export function sha256(content: Buffer): string {
-  return createHash("sha256").update(content).digest("hex");
-}
+export { maxRecordedFileBytes, sha256 } from "../files/blob-store.js";
 
 /** Past this size a diff is summarized rather than computed: it is for display only (F2). */
 const maxDiffBytes = 1024 * 1024;

@@ -1,6 +1,9 @@
 import { Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import type { Services } from "../services.js";
+import type { Config } from "../config.js";
+import type { DbHandle } from "../db/client.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../observability/metrics.js";
 import { processWebhookJob } from "./deliver-webhook-job.js";
 import { startOutboxPoller } from "./webhook-outbox.js";
 import { createWebhookQueue, webhookQueueName, type WebhookJobData } from "./webhook-queue.js";
@@ -10,10 +13,18 @@ export interface WebhookDelivery {
   close(): Promise<void>;
 }
 
+/** What webhook delivery runs on: the deployment's settings, Postgres, the command connection, the log and the counters. */
+export interface WebhookDeps {
+  config: Config;
+  db: DbHandle;
+  /** Command connection shared by queues and publishers. */
+  redis: Redis;
+  logger: Logger;
+  metrics: Metrics;
+}
+
 /** The worker side of SPEC S4: the outbox poller and the BullMQ worker that sends deliveries. */
-export async function startWebhookDelivery(
-  services: Pick<Services, "config" | "db" | "redis" | "logger" | "metrics">,
-): Promise<WebhookDelivery> {
+export async function startWebhookDelivery(services: WebhookDeps): Promise<WebhookDelivery> {
   const { config, logger } = services;
   const db = services.db.db;
   const queue = createWebhookQueue({

@@ -1,3 +1,4 @@
 import { runProcess } from "../process.js";
+import { startWorkerRuntime } from "./worker-runtime.js";
 
-await runProcess({ api: false, worker: true });
+await runProcess({ worker: startWorkerRuntime });

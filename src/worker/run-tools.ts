@@ -1,4 +1,4 @@
-import type { ScopedTools } from "../tools/tool-catalog.js";
+import type { ScopedTools } from "../mcp/tool-catalog.js";
 import type { JobContext } from "./job-context.js";
 
 /**

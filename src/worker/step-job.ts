@@ -23,7 +23,7 @@ import { createStepEventSink, type StepEventSink } from "./step-event-sink.js";
 import { toolsOfRun } from "./run-tools.js";
 import { dropAgentAtDepthLimit } from "../agents/child-limits.js";
 import { preGrantFirstGroup } from "./pre-grant.js";
-import type { ScopedTools } from "../tools/tool-catalog.js";
+import type { ScopedTools } from "../mcp/tool-catalog.js";
 
 /**
  * One model Step (SPEC D1): claim the run, stream the model's response as

@@ -28,14 +28,14 @@ import { readToolResult } from "../context/read-tool-result.js";
 import { storeResultArtifacts } from "../artifacts/store-result-artifacts.js";
 import { findCommand, requestCommandCancel } from "../commands/command-store.js";
 import { applyGateWrites, judgeBatch, type CallGrant, type GateRules, type GateWrite } from "../approvals/gate-batch.js";
-import { cancelPendingApprovals } from "../approvals/cancel-approvals.js";
+import { cancelPendingApprovals } from "../store/approvals.js";
 import type { JobContext, JobOutcome } from "./job-context.js";
 import { maxParallelCalls, planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
 import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { observeToolCall } from "./job-telemetry.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
-import type { ScopedTools } from "../tools/tool-catalog.js";
+import type { ScopedTools } from "../mcp/tool-catalog.js";
 import type { ApprovalMode } from "../core/session.js";
 import type { NextJob } from "../core/next-job.js";
 

@@ -1,11 +1,11 @@
 import { chmod, mkdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import type { ProcessIdentity } from "../sandbox/tool-identity.js";
 import { holdRoot, closeQuietly } from "./descriptor-walk.js";
 import { openWorkspaceFiles } from "./open-workspace-files.js";
 import { projectTrashRoot } from "./project-trash.js";
 import type { WorkspaceFiles } from "./workspace-files.js";
 import { chownTree } from "./workspace-tree.js";
+import type { ProcessIdentity } from "../core/process-identity.js";
 
 /**
  * Where workspaces live on a host (SPEC S6, S7):

@@ -6,12 +6,12 @@ import type { Confinement } from "../../src/sandbox/confinement.js";
 import { defaultProcessLimits, type ProcessLimits } from "../../src/core/process-limits.js";
 import { sandboxFromConfig } from "../../src/sandbox/sandbox-from-config.js";
 import type { SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
-import type { ProcessIdentity } from "../../src/sandbox/tool-identity.js";
 import { createCallProcesses } from "../../src/tools/shell/create-call-processes.js";
 import type { CallProcesses } from "../../src/tools/call-processes.js";
 import type { ToolContext } from "../../src/tools/tool.js";
 import { createWorkspaceOwnership } from "../../src/workspace/project-workspace.js";
 import { openWorkspaceFiles } from "../../src/workspace/open-workspace-files.js";
+import type { ProcessIdentity } from "../../src/core/process-identity.js";
 
 export const toolPath = "/usr/local/bin:/usr/bin:/bin";
 

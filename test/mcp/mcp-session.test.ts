@@ -12,7 +12,7 @@ import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
 import { createLogger } from "../../src/logger.js";
 import { createMcpConnections } from "../../src/mcp/mcp-connections.js";
-import { createToolCatalog } from "../../src/tools/tool-catalog.js";
+import { createToolCatalog } from "../../src/mcp/tool-catalog.js";
 import { groupAlive, sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

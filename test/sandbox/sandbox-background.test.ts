@@ -6,12 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Confinement } from "../../src/sandbox/confinement.js";
 import type { ProcessLimits } from "../../src/core/process-limits.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
-import { toolIdentity, type ProcessIdentity } from "../../src/sandbox/tool-identity.js";
+import { toolIdentity } from "../../src/sandbox/tool-identity.js";
 import { createCallProcesses } from "../../src/tools/shell/create-call-processes.js";
 import { startBackgroundCommands, type BackgroundCommands } from "../../src/worker/background-commands.js";
 import { script, waitFor } from "../helpers/api-client.js";
 import { repoRoot, useTestEnv } from "../helpers/test-env.js";
 import { killAll, livingSlirp4netns, slirp4netnsLeftAfter, survivorsAfter, uniqueMarker } from "./host-processes.js";
+import type { ProcessIdentity } from "../../src/core/process-identity.js";
 
 // Background commands (B1) started directly on a BackgroundCommands with the service's sandbox runner, on the real database.
 const { env, client } = useTestEnv();

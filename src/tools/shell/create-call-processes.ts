@@ -1,12 +1,12 @@
 import type { Confinement } from "../../sandbox/confinement.js";
 import type { ProcessLimits } from "../../core/process-limits.js";
 import type { SandboxRunner } from "../../sandbox/sandbox-runner.js";
-import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { CallProcesses } from "../call-processes.js";
 import type { CallLayer, CallLayerOwner, CallLayers } from "../../sandbox/overlay/call-layers.js";
 import { prepareShell, type PreparedLayer, type SandboxStartObserver } from "./spawn-shell.js";
 import { compareManifests, takeManifest } from "../../workspace/workspace-manifest.js";
 import { settleLayer } from "./settle-layer.js";
+import type { ProcessIdentity } from "../../core/process-identity.js";
 
 /** What a worker needs to run calls on a layer over the workspace (SPEC X7). */
 export interface ShellLayering {

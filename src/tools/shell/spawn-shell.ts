@@ -11,10 +11,10 @@ import {
   type SandboxRunner,
 } from "../../sandbox/sandbox-runner.js";
 import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
-import type { ProcessIdentity } from "../../sandbox/tool-identity.js";
 import type { OverlayFolders } from "../../sandbox/overlay/overlay-mount.js";
 import { BoundedOutput } from "./bounded-output.js";
 import type { FileChangeRecord } from "../../core/file-change-record.js";
+import type { ProcessIdentity } from "../../core/process-identity.js";
 
 /** How a tool process ended. */
 export type ShellEnd =

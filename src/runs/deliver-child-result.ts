@@ -4,7 +4,7 @@ import type { TerminalRunStatus } from "../core/run-status.js";
 import { messages, runs } from "../db/schema.js";
 import { answerCall, callWaitingForChild } from "../store/tool-calls.js";
 import { lockRun } from "../store/runs.js";
-import { resumeParkedBatch } from "../runs/resume-batch.js";
+import { resumeParkedBatch } from "./resume-batch.js";
 import type { Effects } from "../store/transact.js";
 
 /** What the parent's `agent` call answers when its sub-agent ended without completing. */

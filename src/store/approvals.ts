@@ -1,6 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { approvals, toolCalls } from "../db/schema.js";
-import type { Effects } from "../store/transact.js";
+import type { Effects } from "./transact.js";
+import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
 
 /**
  * Closes the pending approvals of calls that will not run after all (cancel,
@@ -46,4 +47,19 @@ export async function cancelPendingApprovals(
       },
     })),
   );
+}
+
+/**
+ * countPendingApprovals
+ * Guard: none (a read). Params: none.
+ * Result: approvals waiting for a person's decision, across every tenant (the `foya_approvals_waiting` gauge).
+ */
+const countPendingApprovalsStatement = statement<{ n: number }>(
+  "count_pending_approvals",
+  `select count(*)::int as n from ${tbl(approvals)} where ${col(approvals.status)} = 'pending'`,
+);
+
+export async function countPendingApprovals(on: Queryable): Promise<number> {
+  const rows = await run(on, countPendingApprovalsStatement, []);
+  return rows[0]?.n ?? 0;
 }

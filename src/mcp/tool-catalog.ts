@@ -1,13 +1,13 @@
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { Database } from "../db/client.js";
 import type { Logger } from "../logger.js";
-import type { McpConnections } from "../mcp/mcp-connections.js";
-import { listMcpServers, mcpConfigOf, mcpScopeOf, type McpServerRow } from "../mcp/mcp-server-store.js";
-import { mapMcpTools } from "../mcp/mcp-tools.js";
-import { mcpConfigFingerprint, mcpServerKey, type McpScope } from "../mcp/mcp-config.js";
-import { createToolExecutor, type ToolExecutor } from "./execute-tool-call.js";
-import type { AnyTool } from "./tool.js";
-import { createToolRegistry, type ToolRegistry } from "./tool-registry.js";
+import type { McpConnections } from "./mcp-connections.js";
+import { listMcpServers, mcpConfigOf, mcpScopeOf, type McpServerRow } from "./mcp-server-store.js";
+import { mapMcpTools } from "./mcp-tools.js";
+import { mcpConfigFingerprint, mcpServerKey, type McpScope } from "./mcp-config.js";
+import { createToolExecutor, type ToolExecutor } from "../tools/execute-tool-call.js";
+import type { AnyTool } from "../tools/tool.js";
+import { createToolRegistry, type ToolRegistry } from "../tools/tool-registry.js";
 
 /** The registry and executor one project's sessions use: the service's own tools plus its MCP servers' tools (SPEC M1). */
 export interface ScopedTools {
