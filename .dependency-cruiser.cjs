@@ -1,0 +1,139 @@
+// Dependency rules of src/ (issue #20 item 8): dependencies point down. Run by `npm run check:deps`
+// (part of `npm test`). Paths are relative to the repository root; type-only imports count.
+
+/** Entry points: run by node or tsx, imported by nobody. */
+const entries = [
+  "^src/main\\.ts$",
+  "^src/api/main\\.ts$",
+  "^src/worker/main\\.ts$",
+  "^src/db/migrate-cli\\.ts$",
+  "^src/health/worker-healthcheck\\.ts$",
+];
+
+/** Composition roots: they build or take the whole `Services`; every other module takes the parts it uses. */
+const compositionRoots = "^src/(services|process|main)\\.ts$|^src/(api|worker)/";
+
+/**
+ * Modules outside src/store that still query Postgres themselves (drizzle's builders or pg).
+ * Frozen list: a new module may not join it; a module leaves it when its queries move into
+ * the store. Why each is here: its reads (and, for cold paths, writes of tables the store-door
+ * test does not guard) predate the store and have not been moved yet (issue #20, item 8).
+ * startup/dependency-wait.ts and worker/liveness.ts open their own connection on purpose:
+ * the start-up probe (`select 1`) and a liveness pool that a busy shared pool cannot starve.
+ */
+const queriesOutsideStore = [
+  "src/agents/start-sub-agent.ts",
+  "src/api/auth.ts",
+  "src/api/routes/approval-routes.ts",
+  "src/api/routes/command-routes.ts",
+  "src/api/routes/file-change-routes.ts",
+  "src/api/routes/find-owned.ts",
+  "src/api/routes/health-routes.ts",
+  "src/api/routes/policy-routes.ts",
+  "src/api/routes/run-routes.ts",
+  "src/api/routes/session-routes.ts",
+  "src/api/routes/tenant-routes.ts",
+  "src/api/routes/usage-routes.ts",
+  "src/api/session-sequence-watch.ts",
+  "src/approvals/decide-approval.ts",
+  "src/artifacts/artifact-store.ts",
+  "src/commands/command-store.ts",
+  "src/context/read-tool-result.ts",
+  "src/files/blob-store.ts",
+  "src/files/revert-file-changes.ts",
+  "src/mcp/mcp-server-store.ts",
+  "src/queue/tenant-load.ts",
+  "src/runs/cancel-run.ts",
+  "src/runs/create-run.ts",
+  "src/runs/delete-project.ts",
+  "src/runs/delete-session.ts",
+  "src/runs/deliver-child-result.ts",
+  "src/startup/dependency-wait.ts",
+  "src/tenants/owned-project.ts",
+  "src/tenants/tenant-settings.ts",
+  "src/webhooks/delivery-store.ts",
+  "src/webhooks/prune-deliveries.ts",
+  "src/webhooks/webhook-outbox.ts",
+  "src/webhooks/webhook-store.ts",
+  "src/worker/background-commands.ts",
+  "src/worker/liveness.ts",
+  "src/worker/session-context-cache.ts",
+  "src/worker/tool-batch-job.ts",
+];
+const exactPath = (path) => path.replace(/[.]/g, "\\.");
+
+/** @type {import("dependency-cruiser").IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-folder-cycles",
+      severity: "error",
+      comment: "Folders of src/ import each other in one direction only: move the shared piece down, or pass it in through an interface.",
+      scope: "folder",
+      from: { path: "^src/[^/]+" },
+      to: { circular: true },
+    },
+    {
+      name: "core-imports-nothing-of-ours",
+      severity: "error",
+      comment: "src/core holds the domain's types and pure rules; it imports only node and npm packages.",
+      from: { path: "^src/core/" },
+      to: { path: "^src/", pathNot: "^src/core/" },
+    },
+    {
+      name: "db-imports-only-core",
+      severity: "error",
+      comment:
+        "src/db (schema, client, migrations) imports only src/core. migrate-cli.ts is the migrate one-shot's entry point, a composition root whose path the deployments run (docker-compose.yml, docs/operations.md).",
+      from: { path: "^src/db/", pathNot: "^src/db/migrate-cli\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/(core|db)/" },
+    },
+    {
+      name: "low-top-level-files-import-only-core",
+      severity: "error",
+      comment:
+        "config.ts, errors.ts, ids.ts, logger.ts and failpoints.ts are used everywhere, so they import only src/core (the folder rule cannot see top-level files: they are all one folder, src).",
+      from: { path: "^src/(config|errors|ids|logger|failpoints)\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/core/|^src/(config|errors|ids|logger|failpoints)\\.ts$" },
+    },
+    {
+      name: "api-never-worker",
+      severity: "error",
+      comment: "The API process runs no worker code (SPEC E4): nothing in src/api imports src/worker, directly or through other modules.",
+      from: { path: "^src/api/" },
+      to: { path: "^src/worker/", reachable: true },
+    },
+    {
+      name: "services-only-in-composition-roots",
+      severity: "error",
+      comment:
+        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker) import src/services.ts; lower modules declare the small dependency interface they use (TransactDeps, GateDeps, WebhookDeps, ...).",
+      from: { path: "^src/", pathNot: compositionRoots },
+      to: { path: "^src/services\\.ts$" },
+    },
+    {
+      name: "only-the-store-queries",
+      severity: "error",
+      comment:
+        "SQL is written by src/store (src/db: the schema, the client and migrations). Other modules call the store; the modules in queriesOutsideStore (.dependency-cruiser.cjs) are the frozen list of those not moved yet.",
+      from: { path: "^src/", pathNot: ["^src/(store|db)/", ...queriesOutsideStore.map((path) => `^${exactPath(path)}$`)] },
+      to: { path: "^node_modules/(drizzle-orm|pg)/" },
+    },
+    {
+      name: "no-orphans",
+      severity: "error",
+      comment: "A module of src/ that nothing imports is dead code, unless it is an entry point.",
+      from: { orphan: true, path: "^src/", pathNot: [...entries, "\\.d\\.ts$"] },
+      to: {},
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(dist|test|bench|scripts|packages)/" },
+    tsConfig: { fileName: "tsconfig.json" },
+    tsPreCompilationDeps: true,
+    // The folder rule works on folder metrics.
+    metrics: true,
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
