@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { registerStateGauges } from "./observability/state-gauges.js";
 import { countPendingApprovals } from "./store/approvals.js";
 import { liveWorkers } from "./store/workers.js";
+import { workingRunsByTenant } from "./store/tenant-admission.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
@@ -127,7 +128,10 @@ export async function createServices(config: Config, options: CreateServicesOpti
     prefix: config.queuePrefix,
   });
   // Jobs of a tenant with fewer working runs are served first (SPEC X5).
-  const load = createTenantLoad(db.pool, (error) => logger.warn({ err: error }, "reading tenants' load failed"));
+  const load = createTenantLoad(
+    () => workingRunsByTenant(db.pool),
+    (error) => logger.warn({ err: error }, "reading tenants' load failed"),
+  );
   const dispatcher = createDispatcher({
     connection: redis,
     prefix: config.queuePrefix,

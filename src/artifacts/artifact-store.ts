@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { and, eq, inArray } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { artifacts, contentBlobs } from "../db/schema.js";
-import { putBlob } from "../files/blob-store.js";
+import { putBlob } from "../store/blobs.js";
 
 /**
  * The session artifact store (SPEC I1, I2): bytes live content-addressed in

@@ -3,10 +3,10 @@ import { and, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import { fileChanges, projects, sessions } from "../db/schema.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { FoyaError, notFound } from "../errors.js";
-import { maxRecordedFileBytes, sha256 } from "./blob-store.js";
+import { maxRecordedFileBytes, sha256 } from "../store/blobs.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import { isWorkspaceError, type WorkspaceFiles } from "../workspace/workspace-files.js";
-import { getBlob } from "./blob-store.js";
+import { getBlob } from "../store/blobs.js";
 
 export type FileChangeRow = typeof fileChanges.$inferSelect;
 

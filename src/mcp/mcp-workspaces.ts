@@ -1,4 +1,4 @@
-import { ownedProject } from "../tenants/owned-project.js";
+import { ownedProject } from "../store/owned-project.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/client.js";
 import { projects } from "../db/schema.js";

@@ -1,5 +1,3 @@
-import type pg from "pg";
-
 /**
  * How many runs each tenant has working (admitted, queued for a worker or running), as a
  * BullMQ job priority (SPEC X5): a job of a tenant with fewer working runs is served before
@@ -17,20 +15,18 @@ const refreshMs = 500;
 /** BullMQ's largest priority. */
 const maxPriority = 2_097_152;
 
-export function createTenantLoad(pool: pg.Pool, onError: (error: unknown) => void): TenantLoad {
-  let counts = new Map<string, number>();
+/** `read` answers each tenant's working runs (`workingRunsByTenant` in src/store/tenant-admission.ts). */
+export function createTenantLoad(read: () => Promise<ReadonlyMap<string, number>>, onError: (error: unknown) => void): TenantLoad {
+  let counts: ReadonlyMap<string, number> = new Map<string, number>();
   let readAt = 0;
   let reading = false;
   const refresh = () => {
     if (reading || Date.now() - readAt < refreshMs) return;
     reading = true;
     readAt = Date.now();
-    pool
-      .query<{ tenant_id: string; working: number }>(
-        "select tenant_id, count(*)::int as working from runs where status in ('queued', 'running') and ordinal is not null group by tenant_id",
-      )
-      .then(({ rows }) => {
-        counts = new Map(rows.map((row) => [row.tenant_id, row.working]));
+    read()
+      .then((working) => {
+        counts = working;
       })
       .catch(onError)
       .finally(() => {

@@ -1,6 +1,6 @@
 import type { TransactDeps } from "../store/transact.js";
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { ownedProject } from "../tenants/owned-project.js";
+import { ownedProject } from "../store/owned-project.js";
 import { projects, sessions } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { projectTrashRoot } from "../workspace/project-trash.js";

@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { activeRunStatuses } from "../core/run-status.js";
 import { commands, runs, sessions } from "../db/schema.js";
-import { requestCommandCancel } from "../commands/command-store.js";
+import { requestCommandCancel } from "../store/commands.js";
 import { notFound } from "../errors.js";
 import { cancelRunInTransaction } from "./run-lifecycle.js";
 import { transact, type TransactDeps } from "../store/transact.js";

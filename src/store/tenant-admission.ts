@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { artifacts, contentBlobs, runs, sessions, steps, tenants } from "../db/schema.js";
 import type { RunRow } from "./runs.js";
-import type { Queryable } from "./sql-text.js";
+import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
 
 /**
  * Fair admission of runs (SPEC X5). A run is *admitted* when it gets its place in history
@@ -91,4 +91,20 @@ export async function storedBytes(tx: Database, tenantId: string): Promise<numbe
     select ((select coalesce(sum(${contentBlobs.size}), 0) from ${contentBlobs} where ${contentBlobs.tenantId} = ${tenantId})
           + (select coalesce(sum(${artifacts.size}), 0) from ${artifacts} where ${artifacts.tenantId} = ${tenantId}))::text as bytes`);
   return Number(rows[0]?.bytes ?? 0);
+}
+
+/**
+ * workingRunsByTenant
+ * Guard: none (a read). Params: none.
+ * Result: per tenant, its admitted runs that are queued for a worker or running (the job priorities, src/queue/tenant-load.ts).
+ */
+const workingRunsByTenantStatement = statement<{ tenant_id: string; working: number }>(
+  "working_runs_by_tenant",
+  `select ${col(runs.tenantId)} as tenant_id, count(*)::int as working from ${tbl(runs)}
+   where ${col(runs.status)} in ('queued', 'running') and ${col(runs.ordinal)} is not null group by ${col(runs.tenantId)}`,
+);
+
+export async function workingRunsByTenant(on: Queryable): Promise<Map<string, number>> {
+  const rows = await run(on, workingRunsByTenantStatement, []);
+  return new Map(rows.map((row) => [row.tenant_id, row.working]));
 }

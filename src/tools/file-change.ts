@@ -3,7 +3,7 @@ import type { FileSnapshot } from "../workspace/workspace-files.js";
 import type { FileChangeRecord, ToolContext } from "./tool.js";
 
 export type { FileSnapshot } from "../workspace/workspace-files.js";
-export { maxRecordedFileBytes, sha256 } from "../files/blob-store.js";
+export { maxRecordedFileBytes, sha256 } from "../store/blobs.js";
 
 /** Past this size a diff is summarized rather than computed: it is for display only (F2). */
 const maxDiffBytes = 1024 * 1024;

@@ -1,5 +1,5 @@
 import { fileChanges } from "../db/schema.js";
-import { putBlob } from "../files/blob-store.js";
+import { putBlob } from "../store/blobs.js";
 import { newId } from "../ids.js";
 import type { Services } from "../services.js";
 import { removeLayerNow } from "../sandbox/overlay/call-layers.js";

@@ -1,13 +1,13 @@
 import { lostJobCandidates, redispatchLostJob, releaseRunsOfWorker, type RunRow } from "../store/runs.js";
 import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
 import { tenantsWithWaitingRuns } from "../store/tenant-admission.js";
-import { markCommandsOfWorkerLost, markLostCommands } from "../commands/command-store.js";
+import { markCommandsOfWorkerLost, markLostCommands } from "../store/commands.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
 import { transact, type Effects } from "../store/transact.js";
 import { claimLostWorkers, endedWorkers, pruneEndedWorkers } from "../store/workers.js";
 import type { Liveness } from "./liveness.js";
 import { pruneTrash } from "../workspace/project-trash.js";
-import { pruneWebhookDeliveries } from "../webhooks/prune-deliveries.js";
+import { pruneWebhookDeliveries } from "../store/webhook-deliveries.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import type { Services } from "../services.js";
 import type { NextJob } from "../core/next-job.js";

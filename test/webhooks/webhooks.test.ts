@@ -4,7 +4,7 @@ import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, useTestEnv } from "../helpers/test-env.js";
 import { webhookEventTypes } from "../../src/webhooks/webhook-event-types.js";
 import { sendWebhook } from "../../src/webhooks/send-webhook.js";
-import { pruneWebhookDeliveries } from "../../src/webhooks/prune-deliveries.js";
+import { pruneWebhookDeliveries } from "../../src/store/webhook-deliveries.js";
 import { startReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const backoffMs = 300;

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { asc, eq } from "drizzle-orm";
-import { findCommand, requestCommandCancel, type CommandRow } from "../../commands/command-store.js";
+import { findCommand, requestCommandCancel, type CommandRow } from "../../store/commands.js";
 import { commands } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client.js";
 import { projects, sessions } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
-import { ownedProject } from "../../tenants/owned-project.js";
+import { ownedProject } from "../../store/owned-project.js";
 
 /** A session of this tenant, or 404: another tenant's id is indistinguishable from a missing one (D8). */
 export async function findSession(db: Database, tenantId: string, id: string): Promise<typeof sessions.$inferSelect> {

@@ -6,7 +6,7 @@ import { notFound } from "../../errors.js";
 import { parseRule } from "../../gateway/rules.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
-import { ownedProject } from "../../tenants/owned-project.js";
+import { ownedProject } from "../../store/owned-project.js";
 import { findProject } from "./find-owned.js";
 
 const RuleList = z
