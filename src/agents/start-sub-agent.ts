@@ -1,11 +1,10 @@
-import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { runs, sessions, toolCalls } from "../db/schema.js";
+import { sessions } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { activateRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced, type TransactDeps } from "../store/transact.js";
 import { insertRun, lockHeldRun } from "../store/runs.js";
-import { linkChildRun } from "../store/tool-calls.js";
+import { childOfCall, linkChildRun } from "../store/tool-calls.js";
 import type { Failpoints } from "../failpoints.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
@@ -90,24 +89,11 @@ export async function startSubAgent(
   ).catch(async (error: unknown) => {
     // A failure after the commit (publishing, enqueuing: the outbox and the sweeper make up
     // for those) must not tell the model its sub-agent failed while the sub-agent runs.
-    const committed = await childOfCall(services, call.id).catch(() => undefined);
+    const committed = await childOfCall(services.db.db, call.id).catch(() => undefined);
     if (committed) return { ok: true as const, ...committed, depth: limits.depth };
     throw error;
   });
   return (
     started ?? { ok: false, errorCode: "stale", message: "This batch was taken over by another worker; the sub-agent was not started." }
   );
-}
-
-/** The child a call's start committed, if it did. */
-async function childOfCall(
-  services: Pick<TransactDeps, "db">,
-  callId: string,
-): Promise<{ childSessionId: string; childRunId: string } | undefined> {
-  const [row] = await services.db.db
-    .select({ childRunId: runs.id, childSessionId: runs.sessionId })
-    .from(toolCalls)
-    .innerJoin(runs, eq(runs.id, toolCalls.childRunId))
-    .where(eq(toolCalls.id, callId));
-  return row;
 }

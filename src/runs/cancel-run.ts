@@ -1,8 +1,7 @@
-import { and, eq } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
-import { runs } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import { cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
+import { lockRunOfTenant, readRun } from "../store/runs.js";
 import { transact, type TransactDeps } from "../store/transact.js";
 
 /**
@@ -15,11 +14,7 @@ import { transact, type TransactDeps } from "../store/transact.js";
  */
 export async function cancelRun(services: TransactDeps, input: { tenantId: string; runId: string }): Promise<RunRow> {
   return transact(services, async (fx) => {
-    const [run] = await fx.tx
-      .select()
-      .from(runs)
-      .where(and(eq(runs.id, input.runId), eq(runs.tenantId, input.tenantId)))
-      .for("update");
+    const run = await lockRunOfTenant(fx.tx, input.tenantId, input.runId);
     if (!run) throw notFound("run");
     if (isTerminalRunStatus(run.status)) {
       throw new FoyaError("conflict", `run ${run.id} is already ${run.status}; nothing was cancelled`, {
@@ -27,7 +22,6 @@ export async function cancelRun(services: TransactDeps, input: { tenantId: strin
       });
     }
     await cancelRunInTransaction(fx, run, { code: "cancelled", message: "cancelled by request" }, true);
-    const [after] = await fx.tx.select().from(runs).where(eq(runs.id, run.id));
-    return after ?? run;
+    return (await readRun(fx.tx, run.id)) ?? run;
   });
 }

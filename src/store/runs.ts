@@ -322,6 +322,22 @@ export async function lockRun(tx: Database, runId: string): Promise<RunRow | und
   return row;
 }
 
+/** Locks a run of one tenant by id: a cancel by request (another tenant's id is not found). */
+export async function lockRunOfTenant(tx: Database, tenantId: string, runId: string): Promise<RunRow | undefined> {
+  const [row] = await tx
+    .select()
+    .from(runs)
+    .where(and(eq(runs.id, runId), eq(runs.tenantId, tenantId)))
+    .for("update");
+  return row;
+}
+
+/** A run's row as this transaction sees it. */
+export async function readRun(tx: Database, runId: string): Promise<RunRow | undefined> {
+  const [row] = await tx.select().from(runs).where(eq(runs.id, runId));
+  return row;
+}
+
 /**
  * releaseForRetry
  * Guard: fence, running. Result: the run's new redispatch count, or undefined when the fence is lost.

@@ -337,3 +337,13 @@ export async function callAwaitingDecision(tx: Database, callId: string): Promis
     .for("update");
   return call;
 }
+
+/** The child run (and its session) a call's start committed, if it did (SPEC A1). */
+export async function childOfCall(db: Database, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
+  const [row] = await db
+    .select({ childRunId: runs.id, childSessionId: runs.sessionId })
+    .from(toolCalls)
+    .innerJoin(runs, eq(runs.id, toolCalls.childRunId))
+    .where(eq(toolCalls.id, callId));
+  return row;
+}

@@ -1,7 +1,6 @@
 import { DelayedError, type Job } from "bullmq";
-import { eq } from "drizzle-orm";
 import type { StepRef } from "../core/events.js";
-import { sessions } from "../db/schema.js";
+import { replaceSessionTasks } from "../store/sessions.js";
 import { storableText } from "../core/storable-text.js";
 import type { ToolBatchJobData } from "../queue/job-types.js";
 import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
@@ -160,10 +159,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
       tasks: {
         async replace(tasks) {
           await transact(services, async (fx) => {
-            await fx.tx
-              .update(sessions)
-              .set({ tasks: [...tasks] })
-              .where(eq(sessions.id, run.sessionId));
+            await replaceSessionTasks(fx.tx, run.sessionId, tasks);
             await fx.emit(run.tenantId, run.sessionId, [{ runId, step: stepRef, body: { type: "tasks_updated", tasks: [...tasks] } }]);
           });
         },
