@@ -55,7 +55,6 @@ const queriesOutsideStore = [
   "src/worker/background-commands.ts",
   "src/worker/liveness.ts",
   "src/worker/roll-forward-layers.ts",
-  "src/worker/session-context-cache.ts",
 ];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");
 

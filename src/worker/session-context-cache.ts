@@ -1,6 +1,6 @@
-import { eq } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
-import { projects, runs, sessions } from "../db/schema.js";
+import type { projects, sessions } from "../db/schema.js";
+import { readRunScope, sessionWithProject } from "../store/sessions.js";
 import { FoyaError } from "../errors.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -39,11 +39,7 @@ export function createSessionContextCache(maxEntries = 10_000): SessionContextCa
     async scopeOfRun(db, runId) {
       const cached = runScopes.get(runId);
       if (cached) return cached;
-      const [row] = await db
-        .select({ tenantId: runs.tenantId, projectId: sessions.projectId, sessionId: runs.sessionId })
-        .from(runs)
-        .innerJoin(sessions, eq(sessions.id, runs.sessionId))
-        .where(eq(runs.id, runId));
+      const row = await readRunScope(db, runId);
       if (!row) return undefined;
       if (runScopes.size >= maxEntries) runScopes.delete(runScopes.keys().next().value as string);
       runScopes.set(runId, row);
@@ -52,11 +48,7 @@ export function createSessionContextCache(maxEntries = 10_000): SessionContextCa
     async get(tx, sessionId) {
       const cached = entries.get(sessionId);
       if (cached) return cached;
-      const [row] = await tx
-        .select({ session: sessions, project: projects })
-        .from(sessions)
-        .innerJoin(projects, eq(projects.id, sessions.projectId))
-        .where(eq(sessions.id, sessionId));
+      const row = await sessionWithProject(tx, sessionId);
       if (!row) throw new FoyaError("internal", `session ${sessionId} has no project`);
       if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
       entries.set(sessionId, row);
