@@ -39,10 +39,8 @@ const queriesOutsideStore = [
   "src/api/session-sequence-watch.ts",
   "src/approvals/decide-approval.ts",
   "src/artifacts/artifact-store.ts",
-  "src/context/read-tool-result.ts",
   "src/files/revert-file-changes.ts",
   "src/mcp/mcp-server-store.ts",
-  "src/mcp/mcp-workspaces.ts",
   "src/runs/create-run.ts",
   "src/runs/delete-project.ts",
   "src/runs/delete-session.ts",
@@ -54,7 +52,6 @@ const queriesOutsideStore = [
   "src/webhooks/webhook-store.ts",
   "src/worker/background-commands.ts",
   "src/worker/liveness.ts",
-  "src/worker/roll-forward-layers.ts",
 ];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");
 

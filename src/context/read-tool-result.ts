@@ -1,6 +1,5 @@
-import { and, eq } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
-import { messages } from "../db/schema.js";
+import { toolMessageAt } from "../store/messages.js";
 import { parseReference, resultText } from "./project-results.js";
 
 /**
@@ -15,20 +14,7 @@ export async function readToolResult(
 ): Promise<{ name: string; text: string; isError: boolean } | undefined> {
   const position = parseReference(reference);
   if (!position) return undefined;
-  const [row] = await db
-    .select({ content: messages.content })
-    .from(messages)
-    .where(
-      and(
-        eq(messages.tenantId, scope.tenantId),
-        eq(messages.sessionId, scope.sessionId),
-        eq(messages.runOrdinal, position.runOrdinal),
-        eq(messages.stepIndex, position.stepIndex),
-        eq(messages.part, 2),
-        eq(messages.callIndex, position.callIndex),
-      ),
-    );
-  const message = row?.content;
+  const message = await toolMessageAt(db, scope, position);
   if (message?.role !== "tool") return undefined;
   return { name: message.name, text: resultText(message.content), isError: message.isError };
 }

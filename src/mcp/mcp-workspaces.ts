@@ -1,7 +1,6 @@
-import { ownedProject } from "../store/owned-project.js";
+import { ownedProjectWorkspace } from "../store/owned-project.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/client.js";
-import { projects } from "../db/schema.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import { toolIdentity, type IdentityMode } from "../sandbox/tool-identity.js";
 import { effectiveToolLimits, type TenantSettingsCache } from "../tenants/tenant-settings.js";
@@ -31,13 +30,10 @@ export function mcpSandbox(options: {
       const identity = toolIdentity(options.identityMode, settings.toolUidSlot);
       const limits = effectiveToolLimits(options.config, settings);
       if (scope.projectId !== null) {
-        const [project] = await options.db
-          .select({ workspacePath: projects.workspacePath })
-          .from(projects)
-          .where(ownedProject(scope.tenantId, scope.projectId));
-        if (!project) throw new Error(`project ${scope.projectId} does not exist`);
-        await options.workspaceOwnership.ensure(project.workspacePath, identity);
-        return { workspaceDir: project.workspacePath, identity, limits };
+        const workspacePath = await ownedProjectWorkspace(options.db, scope.tenantId, scope.projectId);
+        if (workspacePath === undefined) throw new Error(`project ${scope.projectId} does not exist`);
+        await options.workspaceOwnership.ensure(workspacePath, identity);
+        return { workspaceDir: workspacePath, identity, limits };
       }
       const workspaceDir = await createWorkspaceFolder(
         options.config.workspacesDir,

@@ -1,5 +1,6 @@
 import type { HistoryMessage, MessagePosition } from "../core/history.js";
-import type { Database } from "../db/client.js";
+import { and, eq } from "drizzle-orm";
+import type { Database, DbExecutor } from "../db/client.js";
 import { messages } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
@@ -72,4 +73,26 @@ export async function loadHistory(
       callIndex: row.call_index,
     },
   }));
+}
+
+/** The tool message of one call in a session's history (part 2 of its step), scoped to the tenant's session; undefined when there is none. */
+export async function toolMessageAt(
+  db: DbExecutor,
+  scope: { tenantId: string; sessionId: string },
+  position: { runOrdinal: number; stepIndex: number; callIndex: number },
+): Promise<HistoryMessage | undefined> {
+  const [row] = await db
+    .select({ content: messages.content })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.tenantId, scope.tenantId),
+        eq(messages.sessionId, scope.sessionId),
+        eq(messages.runOrdinal, position.runOrdinal),
+        eq(messages.stepIndex, position.stepIndex),
+        eq(messages.part, 2),
+        eq(messages.callIndex, position.callIndex),
+      ),
+    );
+  return row?.content;
 }

@@ -1,4 +1,5 @@
 import { and, eq, isNull, type SQL } from "drizzle-orm";
+import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
 
 /**
@@ -8,4 +9,10 @@ import { projects } from "../db/schema.js";
  */
 export function ownedProject(tenantId: string, projectId: string): SQL {
   return and(eq(projects.id, projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)) as SQL;
+}
+
+/** The workspace folder of this tenant's project, or undefined for a missing or deleted one. */
+export async function ownedProjectWorkspace(db: DbExecutor, tenantId: string, projectId: string): Promise<string | undefined> {
+  const [project] = await db.select({ workspacePath: projects.workspacePath }).from(projects).where(ownedProject(tenantId, projectId));
+  return project?.workspacePath;
 }

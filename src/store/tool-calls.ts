@@ -10,6 +10,7 @@ import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type A
 import type { CallRow } from "./runs.js";
 import { col, literals, run, statement, tbl, type Queryable } from "./sql-text.js";
 import type { NextJob } from "../core/next-job.js";
+import type { FileChangeRecord } from "../core/file-change-record.js";
 
 /**
  * Transitions of `tool_calls` (SPEC D2, D3). `running` is written before a tool
@@ -346,4 +347,14 @@ export async function childOfCall(db: Database, callId: string): Promise<{ child
     .innerJoin(runs, eq(runs.id, toolCalls.childRunId))
     .where(eq(toolCalls.id, callId));
   return row;
+}
+
+/** Records the file changes of a call whose layer was settled after its worker died (roll-forward, SPEC X7). */
+export async function insertFileChanges(
+  db: Database,
+  call: { tenantId: string; sessionId: string; runId: string; toolCallId: string },
+  records: readonly FileChangeRecord[],
+): Promise<void> {
+  if (records.length === 0) return;
+  await db.insert(fileChanges).values(records.map((record) => ({ ...record, id: newId("fch"), ...call })));
 }

@@ -1,6 +1,5 @@
-import { fileChanges } from "../db/schema.js";
 import { putBlob } from "../store/blobs.js";
-import { newId } from "../ids.js";
+import { insertFileChanges } from "../store/tool-calls.js";
 import type { Services } from "../services.js";
 import { removeLayerNow } from "../sandbox/overlay/call-layers.js";
 import { settleLayer } from "../tools/shell/settle-layer.js";
@@ -33,18 +32,11 @@ export async function rollForwardLayers(services: Pick<Services, "callLayers" | 
         { folders: { upperDir: `${dir}/upper`, workDir: `${dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
         { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, workspacesDir: services.config.workspacesDir },
       );
-      if (result.records.length > 0) {
-        await db.insert(fileChanges).values(
-          result.records.map((record) => ({
-            ...record,
-            id: newId("fch"),
-            tenantId: meta.tenantId,
-            sessionId: meta.sessionId,
-            runId: meta.runId,
-            toolCallId: meta.toolCallId,
-          })),
-        );
-      }
+      await insertFileChanges(
+        db,
+        { tenantId: meta.tenantId, sessionId: meta.sessionId, runId: meta.runId, toolCallId: meta.toolCallId },
+        result.records,
+      );
       removeLayerNow(dir);
       settled++;
       services.logger.warn(
