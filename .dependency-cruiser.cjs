@@ -36,7 +36,6 @@ const queriesOutsideStore = [
   "src/api/routes/session-routes.ts",
   "src/api/routes/tenant-routes.ts",
   "src/api/routes/usage-routes.ts",
-  "src/api/session-sequence-watch.ts",
   "src/approvals/decide-approval.ts",
   "src/artifacts/artifact-store.ts",
   "src/files/revert-file-changes.ts",

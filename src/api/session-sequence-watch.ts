@@ -1,6 +1,5 @@
-import { inArray } from "drizzle-orm";
 import type { Database } from "../db/client.js";
-import { sessions } from "../db/schema.js";
+import { eventSeqOfSessions } from "../store/sessions.js";
 import type { Logger } from "../logger.js";
 
 /**
@@ -29,10 +28,7 @@ export function createSessionSequenceWatch(db: Database, intervalMs: number, log
     try {
       const ids = [...listeners.keys()];
       for (let start = 0; start < ids.length; start += batchSize) {
-        const rows = await db
-          .select({ id: sessions.id, eventSeq: sessions.eventSeq })
-          .from(sessions)
-          .where(inArray(sessions.id, ids.slice(start, start + batchSize)));
+        const rows = await eventSeqOfSessions(db, ids.slice(start, start + batchSize));
         for (const row of rows) for (const listener of listeners.get(row.id) ?? []) listener(row.eventSeq);
       }
     } catch (error) {

@@ -1,7 +1,7 @@
 import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, runs, sessions } from "../db/schema.js";
-import { eq } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 
 /** Replaces a session's task list (update_tasks); the caller announces it with `tasks_updated` in the same transaction. */
 export async function replaceSessionTasks(tx: Database, sessionId: string, tasks: readonly SessionTask[]): Promise<void> {
@@ -35,4 +35,12 @@ export async function readRunScope(
     .innerJoin(sessions, eq(sessions.id, runs.sessionId))
     .where(eq(runs.id, runId));
   return row;
+}
+
+/** The last event sequence number of each of these sessions (the SSE streams' watch). */
+export async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[]): Promise<Array<{ id: string; eventSeq: number }>> {
+  return db
+    .select({ id: sessions.id, eventSeq: sessions.eventSeq })
+    .from(sessions)
+    .where(inArray(sessions.id, [...ids]));
 }
