@@ -50,7 +50,7 @@ function expectStatus<T>(response: ApiResponse<T>, status: number, what: string)
 }
 
 /** The scripted-provider input for `toolSteps` steps of one no-op call each, then a closing answer. */
-export function noopScript(toolSteps: number): string {
+function noopScript(toolSteps: number): string {
   const steps: unknown[][] = Array.from({ length: toolSteps }, () => [{ tool: "noop", args: {} }]);
   steps.push([{ text: "done" }]);
   return JSON.stringify({ script: steps });

@@ -72,7 +72,7 @@ export async function waitForDependencies(
 }
 
 /** One connection and `select 1`, then closed. */
-export async function probePostgres(url: string, timeoutMs = 3000): Promise<void> {
+async function probePostgres(url: string, timeoutMs = 3000): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
   client.on("error", () => {});
   try {
@@ -89,7 +89,7 @@ export async function probePostgres(url: string, timeoutMs = 3000): Promise<void
 }
 
 /** One connection (ready: not loading its data set) and `PING`, then closed. */
-export async function probeRedis(url: string, timeoutMs = 3000): Promise<void> {
+async function probeRedis(url: string, timeoutMs = 3000): Promise<void> {
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,

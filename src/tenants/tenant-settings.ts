@@ -75,7 +75,7 @@ export function fullAccessRefusal(config: Pick<Config, "fullAccessAllowed">, set
 }
 
 /** How long a cached entry is used before it is read again: an operator's change applies within this. */
-export const defaultTenantSettingsTtlMs = 5_000;
+const defaultTenantSettingsTtlMs = 5_000;
 const maxCachedTenants = 10_000;
 
 /** A process's cache of tenant settings, for readers that run often (every tool batch). */

@@ -79,7 +79,7 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
  * worker to the next sweep, and the leases remain the last word.
  * Only a process whose own record is healthy judges (`trustsItsView`).
  */
-export async function takeOverDeadWorkers(
+async function takeOverDeadWorkers(
   services: Services,
   self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> },
 ): Promise<{ workers: number; runs: number; commands: number }> {
