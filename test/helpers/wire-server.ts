@@ -155,7 +155,7 @@ export function cutRecording(body: Uint8Array, cut: RecordingCut): Uint8Array[] 
  * `event:` line carrying its `type` for Anthropic, with OpenAI's closing `data: [DONE]`.
  * The JSON payloads are the recorded bytes; only this framing is reconstructed.
  */
-export function sseFromChunkLines(text: string, format: "openai" | "anthropic"): Buffer {
+function sseFromChunkLines(text: string, format: "openai" | "anthropic"): Buffer {
   const lines = text.split("\n").filter((line) => line.trim() !== "");
   const frames = lines.map((line) => {
     if (format === "openai") return `data: ${line}\n\n`;
