@@ -136,10 +136,12 @@ interface IntRange {
   max: number;
   /** `bytes` adds the size in KiB, MiB or GiB to the documented default. */
   unit?: "bytes";
+  /** Why the range is what it is, when the description does not say it already. */
+  why?: string;
 }
 
-const integerIn = ({ min, max }: IntRange) => {
-  const allowed = `an integer from ${min} to ${max}`;
+const integerIn = ({ min, max, why }: IntRange) => {
+  const allowed = `an integer from ${min} to ${max}${why ? ` (${why})` : ""}`;
   return {
     allowed,
     schema: fromText(allowed, (text) => {
@@ -419,6 +421,7 @@ const settingsSchema = z.object({
       toolUidBase: int("FOYA_TOOL_UID_BASE", 1_000_000_000, {
         min: smallestToolUidBase,
         max: largestUidPlusOne - toolUidSlotCount - 1,
+        why: `above the system accounts, leaving room for ${toolUidSlotCount} tenant uids below 2^31`,
       }).describe(
         "Tenant n runs its tool processes as host uid and gid base + n (SPEC S7); at least 1000, and base + 100000000 below 2^31 (the largest uid bubblewrap maps).",
       ),

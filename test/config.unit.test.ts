@@ -59,6 +59,9 @@ describe("configuration", () => {
     ]) {
       expect(() => loadConfig({ FOYA_TOOL_UID_BASE: invalid }), invalid).toThrow(/invalid configuration.*FOYA_TOOL_UID_BASE/s);
     }
+    expect(() => loadConfig({ FOYA_TOOL_UID_BASE: String(2 ** 31 - 100_000_000) })).toThrow(
+      'invalid configuration: FOYA_TOOL_UID_BASE is "2047483648"; it must be an integer from 1000 to 2047483647 (above the system accounts, leaving room for 100000000 tenant uids below 2^31)',
+    );
   });
 
   it("S7: per-call process limits default to defaultProcessLimits, each overridable by a positive integer", () => {
@@ -262,7 +265,7 @@ describe("settings: one schema, documented, never clamped", () => {
     const integers = settings.filter((setting) => setting.allowed.startsWith("an integer from "));
     expect(integers.length).toBeGreaterThan(50);
     for (const setting of integers) {
-      const [, min, max] = /^an integer from (\d+) to (\d+)$/.exec(setting.allowed) ?? [];
+      const [, min, max] = /^an integer from (\d+) to (\d+)(?: \(.*\))?$/.exec(setting.allowed) ?? [];
       expect(max, `${setting.key} has an upper bound`).toBeDefined();
       const name = setting.env[0];
       // An empty value leaves a setting without a default unset (below).
