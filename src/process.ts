@@ -25,7 +25,7 @@ import { startWorkerRuntime, type WorkerRuntime } from "./worker/worker-runtime.
 export async function runProcess(roles: { api: boolean; worker: boolean }): Promise<void> {
   const config = loadConfig();
   const role = roles.api && roles.worker ? "all" : roles.api ? "api" : "worker";
-  const logger = createLogger(config.logLevel, { role });
+  const logger = createLogger(config.logging.level, { role });
   const startup = createStartupStatus();
   const server: StartingHttpServer | undefined = roles.api ? await startHttpServerEarly(config, logger, startup.describe) : undefined;
   if (server) console.log(`FOYA_API_LISTENING=${server.url}`);
@@ -37,7 +37,7 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
     console.log(`FOYA_API_URL=${server.url}`);
   }
   const worker: WorkerRuntime | undefined = roles.worker ? await startWorkerRuntime(services) : undefined;
-  const { metricsPort, metricsHost } = config.observability;
+  const { port: metricsPort, host: metricsHost } = config.metrics;
   const metricsServer =
     metricsPort === undefined
       ? undefined
@@ -48,8 +48,10 @@ export async function runProcess(roles: { api: boolean; worker: boolean }): Prom
         });
   if (metricsServer) console.log(`FOYA_METRICS_URL=${metricsServer.url}`);
   const heartbeat =
-    worker && config.workerHeartbeatFile
-      ? startHeartbeatFile(config.workerHeartbeatFile, (error) => logger.warn({ err: error }, "worker heartbeat file could not be written"))
+    worker && config.workers.heartbeatFile
+      ? startHeartbeatFile(config.workers.heartbeatFile, (error) =>
+          logger.warn({ err: error }, "worker heartbeat file could not be written"),
+        )
       : undefined;
   if (worker) {
     // One write: a script that sees the id line sees the pid line too.

@@ -66,7 +66,7 @@ export class FoyaDriver {
 
   /** A tenant and a project to hold the benchmark's sessions. */
   static async create(app: App, services: Services): Promise<FoyaDriver> {
-    const adminToken = services.config.adminToken ?? "";
+    const adminToken = services.config.api.adminToken ?? "";
     const tenant = expectStatus(
       await call<{ apiKey: string }>(app, adminToken, "POST", "/v1/tenants", { name: "bench" }),
       201,

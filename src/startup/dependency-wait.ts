@@ -60,14 +60,14 @@ export async function retryWhileUnavailable<T>(dependency: Dependency, action: (
 
 /** Waits until both Postgres and Redis answer (probed side by side, each with its own backoff). */
 export async function waitForDependencies(
-  config: Pick<Config, "databaseUrl" | "redisUrl">,
+  config: Pick<Config, "database" | "redis">,
   options: Omit<RetryOptions, "retryIf" | "secrets">,
 ): Promise<void> {
   options.status?.waiting("postgres", true);
   options.status?.waiting("redis", true);
   await Promise.all([
-    retryWhileUnavailable("postgres", () => probePostgres(config.databaseUrl), { ...options, secrets: urlSecrets(config.databaseUrl) }),
-    retryWhileUnavailable("redis", () => probeRedis(config.redisUrl), { ...options, secrets: urlSecrets(config.redisUrl) }),
+    retryWhileUnavailable("postgres", () => probePostgres(config.database.url), { ...options, secrets: urlSecrets(config.database.url) }),
+    retryWhileUnavailable("redis", () => probeRedis(config.redis.url), { ...options, secrets: urlSecrets(config.redis.url) }),
   ]);
 }
 
