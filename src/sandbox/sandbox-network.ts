@@ -65,13 +65,7 @@ const sandboxTapName = "tap0";
 const slirpDnsAddress = "10.0.2.3";
 
 /** slirp4netns's arguments before its ready/exit fds, the sandbox's pid and the tap name. */
-const slirpArguments: readonly string[] = [
-  "--configure",
-  "--mtu=65520",
-  "--disable-host-loopback",
-  "--enable-sandbox",
-  "--enable-seccomp",
-];
+const slirpArguments: readonly string[] = ["--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp"];
 
 /** How long slirp4netns may take to configure the sandbox's network before the call fails. */
 const readyTimeoutMs = 10_000;
