@@ -563,7 +563,7 @@ async function main(): Promise<void> {
     const config = loadConfig(env);
     services = await createServices(config, { role: "bench" });
     const app = createApp(services);
-    const tenant = await newTenant(app, config.adminToken ?? "", services.db.pool);
+    const tenant = await newTenant(app, config.api.adminToken ?? "", services.db.pool);
     const { rows: version } = await services.db.pool.query<{ server_version: string }>("show server_version");
 
     console.log(`context bench: database ${benchEnv.databaseName}, Postgres ${version[0]?.server_version}`);

@@ -385,7 +385,7 @@ async function main(): Promise<void> {
             ]
           : []),
         `single run: 2 × ${settings.latencyRunsPerRound} runs × ${latencySteps} steps, one at a time (${s.foyaIntervals.length} Foya intervals); ` +
-          `64 runs × ${throughputSteps} steps, twice per worker count; worker concurrency ${config.stepConcurrency} step + ${config.toolConcurrency} tool`,
+          `64 runs × ${throughputSteps} steps, twice per worker count; worker concurrency ${config.workers.stepConcurrency} step + ${config.workers.toolConcurrency} tool`,
       ],
       peerSkipped: setup.kind === "skipped" ? setup.reason : undefined,
       rounds,

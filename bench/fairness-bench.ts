@@ -77,7 +77,7 @@ try {
   const config = loadConfig(benchEnv.env);
   services = await createServices(config, { role: "bench" });
   const app = createApp(services);
-  const admin = config.adminToken ?? "";
+  const admin = config.api.adminToken ?? "";
   const a = await tenant(app, admin, "flooding tenant");
   const b = await tenant(app, admin, "steady tenant");
   worker = await startWorkerRuntime(services);

@@ -399,8 +399,8 @@ async function main(): Promise<void> {
       calibration,
       settings: {
         ...settings,
-        stepConcurrency: config.stepConcurrency,
-        toolConcurrency: config.toolConcurrency,
+        stepConcurrency: config.workers.stepConcurrency,
+        toolConcurrency: config.workers.toolConcurrency,
         // Workers open their pool the same way (src/db/client.ts), so the same size.
         pgPoolMax: services.db.pool.options.max ?? 10,
       },

@@ -30,11 +30,11 @@ try {
   const config = loadConfig(benchEnv.env);
   services = await createServices(config, { role: "bench" });
   const app = createApp(services);
-  const tenant = await apiCall<{ apiKey: string; tenant: { id: string } }>(app, config.adminToken ?? "", "POST", "/v1/tenants", {
+  const tenant = await apiCall<{ apiKey: string; tenant: { id: string } }>(app, config.api.adminToken ?? "", "POST", "/v1/tenants", {
     name: "sub-agent-bench",
   });
   // Its sessions use Full Access (no approvals in the way): the operator's grant (SPEC S8).
-  await apiCall(app, config.adminToken ?? "", "PATCH", `/v1/tenants/${tenant.tenant.id}`, { fullAccess: true });
+  await apiCall(app, config.api.adminToken ?? "", "PATCH", `/v1/tenants/${tenant.tenant.id}`, { fullAccess: true });
   const project = await apiCall<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "sub-agent-bench" });
   worker = await startWorkerRuntime(services);
   const live = services;

@@ -31,8 +31,8 @@ async function call(method: string, path: string, token: string, body?: unknown)
   return json;
 }
 
-console.log(`Foya is running at ${base} (admin token ${config.adminToken})\n`);
-const { apiKey, tenant } = await call("POST", "/v1/tenants", config.adminToken ?? adminToken, { name: "demo" });
+console.log(`Foya is running at ${base} (admin token ${config.api.adminToken})\n`);
+const { apiKey, tenant } = await call("POST", "/v1/tenants", config.api.adminToken ?? adminToken, { name: "demo" });
 const project = await call("POST", "/v1/projects", apiKey, { name: "demo project" });
 const session = await call("POST", "/v1/sessions", apiKey, { projectId: project.id });
 console.log(`tenant ${tenant.id}, project ${project.id}, session ${session.id}\n`);

@@ -1,10 +1,9 @@
-import type { TenantQuotas } from "./core/tenant-quotas.js";
 import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { defaultProcessLimits, type ProcessLimits } from "./core/process-limits.js";
+import { defaultProcessLimits } from "./core/process-limits.js";
 
 /**
  * The only reader of `process.env`. Everything else receives a frozen `Config`
@@ -55,11 +54,39 @@ export type ProviderProfileConfig = z.infer<typeof providerProfileSchema>;
 
 const providersFileSchema = z.object({ profiles: z.array(providerProfileSchema) });
 
-const intFromEnv = (fallback: number) => z.coerce.number().int().nonnegative().default(fallback);
-const positiveIntFromEnv = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-/** A setting with a floor below which the service cannot work: a value under it is refused, never raised in silence. */
-const intAtLeast = (min: number, fallback: number) => z.coerce.number().int().min(min, `must be at least ${min}`).default(fallback);
+/**
+ * Every setting is one leaf of `settingsSchema` below: the environment variables it is read from,
+ * its default, the values it accepts and a `.describe()` sentence, in one place. loadConfig parses
+ * the environment with it; `npm run docs:config` writes README's configuration tables from it (and
+ * test/config.unit.test.ts fails when README differs). A value outside a setting's range is
+ * refused with the variable, the value and the range, never clamped in silence.
+ */
+export interface SettingInfo {
+  /** The environment variables the setting is read from; the first one set wins. */
+  readonly env: readonly [string, ...string[]];
+  /** The default as README shows it. */
+  readonly default: string;
+  /** What values are accepted, as README shows it and as errors say after "must be". */
+  readonly allowed: string;
+  /** The value is never repeated in an error message. */
+  readonly secret?: boolean;
+  /** The setting has no default: an empty value leaves it unset, as an absent one does. */
+  readonly optional?: boolean;
+}
 
+const settingInfo = z.registry<SettingInfo>();
+
+type EnvNames = string | readonly [string, ...string[]];
+
+/** Node's timers fire at once for a delay above this; every duration in milliseconds stays at or below it. */
+const maxTimerMs = 2 ** 31 - 1;
+/** The same for durations set in seconds that become a timer. */
+const maxTimerSeconds = Math.floor(maxTimerMs / 1000);
+/** Counts that need no bound of their own stop at the largest 32-bit signed integer. */
+const maxCount = 2 ** 31 - 1;
+const maxBytes = Number.MAX_SAFE_INTEGER;
+/** Retention periods, in days: at most a century. */
+const maxDays = 36_500;
 /**
  * Tenant tool uids are `FOYA_TOOL_UID_BASE + slot`, and slots (`tenants.tool_uid_slot`) stop at
  * this many (the identity column's maximum), so the whole range must fit below the largest uid.
@@ -74,299 +101,605 @@ const largestUidPlusOne = 2 ** 31;
 /** Below this are the host's own system and login accounts. */
 const smallestToolUidBase = 1000;
 
-export const envSchema = z.object({
-  DATABASE_URL: z.string().default("postgres://postgres@127.0.0.1:5432/postgres"),
-  REDIS_URL: z.string().default("redis://127.0.0.1:6379"),
-  FOYA_HOST: z.string().default("127.0.0.1"),
-  PORT: intFromEnv(8787),
-  FOYA_ADMIN_TOKEN: z.string().optional(),
-  FOYA_CONSOLE_DIR: z.string().min(1).optional(),
-  FOYA_STREAM_TOKEN_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
-  FOYA_QUEUE_PREFIX: z.string().default("foya"),
-  FOYA_WORKSPACES_DIR: z.string().default(".data/workspaces"),
-  FOYA_PROVIDERS_FILE: z.string().optional(),
-  FOYA_DEFAULT_PROVIDER: z.string().default("scripted"),
-  FOYA_OPENAI_BASE_URL: z.string().optional(),
-  FOYA_OPENAI_MODEL: z.string().optional(),
-  OPENAI_API_KEY: z.string().optional(),
-  FOYA_STEP_CONCURRENCY: intAtLeast(1, 64),
-  FOYA_TOOL_CONCURRENCY: intAtLeast(1, 64),
-  FOYA_LEASE_MS: intAtLeast(500, 30_000),
-  FOYA_STALLED_INTERVAL_MS: intAtLeast(200, 15_000),
-  FOYA_SWEEP_INTERVAL_MS: intAtLeast(100, 5_000),
-  FOYA_SWEEP_GRACE_MS: intFromEnv(10_000),
-  FOYA_LIVENESS_INTERVAL_MS: positiveIntFromEnv(1_000),
-  FOYA_LIVENESS_TIMEOUT_MS: positiveIntFromEnv(3_000),
-  FOYA_MAX_CONTINUED_INTERRUPTIONS: intFromEnv(3),
-  FOYA_STEP_ATTEMPTS: intAtLeast(1, 3),
-  FOYA_MAX_STEPS_PER_RUN: intAtLeast(1, 100),
-  FOYA_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
-  FOYA_SSE_KEEPALIVE_MS: intAtLeast(100, 15_000),
-  FOYA_API_MAX_BODY_BYTES: positiveIntFromEnv(1024 * 1024),
-  FOYA_API_MAX_INPUT_BODY_BYTES: positiveIntFromEnv(8 * 1024 * 1024),
-  FOYA_API_RATE_LIMIT: intFromEnv(1000),
-  FOYA_API_RATE_WINDOW_MS: positiveIntFromEnv(10_000),
-  FOYA_API_AUTH_FAILURE_LIMIT: intFromEnv(20),
-  FOYA_API_AUTH_FAILURE_WINDOW_MS: positiveIntFromEnv(300_000),
-  FOYA_API_TRUST_PROXY_HOPS: intFromEnv(0),
-  FOYA_API_MAX_STREAMS_PER_TENANT: intFromEnv(64),
-  FOYA_TOOL_MODULES: z.string().optional(),
-  FOYA_FAILPOINTS: z.string().optional(),
-  FOYA_MIGRATE_ON_START: z.enum(["true", "false"]).default("true"),
-  FOYA_WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
-  PATH: z.string().default("/usr/local/bin:/usr/bin:/bin"),
-  FOYA_TOOL_PATH: z.string().optional(),
-  FOYA_BWRAP_PATH: z.string().min(1).default("bwrap"),
-  FOYA_SLIRP4NETNS_PATH: z.string().min(1).default("slirp4netns"),
-  FOYA_SANDBOX_HIDE: z.string().optional(),
-  FOYA_SANDBOX_READONLY: z.string().optional(),
-  FOYA_WEB_FETCH_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
-  FOYA_APPROVAL_TTL_SECONDS: intAtLeast(1, 86_400),
-  FOYA_CONTEXT_RESULT_MAX_CHARS: intFromEnv(0),
-  FOYA_MCP_STDIO_COMMANDS: z.string().optional(),
-  FOYA_MCP_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
-  FOYA_MCP_CONFIG_TTL_MS: intFromEnv(5_000),
-  FOYA_MCP_SANDBOX: z.enum(["true", "false"]).default("true"),
-  FOYA_MCP_REQUEST_TIMEOUT_MS: positiveIntFromEnv(60_000),
-  FOYA_MCP_REQUEST_PICKUP_MS: positiveIntFromEnv(5_000),
-  FOYA_MCP_REQUEST_CONCURRENCY: positiveIntFromEnv(4),
-  FOYA_AGENT_MAX_DEPTH: intFromEnv(2),
-  FOYA_ALLOW_FULL_ACCESS: z.enum(["true", "false"]).default("false"),
-  FOYA_TOOL_UID_BASE: intFromEnv(1_000_000_000),
-  FOYA_TOOL_MEMORY_BYTES: positiveIntFromEnv(defaultProcessLimits.memoryBytes),
-  FOYA_TOOL_PROCESSES: positiveIntFromEnv(defaultProcessLimits.processes),
-  FOYA_TOOL_CPU_SECONDS: positiveIntFromEnv(defaultProcessLimits.cpuSeconds),
-  FOYA_TOOL_FILE_BYTES: positiveIntFromEnv(defaultProcessLimits.fileSizeBytes),
-  FOYA_TOOL_WALL_SECONDS: positiveIntFromEnv(defaultProcessLimits.wallSeconds),
-  FOYA_TOOL_TMP_BYTES: positiveIntFromEnv(defaultProcessLimits.tmpBytes),
-  FOYA_TOOL_BACKGROUND_COMMANDS: positiveIntFromEnv(defaultProcessLimits.backgroundCommands),
-  FOYA_QUOTA_ACTIVE_RUNS: positiveIntFromEnv(32),
-  FOYA_QUOTA_QUEUED_RUNS: positiveIntFromEnv(1000),
-  FOYA_QUOTA_TOKENS_PER_DAY: intFromEnv(0),
-  FOYA_QUOTA_STORAGE_BYTES: intFromEnv(0),
-  FOYA_QUOTA_TOOL_CALLS: intFromEnv(0),
-  FOYA_TOOL_BACKGROUND_SECONDS: positiveIntFromEnv(defaultProcessLimits.backgroundSeconds),
-  FOYA_WEBHOOK_POLL_MS: intAtLeast(50, 500),
-  FOYA_WEBHOOK_ATTEMPTS: intAtLeast(1, 8),
-  FOYA_WEBHOOK_BACKOFF_MS: intAtLeast(10, 2_000),
-  FOYA_WEBHOOK_TIMEOUT_MS: intAtLeast(100, 10_000),
-  FOYA_WEBHOOK_STALE_MS: intAtLeast(500, 60_000),
-  FOYA_WEBHOOK_RETENTION_DAYS: intFromEnv(30),
-  FOYA_TRASH_RETENTION_DAYS: intFromEnv(30),
-  FOYA_RECORD_FULL_ACCESS_SHELL: z.enum(["true", "false"]).default("false"),
-  FOYA_WEBHOOK_CONCURRENCY: intAtLeast(1, 16),
-  FOYA_WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false"),
-  FOYA_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-  FOYA_METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
-  FOYA_METRICS_HOST: z.string().default("127.0.0.1"),
-  FOYA_METRICS_TENANT_LABELS: intFromEnv(50),
-  FOYA_OTLP_TRACES_URL: z.string().url().optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+function setting<S extends z.ZodType>(schema: S, env: EnvNames, info: Omit<SettingInfo, "env">): S {
+  settingInfo.add(schema, { ...info, env: typeof env === "string" ? [env] : env });
+  return schema;
+}
+
+/** A string read by `parse`, which answers undefined for a value outside `allowed`. */
+function fromText<T>(allowed: string, parse: (text: string) => T | undefined) {
+  return z.string().transform((text, ctx): T => {
+    const value = parse(text);
+    if (value === undefined) {
+      ctx.issues.push({ code: "custom", message: `must be ${allowed}`, input: text });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
+const code = (value: string | number) => `\`${value}\``;
+
+function byteSize(bytes: number): string {
+  for (const [unit, size] of [
+    ["GiB", 1024 ** 3],
+    ["MiB", 1024 ** 2],
+    ["KiB", 1024],
+  ] as const) {
+    if (bytes >= size && bytes % size === 0) return ` (${bytes / size} ${unit})`;
+  }
+  return "";
+}
+
+interface IntRange {
+  min: number;
+  max: number;
+  /** `bytes` adds the size in KiB, MiB or GiB to the documented default. */
+  unit?: "bytes";
+  /** Why the range is what it is, when the description does not say it already. */
+  why?: string;
+}
+
+const integerIn = ({ min, max, why }: IntRange) => {
+  const allowed = `an integer from ${min} to ${max}${why ? ` (${why})` : ""}`;
+  return {
+    allowed,
+    schema: fromText(allowed, (text) => {
+      const value = /^\s*[+-]?\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+      return Number.isSafeInteger(value) && value >= min && value <= max ? value : undefined;
+    }),
+  };
+};
+
+const int = (env: EnvNames, fallback: number, range: IntRange) => {
+  const { allowed, schema } = integerIn(range);
+  return setting(schema.default(fallback), env, { default: code(fallback) + (range.unit === "bytes" ? byteSize(fallback) : ""), allowed });
+};
+
+const optionalInt = (env: EnvNames, range: IntRange) => {
+  const { allowed, schema } = integerIn(range);
+  return setting(schema.optional(), env, { default: "unset", allowed, optional: true });
+};
+
+const flag = (env: EnvNames, fallback: boolean) =>
+  setting(fromText("`true` or `false`", (text) => (text === "true" ? true : text === "false" ? false : undefined)).default(fallback), env, {
+    default: code(String(fallback)),
+    allowed: "`true` or `false`",
+  });
+
+const choice = <const T extends readonly [string, ...string[]]>(env: EnvNames, values: T, fallback: T[number]) => {
+  const allowed = `one of ${values.map(code).join(", ")}`;
+  return setting(
+    // (The generic T[number] is not seen to satisfy the default's type, NoUndefined<Awaited<T[number]>>.)
+    fromText(allowed, (text) => values.find((value): value is T[number] => value === text)).default(fallback as never),
+    env,
+    { default: code(fallback), allowed },
+  );
+};
+
+interface TextOptions {
+  minLength?: number;
+  secret?: boolean;
+  /** The default as README shows it, when it is not the value itself. */
+  shown?: string;
+}
+
+const textIn = (minLength = 0) => {
+  const allowed = minLength > 1 ? `at least ${minLength} characters` : minLength === 1 ? "a non-empty text" : "any text";
+  return { allowed, schema: fromText(allowed, (text) => (text.length >= minLength ? text : undefined)) };
+};
+
+const text = (env: EnvNames, fallback: string, options: TextOptions = {}) => {
+  const { allowed, schema } = textIn(options.minLength);
+  return setting(schema.default(fallback), env, { default: options.shown ?? code(fallback), allowed, secret: options.secret });
+};
+
+const optionalText = (env: EnvNames, options: TextOptions = {}) => {
+  const { allowed, schema } = textIn(options.minLength);
+  return setting(schema.optional(), env, { default: options.shown ?? "unset", allowed, secret: options.secret, optional: true });
+};
+
+const absolutePath = fromText("a non-empty path", (text) => (text.length > 0 ? path.resolve(text) : undefined));
+
+/** A path, made absolute against the working directory when the configuration is loaded. */
+const filePath = (env: EnvNames, fallback: string, shown = code(fallback)) =>
+  setting(absolutePath.prefault(fallback), env, { default: shown, allowed: "a non-empty path" });
+
+const optionalFilePath = (env: EnvNames) =>
+  setting(absolutePath.optional(), env, { default: "unset", allowed: "a non-empty path", optional: true });
+
+const listOf = (text: string) =>
+  text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** A comma-separated list of paths, each made absolute. */
+const pathList = (env: EnvNames) =>
+  setting(
+    z
+      .string()
+      .optional()
+      .transform((value): readonly string[] => Object.freeze(listOf(value ?? "").map((p) => path.resolve(p)))),
+    env,
+    { default: "unset (none)", allowed: "comma-separated paths" },
+  );
+
+/** A comma-separated list of names or paths, as given. */
+const nameList = (env: EnvNames) =>
+  setting(
+    z
+      .string()
+      .optional()
+      .transform((value): readonly string[] => Object.freeze(listOf(value ?? ""))),
+    env,
+    { default: "unset (none)", allowed: "comma-separated names" },
+  );
+
+/** A comma-separated set of names. */
+const nameSet = (env: EnvNames) =>
+  setting(
+    z
+      .string()
+      .optional()
+      .transform((value): ReadonlySet<string> => new Set(listOf(value ?? ""))),
+    env,
+    { default: "unset (none)", allowed: "comma-separated names" },
+  );
+
+const optionalUrl = (env: EnvNames, options: { secret?: boolean } = {}) =>
+  setting(
+    fromText("an http or https URL", (text) => (/^https?:$/.test(URL.parse(text)?.protocol ?? "") ? text : undefined)).optional(),
+    env,
+    { default: "unset", allowed: "an http or https URL", secret: options.secret, optional: true },
+  );
+
+/** `src/config.ts` and `dist/config.js` both sit one level below the checkout's root. */
+const consoleBuild = path.join(path.dirname(fileURLToPath(import.meta.url)), "../packages/console/dist");
+
+/**
+ * The settings, grouped by concern: `config.<group>.<setting>`. A group's `.describe()` is the
+ * title of its README table.
+ */
+const settingsSchema = z.object({
+  database: z
+    .object({
+      url: text("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres", { secret: true }).describe("Postgres connection URL."),
+      migrateOnStart: flag("FOYA_MIGRATE_ON_START", true).describe(
+        "Apply the SQL migrations in `drizzle/` when a process starts (`npm run migrate` applies them otherwise).",
+      ),
+    })
+    .describe("Postgres"),
+  redis: z
+    .object({
+      url: text("REDIS_URL", "redis://127.0.0.1:6379", { secret: true }).describe(
+        "Redis connection URL (queues, pub/sub, shared counters).",
+      ),
+      queuePrefix: text("FOYA_QUEUE_PREFIX", "foya", { minLength: 1 }).describe(
+        "Prefix of this deployment's BullMQ queues, pub/sub channels and Redis keys; tests use one per file.",
+      ),
+    })
+    .describe("Redis"),
+  api: z
+    .object({
+      host: text("FOYA_HOST", "127.0.0.1", { minLength: 1 }).describe("Address the API listens on."),
+      port: int("PORT", 8787, { min: 0, max: 65_535 }).describe("TCP port the API listens on; `0` picks a free one."),
+      adminToken: optionalText("FOYA_ADMIN_TOKEN", { secret: true }).describe(
+        "Bearer token for the `/v1/tenants` and `/v1/admin` routes; unset disables them (403).",
+      ),
+      streamTokenSecret: optionalText("FOYA_STREAM_TOKEN_SECRET", {
+        minLength: 32,
+        secret: true,
+        shown: "derived from `FOYA_ADMIN_TOKEN`, else random per process",
+      }).describe(
+        "Signs the 60 s event-stream tokens of `POST /v1/sessions/:id/stream-tokens`; with several API instances and no admin token, set it, or a token minted by one instance is refused by the others.",
+      ),
+      consoleDir: filePath("FOYA_CONSOLE_DIR", consoleBuild, code("packages/console/dist")).describe(
+        "The web console's build (`npm run console:build`), served at `/console` when it holds an `index.html`.",
+      ),
+      sseKeepaliveMs: int("FOYA_SSE_KEEPALIVE_MS", 15_000, { min: 100, max: maxTimerMs }).describe(
+        "Interval of event-stream keepalive comments, in milliseconds; each tick also re-reads the event log for streams that fell behind and renews their stream slots.",
+      ),
+      maxBodyBytes: int("FOYA_API_MAX_BODY_BYTES", 1024 * 1024, { min: 1, max: maxBytes, unit: "bytes" }).describe(
+        "Largest request body of most routes, in bytes; a larger one answers 413.",
+      ),
+      maxInputBodyBytes: int("FOYA_API_MAX_INPUT_BODY_BYTES", 8 * 1024 * 1024, { min: 1, max: maxBytes, unit: "bytes" }).describe(
+        "Largest body of the routes that carry user or model content (run inputs, approval decisions with edited arguments), in bytes; at least `FOYA_API_MAX_BODY_BYTES`.",
+      ),
+      rateLimit: int("FOYA_API_RATE_LIMIT", 1000, { min: 0, max: maxCount }).describe(
+        "Requests per API key per window, counted across API instances in Redis (429 with `Retry-After` beyond); `0` turns the limit off.",
+      ),
+      rateWindowMs: int("FOYA_API_RATE_WINDOW_MS", 10_000, { min: 1, max: maxTimerMs }).describe(
+        "The request rate limit's fixed window, in milliseconds.",
+      ),
+      authFailureLimit: int("FOYA_API_AUTH_FAILURE_LIMIT", 20, { min: 0, max: maxCount }).describe(
+        "Failed authentications per client address per window before that address is locked out (429) whatever key it sends; `0` turns the lockout off.",
+      ),
+      authFailureWindowMs: int("FOYA_API_AUTH_FAILURE_WINDOW_MS", 300_000, { min: 1, max: maxTimerMs }).describe(
+        "The failed-authentication window, in milliseconds.",
+      ),
+      trustProxyHops: int("FOYA_API_TRUST_PROXY_HOPS", 0, { min: 0, max: maxCount }).describe(
+        "Reverse proxies in front of the API: behind n, the client address is the n-th `X-Forwarded-For` entry from the right; with `0` it is the socket's peer.",
+      ),
+      maxStreamsPerTenant: int("FOYA_API_MAX_STREAMS_PER_TENANT", 64, { min: 0, max: maxCount }).describe(
+        "Open event streams per tenant across API instances (429 beyond); `0` turns the cap off.",
+      ),
+    })
+    .describe("API"),
+  workers: z
+    .object({
+      stepConcurrency: int("FOYA_STEP_CONCURRENCY", 64, { min: 1, max: maxCount }).describe(
+        "Step jobs (model steps) a worker runs at once.",
+      ),
+      toolConcurrency: int("FOYA_TOOL_CONCURRENCY", 64, { min: 1, max: maxCount }).describe("Tool-batch jobs a worker runs at once."),
+      leaseMs: int("FOYA_LEASE_MS", 30_000, { min: 500, max: maxTimerMs }).describe(
+        "How long a worker's claim on a run lasts without renewal, in milliseconds; also the BullMQ lock duration.",
+      ),
+      stalledIntervalMs: int("FOYA_STALLED_INTERVAL_MS", 15_000, { min: 200, max: maxTimerMs }).describe(
+        "How often BullMQ looks for jobs of dead workers, in milliseconds.",
+      ),
+      sweepIntervalMs: int("FOYA_SWEEP_INTERVAL_MS", 5_000, { min: 100, max: maxTimerMs }).describe(
+        "How often each worker's sweeper looks for lost work to re-dispatch, in milliseconds.",
+      ),
+      sweepGraceMs: int("FOYA_SWEEP_GRACE_MS", 10_000, { min: 0, max: maxTimerMs }).describe(
+        "Work without a live lease that has not moved for this many milliseconds is re-dispatched by the sweeper.",
+      ),
+      livenessIntervalMs: int("FOYA_LIVENESS_INTERVAL_MS", 1_000, { min: 1, max: maxTimerMs }).describe(
+        "How often each worker renews its liveness record, and sweepers look for dead workers, in milliseconds (SPEC D9).",
+      ),
+      livenessTimeoutMs: int("FOYA_LIVENESS_TIMEOUT_MS", 3_000, { min: 2, max: maxTimerMs }).describe(
+        "A worker whose liveness record is this many milliseconds old is taken for dead and its runs and background commands are taken over at once; at least twice `FOYA_LIVENESS_INTERVAL_MS`.",
+      ),
+      shutdownGraceMs: int("FOYA_SHUTDOWN_GRACE_MS", 10_000, { min: 0, max: maxTimerMs }).describe(
+        "How long a draining process (SIGTERM) lets running jobs finish before it hands them back, in milliseconds.",
+      ),
+      heartbeatFile: optionalFilePath("FOYA_WORKER_HEARTBEAT_FILE").describe(
+        "A file a worker rewrites (its pid and the time) every second once it serves; `node dist/health/worker-healthcheck.js` (in development `npx tsx src/health/worker-healthcheck.ts`) exits 0 while it is under 10 s old and its pid runs (the compose worker's health check).",
+      ),
+    })
+    .describe("Workers"),
+  runs: z
+    .object({
+      stepAttempts: int("FOYA_STEP_ATTEMPTS", 3, { min: 1, max: maxCount }).describe("Attempts of a model step before the run fails."),
+      maxStepsPerRun: int("FOYA_MAX_STEPS_PER_RUN", 100, { min: 1, max: maxCount }).describe(
+        "Model steps a run may take; a run that reaches it fails with `max_steps_exceeded`.",
+      ),
+      maxContinuedInterruptions: int("FOYA_MAX_CONTINUED_INTERRUPTIONS", 3, { min: 0, max: maxCount }).describe(
+        'How often a run with `onInterrupted: "continue"` goes on after interrupted tool calls before it ends `interrupted` (SPEC D10).',
+      ),
+      contextResultMaxChars: int("FOYA_CONTEXT_RESULT_MAX_CHARS", 0, { min: 0, max: maxCount }).describe(
+        "Tool results longer than this many characters are sent to the model as head and tail (O2); `0` scales with the profile's context window.",
+      ),
+      agentMaxDepth: int("FOYA_AGENT_MAX_DEPTH", 2, { min: 0, max: maxCount }).describe(
+        "How many sub-agent levels may nest below a client's session (SPEC A1); `0` removes the `agent` tool.",
+      ),
+    })
+    .describe("Runs"),
+  providers: z
+    .object({
+      file: optionalFilePath("FOYA_PROVIDERS_FILE").describe('JSON file of provider profiles (see "Pointing Foya at a model").'),
+      openaiBaseUrl: optionalUrl("FOYA_OPENAI_BASE_URL").describe(
+        "Shortcut: defines an `openai` profile (streaming Chat Completions) at this base URL.",
+      ),
+      openaiModel: text("FOYA_OPENAI_MODEL", "gpt-4o-mini", { minLength: 1 }).describe("The model of the `openai` profile."),
+      openaiApiKey: optionalText("OPENAI_API_KEY", { secret: true }).describe("The API key of the `openai` profile."),
+      defaultProfile: text("FOYA_DEFAULT_PROVIDER", "scripted", { minLength: 1 }).describe(
+        "The provider profile of sessions that name none; it must be a defined profile.",
+      ),
+    })
+    .describe("Model providers"),
+  tools: z
+    .object({
+      modules: pathList("FOYA_TOOL_MODULES").describe(
+        "Comma-separated module paths exporting `tools`, added to the registry; a compiled process (`dist/`, the image) loads JavaScript modules only.",
+      ),
+      path: text(["FOYA_TOOL_PATH", "PATH"], "/usr/local/bin:/usr/bin:/bin", {
+        shown: "the service's `PATH` (else `/usr/local/bin:/usr/bin:/bin`)",
+      }).describe("The only `PATH` processes started by tools see; their environment holds no service secrets."),
+      webFetchAllowPrivate: flag("FOYA_WEB_FETCH_ALLOW_PRIVATE", false).describe(
+        "Let `web_fetch` reach loopback and private addresses (tests, trusted deployments).",
+      ),
+      approvalTtlSeconds: int("FOYA_APPROVAL_TTL_SECONDS", 86_400, { min: 1, max: maxCount }).describe(
+        "How long a pending approval waits before it expires (counts as denied), in seconds, unless the tenant's or project's policy says otherwise.",
+      ),
+    })
+    .describe("Tools and approvals"),
+  sandbox: z
+    .object({
+      bwrapPath: text("FOYA_BWRAP_PATH", "bwrap", { minLength: 1 }).describe(
+        "bubblewrap (Debian package `bubblewrap`): a path, or a name looked up only in the system's folders; missing means tool processes fail closed.",
+      ),
+      slirp4netnsPath: text("FOYA_SLIRP4NETNS_PATH", "slirp4netns", { minLength: 1 }).describe(
+        "slirp4netns (Debian package `slirp4netns`), which connects network-granted sandboxes: a path, or a name looked up only in the system's folders; missing means those calls fail closed.",
+      ),
+      hiddenPaths: pathList("FOYA_SANDBOX_HIDE").describe(
+        "Comma-separated extra host paths hidden from sandboxed processes, beyond the service's files, other workspaces and known secrets.",
+      ),
+      readOnlyPaths: pathList("FOYA_SANDBOX_READONLY").describe(
+        "Comma-separated extra host trees shown read-only to sandboxed processes (a toolchain outside `/usr` and `/opt`).",
+      ),
+      toolUidBase: int("FOYA_TOOL_UID_BASE", 1_000_000_000, {
+        min: smallestToolUidBase,
+        max: largestUidPlusOne - toolUidSlotCount - 1,
+        why: `above the system accounts, leaving room for ${toolUidSlotCount} tenant uids below 2^31`,
+      }).describe(
+        "Tenant n runs its tool processes as host uid and gid base + n (SPEC S7); at least 1000, and base + 100000000 below 2^31 (the largest uid bubblewrap maps).",
+      ),
+      fullAccessAllowed: flag("FOYA_ALLOW_FULL_ACCESS", false).describe(
+        'The deployment allows Full Access sessions at all (SPEC S8); each tenant also needs the operator\'s grant (`PATCH /v1/tenants/:id {"fullAccess": true}`).',
+      ),
+      recordFullAccessShell: flag("FOYA_RECORD_FULL_ACCESS_SHELL", false).describe(
+        'Also record what foreground `bash` calls change in the workspace in Full Access (outside it they always are, on a root worker); see "What shell commands change".',
+      ),
+    })
+    .describe("Sandbox"),
+  toolLimits: z
+    .object({
+      memoryBytes: int("FOYA_TOOL_MEMORY_BYTES", defaultProcessLimits.memoryBytes, { min: 1, max: maxBytes, unit: "bytes" }).describe(
+        "Address space per tool process (RLIMIT_AS), in bytes.",
+      ),
+      processes: int("FOYA_TOOL_PROCESSES", defaultProcessLimits.processes, { min: 1, max: maxCount }).describe(
+        "Processes and threads of the tenant's host uid (RLIMIT_NPROC).",
+      ),
+      cpuSeconds: int("FOYA_TOOL_CPU_SECONDS", defaultProcessLimits.cpuSeconds, { min: 1, max: maxCount }).describe(
+        "CPU time per tool process (RLIMIT_CPU), in seconds.",
+      ),
+      fileSizeBytes: int("FOYA_TOOL_FILE_BYTES", defaultProcessLimits.fileSizeBytes, { min: 1, max: maxBytes, unit: "bytes" }).describe(
+        "Largest file a tool process may write (RLIMIT_FSIZE), in bytes.",
+      ),
+      wallSeconds: int("FOYA_TOOL_WALL_SECONDS", defaultProcessLimits.wallSeconds, { min: 1, max: maxTimerSeconds }).describe(
+        "Wall-clock time of a foreground call, in seconds; a longer `timeoutMs` is cut to it.",
+      ),
+      tmpBytes: int("FOYA_TOOL_TMP_BYTES", defaultProcessLimits.tmpBytes, { min: 1, max: maxBytes, unit: "bytes" }).describe(
+        "Size of the sandbox's private `/tmp`, in bytes.",
+      ),
+      backgroundCommands: int("FOYA_TOOL_BACKGROUND_COMMANDS", defaultProcessLimits.backgroundCommands, { min: 1, max: maxCount }).describe(
+        "Background commands a tenant may run at once, across workers.",
+      ),
+      backgroundSeconds: int("FOYA_TOOL_BACKGROUND_SECONDS", defaultProcessLimits.backgroundSeconds, {
+        min: 1,
+        max: maxTimerSeconds,
+      }).describe("Longest a background command may run, in seconds; then it is killed."),
+    })
+    .describe("Per-call process limits (an operator may override each per tenant)"),
+  quotas: z
+    .object({
+      activeRuns: int("FOYA_QUOTA_ACTIVE_RUNS", 32, { min: 1, max: maxCount }).describe(
+        'Runs of one tenant admitted to the shared queues at once; later runs wait in order (fair sharing, a tenant\'s weight); per tenant with `PATCH /v1/tenants/:id {"quotas": {"activeRuns": n}}`.',
+      ),
+      queuedRuns: int("FOYA_QUOTA_QUEUED_RUNS", 1000, { min: 1, max: maxCount }).describe(
+        "Runs of one tenant waiting for a slot; more answer 429 `quota_exceeded` with `Retry-After`.",
+      ),
+      tokensPerDay: int("FOYA_QUOTA_TOKENS_PER_DAY", 0, { min: 0, max: maxBytes }).describe(
+        "Model tokens per tenant per UTC day, from recorded usage; over it new runs answer 429 until midnight UTC; `0`: no limit.",
+      ),
+      storageBytes: int("FOYA_QUOTA_STORAGE_BYTES", 0, { min: 0, max: maxBytes, unit: "bytes" }).describe(
+        "Bytes of file-change contents and artifacts per tenant; over it new runs answer 429; `0`: no limit.",
+      ),
+      toolCalls: int("FOYA_QUOTA_TOOL_CALLS", 0, { min: 0, max: maxCount }).describe(
+        "Tool calls of one tenant running at once across every worker; a call over it stays queued until a slot frees; `0`: no limit beyond 5 per run.",
+      ),
+    })
+    .describe("Tenant quotas (an operator may override each per tenant)"),
+  workspaces: z
+    .object({
+      dir: filePath("FOYA_WORKSPACES_DIR", ".data/workspaces").describe(
+        "Where project workspaces are created; shared by the API and every worker, at the same path.",
+      ),
+      trashRetentionDays: int("FOYA_TRASH_RETENTION_DAYS", 30, { min: 0, max: maxDays }).describe(
+        "Entries of a project's trash (`GET /v1/projects/:id/trash`) older than this many days are deleted for good; `0` keeps them.",
+      ),
+    })
+    .describe("Workspaces"),
+  mcp: z
+    .object({
+      stdioCommands: nameList("FOYA_MCP_STDIO_COMMANDS").describe(
+        "Comma-separated absolute paths of programs tenants may configure as stdio MCP servers; unset allows none.",
+      ),
+      allowPrivate: flag("FOYA_MCP_ALLOW_PRIVATE", false).describe("Let HTTP MCP servers point at loopback and private addresses."),
+      sandbox: flag("FOYA_MCP_SANDBOX", true).describe(
+        "Run stdio MCP servers in the bubblewrap sandbox (their own PID namespace, no host loopback, their workspace writable); servers installed outside `/usr` and `/opt` need their folder in `FOYA_SANDBOX_READONLY`.",
+      ),
+      configTtlMs: int("FOYA_MCP_CONFIG_TTL_MS", 5_000, { min: 0, max: maxTimerMs }).describe(
+        "How long a process reuses a project's MCP server configurations before reading them again, in milliseconds.",
+      ),
+      requestTimeoutMs: int("FOYA_MCP_REQUEST_TIMEOUT_MS", 60_000, { min: 1, max: maxTimerMs }).describe(
+        "How long the API waits for a worker to answer an MCP listing, resource or prompt request, in milliseconds; then it answers 504 `mcp_timeout`.",
+      ),
+      requestPickupMs: int("FOYA_MCP_REQUEST_PICKUP_MS", 5_000, { min: 1, max: maxTimerMs }).describe(
+        "An MCP request no worker has taken within this many milliseconds is withdrawn and answered 503 `no_worker`; at most `FOYA_MCP_REQUEST_TIMEOUT_MS`.",
+      ),
+      requestConcurrency: int("FOYA_MCP_REQUEST_CONCURRENCY", 4, { min: 1, max: maxCount }).describe(
+        "MCP requests one worker serves at once.",
+      ),
+    })
+    .describe("MCP servers"),
+  webhooks: z
+    .object({
+      pollMs: int("FOYA_WEBHOOK_POLL_MS", 500, { min: 50, max: maxTimerMs }).describe(
+        "How often each worker moves new webhook deliveries from Postgres to the queue, in milliseconds.",
+      ),
+      attempts: int("FOYA_WEBHOOK_ATTEMPTS", 8, { min: 1, max: maxCount }).describe(
+        "HTTP attempts per delivery, the first included; then it is marked failed.",
+      ),
+      backoffMs: int("FOYA_WEBHOOK_BACKOFF_MS", 2_000, { min: 10, max: maxTimerMs }).describe(
+        "Delay before the first retry, in milliseconds; each later one doubles.",
+      ),
+      timeoutMs: int("FOYA_WEBHOOK_TIMEOUT_MS", 10_000, { min: 100, max: maxTimerMs }).describe(
+        "Time limit of one attempt, DNS included, in milliseconds.",
+      ),
+      staleMs: int("FOYA_WEBHOOK_STALE_MS", 60_000, { min: 500, max: maxTimerMs }).describe(
+        "A delivery still pending this many milliseconds after it was enqueued is checked for a lost job and enqueued again.",
+      ),
+      retentionDays: int("FOYA_WEBHOOK_RETENTION_DAYS", 30, { min: 0, max: maxDays }).describe(
+        "Finished deliveries and their attempts older than this many days are deleted; `0` keeps them.",
+      ),
+      concurrency: int("FOYA_WEBHOOK_CONCURRENCY", 16, { min: 1, max: maxCount }).describe("Attempts a worker sends at once."),
+      allowPrivate: flag("FOYA_WEBHOOK_ALLOW_PRIVATE", false).describe("Let webhooks target loopback and private addresses."),
+    })
+    .describe("Webhooks"),
+  metrics: z
+    .object({
+      token: optionalText("FOYA_METRICS_TOKEN", { minLength: 16, secret: true }).describe(
+        "Bearer token for the API's `GET /metrics` (never an API key or the admin token); unset, the route answers 404.",
+      ),
+      port: optionalInt("FOYA_METRICS_PORT", { min: 1, max: 65_535 }).describe(
+        "Serve `/metrics` without a token on a port of its own, in any process role (workers too); the process prints `FOYA_METRICS_URL=`.",
+      ),
+      host: text("FOYA_METRICS_HOST", "127.0.0.1", { minLength: 1 }).describe("Address the metrics port listens on."),
+      tenantLabels: int("FOYA_METRICS_TENANT_LABELS", 50, { min: 0, max: maxCount }).describe(
+        "Tenants that get metric series of their own; later ones are counted as `other`.",
+      ),
+    })
+    .describe("Metrics"),
+  tracing: z
+    .object({
+      otlpUrl: optionalUrl(["FOYA_OTLP_TRACES_URL", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]).describe(
+        "OTLP/HTTP endpoint for traces (e.g. `http://collector:4318/v1/traces`), the first variable set winning; traces are off without it.",
+      ),
+    })
+    .describe("Traces"),
+  logging: z
+    .object({
+      level: choice("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info").describe("pino's log level."),
+    })
+    .describe("Logs"),
+  testing: z
+    .object({
+      failpoints: nameSet("FOYA_FAILPOINTS").describe(
+        "For crash tests only: comma-separated failpoint names (`src/failpoints.ts`) at which the process kills itself; never set in production.",
+      ),
+    })
+    .describe("Testing"),
 });
+
+type Settings = z.output<typeof settingsSchema>;
+
+type Frozen<T> = { readonly [K in keyof T]: Readonly<T[K]> };
+
+/** The settings, frozen, with what loadConfig derives: the stream token secret and the provider profiles. */
+export type Config = Frozen<
+  Omit<Settings, "api" | "providers"> & {
+    api: Omit<Settings["api"], "streamTokenSecret"> & {
+      /** FOYA_STREAM_TOKEN_SECRET, else derived from FOYA_ADMIN_TOKEN, else random per process. */
+      streamTokenSecret: string;
+    };
+    providers: Settings["providers"] & {
+      /** The scripted profile, those of FOYA_PROVIDERS_FILE and the `openai` shortcut's, keys resolved. */
+      profiles: readonly ProviderProfileConfig[];
+    };
+  }
+>;
 
 /**
  * What one client may ask of the API (SPEC S10). Counters live in Redis under the queue
  * prefix, so every API instance of a deployment shares them; 0 turns a count limit off.
  */
-export interface ApiLimits {
-  /** Largest request body of most routes, bytes (FOYA_API_MAX_BODY_BYTES, 1 MiB); larger answers 413. */
-  readonly maxBodyBytes: number;
-  /**
-   * Largest body of the routes that carry user or model content, bytes: POST /v1/sessions/{id}/runs
-   * and POST /v1/approvals/{id} with edited arguments (FOYA_API_MAX_INPUT_BODY_BYTES, 8 MiB).
-   */
-  readonly maxInputBodyBytes: number;
-  /** Requests per API key per window (FOYA_API_RATE_LIMIT, 1000); more answer 429 with Retry-After. */
-  readonly rateLimit: number;
-  /** The rate limit's fixed window (FOYA_API_RATE_WINDOW_MS, 10 s). */
-  readonly rateWindowMs: number;
-  /**
-   * Failed authentications (an unknown or revoked key, a wrong admin token) per client address
-   * per window (FOYA_API_AUTH_FAILURE_LIMIT, 20); past it, that address gets 429 for the rest of
-   * the window, whatever key it sends, so keys cannot be guessed.
-   */
-  readonly authFailureLimit: number;
-  /** The failed-authentication window (FOYA_API_AUTH_FAILURE_WINDOW_MS, 5 min). */
-  readonly authFailureWindowMs: number;
-  /**
-   * Reverse proxies in front of the API (FOYA_API_TRUST_PROXY_HOPS, 0): with n, the client address
-   * is the n-th X-Forwarded-For entry from the right; with 0 it is the socket's peer and
-   * X-Forwarded-For is ignored (a client could forge it).
-   */
-  readonly trustProxyHops: number;
-  /** Open SSE streams per tenant across all API instances (FOYA_API_MAX_STREAMS_PER_TENANT, 64); one more answers 429. */
-  readonly maxStreamsPerTenant: number;
+export type ApiLimits = Pick<
+  Config["api"],
+  | "maxBodyBytes"
+  | "maxInputBodyBytes"
+  | "rateLimit"
+  | "rateWindowMs"
+  | "authFailureLimit"
+  | "authFailureWindowMs"
+  | "trustProxyHops"
+  | "maxStreamsPerTenant"
+>;
+
+export interface DocumentedSetting extends SettingInfo {
+  /** `<group>.<field>` of the config object. */
+  readonly key: string;
+  readonly description: string;
 }
 
-export interface Config {
-  readonly databaseUrl: string;
-  readonly redisUrl: string;
-  readonly host: string;
-  readonly port: number;
-  /** Bearer token for tenant administration; when absent, admin routes answer 403. */
-  readonly adminToken: string | undefined;
-  /**
-   * Signs the short-lived event-stream tokens a browser puts in a URL instead of its API key
-   * (POST /v1/sessions/{id}/stream-tokens). FOYA_STREAM_TOKEN_SECRET; without it, derived from
-   * FOYA_ADMIN_TOKEN; without either, random per process, and then a token minted by one API
-   * instance is refused by another: deployments with several API instances set one of the two.
-   */
-  readonly streamTokenSecret: string;
-  /**
-   * The web console's build (FOYA_CONSOLE_DIR, default packages/console/dist of this checkout,
-   * made by `npm run console:build`), served at /console when it holds an index.html.
-   */
-  readonly consoleDir: string;
-  /** BullMQ key prefix and Redis channel prefix; tests use one per file. */
-  readonly queuePrefix: string;
-  readonly workspacesDir: string;
-  readonly providerProfiles: readonly ProviderProfileConfig[];
-  readonly defaultProvider: string;
-  readonly stepConcurrency: number;
-  readonly toolConcurrency: number;
-  /** How long a worker's claim on a run lasts without renewal; also the BullMQ lock duration. */
-  readonly leaseMs: number;
-  readonly stalledIntervalMs: number;
-  readonly sweepIntervalMs: number;
-  /** Work without a live lease older than this is re-dispatched by the sweeper. */
-  readonly sweepGraceMs: number;
-  /** How often a worker renews its liveness record (SPEC D9); sweepers look for dead workers as often. */
-  readonly livenessIntervalMs: number;
-  /** A worker whose record is older than this is taken for dead and its work taken over (D9). */
-  readonly livenessTimeoutMs: number;
-  /** How often a run with `onInterrupted: "continue"` may go on after interrupted calls before it ends `interrupted` (D10). */
-  readonly maxContinuedInterruptions: number;
-  readonly stepAttempts: number;
-  readonly maxStepsPerRun: number;
-  readonly shutdownGraceMs: number;
-  /**
-   * SSE comment interval. Each interval one query per API process also reads the latest sequence
-   * number of every session with an open stream, and a stream that is behind (a pub/sub message
-   * was lost) reads the log; an open stream renews its slot (apiLimits.maxStreamsPerTenant) too.
-   */
-  readonly sseKeepaliveMs: number;
-  /** Body sizes, rate limits, failed-authentication lockout and SSE caps of the API (SPEC S10). */
-  readonly apiLimits: ApiLimits;
-  /** Extra tool modules (absolute or cwd-relative paths) loaded into the registry. */
-  readonly toolModules: readonly string[];
-  /** Named fault-injection points, used by crash tests. */
-  readonly failpoints: ReadonlySet<string>;
-  readonly migrateOnStart: boolean;
-  /**
-   * A file a worker rewrites every second once it serves, for container health checks
-   * (`src/health/worker-healthcheck.ts`); unset writes none.
-   */
-  readonly workerHeartbeatFile: string | undefined;
-  /** PATH given to processes tools start; their environment holds nothing else of the service's. */
-  readonly toolPath: string;
-  /** bubblewrap for the sandbox (SPEC S3): a path, or a name looked up on the tool PATH. */
-  readonly bwrapPath: string;
-  /** slirp4netns, which connects a network-granted sandbox to the outside (SPEC S3): a path, or a name looked up on the tool PATH. */
-  readonly slirp4netnsPath: string;
-  /** Extra host paths the sandbox hides, beyond the service's files, other workspaces and known secrets. */
-  readonly sandboxHiddenPaths: readonly string[];
-  /** Extra host trees the sandbox shows read-only (a toolchain outside /usr and /opt). */
-  readonly sandboxReadOnlyPaths: readonly string[];
-  /** Lets web_fetch reach loopback and private addresses (tests, trusted deployments). */
-  readonly webFetchAllowPrivate: boolean;
-  /** How long a pending approval waits before it expires (counts as denied), unless the tenant's or project's policy says otherwise. */
-  readonly approvalTtlSeconds: number;
-  /** Tool results longer than this are projected in requests (O2); 0 scales with the model's context window. */
-  readonly contextResultMaxChars: number;
-  /**
-   * Commands tenants may configure as stdio MCP servers (absolute paths). A stdio server runs a
-   * program on the service's hosts, so none is allowed unless an operator names it.
-   */
-  readonly mcpStdioCommands: readonly string[];
-  /** Lets tenants point HTTP MCP servers at loopback and private addresses (tests, trusted deployments). */
-  readonly mcpAllowPrivate: boolean;
-  /** Stdio MCP servers run under the bubblewrap sandbox (default); false runs them unconfined, with only their configured environment. */
-  readonly mcpSandbox: boolean;
-  /** How long a worker reuses a project's MCP server configurations before reading them again. */
-  readonly mcpConfigTtlMs: number;
-  /**
-   * How long the API waits for a worker to answer an MCP request (a listing, a resource, a
-   * prompt: the API starts no MCP server itself); then it answers 504 `mcp_timeout`.
-   */
-  readonly mcpRequestTimeoutMs: number;
-  /** A request no worker has taken within this long (at most the timeout) is withdrawn and answered 503 `no_worker`. */
-  readonly mcpRequestPickupMs: number;
-  /** MCP requests one worker serves at once (queue `mcp-requests`). */
-  readonly mcpRequestConcurrency: number;
-  /** Sessions this many sub-agent levels down cannot start sub-agents (SPEC A1); 0 turns the agent tool off. */
-  readonly agentMaxDepth: number;
-  /**
-   * The deployment allows Full Access sessions at all (SPEC S8; default false). A tenant also
-   * needs the operator's per-tenant grant (`tenants.full_access`); see src/tenants/tenant-settings.ts.
-   */
-  readonly fullAccessAllowed: boolean;
-  /**
-   * Tenant n (its `tenants.tool_uid_slot`) runs its tool processes as host uid and gid
-   * `toolUidBase + n` (SPEC S7): never root, never another tenant's. At least 1000, and
-   * `toolUidBase + 100,000,000` stays below 2^31 (what bubblewrap can map).
-   */
-  readonly toolUidBase: number;
-  /** Per-call process limits of every tenant (SPEC S7); an operator may override them per tenant. */
-  readonly toolLimits: Readonly<ProcessLimits>;
-  /** What each tenant may use of the deployment (SPEC X5); an operator may override them per tenant. */
-  readonly quotas: Readonly<TenantQuotas>;
-  /** How often each worker moves new webhook deliveries from the outbox table to the queue. */
-  readonly webhookPollMs: number;
-  /** HTTP attempts per delivery, the first included; then it is marked failed. */
-  readonly webhookAttempts: number;
-  /** First retry delay; each later one doubles (BullMQ exponential backoff). */
-  readonly webhookBackoffMs: number;
-  readonly webhookTimeoutMs: number;
-  /** A pending delivery enqueued this long ago is checked for a lost job and enqueued again. */
-  readonly webhookStaleMs: number;
-  /** Finished deliveries (and their attempts) older than this are deleted by the sweeper; 0 keeps them forever. */
-  readonly webhookRetentionDays: number;
-  /** Entries of a project's trash older than this are deleted for good by the sweeper; 0 keeps them (SPEC F4). */
-  readonly trashRetentionDays: number;
-  /**
-   * Records what foreground `bash` calls change in the workspace in Full Access too (SPEC X7;
-   * outside Full Access they always are, on a root worker). Changes outside the workspace,
-   * which Full Access can make, are never recorded.
-   */
-  readonly recordFullAccessShell: boolean;
-  readonly webhookConcurrency: number;
-  /** Lets webhooks target loopback and private addresses (tests, trusted deployments). */
-  readonly webhookAllowPrivate: boolean;
-  readonly logLevel: string;
-  /** SPEC X8: where `/metrics` is served and what it may show; traces' endpoint, if any. */
-  readonly observability: {
-    /** Bearer token for the API's `GET /metrics`; without it (and without a port) the route answers 404. */
-    readonly metricsToken: string | undefined;
-    /** A port of its own serving `/metrics` without a token, in every process role. */
-    readonly metricsPort: number | undefined;
-    readonly metricsHost: string;
-    /** Tenants that get series of their own; later ones are counted as `other`. */
-    readonly metricsTenantLabels: number;
-    /** OTLP/HTTP traces endpoint; traces are off without it. */
-    readonly otlpTracesUrl: string | undefined;
-  };
+export interface DocumentedGroup {
+  readonly key: string;
+  readonly title: string;
+  readonly settings: readonly DocumentedSetting[];
 }
 
-/** A comma-separated list of paths, each made absolute. */
-const pathList = (value: string | undefined): readonly string[] =>
-  Object.freeze(
-    (value ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean)
-      .map((p) => path.resolve(p)),
-  );
+/** Every group and setting of settingsSchema with what README shows of it, in the schema's order. */
+export function documentedSettings(): DocumentedGroup[] {
+  return Object.entries(settingsSchema.shape).map(([groupKey, group]) => ({
+    key: groupKey,
+    title: group.description ?? groupKey,
+    settings: Object.entries(group.shape).map(([field, schema]: [string, z.ZodType]) => {
+      const info = settingInfo.get(schema);
+      if (!info || !schema.description) throw new Error(`setting ${groupKey}.${field} has no environment variable or description`);
+      return { ...info, key: `${groupKey}.${field}`, description: schema.description };
+    }),
+  }));
+}
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new Error(`invalid configuration: ${z.prettifyError(parsed.error)}`);
+type Env = Record<string, string | undefined>;
+
+/** Whether `env` sets this variable of a setting (an empty value does not set one without a default). */
+const sets = (info: SettingInfo, env: Env, name: string) => env[name] !== undefined && !(info.optional && env[name] === "");
+
+/** The variable a setting is read from in `env`: the first one set, else the first one named. */
+const sourceOf = (info: SettingInfo, env: Env): string => info.env.find((name) => sets(info, env, name)) ?? info.env[0];
+
+const shownValue = (value: string | undefined, secret: boolean | undefined) =>
+  value === undefined ? "unset" : secret ? `a ${value.length}-character secret` : JSON.stringify(value);
+
+class ConfigurationError extends Error {
+  constructor(problems: readonly string[]) {
+    super(`invalid configuration: ${problems.join("\n  ")}`);
+    this.name = "ConfigurationError";
   }
-  const e = parsed.data;
+}
+
+function parseSettings(env: Env): Settings {
+  const groups = documentedSettings();
+  const input: Record<string, Record<string, string | undefined>> = {};
+  const sources = new Map<string, DocumentedSetting>();
+  for (const group of groups) {
+    const values: Record<string, string | undefined> = {};
+    for (const setting of group.settings) {
+      const source = sourceOf(setting, env);
+      values[setting.key.slice(group.key.length + 1)] = sets(setting, env, source) ? env[source] : undefined;
+      sources.set(setting.key, setting);
+    }
+    input[group.key] = values;
+  }
+  const parsed = settingsSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  throw new ConfigurationError(
+    parsed.error.issues.map((issue) => {
+      const setting = sources.get(issue.path.join("."));
+      if (!setting) return issue.message;
+      const name = sourceOf(setting, env);
+      return `${name} is ${shownValue(env[name], setting.secret)}; it ${issue.message}`;
+    }),
+  );
+}
+
+/** Rules between settings, each naming both variables. */
+function crossFieldProblems(s: Settings): string[] {
+  const problems: string[] = [];
+  if (s.workers.livenessTimeoutMs < 2 * s.workers.livenessIntervalMs) {
+    problems.push(
+      `FOYA_LIVENESS_TIMEOUT_MS is ${s.workers.livenessTimeoutMs}; it must be at least twice FOYA_LIVENESS_INTERVAL_MS (${s.workers.livenessIntervalMs}), or a worker that misses one renewal is taken for dead`,
+    );
+  }
+  if (s.api.maxInputBodyBytes < s.api.maxBodyBytes) {
+    problems.push(
+      `FOYA_API_MAX_INPUT_BODY_BYTES is ${s.api.maxInputBodyBytes}; it must be at least FOYA_API_MAX_BODY_BYTES (${s.api.maxBodyBytes}), as the routes it limits take every body the others take`,
+    );
+  }
+  if (s.mcp.requestPickupMs > s.mcp.requestTimeoutMs) {
+    problems.push(
+      `FOYA_MCP_REQUEST_PICKUP_MS is ${s.mcp.requestPickupMs}; it must be at most FOYA_MCP_REQUEST_TIMEOUT_MS (${s.mcp.requestTimeoutMs}), by which the API answers anyway`,
+    );
+  }
+  return problems;
+}
+
+function providerProfiles(settings: Settings["providers"], env: Env): ProviderProfileConfig[] {
   const profiles: ProviderProfileConfig[] = [providerProfileSchema.parse({ name: "scripted", kind: "scripted" })];
-  if (e.FOYA_PROVIDERS_FILE) {
-    const file = providersFileSchema.parse(JSON.parse(readFileSync(e.FOYA_PROVIDERS_FILE, "utf8")));
+  if (settings.file) {
+    const file = providersFileSchema.parse(JSON.parse(readFileSync(settings.file, "utf8")));
     for (const profile of file.profiles) {
       if ((profile.kind === "openai-chat" || profile.kind === "anthropic-messages") && profile.apiKeyEnv && !profile.apiKey) {
         profile.apiKey = env[profile.apiKeyEnv];
@@ -374,147 +707,47 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       profiles.push(profile);
     }
   }
-  if (e.FOYA_OPENAI_BASE_URL) {
+  if (settings.openaiBaseUrl) {
     profiles.push(
       providerProfileSchema.parse({
         name: "openai",
         kind: "openai-chat",
-        baseUrl: e.FOYA_OPENAI_BASE_URL,
-        model: e.FOYA_OPENAI_MODEL ?? "gpt-4o-mini",
-        apiKey: e.OPENAI_API_KEY,
+        baseUrl: settings.openaiBaseUrl,
+        model: settings.openaiModel,
+        apiKey: settings.openaiApiKey,
       }),
     );
   }
   const names = new Set<string>();
   for (const profile of profiles) {
-    if (names.has(profile.name)) throw new Error(`invalid configuration: provider profile "${profile.name}" defined twice`);
+    if (names.has(profile.name)) throw new ConfigurationError([`provider profile "${profile.name}" defined twice`]);
     names.add(profile.name);
   }
-  if (!names.has(e.FOYA_DEFAULT_PROVIDER)) {
-    throw new Error(`invalid configuration: FOYA_DEFAULT_PROVIDER "${e.FOYA_DEFAULT_PROVIDER}" is not a profile`);
+  if (!names.has(settings.defaultProfile)) {
+    throw new ConfigurationError([
+      `FOYA_DEFAULT_PROVIDER is ${JSON.stringify(settings.defaultProfile)}; it must name a provider profile (${[...names].join(", ")})`,
+    ]);
   }
-  if (e.FOYA_LIVENESS_TIMEOUT_MS < 2 * e.FOYA_LIVENESS_INTERVAL_MS) {
-    throw new Error(
-      `invalid configuration: FOYA_LIVENESS_TIMEOUT_MS ${e.FOYA_LIVENESS_TIMEOUT_MS} must be at least twice FOYA_LIVENESS_INTERVAL_MS ${e.FOYA_LIVENESS_INTERVAL_MS}, or a worker that misses one renewal is taken for dead`,
-    );
-  }
-  if (e.FOYA_TOOL_UID_BASE < smallestToolUidBase || e.FOYA_TOOL_UID_BASE + toolUidSlotCount >= largestUidPlusOne) {
-    throw new Error(
-      `invalid configuration: FOYA_TOOL_UID_BASE ${e.FOYA_TOOL_UID_BASE} must be at least ${smallestToolUidBase} and leave room for ${toolUidSlotCount} tenant uids below ${largestUidPlusOne}`,
-    );
-  }
-  return Object.freeze({
-    databaseUrl: e.DATABASE_URL,
-    redisUrl: e.REDIS_URL,
-    host: e.FOYA_HOST,
-    port: e.PORT,
-    adminToken: e.FOYA_ADMIN_TOKEN,
-    streamTokenSecret:
-      e.FOYA_STREAM_TOKEN_SECRET ??
-      (e.FOYA_ADMIN_TOKEN
-        ? createHmac("sha256", e.FOYA_ADMIN_TOKEN).update("foya stream tokens").digest("hex")
-        : randomBytes(32).toString("hex")),
-    // src/config.ts and dist/config.js both sit one level below the checkout's root.
-    consoleDir: path.resolve(e.FOYA_CONSOLE_DIR ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "../packages/console/dist")),
-    queuePrefix: e.FOYA_QUEUE_PREFIX,
-    workspacesDir: path.resolve(e.FOYA_WORKSPACES_DIR),
-    providerProfiles: Object.freeze(profiles),
-    defaultProvider: e.FOYA_DEFAULT_PROVIDER,
-    stepConcurrency: e.FOYA_STEP_CONCURRENCY,
-    toolConcurrency: e.FOYA_TOOL_CONCURRENCY,
-    leaseMs: e.FOYA_LEASE_MS,
-    stalledIntervalMs: e.FOYA_STALLED_INTERVAL_MS,
-    sweepIntervalMs: e.FOYA_SWEEP_INTERVAL_MS,
-    sweepGraceMs: e.FOYA_SWEEP_GRACE_MS,
-    livenessIntervalMs: e.FOYA_LIVENESS_INTERVAL_MS,
-    livenessTimeoutMs: e.FOYA_LIVENESS_TIMEOUT_MS,
-    maxContinuedInterruptions: e.FOYA_MAX_CONTINUED_INTERRUPTIONS,
-    stepAttempts: e.FOYA_STEP_ATTEMPTS,
-    maxStepsPerRun: e.FOYA_MAX_STEPS_PER_RUN,
-    shutdownGraceMs: e.FOYA_SHUTDOWN_GRACE_MS,
-    sseKeepaliveMs: e.FOYA_SSE_KEEPALIVE_MS,
-    apiLimits: Object.freeze({
-      maxBodyBytes: e.FOYA_API_MAX_BODY_BYTES,
-      maxInputBodyBytes: Math.max(e.FOYA_API_MAX_BODY_BYTES, e.FOYA_API_MAX_INPUT_BODY_BYTES),
-      rateLimit: e.FOYA_API_RATE_LIMIT,
-      rateWindowMs: e.FOYA_API_RATE_WINDOW_MS,
-      authFailureLimit: e.FOYA_API_AUTH_FAILURE_LIMIT,
-      authFailureWindowMs: e.FOYA_API_AUTH_FAILURE_WINDOW_MS,
-      trustProxyHops: e.FOYA_API_TRUST_PROXY_HOPS,
-      maxStreamsPerTenant: e.FOYA_API_MAX_STREAMS_PER_TENANT,
-    }),
-    toolModules: Object.freeze(
-      (e.FOYA_TOOL_MODULES ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean)
-        .map((p) => path.resolve(p)),
-    ),
-    failpoints: new Set(
-      (e.FOYA_FAILPOINTS ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
-    migrateOnStart: e.FOYA_MIGRATE_ON_START === "true",
-    workerHeartbeatFile: e.FOYA_WORKER_HEARTBEAT_FILE === undefined ? undefined : path.resolve(e.FOYA_WORKER_HEARTBEAT_FILE),
-    toolPath: e.FOYA_TOOL_PATH ?? e.PATH,
-    bwrapPath: e.FOYA_BWRAP_PATH,
-    slirp4netnsPath: e.FOYA_SLIRP4NETNS_PATH,
-    sandboxHiddenPaths: pathList(e.FOYA_SANDBOX_HIDE),
-    sandboxReadOnlyPaths: pathList(e.FOYA_SANDBOX_READONLY),
-    webFetchAllowPrivate: e.FOYA_WEB_FETCH_ALLOW_PRIVATE === "true",
-    approvalTtlSeconds: e.FOYA_APPROVAL_TTL_SECONDS,
-    contextResultMaxChars: e.FOYA_CONTEXT_RESULT_MAX_CHARS,
-    mcpStdioCommands: Object.freeze(
-      (e.FOYA_MCP_STDIO_COMMANDS ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
-    mcpAllowPrivate: e.FOYA_MCP_ALLOW_PRIVATE === "true",
-    mcpSandbox: e.FOYA_MCP_SANDBOX === "true",
-    mcpConfigTtlMs: e.FOYA_MCP_CONFIG_TTL_MS,
-    mcpRequestTimeoutMs: e.FOYA_MCP_REQUEST_TIMEOUT_MS,
-    mcpRequestPickupMs: Math.min(e.FOYA_MCP_REQUEST_PICKUP_MS, e.FOYA_MCP_REQUEST_TIMEOUT_MS),
-    mcpRequestConcurrency: e.FOYA_MCP_REQUEST_CONCURRENCY,
-    agentMaxDepth: e.FOYA_AGENT_MAX_DEPTH,
-    fullAccessAllowed: e.FOYA_ALLOW_FULL_ACCESS === "true",
-    toolUidBase: e.FOYA_TOOL_UID_BASE,
-    toolLimits: Object.freeze({
-      memoryBytes: e.FOYA_TOOL_MEMORY_BYTES,
-      processes: e.FOYA_TOOL_PROCESSES,
-      cpuSeconds: e.FOYA_TOOL_CPU_SECONDS,
-      fileSizeBytes: e.FOYA_TOOL_FILE_BYTES,
-      wallSeconds: e.FOYA_TOOL_WALL_SECONDS,
-      tmpBytes: e.FOYA_TOOL_TMP_BYTES,
-      backgroundCommands: e.FOYA_TOOL_BACKGROUND_COMMANDS,
-      backgroundSeconds: e.FOYA_TOOL_BACKGROUND_SECONDS,
-    }),
-    quotas: Object.freeze({
-      activeRuns: e.FOYA_QUOTA_ACTIVE_RUNS,
-      queuedRuns: e.FOYA_QUOTA_QUEUED_RUNS,
-      tokensPerDay: e.FOYA_QUOTA_TOKENS_PER_DAY,
-      storageBytes: e.FOYA_QUOTA_STORAGE_BYTES,
-      toolCalls: e.FOYA_QUOTA_TOOL_CALLS,
-    }),
-    webhookPollMs: e.FOYA_WEBHOOK_POLL_MS,
-    webhookAttempts: e.FOYA_WEBHOOK_ATTEMPTS,
-    webhookBackoffMs: e.FOYA_WEBHOOK_BACKOFF_MS,
-    webhookTimeoutMs: e.FOYA_WEBHOOK_TIMEOUT_MS,
-    webhookStaleMs: e.FOYA_WEBHOOK_STALE_MS,
-    webhookRetentionDays: e.FOYA_WEBHOOK_RETENTION_DAYS,
-    trashRetentionDays: e.FOYA_TRASH_RETENTION_DAYS,
-    recordFullAccessShell: e.FOYA_RECORD_FULL_ACCESS_SHELL === "true",
-    webhookConcurrency: e.FOYA_WEBHOOK_CONCURRENCY,
-    webhookAllowPrivate: e.FOYA_WEBHOOK_ALLOW_PRIVATE === "true",
-    logLevel: e.LOG_LEVEL,
-    observability: Object.freeze({
-      metricsToken: e.FOYA_METRICS_TOKEN,
-      metricsPort: e.FOYA_METRICS_PORT,
-      metricsHost: e.FOYA_METRICS_HOST,
-      metricsTenantLabels: e.FOYA_METRICS_TENANT_LABELS,
-      otlpTracesUrl: e.FOYA_OTLP_TRACES_URL ?? e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-    }),
-  });
+  return profiles;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const settings = parseSettings(env);
+  const problems = crossFieldProblems(settings);
+  if (problems.length > 0) throw new ConfigurationError(problems);
+  const { api, providers } = settings;
+  const config: Config = {
+    ...settings,
+    api: {
+      ...api,
+      streamTokenSecret:
+        api.streamTokenSecret ??
+        (api.adminToken
+          ? createHmac("sha256", api.adminToken).update("foya stream tokens").digest("hex")
+          : randomBytes(32).toString("hex")),
+    },
+    providers: { ...providers, profiles: Object.freeze(providerProfiles(providers, env)) },
+  };
+  for (const group of Object.values(config)) Object.freeze(group);
+  return Object.freeze(config);
 }

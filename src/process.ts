@@ -46,7 +46,7 @@ interface WorkerRole {
 export async function runProcess(roles: ProcessRoles): Promise<void> {
   const config = loadConfig();
   const role = roles.api && roles.worker ? "all" : roles.api ? "api" : "worker";
-  const logger = createLogger(config.logLevel, { role });
+  const logger = createLogger(config.logging.level, { role });
   const startup = createStartupStatus();
   const server = roles.api ? await roles.api(config, logger, startup.describe) : undefined;
   if (server) console.log(`FOYA_API_LISTENING=${server.url}`);
@@ -58,7 +58,7 @@ export async function runProcess(roles: ProcessRoles): Promise<void> {
     console.log(`FOYA_API_URL=${server.url}`);
   }
   const worker = roles.worker ? await roles.worker(services) : undefined;
-  const { metricsPort, metricsHost } = config.observability;
+  const { port: metricsPort, host: metricsHost } = config.metrics;
   const metricsServer =
     metricsPort === undefined
       ? undefined
@@ -69,8 +69,10 @@ export async function runProcess(roles: ProcessRoles): Promise<void> {
         });
   if (metricsServer) console.log(`FOYA_METRICS_URL=${metricsServer.url}`);
   const heartbeat =
-    worker && config.workerHeartbeatFile
-      ? startHeartbeatFile(config.workerHeartbeatFile, (error) => logger.warn({ err: error }, "worker heartbeat file could not be written"))
+    worker && config.workers.heartbeatFile
+      ? startHeartbeatFile(config.workers.heartbeatFile, (error) =>
+          logger.warn({ err: error }, "worker heartbeat file could not be written"),
+        )
       : undefined;
   if (worker) {
     // One write: a script that sees the id line sees the pid line too.

@@ -99,33 +99,33 @@ export interface CreateServicesOptions {
 }
 
 export async function createServices(config: Config, options: CreateServicesOptions = {}): Promise<Services> {
-  const logger = options.logger ?? createLogger(config.logLevel, options.role ? { role: options.role } : {});
-  const db = openDatabase(config.databaseUrl);
-  if (config.migrateOnStart) {
+  const logger = options.logger ?? createLogger(config.logging.level, options.role ? { role: options.role } : {});
+  const db = openDatabase(config.database.url);
+  if (config.database.migrateOnStart) {
     // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.
     // drizzle/ beside package.json: the same folder whether this runs from src/ (tsx) or a compiled outDir.
     await retryWhileUnavailable("postgres", () => runMigrations(db, path.join(findServiceDir(), "drizzle")), {
       logger,
       retryIf: isConnectionError,
-      secrets: urlSecrets(config.databaseUrl),
+      secrets: urlSecrets(config.database.url),
       status: options.startup,
     });
   }
   const role = options.role ?? "all";
-  const metrics = createMetrics({ tenantLabels: config.observability.metricsTenantLabels, defaultLabels: { role } });
+  const metrics = createMetrics({ tenantLabels: config.metrics.tenantLabels, defaultLabels: { role } });
   const tracing = createTracing({
     serviceName: "foya",
     attributes: { "foya.role": role },
-    ...(config.observability.otlpTracesUrl ? { otlpUrl: config.observability.otlpTracesUrl } : {}),
+    ...(config.tracing.otlpUrl ? { otlpUrl: config.tracing.otlpUrl } : {}),
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
   });
   const redisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
-  const redis = new Redis(config.redisUrl, redisOptions);
+  const redis = new Redis(config.redis.url, redisOptions);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const bus = createEventBus({
     publisher: redis,
-    createSubscriber: () => new Redis(config.redisUrl, redisOptions),
-    prefix: config.queuePrefix,
+    createSubscriber: () => new Redis(config.redis.url, redisOptions),
+    prefix: config.redis.queuePrefix,
   });
   // Jobs of a tenant with fewer working runs are served first (SPEC X5).
   const load = createTenantLoad(
@@ -134,8 +134,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
   );
   const dispatcher = createDispatcher({
     connection: redis,
-    prefix: config.queuePrefix,
-    stepAttempts: config.stepAttempts,
+    prefix: config.redis.queuePrefix,
+    stepAttempts: config.runs.stepAttempts,
     load,
     traceCarrier: () => tracing.carrier(),
   });
@@ -144,7 +144,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     registerStateGauges(metrics, {
       queues: [dispatcher.stepQueue, dispatcher.toolQueue],
       pendingApprovals: () => countPendingApprovals(db.pool),
-      liveWorkers: async () => (await liveWorkers(db.pool, config.livenessTimeoutMs)).length,
+      liveWorkers: async () => (await liveWorkers(db.pool, config.workers.livenessTimeoutMs)).length,
       onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
     });
   }
@@ -152,30 +152,30 @@ export async function createServices(config: Config, options: CreateServicesOpti
   const sandbox = sandboxFromConfig(config);
   // The probe mounts an overlay in a new namespace: only a process that runs shell commands needs (and has) the right.
   const callLayers: CallLayerSupport = runsTools
-    ? createCallLayers({ workspacesDir: config.workspacesDir, searchPath: systemSearchPath })
+    ? createCallLayers({ workspacesDir: config.workspaces.dir, searchPath: systemSearchPath })
     : { ok: false, reason: "an API-only process runs no shell commands" };
   const tooling = {
-    identityMode: identityMode(config.toolUidBase),
+    identityMode: identityMode(config.sandbox.toolUidBase),
     tenantSettings: createTenantSettingsCache(db.db),
     workspaceOwnership: createWorkspaceOwnership(),
   };
   const mcpViaWorkers = createMcpConnectionsViaWorkers({
     connection: redis,
     bus,
-    prefix: config.queuePrefix,
-    timeoutMs: config.mcpRequestTimeoutMs,
-    pickupMs: config.mcpRequestPickupMs,
+    prefix: config.redis.queuePrefix,
+    timeoutMs: config.mcp.requestTimeoutMs,
+    pickupMs: config.mcp.requestPickupMs,
   });
   const mcp = runsTools
     ? createMcpConnections({
         logger,
-        ...(config.mcpAllowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
+        ...(config.mcp.allowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
         sandbox: mcpSandbox({ runner: sandbox, db: db.db, config, ...tooling }),
       })
     : mcpViaWorkers;
   const baseTools = [
-    ...builtinTools({ webFetchAllowPrivate: config.webFetchAllowPrivate, agents: config.agentMaxDepth > 0 }),
-    ...(await loadToolModules(config.toolModules)),
+    ...builtinTools({ webFetchAllowPrivate: config.tools.webFetchAllowPrivate, agents: config.runs.agentMaxDepth > 0 }),
+    ...(await loadToolModules(config.tools.modules)),
     ...(options.extraTools ?? []),
   ];
   const tools = createToolRegistry(baseTools);
@@ -187,7 +187,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       db: db.db,
       mcp: connections,
       logger,
-      configTtlMs: config.mcpConfigTtlMs,
+      configTtlMs: config.mcp.configTtlMs,
     });
   const catalogViaWorkers = catalogOf(mcpViaWorkers);
   const catalog = runsTools ? catalogOf(mcp) : catalogViaWorkers;
@@ -205,8 +205,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
     ...tooling,
     executor,
     catalog,
-    providers: createProviderRegistry(config.providerProfiles),
-    failpoints: createFailpoints(config.failpoints),
+    providers: createProviderRegistry(config.providers.profiles),
+    failpoints: createFailpoints(config.testing.failpoints),
     mcp,
     metrics,
     tracing,

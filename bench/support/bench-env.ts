@@ -96,7 +96,7 @@ export async function createBenchEnv(options: { maxStepsPerRun: number; concurre
 }
 
 /** Deletes every key under `<prefix>:` (BullMQ queues); pub/sub channels hold no keys. */
-export async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<number> {
+async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<number> {
   const redis = new Redis(redisUrl);
   let deleted = 0;
   try {

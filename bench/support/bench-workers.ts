@@ -36,9 +36,9 @@ export function startBaselineWorker(benchEnv: BenchEnv, config: Config, label: s
       REDIS_URL: benchEnv.redisUrl,
       BENCH_BASELINE_PREFIX: benchEnv.baselinePrefix,
       // The same worker settings Foya's workers run with.
-      BENCH_CONCURRENCY: String(config.stepConcurrency),
-      BENCH_LOCK_MS: String(config.leaseMs),
-      BENCH_STALLED_MS: String(config.stalledIntervalMs),
+      BENCH_CONCURRENCY: String(config.workers.stepConcurrency),
+      BENCH_LOCK_MS: String(config.workers.leaseMs),
+      BENCH_STALLED_MS: String(config.workers.stalledIntervalMs),
     },
     readyMarker: baselineReadyMarker,
     nodeArgs: profileArgs(label),

@@ -34,7 +34,7 @@ export interface CoreReport {
 }
 
 /** The goals of issue #14 the report is read against. */
-export const coreGoals = {
+const coreGoals = {
   /** Single run: Foya's p50 at most this many times the bare chain's. */
   stepMsP50OverFloorMax: 3,
   /** 64 runs, one worker: Foya's steps/s at least this many times the LangGraph peer's. */

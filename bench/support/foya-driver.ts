@@ -50,7 +50,7 @@ function expectStatus<T>(response: ApiResponse<T>, status: number, what: string)
 }
 
 /** The scripted-provider input for `toolSteps` steps of one no-op call each, then a closing answer. */
-export function noopScript(toolSteps: number): string {
+function noopScript(toolSteps: number): string {
   const steps: unknown[][] = Array.from({ length: toolSteps }, () => [{ tool: "noop", args: {} }]);
   steps.push([{ text: "done" }]);
   return JSON.stringify({ script: steps });
@@ -66,7 +66,7 @@ export class FoyaDriver {
 
   /** A tenant and a project to hold the benchmark's sessions. */
   static async create(app: App, services: Services): Promise<FoyaDriver> {
-    const adminToken = services.config.adminToken ?? "";
+    const adminToken = services.config.api.adminToken ?? "";
     const tenant = expectStatus(
       await call<{ apiKey: string }>(app, adminToken, "POST", "/v1/tenants", { name: "bench" }),
       201,

@@ -33,7 +33,7 @@ export async function startSubAgent(
   parent: SubAgentParent,
   request: SubAgentRequest,
 ): Promise<SubAgentStart> {
-  const narrowed = narrowLimits(parent.session, request, { maxDepth: services.config.agentMaxDepth, isTool: parent.isTool });
+  const narrowed = narrowLimits(parent.session, request, { maxDepth: services.config.runs.agentMaxDepth, isTool: parent.isTool });
   if (!narrowed.ok) return narrowed;
   const { limits } = narrowed;
   const { run, session, call } = parent;

@@ -64,7 +64,7 @@ const tenantPaths = [
  */
 export function createApp(services: ApiServices): App {
   const { config, logger } = services;
-  const limits = config.apiLimits;
+  const limits = config.api;
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
@@ -101,15 +101,15 @@ export function createApp(services: ApiServices): App {
 
   // Middleware first, every route after it: Hono runs both in the order they were added.
   const counter = createFixedWindowCounter(services.redis, logger);
-  const lockout = createAuthFailureLockout(counter, limits, config.queuePrefix);
+  const lockout = createAuthFailureLockout(counter, limits, config.redis.queuePrefix);
   app.use("*", requestId());
   app.use("*", requestTelemetry(services));
   // Also matches /v1/tenants itself.
-  app.use("/v1/tenants/*", requireAdminToken(config.adminToken, lockout));
-  app.use("/v1/admin/*", requireAdminToken(config.adminToken, lockout));
+  app.use("/v1/tenants/*", requireAdminToken(config.api.adminToken, lockout));
+  app.use("/v1/admin/*", requireAdminToken(config.api.adminToken, lockout));
   const authenticated = requireApiKey(services.db.db, lockout);
-  const rateLimited = apiKeyRateLimit(counter, limits, config.queuePrefix);
-  const streamTokens = createStreamTokens(config.streamTokenSecret);
+  const rateLimited = apiKeyRateLimit(counter, limits, config.redis.queuePrefix);
+  const streamTokens = createStreamTokens(config.api.streamTokenSecret);
   // Before the API key check of /v1/sessions/*, which a valid stream token lets through (SPEC E3).
   app.use("/v1/sessions/:id/events", acceptStreamToken(services.db.db, lockout, streamTokens));
   for (const path of tenantPaths) app.use(path, authenticated, rateLimited);
@@ -129,11 +129,11 @@ export function createApp(services: ApiServices): App {
     slots: createEventStreamSlots({
       redis: services.redis,
       logger,
-      keyPrefix: config.queuePrefix,
+      keyPrefix: config.redis.queuePrefix,
       max: limits.maxStreamsPerTenant,
-      ttlMs: Math.max(5_000, 3 * config.sseKeepaliveMs),
+      ttlMs: Math.max(5_000, 3 * config.api.sseKeepaliveMs),
     }),
-    sequences: createSessionSequenceWatch(services.db.db, config.sseKeepaliveMs, logger),
+    sequences: createSessionSequenceWatch(services.db.db, config.api.sseKeepaliveMs, logger),
   });
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);
@@ -143,7 +143,7 @@ export function createApp(services: ApiServices): App {
   registerWebhookRoutes(app, services);
   registerArtifactRoutes(app, services);
   registerMcpRoutes(app, services);
-  registerConsoleRoutes(app, config.consoleDir);
+  registerConsoleRoutes(app, config.api.consoleDir);
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

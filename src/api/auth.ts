@@ -9,7 +9,7 @@ import type { AppEnv } from "./app-env.js";
 import type { AuthFailureLockout } from "./limits/auth-failure-lockout.js";
 import type { StreamTokens } from "./stream-token.js";
 
-export function hashApiKey(key: string): string {
+function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 

@@ -21,7 +21,7 @@ type Fetch = Parameters<typeof serve>[0]["fetch"];
 
 export async function startHttpServer(services: Services, options: { port?: number } = {}): Promise<HttpServer> {
   const app = createApp(services);
-  return listen(app.fetch, services.config.host, options.port ?? services.config.port, services.logger);
+  return listen(app.fetch, services.config.api.host, options.port ?? services.config.api.port, services.logger);
 }
 
 /**
@@ -29,12 +29,12 @@ export async function startHttpServer(services: Services, options: { port?: numb
  * answer while start-up waits; `describe` says what it waits for.
  */
 export async function startHttpServerEarly(
-  config: Pick<Config, "host" | "port">,
+  config: Pick<Config, "api">,
   logger: Logger,
   describe: () => string,
 ): Promise<StartingHttpServer> {
   let current: Fetch = createStartingApp(describe).fetch;
-  const server = await listen((request, env) => current(request, env), config.host, config.port, logger);
+  const server = await listen((request, env) => current(request, env), config.api.host, config.api.port, logger);
   return {
     ...server,
     serve(services) {

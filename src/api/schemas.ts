@@ -74,7 +74,7 @@ export const TenantCreatedSchema = z
 const processLimit = (description: string) => z.number().int().positive().openapi({ description });
 
 /** Per-call process limits (SPEC S7); see src/sandbox/process-limits.ts for what each bounds. */
-export const ProcessLimitsSchema = z
+const ProcessLimitsSchema = z
   .object({
     memoryBytes: processLimit("Address space per process (RLIMIT_AS), bytes"),
     processes: processLimit("Processes and threads of the tenant's host uid (RLIMIT_NPROC)"),
@@ -180,10 +180,10 @@ export const TenantSchema = z
 export const ProjectCreateSchema = z.object({ name: text().min(1).max(200) }).openapi("ProjectCreate");
 export const ProjectSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).openapi("Project");
 
-export const approvalModes = ["manual", "auto", "full_access"] as const;
-export const runModes = ["normal", "read_only"] as const;
+const approvalModes = ["manual", "auto", "full_access"] as const;
+const runModes = ["normal", "read_only"] as const;
 
-export const onInterruptedChoices = ["end", "continue"] as const;
+const onInterruptedChoices = ["end", "continue"] as const;
 const onInterruptedField = () =>
   z.enum(onInterruptedChoices).openapi({
     description:
@@ -267,7 +267,7 @@ export const MessageSchema = z
   })
   .openapi("Message");
 
-export const EventSchema = z
+const EventSchema = z
   .object({
     seq: z.number(),
     sessionId: z.string(),
@@ -335,7 +335,7 @@ export const WebhookCreatedSchema = z
   })
   .openapi("WebhookCreated");
 
-export const WebhookAttemptSchema = z
+const WebhookAttemptSchema = z
   .object({
     id: z.string(),
     attempt: z.number(),

@@ -43,7 +43,7 @@ export function serializeProject(project: typeof projects.$inferSelect) {
 }
 
 /** A tenant as the operator sees it (admin API only): never shown to tenants' own keys. */
-export function serializeTenant(tenant: typeof tenants.$inferSelect, config: Pick<Config, "toolUidBase" | "toolLimits" | "quotas">) {
+export function serializeTenant(tenant: typeof tenants.$inferSelect, config: Pick<Config, "sandbox" | "toolLimits" | "quotas">) {
   const settings = tenantSettingsOf(tenant);
   return {
     id: tenant.id,

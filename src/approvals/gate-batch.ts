@@ -89,16 +89,16 @@ export async function judgeBatch(services: GateDeps, input: GateInput, rules: Ga
       writes.push({ kind: "deny", call, text: `Denied by policy: ${verdict.reason}`, errorCode: "denied" });
     } else {
       // Never ask a human about a call that cannot run whatever they decide (S11): deny it with the tool's own reason.
-      const refusal = parsed.ok ? await refusalOf(services.config.workspacesDir, input, parsed) : null;
+      const refusal = parsed.ok ? await refusalOf(services.config.workspaces.dir, input, parsed) : null;
       if (refusal) {
         writes.push({ kind: "deny", call, text: `Refused: ${refusal.message}`, errorCode: refusal.code });
         continue;
       }
       const ttlSeconds = rules.policies.reduce<number>(
         (ttl, policy) => policy.approvalTtlSeconds ?? ttl,
-        services.config.approvalTtlSeconds,
+        services.config.tools.approvalTtlSeconds,
       );
-      const displayDiff = parsed.ok ? await previewOf(services.config.workspacesDir, input, parsed) : null;
+      const displayDiff = parsed.ok ? await previewOf(services.config.workspaces.dir, input, parsed) : null;
       writes.push({ kind: "ask", call, reason: verdict.reason, network: verdict.network, displayDiff, ttlSeconds });
       asked.add(call.id);
     }

@@ -33,7 +33,7 @@ export interface ArtifactMeta {
  * media type, so storing the same bytes again (or a redelivered job storing them
  * twice, even concurrently) answers the same id without a lookup or a race.
  */
-export function artifactIdFor(sessionId: string, sha256: string, mediaType: string): string {
+function artifactIdFor(sessionId: string, sha256: string, mediaType: string): string {
   const digest = createHash("sha256").update(`${sessionId}\u0000${sha256}\u0000${mediaType}`).digest();
   return `art_${digest.subarray(0, 12).toString("base64url")}`;
 }

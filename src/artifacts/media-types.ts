@@ -8,7 +8,7 @@
 /** The image formats models take (and `read` returns as images). */
 export type ImageMediaType = "image/png" | "image/jpeg" | "image/gif" | "image/webp";
 
-export const imageMediaTypes: readonly ImageMediaType[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const imageMediaTypes: readonly ImageMediaType[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 export function isImageMediaType(mediaType: string): mediaType is ImageMediaType {
   return (imageMediaTypes as readonly string[]).includes(mediaType);

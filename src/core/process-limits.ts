@@ -38,7 +38,7 @@ export const defaultProcessLimits: Readonly<ProcessLimits> = Object.freeze({
   backgroundSeconds: 2 * 3600,
 });
 
-export const processLimitKeys = Object.freeze(Object.keys(defaultProcessLimits) as Array<keyof ProcessLimits>);
+const processLimitKeys = Object.freeze(Object.keys(defaultProcessLimits) as Array<keyof ProcessLimits>);
 
 /** The deployment's limits with a tenant's overrides on top (each key optional). */
 export function mergeLimits(base: Readonly<ProcessLimits>, overrides: Partial<ProcessLimits> | null | undefined): ProcessLimits {

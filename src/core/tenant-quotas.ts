@@ -25,7 +25,7 @@ export interface TenantQuotas {
   toolCalls: number;
 }
 
-export const quotaNames = ["activeRuns", "queuedRuns", "tokensPerDay", "storageBytes", "toolCalls"] as const satisfies ReadonlyArray<
+const quotaNames = ["activeRuns", "queuedRuns", "tokensPerDay", "storageBytes", "toolCalls"] as const satisfies ReadonlyArray<
   keyof TenantQuotas
 >;
 

@@ -9,13 +9,13 @@ import { runMigrations } from "./migrate.js";
 // The compose `migrate` one-shot: it waits for Postgres like the services do (SPEC D9), then
 // applies the migrations once; a migration Postgres refuses exits 1.
 const config = loadConfig();
-const logger = createLogger(config.logLevel, { role: "migrate" });
-const handle = openDatabase(config.databaseUrl, { max: 2 });
+const logger = createLogger(config.logging.level, { role: "migrate" });
+const handle = openDatabase(config.database.url, { max: 2 });
 try {
   await retryWhileUnavailable("postgres", () => runMigrations(handle, path.join(findServiceDir(), "drizzle")), {
     logger,
     retryIf: isConnectionError,
-    secrets: urlSecrets(config.databaseUrl),
+    secrets: urlSecrets(config.database.url),
   });
   console.log("migrations applied");
 } finally {

@@ -1,9 +1,9 @@
 import { readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 
 /** How often a serving worker rewrites its heartbeat file. */
-export const heartbeatIntervalMs = 1000;
+const heartbeatIntervalMs = 1000;
 /** A heartbeat older than this means the worker is gone or its event loop is stuck. */
-export const heartbeatStaleMs = 10_000;
+const heartbeatStaleMs = 10_000;
 
 /**
  * A worker's heartbeat for container health checks (workers have no HTTP port): once the

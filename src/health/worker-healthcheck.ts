@@ -6,7 +6,7 @@
 import { loadConfig } from "../config.js";
 import { heartbeatProblem } from "./heartbeat-file.js";
 
-const file = loadConfig().workerHeartbeatFile;
+const file = loadConfig().workers.heartbeatFile;
 const problem = file === undefined ? "FOYA_WORKER_HEARTBEAT_FILE is not set" : await heartbeatProblem(file);
 if (problem !== undefined) console.error(`unhealthy: ${problem}`);
 process.exit(problem === undefined ? 0 : 1);

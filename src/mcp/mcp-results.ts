@@ -61,7 +61,7 @@ function mapContent(block: McpContent, limits: McpLimits): ToolResultPart[] {
 }
 
 /** One entry of an embedded resource or a `resources/read` answer. */
-export function mapResourceContents(resource: Record<string, unknown>, limits: McpLimits): ToolResultPart[] {
+function mapResourceContents(resource: Record<string, unknown>, limits: McpLimits): ToolResultPart[] {
   const uri = String(resource.uri ?? "");
   const mimeType = typeof resource.mimeType === "string" ? resource.mimeType : undefined;
   if (typeof resource.text === "string") {

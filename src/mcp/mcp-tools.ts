@@ -5,7 +5,7 @@ import type { McpScope, McpServerConfig } from "./mcp-config.js";
 import type { McpConnections, McpFailure } from "./mcp-connections.js";
 
 /** Providers accept function names of at most 64 characters (OpenAI's limit). */
-export const maxMcpToolNameLength = 64;
+const maxMcpToolNameLength = 64;
 const maxDescriptionLength = 4096;
 
 /** `[a-z0-9_]` only: lower case, anything else becomes `_`, runs of `_` collapse. */

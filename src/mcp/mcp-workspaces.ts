@@ -17,14 +17,14 @@ import { sanitizeMcpNamePart } from "./mcp-tools.js";
 export function mcpSandbox(options: {
   runner: SandboxRunner;
   db: Database;
-  config: Pick<Config, "workspacesDir" | "toolLimits" | "mcpSandbox">;
+  config: Pick<Config, "workspaces" | "toolLimits" | "mcp">;
   tenantSettings: TenantSettingsCache;
   identityMode: IdentityMode;
   workspaceOwnership: WorkspaceOwnership;
 }): McpSandbox {
   return {
     runner: options.runner,
-    confined: options.config.mcpSandbox,
+    confined: options.config.mcp.sandbox,
     async placeFor(scope, name) {
       const settings = await options.tenantSettings.get(scope.tenantId);
       const identity = toolIdentity(options.identityMode, settings.toolUidSlot);
@@ -36,7 +36,7 @@ export function mcpSandbox(options: {
         return { workspaceDir: workspacePath, identity, limits };
       }
       const workspaceDir = await createWorkspaceFolder(
-        options.config.workspacesDir,
+        options.config.workspaces.dir,
         [scope.tenantId, "_mcp", sanitizeMcpNamePart(name)],
         identity,
       );

@@ -244,7 +244,7 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /** SIGTERM to the group, SIGKILL to whatever is left of it after `graceMs`. */
-export async function stopProcessGroup(pgid: number, graceMs: number): Promise<void> {
+async function stopProcessGroup(pgid: number, graceMs: number): Promise<void> {
   if (!groupAlive(pgid)) return;
   signalGroup(pgid, "SIGTERM");
   const deadline = Date.now() + graceMs;

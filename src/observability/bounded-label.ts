@@ -5,7 +5,7 @@
  */
 export type BoundedLabel = (value: string) => string;
 
-export const otherLabel = "other";
+const otherLabel = "other";
 
 export function boundedLabel(max: number): BoundedLabel {
   const seen = new Set<string>();

@@ -30,6 +30,6 @@ export async function deleteProject(
     .where(and(eq(sessions.projectId, project.id), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
   for (const session of live) await deleteSession(services, { tenantId: input.tenantId, sessionId: session.id });
   const removedEntries =
-    removeTree(projectTrashRoot(services.config.workspacesDir, project.workspacePath)) + removeTree(project.workspacePath);
+    removeTree(projectTrashRoot(services.config.workspaces.dir, project.workspacePath)) + removeTree(project.workspacePath);
   return { sessions: live.length, removedEntries };
 }

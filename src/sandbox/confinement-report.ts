@@ -16,14 +16,11 @@ export interface ConfinementReport {
   network: string;
 }
 
-export function describeConfinement(
-  config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "toolLimits">,
-  mode: IdentityMode,
-): ConfinementReport {
+export function describeConfinement(config: Pick<Config, "sandbox" | "toolLimits">, mode: IdentityMode): ConfinementReport {
   const found = (name: string) => findExecutable(name, systemSearchPath);
   const missing = ["setpriv", "prlimit"].filter((name) => !found(name));
-  const bwrap = found(config.bwrapPath);
-  const slirp = found(config.slirp4netnsPath);
+  const bwrap = found(config.sandbox.bwrapPath);
+  const slirp = found(config.sandbox.slirp4netnsPath);
   const limits = config.toolLimits;
   return {
     identity: describeIdentityMode(mode),
@@ -32,10 +29,10 @@ export function describeConfinement(
       `CPU ${limits.cpuSeconds} s, files ${limits.fileSizeBytes} bytes), /tmp ${limits.tmpBytes} bytes, wall ${limits.wallSeconds} s; ` +
       `cgroup v2: ${cgroupV2()}` +
       (missing.length ? `; missing: ${missing.join(", ")} (util-linux): calls fail closed` : ""),
-    sandbox: bwrap ? `bubblewrap at ${bwrap}` : `bubblewrap (${config.bwrapPath}) not found: every call fails closed`,
+    sandbox: bwrap ? `bubblewrap at ${bwrap}` : `bubblewrap (${config.sandbox.bwrapPath}) not found: every call fails closed`,
     network: slirp
       ? `slirp4netns at ${slirp}`
-      : `slirp4netns (${config.slirp4netnsPath}) not found: network-granted and Full Access calls fail closed`,
+      : `slirp4netns (${config.sandbox.slirp4netnsPath}) not found: network-granted and Full Access calls fail closed`,
   };
 }
 

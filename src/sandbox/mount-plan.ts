@@ -46,7 +46,7 @@ export interface SandboxLayout {
 }
 
 /** /var/tmp and /dev/shm are rarely large: a cap of their own, so a call's temporary space stays near `tmpBytes`. */
-export const smallTmpfsBytes = 64 * 1024 * 1024;
+const smallTmpfsBytes = 64 * 1024 * 1024;
 
 type Mount =
   | { kind: "ro" | "rw"; path: string; source: string }

@@ -9,19 +9,16 @@ import { findServiceDir } from "./service-dir.js";
  * directory (where .env files and the default `.data` usually are), unless
  * the service was started from "/" or a system tree, which cannot be hidden.
  */
-export function sandboxFromConfig(
-  config: Pick<Config, "bwrapPath" | "slirp4netnsPath" | "workspacesDir" | "sandboxHiddenPaths" | "sandboxReadOnlyPaths">,
-  cwd: string = process.cwd(),
-): SandboxRunner {
+export function sandboxFromConfig(config: Pick<Config, "sandbox" | "workspaces">, cwd: string = process.cwd()): SandboxRunner {
   const holdsSystemTree = systemReadOnlyPaths.some((system) => cwd === "/" || system === cwd || system.startsWith(`${cwd}/`));
   return createSandbox({
-    bwrapPath: config.bwrapPath,
-    slirp4netnsPath: config.slirp4netnsPath,
+    bwrapPath: config.sandbox.bwrapPath,
+    slirp4netnsPath: config.sandbox.slirp4netnsPath,
     // The sandbox's programs come from the system's folders, not from the tool PATH (see systemSearchPath).
     searchPath: systemSearchPath,
-    workspacesDir: config.workspacesDir,
+    workspacesDir: config.workspaces.dir,
     servicePaths: [findServiceDir(), ...(holdsSystemTree ? [] : [cwd])],
-    hiddenPaths: config.sandboxHiddenPaths,
-    readOnlyPaths: config.sandboxReadOnlyPaths,
+    hiddenPaths: config.sandbox.hiddenPaths,
+    readOnlyPaths: config.sandbox.readOnlyPaths,
   });
 }

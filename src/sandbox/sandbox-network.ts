@@ -60,18 +60,12 @@ import type { Readable, Writable } from "node:stream";
  */
 
 /** The interface slirp4netns creates inside the sandbox. */
-export const sandboxTapName = "tap0";
+const sandboxTapName = "tap0";
 /** slirp4netns's built-in DNS forwarder, as the sandbox sees it. */
-export const slirpDnsAddress = "10.0.2.3";
+const slirpDnsAddress = "10.0.2.3";
 
 /** slirp4netns's arguments before its ready/exit fds, the sandbox's pid and the tap name. */
-export const slirpArguments: readonly string[] = [
-  "--configure",
-  "--mtu=65520",
-  "--disable-host-loopback",
-  "--enable-sandbox",
-  "--enable-seccomp",
-];
+const slirpArguments: readonly string[] = ["--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp"];
 
 /** How long slirp4netns may take to configure the sandbox's network before the call fails. */
 const readyTimeoutMs = 10_000;

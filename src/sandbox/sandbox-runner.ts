@@ -30,7 +30,7 @@ export const systemReadOnlyPaths: readonly string[] = ["/usr", "/bin", "/sbin", 
  * other services (which may hold passwords), and paths that only a configured
  * extra read-only tree (say `/var`) could expose.
  */
-export const defaultHiddenPaths: readonly string[] = [
+const defaultHiddenPaths: readonly string[] = [
   "/etc/shadow",
   "/etc/shadow-",
   "/etc/gshadow",

@@ -60,19 +60,19 @@ export async function retryWhileUnavailable<T>(dependency: Dependency, action: (
 
 /** Waits until both Postgres and Redis answer (probed side by side, each with its own backoff). */
 export async function waitForDependencies(
-  config: Pick<Config, "databaseUrl" | "redisUrl">,
+  config: Pick<Config, "database" | "redis">,
   options: Omit<RetryOptions, "retryIf" | "secrets">,
 ): Promise<void> {
   options.status?.waiting("postgres", true);
   options.status?.waiting("redis", true);
   await Promise.all([
-    retryWhileUnavailable("postgres", () => probePostgres(config.databaseUrl), { ...options, secrets: urlSecrets(config.databaseUrl) }),
-    retryWhileUnavailable("redis", () => probeRedis(config.redisUrl), { ...options, secrets: urlSecrets(config.redisUrl) }),
+    retryWhileUnavailable("postgres", () => probePostgres(config.database.url), { ...options, secrets: urlSecrets(config.database.url) }),
+    retryWhileUnavailable("redis", () => probeRedis(config.redis.url), { ...options, secrets: urlSecrets(config.redis.url) }),
   ]);
 }
 
 /** One connection and `select 1`, then closed. */
-export async function probePostgres(url: string, timeoutMs = 3000): Promise<void> {
+async function probePostgres(url: string, timeoutMs = 3000): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
   client.on("error", () => {});
   try {
@@ -89,7 +89,7 @@ export async function probePostgres(url: string, timeoutMs = 3000): Promise<void
 }
 
 /** One connection (ready: not loading its data set) and `PING`, then closed. */
-export async function probeRedis(url: string, timeoutMs = 3000): Promise<void> {
+async function probeRedis(url: string, timeoutMs = 3000): Promise<void> {
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,

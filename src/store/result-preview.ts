@@ -1,7 +1,7 @@
 import type { ResultPart } from "../core/history.js";
 
 /** Characters of text a call row keeps; the tool message in canonical history keeps the whole result. */
-export const previewChars = 4096;
+const previewChars = 4096;
 
 /**
  * The bounded copy of a result that `tool_calls.result` keeps for state queries

@@ -43,8 +43,8 @@ export async function readTenantSettings(db: DbExecutor, tenantId: string): Prom
 }
 
 /** The host uid (and gid) of the tenant's tool processes. */
-export function toolUidOf(config: Pick<Config, "toolUidBase">, settings: Pick<TenantSettings, "toolUidSlot">): number {
-  return config.toolUidBase + settings.toolUidSlot;
+export function toolUidOf(config: Pick<Config, "sandbox">, settings: Pick<TenantSettings, "toolUidSlot">): number {
+  return config.sandbox.toolUidBase + settings.toolUidSlot;
 }
 
 /** The limits each tool call of the tenant runs under: the deployment's, with the operator's overrides on top. */
@@ -62,9 +62,9 @@ export function effectiveQuotas(config: Pick<Config, "quotas">, settings: Pick<T
  * gives it; null when both the deployment and the tenant's flag allow it. Every place that
  * checks (session creation, run start, tool batches) answers with this message.
  */
-export function fullAccessRefusal(config: Pick<Config, "fullAccessAllowed">, settings: Pick<TenantSettings, "fullAccess">): string | null {
+export function fullAccessRefusal(config: Pick<Config, "sandbox">, settings: Pick<TenantSettings, "fullAccess">): string | null {
   const missing: string[] = [];
-  if (!config.fullAccessAllowed) {
+  if (!config.sandbox.fullAccessAllowed) {
     missing.push("this deployment does not allow it (an operator sets FOYA_ALLOW_FULL_ACCESS=true)");
   }
   if (!settings.fullAccess) {
@@ -75,7 +75,7 @@ export function fullAccessRefusal(config: Pick<Config, "fullAccessAllowed">, set
 }
 
 /** How long a cached entry is used before it is read again: an operator's change applies within this. */
-export const defaultTenantSettingsTtlMs = 5_000;
+const defaultTenantSettingsTtlMs = 5_000;
 const maxCachedTenants = 10_000;
 
 /** A process's cache of tenant settings, for readers that run often (every tool batch). */

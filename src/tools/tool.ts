@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { WorkspaceFiles } from "../workspace/workspace-files.js";
 import type { CallProcesses } from "./call-processes.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
@@ -11,7 +12,7 @@ import type { ApprovalMode } from "../core/session.js";
  */
 
 // The contract's data, shared with the folders below tools (gateway, artifacts, core), lives in src/core.
-export type { ApprovalSubject, BinaryResultPart, SideEffect, StoredToolResult, ToolResult, ToolResultPart } from "../core/tool-contract.js";
+export type { ApprovalSubject, SideEffect, StoredToolResult, ToolResult, ToolResultPart } from "../core/tool-contract.js";
 export type { FileChangeRecord };
 
 /**
@@ -111,8 +112,13 @@ export interface ToolCallInput {
 export interface Tool<Args = unknown> {
   name: string;
   description: string;
-  /** JSON Schema of the arguments object; enforced before `run` (T5). */
+  /**
+   * JSON Schema of the arguments object, as sent to the model (R2) and enforced before `run` (T5).
+   * Built-in tools derive it from their zod schema (`defineTool`); MCP tools bring their server's.
+   */
   parameters: Record<string, unknown>;
+  /** The zod schema `parameters` was derived from; absent when the JSON Schema came from elsewhere (MCP). */
+  argumentsSchema?: z.ZodObject;
   exposure: Exposure;
   sideEffect: SideEffect;
   /** Parallel capability (P1); may look at the call's arguments. Absent means serial. */
@@ -139,8 +145,71 @@ export interface ToolRefusal {
 /** Registers tools of any argument type in one list. */
 export type AnyTool = Tool<never>;
 
-export function defineTool<Args>(tool: Tool<Args>): AnyTool {
-  return tool as unknown as AnyTool;
+/**
+ * A tool whose arguments are defined once, in zod (issue #20): `parameters` is a strict
+ * `z.object`, the arguments `run` and the other hooks receive are its type, and the JSON
+ * Schema the model sees is derived from it once, here, at definition time.
+ */
+export interface ZodToolDefinition<Schema extends z.ZodObject> extends Omit<Tool<z.input<Schema>>, "parameters" | "argumentsSchema"> {
+  parameters: Schema;
+}
+
+/**
+ * Defines a tool. With a zod schema as `parameters` (every built-in tool) its JSON Schema
+ * is derived by `toolParameters`; with a JSON Schema object (MCP tools, whose servers send
+ * theirs, and test doubles) the tool is taken as it is. Either way the executor enforces the
+ * JSON Schema with Ajv before `run` (T5), so the model is held to exactly what it was shown.
+ */
+export function defineTool<Schema extends z.ZodObject>(definition: ZodToolDefinition<Schema>): AnyTool;
+export function defineTool<Args>(tool: Tool<Args>): AnyTool;
+export function defineTool(definition: ZodToolDefinition<z.ZodObject> | Tool<unknown>): AnyTool {
+  if (!(definition.parameters instanceof z.ZodType)) return definition as unknown as AnyTool;
+  const schema = definition.parameters;
+  return { ...definition, parameters: toolParameters(schema, definition.name), argumentsSchema: schema } as unknown as AnyTool;
+}
+
+/**
+ * The JSON Schema of a tool's zod arguments schema, as sent to providers (R2) and checked
+ * by Ajv (draft-07, like MCP tools' schemas). Deterministic: the same schema gives the same
+ * bytes, in every process, step after step. Differences from zod's plain output:
+ * - no `$schema` key: providers take the bare object schema, and Ajv's draft-07 default would
+ *   refuse a 2020-12 one;
+ * - integers carry no ±`Number.MAX_SAFE_INTEGER` bounds (zod adds them to every `.int()`):
+ *   noise for the model, and JSON integers are not limited to them;
+ * - the result is frozen, deeply, so nothing can change the bytes between steps.
+ * Arguments reach `run` as the model sent them (Ajv checks, nothing converts), so a schema
+ * must read the same as input and as output: defaults and transforms are refused here.
+ */
+export function toolParameters(schema: z.ZodObject, toolName = "tool"): Record<string, unknown> {
+  const derive = (io: "input" | "output") => {
+    const { $schema: _, ...json } = z.toJSONSchema(schema, {
+      target: "draft-07",
+      io,
+      unrepresentable: "throw",
+      override: ({ jsonSchema }) => {
+        if (jsonSchema.type !== "integer") return;
+        if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+        if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+      },
+    });
+    return json as Record<string, unknown>;
+  };
+  const json = derive("input");
+  if (JSON.stringify(json) !== JSON.stringify(derive("output")))
+    throw new Error(
+      `${toolName}: its arguments schema reads differently as input and output (a default or transform?); tools get the arguments as sent`,
+    );
+  if (json.type !== "object" || json.additionalProperties !== false)
+    throw new Error(`${toolName}: its arguments schema must be a strict z.object (additionalProperties: false)`);
+  return deepFreeze(json);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 export function errorResult(errorCode: string, message: string): ToolResult {

@@ -8,7 +8,7 @@ import type { WebhookJobData } from "./webhook-queue.js";
 
 export interface WebhookJobContext {
   db: Database;
-  config: Pick<Config, "webhookAttempts" | "webhookTimeoutMs" | "webhookAllowPrivate">;
+  config: Pick<Config, "webhooks">;
   /** Aborted when the worker stops waiting for running jobs at shutdown. */
   shutdown: AbortSignal;
 }
@@ -38,8 +38,8 @@ export async function processWebhookJob(context: WebhookJobContext, job: Job<Web
     secret: delivery.secret,
     deliveryId: delivery.id,
     body: serializeWebhookPayload(delivery.payload),
-    timeoutMs: config.webhookTimeoutMs,
-    allowPrivate: config.webhookAllowPrivate,
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivate: config.webhooks.allowPrivate,
     signal: context.shutdown,
   });
   const lastJobAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -47,7 +47,7 @@ export async function processWebhookJob(context: WebhookJobContext, job: Job<Web
     deliveryId: delivery.id,
     outcome,
     startedAt,
-    maxAttempts: config.webhookAttempts,
+    maxAttempts: config.webhooks.attempts,
     lastJobAttempt,
   });
   if (!recorded) return "not_pending";

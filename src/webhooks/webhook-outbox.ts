@@ -22,7 +22,7 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  * commits: if the commit fails the rows are claimed again, and enqueuing the
  * same job id twice is a no-op. Answers how many were claimed.
  */
-export async function enqueueNewDeliveries(context: OutboxContext): Promise<number> {
+async function enqueueNewDeliveries(context: OutboxContext): Promise<number> {
   return context.db.transaction(async (tx) => {
     const claimed = await tx.execute<{ id: string }>(sql`
       update webhook_deliveries set enqueued_at = now()
@@ -46,7 +46,7 @@ export async function enqueueNewDeliveries(context: OutboxContext): Promise<numb
  * again; the attempt count in Postgres still bounds the attempts. Claiming bumps
  * `enqueued_at`, so each row is looked at by one worker per period.
  */
-export async function requeueStaleDeliveries(context: OutboxContext & { staleMs: number }): Promise<number> {
+async function requeueStaleDeliveries(context: OutboxContext & { staleMs: number }): Promise<number> {
   const claimed = await context.db.execute<{ id: string }>(sql`
     update webhook_deliveries set enqueued_at = now()
     where id in (

@@ -29,12 +29,12 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
   const db = services.db.db;
   const queue = createWebhookQueue({
     connection: services.redis,
-    prefix: config.queuePrefix,
-    attempts: config.webhookAttempts,
-    backoffMs: config.webhookBackoffMs,
+    prefix: config.redis.queuePrefix,
+    attempts: config.webhooks.attempts,
+    backoffMs: config.webhooks.backoffMs,
   });
   const shutdown = new AbortController();
-  const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
   connection.on("error", (error) => logger.warn({ err: error }, "webhook worker redis error"));
   // Each attempt counted by outcome (SPEC X8): delivered, failed (retried or given up), or nothing to do.
   const attempt = async (job: Job<WebhookJobData>) => {
@@ -49,9 +49,9 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
   };
   const worker = new Worker<WebhookJobData>(webhookQueueName, attempt, {
     connection,
-    prefix: config.queuePrefix,
-    concurrency: config.webhookConcurrency,
-    stalledInterval: config.stalledIntervalMs,
+    prefix: config.redis.queuePrefix,
+    concurrency: config.webhooks.concurrency,
+    stalledInterval: config.workers.stalledIntervalMs,
     // Receivers dedupe by webhook-id; a stalled attempt may be sent again.
     maxStalledCount: 10,
   });
@@ -62,8 +62,8 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
   const poller = startOutboxPoller(
     { db, queue },
     {
-      intervalMs: config.webhookPollMs,
-      staleMs: config.webhookStaleMs,
+      intervalMs: config.webhooks.pollMs,
+      staleMs: config.webhooks.staleMs,
       onError: (error) => logger.warn({ err: error }, "webhook outbox poll failed"),
       onRequeued: (count) => logger.info({ count }, "webhook deliveries whose job was lost enqueued again"),
     },
@@ -74,7 +74,7 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
       await poller.stop();
       const timedOut = await Promise.race([
         worker.close().then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownGraceMs).unref()),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.workers.shutdownGraceMs).unref()),
       ]);
       if (timedOut) {
         // Aborted attempts are recorded as errors; the jobs come back through BullMQ's stall check.

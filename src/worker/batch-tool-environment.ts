@@ -39,22 +39,22 @@ export async function batchToolEnvironment(
   const fullAccess = input.approvalMode === "full_access";
   const refusal = fullAccess ? fullAccessRefusal(config, settings) : null;
   return {
-    workspace: projectWorkspaceFiles(config.workspacesDir, input.workspacePath),
+    workspace: projectWorkspaceFiles(config.workspaces.dir, input.workspacePath),
     processesFor(grant, owner) {
       const confinement: Confinement = fullAccess ? { kind: "full_access" } : { kind: "sandbox", network: grant.network };
       const { callLayers } = services;
       const layering =
-        owner && callLayers.ok && (!fullAccess || config.recordFullAccessShell)
+        owner && callLayers.ok && (!fullAccess || config.sandbox.recordFullAccessShell)
           ? {
               layers: callLayers.layers,
-              workspacesDir: config.workspacesDir,
+              workspacesDir: config.workspaces.dir,
               owner,
               onError: (message: string, error: unknown) => services.logger.error({ err: error, toolCallId: owner.toolCallId }, message),
             }
           : null;
       return createCallProcesses({
         runner: services.sandbox,
-        toolPath: config.toolPath,
+        toolPath: config.tools.path,
         workspaceDir: input.workspacePath,
         confinement,
         identity,

@@ -19,7 +19,8 @@ export function startLeaseKeeper(db: Queryable, leaseMs: number, onError: (error
       if (owners.size === 0) return;
       renewLeases(db, [...owners], leaseMs).catch(onError);
     },
-    Math.max(100, Math.floor(leaseMs / 3)),
+    // FOYA_LEASE_MS is at least 500 (src/config.ts), so renewals are at least 166 ms apart.
+    Math.floor(leaseMs / 3),
   );
   timer.unref();
   return {

@@ -22,22 +22,22 @@ type McpRequestServices = Pick<Services, "config" | "db" | "redis" | "bus" | "lo
 /** The worker side of the API's MCP requests (src/mcp/mcp-request.ts): every worker serves them with its own connections. */
 export async function startMcpRequestWorker(services: McpRequestServices): Promise<McpRequestWorker> {
   const { config, logger } = services;
-  const replies = createMcpReplies({ redis: services.redis, bus: services.bus, prefix: config.queuePrefix });
+  const replies = createMcpReplies({ redis: services.redis, bus: services.bus, prefix: config.redis.queuePrefix });
   const shutdown = new AbortController();
-  const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
   connection.on("error", (error) => logger.warn({ err: error }, "MCP request worker redis error"));
   const worker = new Worker<McpRequestJobData>(
     mcpRequestQueueName,
     (job) => processMcpRequestJob({ services, replies, shutdown: shutdown.signal }, job),
     {
       connection,
-      prefix: config.queuePrefix,
-      concurrency: config.mcpRequestConcurrency,
+      prefix: config.redis.queuePrefix,
+      concurrency: config.mcp.requestConcurrency,
       // A lock that outlives a busy moment: with a short lease (tests use 2 s) a worker starved of CPU
       // lost a request it was serving, and the API answered no_worker. These requests are read-only and
       // the API answers at its own deadline whatever happens, so a dead worker's request needs no quick takeover.
-      lockDuration: Math.max(config.leaseMs, mcpRequestLockFloorMs),
-      stalledInterval: config.stalledIntervalMs,
+      lockDuration: Math.max(config.workers.leaseMs, mcpRequestLockFloorMs),
+      stalledInterval: config.workers.stalledIntervalMs,
     },
   );
   worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "MCP request job failed"));
@@ -48,7 +48,7 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
     async close() {
       const timedOut = await Promise.race([
         worker.close().then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownGraceMs).unref()),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.workers.shutdownGraceMs).unref()),
       ]);
       if (timedOut) {
         shutdown.abort();

@@ -30,7 +30,7 @@ export async function rollForwardLayers(services: Pick<Services, "callLayers" | 
       const db = services.db.db;
       const result = await settleLayer(
         { folders: { upperDir: `${dir}/upper`, workDir: `${dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
-        { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, workspacesDir: services.config.workspacesDir },
+        { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, workspacesDir: services.config.workspaces.dir },
       );
       await insertFileChanges(
         db,

@@ -47,7 +47,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
   const historyAfter = scope ? context.histories.after(scope) : historyOrigin;
   const claim = await withRetry(() =>
-    claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.leaseMs, historyAfter }),
+    claimStep(pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs: config.workers.leaseMs, historyAfter }),
   );
   if (claim.kind === "busy") {
     await job.moveToDelayed(Date.now() + claim.retryInMs, token);
@@ -238,12 +238,15 @@ async function prepareStep(
   const { session, project } = await context.sessionContexts.get(services.db.db, run.sessionId);
   // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
   const history = await context.histories.extend(pool, run, historyAfter, claimed.history);
-  const resultLimit = projectionLimit(services.providers.capabilities(session.providerProfile).contextWindow, config.contextResultMaxChars);
+  const resultLimit = projectionLimit(
+    services.providers.capabilities(session.providerProfile).contextWindow,
+    config.runs.contextResultMaxChars,
+  );
   const projected = oversizedResults(history, resultLimit);
   const exposed = dropAgentAtDepthLimit(
     tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []),
     session,
-    config.agentMaxDepth,
+    config.runs.agentMaxDepth,
   );
   const step: StepAttempt = { index: stepIndex, attempt: claimed.attempt, tools: exposed.map((tool) => tool.name) };
   return { session, project, history, resultLimit, exposed, step };

@@ -26,7 +26,7 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  */
 export async function sweepOnce(services: Services): Promise<number> {
   const { db, dispatcher, config } = services;
-  const candidates = await lostJobCandidates(db.pool, config.sweepGraceMs, 200);
+  const candidates = await lostJobCandidates(db.pool, config.workers.sweepGraceMs, 200);
   const holders = await Promise.all(
     candidates.map((run) => dispatcher.jobHolder({ runId: run.id, next: run.nextJob, redispatches: run.redispatches })),
   );
@@ -79,14 +79,14 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
  * worker to the next sweep, and the leases remain the last word.
  * Only a process whose own record is healthy judges (`trustsItsView`).
  */
-export async function takeOverDeadWorkers(
+async function takeOverDeadWorkers(
   services: Services,
   self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> },
 ): Promise<{ workers: number; runs: number; commands: number }> {
   const taken = { workers: 0, runs: 0, commands: 0 };
   if (!self.liveness.trustsItsView()) return taken;
   await transact(services, async (fx) => {
-    const lost = await claimLostWorkers(fx.pg, services.config.livenessTimeoutMs, self.workerId);
+    const lost = await claimLostWorkers(fx.pg, services.config.workers.livenessTimeoutMs, self.workerId);
     for (const worker of lost) {
       const reason = `its worker ${worker.id} stopped renewing its liveness record ${(worker.silentMs / 1000).toFixed(1)} s ago`;
       services.logger.warn({ workerId: worker.id, silentMs: Math.round(worker.silentMs) }, "worker found dead; taking over its work");
@@ -117,13 +117,13 @@ export function startSweeper(services: Services, self: { workerId: string; liven
   let prunedAt = 0;
   let trashPrunedAt = 0;
   const pruneTrashes = async (): Promise<number> => {
-    const { trashRetentionDays, workspacesDir } = services.config;
+    const { trashRetentionDays, dir: workspacesDir } = services.config.workspaces;
     if (trashRetentionDays === 0 || Date.now() - trashPrunedAt < trashPruneIntervalMs) return 0;
     trashPrunedAt = Date.now();
     return pruneTrash(workspacesDir, trashRetentionDays * 24 * 3600 * 1000);
   };
   const prune = async (): Promise<number> => {
-    const { webhookRetentionDays } = services.config;
+    const { retentionDays: webhookRetentionDays } = services.config.webhooks;
     if (Date.now() - prunedAt < pruneIntervalMs) return 0;
     prunedAt = Date.now();
     // Another worker on this host that died mid-command left its layer: settled here within a minute, not at the next restart.
@@ -153,7 +153,7 @@ export function startSweeper(services: Services, self: { workerId: string; liven
       .finally(() => {
         running = false;
       });
-  }, services.config.sweepIntervalMs);
+  }, services.config.workers.sweepIntervalMs);
   timer.unref();
   // Dead workers are looked for as often as the living renew, so their work moves within about the timeout plus one interval.
   let judging = false;
@@ -171,7 +171,7 @@ export function startSweeper(services: Services, self: { workerId: string; liven
       .finally(() => {
         judging = false;
       });
-  }, services.config.livenessIntervalMs);
+  }, services.config.workers.livenessIntervalMs);
   deaths.unref();
   return {
     stop: () => {

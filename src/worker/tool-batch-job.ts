@@ -68,7 +68,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   // The claim is one statement that also reads the calls and the rules they are judged by;
   // writes of the gate (rare) and the running marks follow as fenced statements of their own.
   const claim = await withRetry(() =>
-    claimBatch(pool, { runId, stepIndex, next, owner, leaseMs: services.config.leaseMs, startPreGranted: callQuota.limit === 0 }),
+    claimBatch(pool, { runId, stepIndex, next, owner, leaseMs: services.config.workers.leaseMs, startPreGranted: callQuota.limit === 0 }),
   );
   if (claim.kind === "busy") {
     await job.moveToDelayed(Date.now() + claim.retryInMs, token);
@@ -471,7 +471,7 @@ async function commitCall(
     fileChanges,
   } as const;
   const next = { kind: "step", stepIndex: call.stepIndex + 1 } as const;
-  const mayHandOff = next.stepIndex < services.config.maxStepsPerRun;
+  const mayHandOff = next.stepIndex < services.config.runs.maxStepsPerRun;
   const answered = await withRetry(() =>
     answerCall(services.db.pool, {
       run,
@@ -500,7 +500,7 @@ async function commitCall(
 async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">, run: ClaimedRun, stepIndex: number): Promise<boolean> {
   if ((await openCallsOfBatch(fx.tx, run.id, stepIndex)).length > 0) return false;
   const nextIndex = stepIndex + 1;
-  const { maxStepsPerRun } = services.config;
+  const { maxStepsPerRun } = services.config.runs;
   if (nextIndex >= maxStepsPerRun) {
     if (
       !(await endRun(fx, run, "failed", {
@@ -527,7 +527,7 @@ async function closeBatchIfDone(fx: Effects, services: Pick<Services, "config">,
  */
 async function closeInterruptedBatch(fx: Effects, services: Services, run: ClaimedRun, stepIndex: number): Promise<"continued" | "ended"> {
   if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
-  const { maxContinuedInterruptions } = services.config;
+  const { maxContinuedInterruptions } = services.config.runs;
   const count = run.onInterrupted === "continue" ? await countInterruption(fx.pg, run, maxContinuedInterruptions) : undefined;
   await closeOpenCalls(fx, run, "interrupted", { carryingOn: count !== undefined });
   if (count !== undefined) {

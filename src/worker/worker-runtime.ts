@@ -30,12 +30,12 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const { config, logger } = services;
   const host = hostname();
   const workerId = `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
-  const leases = startLeaseKeeper(services.db.pool, config.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
+  const leases = startLeaseKeeper(services.db.pool, config.workers.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
   const aborts = createRunAborts();
   const commands = startBackgroundCommands({
     db: services.db.db,
     workerId,
-    leaseMs: config.leaseMs,
+    leaseMs: config.workers.leaseMs,
     onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
   });
   // Jobs running per queue, for the liveness record and GET /v1/admin/workers.
@@ -47,9 +47,9 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     });
   };
   const liveness = await startLiveness({
-    databaseUrl: config.databaseUrl,
+    databaseUrl: config.database.url,
     worker: { id: workerId, host, pid: process.pid },
-    intervalMs: config.livenessIntervalMs,
+    intervalMs: config.workers.livenessIntervalMs,
     holdings: () => ({ jobs: { ...running }, commands: commands.count() }),
     onWarning: (message, error) => logger.warn({ workerId, ...(error ? { err: error } : {}) }, message),
   });
@@ -78,17 +78,17 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
 
   const connections: Redis[] = [];
   const workerOptions = (concurrency: number) => {
-    const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+    const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
     connection.on("error", (error) => logger.warn({ err: error }, "worker redis error"));
     connections.push(connection);
     return {
       connection,
       // BullMQ records it on each job it takes (processedBy): the sweeper can tell a job held by a dead worker.
       name: workerId,
-      prefix: config.queuePrefix,
+      prefix: config.redis.queuePrefix,
       concurrency,
-      lockDuration: config.leaseMs,
-      stalledInterval: config.stalledIntervalMs,
+      lockDuration: config.workers.leaseMs,
+      stalledInterval: config.workers.stalledIntervalMs,
       // Handlers are idempotent against Postgres, so a job may stall and come back often.
       maxStalledCount: 10,
     };
@@ -96,12 +96,12 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const stepWorker = new Worker<StepJobData>(
     stepQueueName,
     (job, token) => counted(stepQueueName, () => observeJob(telemetry, stepQueueName, job, () => processStepJob(context, job, token))),
-    workerOptions(config.stepConcurrency),
+    workerOptions(config.workers.stepConcurrency),
   );
   const toolWorker = new Worker<ToolBatchJobData>(
     toolQueueName,
     (job, token) => counted(toolQueueName, () => observeJob(telemetry, toolQueueName, job, () => processToolBatchJob(context, job, token))),
-    workerOptions(config.toolConcurrency),
+    workerOptions(config.workers.toolConcurrency),
   );
   // A job's own failures are logged by observeJob, with its ids; these are the worker's.
   for (const worker of [stepWorker, toolWorker]) worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
@@ -132,7 +132,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       const graceful = Promise.all([stepWorker.close(), toolWorker.close()]);
       const timedOut = await Promise.race([
         graceful.then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownGraceMs).unref()),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.workers.shutdownGraceMs).unref()),
       ]);
       if (timedOut) {
         // Jobs still running are handed back: their leases lapse and another worker takes them.

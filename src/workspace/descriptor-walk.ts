@@ -222,7 +222,7 @@ function makeFolder(folder: HeldEntry, name: string, owner: { uid: number; gid: 
  * which chown follows to the object held. A service that is not root cannot,
  * and need not: it is then the workspace's owner itself.
  */
-export function giveTo(fd: number, owner: { uid: number; gid: number }): void {
+function giveTo(fd: number, owner: { uid: number; gid: number }): void {
   try {
     chownSync(viaDescriptor(fd), owner.uid, owner.gid);
   } catch (error) {

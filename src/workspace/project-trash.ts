@@ -147,7 +147,7 @@ export async function dropTrashRecord(entry: { infoPath: string }): Promise<void
 }
 
 /** Removes an entry for good: its content first, then its record. */
-export async function removeTrashEntry(entry: { hostPath: string; infoPath: string }): Promise<void> {
+async function removeTrashEntry(entry: { hostPath: string; infoPath: string }): Promise<void> {
   await rm(entry.hostPath, { recursive: true, force: true });
   await rm(entry.infoPath, { force: true });
 }

@@ -181,14 +181,14 @@ describe("Full Access grant", () => {
     const second = await allowed.newTenant("second");
     const uidOf = async (client: ApiClient): Promise<number> => (await allowed.admin.get(tenantPath(client))).body.toolUid;
     const [firstUid, secondUid] = [await uidOf(first), await uidOf(second)];
-    expect(firstUid).toBeGreaterThan(allowed.config.toolUidBase);
-    expect(secondUid).toBeGreaterThan(allowed.config.toolUidBase);
+    expect(firstUid).toBeGreaterThan(allowed.config.sandbox.toolUidBase);
+    expect(secondUid).toBeGreaterThan(allowed.config.sandbox.toolUidBase);
     expect(secondUid).not.toBe(firstUid);
     await allowed.admin.patch(tenantPath(first), { fullAccess: true, limits: { processes: 10 } });
     expect(await uidOf(first)).toBe(firstUid);
     expect(await uidOf(second)).toBe(secondUid);
     const slots = await allowed.query<{ tool_uid_slot: number }>("select tool_uid_slot from tenants where id = $1", [first.tenantId]);
-    expect(firstUid).toBe(allowed.config.toolUidBase + slots[0]!.tool_uid_slot);
+    expect(firstUid).toBe(allowed.config.sandbox.toolUidBase + slots[0]!.tool_uid_slot);
     // The database assigns slots; nobody writes one.
     await expect(allowed.query("update tenants set tool_uid_slot = 1 where id = $1", [second.tenantId])).rejects.toThrow(/tool_uid_slot/);
   });

@@ -82,7 +82,7 @@ describe("requests", () => {
     expect(body).toMatchObject({ status: "ok", checks: { postgres: "ok", redis: "ok" } });
     const { confinement } = body.details;
     expect(confinement.identity).toMatch(
-      process.getuid?.() === 0 ? new RegExp(`^per-tenant uids from ${env.config.toolUidBase + 1}`) : /^the service's own uid/,
+      process.getuid?.() === 0 ? new RegExp(`^per-tenant uids from ${env.config.sandbox.toolUidBase + 1}`) : /^the service's own uid/,
     );
     expect(confinement.limits).toMatch(/^rlimits per process \(memory 4294967296 bytes of address space, 512 processes per tenant uid/);
     expect(confinement.limits).toMatch(/cgroup v2: not used \(/);

@@ -38,8 +38,8 @@ describe("session events over SSE", () => {
     await client.startRun(sessionId, chatty(40));
     const before = await first;
     const lastSeen = Number(before.at(-1)!.id);
-    // Stay away while the run goes on, then resume.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Stay away until the run has appended events this client has not seen, then resume.
+    await waitFor(async () => (await client.events(sessionId)).length >= lastSeen + 10, 20_000, "events appended while away");
     const after = await readSse(url, client.key, { lastEventId: lastSeen, until: (event) => event.event === "run_end" });
 
     const seqs = [...before, ...after].map((event) => Number(event.id));

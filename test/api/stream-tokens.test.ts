@@ -53,7 +53,7 @@ describe("event stream tokens (SPEC E3: API keys never travel in URLs)", () => {
     const { sessionId: otherSession } = await tenant.newSession();
     const [key] = await env.query<{ id: string }>("select id from api_keys where tenant_id = $1", [tenant.tenantId]);
     const claims = { tenantId: tenant.tenantId!, apiKeyId: key!.id, sessionId };
-    const own = createStreamTokens(env.config.streamTokenSecret);
+    const own = createStreamTokens(env.config.api.streamTokenSecret);
     const valid = own.mint(claims).token;
     const [payload, signature] = valid.split(".") as [string, string];
     const otherClaims = Buffer.from(

@@ -29,7 +29,7 @@ async function changesOf(sessionId: string): Promise<any[]> {
 
 /** Entries of the project's own trash (SPEC F4) whose original path is `relative` in `workspace`, per their .trashinfo files. */
 async function trashedCopies(workspace: string, relative: string): Promise<string[]> {
-  const trashDir = path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash");
+  const trashDir = path.join(projectTrashRoot(env.config.workspaces.dir, workspace), "Trash");
   const infos = await readdir(path.join(trashDir, "info")).catch(() => [] as string[]);
   const copies: string[] = [];
   for (const info of infos) {

@@ -51,7 +51,7 @@ describe("project trash", () => {
       ["notes.txt", "file", 8],
     ]);
     // The trash is the project's own, outside the workspace, not the worker user's home trash.
-    const root = projectTrashRoot(env.config.workspacesDir, a.workspace);
+    const root = projectTrashRoot(env.config.workspaces.dir, a.workspace);
     expect(path.relative(a.workspace, root).startsWith("..")).toBe(true);
     expect((await readdir(path.join(root, "Trash", "files"))).sort()).toEqual(listed.body.entries.map((entry) => entry.id).sort());
 
@@ -98,7 +98,7 @@ describe("project trash", () => {
     const entries = (await trashOf(client, projectId)).body.entries;
     const old = entries.find((entry) => entry.path === "old.txt")!;
     // Trashed 31 days ago, by its record's time (the default retention is 30 days).
-    const infoPath = path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash", "info", `${old.id}.trashinfo`);
+    const infoPath = path.join(projectTrashRoot(env.config.workspaces.dir, workspace), "Trash", "info", `${old.id}.trashinfo`);
     const monthAgo = new Date(Date.now() - 31 * 24 * 3600 * 1000);
     await utimes(infoPath, monthAgo, monthAgo);
     // A worker's sweeper prunes at its first tick, then hourly.
@@ -106,7 +106,7 @@ describe("project trash", () => {
     await waitFor(async () => (await trashOf(client, projectId)).body.entries.length === 1, 10_000, "the old entry to be pruned");
     expect((await trashOf(client, projectId)).body.entries.map((entry) => entry.path)).toEqual(["young.txt"]);
     await expect(stat(infoPath)).rejects.toThrow();
-    expect(await readdir(path.join(projectTrashRoot(env.config.workspacesDir, workspace), "Trash", "files"))).toEqual([
+    expect(await readdir(path.join(projectTrashRoot(env.config.workspaces.dir, workspace), "Trash", "files"))).toEqual([
       entries.find((entry) => entry.path === "young.txt")!.id,
     ]);
   });
@@ -119,7 +119,7 @@ describe("project trash", () => {
       await run(client, session.sessionId, [{ tool: "delete", args: { path: "gone.txt" } }]);
       expect((await trashOf(client, session.projectId)).body.entries).toHaveLength(1);
     }
-    const trashRoot = projectTrashRoot(env.config.workspacesDir, doomed.workspace);
+    const trashRoot = projectTrashRoot(env.config.workspaces.dir, doomed.workspace);
     // A run still waiting for a person is cancelled with the project.
     const waiting = await client.startRun(
       doomed.sessionId,
@@ -131,7 +131,7 @@ describe("project trash", () => {
       "the run to wait for approval",
     );
     // A symlink in the workspace pointing outside is removed as a link; what it points at stays.
-    const outside = path.join(env.config.workspacesDir, "..", `outside-${Date.now()}.txt`);
+    const outside = path.join(env.config.workspaces.dir, "..", `outside-${Date.now()}.txt`);
     await writeFile(outside, "outside\n");
     const { symlink } = await import("node:fs/promises");
     await symlink(outside, path.join(doomed.workspace, "link"));

@@ -35,7 +35,7 @@ describe("crash recovery of a layered shell call", () => {
       ]),
     );
     // The command's writes sit in its layer, not yet in the workspace.
-    const layers = path.join(env.config.workspacesDir, ".calls");
+    const layers = path.join(env.config.workspaces.dir, ".calls");
     await waitFor(
       async () => {
         const names = await readdir(layers).catch(() => [] as string[]);

@@ -1,4 +1,4 @@
-import { startWireServer, type RecordedRequest } from "./wire-server.js";
+import { cutRecording, recordedBody, startWireServer, type RecordedRequest, type RecordingCut } from "./wire-server.js";
 
 /**
  * A fake model server speaking the Anthropic Messages streaming wire format
@@ -53,6 +53,15 @@ export async function startAnthropicWireServer(
 
 export function sseFrame(event: AnthropicEvent): string {
   return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/**
+ * Replays a recorded stream (a file in test/fixtures/recorded) as the SSE body of a
+ * response, byte for byte, cut into writes as `cut` says (default: one write per frame).
+ */
+export function recordedScript(name: string, options: { cut?: RecordingCut; delayMs?: number } = {}): AnthropicScript {
+  const events = cutRecording(recordedBody(name, "anthropic"), options.cut ?? "frames");
+  return { events, ...(options.delayMs !== undefined ? { delayMs: options.delayMs } : {}) };
 }
 
 // ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import { startWireServer, type RecordedRequest } from "./wire-server.js";
+import { cutRecording, recordedBody, startWireServer, type RecordedRequest, type RecordingCut } from "./wire-server.js";
 
 /**
  * A fake model server speaking the OpenAI Chat Completions streaming wire format
@@ -41,6 +41,15 @@ export async function startOpenAIWireServer(
     return { contentType: "text/event-stream", writes, ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}) };
   });
   return { baseUrl: `${wire.origin}/v1`, requests: wire.requests, close: wire.close };
+}
+
+/**
+ * Replays a recorded stream (a file in test/fixtures/recorded) as the SSE body of a
+ * response, byte for byte, cut into writes as `cut` says (default: one write per frame).
+ */
+export function recordedScript(name: string, options: { cut?: RecordingCut; delayMs?: number } = {}): WireScript {
+  const chunks = cutRecording(recordedBody(name, "openai"), options.cut ?? "frames");
+  return { chunks, ...(options.delayMs !== undefined ? { delayMs: options.delayMs } : {}) };
 }
 
 // ---------------------------------------------------------------------------

@@ -25,3 +25,21 @@ export function expectStartBeforeDeltas(parts: ProviderStreamPart[]): void {
     if (part.type === "tool-call-delta") expect(started.has(part.index), `delta before start of call ${part.index}`).toBe(true);
   }
 }
+
+/** A streamed response reduced to what a step keeps: text, calls in order, and the finish. */
+export interface StreamOutcome {
+  text: string;
+  toolCalls: Array<{ index: number; id: string; name: string; arguments: string }>;
+  finish: Extract<ProviderStreamPart, { type: "finish" }> | undefined;
+}
+
+export function outcomeOf(parts: ProviderStreamPart[]): StreamOutcome {
+  const args = argumentsByIndex(parts);
+  return {
+    text: parts.map((part) => (part.type === "text-delta" ? part.text : "")).join(""),
+    toolCalls: parts.flatMap((part) =>
+      part.type === "tool-call-start" ? [{ index: part.index, id: part.id, name: part.name, arguments: args.get(part.index) ?? "" }] : [],
+    ),
+    finish: parts.find((part) => part.type === "finish"),
+  };
+}

@@ -104,7 +104,7 @@ export async function createTestEnv(
   const app = createApp(services);
   const closers: Array<() => Promise<unknown>> = [];
   const pool = services.db.pool;
-  const webhookQueue = new Queue(webhookQueueName, { connection: services.redis, prefix: config.queuePrefix });
+  const webhookQueue = new Queue(webhookQueueName, { connection: services.redis, prefix: config.redis.queuePrefix });
   webhookQueue.on("error", () => {});
 
   const testEnv: TestEnv = {
@@ -112,7 +112,7 @@ export async function createTestEnv(
     config,
     services,
     app,
-    admin: ApiClient.forApp(app, config.adminToken ?? ""),
+    admin: ApiClient.forApp(app, config.api.adminToken ?? ""),
     async newTenant(name = "tenant", options = {}) {
       const created = await testEnv.admin.post<{ tenant: { id: string }; apiKey: string }>("/v1/tenants", { name });
       if (created.status !== 201) throw new Error(`tenant creation failed: ${JSON.stringify(created.body)}`);

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -102,4 +103,83 @@ function pause(res: ServerResponse, ms: number): Promise<void> {
     const timer = setTimeout(done, ms);
     res.on("close", done);
   });
+}
+
+// ---------------------------------------------------------------------------
+// Recorded streams (test/fixtures/recorded, provenance in its README): a real server's
+// response body served again byte for byte, cut into writes as a test chooses.
+
+const recordedDir = new URL("../fixtures/recorded/", import.meta.url);
+
+/** The bytes of a recorded fixture file, as committed. */
+export function readRecording(name: string): Buffer {
+  return readFileSync(new URL(name, recordedDir));
+}
+
+/**
+ * How a recorded body is cut into writes: `frames` ends a write after each blank line
+ * (one SSE frame per write, as servers flush), `whole` sends it in one write, and
+ * `{ seed }` cuts at pseudo-random byte offsets (1 to `maxBytes` bytes a write), so
+ * frames, lines, `\n\n` separators and UTF-8 characters split wherever the seed says.
+ */
+export type RecordingCut = "frames" | "whole" | { seed: number; maxBytes?: number };
+
+/** Cuts `body` into writes whose concatenation is `body` again, byte for byte. */
+export function cutRecording(body: Uint8Array, cut: RecordingCut): Uint8Array[] {
+  if (cut === "whole") return [body];
+  const writes: Uint8Array[] = [];
+  let start = 0;
+  if (cut === "frames") {
+    for (let i = 1; i < body.length; i++) {
+      if (body[i] === 0x0a && body[i - 1] === 0x0a) {
+        writes.push(body.subarray(start, i + 1));
+        start = i + 1;
+      }
+    }
+  } else {
+    const next = seededRandom(cut.seed);
+    const maxBytes = cut.maxBytes ?? 48;
+    while (start < body.length) {
+      const end = Math.min(body.length, start + 1 + Math.floor(next() * maxBytes));
+      writes.push(body.subarray(start, end));
+      start = end;
+    }
+  }
+  if (start < body.length) writes.push(body.subarray(start));
+  return writes;
+}
+
+/**
+ * The SSE body of a recording kept as one JSON chunk per line (the `*.chunks.txt` files
+ * copied from vercel/ai): each line, unchanged, becomes a `data:` line, named by an
+ * `event:` line carrying its `type` for Anthropic, with OpenAI's closing `data: [DONE]`.
+ * The JSON payloads are the recorded bytes; only this framing is reconstructed.
+ */
+function sseFromChunkLines(text: string, format: "openai" | "anthropic"): Buffer {
+  const lines = text.split("\n").filter((line) => line.trim() !== "");
+  const frames = lines.map((line) => {
+    if (format === "openai") return `data: ${line}\n\n`;
+    const type = (JSON.parse(line) as { type: string }).type;
+    return `event: ${type}\ndata: ${line}\n\n`;
+  });
+  if (format === "openai") frames.push("data: [DONE]\n\n");
+  return Buffer.from(frames.join(""), "utf8");
+}
+
+/** The body a recorded fixture is served as: `.sse` files verbatim, `.chunks.txt` files framed as SSE. */
+export function recordedBody(name: string, format: "openai" | "anthropic"): Buffer {
+  const file = readRecording(name);
+  return name.endsWith(".chunks.txt") ? sseFromChunkLines(file.toString("utf8"), format) : file;
+}
+
+/** mulberry32: a small seeded generator, so a failing cut can be replayed from its seed. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

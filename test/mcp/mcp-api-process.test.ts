@@ -93,7 +93,7 @@ describe("MCP servers are reached from an API-only process through workers", () 
     expect(elapsed).toBeLessThan(pickupMs + 3_000);
     expect(processesWith(token)).toEqual([]);
     // Withdrawn, so a worker that starts later does not run it for nobody.
-    expect(await env.services.redis.keys(`${env.config.queuePrefix}:mcp-requests:mcp-*`)).toEqual([]);
+    expect(await env.services.redis.keys(`${env.config.redis.queuePrefix}:mcp-requests:mcp-*`)).toEqual([]);
     // An API-only process confines nothing, so its readiness says nothing about confinement.
     const ready = await fetch(`${api.url}/readyz`);
     expect(ready.status).toBe(200);

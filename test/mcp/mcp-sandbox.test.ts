@@ -128,7 +128,7 @@ describe("stdio MCP servers in the sandbox", () => {
     const runner = createSandbox({
       bwrapPath: "/nonexistent/bwrap",
       searchPath: "/usr/bin:/bin",
-      workspacesDir: env.config.workspacesDir,
+      workspacesDir: env.config.workspaces.dir,
       servicePaths: [repoRoot],
     });
     const mcp = createMcpConnections({
@@ -136,7 +136,7 @@ describe("stdio MCP servers in the sandbox", () => {
       sandbox: {
         runner,
         confined: true,
-        placeFor: async () => ({ workspaceDir: env.config.workspacesDir, identity: testIdentity, limits: env.config.toolLimits }),
+        placeFor: async () => ({ workspaceDir: env.config.workspaces.dir, identity: testIdentity, limits: env.config.toolLimits }),
       },
     });
     try {

@@ -133,7 +133,7 @@ describe("logs", () => {
 
     const text = lines.join("\n");
     expect(text.length).toBeGreaterThan(0);
-    for (const value of [providerKey, secret, secret.slice("whsec_".length), client.key, env.config.adminToken ?? "never"]) {
+    for (const value of [providerKey, secret, secret.slice("whsec_".length), client.key, env.config.api.adminToken ?? "never"]) {
       expect(text.includes(value), `a secret (${value.slice(0, 6)}...) was logged`).toBe(false);
     }
   });

@@ -54,7 +54,7 @@ const grew = (before: string, after: string, name: string, labels: Record<string
 describe("metrics", () => {
   it("X8: /metrics answers only with its own token, never with an API key or the admin token", async () => {
     expect((await env.app.request("/metrics")).status).toBe(401);
-    for (const other of [client.key, env.config.adminToken ?? "", `${token}x`]) {
+    for (const other of [client.key, env.config.api.adminToken ?? "", `${token}x`]) {
       const refused = await env.app.request("/metrics", { headers: { authorization: `Bearer ${other}` } });
       expect(refused.status).toBe(401);
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("unauthorized");

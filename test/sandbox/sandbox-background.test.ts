@@ -167,7 +167,7 @@ describe("sandboxed background commands", () => {
       bwrapPath: "bwrap",
       slirp4netnsPath: "/nonexistent/slirp4netns",
       searchPath: toolPath,
-      workspacesDir: env.config.workspacesDir,
+      workspacesDir: env.config.workspaces.dir,
       servicePaths: [repoRoot],
     });
     try {
@@ -191,7 +191,7 @@ describe("sandboxed background commands", () => {
     const runner = createSandbox({
       bwrapPath: "/nonexistent/bwrap",
       searchPath: toolPath,
-      workspacesDir: env.config.workspacesDir,
+      workspacesDir: env.config.workspaces.dir,
       servicePaths: [repoRoot],
     });
     try {

@@ -27,7 +27,7 @@ beforeAll(async () => {
   bomber = await env.newTenant("bomber");
   const patched = await env.admin.patch(`/v1/tenants/${bomber.tenantId}`, { limits: low });
   expect(patched.status).toBe(200);
-  canary = watch([path.join(env.config.workspacesDir, String(client.tenantId))]);
+  canary = watch([path.join(env.config.workspaces.dir, String(client.tenantId))]);
 });
 afterAll(async () => killAll(markers));
 
@@ -78,7 +78,7 @@ describe("escape suite: identity and limits", () => {
     expect(folder.mode & 0o777).toBe(0o700);
     // The folders above it: others may pass, not list.
     expect((await stat(path.dirname(workspace))).mode & 0o777).toBe(0o711);
-    expect((await stat(env.config.workspacesDir)).mode & 0o777).toBe(0o711);
+    expect((await stat(env.config.workspaces.dir)).mode & 0o777).toBe(0o711);
     // Another tenant's processes get another uid.
     expect(await toolUidOf(bomber)).not.toBe(tenantUid);
   });

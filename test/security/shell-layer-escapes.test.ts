@@ -18,7 +18,7 @@ afterAll(async () => rm(outside, { recursive: true, force: true }));
 
 /** Waits until some layer's upper folder holds `relative`, and answers that path. */
 async function inLayer(relative: string): Promise<string> {
-  const layers = path.join(env.config.workspacesDir, ".calls");
+  const layers = path.join(env.config.workspaces.dir, ".calls");
   return waitFor(
     async () => {
       for (const name of await readdir(layers).catch(() => [] as string[])) {

@@ -5,7 +5,7 @@ export type Route = { screen: "sessions" } | { screen: "session"; sessionId: str
 
 const base = "/console";
 
-export function parseRoute(pathname: string): Route {
+function parseRoute(pathname: string): Route {
   const rest = pathname.startsWith(base) ? pathname.slice(base.length) : pathname;
   const session = /^\/sessions\/([A-Za-z0-9_-]+)\/?$/.exec(rest);
   if (session?.[1]) return { screen: "session", sessionId: session[1] };

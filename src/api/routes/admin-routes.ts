@@ -33,7 +33,7 @@ const listWorkers = createRoute({
 /** Behind the admin token, which `createApp` checks on /v1/admin and below. */
 export function registerAdminRoutes(app: App, services: ApiServices): void {
   app.openapi(listWorkers, async (c) => {
-    const rows = await liveWorkers(services.db.pool, services.config.livenessTimeoutMs);
+    const rows = await liveWorkers(services.db.pool, services.config.workers.livenessTimeoutMs);
     const workers = rows.map((row) => ({
       id: row.id,
       host: row.host,

@@ -107,7 +107,7 @@ export function registerFileChangeRoutes(app: App, services: ApiServices): void 
 
   app.openapi(revert, async (c) => {
     const body = c.req.valid("json") as { andLater?: boolean } | undefined;
-    const reverted = await revertFileChanges(services.db.db, services.config.workspacesDir, {
+    const reverted = await revertFileChanges(services.db.db, services.config.workspaces.dir, {
       tenantId: c.get("tenantId"),
       changeId: c.req.valid("param").id,
       andLater: body?.andLater ?? false,

@@ -387,11 +387,11 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
  * webhook targets, unless FOYA_MCP_ALLOW_PRIVATE.
  */
 function refuseUnsafeTransport(
-  config: Pick<ApiServices["config"], "mcpStdioCommands" | "mcpAllowPrivate">,
+  config: Pick<ApiServices["config"], "mcp">,
   transport: { kind: "stdio"; command: string } | { kind: "http"; url: string },
 ): void {
   if (transport.kind === "stdio") {
-    if (!config.mcpStdioCommands.includes(transport.command)) {
+    if (!config.mcp.stdioCommands.includes(transport.command)) {
       throw new FoyaError(
         "bad_request",
         `stdio MCP servers run programs on the service's hosts; "${transport.command}" is not one an operator allowed (FOYA_MCP_STDIO_COMMANDS)`,
@@ -399,7 +399,7 @@ function refuseUnsafeTransport(
     }
     return;
   }
-  if (config.mcpAllowPrivate) return;
+  if (config.mcp.allowPrivate) return;
   const refused = refusedLiteralHost(new URL(transport.url).hostname);
   if (refused) throw new FoyaError("bad_request", `the MCP server URL is refused: ${refused}`);
 }

@@ -21,7 +21,7 @@ const getMetrics = createRoute({
  * does not exist here (404); `FOYA_METRICS_PORT` serves the same text on a port of its own.
  */
 export function registerMetricsRoutes(app: App, services: Pick<ApiServices, "config" | "metrics">): void {
-  const token = services.config.observability.metricsToken;
+  const token = services.config.metrics.token;
   if (!token) return;
   const expected = Buffer.from(`Bearer ${token}`);
   app.openapi(getMetrics, async (c) => {

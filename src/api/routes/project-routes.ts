@@ -40,7 +40,7 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
     // The workspace belongs to the tenant's tool uid from the start (SPEC S7); nobody else may enter it.
     const settings = await services.tenantSettings.get(tenantId);
     const workspacePath = await createWorkspaceFolder(
-      services.config.workspacesDir,
+      services.config.workspaces.dir,
       [tenantId, id],
       toolIdentity(services.identityMode, settings.toolUidSlot),
     );

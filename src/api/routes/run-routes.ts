@@ -122,7 +122,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
       const afterSeq = Number.isFinite(lastEventId) && lastEventId >= 0 ? lastEventId : query.after;
       const slot = await streams.slots.acquire(tenantId);
       if (!slot) {
-        const max = services.config.apiLimits.maxStreamsPerTenant;
+        const max = services.config.api.maxStreamsPerTenant;
         throw new FoyaError(
           "too_many_streams",
           `this tenant already has ${max} open event streams, the most allowed; close one, or read events as JSON pages with ?after=`,
@@ -132,7 +132,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
         tenantId,
         sessionId: session.id,
         afterSeq,
-        keepaliveMs: services.config.sseKeepaliveMs,
+        keepaliveMs: services.config.api.sseKeepaliveMs,
         slot,
         sequences: streams.sequences,
       }) as never;

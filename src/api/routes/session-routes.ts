@@ -64,7 +64,7 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
     const body = c.req.valid("json");
     const tenantId = c.get("tenantId");
     const project = await findProject(services.db.db, tenantId, body.projectId);
-    const providerProfile = body.providerProfile ?? services.config.defaultProvider;
+    const providerProfile = body.providerProfile ?? services.config.providers.defaultProfile;
     if (!services.providers.has(providerProfile)) {
       throw new FoyaError("bad_request", `provider profile "${providerProfile}" is not configured on this server`);
     }

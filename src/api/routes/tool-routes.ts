@@ -20,7 +20,7 @@ export function registerToolRoutes(app: App, services: ApiServices): void {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("query").session);
     const { registry } = await services.catalogViaWorkers.forProject({ tenantId: session.tenantId, projectId: session.projectId });
     const exposed = new Set(
-      dropAgentAtDepthLimit(registry.exposedFor(session), session, services.config.agentMaxDepth).map((tool) => tool.name),
+      dropAgentAtDepthLimit(registry.exposedFor(session), session, services.config.runs.agentMaxDepth).map((tool) => tool.name),
     );
     const tools = registry
       .list()

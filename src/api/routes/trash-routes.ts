@@ -57,7 +57,7 @@ const restoreTrashEntry = createRoute({
 export function registerTrashRoutes(app: App, services: ApiServices): void {
   const projectOf = async (tenantId: string, id: string) => {
     const project = await findProject(services.db.db, tenantId, id);
-    return { workspacePath: project.workspacePath, trash: projectTrashRoot(services.config.workspacesDir, project.workspacePath) };
+    return { workspacePath: project.workspacePath, trash: projectTrashRoot(services.config.workspaces.dir, project.workspacePath) };
   };
 
   app.openapi(listProjectTrash, async (c) => {
@@ -71,7 +71,7 @@ export function registerTrashRoutes(app: App, services: ApiServices): void {
     const project = await projectOf(c.get("tenantId"), id);
     const entry = await findTrashEntry(project.trash, project.workspacePath, entryId);
     if (!entry) throw notFound("trash entry");
-    const workspace = projectWorkspaceFiles(services.config.workspacesDir, project.workspacePath);
+    const workspace = projectWorkspaceFiles(services.config.workspaces.dir, project.workspacePath);
     try {
       const restored = await workspace.restoreFromTrash(entry.path, entry.hostPath);
       // The entry is back: its record goes too.

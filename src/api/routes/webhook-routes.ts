@@ -98,7 +98,7 @@ export function registerWebhookRoutes(app: App, services: ApiServices): void {
 
   app.openapi(create, async (c) => {
     const body = c.req.valid("json");
-    if (!services.config.webhookAllowPrivate) {
+    if (!services.config.webhooks.allowPrivate) {
       const refused = refusedLiteralHost(new URL(body.url).hostname);
       if (refused) throw new FoyaError("bad_request", `url: ${refused}`);
     }

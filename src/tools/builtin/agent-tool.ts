@@ -1,4 +1,5 @@
-import { defineTool, errorResult, type SubAgentRequest } from "../tool.js";
+import { z } from "zod";
+import { defineTool, errorResult } from "../tool.js";
 
 export const agentToolName = "agent";
 
@@ -9,28 +10,26 @@ export const agentToolName = "agent";
  * calls go through the approval gateway under its own (never wider) mode, so starting
  * one is itself harmless: it is classed `read` and may run in parallel with others.
  */
-export const agentTool = defineTool<SubAgentRequest>({
+export const agentTool = defineTool({
   name: agentToolName,
   description:
     "Start a sub-agent on a self-contained task. It works in the same workspace with your tools (or the subset you name) and returns its final answer as this call's result. Give it everything it needs in `task`: it does not see this conversation.",
-  parameters: {
-    type: "object",
-    properties: {
-      task: { type: "string", minLength: 1, maxLength: 100_000, description: "The task, complete with the context the sub-agent needs." },
-      tools: {
-        type: "array",
-        items: { type: "string", minLength: 1 },
-        uniqueItems: true,
-        maxItems: 500,
-        description: "Tool names the sub-agent may use; only tools you may use. Default: the same as yours.",
-      },
-      readOnly: { type: "boolean", description: "Limit the sub-agent to tools that only read." },
-      approvalMode: { type: "string", enum: ["manual", "auto", "full_access"], description: "Never wider than your own; default: yours." },
-      instructions: { type: "string", maxLength: 100_000, description: "A system prompt for the sub-agent." },
-    },
-    required: ["task"],
-    additionalProperties: false,
-  },
+  parameters: z
+    .object({
+      task: z.string().min(1).max(100_000).describe("The task, complete with the context the sub-agent needs."),
+      tools: z
+        .array(z.string().min(1))
+        .max(500)
+        // zod has no uniqueItems: the refinement holds zod to it, the metadata puts it in the JSON Schema.
+        .refine((names) => new Set(names).size === names.length, "tool names must be unique")
+        .meta({ uniqueItems: true })
+        .describe("Tool names the sub-agent may use; only tools you may use. Default: the same as yours.")
+        .optional(),
+      readOnly: z.boolean().describe("Limit the sub-agent to tools that only read.").optional(),
+      approvalMode: z.enum(["manual", "auto", "full_access"]).describe("Never wider than your own; default: yours.").optional(),
+      instructions: z.string().max(100_000).describe("A system prompt for the sub-agent.").optional(),
+    })
+    .strict(),
   exposure: "direct",
   sideEffect: "read",
   parallel: true,

@@ -1,16 +1,25 @@
+import { z } from "zod";
 import type { ProcessLimits } from "../../core/process-limits.js";
 import { findPermanentDelete } from "../shell/permanent-delete.js";
 import type { PreparedLayer, ShellEnd } from "../shell/spawn-shell.js";
 import { defineTool, errorResult, textResult, type FileChangeRecord, type ToolContext, type ToolResult } from "../tool.js";
 
-interface BashArgs {
-  command: string;
-  timeoutMs?: number;
-  background?: boolean;
-}
-
 const defaultTimeoutMs = 120_000;
 const maxTimeoutMs = 600_000;
+
+const bashArguments = z
+  .object({
+    command: z.string().min(1).max(100_000).describe("The command line, run with bash -c."),
+    timeoutMs: z.int().min(100).max(maxTimeoutMs).describe(`Time limit in milliseconds (default ${defaultTimeoutMs}).`).optional(),
+    background: z
+      .boolean()
+      .describe(
+        "Start the command in the background and answer its id at once; follow it with command_status, command_output and command_cancel.",
+      )
+      .optional(),
+  })
+  .strict();
+
 /** A small head (the first error is often early) and mostly the tail (SPEC O1). */
 const headBytes = 4 * 1024;
 const tailBytes = 28 * 1024;
@@ -23,29 +32,11 @@ const tailBytes = 28 * 1024;
  * deletes are refused. When the confinement cannot be set up the call fails
  * closed with `sandbox_unavailable`.
  */
-export const bashTool = defineTool<BashArgs>({
+export const bashTool = defineTool({
   name: "bash",
   description:
     "Run a shell command (bash) in the project workspace and return its exit status and output (long output keeps the start and mostly the end). Use the delete tool, not rm, to delete files.",
-  parameters: {
-    type: "object",
-    properties: {
-      command: { type: "string", minLength: 1, maxLength: 100_000, description: "The command line, run with bash -c." },
-      timeoutMs: {
-        type: "integer",
-        minimum: 100,
-        maximum: maxTimeoutMs,
-        description: `Time limit in milliseconds (default ${defaultTimeoutMs}).`,
-      },
-      background: {
-        type: "boolean",
-        description:
-          "Start the command in the background and answer its id at once; follow it with command_status, command_output and command_cancel.",
-      },
-    },
-    required: ["command"],
-    additionalProperties: false,
-  },
+  parameters: bashArguments,
   exposure: "direct",
   sideEffect: "exec",
   approvalSubject: (args) => ({ kind: "command", command: args.command }),
@@ -118,7 +109,7 @@ function describeEnd(
   end: ShellEnd,
   stopped: "timeout" | "cancelled" | undefined,
   timeoutMs: number,
-  args: BashArgs,
+  args: z.input<typeof bashArguments>,
   text: string,
   limits: ProcessLimits,
 ): ToolResult {

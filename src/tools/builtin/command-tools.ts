@@ -1,6 +1,7 @@
+import { z } from "zod";
 import { defineTool, errorResult, textResult, type AnyTool, type BackgroundCommandView } from "../tool.js";
 
-const idSchema = { type: "string", minLength: 1, maxLength: 64, description: "The id bash answered for a background command." };
+const commandId = z.string().min(1).max(64).describe("The id bash answered for a background command.");
 
 function describe(command: BackgroundCommandView): string {
   const end =
@@ -15,10 +16,10 @@ function describe(command: BackgroundCommandView): string {
 
 /** Status, output and cancel of background commands (SPEC B1); they read what the owning worker last flushed. */
 export const commandTools: AnyTool[] = [
-  defineTool<{ id: string }>({
+  defineTool({
     name: "command_status",
     description: "Show whether a background command is running, and how it ended.",
-    parameters: { type: "object", properties: { id: idSchema }, required: ["id"], additionalProperties: false },
+    parameters: z.object({ id: commandId }).strict(),
     exposure: "direct",
     sideEffect: "read",
     parallel: true,
@@ -27,16 +28,11 @@ export const commandTools: AnyTool[] = [
       return command ? textResult(describe(command)) : errorResult("unknown_command", `No background command ${args.id} in this session.`);
     },
   }),
-  defineTool<{ id: string; offset?: number; tail?: number }>({
+  defineTool({
     name: "command_output",
     description:
       "Read a background command's output (the start and mostly the end are kept). offset skips that many lines; tail keeps only the last lines.",
-    parameters: {
-      type: "object",
-      properties: { id: idSchema, offset: { type: "integer", minimum: 0 }, tail: { type: "integer", minimum: 1, maximum: 10_000 } },
-      required: ["id"],
-      additionalProperties: false,
-    },
+    parameters: z.object({ id: commandId, offset: z.int().min(0).optional(), tail: z.int().min(1).max(10_000).optional() }).strict(),
     exposure: "direct",
     sideEffect: "read",
     parallel: true,
@@ -49,10 +45,10 @@ export const commandTools: AnyTool[] = [
       return textResult(`${describe(command)}\n${lines.join("\n")}`);
     },
   }),
-  defineTool<{ id: string }>({
+  defineTool({
     name: "command_cancel",
     description: "Stop a background command and everything it started.",
-    parameters: { type: "object", properties: { id: idSchema }, required: ["id"], additionalProperties: false },
+    parameters: z.object({ id: commandId }).strict(),
     exposure: "direct",
     sideEffect: "exec",
     async run(context, args) {

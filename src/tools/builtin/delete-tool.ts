@@ -1,10 +1,7 @@
+import { z } from "zod";
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import { defineTool, type FileChangeRecord } from "../tool.js";
 import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
-
-interface DeleteArgs {
-  path: string;
-}
 
 /** Folders a model may not delete outside Full Access, nor anything inside them (SPEC F4). */
 const protectedFolders = new Set([".git", ".agents", ".foya"]);
@@ -26,15 +23,10 @@ function protectedReason(path: string, requested: string, mode: string): string 
  * the workspace, in any mode); the protected folders are checked on the entry
  * the door actually removes.
  */
-export const deleteTool = defineTool<DeleteArgs>({
+export const deleteTool = defineTool({
   name: "delete",
   description: "Delete a file or folder of the workspace by moving it to the trash. It can be restored by reverting the change.",
-  parameters: {
-    type: "object",
-    properties: { path: { type: "string", minLength: 1, maxLength: 4096, description: "Path relative to the workspace root." } },
-    required: ["path"],
-    additionalProperties: false,
-  },
+  parameters: z.object({ path: z.string().min(1).max(4096).describe("Path relative to the workspace root.") }).strict(),
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),

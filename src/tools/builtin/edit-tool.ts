@@ -1,13 +1,17 @@
+import { z } from "zod";
 import { displayDiff, maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import { defineTool, errorResult, type ToolResult } from "../tool.js";
 import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
-interface EditArgs {
-  path: string;
-  old_string: string;
-  new_string: string;
-  replace_all?: boolean;
-}
+const editArguments = z
+  .object({
+    path: z.string().min(1).max(4096).describe("Path relative to the workspace root."),
+    old_string: z.string().min(1).describe("The exact text to replace."),
+    new_string: z.string().describe("The text to put in its place."),
+    replace_all: z.boolean().describe("Replace every occurrence (default false).").optional(),
+  })
+  .strict();
+type EditArgs = z.input<typeof editArguments>;
 
 function countOccurrences(text: string, needle: string): number {
   let count = 0;
@@ -52,21 +56,11 @@ function applyEdit(content: Buffer, args: EditArgs): { ok: true; updated: string
  * `replace_all`; a file with CRLF line endings keeps them even when the model
  * wrote LF. The change is recorded like `write`'s (F1).
  */
-export const editTool = defineTool<EditArgs>({
+export const editTool = defineTool({
   name: "edit",
   description:
     "Replace an exact string in a text file of the workspace. old_string must match exactly once unless replace_all is true; include enough surrounding lines to make it unique.",
-  parameters: {
-    type: "object",
-    properties: {
-      path: { type: "string", minLength: 1, maxLength: 4096, description: "Path relative to the workspace root." },
-      old_string: { type: "string", minLength: 1, description: "The exact text to replace." },
-      new_string: { type: "string", description: "The text to put in its place." },
-      replace_all: { type: "boolean", description: "Replace every occurrence (default false)." },
-    },
-    required: ["path", "old_string", "new_string"],
-    additionalProperties: false,
-  },
+  parameters: editArguments,
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),

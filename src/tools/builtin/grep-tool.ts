@@ -1,13 +1,8 @@
+import { z } from "zod";
 import { compileGlob } from "../../workspace/glob-pattern.js";
 import { defineTool, errorResult, textResult } from "../tool.js";
 import { compileLinePattern } from "../line-pattern.js";
 import { workspaceFailure } from "./workspace-failure.js";
-
-interface GrepArgs {
-  pattern: string;
-  glob?: string;
-  ignoreCase?: boolean;
-}
 
 const maxMatches = 500;
 const maxLineLength = 300;
@@ -22,20 +17,17 @@ const skipped = new Set(["node_modules", ".git"]);
  * never followed, each file read from the folder the walk holds: S6); the
  * pattern and the glob both run in linear time.
  */
-export const grepTool = defineTool<GrepArgs>({
+export const grepTool = defineTool({
   name: "grep",
   description:
     "Search workspace files for a regular expression (RE2 syntax, like JavaScript's without backreferences or lookaround). Answers path:line: text for each match. node_modules, .git, symbolic links and binary files are skipped.",
-  parameters: {
-    type: "object",
-    properties: {
-      pattern: { type: "string", minLength: 1, maxLength: 1000, description: "Regular expression." },
-      glob: { type: "string", minLength: 1, maxLength: 1000, description: 'Files to search (default "**/*").' },
-      ignoreCase: { type: "boolean" },
-    },
-    required: ["pattern"],
-    additionalProperties: false,
-  },
+  parameters: z
+    .object({
+      pattern: z.string().min(1).max(1000).describe("Regular expression."),
+      glob: z.string().min(1).max(1000).describe('Files to search (default "**/*").').optional(),
+      ignoreCase: z.boolean().optional(),
+    })
+    .strict(),
   exposure: "direct",
   sideEffect: "read",
   parallel: true,

@@ -1,21 +1,25 @@
+import { z } from "zod";
 import { defineTool, errorResult, textResult } from "../tool.js";
 import { compileLinePattern } from "../line-pattern.js";
 
 /** The tool the context compiler offers while a projected result is in the request (SPEC O3). */
 export const historyReadToolName = "history_read_tool_result";
 
-interface HistoryReadArgs {
-  reference: string;
-  operation: "inspect" | "read" | "search";
-  startLine?: number;
-  endLine?: number;
-  startByte?: number;
-  endByte?: number;
-  pattern?: string;
-  regex?: boolean;
-  ignoreCase?: boolean;
-  contextLines?: number;
-}
+const historyReadArguments = z
+  .object({
+    reference: z.string().min(1).max(100).describe('The reference from the note, e.g. "res_3_2_0".'),
+    operation: z.enum(["inspect", "read", "search"]),
+    startLine: z.int().min(1).optional(),
+    endLine: z.int().min(1).optional(),
+    startByte: z.int().min(0).optional(),
+    endByte: z.int().min(0).optional(),
+    pattern: z.string().min(1).max(1000).optional(),
+    regex: z.boolean().describe("Treat pattern as a JavaScript regular expression (default: plain text).").optional(),
+    ignoreCase: z.boolean().optional(),
+    contextLines: z.int().min(0).max(20).optional(),
+  })
+  .strict();
+type HistoryReadArgs = z.input<typeof historyReadArguments>;
 
 const maxReadLines = 2000;
 const maxOutputChars = 64 * 1024;
@@ -27,27 +31,11 @@ const maxMatches = 100;
  * capped), `search` (text or regular expression, with context lines, capped).
  * Bad references, ranges and patterns are is_error results the model can fix.
  */
-export const historyReadTool = defineTool<HistoryReadArgs>({
+export const historyReadTool = defineTool({
   name: historyReadToolName,
   description:
     "Read a tool result that was too large to show whole. Pass the reference from the note in the shortened result. operation: inspect (size, lines, type), read (startLine/endLine, 1-based and inclusive, or startByte/endByte), search (pattern, as text or with regex true, with contextLines).",
-  parameters: {
-    type: "object",
-    properties: {
-      reference: { type: "string", minLength: 1, maxLength: 100, description: 'The reference from the note, e.g. "res_3_2_0".' },
-      operation: { type: "string", enum: ["inspect", "read", "search"] },
-      startLine: { type: "integer", minimum: 1 },
-      endLine: { type: "integer", minimum: 1 },
-      startByte: { type: "integer", minimum: 0 },
-      endByte: { type: "integer", minimum: 0 },
-      pattern: { type: "string", minLength: 1, maxLength: 1000 },
-      regex: { type: "boolean", description: "Treat pattern as a JavaScript regular expression (default: plain text)." },
-      ignoreCase: { type: "boolean" },
-      contextLines: { type: "integer", minimum: 0, maximum: 20 },
-    },
-    required: ["reference", "operation"],
-    additionalProperties: false,
-  },
+  parameters: historyReadArguments,
   exposure: "contextual",
   sideEffect: "read",
   parallel: true,

@@ -1,11 +1,7 @@
+import { z } from "zod";
 import { compileGlob } from "../../workspace/glob-pattern.js";
 import { defineTool, errorResult, textResult } from "../tool.js";
 import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
-
-interface ListArgs {
-  pattern?: string;
-  path?: string;
-}
 
 const maxShown = 1000;
 /** Entries looked at before a listing stops, so a huge tree costs a bounded walk. */
@@ -18,28 +14,16 @@ const skipped = new Set(["node_modules", ".git"]);
  * follows a link (S6); the glob (matched in linear time) only filters what the
  * walk meets, so no pattern can reach outside.
  */
-export const listTool = defineTool<ListArgs>({
+export const listTool = defineTool({
   name: "list",
   description:
     "List files in the workspace matching a glob pattern (default **/*), sorted. node_modules and .git are skipped; symbolic links are listed, not followed.",
-  parameters: {
-    type: "object",
-    properties: {
-      pattern: {
-        type: "string",
-        minLength: 1,
-        maxLength: 1000,
-        description: 'Glob relative to path, e.g. "src/**/*.ts" (default "**/*").',
-      },
-      path: {
-        type: "string",
-        minLength: 1,
-        maxLength: 4096,
-        description: "Folder to search from, relative to the workspace root (default the root).",
-      },
-    },
-    additionalProperties: false,
-  },
+  parameters: z
+    .object({
+      pattern: z.string().min(1).max(1000).describe('Glob relative to path, e.g. "src/**/*.ts" (default "**/*").').optional(),
+      path: z.string().min(1).max(4096).describe("Folder to search from, relative to the workspace root (default the root).").optional(),
+    })
+    .strict(),
   exposure: "direct",
   sideEffect: "read",
   approvalSubject: (args) => ({ kind: "path", path: args.path ?? "." }),

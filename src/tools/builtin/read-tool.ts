@@ -1,15 +1,10 @@
+import { z } from "zod";
 import { maxArtifactBytes } from "../../artifacts/artifact-store.js";
 import { sniffImageMediaType } from "../../artifacts/media-types.js";
 import { readLines } from "../../workspace/line-reader.js";
 import type { OpenedFile } from "../../workspace/workspace-files.js";
 import { defineTool, errorResult, textResult, type ToolResult } from "../tool.js";
 import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
-
-interface ReadArgs {
-  path: string;
-  offset?: number;
-  limit?: number;
-}
 
 const defaultLineLimit = 2000;
 const maxLineChars = 2000;
@@ -32,20 +27,17 @@ const numberingBytes = 8 * 10_000;
  * bytes) are returned as images (I1); other binary files are described, not
  * dumped. The file comes through the workspace door (S6).
  */
-export const readTool = defineTool<ReadArgs>({
+export const readTool = defineTool({
   name: "read",
   description:
     "Read a file from the project workspace. Text files return numbered lines; use offset (1-based line) and limit to page through long files. PNG, JPEG, GIF and WebP images are returned as images.",
-  parameters: {
-    type: "object",
-    properties: {
-      path: { type: "string", description: "Path relative to the workspace root.", minLength: 1, maxLength: 4096 },
-      offset: { type: "integer", minimum: 1, description: "First line to return (1-based)." },
-      limit: { type: "integer", minimum: 1, maximum: 10000, description: "How many lines to return." },
-    },
-    required: ["path"],
-    additionalProperties: false,
-  },
+  parameters: z
+    .object({
+      path: z.string().min(1).max(4096).describe("Path relative to the workspace root."),
+      offset: z.int().min(1).describe("First line to return (1-based).").optional(),
+      limit: z.int().min(1).max(10_000).describe("How many lines to return.").optional(),
+    })
+    .strict(),
   exposure: "direct",
   sideEffect: "read",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),

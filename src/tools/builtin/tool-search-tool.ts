@@ -1,28 +1,21 @@
+import { z } from "zod";
 import { defineTool, textResult } from "../tool.js";
-
-interface ToolSearchArgs {
-  query: string;
-  limit?: number;
-}
 
 /**
  * Finds deferred tools and activates them for the rest of the turn (SPEC R5).
  * The description is stable and names no tool, so the prompt cache survives a
  * catalogue that changes.
  */
-export const toolSearchTool = defineTool<ToolSearchArgs>({
+export const toolSearchTool = defineTool({
   name: "tool_search",
   description:
     "Search for more tools by describing what you want to do, or by a tool's exact name. Matching tools become callable from your next step in this turn.",
-  parameters: {
-    type: "object",
-    properties: {
-      query: { type: "string", minLength: 1, maxLength: 500, description: "What you want to do, or a tool name." },
-      limit: { type: "integer", minimum: 1, maximum: 20, description: "Most tools to activate (default 5)." },
-    },
-    required: ["query"],
-    additionalProperties: false,
-  },
+  parameters: z
+    .object({
+      query: z.string().min(1).max(500).describe("What you want to do, or a tool name."),
+      limit: z.int().min(1).max(20).describe("Most tools to activate (default 5).").optional(),
+    })
+    .strict(),
   exposure: "direct",
   sideEffect: "read",
   parallel: true,

@@ -1,10 +1,7 @@
 import { convert } from "html-to-text";
+import { z } from "zod";
 import { refusedHost } from "../../net/address-guard.js";
 import { defineTool, errorResult, textResult, type AnyTool, type ToolResult } from "../tool.js";
-
-interface WebFetchArgs {
-  url: string;
-}
 
 const defaultTimeoutMs = 15_000;
 const maxBodyBytes = 2 * 1024 * 1024;
@@ -18,15 +15,10 @@ const maxRedirects = 5;
  */
 export function createWebFetchTool(options: { allowPrivate: boolean; timeoutMs?: number }): AnyTool {
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
-  return defineTool<WebFetchArgs>({
+  return defineTool({
     name: "web_fetch",
     description: "Fetch a web page (http or https) and return its readable text. Long pages keep their beginning.",
-    parameters: {
-      type: "object",
-      properties: { url: { type: "string", minLength: 1, maxLength: 4000, description: "An http:// or https:// URL." } },
-      required: ["url"],
-      additionalProperties: false,
-    },
+    parameters: z.object({ url: z.string().min(1).max(4000).describe("An http:// or https:// URL.") }).strict(),
     exposure: "direct",
     sideEffect: "network",
     approvalSubject: (args) => ({ kind: "url", url: args.url }),

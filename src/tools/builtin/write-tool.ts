@@ -1,25 +1,18 @@
+import { z } from "zod";
 import { displayDiff, maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import { defineTool } from "../tool.js";
 import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
-interface WriteArgs {
-  path: string;
-  content: string;
-}
-
 /** Creates or replaces a text file; the change is recorded with both contents (F1) and a display diff (F2). */
-export const writeTool = defineTool<WriteArgs>({
+export const writeTool = defineTool({
   name: "write",
   description: "Write a text file in the project workspace, creating parent folders; replaces the file if it exists.",
-  parameters: {
-    type: "object",
-    properties: {
-      path: { type: "string", description: "Path relative to the workspace root.", minLength: 1, maxLength: 4096 },
-      content: { type: "string", description: "The complete new content of the file." },
-    },
-    required: ["path", "content"],
-    additionalProperties: false,
-  },
+  parameters: z
+    .object({
+      path: z.string().min(1).max(4096).describe("Path relative to the workspace root."),
+      content: z.string().describe("The complete new content of the file."),
+    })
+    .strict(),
   exposure: "direct",
   sideEffect: "write",
   approvalSubject: (args) => ({ kind: "path", path: args.path }),

@@ -7,7 +7,7 @@ import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import type { FileChangeRecord, ToolContext } from "../tool.js";
 
 /** How much of one call's changes is recorded file by file (SPEC X7); the rest is summarized, and removals are in the trash. */
-export const layerLimits = { maxFiles: 2000, maxBytes: 256 * 1024 * 1024, maxFileBytes: maxRecordedFileBytes };
+const layerLimits = { maxFiles: 2000, maxBytes: 256 * 1024 * 1024, maxFileBytes: maxRecordedFileBytes };
 
 export interface SettledLayer {
   records: FileChangeRecord[];
