@@ -15,7 +15,6 @@ import type { ShellRedirectFinding, ShellSubCommand } from "./analysis/shell-sub
  * resolved lexically against the workspace root, never on disk.
  */
 
-export type { FindingKind, ShellFinding } from "./shell-commands.js";
 export type { ShellRedirectFinding, ShellSubCommand } from "./analysis/shell-sub-command.js";
 
 export type ShellAnalysis =

@@ -17,21 +17,13 @@ import { readArguments } from "./analysis/read-arguments.js";
  */
 
 export { codeVariablePrefixes, codeVariables, commandVariables } from "./analysis/code-variables.js";
-export {
-  codeLoadingOptions,
-  dangerousPrefixes,
-  dangerousPrograms,
-  permanentDeleters,
-  unseenCommands,
-} from "./analysis/dangerous-programs.js";
-export { harmlessDevices } from "./analysis/harmless-devices.js";
-export { networkPrograms, networkSubcommands, networkWithoutSubcommand, subcommandValueOptions } from "./analysis/network-programs.js";
+export { dangerousPrefixes, dangerousPrograms, permanentDeleters } from "./analysis/dangerous-programs.js";
+export { subcommandValueOptions } from "./analysis/network-programs.js";
 export { patternFirst, patternOptions } from "./analysis/pattern-first.js";
-export { printers, silentPrograms } from "./analysis/printers.js";
+export { printers } from "./analysis/printers.js";
 export type { ProgramEffects } from "./analysis/program-effects.js";
-export { systemProgramFolders } from "./analysis/program-file-finding.js";
-export { deleteTool, type FindingKind, type ShellFinding } from "./analysis/shell-finding.js";
-export { declarers, reservedWords, shells, shellValueOptions } from "./analysis/shells.js";
+export { deleteTool, type ShellFinding } from "./analysis/shell-finding.js";
+export { declarers, shells, shellValueOptions } from "./analysis/shells.js";
 export { wrappers, type WrapperSpec } from "./analysis/wrappers.js";
 
 /** What `program` does through its own words (SPEC F4, S11): deletes, discarded work, emptied files, commands it runs. */

@@ -1,5 +1,5 @@
 /** Paths outside the workspace that are harmless to read or write. */
-export const harmlessDevices: ReadonlySet<string> = new Set([
+const harmlessDevices: ReadonlySet<string> = new Set([
   "/dev/null",
   "/dev/stdin",
   "/dev/stdout",
