@@ -23,7 +23,6 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/(api|worker)/"
  * the start-up probe (`select 1`) and a liveness pool that a busy shared pool cannot starve.
  */
 const queriesOutsideStore = [
-  "src/agents/start-sub-agent.ts",
   "src/api/auth.ts",
   "src/api/routes/approval-routes.ts",
   "src/api/routes/command-routes.ts",
@@ -40,10 +39,6 @@ const queriesOutsideStore = [
   "src/artifacts/artifact-store.ts",
   "src/files/revert-file-changes.ts",
   "src/mcp/mcp-server-store.ts",
-  "src/runs/create-run.ts",
-  "src/runs/delete-project.ts",
-  "src/runs/delete-session.ts",
-  "src/runs/deliver-child-result.ts",
   "src/startup/dependency-wait.ts",
   "src/tenants/tenant-settings.ts",
   "src/webhooks/delivery-store.ts",

@@ -16,6 +16,14 @@ export async function findCommand(db: Database, tenantId: string, id: string, se
   return row;
 }
 
+/** This tenant's session's running background commands (SPEC B3: deleting the session stops them). */
+export async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
+  return db
+    .select()
+    .from(commands)
+    .where(and(eq(commands.sessionId, sessionId), eq(commands.tenantId, tenantId), eq(commands.status, "running")));
+}
+
 /**
  * Asks the owning worker to kill a running command. A command whose owner no
  * longer renews its lease is recorded `lost` at once instead (B4).

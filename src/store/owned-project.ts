@@ -1,4 +1,4 @@
-import { and, eq, isNull, type SQL } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
 
@@ -15,4 +15,14 @@ export function ownedProject(tenantId: string, projectId: string): SQL {
 export async function ownedProjectWorkspace(db: DbExecutor, tenantId: string, projectId: string): Promise<string | undefined> {
   const [project] = await db.select({ workspacePath: projects.workspacePath }).from(projects).where(ownedProject(tenantId, projectId));
   return project?.workspacePath;
+}
+
+/** Marks this tenant's project deleted (SPEC F4) and answers its row; undefined for a missing or deleted one. */
+export async function markProjectDeleted(
+  db: DbExecutor,
+  tenantId: string,
+  projectId: string,
+): Promise<typeof projects.$inferSelect | undefined> {
+  const [project] = await db.update(projects).set({ deletedAt: sql`now()` }).where(ownedProject(tenantId, projectId)).returning();
+  return project;
 }

@@ -1,7 +1,9 @@
 import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, runs, sessions } from "../db/schema.js";
-import { eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+
+export type SessionRow = typeof sessions.$inferSelect;
 
 /** Replaces a session's task list (update_tasks); the caller announces it with `tasks_updated` in the same transaction. */
 export async function replaceSessionTasks(tx: Database, sessionId: string, tasks: readonly SessionTask[]): Promise<void> {
@@ -43,4 +45,51 @@ export async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[])
     .select({ id: sessions.id, eventSeq: sessions.eventSeq })
     .from(sessions)
     .where(inArray(sessions.id, [...ids]));
+}
+
+/** Inserts a session (a sub-agent's child session, SPEC A1) and answers its row. */
+export async function insertSession(tx: Database, values: typeof sessions.$inferInsert): Promise<SessionRow | undefined> {
+  const [row] = await tx.insert(sessions).values(values).returning();
+  return row;
+}
+
+/** A live session's active run and approval mode, unlocked: what a new turn checks before it locks anything (SPEC X6). */
+export async function peekLiveSession(
+  tx: Database,
+  tenantId: string,
+  sessionId: string,
+): Promise<{ activeRunId: string | null; approvalMode: SessionRow["approvalMode"] } | undefined> {
+  const [row] = await tx
+    .select({ activeRunId: sessions.activeRunId, approvalMode: sessions.approvalMode })
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)));
+  return row;
+}
+
+/** Locks a live (not deleted) session's row for update (SPEC X6); undefined for a missing or deleted one. */
+export async function lockLiveSession(tx: Database, sessionId: string): Promise<SessionRow | undefined> {
+  const [row] = await tx
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), isNull(sessions.deletedAt)))
+    .for("update");
+  return row;
+}
+
+/** Marks this tenant's session deleted (SPEC F4), keeping the first deletion time; undefined for no such session. */
+export async function markSessionDeleted(tx: Database, tenantId: string, sessionId: string): Promise<SessionRow | undefined> {
+  const [row] = await tx
+    .update(sessions)
+    .set({ deletedAt: sql`coalesce(${sessions.deletedAt}, now())` })
+    .where(and(eq(sessions.id, sessionId), eq(sessions.tenantId, tenantId)))
+    .returning();
+  return row;
+}
+
+/** The ids of a project's sessions not yet deleted (SPEC F4). */
+export async function liveSessionsOfProject(db: DbExecutor, tenantId: string, projectId: string): Promise<Array<{ id: string }>> {
+  return db
+    .select({ id: sessions.id })
+    .from(sessions)
+    .where(and(eq(sessions.projectId, projectId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)));
 }
