@@ -35,16 +35,12 @@ const queriesOutsideStore = [
   "src/api/routes/session-routes.ts",
   "src/api/routes/tenant-routes.ts",
   "src/api/routes/usage-routes.ts",
-  "src/approvals/decide-approval.ts",
   "src/artifacts/artifact-store.ts",
-  "src/files/revert-file-changes.ts",
   "src/mcp/mcp-server-store.ts",
   "src/startup/dependency-wait.ts",
-  "src/tenants/tenant-settings.ts",
   "src/webhooks/delivery-store.ts",
   "src/webhooks/webhook-outbox.ts",
   "src/webhooks/webhook-store.ts",
-  "src/worker/background-commands.ts",
   "src/worker/liveness.ts",
 ];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");

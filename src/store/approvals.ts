@@ -1,7 +1,53 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
+import type { Database } from "../db/client.js";
 import { approvals, toolCalls } from "../db/schema.js";
 import type { Effects } from "./transact.js";
 import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+
+export type ApprovalRow = typeof approvals.$inferSelect;
+
+/** The run of this tenant's approval, unlocked: what a decision locks first (SPEC X3); undefined for none. */
+export async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
+  const [found] = await tx
+    .select({ runId: approvals.runId })
+    .from(approvals)
+    .where(and(eq(approvals.id, approvalId), eq(approvals.tenantId, tenantId)));
+  return found;
+}
+
+/** Locks an approval's row for its decision (SPEC D11: exactly one decision wins), after its run. */
+export async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
+  const [approval] = await tx.select().from(approvals).where(eq(approvals.id, approvalId)).for("update");
+  return approval;
+}
+
+/** Records a decision on a locked approval (SPEC X3): status, reason, who and when, edited arguments. */
+export async function recordApprovalDecision(
+  tx: Database,
+  approvalId: string,
+  decision: Pick<ApprovalRow, "status" | "reason" | "decidedByKeyId" | "editedArguments">,
+): Promise<ApprovalRow | undefined> {
+  const [decided] = await tx
+    .update(approvals)
+    .set({
+      status: decision.status,
+      reason: decision.reason,
+      decidedByKeyId: decision.decidedByKeyId,
+      decidedAt: sql`now()`,
+      editedArguments: decision.editedArguments,
+    })
+    .where(eq(approvals.id, approvalId))
+    .returning();
+  return decided;
+}
+
+/** Pending approvals past their expiry, soonest first, at most `limit` (SPEC S4: each expires and counts as denied). */
+export async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
+  const due = await db.execute<{ id: string; tenant_id: string }>(sql`
+    select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
+  `);
+  return due.rows;
+}
 
 /**
  * Closes the pending approvals of calls that will not run after all (cancel,

@@ -1,0 +1,57 @@
+import { and, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
+import type { DbExecutor } from "../db/client.js";
+import { fileChanges, projects, sessions } from "../db/schema.js";
+
+/** Reads and marks the file changes a revert works on (SPEC F3); the revert holds its session's lock (D11). */
+export type FileChangeRow = typeof fileChanges.$inferSelect;
+
+/** The session of this tenant's file change, read before any lock; undefined for none (SPEC F3). */
+export async function fileChangeSessionOfTenant(
+  db: DbExecutor,
+  tenantId: string,
+  changeId: string,
+): Promise<{ sessionId: string } | undefined> {
+  const [owned] = await db
+    .select({ sessionId: fileChanges.sessionId })
+    .from(fileChanges)
+    .where(and(eq(fileChanges.id, changeId), eq(fileChanges.tenantId, tenantId)));
+  return owned;
+}
+
+/** Takes the session's revert lock for the rest of this transaction: reverts of one session take turns (SPEC D11). */
+export async function lockSessionReverts(tx: DbExecutor, sessionId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:revert:${sessionId}`}))`);
+}
+
+/** This tenant's file change with its project's workspace folder (SPEC F3); undefined for none. */
+export async function fileChangeWithWorkspace(
+  db: DbExecutor,
+  tenantId: string,
+  changeId: string,
+): Promise<{ change: FileChangeRow; workspacePath: string } | undefined> {
+  const [target] = await db
+    .select({ change: fileChanges, workspacePath: projects.workspacePath })
+    .from(fileChanges)
+    .innerJoin(sessions, eq(sessions.id, fileChanges.sessionId))
+    .innerJoin(projects, eq(projects.id, sessions.projectId))
+    .where(and(eq(fileChanges.id, changeId), eq(fileChanges.tenantId, tenantId)));
+  return target;
+}
+
+/** A session's unreverted file changes made at or after `since`, newest first (SPEC F3: a change and every later one). */
+export async function unrevertedChangesSince(db: DbExecutor, sessionId: string, since: Date): Promise<FileChangeRow[]> {
+  return db
+    .select()
+    .from(fileChanges)
+    .where(and(eq(fileChanges.sessionId, sessionId), gte(fileChanges.createdAt, since), isNull(fileChanges.revertedAt)))
+    .orderBy(desc(fileChanges.createdAt), desc(fileChanges.id));
+}
+
+/** Marks these file changes reverted now (SPEC F3) and answers their rows, in no particular order. */
+export async function markFileChangesReverted(db: DbExecutor, ids: readonly string[]): Promise<FileChangeRow[]> {
+  return db
+    .update(fileChanges)
+    .set({ revertedAt: sql`now()` })
+    .where(inArray(fileChanges.id, [...ids]))
+    .returning();
+}
