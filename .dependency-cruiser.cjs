@@ -35,8 +35,6 @@ const queriesOutsideStore = [
   "src/api/routes/session-routes.ts",
   "src/api/routes/tenant-routes.ts",
   "src/api/routes/usage-routes.ts",
-  "src/artifacts/artifact-store.ts",
-  "src/mcp/mcp-server-store.ts",
   "src/startup/dependency-wait.ts",
   "src/webhooks/delivery-store.ts",
   "src/webhooks/webhook-outbox.ts",
