@@ -36,9 +36,6 @@ const queriesOutsideStore = [
   "src/api/routes/tenant-routes.ts",
   "src/api/routes/usage-routes.ts",
   "src/startup/dependency-wait.ts",
-  "src/webhooks/delivery-store.ts",
-  "src/webhooks/webhook-outbox.ts",
-  "src/webhooks/webhook-store.ts",
   "src/worker/liveness.ts",
 ];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");
