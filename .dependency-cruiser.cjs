@@ -25,16 +25,9 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/(api|worker)/"
 const queriesOutsideStore = [
   "src/api/auth.ts",
   "src/api/routes/approval-routes.ts",
-  "src/api/routes/command-routes.ts",
-  "src/api/routes/file-change-routes.ts",
-  "src/api/routes/find-owned.ts",
-  "src/api/routes/health-routes.ts",
   "src/api/routes/policy-routes.ts",
-  "src/api/routes/project-routes.ts",
-  "src/api/routes/run-routes.ts",
   "src/api/routes/session-routes.ts",
   "src/api/routes/tenant-routes.ts",
-  "src/api/routes/usage-routes.ts",
   "src/startup/dependency-wait.ts",
   "src/worker/liveness.ts",
 ];

@@ -1,4 +1,4 @@
-import { and, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { CommandStatus } from "../core/statuses.js";
 import type { Database } from "../db/client.js";
 import { commands } from "../db/schema.js";
@@ -136,4 +136,18 @@ export async function markLostCommands(db: Database, id?: string): Promise<numbe
     .where(and(...conditions))
     .returning({ id: commands.id });
   return lost.length;
+}
+
+/** A session's background commands, oldest first (SPEC B1: `GET /v1/sessions/:id/commands`). */
+export async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
+  return db.select().from(commands).where(eq(commands.sessionId, sessionId)).orderBy(asc(commands.createdAt));
+}
+
+/** How many background commands this tenant runs now (SPEC B1, X5: the usage report). */
+export async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
+  const [running] = await db
+    .select({ count: sql<number>`count(*)::int` })
+    .from(commands)
+    .where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running")));
+  return running?.count ?? 0;
 }

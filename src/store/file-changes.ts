@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { fileChanges, projects, sessions } from "../db/schema.js";
 
@@ -54,4 +54,18 @@ export async function markFileChangesReverted(db: DbExecutor, ids: readonly stri
     .set({ revertedAt: sql`now()` })
     .where(inArray(fileChanges.id, [...ids]))
     .returning();
+}
+
+/** A session's file changes, oldest first (SPEC F3: the review list). */
+export async function fileChangesOfSession(db: DbExecutor, sessionId: string): Promise<FileChangeRow[]> {
+  return db.select().from(fileChanges).where(eq(fileChanges.sessionId, sessionId)).orderBy(asc(fileChanges.createdAt), asc(fileChanges.id));
+}
+
+/** This tenant's file change by id (SPEC F3, D8); undefined for none. */
+export async function fileChangeOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<FileChangeRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(fileChanges)
+    .where(and(eq(fileChanges.id, id), eq(fileChanges.tenantId, tenantId)));
+  return row;
 }

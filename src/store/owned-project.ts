@@ -26,3 +26,18 @@ export async function markProjectDeleted(
   const [project] = await db.update(projects).set({ deletedAt: sql`now()` }).where(ownedProject(tenantId, projectId)).returning();
   return project;
 }
+
+/** This tenant's project by id (SPEC D8); undefined for a missing or deleted one. */
+export async function findOwnedProject(db: DbExecutor, tenantId: string, id: string): Promise<typeof projects.$inferSelect | undefined> {
+  const [project] = await db.select().from(projects).where(ownedProject(tenantId, id));
+  return project;
+}
+
+/** Inserts a new project of a tenant (SPEC D8: every row belongs to a tenant) and answers its row. */
+export async function insertProject(
+  db: DbExecutor,
+  values: { id: string; tenantId: string; name: string; workspacePath: string },
+): Promise<typeof projects.$inferSelect | undefined> {
+  const [project] = await db.insert(projects).values(values).returning();
+  return project;
+}

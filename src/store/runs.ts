@@ -347,6 +347,15 @@ export async function lockOpenRunsOfSession(tx: Database, tenantId: string, sess
     .for("update");
 }
 
+/** This tenant's run by id (SPEC D8: another tenant's id is not found). */
+export async function runOfTenant(db: Database, tenantId: string, runId: string): Promise<RunRow | undefined> {
+  const [run] = await db
+    .select()
+    .from(runs)
+    .where(and(eq(runs.id, runId), eq(runs.tenantId, tenantId)));
+  return run;
+}
+
 /** A run's row as this transaction sees it. */
 export async function readRun(tx: Database, runId: string): Promise<RunRow | undefined> {
   const [row] = await tx.select().from(runs).where(eq(runs.id, runId));

@@ -93,3 +93,12 @@ export async function liveSessionsOfProject(db: DbExecutor, tenantId: string, pr
     .from(sessions)
     .where(and(eq(sessions.projectId, projectId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)));
 }
+
+/** This tenant's session by id, deleted or not; undefined for another tenant's or a missing one (SPEC D8). */
+export async function sessionOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<SessionRow | undefined> {
+  const [session] = await db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, id), eq(sessions.tenantId, tenantId)));
+  return session;
+}
