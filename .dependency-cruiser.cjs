@@ -23,10 +23,7 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/(api|worker)/"
  * the start-up probe (`select 1`) and a liveness pool that a busy shared pool cannot starve.
  */
 const queriesOutsideStore = [
-  "src/api/auth.ts",
   "src/api/routes/approval-routes.ts",
-  "src/api/routes/policy-routes.ts",
-  "src/api/routes/session-routes.ts",
   "src/api/routes/tenant-routes.ts",
   "src/startup/dependency-wait.ts",
   "src/worker/liveness.ts",

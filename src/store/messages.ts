@@ -1,5 +1,5 @@
 import type { HistoryMessage, MessagePosition } from "../core/history.js";
-import { and, desc, eq } from "drizzle-orm";
+import { and, asc, desc, eq } from "drizzle-orm";
 import type { Database, DbExecutor } from "../db/client.js";
 import { messages, runs } from "../db/schema.js";
 import { newId } from "../ids.js";
@@ -107,4 +107,13 @@ export async function lastAssistantMessageOfRun(tx: Database, runId: string): Pr
     .orderBy(desc(messages.stepIndex), desc(messages.part))
     .limit(1);
   return last?.content;
+}
+
+/** A session's whole history, in history order (`GET /v1/sessions/:id/messages`). */
+export async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
+  return db
+    .select()
+    .from(messages)
+    .where(eq(messages.sessionId, sessionId))
+    .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
 }

@@ -1,4 +1,5 @@
 import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
+import type { ApprovalPolicy } from "../core/policy.js";
 import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
 
@@ -7,7 +8,7 @@ import { projects } from "../db/schema.js";
  * deleted. Every read and update of a project by id goes through it, so another tenant's id and a
  * deleted project look the same as a missing one.
  */
-export function ownedProject(tenantId: string, projectId: string): SQL {
+function ownedProject(tenantId: string, projectId: string): SQL {
   return and(eq(projects.id, projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)) as SQL;
 }
 
@@ -40,4 +41,15 @@ export async function insertProject(
 ): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.insert(projects).values(values).returning();
   return project;
+}
+
+/** Replaces this tenant's project's approval policy (SPEC S2, D8); undefined for a missing or deleted project. */
+export async function setProjectPolicy(
+  db: DbExecutor,
+  tenantId: string,
+  projectId: string,
+  policy: ApprovalPolicy,
+): Promise<{ id: string } | undefined> {
+  const [row] = await db.update(projects).set({ policy }).where(ownedProject(tenantId, projectId)).returning({ id: projects.id });
+  return row;
 }

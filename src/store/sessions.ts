@@ -1,7 +1,7 @@
 import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, runs, sessions } from "../db/schema.js";
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 
 export type SessionRow = typeof sessions.$inferSelect;
 
@@ -47,7 +47,7 @@ export async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[])
     .where(inArray(sessions.id, [...ids]));
 }
 
-/** Inserts a session (a sub-agent's child session, SPEC A1) and answers its row. */
+/** Inserts a session (a new session of the API, or a sub-agent's child session, SPEC A1) and answers its row. */
 export async function insertSession(tx: Database, values: typeof sessions.$inferInsert): Promise<SessionRow | undefined> {
   const [row] = await tx.insert(sessions).values(values).returning();
   return row;
@@ -101,4 +101,14 @@ export async function sessionOfTenant(db: DbExecutor, tenantId: string, id: stri
     .from(sessions)
     .where(and(eq(sessions.id, id), eq(sessions.tenantId, tenantId)));
   return session;
+}
+
+/** This tenant's sessions not deleted, newest first, at most `limit` (SPEC D8). */
+export async function listLiveSessions(db: DbExecutor, tenantId: string, limit: number): Promise<SessionRow[]> {
+  return db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)))
+    .orderBy(desc(sessions.createdAt), desc(sessions.id))
+    .limit(limit);
 }
