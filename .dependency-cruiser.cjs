@@ -22,12 +22,7 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/(api|worker)/"
  * startup/dependency-wait.ts and worker/liveness.ts open their own connection on purpose:
  * the start-up probe (`select 1`) and a liveness pool that a busy shared pool cannot starve.
  */
-const queriesOutsideStore = [
-  "src/api/routes/approval-routes.ts",
-  "src/api/routes/tenant-routes.ts",
-  "src/startup/dependency-wait.ts",
-  "src/worker/liveness.ts",
-];
+const queriesOutsideStore = ["src/api/routes/approval-routes.ts", "src/startup/dependency-wait.ts", "src/worker/liveness.ts"];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");
 
 /** @type {import("dependency-cruiser").IConfiguration} */
