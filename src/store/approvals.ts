@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { approvals, toolCalls } from "../db/schema.js";
 import type { Effects } from "./transact.js";
@@ -108,4 +108,42 @@ const countPendingApprovalsStatement = statement<{ n: number }>(
 export async function countPendingApprovals(on: Queryable): Promise<number> {
   const rows = await run(on, countPendingApprovalsStatement, []);
   return rows[0]?.n ?? 0;
+}
+
+/** An approval with the call it asks about: the call's provider id, tool name and raw arguments. */
+export interface ApprovalWithCall {
+  approval: ApprovalRow;
+  callId: string;
+  tool: string;
+  argumentsRaw: string;
+}
+
+function selectApprovalsWithCalls(db: Database, where: SQL | undefined) {
+  return db
+    .select({ approval: approvals, callId: toolCalls.callId, tool: toolCalls.name, argumentsRaw: toolCalls.argumentsRaw })
+    .from(approvals)
+    .innerJoin(toolCalls, eq(toolCalls.id, approvals.toolCallId))
+    .where(where);
+}
+
+/** This tenant's approval with its call (SPEC X3, D8); undefined for none. */
+export async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
+  const [row] = await selectApprovalsWithCalls(db, and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
+  return row;
+}
+
+/** This tenant's approvals with their calls, newest first, at most `limit`, optionally of one status, session or run (SPEC X3). */
+export async function listApprovalsWithCalls(
+  db: Database,
+  tenantId: string,
+  filter: { status?: ApprovalRow["status"] | undefined; sessionId?: string | undefined; runId?: string | undefined },
+  limit: number,
+): Promise<ApprovalWithCall[]> {
+  const conditions = [eq(approvals.tenantId, tenantId)];
+  if (filter.status) conditions.push(eq(approvals.status, filter.status));
+  if (filter.sessionId) conditions.push(eq(approvals.sessionId, filter.sessionId));
+  if (filter.runId) conditions.push(eq(approvals.runId, filter.runId));
+  return selectApprovalsWithCalls(db, and(...conditions))
+    .orderBy(desc(approvals.createdAt))
+    .limit(limit);
 }

@@ -1,6 +1,6 @@
 import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
-import { projects, runs, sessions } from "../db/schema.js";
+import { projects, runs, sessions, tenants } from "../db/schema.js";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -111,4 +111,22 @@ export async function listLiveSessions(db: DbExecutor, tenantId: string, limit: 
     .where(and(eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)))
     .orderBy(desc(sessions.createdAt), desc(sessions.id))
     .limit(limit);
+}
+
+/** What the gateway judges a session's call by (SPEC S2): its tenant, project, approval mode, workspace and both policies; undefined for no such session. */
+export async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
+  const [scope] = await db
+    .select({
+      tenantId: sessions.tenantId,
+      projectId: sessions.projectId,
+      mode: sessions.approvalMode,
+      workspaceDir: projects.workspacePath,
+      tenantPolicy: tenants.policy,
+      projectPolicy: projects.policy,
+    })
+    .from(sessions)
+    .innerJoin(projects, eq(projects.id, sessions.projectId))
+    .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
+    .where(eq(sessions.id, sessionId));
+  return scope;
 }
