@@ -2,7 +2,11 @@ import { and, asc, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { fileChanges, projects, sessions } from "../db/schema.js";
 
-/** Reads and marks the file changes a revert works on (SPEC F3); the revert holds its session's lock (D11). */
+/**
+ * File changes as the review API reads them and a revert reads and marks them (SPEC F3); a revert
+ * holds its session's lock (D11) while it works.
+ */
+
 export type FileChangeRow = typeof fileChanges.$inferSelect;
 
 /** The session of this tenant's file change, read before any lock; undefined for none (SPEC F3). */
