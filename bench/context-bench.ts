@@ -34,7 +34,7 @@ import { fileURLToPath } from "node:url";
 import type pg from "pg";
 import { createApp } from "../src/api/app.js";
 import type { App } from "../src/api/app-env.js";
-import { artifactReader } from "../src/artifacts/artifact-store.js";
+import { artifactReader } from "../src/store/artifacts.js";
 import { loadConfig } from "../src/config.js";
 import { compileMessages } from "../src/context/compile-request.js";
 import { projectionLimit } from "../src/context/project-results.js";

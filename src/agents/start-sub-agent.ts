@@ -1,17 +1,15 @@
 import type { StepRef } from "../core/events.js";
-import { sessions } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { activateRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced, type TransactDeps } from "../store/transact.js";
 import { insertRun, lockHeldRun } from "../store/runs.js";
+import { insertSession, type SessionRow } from "../store/sessions.js";
 import { childOfCall, linkChildRun } from "../store/tool-calls.js";
 import type { Failpoints } from "../failpoints.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
 import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { narrowLimits } from "./child-limits.js";
 import type { OnInterrupted } from "../core/session.js";
-
-type SessionRow = typeof sessions.$inferSelect;
 
 export interface SubAgentParent {
   run: { id: string; tenantId: string; sessionId: string; fence: number; onInterrupted: OnInterrupted };
@@ -47,26 +45,23 @@ export async function startSubAgent(
     services,
     async (fx) => {
       if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
-      const [child] = await fx.tx
-        .insert(sessions)
-        .values({
-          id: newId("ses"),
-          tenantId: run.tenantId,
-          projectId: session.projectId,
-          approvalMode: limits.approvalMode,
-          providerProfile: session.providerProfile,
-          model: session.model,
-          toolAllowList: limits.toolAllowList,
-          runMode: limits.runMode,
-          systemPrompt: request.instructions ?? null,
-          parentSessionId: run.sessionId,
-          parentRunId: run.id,
-          parentCallId: call.callId,
-          depth: limits.depth,
-          // The parent's choice for interrupted calls holds for the work it delegates (D10).
-          onInterrupted: run.onInterrupted,
-        })
-        .returning();
+      const child = await insertSession(fx.tx, {
+        id: newId("ses"),
+        tenantId: run.tenantId,
+        projectId: session.projectId,
+        approvalMode: limits.approvalMode,
+        providerProfile: session.providerProfile,
+        model: session.model,
+        toolAllowList: limits.toolAllowList,
+        runMode: limits.runMode,
+        systemPrompt: request.instructions ?? null,
+        parentSessionId: run.sessionId,
+        parentRunId: run.id,
+        parentCallId: call.callId,
+        depth: limits.depth,
+        // The parent's choice for interrupted calls holds for the work it delegates (D10).
+        onInterrupted: run.onInterrupted,
+      });
       if (!child) throw new Error("session insert returned nothing");
       const childRun = await insertRun(fx.tx, {
         tenantId: run.tenantId,

@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { sameSecret } from "./same-secret.js";
-import { and, eq, isNull } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
-import { apiKeys } from "../db/schema.js";
+import { liveApiKeyByHash, liveApiKeyOfTenant } from "../store/api-keys.js";
 import type { Database } from "../db/client.js";
 import { FoyaError } from "../errors.js";
 import type { AppEnv } from "./app-env.js";
@@ -34,10 +33,7 @@ export function requireApiKey(db: Database, lockout: AuthFailureLockout): Middle
     const key = bearer(c.req.header("authorization"));
     if (!key) throw new FoyaError("unauthorized", "send Authorization: Bearer <api key>");
     await lockout.check(c);
-    const [row] = await db
-      .select({ id: apiKeys.id, tenantId: apiKeys.tenantId })
-      .from(apiKeys)
-      .where(and(eq(apiKeys.keyHash, hashApiKey(key)), isNull(apiKeys.revokedAt)));
+    const row = await liveApiKeyByHash(db, hashApiKey(key));
     if (!row) {
       await lockout.record(c);
       throw new FoyaError("unauthorized", "unknown or revoked API key");
@@ -61,12 +57,7 @@ export function acceptStreamToken(db: Database, lockout: AuthFailureLockout, tok
     if (c.req.method !== "GET" || token === undefined || c.req.header("authorization") !== undefined) return next();
     await lockout.check(c);
     const claims = tokens.verify(token, c.req.param("id") ?? "");
-    const [row] = claims
-      ? await db
-          .select({ id: apiKeys.id })
-          .from(apiKeys)
-          .where(and(eq(apiKeys.id, claims.apiKeyId), eq(apiKeys.tenantId, claims.tenantId), isNull(apiKeys.revokedAt)))
-      : [];
+    const row = claims ? await liveApiKeyOfTenant(db, claims.tenantId, claims.apiKeyId) : undefined;
     if (!claims || !row) {
       await lockout.record(c);
       throw new FoyaError("unauthorized", "invalid or expired stream token: mint one with POST /v1/sessions/{id}/stream-tokens");

@@ -1,13 +1,11 @@
-import { and, eq, sql } from "drizzle-orm";
-import { approvals, type runs } from "../db/schema.js";
+import type { runs } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import { answerCall, approveCall, callAwaitingDecision } from "../store/tool-calls.js";
 import { lockRun } from "../store/runs.js";
+import { approvalRunOfTenant, dueApprovals, lockApproval, recordApprovalDecision, type ApprovalRow } from "../store/approvals.js";
 import { resumeParkedBatch } from "../runs/resume-batch.js";
 import { transact, type Effects, type TransactDeps } from "../store/transact.js";
 import type { ApprovalStatus } from "../core/statuses.js";
-
-export type ApprovalRow = typeof approvals.$inferSelect;
 
 /** A decision on one approval (X3). `expire` is the policy's, taken when nobody answered in time. */
 export type ApprovalDecision =
@@ -44,13 +42,10 @@ const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as c
  */
 export async function decideApproval(services: TransactDeps, input: DecideInput): Promise<DecideResult> {
   const outcome = await transact(services, async (fx) => {
-    const [found] = await fx.tx
-      .select({ runId: approvals.runId })
-      .from(approvals)
-      .where(and(eq(approvals.id, input.approvalId), eq(approvals.tenantId, input.tenantId)));
+    const found = await approvalRunOfTenant(fx.tx, input.tenantId, input.approvalId);
     if (!found) throw notFound("approval");
     const run = await lockRun(fx.tx, found.runId);
-    const [approval] = await fx.tx.select().from(approvals).where(eq(approvals.id, input.approvalId)).for("update");
+    const approval = await lockApproval(fx.tx, input.approvalId);
     if (!run || !approval) throw notFound("approval");
 
     // Decided already, identically or not (D11): exactly one decision wins; the rest change nothing.
@@ -103,17 +98,12 @@ async function recordDecision(
   keyId: string | null,
 ): Promise<ApprovalRow> {
   const reason = decision.kind === "expire" ? "no decision arrived before the approval expired" : (decision.reason ?? null);
-  const [decided] = await fx.tx
-    .update(approvals)
-    .set({
-      status: statusOf[decision.kind],
-      reason,
-      decidedByKeyId: keyId,
-      decidedAt: sql`now()`,
-      editedArguments: decision.kind === "approve" ? (decision.editedArguments ?? null) : null,
-    })
-    .where(eq(approvals.id, approval.id))
-    .returning();
+  const decided = await recordApprovalDecision(fx.tx, approval.id, {
+    status: statusOf[decision.kind],
+    reason,
+    decidedByKeyId: keyId,
+    editedArguments: decision.kind === "approve" ? (decision.editedArguments ?? null) : null,
+  });
   // Approved, the call goes back to `queued` for the batch to run; otherwise it is answered below.
   const call =
     decision.kind === "approve" ? await approveCall(fx.tx, approval.toolCallId) : await callAwaitingDecision(fx.tx, approval.toolCallId);
@@ -157,11 +147,9 @@ async function recordDecision(
 
 /** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */
 export async function expireApprovals(services: TransactDeps, limit = 100): Promise<number> {
-  const due = await services.db.db.execute<{ id: string; tenant_id: string }>(sql`
-    select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
-  `);
+  const due = await dueApprovals(services.db.db, limit);
   let expired = 0;
-  for (const row of due.rows) {
+  for (const row of due) {
     const result = await decideApproval(services, {
       tenantId: row.tenant_id,
       approvalId: row.id,

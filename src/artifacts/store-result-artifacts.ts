@@ -2,7 +2,7 @@ import type { ResultPart } from "../core/history.js";
 import { storableText } from "../core/storable-text.js";
 import type { DbExecutor } from "../db/client.js";
 import type { BinaryResultPart, StoredToolResult, ToolResult } from "../core/tool-contract.js";
-import { maxArtifactBytes, putArtifact, type ArtifactScope } from "./artifact-store.js";
+import { maxArtifactBytes, putArtifact, type ArtifactScope } from "../store/artifacts.js";
 import { normalizeMediaType, sniffImageMediaType } from "./media-types.js";
 
 /** A tool answering more binary parts than this gets an is_error result: a result is read by a model, not a file dump. */

@@ -1,7 +1,7 @@
 import type { HistoryMessage, ResultPart } from "../core/history.js";
 import type { HistoryEntry } from "../store/messages.js";
 import { projectResult, referenceOf, resultText } from "./project-results.js";
-import type { ArtifactReader } from "../artifacts/artifact-store.js";
+import type { ArtifactReader } from "../store/artifacts.js";
 import { isImageMediaType } from "../artifacts/media-types.js";
 import type { RequestMessage, RequestResultPart } from "../providers/provider.js";
 

@@ -1,14 +1,20 @@
 import path from "node:path";
-import { and, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
-import { fileChanges, projects, sessions } from "../db/schema.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { FoyaError, notFound } from "../errors.js";
 import { maxRecordedFileBytes, sha256 } from "../store/blobs.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import { isWorkspaceError, type WorkspaceFiles } from "../workspace/workspace-files.js";
 import { getBlob } from "../store/blobs.js";
+import {
+  fileChangeSessionOfTenant,
+  fileChangeWithWorkspace,
+  lockSessionReverts,
+  markFileChangesReverted,
+  unrevertedChangesSince,
+  type FileChangeRow,
+} from "../store/file-changes.js";
 
-export type FileChangeRow = typeof fileChanges.$inferSelect;
+export type { FileChangeRow };
 
 /**
  * Reverts one file change, or it and every later change of its session
@@ -33,13 +39,10 @@ export async function revertFileChanges(
   workspacesDir: string,
   input: { tenantId: string; changeId: string; andLater: boolean },
 ): Promise<FileChangeRow[]> {
-  const [owned] = await database
-    .select({ sessionId: fileChanges.sessionId })
-    .from(fileChanges)
-    .where(and(eq(fileChanges.id, input.changeId), eq(fileChanges.tenantId, input.tenantId)));
+  const owned = await fileChangeSessionOfTenant(database, input.tenantId, input.changeId);
   if (!owned) throw notFound("file change");
   return database.transaction(async (db) => {
-    await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:revert:${owned.sessionId}`}))`);
+    await lockSessionReverts(db, owned.sessionId);
     return revertLocked(db, workspacesDir, input);
   });
 }
@@ -49,31 +52,14 @@ async function revertLocked(
   workspacesDir: string,
   input: { tenantId: string; changeId: string; andLater: boolean },
 ): Promise<FileChangeRow[]> {
-  const [target] = await db
-    .select({ change: fileChanges, workspacePath: projects.workspacePath })
-    .from(fileChanges)
-    .innerJoin(sessions, eq(sessions.id, fileChanges.sessionId))
-    .innerJoin(projects, eq(projects.id, sessions.projectId))
-    .where(and(eq(fileChanges.id, input.changeId), eq(fileChanges.tenantId, input.tenantId)));
+  const target = await fileChangeWithWorkspace(db, input.tenantId, input.changeId);
   if (!target) throw notFound("file change");
   if (target.change.revertedAt) {
     throw new FoyaError("conflict", `file change ${target.change.id} was already reverted at ${target.change.revertedAt.toISOString()}`, {
       current: { id: target.change.id, revertedAt: target.change.revertedAt.toISOString() },
     });
   }
-  const changes = input.andLater
-    ? await db
-        .select()
-        .from(fileChanges)
-        .where(
-          and(
-            eq(fileChanges.sessionId, target.change.sessionId),
-            gte(fileChanges.createdAt, target.change.createdAt),
-            isNull(fileChanges.revertedAt),
-          ),
-        )
-        .orderBy(desc(fileChanges.createdAt), desc(fileChanges.id))
-    : [target.change];
+  const changes = input.andLater ? await unrevertedChangesSince(db, target.change.sessionId, target.change.createdAt) : [target.change];
 
   const workspace = projectWorkspaceFiles(workspacesDir, target.workspacePath);
   const refused = (change: FileChangeRow, why: string) => new FoyaError("conflict", `${change.path}: ${why}; the revert was refused`);
@@ -127,17 +113,10 @@ async function revertLocked(
   }
 
   for (const change of changes) await restore(workspace, locate(change), change, contents, refused);
-  return db
-    .update(fileChanges)
-    .set({ revertedAt: sql`now()` })
-    .where(
-      inArray(
-        fileChanges.id,
-        changes.map((change) => change.id),
-      ),
-    )
-    .returning()
-    .then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
+  return markFileChangesReverted(
+    db,
+    changes.map((change) => change.id),
+  ).then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
 }
 
 type Refuse = (change: FileChangeRow, why: string) => FoyaError;

@@ -1,7 +1,8 @@
 import type { Database } from "../db/client.js";
 import type { McpConnections, McpOutcome } from "./mcp-connections.js";
 import type { McpRequestJobData } from "./mcp-request.js";
-import { findMcpServerInScope, mcpConfigOf, mcpScopeOf } from "./mcp-server-store.js";
+import { mcpConfigOf, mcpScopeOf } from "./mcp-server-rows.js";
+import { findMcpServerInScope } from "../store/mcp-servers.js";
 
 export interface ServeMcpRequestContext {
   db: Database;

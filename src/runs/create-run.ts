@@ -1,6 +1,4 @@
-import { and, eq, isNull } from "drizzle-orm";
 import { isTerminalRunStatus } from "../core/run-status.js";
-import { sessions } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Failpoints } from "../failpoints.js";
 import type { Database } from "../db/client.js";
@@ -10,6 +8,7 @@ import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenan
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError, transact, type TransactDeps } from "../store/transact.js";
 import { insertRun, lockRun } from "../store/runs.js";
+import { lockLiveSession, peekLiveSession } from "../store/sessions.js";
 import type { ActivePolicy, OnInterrupted } from "../core/session.js";
 
 /**
@@ -28,10 +27,7 @@ export async function createRun(
     async (fx) => {
       // Lock order everywhere is run, then session (workers lock their run, then bump the
       // session's event counter), so the active run is locked before the session row.
-      const [peek] = await fx.tx
-        .select({ activeRunId: sessions.activeRunId, approvalMode: sessions.approvalMode })
-        .from(sessions)
-        .where(and(eq(sessions.id, input.sessionId), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
+      const peek = await peekLiveSession(fx.tx, input.tenantId, input.sessionId);
       if (!peek) throw notFound("session");
       const settings = await readTenantSettings(fx.tx, input.tenantId);
       if (!settings) throw notFound("tenant");
@@ -41,11 +37,7 @@ export async function createRun(
       }
       await refuseOverQuota(fx.tx, input.tenantId, effectiveQuotas(services.config, settings));
       const active = peek.activeRunId ? await lockRun(fx.tx, peek.activeRunId) : undefined;
-      const [session] = await fx.tx
-        .select()
-        .from(sessions)
-        .where(and(eq(sessions.id, input.sessionId), isNull(sessions.deletedAt)))
-        .for("update");
+      const session = await lockLiveSession(fx.tx, input.sessionId);
       if (!session) throw notFound("session");
       if (session.activeRunId !== peek.activeRunId) throw new TransientConflictError("the session's active run changed");
       const isActive = active !== undefined && !isTerminalRunStatus(active.status);

@@ -1,7 +1,6 @@
 import type { TransactDeps } from "../store/transact.js";
-import { and, eq, isNull, sql } from "drizzle-orm";
-import { ownedProject } from "../store/owned-project.js";
-import { projects, sessions } from "../db/schema.js";
+import { markProjectDeleted } from "../store/owned-project.js";
+import { liveSessionsOfProject } from "../store/sessions.js";
 import { notFound } from "../errors.js";
 import { projectTrashRoot } from "../workspace/project-trash.js";
 import { removeTree } from "../workspace/remove-tree.js";
@@ -18,16 +17,9 @@ export async function deleteProject(
   services: TransactDeps,
   input: { tenantId: string; projectId: string },
 ): Promise<{ sessions: number; removedEntries: number }> {
-  const [project] = await services.db.db
-    .update(projects)
-    .set({ deletedAt: sql`now()` })
-    .where(ownedProject(input.tenantId, input.projectId))
-    .returning();
+  const project = await markProjectDeleted(services.db.db, input.tenantId, input.projectId);
   if (!project) throw notFound("project");
-  const live = await services.db.db
-    .select({ id: sessions.id })
-    .from(sessions)
-    .where(and(eq(sessions.projectId, project.id), eq(sessions.tenantId, input.tenantId), isNull(sessions.deletedAt)));
+  const live = await liveSessionsOfProject(services.db.db, input.tenantId, project.id);
   for (const session of live) await deleteSession(services, { tenantId: input.tenantId, sessionId: session.id });
   const removedEntries =
     removeTree(projectTrashRoot(services.config.workspaces.dir, project.workspacePath)) + removeTree(project.workspacePath);

@@ -1,7 +1,6 @@
-import { and, desc, eq } from "drizzle-orm";
 import type { ResultPart } from "../core/history.js";
 import type { TerminalRunStatus } from "../core/run-status.js";
-import { messages, runs } from "../db/schema.js";
+import { lastAssistantMessageOfRun } from "../store/messages.js";
 import { answerCall, callWaitingForChild } from "../store/tool-calls.js";
 import { lockRun } from "../store/runs.js";
 import { resumeParkedBatch } from "./resume-batch.js";
@@ -59,14 +58,8 @@ interface ChildOutcome {
 
 /** The child's final answer: the text of its last assistant message. */
 async function answerOf(fx: Effects, childRunId: string): Promise<ChildOutcome> {
-  const [last] = await fx.tx
-    .select({ content: messages.content })
-    .from(messages)
-    .innerJoin(runs, and(eq(runs.sessionId, messages.sessionId), eq(runs.ordinal, messages.runOrdinal)))
-    .where(and(eq(runs.id, childRunId), eq(messages.role, "assistant")))
-    .orderBy(desc(messages.stepIndex), desc(messages.part))
-    .limit(1);
-  const text = last?.content.role === "assistant" ? last.content.text : "";
+  const last = await lastAssistantMessageOfRun(fx.tx, childRunId);
+  const text = last?.role === "assistant" ? last.text : "";
   return {
     isError: false,
     errorCode: null,

@@ -1,7 +1,53 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client.js";
 import { approvals, toolCalls } from "../db/schema.js";
 import type { Effects } from "./transact.js";
 import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+
+export type ApprovalRow = typeof approvals.$inferSelect;
+
+/** The run of this tenant's approval, unlocked: what a decision locks first (SPEC X3); undefined for none. */
+export async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
+  const [found] = await tx
+    .select({ runId: approvals.runId })
+    .from(approvals)
+    .where(and(eq(approvals.id, approvalId), eq(approvals.tenantId, tenantId)));
+  return found;
+}
+
+/** Locks an approval's row for its decision (SPEC D11: exactly one decision wins), after its run. */
+export async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
+  const [approval] = await tx.select().from(approvals).where(eq(approvals.id, approvalId)).for("update");
+  return approval;
+}
+
+/** Records a decision on a locked approval (SPEC X3): status, reason, who and when, edited arguments. */
+export async function recordApprovalDecision(
+  tx: Database,
+  approvalId: string,
+  decision: Pick<ApprovalRow, "status" | "reason" | "decidedByKeyId" | "editedArguments">,
+): Promise<ApprovalRow | undefined> {
+  const [decided] = await tx
+    .update(approvals)
+    .set({
+      status: decision.status,
+      reason: decision.reason,
+      decidedByKeyId: decision.decidedByKeyId,
+      decidedAt: sql`now()`,
+      editedArguments: decision.editedArguments,
+    })
+    .where(eq(approvals.id, approvalId))
+    .returning();
+  return decided;
+}
+
+/** Pending approvals past their expiry, soonest first, at most `limit` (SPEC S4: each expires and counts as denied). */
+export async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
+  const due = await db.execute<{ id: string; tenant_id: string }>(sql`
+    select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
+  `);
+  return due.rows;
+}
 
 /**
  * Closes the pending approvals of calls that will not run after all (cancel,
@@ -62,4 +108,42 @@ const countPendingApprovalsStatement = statement<{ n: number }>(
 export async function countPendingApprovals(on: Queryable): Promise<number> {
   const rows = await run(on, countPendingApprovalsStatement, []);
   return rows[0]?.n ?? 0;
+}
+
+/** An approval with the call it asks about: the call's provider id, tool name and raw arguments. */
+export interface ApprovalWithCall {
+  approval: ApprovalRow;
+  callId: string;
+  tool: string;
+  argumentsRaw: string;
+}
+
+function selectApprovalsWithCalls(db: Database, where: SQL | undefined) {
+  return db
+    .select({ approval: approvals, callId: toolCalls.callId, tool: toolCalls.name, argumentsRaw: toolCalls.argumentsRaw })
+    .from(approvals)
+    .innerJoin(toolCalls, eq(toolCalls.id, approvals.toolCallId))
+    .where(where);
+}
+
+/** This tenant's approval with its call (SPEC X3, D8); undefined for none. */
+export async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
+  const [row] = await selectApprovalsWithCalls(db, and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
+  return row;
+}
+
+/** This tenant's approvals with their calls, newest first, at most `limit`, optionally of one status, session or run (SPEC X3). */
+export async function listApprovalsWithCalls(
+  db: Database,
+  tenantId: string,
+  filter: { status?: ApprovalRow["status"] | undefined; sessionId?: string | undefined; runId?: string | undefined },
+  limit: number,
+): Promise<ApprovalWithCall[]> {
+  const conditions = [eq(approvals.tenantId, tenantId)];
+  if (filter.status) conditions.push(eq(approvals.status, filter.status));
+  if (filter.sessionId) conditions.push(eq(approvals.sessionId, filter.sessionId));
+  if (filter.runId) conditions.push(eq(approvals.runId, filter.runId));
+  return selectApprovalsWithCalls(db, and(...conditions))
+    .orderBy(desc(approvals.createdAt))
+    .limit(limit);
 }

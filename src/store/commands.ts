@@ -1,9 +1,91 @@
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
+import type { CommandStatus } from "../core/statuses.js";
 import type { Database } from "../db/client.js";
 import { commands } from "../db/schema.js";
 import type { EventBus } from "../events/event-bus.js";
 
 export type CommandRow = typeof commands.$inferSelect;
+
+/** A command's lease end, `leaseMs` from the statement's time (SPEC B4); the owning worker renews it. */
+export function commandLease(leaseMs: number): SQL {
+  return sql`now() + make_interval(secs => ${leaseMs / 1000})`;
+}
+
+/** The bounded view of a command's output as stored (SPEC B2). */
+export interface CommandOutput {
+  output: string;
+  outputBytes: number;
+  outputLines: number;
+}
+
+/** Writes a running command's output so far and renews its lease; only its owner, only while it runs (SPEC B2, B4). */
+export async function flushCommandOutput(db: Database, workerId: string, id: string, output: CommandOutput, lease: SQL): Promise<void> {
+  await db
+    .update(commands)
+    .set({ ...output, leaseUntil: lease })
+    .where(and(eq(commands.id, id), eq(commands.ownerWorker, workerId), eq(commands.status, "running")));
+}
+
+/** Renews the leases of a worker's running commands (SPEC B4). */
+export async function renewCommandLeases(db: Database, workerId: string, ids: string[], lease: SQL): Promise<void> {
+  await db
+    .update(commands)
+    .set({ leaseUntil: lease })
+    .where(and(inArray(commands.id, ids), eq(commands.ownerWorker, workerId), eq(commands.status, "running")));
+}
+
+/**
+ * Records a new running command unless its tenant already runs `allowed` of them (SPEC B1): counted and
+ * inserted under the tenant's lock, so racing starts on any worker never pass the cap together.
+ * Answers whether it was recorded.
+ */
+export async function recordCommandUnderCap(
+  db: Database,
+  row: { id: string; tenantId: string; sessionId: string; runId: string; command: string; ownerWorker: string; leaseUntil: SQL },
+  allowed: number,
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:commands:${row.tenantId}`}))`);
+    const [running] = await tx
+      .execute<{ count: number }>(sql`
+          select count(*)::int as count from ${commands} where ${commands.tenantId} = ${row.tenantId} and ${commands.status} = 'running'
+        `)
+      .then((result) => result.rows);
+    if ((running?.count ?? 0) >= allowed) return false;
+    await tx.insert(commands).values({
+      id: row.id,
+      tenantId: row.tenantId,
+      sessionId: row.sessionId,
+      runId: row.runId,
+      command: row.command,
+      status: "running",
+      ownerWorker: row.ownerWorker,
+      leaseUntil: row.leaseUntil,
+    });
+    return true;
+  });
+}
+
+/** Writes a command's true final status and output when its process ends (SPEC B2); only its owner, running or lost. */
+export async function finishCommand(
+  db: Database,
+  workerId: string,
+  id: string,
+  end: { status: CommandStatus; exitCode: number | null; signal: string | null } & CommandOutput,
+): Promise<void> {
+  await db
+    .update(commands)
+    .set({
+      status: end.status,
+      exitCode: end.exitCode,
+      signal: end.signal,
+      output: end.output,
+      outputBytes: end.outputBytes,
+      outputLines: end.outputLines,
+      endedAt: sql`now()`,
+    })
+    .where(and(eq(commands.id, id), eq(commands.ownerWorker, workerId), inArray(commands.status, ["running", "lost"])));
+}
 
 /** Reads and cancels background commands from any process (SPEC B1). */
 export async function findCommand(db: Database, tenantId: string, id: string, sessionId?: string): Promise<CommandRow | undefined> {
@@ -14,6 +96,14 @@ export async function findCommand(db: Database, tenantId: string, id: string, se
     .from(commands)
     .where(and(...conditions));
   return row;
+}
+
+/** This tenant's session's running background commands (SPEC B3: deleting the session stops them). */
+export async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
+  return db
+    .select()
+    .from(commands)
+    .where(and(eq(commands.sessionId, sessionId), eq(commands.tenantId, tenantId), eq(commands.status, "running")));
 }
 
 /**
@@ -46,4 +136,18 @@ export async function markLostCommands(db: Database, id?: string): Promise<numbe
     .where(and(...conditions))
     .returning({ id: commands.id });
   return lost.length;
+}
+
+/** A session's background commands, oldest first (SPEC B1: `GET /v1/sessions/:id/commands`). */
+export async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
+  return db.select().from(commands).where(eq(commands.sessionId, sessionId)).orderBy(asc(commands.createdAt));
+}
+
+/** How many background commands this tenant runs now (SPEC B1, X5: the usage report). */
+export async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
+  const [running] = await db
+    .select({ count: sql<number>`count(*)::int` })
+    .from(commands)
+    .where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running")));
+  return running?.count ?? 0;
 }

@@ -1,7 +1,7 @@
 import type { HistoryMessage, MessagePosition } from "../core/history.js";
-import { and, eq } from "drizzle-orm";
+import { and, asc, desc, eq } from "drizzle-orm";
 import type { Database, DbExecutor } from "../db/client.js";
-import { messages } from "../db/schema.js";
+import { messages, runs } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
 
@@ -95,4 +95,25 @@ export async function toolMessageAt(
       ),
     );
   return row?.content;
+}
+
+/** The content of a run's last assistant message: a sub-agent's final answer (SPEC A1); undefined for none. */
+export async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<HistoryMessage | undefined> {
+  const [last] = await tx
+    .select({ content: messages.content })
+    .from(messages)
+    .innerJoin(runs, and(eq(runs.sessionId, messages.sessionId), eq(runs.ordinal, messages.runOrdinal)))
+    .where(and(eq(runs.id, runId), eq(messages.role, "assistant")))
+    .orderBy(desc(messages.stepIndex), desc(messages.part))
+    .limit(1);
+  return last?.content;
+}
+
+/** A session's whole history, in history order (`GET /v1/sessions/:id/messages`). */
+export async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
+  return db
+    .select()
+    .from(messages)
+    .where(eq(messages.sessionId, sessionId))
+    .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
 }

@@ -1,4 +1,5 @@
-import { and, eq, isNull, type SQL } from "drizzle-orm";
+import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
+import type { ApprovalPolicy } from "../core/policy.js";
 import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
 
@@ -7,7 +8,7 @@ import { projects } from "../db/schema.js";
  * deleted. Every read and update of a project by id goes through it, so another tenant's id and a
  * deleted project look the same as a missing one.
  */
-export function ownedProject(tenantId: string, projectId: string): SQL {
+function ownedProject(tenantId: string, projectId: string): SQL {
   return and(eq(projects.id, projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)) as SQL;
 }
 
@@ -15,4 +16,40 @@ export function ownedProject(tenantId: string, projectId: string): SQL {
 export async function ownedProjectWorkspace(db: DbExecutor, tenantId: string, projectId: string): Promise<string | undefined> {
   const [project] = await db.select({ workspacePath: projects.workspacePath }).from(projects).where(ownedProject(tenantId, projectId));
   return project?.workspacePath;
+}
+
+/** Marks this tenant's project deleted (SPEC F4) and answers its row; undefined for a missing or deleted one. */
+export async function markProjectDeleted(
+  db: DbExecutor,
+  tenantId: string,
+  projectId: string,
+): Promise<typeof projects.$inferSelect | undefined> {
+  const [project] = await db.update(projects).set({ deletedAt: sql`now()` }).where(ownedProject(tenantId, projectId)).returning();
+  return project;
+}
+
+/** This tenant's project by id (SPEC D8); undefined for a missing or deleted one. */
+export async function findOwnedProject(db: DbExecutor, tenantId: string, id: string): Promise<typeof projects.$inferSelect | undefined> {
+  const [project] = await db.select().from(projects).where(ownedProject(tenantId, id));
+  return project;
+}
+
+/** Inserts a new project of a tenant (SPEC D8: every row belongs to a tenant) and answers its row. */
+export async function insertProject(
+  db: DbExecutor,
+  values: { id: string; tenantId: string; name: string; workspacePath: string },
+): Promise<typeof projects.$inferSelect | undefined> {
+  const [project] = await db.insert(projects).values(values).returning();
+  return project;
+}
+
+/** Replaces this tenant's project's approval policy (SPEC S2, D8); undefined for a missing or deleted project. */
+export async function setProjectPolicy(
+  db: DbExecutor,
+  tenantId: string,
+  projectId: string,
+  policy: ApprovalPolicy,
+): Promise<{ id: string } | undefined> {
+  const [row] = await db.update(projects).set({ policy }).where(ownedProject(tenantId, projectId)).returning({ id: projects.id });
+  return row;
 }

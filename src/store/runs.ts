@@ -3,7 +3,13 @@ import type { NewEvent, SessionEvent } from "../core/events.js";
 import type { HistoryMessage, MessagePosition } from "../core/history.js";
 import { toolCallStatusesLeadingTo } from "../core/tool-call-status.js";
 import type { ApprovalPolicy } from "../core/policy.js";
-import { claimableRunStatuses, runStatusesLeadingTo, type RunStatus, type TerminalRunStatus } from "../core/run-status.js";
+import {
+  activeRunStatuses,
+  claimableRunStatuses,
+  runStatusesLeadingTo,
+  type RunStatus,
+  type TerminalRunStatus,
+} from "../core/run-status.js";
 import type { Database } from "../db/client.js";
 import { approvals, messages, projects, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
@@ -330,6 +336,24 @@ export async function lockRunOfTenant(tx: Database, tenantId: string, runId: str
     .where(and(eq(runs.id, runId), eq(runs.tenantId, tenantId)))
     .for("update");
   return row;
+}
+
+/** Locks a session's active and waiting runs (SPEC F4: deleting the session cancels them); runs before the session, the lock order. */
+export async function lockOpenRunsOfSession(tx: Database, tenantId: string, sessionId: string): Promise<RunRow[]> {
+  return tx
+    .select()
+    .from(runs)
+    .where(and(eq(runs.sessionId, sessionId), eq(runs.tenantId, tenantId), inArray(runs.status, [...activeRunStatuses])))
+    .for("update");
+}
+
+/** This tenant's run by id (SPEC D8: another tenant's id is not found). */
+export async function runOfTenant(db: Database, tenantId: string, runId: string): Promise<RunRow | undefined> {
+  const [run] = await db
+    .select()
+    .from(runs)
+    .where(and(eq(runs.id, runId), eq(runs.tenantId, tenantId)));
+  return run;
 }
 
 /** A run's row as this transaction sees it. */

@@ -1,7 +1,9 @@
 import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
-import { projects, runs, sessions } from "../db/schema.js";
-import { eq, inArray } from "drizzle-orm";
+import { projects, runs, sessions, tenants } from "../db/schema.js";
+import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+
+export type SessionRow = typeof sessions.$inferSelect;
 
 /** Replaces a session's task list (update_tasks); the caller announces it with `tasks_updated` in the same transaction. */
 export async function replaceSessionTasks(tx: Database, sessionId: string, tasks: readonly SessionTask[]): Promise<void> {
@@ -43,4 +45,88 @@ export async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[])
     .select({ id: sessions.id, eventSeq: sessions.eventSeq })
     .from(sessions)
     .where(inArray(sessions.id, [...ids]));
+}
+
+/** Inserts a session (a new session of the API, or a sub-agent's child session, SPEC A1) and answers its row. */
+export async function insertSession(tx: Database, values: typeof sessions.$inferInsert): Promise<SessionRow | undefined> {
+  const [row] = await tx.insert(sessions).values(values).returning();
+  return row;
+}
+
+/** A live session's active run and approval mode, unlocked: what a new turn checks before it locks anything (SPEC X6). */
+export async function peekLiveSession(
+  tx: Database,
+  tenantId: string,
+  sessionId: string,
+): Promise<{ activeRunId: string | null; approvalMode: SessionRow["approvalMode"] } | undefined> {
+  const [row] = await tx
+    .select({ activeRunId: sessions.activeRunId, approvalMode: sessions.approvalMode })
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)));
+  return row;
+}
+
+/** Locks a live (not deleted) session's row for update (SPEC X6); undefined for a missing or deleted one. */
+export async function lockLiveSession(tx: Database, sessionId: string): Promise<SessionRow | undefined> {
+  const [row] = await tx
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), isNull(sessions.deletedAt)))
+    .for("update");
+  return row;
+}
+
+/** Marks this tenant's session deleted (SPEC F4), keeping the first deletion time; undefined for no such session. */
+export async function markSessionDeleted(tx: Database, tenantId: string, sessionId: string): Promise<SessionRow | undefined> {
+  const [row] = await tx
+    .update(sessions)
+    .set({ deletedAt: sql`coalesce(${sessions.deletedAt}, now())` })
+    .where(and(eq(sessions.id, sessionId), eq(sessions.tenantId, tenantId)))
+    .returning();
+  return row;
+}
+
+/** The ids of a project's sessions not yet deleted (SPEC F4). */
+export async function liveSessionsOfProject(db: DbExecutor, tenantId: string, projectId: string): Promise<Array<{ id: string }>> {
+  return db
+    .select({ id: sessions.id })
+    .from(sessions)
+    .where(and(eq(sessions.projectId, projectId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)));
+}
+
+/** This tenant's session by id, deleted or not; undefined for another tenant's or a missing one (SPEC D8). */
+export async function sessionOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<SessionRow | undefined> {
+  const [session] = await db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, id), eq(sessions.tenantId, tenantId)));
+  return session;
+}
+
+/** This tenant's sessions not deleted, newest first, at most `limit` (SPEC D8). */
+export async function listLiveSessions(db: DbExecutor, tenantId: string, limit: number): Promise<SessionRow[]> {
+  return db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)))
+    .orderBy(desc(sessions.createdAt), desc(sessions.id))
+    .limit(limit);
+}
+
+/** What the gateway judges a session's call by (SPEC S2): its tenant, project, approval mode, workspace and both policies; undefined for no such session. */
+export async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
+  const [scope] = await db
+    .select({
+      tenantId: sessions.tenantId,
+      projectId: sessions.projectId,
+      mode: sessions.approvalMode,
+      workspaceDir: projects.workspacePath,
+      tenantPolicy: tenants.policy,
+      projectPolicy: projects.policy,
+    })
+    .from(sessions)
+    .innerJoin(projects, eq(projects.id, sessions.projectId))
+    .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
+    .where(eq(sessions.id, sessionId));
+  return scope;
 }

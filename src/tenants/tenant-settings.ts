@@ -1,7 +1,7 @@
-import { eq } from "drizzle-orm";
 import type { Config } from "../config.js";
 import type { Database, DbExecutor } from "../db/client.js";
-import { tenants } from "../db/schema.js";
+import type { tenants } from "../db/schema.js";
+import { readTenantSettingsRow } from "../store/tenants.js";
 import { notFound } from "../errors.js";
 import { mergeLimits, type ProcessLimits } from "../core/process-limits.js";
 import { mergeQuotas, type TenantQuotas } from "../core/tenant-quotas.js";
@@ -35,10 +35,7 @@ export function tenantSettingsOf(row: Pick<TenantRow, "toolUidSlot" | "fullAcces
 
 /** The tenant's settings as they are now, or undefined for no such tenant. */
 export async function readTenantSettings(db: DbExecutor, tenantId: string): Promise<TenantSettings | undefined> {
-  const [row] = await db
-    .select({ toolUidSlot: tenants.toolUidSlot, fullAccess: tenants.fullAccess, toolLimits: tenants.toolLimits, quotas: tenants.quotas })
-    .from(tenants)
-    .where(eq(tenants.id, tenantId));
+  const row = await readTenantSettingsRow(db, tenantId);
   return row ? tenantSettingsOf(row) : undefined;
 }
 

@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from "bullmq";
 import type { Config } from "../config.js";
 import type { Database } from "../db/client.js";
-import { abandonDelivery, loadDelivery, recordAttempt } from "./delivery-store.js";
+import { abandonDelivery, loadDelivery, recordAttempt } from "../store/webhook-deliveries.js";
 import { sendWebhook } from "./send-webhook.js";
 import { serializeWebhookPayload } from "./webhook-payload.js";
 import type { WebhookJobData } from "./webhook-queue.js";

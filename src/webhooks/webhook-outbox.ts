@@ -1,5 +1,5 @@
-import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
+import { claimNewDeliveries, claimStaleDeliveries } from "../store/webhook-deliveries.js";
 import type { WebhookQueue } from "./webhook-queue.js";
 
 /**
@@ -24,18 +24,9 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  */
 async function enqueueNewDeliveries(context: OutboxContext): Promise<number> {
   return context.db.transaction(async (tx) => {
-    const claimed = await tx.execute<{ id: string }>(sql`
-      update webhook_deliveries set enqueued_at = now()
-      where id in (
-        select id from webhook_deliveries
-        where status = 'pending' and enqueued_at is null
-        order by created_at
-        limit ${batchSize}
-        for update skip locked)
-      returning id
-    `);
-    await context.queue.enqueue(claimed.rows.map((row) => row.id));
-    return claimed.rows.length;
+    const claimed = await claimNewDeliveries(tx, batchSize);
+    await context.queue.enqueue(claimed.map((row) => row.id));
+    return claimed.length;
   });
 }
 
@@ -47,18 +38,9 @@ async function enqueueNewDeliveries(context: OutboxContext): Promise<number> {
  * `enqueued_at`, so each row is looked at by one worker per period.
  */
 async function requeueStaleDeliveries(context: OutboxContext & { staleMs: number }): Promise<number> {
-  const claimed = await context.db.execute<{ id: string }>(sql`
-    update webhook_deliveries set enqueued_at = now()
-    where id in (
-      select id from webhook_deliveries
-      where status = 'pending' and enqueued_at < now() - make_interval(secs => ${context.staleMs / 1000})
-      order by enqueued_at
-      limit ${batchSize}
-      for update skip locked)
-    returning id
-  `);
+  const claimed = await claimStaleDeliveries(context.db, context.staleMs, batchSize);
   let requeued = 0;
-  for (const { id } of claimed.rows) {
+  for (const { id } of claimed) {
     if (liveJobStates.has(await context.queue.jobState(id))) continue;
     await context.queue.removeFinished(id);
     await context.queue.enqueue([id]);

@@ -1,10 +1,4 @@
-/** The body of every delivery, as the outbox trigger stores it (drizzle/0006_webhook_outbox.sql). */
-export interface WebhookPayload {
-  type: string;
-  /** When the event was stored, ISO 8601 UTC. */
-  timestamp: string;
-  data: { sessionId: string; runId: string; seq: number; event: Record<string, unknown> };
-}
+import type { WebhookPayload } from "../core/webhook-payload.js";
 
 /**
  * The bytes sent and signed. Stored as jsonb, the payload comes back with its

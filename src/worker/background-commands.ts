@@ -1,6 +1,5 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
-import { commands } from "../db/schema.js";
+import { commandLease, finishCommand, flushCommandOutput, recordCommandUnderCap, renewCommandLeases } from "../store/commands.js";
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
@@ -57,19 +56,17 @@ export function startBackgroundCommands(options: {
 }): BackgroundCommands {
   const { db, workerId, leaseMs } = options;
   const live = new Map<string, LiveCommand>();
-  const lease = sql`now() + make_interval(secs => ${leaseMs / 1000})`;
+  const lease = commandLease(leaseMs);
 
   const flush = async (command: LiveCommand) => {
     command.dirty = false;
-    await db
-      .update(commands)
-      .set({
-        output: storableText(command.output.render()),
-        outputBytes: command.output.bytes,
-        outputLines: command.output.lines,
-        leaseUntil: lease,
-      })
-      .where(and(eq(commands.id, command.id), eq(commands.ownerWorker, workerId), eq(commands.status, "running")));
+    await flushCommandOutput(
+      db,
+      workerId,
+      command.id,
+      { output: storableText(command.output.render()), outputBytes: command.output.bytes, outputLines: command.output.lines },
+      lease,
+    );
   };
   const timer = setInterval(
     () => {
@@ -77,10 +74,7 @@ export function startBackgroundCommands(options: {
       if (ids.length === 0) return;
       Promise.all([
         ...[...live.values()].filter((command) => command.dirty).map(flush),
-        db
-          .update(commands)
-          .set({ leaseUntil: lease })
-          .where(and(inArray(commands.id, ids), eq(commands.ownerWorker, workerId), eq(commands.status, "running"))),
+        renewCommandLeases(db, workerId, ids, lease),
       ]).catch(options.onError);
     },
     Math.min(flushIntervalMs, Math.floor(leaseMs / 3)),
@@ -96,26 +90,19 @@ export function startBackgroundCommands(options: {
       const id = newId("cmd");
       const { backgroundCommands: allowed, backgroundSeconds: lifetime } = input.processes.limits;
       // Counted and recorded under the tenant's lock, so racing starts on any worker never pass the cap together.
-      const recorded = await db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:commands:${input.tenantId}`}))`);
-        const [running] = await tx
-          .execute<{ count: number }>(sql`
-          select count(*)::int as count from ${commands} where ${commands.tenantId} = ${input.tenantId} and ${commands.status} = 'running'
-        `)
-          .then((result) => result.rows);
-        if ((running?.count ?? 0) >= allowed) return false;
-        await tx.insert(commands).values({
+      const recorded = await recordCommandUnderCap(
+        db,
+        {
           id,
           tenantId: input.tenantId,
           sessionId: input.sessionId,
           runId: input.runId,
           command: input.command,
-          status: "running",
           ownerWorker: workerId,
           leaseUntil: lease,
-        });
-        return true;
-      });
+        },
+        allowed,
+      );
       if (!recorded)
         return {
           error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`,
@@ -154,19 +141,14 @@ export function startBackgroundCommands(options: {
             : end.kind === "exited" && end.exitCode === 0
               ? "exited"
               : "failed";
-        await db
-          .update(commands)
-          .set({
-            status,
-            exitCode: end.kind === "exited" ? end.exitCode : null,
-            signal: end.kind === "signaled" ? end.signal : null,
-            output: storableText(command.output.render()),
-            outputBytes: command.output.bytes,
-            outputLines: command.output.lines,
-            endedAt: sql`now()`,
-          })
-          .where(and(eq(commands.id, id), eq(commands.ownerWorker, workerId), inArray(commands.status, ["running", "lost"])))
-          .catch(options.onError);
+        await finishCommand(db, workerId, id, {
+          status,
+          exitCode: end.kind === "exited" ? end.exitCode : null,
+          signal: end.kind === "signaled" ? end.signal : null,
+          output: storableText(command.output.render()),
+          outputBytes: command.output.bytes,
+          outputLines: command.output.lines,
+        }).catch(options.onError);
       });
       live.set(id, command);
       return { id };

@@ -7,7 +7,7 @@ import type { StepJobData } from "../queue/job-types.js";
 import { compileMessages } from "../context/compile-request.js";
 import { oversizedResults, projectionLimit } from "../context/project-results.js";
 import { historyReadToolName } from "../tools/builtin/history-read-tool.js";
-import { artifactReader } from "../artifacts/artifact-store.js";
+import { artifactReader } from "../store/artifacts.js";
 import { endRun } from "../runs/run-lifecycle.js";
 import { StaleWorkError, transactFenced, withRetry } from "../store/transact.js";
 import { claimStep, historyOrigin, releaseForRetry, type ClaimedRun, type StepClaim } from "../store/runs.js";

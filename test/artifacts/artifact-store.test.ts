@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { artifactReader, findArtifact, maxArtifactBytes, putArtifact } from "../../src/artifacts/artifact-store.js";
+import { artifactReader, findArtifact, maxArtifactBytes, putArtifact } from "../../src/store/artifacts.js";
 import { normalizeMediaType, sniffImageMediaType } from "../../src/artifacts/media-types.js";
 import { storeResultArtifacts } from "../../src/artifacts/store-result-artifacts.js";
 import { compileMessages } from "../../src/context/compile-request.js";

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, desc, eq, type SQL } from "drizzle-orm";
 import { decideApproval, type ApprovalDecision } from "../../approvals/decide-approval.js";
 import { judge } from "../../approvals/gate-batch.js";
-import { approvals, projects, sessions, tenants, toolCalls } from "../../db/schema.js";
+import { approvalWithCallOfTenant, listApprovalsWithCalls, type ApprovalWithCall } from "../../store/approvals.js";
+import { sessionJudgeScope } from "../../store/sessions.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, foyaId, IdParam, text } from "../schemas.js";
@@ -87,7 +87,7 @@ const decide = createRoute({
   },
 });
 
-type Row = { approval: typeof approvals.$inferSelect; callId: string; tool: string; argumentsRaw: string };
+type Row = ApprovalWithCall;
 
 function serialize({ approval, callId, tool, argumentsRaw }: Row) {
   return {
@@ -109,27 +109,20 @@ function serialize({ approval, callId, tool, argumentsRaw }: Row) {
 
 export function registerApprovalRoutes(app: App, services: ApiServices): void {
   const { db } = services.db;
-  const select = (where: SQL | undefined) =>
-    db
-      .select({ approval: approvals, callId: toolCalls.callId, tool: toolCalls.name, argumentsRaw: toolCalls.argumentsRaw })
-      .from(approvals)
-      .innerJoin(toolCalls, eq(toolCalls.id, approvals.toolCallId))
-      .where(where);
   const findOne = async (tenantId: string, id: string): Promise<Row> => {
-    const [row] = await select(and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
+    const row = await approvalWithCallOfTenant(db, tenantId, id);
     if (!row) throw notFound("approval");
     return row;
   };
 
   app.openapi(listApprovals, async (c) => {
     const query = c.req.valid("query");
-    const conditions = [eq(approvals.tenantId, c.get("tenantId"))];
-    if (query.status) conditions.push(eq(approvals.status, query.status));
-    if (query.sessionId) conditions.push(eq(approvals.sessionId, query.sessionId));
-    if (query.runId) conditions.push(eq(approvals.runId, query.runId));
-    const rows = await select(and(...conditions))
-      .orderBy(desc(approvals.createdAt))
-      .limit(query.limit);
+    const rows = await listApprovalsWithCalls(
+      db,
+      c.get("tenantId"),
+      { status: query.status, sessionId: query.sessionId, runId: query.runId },
+      query.limit,
+    );
     return c.json({ approvals: rows.map(serialize) }, 200);
   });
 
@@ -163,19 +156,7 @@ export function registerApprovalRoutes(app: App, services: ApiServices): void {
  */
 async function checkEditedArguments(services: ApiServices, row: Row, argumentsRaw: string): Promise<void> {
   const call = { callId: row.callId, name: row.tool, argumentsRaw };
-  const [scope] = await services.db.db
-    .select({
-      tenantId: sessions.tenantId,
-      projectId: sessions.projectId,
-      mode: sessions.approvalMode,
-      workspaceDir: projects.workspacePath,
-      tenantPolicy: tenants.policy,
-      projectPolicy: projects.policy,
-    })
-    .from(sessions)
-    .innerJoin(projects, eq(projects.id, sessions.projectId))
-    .innerJoin(tenants, eq(tenants.id, sessions.tenantId))
-    .where(eq(sessions.id, row.approval.sessionId));
+  const scope = await sessionJudgeScope(services.db.db, row.approval.sessionId);
   if (!scope) throw notFound("session");
   const { executor } = await services.catalogViaWorkers.forProject({ tenantId: scope.tenantId, projectId: scope.projectId });
   const parsed = executor.parse(call);

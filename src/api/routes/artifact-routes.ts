@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { findArtifact, findArtifactMeta, type ArtifactMeta } from "../../artifacts/artifact-store.js";
+import { findArtifact, findArtifactMeta, type ArtifactMeta } from "../../store/artifacts.js";
 import { isImageMediaType } from "../../artifacts/media-types.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";

@@ -1,7 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { asc, eq } from "drizzle-orm";
-import { findCommand, requestCommandCancel, type CommandRow } from "../../store/commands.js";
-import { commands } from "../../db/schema.js";
+import { commandsOfSession, findCommand, requestCommandCancel, type CommandRow } from "../../store/commands.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
@@ -72,7 +70,7 @@ const cancelCommand = createRoute({
 export function registerCommandRoutes(app: App, services: ApiServices): void {
   app.openapi(listCommands, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
-    const rows = await services.db.db.select().from(commands).where(eq(commands.sessionId, session.id)).orderBy(asc(commands.createdAt));
+    const rows = await commandsOfSession(services.db.db, session.id);
     return c.json({ commands: rows.map(serialize) }, 200);
   });
   app.openapi(getCommand, async (c) => {

@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, asc, eq } from "drizzle-orm";
-import { fileChanges } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import { revertFileChanges, type FileChangeRow } from "../../files/revert-file-changes.js";
+import { fileChangeOfTenant, fileChangesOfSession } from "../../store/file-changes.js";
 import type { ApiServices, App } from "../app-env.js";
 import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
 import { findSession } from "./find-owned.js";
@@ -88,19 +87,12 @@ const revert = createRoute({
 export function registerFileChangeRoutes(app: App, services: ApiServices): void {
   app.openapi(listChanges, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
-    const rows = await services.db.db
-      .select()
-      .from(fileChanges)
-      .where(eq(fileChanges.sessionId, session.id))
-      .orderBy(asc(fileChanges.createdAt), asc(fileChanges.id));
+    const rows = await fileChangesOfSession(services.db.db, session.id);
     return c.json({ fileChanges: rows.map(serialize) }, 200);
   });
 
   app.openapi(getChange, async (c) => {
-    const [row] = await services.db.db
-      .select()
-      .from(fileChanges)
-      .where(and(eq(fileChanges.id, c.req.valid("param").id), eq(fileChanges.tenantId, c.get("tenantId"))));
+    const row = await fileChangeOfTenant(services.db.db, c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("file change");
     return c.json({ ...serialize(row), diff: row.diff }, 200);
   });

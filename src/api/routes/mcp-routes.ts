@@ -2,16 +2,15 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { FoyaError, notFound } from "../../errors.js";
 import type { McpFailure } from "../../mcp/mcp-connections.js";
+import { mcpConfigOf, mcpScopeOf } from "../../mcp/mcp-server-rows.js";
 import {
   createMcpServer,
   deleteMcpServer,
   findMcpServer,
   listMcpServers,
-  mcpConfigOf,
-  mcpScopeOf,
   resolveMcpServer,
   type McpServerRow,
-} from "../../mcp/mcp-server-store.js";
+} from "../../store/mcp-servers.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
 import { findProject } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";

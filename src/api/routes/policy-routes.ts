@@ -1,12 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
 import type { ApprovalPolicy } from "../../core/policy.js";
-import { projects, tenants } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import { parseRule } from "../../gateway/rules.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
-import { ownedProject } from "../../store/owned-project.js";
+import { setProjectPolicy } from "../../store/owned-project.js";
+import { readTenantPolicy, setTenantPolicy } from "../../store/tenants.js";
 import { findProject } from "./find-owned.js";
 
 const RuleList = z
@@ -79,19 +78,13 @@ const putProjectPolicy = createRoute({
 export function registerPolicyRoutes(app: App, services: ApiServices): void {
   const { db } = services.db;
   app.openapi(getTenantPolicy, async (c) => {
-    const [row] = await db
-      .select({ policy: tenants.policy })
-      .from(tenants)
-      .where(eq(tenants.id, c.get("tenantId")));
+    const row = await readTenantPolicy(db, c.get("tenantId"));
     if (!row) throw notFound("tenant");
     return c.json(row.policy, 200);
   });
   app.openapi(putTenantPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    await db
-      .update(tenants)
-      .set({ policy })
-      .where(eq(tenants.id, c.get("tenantId")));
+    await setTenantPolicy(db, c.get("tenantId"), policy);
     return c.json(policy, 200);
   });
   app.openapi(getProjectPolicy, async (c) => {
@@ -100,11 +93,7 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
   });
   app.openapi(putProjectPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    const [row] = await db
-      .update(projects)
-      .set({ policy })
-      .where(ownedProject(c.get("tenantId"), c.req.valid("param").id))
-      .returning({ id: projects.id });
+    const row = await setProjectPolicy(db, c.get("tenantId"), c.req.valid("param").id, policy);
     if (!row) throw notFound("project");
     return c.json(policy, 200);
   });

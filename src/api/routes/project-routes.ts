@@ -1,8 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import { projects } from "../../db/schema.js";
 import { newId } from "../../ids.js";
 import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { deleteProject } from "../../runs/delete-project.js";
+import { insertProject } from "../../store/owned-project.js";
 import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
@@ -44,7 +44,7 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
       [tenantId, id],
       toolIdentity(services.identityMode, settings.toolUidSlot),
     );
-    const [project] = await services.db.db.insert(projects).values({ id, tenantId, name, workspacePath }).returning();
+    const project = await insertProject(services.db.db, { id, tenantId, name, workspacePath });
     if (!project) throw new Error("project insert returned nothing");
     return c.json(serializeProject(project), 201);
   });

@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import { runs } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { readEvents } from "../../store/events.js";
+import { runOfTenant } from "../../store/runs.js";
 import { cancelRun } from "../../runs/cancel-run.js";
 import { createRun } from "../../runs/create-run.js";
 import type { ApiServices, App } from "../app-env.js";
@@ -100,10 +99,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
   });
 
   app.openapi(getRun, async (c) => {
-    const [run] = await services.db.db
-      .select()
-      .from(runs)
-      .where(and(eq(runs.id, c.req.valid("param").id), eq(runs.tenantId, c.get("tenantId"))));
+    const run = await runOfTenant(services.db.db, c.get("tenantId"), c.req.valid("param").id);
     if (!run) throw notFound("run");
     return c.json(serializeRun(run), 200);
   });

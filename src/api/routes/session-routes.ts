@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, asc, desc, eq, isNull } from "drizzle-orm";
-import { messages, sessions } from "../../db/schema.js";
 import { FoyaError, notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { deleteSession } from "../../runs/delete-session.js";
+import { messagesOfSession } from "../../store/messages.js";
+import { insertSession, listLiveSessions } from "../../store/sessions.js";
 import { fullAccessRefusal, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, fullAccessRefusedResponse, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
@@ -75,32 +75,24 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
       const refusal = fullAccessRefusal(services.config, settings);
       if (refusal) throw new FoyaError("full_access_not_granted", refusal);
     }
-    const [session] = await services.db.db
-      .insert(sessions)
-      .values({
-        id: newId("ses"),
-        tenantId,
-        projectId: project.id,
-        approvalMode: body.approvalMode,
-        providerProfile,
-        model: body.model ?? null,
-        toolAllowList: body.toolAllowList ?? null,
-        runMode: body.runMode,
-        onInterrupted: body.onInterrupted,
-        systemPrompt: body.systemPrompt ?? null,
-      })
-      .returning();
+    const session = await insertSession(services.db.db, {
+      id: newId("ses"),
+      tenantId,
+      projectId: project.id,
+      approvalMode: body.approvalMode,
+      providerProfile,
+      model: body.model ?? null,
+      toolAllowList: body.toolAllowList ?? null,
+      runMode: body.runMode,
+      onInterrupted: body.onInterrupted,
+      systemPrompt: body.systemPrompt ?? null,
+    });
     if (!session) throw new Error("session insert returned nothing");
     return c.json(serializeSession(session), 201);
   });
 
   app.openapi(listSessions, async (c) => {
-    const rows = await services.db.db
-      .select()
-      .from(sessions)
-      .where(and(eq(sessions.tenantId, c.get("tenantId")), isNull(sessions.deletedAt)))
-      .orderBy(desc(sessions.createdAt), desc(sessions.id))
-      .limit(c.req.valid("query").limit);
+    const rows = await listLiveSessions(services.db.db, c.get("tenantId"), c.req.valid("query").limit);
     return c.json({ sessions: rows.map(serializeSession) }, 200);
   });
 
@@ -116,11 +108,7 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
 
   app.openapi(listMessages, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
-    const rows = await services.db.db
-      .select()
-      .from(messages)
-      .where(eq(messages.sessionId, session.id))
-      .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
+    const rows = await messagesOfSession(services.db.db, session.id);
     return c.json(
       {
         messages: rows.map((row) => ({

@@ -1,9 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import { eq, sql } from "drizzle-orm";
-import type { PgUpdateSetSource } from "drizzle-orm/pg-core";
-import { apiKeys, tenants } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
-import { newId } from "../../ids.js";
+import { findTenant, insertTenantWithKey, updateTenantSettings } from "../../store/tenants.js";
 import type { ApiServices, App } from "../app-env.js";
 import { generateApiKey } from "../auth.js";
 import {
@@ -62,23 +59,12 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
   app.openapi(createTenant, async (c) => {
     const { name } = c.req.valid("json");
     const key = generateApiKey();
-    const tenant = await services.db.db.transaction(async (tx) => {
-      const [row] = await tx
-        .insert(tenants)
-        .values({ id: newId("ten"), name })
-        .returning();
-      if (!row) throw new Error("tenant insert returned nothing");
-      await tx.insert(apiKeys).values({ id: newId("key"), tenantId: row.id, keyHash: key.hash, prefix: key.prefix, name: "initial" });
-      return row;
-    });
+    const tenant = await insertTenantWithKey(services.db.db, name, key);
     return c.json({ tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.createdAt.toISOString() }, apiKey: key.key }, 201);
   });
 
   app.openapi(getTenant, async (c) => {
-    const [tenant] = await services.db.db
-      .select()
-      .from(tenants)
-      .where(eq(tenants.id, c.req.valid("param").id));
+    const tenant = await findTenant(services.db.db, c.req.valid("param").id);
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });
@@ -86,18 +72,7 @@ export function registerTenantRoutes(app: App, services: ApiServices): void {
   app.openapi(updateTenant, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const changes: PgUpdateSetSource<typeof tenants> = {};
-    if (body.fullAccess !== undefined) changes.fullAccess = body.fullAccess;
-    if (body.limits === null) changes.toolLimits = {};
-    // A JSON merge in one statement: a null value overwrites its key, and stripping nulls removes it.
-    else if (body.limits !== undefined)
-      changes.toolLimits = sql`jsonb_strip_nulls(${tenants.toolLimits} || ${JSON.stringify(body.limits)}::jsonb)`;
-    if (body.quotas === null) changes.quotas = {};
-    else if (body.quotas !== undefined) changes.quotas = sql`jsonb_strip_nulls(${tenants.quotas} || ${JSON.stringify(body.quotas)}::jsonb)`;
-    const [tenant] =
-      Object.keys(changes).length === 0
-        ? await services.db.db.select().from(tenants).where(eq(tenants.id, id))
-        : await services.db.db.update(tenants).set(changes).where(eq(tenants.id, id)).returning();
+    const tenant = await updateTenantSettings(services.db.db, id, body);
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });

@@ -1,9 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq, sql } from "drizzle-orm";
-import { commands } from "../../db/schema.js";
 import { notFound } from "../../errors.js";
 import { countWaitingRuns, countWorkingRuns, storedBytes, tokensToday } from "../../store/tenant-admission.js";
 import { runningCallsOf } from "../../store/tool-call-slots.js";
+import { countRunningCommands } from "../../store/commands.js";
 import { effectiveQuotas, effectiveToolLimits, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, QuotasSchema } from "../schemas.js";
@@ -42,22 +41,19 @@ export function registerUsageRoutes(app: App, services: ApiServices): void {
     const db = services.db.db;
     const settings = await readTenantSettings(db, tenantId);
     if (!settings) throw notFound("tenant");
-    const [activeRuns, queuedRuns, tokens, bytes, [running], toolCalls] = await Promise.all([
+    const [activeRuns, queuedRuns, tokens, bytes, runningCommands, toolCalls] = await Promise.all([
       countWorkingRuns(db, tenantId),
       countWaitingRuns(db, tenantId),
       tokensToday(db, tenantId),
       storedBytes(db, tenantId),
-      db
-        .select({ count: sql<number>`count(*)::int` })
-        .from(commands)
-        .where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running"))),
+      countRunningCommands(db, tenantId),
       runningCallsOf(services.db.pool, tenantId),
     ]);
     return c.json(
       {
         quotas: effectiveQuotas(services.config, settings),
         backgroundCommandsLimit: effectiveToolLimits(services.config, settings).backgroundCommands,
-        usage: { activeRuns, queuedRuns, tokensToday: tokens, storageBytes: bytes, backgroundCommands: running?.count ?? 0, toolCalls },
+        usage: { activeRuns, queuedRuns, tokensToday: tokens, storageBytes: bytes, backgroundCommands: runningCommands, toolCalls },
       },
       200,
     );

@@ -9,7 +9,8 @@ import {
   listWebhooks,
   type DeliveryWithAttempts,
   type WebhookRow,
-} from "../../webhooks/webhook-store.js";
+} from "../../store/webhooks.js";
+import { generateWebhookSecret } from "../../webhooks/webhook-signature.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, WebhookCreatedSchema, WebhookCreateSchema, WebhookDeliverySchema, WebhookSchema } from "../schemas.js";
 
@@ -103,7 +104,13 @@ export function registerWebhookRoutes(app: App, services: ApiServices): void {
       if (refused) throw new FoyaError("bad_request", `url: ${refused}`);
     }
     const eventTypes = body.eventTypes.includes("*") ? ["*"] : [...new Set(body.eventTypes)];
-    const row = await createWebhook(db, { tenantId: c.get("tenantId"), url: body.url, eventTypes, description: body.description ?? null });
+    const row = await createWebhook(db, {
+      tenantId: c.get("tenantId"),
+      url: body.url,
+      eventTypes,
+      description: body.description ?? null,
+      secret: generateWebhookSecret(),
+    });
     return c.json({ webhook: serializeWebhook(row), secret: row.secret }, 201);
   });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { maxArtifactBytes } from "../../artifacts/artifact-store.js";
+import { maxArtifactBytes } from "../../store/artifacts.js";
 import { sniffImageMediaType } from "../../artifacts/media-types.js";
 import { readLines } from "../../workspace/line-reader.js";
 import type { OpenedFile } from "../../workspace/workspace-files.js";

@@ -2,10 +2,9 @@ import { and, asc, eq, isNull, or } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { mcpServers } from "../db/schema.js";
 import { newId } from "../ids.js";
-import type { McpScope, McpServerConfig } from "./mcp-config.js";
 import type { McpTransportConfig } from "../core/mcp-transport.js";
 
-/** MCP server configurations as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
+/** MCP server configurations (SPEC M1) as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
 
 export type McpServerRow = typeof mcpServers.$inferSelect;
 
@@ -70,26 +69,16 @@ export async function resolveMcpServer(db: Database, tenantId: string, projectId
   return rows.find((row) => row.projectId === projectId) ?? rows.find((row) => row.projectId === null) ?? null;
 }
 
-export function mcpScopeOf(row: McpServerRow): McpScope {
-  return { tenantId: row.tenantId, projectId: row.projectId };
-}
-
-export function mcpConfigOf(row: McpServerRow): McpServerConfig {
-  return {
-    name: row.name,
-    transport: row.transport,
-    ...(row.startupTimeoutMs === null ? {} : { startupTimeoutMs: row.startupTimeoutMs }),
-    ...(row.callTimeoutMs === null ? {} : { callTimeoutMs: row.callTimeoutMs }),
-    ...(row.deferTools === null ? {} : { deferTools: row.deferTools }),
-  };
-}
-
 /**
  * The server of exactly this scope and name (no fallback from a project to the tenant): how a
  * worker finds the server of an MCP request, by the tenant first, so a request never reaches
  * another tenant's server whatever else it names.
  */
-export async function findMcpServerInScope(db: Database, scope: McpScope, name: string): Promise<McpServerRow | null> {
+export async function findMcpServerInScope(
+  db: Database,
+  scope: { tenantId: string; projectId: string | null },
+  name: string,
+): Promise<McpServerRow | null> {
   const [row] = await db
     .select()
     .from(mcpServers)

@@ -2,9 +2,8 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../db/schema.js";
 import { newId } from "../ids.js";
-import { generateWebhookSecret } from "./webhook-signature.js";
 
-/** Subscriptions and their delivery log, as the API reads and writes them; every lookup is by tenant (D8). */
+/** Webhook subscriptions and their delivery log (SPEC S4), as the API reads and writes them; every lookup is by tenant (D8). */
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -12,7 +11,7 @@ export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
 
 export async function createWebhook(
   db: Database,
-  input: { tenantId: string; url: string; eventTypes: string[]; description: string | null },
+  input: { tenantId: string; url: string; eventTypes: string[]; description: string | null; secret: string },
 ): Promise<WebhookRow> {
   const [row] = await db
     .insert(webhooks)
@@ -21,7 +20,7 @@ export async function createWebhook(
       tenantId: input.tenantId,
       url: input.url,
       eventTypes: input.eventTypes,
-      secret: generateWebhookSecret(),
+      secret: input.secret,
       description: input.description,
     })
     .returning();

@@ -1,0 +1,7 @@
+/** The body of every delivery, as the outbox trigger stores it (drizzle/0006_webhook_outbox.sql). */
+export interface WebhookPayload {
+  type: string;
+  /** When the event was stored, ISO 8601 UTC. */
+  timestamp: string;
+  data: { sessionId: string; runId: string; seq: number; event: Record<string, unknown> };
+}
