@@ -84,14 +84,14 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
       await queue.add(request.operation, data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
       if (!(await waitForNotice(notice, options.pickupMs))) {
         // Withdrawn only while no worker holds it: a held job cannot be removed.
-        if ((await queue.remove(jobId)) === 1) return noWorker(server, options.pickupMs);
+        if ((await queue.remove(jobId)) === 1) return (await lateReply<K>(jobId)) ?? noWorker(server, options.pickupMs);
         await waitForNotice(notice, deadline - Date.now());
       }
       // Taken even without a notice: pub/sub may lose one while the subscriber reconnects.
       const reply = await replies.take(jobId);
       if (reply) return reply as McpOutcome<McpRequestValues[K]>;
       // A job whose worker died and whose lock lapsed, not taken again since.
-      if ((await queue.remove(jobId)) === 1) return noWorker(server, options.timeoutMs);
+      if ((await queue.remove(jobId)) === 1) return (await lateReply<K>(jobId)) ?? noWorker(server, options.timeoutMs);
       return failure(
         "mcp_timeout",
         `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`,
@@ -99,6 +99,15 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
     } finally {
       noticed.delete(jobId);
     }
+  }
+
+  /**
+   * BullMQ's remove also answers 1 for a job that is gone: one a worker finished, replying,
+   * between the API's last look for a reply and the remove. Its reply is taken, not lost.
+   */
+  async function lateReply<K extends McpOperation>(jobId: string): Promise<McpOutcome<McpRequestValues[K]> | undefined> {
+    const reply = await replies.take(jobId);
+    return reply ? (reply as McpOutcome<McpRequestValues[K]>) : undefined;
   }
 
   function noWorker(server: string, waitedMs: number): McpFailure {

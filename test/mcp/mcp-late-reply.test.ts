@@ -1,0 +1,59 @@
+import { randomUUID } from "node:crypto";
+import { Worker } from "bullmq";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { McpServerConfig } from "../../src/mcp/mcp-config.js";
+import { createMcpConnectionsViaWorkers } from "../../src/mcp/mcp-connections-via-workers.js";
+import { mcpRequestQueueName } from "../../src/mcp/mcp-request.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+/**
+ * BullMQ's `Queue.remove` answers 1 for a job that no longer exists, as for one it withdrew. A
+ * worker that finished a request, its reply stored, just before the API withdrew the request
+ * must not have its answer turned into `no_worker`. The worker here stores the reply without
+ * the pub/sub notice (as when the notice is lost while the subscriber reconnects), so the API
+ * sees no notice within its pickup window and withdraws a job that is already gone.
+ */
+let env: TestEnv;
+let connection: Redis;
+let worker: Worker;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  const prefix = env.config.redis.queuePrefix;
+  connection = new Redis(env.config.redis.url, { maxRetriesPerRequest: null });
+  worker = new Worker(
+    mcpRequestQueueName,
+    async (job) => {
+      const reply = { ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } };
+      await env.services.redis.set(`${prefix}:mcp-reply:${job.id}`, JSON.stringify(reply), "PX", 60_000);
+    },
+    { connection, prefix, removeOnComplete: { count: 0 } },
+  );
+  await worker.waitUntilReady();
+});
+
+afterAll(async () => {
+  await worker?.close();
+  connection?.disconnect();
+  await env?.close();
+});
+
+describe("MCP requests asked of workers", () => {
+  it("M2: a reply stored by a worker that finished before the API withdrew its request is answered, not lost as no_worker", async () => {
+    const connections = createMcpConnectionsViaWorkers({
+      connection: env.services.redis,
+      bus: env.services.bus,
+      prefix: env.config.redis.queuePrefix,
+      timeoutMs: 5_000,
+      pickupMs: 300,
+    });
+    try {
+      const scope = { tenantId: randomUUID(), projectId: null };
+      const outcome = await connections.listResources(scope, { name: "late" } as McpServerConfig);
+      expect(outcome).toEqual({ ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } });
+    } finally {
+      await connections.close();
+    }
+  });
+});
