@@ -26,6 +26,8 @@ export type FoyaErrorCode =
   | "provider_config"
   /** The process is still starting (waiting for Postgres or Redis, SPEC D9); answered 503 with Retry-After. */
   | "starting"
+  /** Postgres or Redis went away during the request (SPEC D9); answered 503 with Retry-After. */
+  | "unavailable"
   | "internal";
 
 const httpStatusByCode: Record<FoyaErrorCode, number> = {
@@ -45,6 +47,7 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   provider_error: 502,
   provider_config: 500,
   starting: 503,
+  unavailable: 503,
   internal: 500,
 };
 

@@ -2,7 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
-import { isFoyaError } from "../errors.js";
+import { FoyaError, isFoyaError } from "../errors.js";
+import { isConnectionError } from "../startup/dependency-wait.js";
 import type { ApiServices, App, AppEnv } from "./app-env.js";
 import { foyaErrorResponse } from "./error-response.js";
 import { acceptStreamToken, requireAdminToken, requireApiKey } from "./auth.js";
@@ -90,6 +91,18 @@ export function createApp(services: ApiServices): App {
     if (isFoyaError(error) && error.code !== "internal") return foyaErrorResponse(c, error);
     if (error instanceof HTTPException && error.status < 500) {
       return c.json({ error: { code: httpExceptionCode(error.status), message: error.message } }, error.status);
+    }
+    // A connection lost mid-request is the dependency's outage, not a bug: a transaction it cut
+    // rolled back, and work committed before it is carried on by the sweeper (X4), so the client
+    // reads the state again or retries, as after any 503.
+    if (isConnectionError(error)) {
+      logger.warn({ err: error, requestId: c.get("requestId"), method: c.req.method, path: c.req.path }, "request met a dependency outage");
+      return foyaErrorResponse(
+        c,
+        new FoyaError("unavailable", "Postgres or Redis became unreachable during the request; try again shortly", {
+          retryAfterSeconds: 1,
+        }),
+      );
     }
     return internalError(c, error);
   });

@@ -13,9 +13,23 @@ export interface DbHandle {
 }
 
 export function openDatabase(databaseUrl: string, options: { max?: number } = {}): DbHandle {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 20 });
-  // An idle client's error (server restart) must not crash the process; the pool replaces it.
-  pool.on("error", () => {});
+  const pool = survivingConnectionLoss(new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 20 }));
   const db = drizzle(pool, { schema });
   return { db, pool, close: () => pool.end() };
+}
+
+/**
+ * A connection lost (server restart, network cut) must fail only the work on it, never the
+ * process (SPEC D9). pg emits `error` on a client whose connection ends; the pool listens
+ * while the client is idle, but a checked-out client (a transaction, `pool.connect()`) has no
+ * listener, and an unheard `error` event throws out of the socket's handler and kills the
+ * process. Each client therefore gets a listener of its own: its pending and later queries
+ * still reject, and the pool drops it on release because it is no longer queryable.
+ */
+export function survivingConnectionLoss(pool: pg.Pool): pg.Pool {
+  pool.on("error", () => {});
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
+  return pool;
 }

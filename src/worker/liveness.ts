@@ -1,4 +1,5 @@
 import pg from "pg";
+import { survivingConnectionLoss } from "../db/client.js";
 import { renewWorker, stopWorker } from "../store/workers.js";
 
 /**
@@ -29,8 +30,9 @@ export interface LivenessOptions {
 }
 
 export async function startLiveness(options: LivenessOptions): Promise<Liveness> {
-  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 1, connectionTimeoutMillis: options.intervalMs * 2 });
-  pool.on("error", () => {});
+  const pool = survivingConnectionLoss(
+    new pg.Pool({ connectionString: options.databaseUrl, max: 1, connectionTimeoutMillis: options.intervalMs * 2 }),
+  );
   let healthySince: number | undefined;
   let failing = false;
   let renewing: Promise<void> | undefined;

@@ -131,7 +131,7 @@ describe("crash recovery", () => {
 
   it("D4: a stalled worker that wakes up cannot commit over newer work (fencing)", async () => {
     // Its metrics say when its job has ended: the fact to wait on, instead of a sleep.
-    const stalled = await start("worker", { FOYA_METRICS_PORT: String(await freePort()) });
+    const stalled = await start("worker", { FOYA_METRICS_PORT: String(await freePort()), LOG_LEVEL: "warn" });
     const metricsUrl = (await stalled.waitForOutput(/FOYA_METRICS_URL=(\S+)/))[1]!;
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
@@ -159,11 +159,15 @@ describe("crash recovery", () => {
       process.kill(sleeper!.pid, "SIGCONT");
     }
     // The woken worker finishes its tool and tries to commit the result: it is refused, and its job ends.
+    // It takes a fraction of a second; the deadline is for a machine under a whole suite's load,
+    // and a miss shows what the woken worker logged.
     await waitFor(
       async () => (sample(await (await fetch(metricsUrl)).text(), "foya_job_duration_seconds_count", { queue: "tools" }) ?? 0) >= 1,
-      20_000,
+      45_000,
       "the woken job to end",
-    );
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the woken worker's log:\n${stalled.output()}`);
+    });
     const [call] = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [run.body.id]);
     expect(call!.status).toBe("interrupted");
     const messages = await client.messages(sessionId);
@@ -174,7 +178,7 @@ describe("crash recovery", () => {
     expect(events.filter((e) => e.type === "run_end")).toHaveLength(1);
     expect(await readMarkers(workspace, "stall")).toHaveLength(1);
     expect((await client.get(`/v1/runs/${run.body.id}`)).body.status).toBe("interrupted");
-  });
+  }, 120_000);
 
   it("X4: a crash between the API's commit and the enqueue does not lose the run", async () => {
     const crashingApi = await start("api", { FOYA_FAILPOINTS: "api.after_run_commit" });

@@ -232,10 +232,11 @@ describe("dependency outages", () => {
     const { sessionId: otherSession } = await client.newSession();
     const meanwhile = await client.startRun(otherSession, script([[{ text: "accepted during the outage" }]]));
     await waitFor(
-      async () => proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs,
-      10_000,
+      async () => exited || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs),
+      30_000,
       "the worker to try Postgres and be refused",
     );
+    expect(exited, worker.output()).toBe(false);
     expect((await client.get(`/v1/runs/${inFlight.body.id}`)).body.status).toBe("running");
     proxy.forward();
 
@@ -251,6 +252,111 @@ describe("dependency outages", () => {
     await expectEachRunEndedOnce(sessionId, [inFlight.body.id, after.body.id]);
     await expectEachRunEndedOnce(otherSession, [meanwhile.body.id]);
     expectNoSecretsLogged(worker);
+  });
+
+  it("D9: a worker whose connection is cut in the middle of a transaction survives: that attempt fails, the step runs again and commits once, the worker serves on", async () => {
+    const { proxy, url } = await proxyTo("postgres", true);
+    const worker = await processes.start("worker", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn" });
+    let exited = false;
+    void worker.exited.then(() => {
+      exited = true;
+    });
+    const { sessionId } = await client.newSession();
+    const run = await client.startRun(sessionId, script([[{ text: "streamed slowly", chunks: 20 }]], { chunkDelayMs: 100 }));
+    await waitFor(async () => (await client.events(sessionId)).some((event) => event.type === "text_delta"), 15_000, "the step to stream");
+    // The test holds the step's row, so the last step's commit (BEGIN, then one statement that
+    // also ends the step) waits inside a transaction, on a connection checked out of the pool:
+    // the case the pool's own error listener does not cover. The cut lands mid-transaction.
+    const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    await locker.connect();
+    try {
+      await locker.query("begin");
+      await locker.query("select id from steps where run_id = $1 for no key update", [run.body.id]);
+      await waitFor(
+        async () =>
+          (
+            await env.query(
+              `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%ended_step%'`,
+            )
+          ).length === 1,
+        15_000,
+        "the step's commit to wait inside its transaction",
+      );
+      proxy.drop();
+      await waitFor(async () => proxy.refused >= 1 || exited, 10_000, "the worker to try Postgres again and be refused");
+      expect(exited, worker.output()).toBe(false);
+      await locker.query("rollback");
+    } finally {
+      await locker.end().catch(() => {});
+    }
+    proxy.forward();
+
+    expect((await client.waitForRun(run.body.id, 30_000)).status).toBe("completed");
+    const after = await client.startRun(sessionId, script([[{ text: "the same worker serves on" }]]));
+    expect((await client.waitForRun(after.body.id, 15_000)).status).toBe("completed");
+    expect(exited, worker.output()).toBe(false);
+    const messages = await client.messages(sessionId);
+    expect(messages.filter((message) => message.role === "assistant").map((message) => message.content.text)).toEqual([
+      "streamed slowly",
+      "the same worker serves on",
+    ]);
+    await expectEachRunEndedOnce(sessionId, [run.body.id, after.body.id]);
+  });
+
+  it("D9: an API whose connection is cut in the middle of a request's transaction answers 503 unavailable, stays up, and the retry is served", async () => {
+    const { proxy, url } = await proxyTo("postgres", true);
+    const api = await processes.start("api", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn" });
+    let exited = false;
+    void api.exited.then(() => {
+      exited = true;
+    });
+    const remote = ApiClient.forUrl(api.url!, client.key);
+    const { sessionId } = await client.newSession();
+    // The test holds the session's row: starting a run (a transaction that locks it) waits inside
+    // its transaction, on a connection checked out of the pool, when the cut comes.
+    const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    await locker.connect();
+    let answer: Promise<Awaited<ReturnType<ApiClient["startRun"]>>>;
+    try {
+      await locker.query("begin");
+      await locker.query("select id from sessions where id = $1 for update", [sessionId]);
+      answer = remote.startRun(sessionId, script([[{ text: "never stored" }]]));
+      await waitFor(
+        async () =>
+          (
+            await env.query(
+              `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%"sessions"%for update%'`,
+            )
+          ).length === 1,
+        15_000,
+        "the request's transaction to wait on the session's row",
+      );
+      proxy.drop();
+      const cut = await answer;
+      expect(cut.status, JSON.stringify(cut.body)).toBe(503);
+      expect(cut.body.error.code).toBe("unavailable");
+      expect(cut.headers.get("retry-after")).toBe("1");
+      await locker.query("rollback");
+    } finally {
+      await locker.end().catch(() => {});
+    }
+    expect(exited, api.output()).toBe(false);
+    proxy.forward();
+
+    // The cut transaction left nothing: the retry starts the session's only run.
+    const retried = await waitFor(
+      async () => {
+        const response = await remote.startRun(sessionId, script([[{ text: "stored" }]]));
+        return response.status === 202 && response;
+      },
+      15_000,
+      "the API to serve again",
+    );
+    const counted = await env.query<{ runs: number }>("select count(*)::int as runs from runs where session_id = $1", [sessionId]);
+    expect(counted).toEqual([{ runs: 1 }]);
+    expect((await remote.get(`/v1/runs/${retried.body.id}`)).body.id).toBe(retried.body.id);
+    expect(exited, api.output()).toBe(false);
+    expectNoSecretsLogged(api);
   });
 
   it("D9: a running worker that loses Redis for a while keeps going: a run accepted meanwhile and one started afterwards complete, once", async () => {
@@ -269,10 +375,11 @@ describe("dependency outages", () => {
     const refusedBefore = proxy.refused;
     const meanwhile = await client.startRun(sessionId, script([[{ text: "accepted during the outage" }]]));
     await waitFor(
-      async () => proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs,
-      10_000,
+      async () => exited || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs),
+      30_000,
       "the worker to try Redis and be refused",
     );
+    expect(exited, worker.output()).toBe(false);
     // The worker cannot have taken it: its job waits in the Redis the worker cannot reach.
     expect((await client.get(`/v1/runs/${meanwhile.body.id}`)).body.status).not.toBe("completed");
     proxy.forward();
