@@ -33,6 +33,7 @@ import { maxParallelCalls, planLanes, runWithLimit } from "./tool-lanes.js";
 import { toolsOfRun } from "./run-tools.js";
 import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { observeToolCall } from "./job-telemetry.js";
+import { commitThroughOutage } from "./commit-through-outage.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../mcp/tool-catalog.js";
 import type { ApprovalMode } from "../core/session.js";
@@ -472,15 +473,27 @@ async function commitCall(
   } as const;
   const next = { kind: "step", stepIndex: call.stepIndex + 1 } as const;
   const mayHandOff = next.stepIndex < services.config.runs.maxStepsPerRun;
-  const answered = await withRetry(() =>
-    answerCall(services.db.pool, {
-      run,
-      call,
-      outcome,
-      step: stepRef,
-      execFence: run.fence,
-      ...(mayHandOff ? { handOff: { fence: run.fence, current: run.nextJob, next } } : {}),
-    }),
+  // The tool has run: its result waits out a Postgres outage rather than being lost to one.
+  const answered = await commitThroughOutage(
+    () =>
+      withRetry(() =>
+        answerCall(services.db.pool, {
+          run,
+          call,
+          outcome,
+          step: stepRef,
+          execFence: run.fence,
+          ...(mayHandOff ? { handOff: { fence: run.fence, current: run.nextJob, next } } : {}),
+        }),
+      ),
+    {
+      leaseMs: services.config.workers.leaseMs,
+      onWait: (error, retryInMs) =>
+        services.logger.warn(
+          { err: error, runId: run.id, callId: call.callId, retryInMs },
+          "Postgres unreachable: the call's result waits to be stored",
+        ),
+    },
   );
   if (!answered.answered) return "stale";
   const published = services.bus.publish(answered.events);

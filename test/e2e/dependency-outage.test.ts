@@ -6,7 +6,7 @@ import { execa } from "execa";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { readMarkers } from "../fixtures/test-tools.js";
-import { ApiClient, script, waitFor } from "../helpers/api-client.js";
+import { ApiClient, script, textOf, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { startTcpProxy, targetOf, viaProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
@@ -252,6 +252,42 @@ describe("dependency outages", () => {
     await expectEachRunEndedOnce(sessionId, [inFlight.body.id, after.body.id]);
     await expectEachRunEndedOnce(otherSession, [meanwhile.body.id]);
     expectNoSecretsLogged(worker);
+  });
+
+  it("D3, D9: a tool that finishes while Postgres is away keeps its result: the commit waits for Postgres within the lease and lands once", async () => {
+    const { proxy, url } = await proxyTo("postgres", true);
+    const worker = await processes.start("worker", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn", FOYA_LEASE_MS: "15000" });
+    let exited = false;
+    void worker.exited.then(() => {
+      exited = true;
+    });
+    const { sessionId } = await client.newSession();
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "marker_sleep", args: { marker: "ends-in-outage", sleepMs: 1000 } }], [{ text: "kept" }]]),
+    );
+    await waitFor(async () => (await readMarkers(workspace, "ends-in-outage")).length === 1, 15_000, "the tool to start");
+    proxy.drop();
+    const droppedAt = Date.now();
+    const refusedBefore = proxy.refused;
+    // The tool ends within a second, with Postgres away; the outage lasts three.
+    await waitFor(
+      async () => exited || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= 3000),
+      30_000,
+      "the outage to outlast the tool",
+    );
+    expect(exited, worker.output()).toBe(false);
+    proxy.forward();
+
+    expect((await client.waitForRun(run.body.id, 20_000)).status).toBe("completed");
+    const toolMessages = await client.toolMessages(sessionId);
+    expect(toolMessages.map((message) => [message.status, message.isError ?? false])).toEqual([["succeeded", false]]);
+    expect(textOf(toolMessages[0]!)).toBe("marked ends-in-outage");
+    expect(await readMarkers(workspace, "ends-in-outage")).toHaveLength(1);
+    expect(worker.output()).toContain("the call's result waits to be stored");
+    expect(exited).toBe(false);
+    await expectEachRunEndedOnce(sessionId, [run.body.id]);
   });
 
   it("D9: a worker whose connection is cut in the middle of a transaction survives: that attempt fails, the step runs again and commits once, the worker serves on", async () => {
