@@ -54,6 +54,32 @@ async function proxyTo(dependency: "postgres" | "redis", forwarding: boolean): P
   return { proxy, url };
 }
 
+/** Whether the process has ended, kept current, so a test fails at once instead of at a deadline. */
+function watchExit(child: FoyaProcess): () => boolean {
+  let ended = false;
+  void child.exited.then(() => {
+    ended = true;
+  });
+  return () => ended;
+}
+
+/**
+ * Takes the dependency away from `child`. `outlasted` waits until the process has been refused
+ * three times and the outage has lasted `atLeastMs`; it fails at once, with the log, if the
+ * process ended meanwhile.
+ */
+function startOutage(proxy: TcpProxy, child: FoyaProcess, exited: () => boolean) {
+  proxy.drop();
+  const droppedAt = Date.now();
+  const refusedBefore = proxy.refused;
+  return {
+    async outlasted(what: string, atLeastMs = outageMs): Promise<void> {
+      await waitFor(async () => exited() || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= atLeastMs), 30_000, what);
+      expect(exited(), child.output()).toBe(false);
+    },
+  };
+}
+
 /** The process's "waiting for <dependency>" warnings: one per failed attempt. */
 function waitingLines(child: FoyaProcess, dependency: string): string[] {
   return child
@@ -212,10 +238,7 @@ describe("dependency outages", () => {
     const { proxy, url } = await proxyTo("postgres", true);
     // Leases outlive the outage, so the call running across it keeps its claim (a shorter lease would be taken over, D3).
     const worker = await processes.start("worker", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn", FOYA_LEASE_MS: "15000" });
-    let exited = false;
-    void worker.exited.then(() => {
-      exited = true;
-    });
+    const exited = watchExit(worker);
 
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
@@ -226,17 +249,10 @@ describe("dependency outages", () => {
     await waitFor(async () => (await readMarkers(workspace, "across-outage")).length === 1, 15_000, "the tool to start");
 
     // Postgres goes away for this worker: every connection cut, new ones reset.
-    proxy.drop();
-    const droppedAt = Date.now();
-    const refusedBefore = proxy.refused;
+    const outage = startOutage(proxy, worker, exited);
     const { sessionId: otherSession } = await client.newSession();
     const meanwhile = await client.startRun(otherSession, script([[{ text: "accepted during the outage" }]]));
-    await waitFor(
-      async () => exited || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs),
-      30_000,
-      "the worker to try Postgres and be refused",
-    );
-    expect(exited, worker.output()).toBe(false);
+    await outage.outlasted("the worker to try Postgres and be refused");
     expect((await client.get(`/v1/runs/${inFlight.body.id}`)).body.status).toBe("running");
     proxy.forward();
 
@@ -245,7 +261,7 @@ describe("dependency outages", () => {
     const after = await client.startRun(sessionId, script([[{ text: "after the outage" }]]));
     expect((await client.waitForRun(after.body.id, 15_000)).status).toBe("completed");
 
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     expect(await readMarkers(workspace, "across-outage")).toHaveLength(1);
     const toolMessages = await client.toolMessages(sessionId);
     expect(toolMessages.map((message) => message.status)).toEqual(["succeeded"]);
@@ -257,10 +273,7 @@ describe("dependency outages", () => {
   it("D3, D9: a tool that finishes while Postgres is away keeps its result: the commit waits for Postgres within the lease and lands once", async () => {
     const { proxy, url } = await proxyTo("postgres", true);
     const worker = await processes.start("worker", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn", FOYA_LEASE_MS: "15000" });
-    let exited = false;
-    void worker.exited.then(() => {
-      exited = true;
-    });
+    const exited = watchExit(worker);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
@@ -268,16 +281,8 @@ describe("dependency outages", () => {
       script([[{ tool: "marker_sleep", args: { marker: "ends-in-outage", sleepMs: 1000 } }], [{ text: "kept" }]]),
     );
     await waitFor(async () => (await readMarkers(workspace, "ends-in-outage")).length === 1, 15_000, "the tool to start");
-    proxy.drop();
-    const droppedAt = Date.now();
-    const refusedBefore = proxy.refused;
     // The tool ends within a second, with Postgres away; the outage lasts three.
-    await waitFor(
-      async () => exited || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= 3000),
-      30_000,
-      "the outage to outlast the tool",
-    );
-    expect(exited, worker.output()).toBe(false);
+    await startOutage(proxy, worker, exited).outlasted("the outage to outlast the tool", 3000);
     proxy.forward();
 
     expect((await client.waitForRun(run.body.id, 20_000)).status).toBe("completed");
@@ -286,17 +291,14 @@ describe("dependency outages", () => {
     expect(textOf(toolMessages[0]!)).toBe("marked ends-in-outage");
     expect(await readMarkers(workspace, "ends-in-outage")).toHaveLength(1);
     expect(worker.output()).toContain("the call's result waits to be stored");
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     await expectEachRunEndedOnce(sessionId, [run.body.id]);
   });
 
   it("D9: a worker whose connection is cut in the middle of a transaction survives: that attempt fails, the step runs again and commits once, the worker serves on", async () => {
     const { proxy, url } = await proxyTo("postgres", true);
     const worker = await processes.start("worker", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn" });
-    let exited = false;
-    void worker.exited.then(() => {
-      exited = true;
-    });
+    const exited = watchExit(worker);
     const { sessionId } = await client.newSession();
     const run = await client.startRun(sessionId, script([[{ text: "streamed slowly", chunks: 20 }]], { chunkDelayMs: 100 }));
     await waitFor(async () => (await client.events(sessionId)).some((event) => event.type === "text_delta"), 15_000, "the step to stream");
@@ -319,8 +321,8 @@ describe("dependency outages", () => {
         "the step's commit to wait inside its transaction",
       );
       proxy.drop();
-      await waitFor(async () => proxy.refused >= 1 || exited, 10_000, "the worker to try Postgres again and be refused");
-      expect(exited, worker.output()).toBe(false);
+      await waitFor(async () => proxy.refused >= 1 || exited(), 10_000, "the worker to try Postgres again and be refused");
+      expect(exited(), worker.output()).toBe(false);
       await locker.query("rollback");
     } finally {
       await locker.end().catch(() => {});
@@ -330,7 +332,7 @@ describe("dependency outages", () => {
     expect((await client.waitForRun(run.body.id, 30_000)).status).toBe("completed");
     const after = await client.startRun(sessionId, script([[{ text: "the same worker serves on" }]]));
     expect((await client.waitForRun(after.body.id, 15_000)).status).toBe("completed");
-    expect(exited, worker.output()).toBe(false);
+    expect(exited(), worker.output()).toBe(false);
     const messages = await client.messages(sessionId);
     expect(messages.filter((message) => message.role === "assistant").map((message) => message.content.text)).toEqual([
       "streamed slowly",
@@ -342,10 +344,7 @@ describe("dependency outages", () => {
   it("D9: an API whose connection is cut in the middle of a request's transaction answers 503 unavailable, stays up, and the retry is served", async () => {
     const { proxy, url } = await proxyTo("postgres", true);
     const api = await processes.start("api", { ...env.env, DATABASE_URL: url, LOG_LEVEL: "warn" });
-    let exited = false;
-    void api.exited.then(() => {
-      exited = true;
-    });
+    const exited = watchExit(api);
     const remote = ApiClient.forUrl(api.url!, client.key);
     const { sessionId } = await client.newSession();
     // The test holds the session's row: starting a run (a transaction that locks it) waits inside
@@ -376,7 +375,7 @@ describe("dependency outages", () => {
     } finally {
       await locker.end().catch(() => {});
     }
-    expect(exited, api.output()).toBe(false);
+    expect(exited(), api.output()).toBe(false);
     proxy.forward();
 
     // The cut transaction left nothing: the retry starts the session's only run.
@@ -391,31 +390,21 @@ describe("dependency outages", () => {
     const counted = await env.query<{ runs: number }>("select count(*)::int as runs from runs where session_id = $1", [sessionId]);
     expect(counted).toEqual([{ runs: 1 }]);
     expect((await remote.get(`/v1/runs/${retried.body.id}`)).body.id).toBe(retried.body.id);
-    expect(exited, api.output()).toBe(false);
+    expect(exited(), api.output()).toBe(false);
     expectNoSecretsLogged(api);
   });
 
   it("D9: a running worker that loses Redis for a while keeps going: a run accepted meanwhile and one started afterwards complete, once", async () => {
     const { proxy, url } = await proxyTo("redis", true);
     const worker = await processes.start("worker", { ...env.env, REDIS_URL: url, LOG_LEVEL: "warn" });
-    let exited = false;
-    void worker.exited.then(() => {
-      exited = true;
-    });
+    const exited = watchExit(worker);
     const { sessionId } = await client.newSession();
     const before = await client.startRun(sessionId, script([[{ text: "before the outage" }]]));
     expect((await client.waitForRun(before.body.id, 15_000)).status).toBe("completed");
 
-    proxy.drop();
-    const droppedAt = Date.now();
-    const refusedBefore = proxy.refused;
+    const outage = startOutage(proxy, worker, exited);
     const meanwhile = await client.startRun(sessionId, script([[{ text: "accepted during the outage" }]]));
-    await waitFor(
-      async () => exited || (proxy.refused >= refusedBefore + 3 && Date.now() - droppedAt >= outageMs),
-      30_000,
-      "the worker to try Redis and be refused",
-    );
-    expect(exited, worker.output()).toBe(false);
+    await outage.outlasted("the worker to try Redis and be refused");
     // The worker cannot have taken it: its job waits in the Redis the worker cannot reach.
     expect((await client.get(`/v1/runs/${meanwhile.body.id}`)).body.status).not.toBe("completed");
     proxy.forward();
@@ -423,7 +412,7 @@ describe("dependency outages", () => {
     expect((await client.waitForRun(meanwhile.body.id, 15_000)).status).toBe("completed");
     const after = await client.startRun(sessionId, script([[{ text: "after the outage" }]]));
     expect((await client.waitForRun(after.body.id, 15_000)).status).toBe("completed");
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     await expectEachRunEndedOnce(sessionId, [before.body.id, meanwhile.body.id, after.body.id]);
   });
 
