@@ -79,9 +79,12 @@ function printEscapeSummary(ledger: string): void {
   const attempts = readdirSync(ledger)
     .flatMap((file) => readFileSync(path.join(ledger, file), "utf8").split("\n"))
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as { name: string; breached: boolean });
+    .map((line) => JSON.parse(line) as { name: string; escapeClass: string; breached: boolean });
   if (attempts.length === 0) return;
   const breaches = attempts.filter((attempt) => attempt.breached);
-  console.log(`escape suite: ${attempts.length} attempts, ${breaches.length} breaches`);
+  const perClass = new Map<string, number>();
+  for (const { escapeClass } of attempts) perClass.set(escapeClass, (perClass.get(escapeClass) ?? 0) + 1);
+  const classes = [...perClass].sort(([a], [b]) => a.localeCompare(b)).map(([name, count]) => `${name} ${count}`);
+  console.log(`escape suite: ${attempts.length} attempts in ${perClass.size} classes, ${breaches.length} breaches (${classes.join(", ")})`);
   for (const breach of breaches) console.log(`  breached: ${breach.name}`);
 }

@@ -2,15 +2,16 @@ import { createHash } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { lstat, readdir, readFile, readlink } from "node:fs/promises";
 import path from "node:path";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
 
 /**
  * The escape suite's bookkeeping (SPEC S6-S8). Each attack is an `attempt`:
  * it runs, its own assertions say the attack was refused (and nothing secret
  * came back), and the canary trees (places outside the workspace the attack
  * aims at) must be exactly as they were. Every attempt is written to the
- * ledger the global setup provides; at the end of the run it prints
- * `escape suite: N attempts, B breaches`.
+ * ledger the global setup provides, under its class (the test file's name,
+ * or the one given); at the end of the run it prints
+ * `escape suite: N attempts in K classes, B breaches`, then the attempts per class.
  */
 export interface Canary {
   /** Fingerprint of every entry below the watched roots: names, kinds, modes, owners, link counts, contents, link targets. */
@@ -40,7 +41,13 @@ export function watch(roots: readonly string[]): Canary {
  * have changed. Either failing is a breach: recorded, then thrown so the test
  * fails.
  */
-export async function attempt(name: string, canary: Canary, attack: () => Promise<void>): Promise<void> {
+export async function attempt(
+  name: string,
+  canary: Canary,
+  attack: () => Promise<void>,
+  options: { escapeClass?: string } = {},
+): Promise<void> {
+  const escapeClass = options.escapeClass ?? path.basename(expect.getState().testPath ?? "unknown").replace(/\.test\.ts$/, "");
   const before = await canary.fingerprint();
   let failure: unknown;
   try {
@@ -52,7 +59,7 @@ export async function attempt(name: string, canary: Canary, attack: () => Promis
     failure = new Error(`${name}: something outside the workspace changed`);
   appendFileSync(
     path.join(inject("escapeLedger"), `${process.pid}.jsonl`),
-    `${JSON.stringify({ name, breached: failure !== undefined })}\n`,
+    `${JSON.stringify({ name, escapeClass, breached: failure !== undefined })}\n`,
   );
   if (failure !== undefined) throw failure;
 }
