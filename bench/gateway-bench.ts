@@ -11,7 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ApprovalPolicy } from "../src/core/policy.js";
 import { judgeCall } from "../src/gateway/judge-call.js";
-import { compilePolicy } from "../src/gateway/rules.js";
+import { compilePolicy } from "../src/gateway/compiled-policy.js";
 import type { JudgeInput } from "../src/gateway/verdict.js";
 import type { ApprovalSubject, SideEffect } from "../src/tools/tool.js";
 import { distribution, ratio, round } from "./support/stats.js";

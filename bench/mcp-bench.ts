@@ -55,9 +55,11 @@ const runner = createSandbox({
   // The servers load packages from the service's node_modules, which the sandbox hides otherwise.
   readOnlyPaths: [path.resolve(here, "../node_modules")],
 });
-const unconfined = createMcpConnections({ logger });
+const stdioCommands = new Map([[process.execPath, new Set<string>()]]);
+const unconfined = createMcpConnections({ logger, stdioCommands });
 const sandboxed = createMcpConnections({
   logger,
+  stdioCommands,
   sandbox: { runner, confined: true, placeFor: async () => ({ workspaceDir: workspace, identity, limits: defaultProcessLimits }) },
 });
 const everything: McpServerConfig = {

@@ -14,6 +14,9 @@
  * `true` (no change). The baseline a manifest approach would pay, an lstat
  * walk of the 10,000-file workspace, is timed alongside.
  *
+ * A large layer: a call that rewrote 200,000 files (LARGE_LAYER_FILES), settled while a timer
+ * measures how long the event loop was held.
+ *
  * Storage: bytes kept in the (content-addressed) blob store per byte the
  * command wrote, for new files and for a one-line edit of a 10 KiB file.
  * Blobs are counted in memory here; the Postgres blob store keeps the same
@@ -32,6 +35,7 @@ import { createSandbox } from "../src/sandbox/sandbox-runner.js";
 import { findServiceDir } from "../src/sandbox/service-dir.js";
 import { identityMode, toolIdentity } from "../src/sandbox/tool-identity.js";
 import { createCallProcesses } from "../src/tools/shell/create-call-processes.js";
+import { settleLayer } from "../src/tools/shell/settle-layer.js";
 import { createWorkspaceFolder } from "../src/workspace/project-workspace.js";
 import { distribution, round, type Distribution } from "./support/stats.js";
 
@@ -98,6 +102,41 @@ async function once(workspace: string, command: string, recorded: boolean): Prom
   return { ms: performance.now() - start, records: settled?.records.length ?? 0 };
 }
 
+/**
+ * A call that rewrote `files` files (issue 27: 200,000 froze its worker for 637 s): the layer's
+ * upper folder is written directly, as the overlay would have left it, then settled as the call's
+ * end does. Measures the settle's wall time and how late a timer due every 10 ms fires meanwhile
+ * (what any other request of the process waits at most).
+ */
+async function largeLayer(files: number): Promise<{ files: number; settleMs: number; worstLatenessMs: number; records: number }> {
+  const perFolder = 1000;
+  const workspace = await createWorkspaceFolder(workspacesDir, ["tenant", "large"], identity);
+  for (let f = 0; f < files; f++) {
+    if (f % perFolder === 0) mkdirSync(path.join(workspace, `d${f / perFolder}`));
+    writeFileSync(path.join(workspace, `d${Math.floor(f / perFolder)}`, `f${f}`), `before ${f}\n`);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const layer = layers.open(workspace, { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "large" });
+  if (!layer) throw new Error("no layer over the large workspace");
+  for (let f = 0; f < files; f++) {
+    if (f % perFolder === 0) mkdirSync(path.join(layer.folders.upperDir, `d${f / perFolder}`));
+    writeFileSync(path.join(layer.folders.upperDir, `d${Math.floor(f / perFolder)}`, `f${f}`), `after ${f}\n`);
+  }
+  let worstLatenessMs = 0;
+  let due = performance.now() + 10;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worstLatenessMs = Math.max(worstLatenessMs, now - due);
+    due = now + 10;
+  }, 10);
+  const start = performance.now();
+  const settled = await settleLayer(layer, { blobs: blobStore, workspacesDir });
+  const settleMs = performance.now() - start;
+  clearInterval(timer);
+  layers.discard(layer);
+  return { files, settleMs: round(settleMs), worstLatenessMs: round(worstLatenessMs), records: settled.records.length };
+}
+
 function walk(at: string): number {
   let count = 0;
   for (const name of readdirSync(at)) {
@@ -109,14 +148,14 @@ function walk(at: string): number {
 }
 
 try {
-  const large = await populate("ws10k", 100, 100);
+  const tenThousand = await populate("ws10k", 100, 100);
   const small = await populate("ws100", 1, 100);
   const change = "echo changed >> src/d000/f050.ts";
   const variants = [
-    { name: "10k: one-file change, unrecorded", workspace: large, command: change, recorded: false },
-    { name: "10k: one-file change, recorded", workspace: large, command: change, recorded: true },
-    { name: "10k: true, unrecorded", workspace: large, command: "true", recorded: false },
-    { name: "10k: true, recorded", workspace: large, command: "true", recorded: true },
+    { name: "10k: one-file change, unrecorded", workspace: tenThousand, command: change, recorded: false },
+    { name: "10k: one-file change, recorded", workspace: tenThousand, command: change, recorded: true },
+    { name: "10k: true, unrecorded", workspace: tenThousand, command: "true", recorded: false },
+    { name: "10k: true, recorded", workspace: tenThousand, command: "true", recorded: true },
     { name: "100: one-file change, unrecorded", workspace: small, command: change, recorded: false },
     { name: "100: one-file change, recorded", workspace: small, command: change, recorded: true },
   ].map((variant) => ({ ...variant, times: [] as number[] }));
@@ -131,7 +170,7 @@ try {
       variant.times.push(ms);
     }
     const start = performance.now();
-    entries = walk(large);
+    entries = walk(tenThousand);
     manifest.push(performance.now() - start);
   }
 
@@ -144,6 +183,8 @@ try {
   blobs.clear();
   await once(storage, "sed -i '1s/^/x/' out/f1", true);
   const storedForEdit = storedBytes();
+
+  const large = await largeLayer(Number(process.env.LARGE_LAYER_FILES ?? 200_000));
 
   const d = Object.fromEntries(variants.map((variant) => [variant.name, distribution(variant.times)])) as Record<string, Distribution>;
   const manifestMs = distribution(manifest);
@@ -168,6 +209,7 @@ try {
       oneFileChange100: added("100", "one-file change"),
     },
     manifestWalk10kMs: rounded(manifestMs),
+    largeLayer: large,
     storage: {
       newFiles: { written: newFilesBytes, stored: storedForNew, perChangedByte: round(storedForNew / newFilesBytes) },
       oneLineEditOf10KiB: { changedBytes: 1, fileBytes: 10240, stored: storedForEdit },
@@ -181,6 +223,9 @@ try {
   console.log(row(`manifest walk (${entries} entries)`, manifestMs));
   console.log(
     `recording adds (p50): one-file change on 10,000 files +${report.addedP50Ms.oneFileChange10k} ms, on 100 files +${report.addedP50Ms.oneFileChange100} ms; true +${report.addedP50Ms.true10k} ms`,
+  );
+  console.log(
+    `a call that rewrote ${large.files} files: settled (recorded ${large.records}, applied, the rest to the trash) in ${large.settleMs} ms; a timer due every 10 ms fired at most ${large.worstLatenessMs} ms late meanwhile`,
   );
   console.log(
     `stored: ${storedForNew} bytes for ${newFilesBytes} bytes of new files (${report.storage.newFiles.perChangedByte} per byte); ${storedForEdit} bytes for a one-line edit of a 10 KiB file (both versions, whole)`,

@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { defaultProcessLimits } from "./core/process-limits.js";
+import { environmentNamePattern, forbiddenEnvironmentName, type McpStdioCommands } from "./core/mcp-stdio-commands.js";
 
 /**
  * The only reader of `process.env`. Everything else receives a frozen `Config`
@@ -156,9 +157,9 @@ const int = (env: EnvNames, fallback: number, range: IntRange) => {
   return setting(schema.default(fallback), env, { default: code(fallback) + (range.unit === "bytes" ? byteSize(fallback) : ""), allowed });
 };
 
-const optionalInt = (env: EnvNames, range: IntRange) => {
+const optionalInt = (env: EnvNames, range: IntRange, shown = "unset") => {
   const { allowed, schema } = integerIn(range);
-  return setting(schema.optional(), env, { default: "unset", allowed, optional: true });
+  return setting(schema.optional(), env, { default: shown, allowed, optional: true });
 };
 
 const flag = (env: EnvNames, fallback: boolean) =>
@@ -214,6 +215,31 @@ const listOf = (text: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** Where sandboxed processes' own temporary folders are: never on their PATH. */
+const sandboxTemporaryFolders = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/**
+ * The PATH of processes started by tools: absolute folders only (an empty or
+ * relative entry would be the working directory, the workspace), none in the
+ * sandbox's writable temporary folders. Never the service's own PATH.
+ */
+const toolSearchPath = (env: EnvNames, fallback: string) => {
+  const allowed = `absolute folders separated by \`:\`, none in ${sandboxTemporaryFolders.map(code).join(", ")}`;
+  return setting(
+    fromText(allowed, (text) => {
+      const folders = text.split(":");
+      const fine = folders.every(
+        (folder) =>
+          path.isAbsolute(folder) &&
+          !sandboxTemporaryFolders.some((temp) => path.resolve(folder) === temp || path.resolve(folder).startsWith(`${temp}/`)),
+      );
+      return fine ? text : undefined;
+    }).default(fallback),
+    env,
+    { default: code(fallback), allowed },
+  );
+};
+
 /** A comma-separated list of paths, each made absolute. */
 const pathList = (env: EnvNames) =>
   setting(
@@ -225,16 +251,44 @@ const pathList = (env: EnvNames) =>
     { default: "unset (none)", allowed: "comma-separated paths" },
   );
 
-/** A comma-separated list of names or paths, as given. */
-const nameList = (env: EnvNames) =>
-  setting(
+/**
+ * The operator's stdio MCP commands: comma-separated entries, each an absolute path followed by
+ * the environment variable names a tenant may set for it, colon-separated
+ * (`/usr/bin/node,/opt/mcp/github:GITHUB_TOKEN:GITHUB_HOST`).
+ */
+const stdioCommandList = (env: EnvNames) => {
+  const allowed = "comma-separated absolute paths, each optionally followed by `:NAME` for every environment variable a tenant may set";
+  return setting(
     z
       .string()
       .optional()
-      .transform((value): readonly string[] => Object.freeze(listOf(value ?? ""))),
+      .transform((value, ctx): McpStdioCommands => {
+        const commands = new Map<string, Set<string>>();
+        for (const entry of listOf(value ?? "")) {
+          const [command = "", ...names] = entry.split(":").map((part) => part.trim());
+          const problem = !path.isAbsolute(command)
+            ? `"${command}" is not an absolute path`
+            : names
+                .map((name) => {
+                  if (!environmentNamePattern.test(name)) return `"${name}" (for ${command}) is not an environment variable name`;
+                  const why = forbiddenEnvironmentName(name);
+                  return why ? `${name} (for ${command}) can never be admitted: ${why}` : undefined;
+                })
+                .find((text) => text !== undefined);
+          if (problem) {
+            ctx.issues.push({ code: "custom", message: `must be ${allowed}; ${problem}`, input: value });
+            return z.NEVER;
+          }
+          const admitted = commands.get(command) ?? new Set<string>();
+          for (const name of names) admitted.add(name);
+          commands.set(command, admitted);
+        }
+        return commands;
+      }),
     env,
-    { default: "unset (none)", allowed: "comma-separated names" },
+    { default: "unset (none)", allowed },
   );
+};
 
 /** A comma-separated set of names. */
 const nameSet = (env: EnvNames) =>
@@ -313,7 +367,10 @@ const settingsSchema = z.object({
         "The request rate limit's fixed window, in milliseconds.",
       ),
       authFailureLimit: int("FOYA_API_AUTH_FAILURE_LIMIT", 20, { min: 0, max: maxCount }).describe(
-        "Failed authentications per client address per window before that address is locked out (429) whatever key it sends; `0` turns the lockout off.",
+        "Failed authentications of one credential (an API key, stream token, admin or metrics token) from one client address per window before that pair is refused (429); `0` turns this count off.",
+      ),
+      authFailureAddressLimit: int("FOYA_API_AUTH_FAILURE_ADDRESS_LIMIT", 100, { min: 0, max: maxCount }).describe(
+        "Failed authentications from one client address per window, every credential of a kind together (tenants' keys and stream tokens, the admin token, the metrics token), before the address is refused that kind (429); tenants' keys that authenticated before and valid stream tokens still pass; `0` turns this count off.",
       ),
       authFailureWindowMs: int("FOYA_API_AUTH_FAILURE_WINDOW_MS", 300_000, { min: 1, max: maxTimerMs }).describe(
         "The failed-authentication window, in milliseconds.",
@@ -393,9 +450,9 @@ const settingsSchema = z.object({
       modules: pathList("FOYA_TOOL_MODULES").describe(
         "Comma-separated module paths exporting `tools`, added to the registry; a compiled process (`dist/`, the image) loads JavaScript modules only.",
       ),
-      path: text(["FOYA_TOOL_PATH", "PATH"], "/usr/local/bin:/usr/bin:/bin", {
-        shown: "the service's `PATH` (else `/usr/local/bin:/usr/bin:/bin`)",
-      }).describe("The only `PATH` processes started by tools see; their environment holds no service secrets."),
+      path: toolSearchPath("FOYA_TOOL_PATH", "/usr/local/bin:/usr/bin:/bin").describe(
+        "The only `PATH` processes started by tools and stdio MCP servers see (never the service's own `PATH`, which names the host's layout; tenants cannot set a server's); their environment holds no service secrets.",
+      ),
       webFetchAllowPrivate: flag("FOYA_WEB_FETCH_ALLOW_PRIVATE", false).describe(
         "Let `web_fetch` reach loopback and private addresses (tests, trusted deployments).",
       ),
@@ -428,6 +485,9 @@ const settingsSchema = z.object({
       fullAccessAllowed: flag("FOYA_ALLOW_FULL_ACCESS", false).describe(
         'The deployment allows Full Access sessions at all (SPEC S8); each tenant also needs the operator\'s grant (`PATCH /v1/tenants/:id {"fullAccess": true}`).',
       ),
+      gitSearchFolders: int("FOYA_SANDBOX_GIT_SEARCH_FOLDERS", 20_000, { min: 1, max: maxCount }).describe(
+        "Folders of a workspace (outside node_modules, at most 64 levels deep) searched for repositories before each sandboxed process, to protect their hooks and configuration (SPEC S11); a larger or deeper workspace fails closed.",
+      ),
       recordFullAccessShell: flag("FOYA_RECORD_FULL_ACCESS_SHELL", false).describe(
         'Also record what foreground `bash` calls change in the workspace in Full Access (outside it they always are, on a root worker); see "What shell commands change".',
       ),
@@ -451,7 +511,21 @@ const settingsSchema = z.object({
         "Wall-clock time of a foreground call, in seconds; a longer `timeoutMs` is cut to it.",
       ),
       tmpBytes: int("FOYA_TOOL_TMP_BYTES", defaultProcessLimits.tmpBytes, { min: 1, max: maxBytes, unit: "bytes" }).describe(
-        "Size of the sandbox's private `/tmp`, in bytes.",
+        "Temporary space of a foreground call, in bytes: its private `/tmp`, `/var/tmp` and `/dev/shm` together (tmpfs, so host memory; the last two get an eighth each, at most 64 MiB).",
+      ),
+      backgroundTmpBytes: int("FOYA_TOOL_BACKGROUND_TMP_BYTES", defaultProcessLimits.backgroundTmpBytes, {
+        min: 1,
+        max: maxBytes,
+        unit: "bytes",
+      }).describe(
+        "Temporary space of a background command or a stdio MCP server (they live long), in bytes, split as for a foreground call.",
+      ),
+      tmpBudgetBytes: int("FOYA_TOOL_TMP_BUDGET_BYTES", defaultProcessLimits.tmpBudgetBytes, {
+        min: 1,
+        max: maxBytes,
+        unit: "bytes",
+      }).describe(
+        "Temporary space all of a tenant's running sandboxes on one host may hold together, in bytes: a sandbox gets less when less is left (down to 16 MiB), else it fails closed.",
       ),
       backgroundCommands: int("FOYA_TOOL_BACKGROUND_COMMANDS", defaultProcessLimits.backgroundCommands, { min: 1, max: maxCount }).describe(
         "Background commands a tenant may run at once, across workers.",
@@ -465,16 +539,16 @@ const settingsSchema = z.object({
   quotas: z
     .object({
       activeRuns: int("FOYA_QUOTA_ACTIVE_RUNS", 32, { min: 1, max: maxCount }).describe(
-        'Runs of one tenant admitted to the shared queues at once; later runs wait in order (fair sharing, a tenant\'s weight); per tenant with `PATCH /v1/tenants/:id {"quotas": {"activeRuns": n}}`.',
+        'Runs of one tenant admitted to the shared queues at once, sub-agents included (a run waiting on its sub-agent lends it its slot); later runs wait in order (fair sharing, a tenant\'s weight); per tenant with `PATCH /v1/tenants/:id {"quotas": {"activeRuns": n}}`.',
       ),
       queuedRuns: int("FOYA_QUOTA_QUEUED_RUNS", 1000, { min: 1, max: maxCount }).describe(
-        "Runs of one tenant waiting for a slot; more answer 429 `quota_exceeded` with `Retry-After`.",
+        "Runs of one tenant waiting for a slot, sub-agents included; more answer 429 `quota_exceeded` with `Retry-After` (a sub-agent: an is_error `quota_exceeded` result).",
       ),
       tokensPerDay: int("FOYA_QUOTA_TOKENS_PER_DAY", 0, { min: 0, max: maxBytes }).describe(
-        "Model tokens per tenant per UTC day, from recorded usage; over it new runs answer 429 until midnight UTC; `0`: no limit.",
+        "Model tokens per tenant per UTC day, from recorded usage; over it new runs answer 429 until midnight UTC, no sub-agent starts and running runs end `quota_exceeded` at their next step; `0`: no limit.",
       ),
       storageBytes: int("FOYA_QUOTA_STORAGE_BYTES", 0, { min: 0, max: maxBytes, unit: "bytes" }).describe(
-        "Bytes of file-change contents and artifacts per tenant; over it new runs answer 429; `0`: no limit.",
+        "Bytes of file-change contents and artifacts per tenant; over it new runs answer 429, no sub-agent starts and running runs end `quota_exceeded` at their next step; `0`: no limit.",
       ),
       toolCalls: int("FOYA_QUOTA_TOOL_CALLS", 0, { min: 0, max: maxCount }).describe(
         "Tool calls of one tenant running at once across every worker; a call over it stays queued until a slot frees; `0`: no limit beyond 5 per run.",
@@ -493,8 +567,16 @@ const settingsSchema = z.object({
     .describe("Workspaces"),
   mcp: z
     .object({
-      stdioCommands: nameList("FOYA_MCP_STDIO_COMMANDS").describe(
-        "Comma-separated absolute paths of programs tenants may configure as stdio MCP servers; unset allows none.",
+      stdioCommands: stdioCommandList("FOYA_MCP_STDIO_COMMANDS").describe(
+        "Programs tenants may configure as stdio MCP servers, each with the environment variable names a tenant may set for it (`/usr/bin/node,/opt/mcp/github:GITHUB_TOKEN`); other names are refused, and names that make a program load code (`LD_*`, `NODE_OPTIONS`, `PYTHONPATH`, `BASH_ENV`, `PATH`, `GIT_*`...) can never be admitted; unset allows no program.",
+      ),
+      maxMessageBytes: int("FOYA_MCP_MAX_MESSAGE_BYTES", 16 * 1024 * 1024, {
+        min: 64 * 1024,
+        max: 256 * 1024 * 1024,
+        unit: "bytes",
+        why: "a message is decoded as one string",
+      }).describe(
+        "Largest message an MCP server may send (a stdio line, an HTTP response body, one event of an event stream), in bytes; a larger one is not read, its request answers `mcp_message_too_large` and the connection is restarted.",
       ),
       allowPrivate: flag("FOYA_MCP_ALLOW_PRIVATE", false).describe("Let HTTP MCP servers point at loopback and private addresses."),
       sandbox: flag("FOYA_MCP_SANDBOX", true).describe(
@@ -507,10 +589,17 @@ const settingsSchema = z.object({
         "How long the API waits for a worker to answer an MCP listing, resource or prompt request, in milliseconds; then it answers 504 `mcp_timeout`.",
       ),
       requestPickupMs: int("FOYA_MCP_REQUEST_PICKUP_MS", 5_000, { min: 1, max: maxTimerMs }).describe(
-        "An MCP request no worker has taken within this many milliseconds is withdrawn and answered 503 `no_worker`; at most `FOYA_MCP_REQUEST_TIMEOUT_MS`.",
+        "An MCP request no worker has taken (nor held back for its tenant's share) within this many milliseconds is withdrawn and answered 503 `no_worker`; at most `FOYA_MCP_REQUEST_TIMEOUT_MS`.",
       ),
       requestConcurrency: int("FOYA_MCP_REQUEST_CONCURRENCY", 4, { min: 1, max: maxCount }).describe(
         "MCP requests one worker serves at once.",
+      ),
+      requestTenantConcurrency: optionalInt(
+        "FOYA_MCP_REQUEST_TENANT_CONCURRENCY",
+        { min: 1, max: maxCount },
+        "half of `FOYA_MCP_REQUEST_CONCURRENCY`, rounded up",
+      ).describe(
+        "MCP requests of one tenant a worker serves at once (at most `FOYA_MCP_REQUEST_CONCURRENCY`); its other requests wait in the queue for its own to end, so one tenant's slow server never holds every slot.",
       ),
     })
     .describe("MCP servers"),
@@ -579,10 +668,14 @@ type Frozen<T> = { readonly [K in keyof T]: Readonly<T[K]> };
 
 /** The settings, frozen, with what loadConfig derives: the stream token secret and the provider profiles. */
 export type Config = Frozen<
-  Omit<Settings, "api" | "providers"> & {
+  Omit<Settings, "api" | "providers" | "mcp"> & {
     api: Omit<Settings["api"], "streamTokenSecret"> & {
       /** FOYA_STREAM_TOKEN_SECRET, else derived from FOYA_ADMIN_TOKEN, else random per process. */
       streamTokenSecret: string;
+    };
+    mcp: Omit<Settings["mcp"], "requestTenantConcurrency"> & {
+      /** FOYA_MCP_REQUEST_TENANT_CONCURRENCY, else half of FOYA_MCP_REQUEST_CONCURRENCY, rounded up. */
+      requestTenantConcurrency: number;
     };
     providers: Settings["providers"] & {
       /** The scripted profile, those of FOYA_PROVIDERS_FILE and the `openai` shortcut's, keys resolved. */
@@ -602,6 +695,7 @@ export type ApiLimits = Pick<
   | "rateLimit"
   | "rateWindowMs"
   | "authFailureLimit"
+  | "authFailureAddressLimit"
   | "authFailureWindowMs"
   | "trustProxyHops"
   | "maxStreamsPerTenant"
@@ -688,6 +782,19 @@ function crossFieldProblems(s: Settings): string[] {
       `FOYA_API_MAX_INPUT_BODY_BYTES is ${s.api.maxInputBodyBytes}; it must be at least FOYA_API_MAX_BODY_BYTES (${s.api.maxBodyBytes}), as the routes it limits take every body the others take`,
     );
   }
+  if (s.mcp.requestTenantConcurrency !== undefined && s.mcp.requestTenantConcurrency > s.mcp.requestConcurrency) {
+    problems.push(
+      `FOYA_MCP_REQUEST_TENANT_CONCURRENCY is ${s.mcp.requestTenantConcurrency}; it must be at most FOYA_MCP_REQUEST_CONCURRENCY (${s.mcp.requestConcurrency}), the slots it is a share of`,
+    );
+  }
+  const inWorkspaces = s.tools.path
+    .split(":")
+    .find((folder) => path.resolve(folder) === s.workspaces.dir || path.resolve(folder).startsWith(`${s.workspaces.dir}/`));
+  if (inWorkspaces !== undefined) {
+    problems.push(
+      `FOYA_TOOL_PATH names ${inWorkspaces}, inside FOYA_WORKSPACES_DIR (${s.workspaces.dir}); tenants write there, so a program of theirs would run where a command names a system one`,
+    );
+  }
   if (s.mcp.requestPickupMs > s.mcp.requestTimeoutMs) {
     problems.push(
       `FOYA_MCP_REQUEST_PICKUP_MS is ${s.mcp.requestPickupMs}; it must be at most FOYA_MCP_REQUEST_TIMEOUT_MS (${s.mcp.requestTimeoutMs}), by which the API answers anyway`,
@@ -735,7 +842,7 @@ export function loadConfig(env: Env = process.env): Config {
   const settings = parseSettings(env);
   const problems = crossFieldProblems(settings);
   if (problems.length > 0) throw new ConfigurationError(problems);
-  const { api, providers } = settings;
+  const { api, providers, mcp } = settings;
   const config: Config = {
     ...settings,
     api: {
@@ -747,6 +854,7 @@ export function loadConfig(env: Env = process.env): Config {
           : randomBytes(32).toString("hex")),
     },
     providers: { ...providers, profiles: Object.freeze(providerProfiles(providers, env)) },
+    mcp: { ...mcp, requestTenantConcurrency: mcp.requestTenantConcurrency ?? Math.ceil(mcp.requestConcurrency / 2) },
   };
   for (const group of Object.values(config)) Object.freeze(group);
   return Object.freeze(config);

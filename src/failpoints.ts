@@ -3,7 +3,11 @@
  * and `hit` is a no-op; a test starts a real process with FOYA_FAILPOINTS=name
  * and the process dies at that point exactly as a SIGKILL would leave it.
  */
-export type FailpointName = "api.after_run_commit" | "worker.after_subagent_start" | "worker.step_job_taken";
+export type FailpointName =
+  | "api.after_run_commit"
+  | "worker.after_subagent_start"
+  | "worker.step_job_taken"
+  | "worker.project_removal_slice";
 
 export interface Failpoints {
   hit(name: FailpointName): void;

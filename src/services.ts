@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { registerStateGauges } from "./observability/state-gauges.js";
 import { countPendingApprovals } from "./store/approvals.js";
 import { liveWorkers } from "./store/workers.js";
+import { countProjectsWithFilesLeft } from "./store/project-removal.js";
 import { workingRunsByTenant } from "./store/tenant-admission.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
@@ -145,6 +146,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       queues: [dispatcher.stepQueue, dispatcher.toolQueue],
       pendingApprovals: () => countPendingApprovals(db.pool),
       liveWorkers: async () => (await liveWorkers(db.pool, config.workers.livenessTimeoutMs)).length,
+      projectsWithFilesLeft: () => countProjectsWithFilesLeft(db.db),
       onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
     });
   }
@@ -166,11 +168,19 @@ export async function createServices(config: Config, options: CreateServicesOpti
     timeoutMs: config.mcp.requestTimeoutMs,
     pickupMs: config.mcp.requestPickupMs,
   });
+  if (runsTools && !config.mcp.sandbox && config.mcp.stdioCommands.size > 0) {
+    logger.warn(
+      { stdioCommands: [...config.mcp.stdioCommands.keys()] },
+      "FOYA_MCP_SANDBOX=false: stdio MCP servers run without the sandbox, beside the host's processes and loopback services (Postgres, Redis). Tenants choose their servers' arguments, so an interpreter on FOYA_MCP_STDIO_COMMANDS (node, python, npx, uvx, bash...) runs any code a tenant names: unsafe unless every tenant is trusted (docs/operations.md)",
+    );
+  }
   const mcp = runsTools
     ? createMcpConnections({
         logger,
         ...(config.mcp.allowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
         sandbox: mcpSandbox({ runner: sandbox, db: db.db, config, ...tooling }),
+        stdioCommands: config.mcp.stdioCommands,
+        defaults: { stdioPath: config.tools.path, maxMessageBytes: config.mcp.maxMessageBytes },
       })
     : mcpViaWorkers;
   const baseTools = [

@@ -75,6 +75,8 @@ describe("configuration", () => {
       FOYA_TOOL_FILE_BYTES: "1048576",
       FOYA_TOOL_WALL_SECONDS: "45",
       FOYA_TOOL_TMP_BYTES: "8388608",
+      FOYA_TOOL_BACKGROUND_TMP_BYTES: "4194304",
+      FOYA_TOOL_TMP_BUDGET_BYTES: "33554432",
       FOYA_TOOL_BACKGROUND_COMMANDS: "3",
       FOYA_TOOL_BACKGROUND_SECONDS: "60",
     });
@@ -85,6 +87,8 @@ describe("configuration", () => {
       fileSizeBytes: 1_048_576,
       wallSeconds: 45,
       tmpBytes: 8_388_608,
+      backgroundTmpBytes: 4_194_304,
+      tmpBudgetBytes: 33_554_432,
       backgroundCommands: 3,
       backgroundSeconds: 60,
     });
@@ -95,6 +99,8 @@ describe("configuration", () => {
       "FOYA_TOOL_FILE_BYTES",
       "FOYA_TOOL_WALL_SECONDS",
       "FOYA_TOOL_TMP_BYTES",
+      "FOYA_TOOL_BACKGROUND_TMP_BYTES",
+      "FOYA_TOOL_TMP_BUDGET_BYTES",
       "FOYA_TOOL_BACKGROUND_COMMANDS",
       "FOYA_TOOL_BACKGROUND_SECONDS",
     ];
@@ -105,6 +111,27 @@ describe("configuration", () => {
         );
       }
     }
+  });
+
+  it("S3: the PATH of tool processes is fixed (never the service's own), absolute, and names no folder the sandbox can write", () => {
+    expect(loadConfig({}).tools.path).toBe("/usr/local/bin:/usr/bin:/bin");
+    // The service's PATH (node_modules/.bin under npm, a version manager's shims under /root) names the host's layout.
+    expect(loadConfig({ PATH: "/srv/foya/node_modules/.bin:/root/.pyenv/shims:/usr/bin" }).tools.path).toBe("/usr/local/bin:/usr/bin:/bin");
+    expect(loadConfig({ FOYA_TOOL_PATH: "/opt/tools/bin:/usr/bin" }).tools.path).toBe("/opt/tools/bin:/usr/bin");
+    for (const path of [
+      "/tmp/bin:/usr/bin",
+      "/usr/bin:/var/tmp/x",
+      "/dev/shm",
+      "/usr/bin::/bin",
+      "bin:/usr/bin",
+      ".:/usr/bin",
+      "/tmp/../tmp/bin",
+    ]) {
+      expect(() => loadConfig({ FOYA_TOOL_PATH: path }), path).toThrow(/FOYA_TOOL_PATH is .*absolute folders separated by/s);
+    }
+    expect(() => loadConfig({ FOYA_WORKSPACES_DIR: "/srv/ws", FOYA_TOOL_PATH: "/usr/bin:/srv/ws/t/p/bin" })).toThrow(
+      /FOYA_TOOL_PATH names \/srv\/ws\/t\/p\/bin, inside FOYA_WORKSPACES_DIR/,
+    );
   });
 
   it("S10: API limits have generous defaults, each overridable; 0 turns a count limit off, and body sizes must be positive", () => {
@@ -244,10 +271,11 @@ describe("settings: one schema, documented, never clamped", () => {
       concurrency: 16,
       allowPrivate: false,
     });
-    // The derived ones: the tools' PATH, the stream token secret.
-    expect(config.tools.path).toBe("/usr/local/bin:/usr/bin:/bin");
-    expect(loadConfig({ PATH: "/a:/b" }).tools.path).toBe("/a:/b");
-    expect(loadConfig({ PATH: "/a:/b", FOYA_TOOL_PATH: "/c" }).tools.path).toBe("/c");
+    // The derived ones: a tenant's share of a worker's MCP request slots, the stream token secret.
+    expect(config.mcp.requestTenantConcurrency).toBe(2);
+    expect(loadConfig({ FOYA_MCP_REQUEST_CONCURRENCY: "5" }).mcp.requestTenantConcurrency).toBe(3);
+    expect(loadConfig({ FOYA_MCP_REQUEST_CONCURRENCY: "1" }).mcp.requestTenantConcurrency).toBe(1);
+    expect(loadConfig({ FOYA_MCP_REQUEST_TENANT_CONCURRENCY: "4" }).mcp.requestTenantConcurrency).toBe(4);
     expect(config.api.streamTokenSecret).toMatch(/^[0-9a-f]{64}$/);
     expect(loadConfig({}).api.streamTokenSecret).not.toBe(config.api.streamTokenSecret);
     const fromAdmin = loadConfig({ FOYA_ADMIN_TOKEN: "admin" }).api.streamTokenSecret;
@@ -358,9 +386,34 @@ describe("settings: one schema, documented, never clamped", () => {
       requestTimeoutMs: 1000,
       requestPickupMs: 1000,
     });
+    expect(problemOf({ FOYA_MCP_REQUEST_TENANT_CONCURRENCY: "5" })).toBe(
+      "invalid configuration: FOYA_MCP_REQUEST_TENANT_CONCURRENCY is 5; it must be at most FOYA_MCP_REQUEST_CONCURRENCY (4), the slots it is a share of",
+    );
     expect(problemOf({ FOYA_API_MAX_INPUT_BODY_BYTES: "1000" })).toMatch(
       /^invalid configuration: FOYA_API_MAX_INPUT_BODY_BYTES is 1000; it must be at least FOYA_API_MAX_BODY_BYTES \(1048576\)/,
     );
+  });
+
+  it("M1, S7: the operator's stdio MCP commands name, per program, the environment variables a tenant may set; loader and start-up variables can never be admitted", () => {
+    const commands = loadConfig({ FOYA_MCP_STDIO_COMMANDS: " /usr/bin/node , /opt/mcp/github:GITHUB_TOKEN:GITHUB_HOST,/usr/bin/node:LANG" })
+      .mcp.stdioCommands;
+    expect([...commands].map(([command, names]) => [command, [...names].sort()])).toEqual([
+      ["/usr/bin/node", ["LANG"]],
+      ["/opt/mcp/github", ["GITHUB_HOST", "GITHUB_TOKEN"]],
+    ]);
+    for (const [value, problem] of [
+      ["/usr/bin/node:NODE_OPTIONS", "NODE_OPTIONS (for /usr/bin/node) can never be admitted: an interpreter runs or loads code"],
+      ["/usr/bin/python3:PYTHONPATH", "PYTHONPATH (for /usr/bin/python3) can never be admitted"],
+      ["/opt/x:LD_PRELOAD", "LD_PRELOAD (for /opt/x) can never be admitted: it makes the dynamic loader"],
+      ["/opt/x:BASH_ENV", "BASH_ENV (for /opt/x) can never be admitted: a shell reads it"],
+      ["/opt/x:PATH", "PATH (for /opt/x) can never be admitted: it names a program to run"],
+      ["/opt/x:GIT_CONFIG_COUNT", "GIT_CONFIG_COUNT (for /opt/x) can never be admitted"],
+      ["/opt/x:npm_config_node_options", "npm_config_node_options (for /opt/x) can never be admitted"],
+      ["/opt/x:A-B", '"A-B" (for /opt/x) is not an environment variable name'],
+      ["node", '"node" is not an absolute path'],
+    ]) {
+      expect(problemOf({ FOYA_MCP_STDIO_COMMANDS: value as string }), value).toContain(problem as string);
+    }
   });
 
   it("the floors that used to be raised in silence are refused, with the setting's name and floor", () => {

@@ -1,13 +1,14 @@
 import type { StepRef } from "../core/events.js";
 import { newId } from "../ids.js";
-import { activateRun } from "../runs/run-lifecycle.js";
+import { admitOrHold } from "../runs/run-lifecycle.js";
+import { newRunRefusal } from "../runs/quota-refusal.js";
 import { StaleWorkError, transactFenced, type TransactDeps } from "../store/transact.js";
 import { insertRun, lockHeldRun } from "../store/runs.js";
 import { insertSession, type SessionRow } from "../store/sessions.js";
 import { childOfCall, linkChildRun } from "../store/tool-calls.js";
 import type { Failpoints } from "../failpoints.js";
 import type { SubAgentRequest, SubAgentStart } from "../tools/tool.js";
-import { fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
+import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { narrowLimits } from "./child-limits.js";
 import type { OnInterrupted } from "../core/session.js";
 
@@ -22,9 +23,12 @@ export interface SubAgentParent {
 
 /**
  * Starts a sub-agent in one transaction, fenced by the parent's batch attempt: the child
- * session and run, the child's first step job (outbox), the child named on the parent's
- * call, and a `subagent_start` event in the parent's session. Either all of it commits or
- * none; a call that a newer attempt owns starts nothing.
+ * session and run, the child named on the parent's call, the child admitted like any run
+ * (SPEC X5: its first step job in the outbox if its tenant has a slot, the parent's own slot
+ * included, which a parent waiting on its child lends it; else it waits for one), and a
+ * `subagent_start` event in the parent's session. Either all of it commits or none; a call
+ * that a newer attempt owns starts nothing. A tenant past its queuedRuns, tokensPerDay or
+ * storageBytes quota starts no child: the parent's model gets `quota_exceeded`.
  */
 export async function startSubAgent(
   services: TransactDeps & { failpoints: Failpoints },
@@ -35,12 +39,15 @@ export async function startSubAgent(
   if (!narrowed.ok) return narrowed;
   const { limits } = narrowed;
   const { run, session, call } = parent;
+  const settings = await readTenantSettings(services.db.db, run.tenantId);
+  if (!settings) return { ok: false, errorCode: "tenant_gone", message: "The tenant is gone; no sub-agent was started." };
   if (limits.approvalMode === "full_access") {
     // Never wider than the parent, but the operator's grant may have been revoked since the parent started (S8).
-    const settings = await readTenantSettings(services.db.db, run.tenantId);
-    const refusal = settings ? fullAccessRefusal(services.config, settings) : "Full Access is not granted: the tenant is gone.";
+    const refusal = fullAccessRefusal(services.config, settings);
     if (refusal) return { ok: false, errorCode: "full_access_not_granted", message: refusal };
   }
+  const overQuota = await newRunRefusal(services.db.db, run.tenantId, effectiveQuotas(services.config, settings));
+  if (overQuota) return { ok: false, errorCode: "quota_exceeded", message: `No sub-agent was started: ${overQuota.message}.` };
   const started = await transactFenced(
     services,
     async (fx) => {
@@ -69,8 +76,9 @@ export async function startSubAgent(
         input: request.task,
         onInterrupted: child.onInterrupted,
       });
-      await activateRun(fx, childRun);
+      // Linked first: from here the parent waits on its child and lends it its slot.
       if (!(await linkChildRun(fx.tx, call.id, run.fence, childRun.id))) throw new StaleWorkError();
+      await admitOrHold(fx, childRun);
       await fx.emit(run.tenantId, run.sessionId, [
         {
           runId: run.id,

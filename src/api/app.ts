@@ -114,7 +114,7 @@ export function createApp(services: ApiServices): App {
 
   // Middleware first, every route after it: Hono runs both in the order they were added.
   const counter = createFixedWindowCounter(services.redis, logger);
-  const lockout = createAuthFailureLockout(counter, limits, config.redis.queuePrefix);
+  const lockout = createAuthFailureLockout({ counter, redis: services.redis, logger, limits, keyPrefix: config.redis.queuePrefix });
   app.use("*", requestId());
   app.use("*", requestTelemetry(services));
   // Also matches /v1/tenants itself.
@@ -129,8 +129,8 @@ export function createApp(services: ApiServices): App {
   app.use("*", requestBodyLimit(limits));
 
   registerHealthRoutes(app, services);
-  registerMetricsRoutes(app, services);
-  registerTenantRoutes(app, services);
+  registerMetricsRoutes(app, services, lockout);
+  registerTenantRoutes(app, services, lockout);
   registerAdminRoutes(app, services);
   registerProjectRoutes(app, services);
   registerTrashRoutes(app, services);

@@ -5,11 +5,16 @@ import { liveApiKeyByHash, liveApiKeyOfTenant } from "../store/api-keys.js";
 import type { Database } from "../db/client.js";
 import { FoyaError } from "../errors.js";
 import type { AppEnv } from "./app-env.js";
-import type { AuthFailureLockout } from "./limits/auth-failure-lockout.js";
+import type { AuthFailureLockout, CredentialScope, PresentedCredential } from "./limits/auth-failure-lockout.js";
 import type { StreamTokens } from "./stream-token.js";
 
 function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
+}
+
+/** What the failed-authentication lockout knows of a presented secret: its scope and digest, never the secret. */
+export function presented(scope: CredentialScope, secret: string): PresentedCredential {
+  return { scope, digest: hashApiKey(secret) };
 }
 
 export function generateApiKey(): { key: string; hash: string; prefix: string } {
@@ -23,8 +28,9 @@ function bearer(header: string | undefined): string | null {
 }
 
 /**
- * Resolves `Authorization: Bearer <key>` to the key's tenant (SPEC D8). An address with too
- * many failed attempts is refused before its key is looked up (SPEC S10).
+ * Resolves `Authorization: Bearer <key>` to the key's tenant (SPEC D8). A key that failed too
+ * often from this address, or an unknown key from an address with too many failures, is
+ * refused before it is looked up (SPEC S10).
  */
 export function requireApiKey(db: Database, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -32,12 +38,14 @@ export function requireApiKey(db: Database, lockout: AuthFailureLockout): Middle
     if (c.get("authenticatedBy") === "stream_token") return next();
     const key = bearer(c.req.header("authorization"));
     if (!key) throw new FoyaError("unauthorized", "send Authorization: Bearer <api key>");
-    await lockout.check(c);
-    const row = await liveApiKeyByHash(db, hashApiKey(key));
+    const credential = presented("tenant", key);
+    await lockout.check(c, credential);
+    const row = await liveApiKeyByHash(db, credential.digest);
     if (!row) {
-      await lockout.record(c);
+      await lockout.record(c, credential);
       throw new FoyaError("unauthorized", "unknown or revoked API key");
     }
+    lockout.vouch(credential);
     c.set("tenantId", row.tenantId);
     c.set("apiKeyId", row.id);
     c.set("authenticatedBy", "api_key");
@@ -55,11 +63,13 @@ export function acceptStreamToken(db: Database, lockout: AuthFailureLockout, tok
   return async (c, next) => {
     const token = c.req.query("token");
     if (c.req.method !== "GET" || token === undefined || c.req.header("authorization") !== undefined) return next();
-    await lockout.check(c);
+    const credential = presented("tenant", token);
+    // A signature check costs no lookup: a token that holds one passes an address locked by others' failures.
     const claims = tokens.verify(token, c.req.param("id") ?? "");
+    await lockout.check(c, credential, { genuine: claims !== null });
     const row = claims ? await liveApiKeyOfTenant(db, claims.tenantId, claims.apiKeyId) : undefined;
     if (!claims || !row) {
-      await lockout.record(c);
+      await lockout.record(c, credential);
       throw new FoyaError("unauthorized", "invalid or expired stream token: mint one with POST /v1/sessions/{id}/stream-tokens");
     }
     c.set("tenantId", claims.tenantId);
@@ -74,11 +84,12 @@ export function requireAdminToken(adminToken: string | undefined, lockout: AuthF
     if (!adminToken) throw new FoyaError("forbidden", "the admin API (tenants, workers) is disabled: FOYA_ADMIN_TOKEN is not set");
     const token = bearer(c.req.header("authorization"));
     if (!token) throw new FoyaError("unauthorized", "admin token required");
-    await lockout.check(c);
+    const credential = presented("admin", token);
+    await lockout.check(c, credential);
     const given = Buffer.from(token);
     const expected = Buffer.from(adminToken);
     if (!sameSecret(given, expected)) {
-      await lockout.record(c);
+      await lockout.record(c, credential);
       throw new FoyaError("unauthorized", "admin token required");
     }
     await next();

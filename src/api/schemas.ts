@@ -40,7 +40,7 @@ export const errorResponses = {
   429: {
     content: { "application/json": { schema: ErrorSchema } },
     description:
-      "Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After",
+      "Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After",
     headers: { "Retry-After": { description: "Seconds until the limit's window ends", schema: { type: "integer" } } },
   },
 } as const;
@@ -81,7 +81,9 @@ const ProcessLimitsSchema = z
     cpuSeconds: processLimit("CPU time per process (RLIMIT_CPU), seconds"),
     fileSizeBytes: processLimit("Largest file a process may write (RLIMIT_FSIZE), bytes"),
     wallSeconds: processLimit("Wall-clock time of a foreground call, seconds"),
-    tmpBytes: processLimit("Size of the sandbox's private /tmp, bytes"),
+    tmpBytes: processLimit("Temporary space of a foreground call (its /tmp, /var/tmp and /dev/shm together), bytes"),
+    backgroundTmpBytes: processLimit("Temporary space of a background command or a stdio MCP server, bytes"),
+    tmpBudgetBytes: processLimit("Temporary space all the tenant's running sandboxes on one host may hold together, bytes"),
     backgroundCommands: processLimit("Background commands the tenant may have running at once, across every worker"),
     backgroundSeconds: processLimit("Longest a background command may run, seconds"),
   })
@@ -94,7 +96,8 @@ const limits = ProcessLimitsSchema.shape;
 export const QuotasSchema = z
   .object({
     activeRuns: z.number().int().positive().openapi({
-      description: "Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers.",
+      description:
+        "Runs queued for a worker or running at once, sub-agents included (a run waiting on its sub-agent lends it its slot); later runs wait in order. The tenant's share of the workers.",
     }),
     queuedRuns: z
       .number()
@@ -103,13 +106,12 @@ export const QuotasSchema = z
       .openapi({ description: "Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After." }),
     tokensPerDay: z.number().int().nonnegative().openapi({
       description:
-        "Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC.",
+        "Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC, sub-agents are refused and running runs end quota_exceeded at their next step.",
     }),
-    storageBytes: z
-      .number()
-      .int()
-      .nonnegative()
-      .openapi({ description: "Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429." }),
+    storageBytes: z.number().int().nonnegative().openapi({
+      description:
+        "Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429, sub-agents are refused and running runs end quota_exceeded at their next step.",
+    }),
     toolCalls: z.number().int().nonnegative().openapi({
       description:
         "Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot.",
@@ -133,6 +135,8 @@ export const TenantUpdateSchema = z
         fileSizeBytes: limits.fileSizeBytes.nullable().optional(),
         wallSeconds: limits.wallSeconds.nullable().optional(),
         tmpBytes: limits.tmpBytes.nullable().optional(),
+        backgroundTmpBytes: limits.backgroundTmpBytes.nullable().optional(),
+        tmpBudgetBytes: limits.tmpBudgetBytes.nullable().optional(),
         backgroundCommands: limits.backgroundCommands.nullable().optional(),
         backgroundSeconds: limits.backgroundSeconds.nullable().optional(),
       })

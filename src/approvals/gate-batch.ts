@@ -1,6 +1,8 @@
 import type { NewEvent, StepRef } from "../core/events.js";
 import type { ApprovalPolicy } from "../core/policy.js";
+import { setImmediate } from "node:timers/promises";
 import { judgeCall } from "../gateway/judge-call.js";
+import { preparePolicies } from "../gateway/compiled-policy.js";
 import type { Verdict } from "../gateway/verdict.js";
 import { newId } from "../ids.js";
 import type { StoredApproval } from "../store/runs.js";
@@ -70,6 +72,8 @@ export async function judgeBatch(services: GateDeps, input: GateInput, rules: Ga
   const grants = new Map<string, CallGrant>();
   const asked = new Set<string>();
   const writes: GateWrite[] = [];
+  await preparePolicies(rules.policies, [...new Set(input.calls.map((call) => call.name))]);
+  let judged = 0;
   for (const call of input.calls) {
     const approval = rules.decided.get(call.id);
     if (approval) {
@@ -81,6 +85,8 @@ export async function judgeBatch(services: GateDeps, input: GateInput, rules: Ga
       });
       continue;
     }
+    // Each verdict is bounded by the policy budget (S9); the event loop gets a turn between them.
+    if (judged++ > 0) await setImmediate();
     const parsed = services.executor.parse(call);
     const verdict = judge(input, rules.policies, parsed);
     if (verdict.decision === "allow") {
@@ -156,7 +162,8 @@ export async function applyGateWrites(fx: Effects, input: Pick<GateInput, "run" 
 
 /**
  * The gateway's verdict for one call, from the executor's parse of it; a call
- * that cannot run at all is let through, so the executor answers why.
+ * that cannot run at all is let through, so the executor answers why. Await
+ * `preparePolicies` first, so that no rule is compiled here (S9).
  */
 export function judge(
   input: Pick<GateInput, "approvalMode" | "workspaceDir">,

@@ -32,12 +32,13 @@ export function toolEndEvent(call: { callId: string; name: string }, outcome: Ca
     ...(outcome.diff ? { diff: outcome.diff } : {}),
     ...(outcome.fileChanges?.length
       ? {
-          fileChanges: outcome.fileChanges.map(({ id, path, existedBefore, sha256Before, sha256After }) => ({
+          fileChanges: outcome.fileChanges.map(({ id, path, existedBefore, sha256Before, sha256After, notApplied }) => ({
             id,
             path,
             existedBefore,
             sha256Before,
             sha256After,
+            ...(notApplied ? { notApplied } : {}),
           })),
         }
       : {}),

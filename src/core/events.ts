@@ -1,5 +1,6 @@
 import type { RunStatus, TerminalRunStatus } from "./run-status.js";
 import type { ToolCallStatus, TerminalToolCallStatus } from "./tool-call-status.js";
+import type { NotAppliedReason } from "./file-change-record.js";
 
 /**
  * Events clients see (SPEC L4, D5, X1). Each is persisted with a per-session
@@ -25,7 +26,15 @@ export type EventBody =
       preview: string;
       diff?: string;
       /** File changes the call made (F5): what clients show instead of the raw arguments. */
-      fileChanges?: Array<{ id: string; path: string; existedBefore: boolean; sha256Before: string | null; sha256After: string | null }>;
+      fileChanges?: Array<{
+        id: string;
+        path: string;
+        existedBefore: boolean;
+        sha256Before: string | null;
+        sha256After: string | null;
+        /** Recorded, not made: the workspace changed there since (SPEC X7). */
+        notApplied?: NotAppliedReason;
+      }>;
     }
   | { type: "approval_request"; approvalId: string; callId: string; name: string; reason: string; expiresAt: string }
   | {

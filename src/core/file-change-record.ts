@@ -7,4 +7,13 @@ export interface FileChangeRecord {
   sha256Before: string | null;
   sha256After: string | null;
   diff: string;
+  /**
+   * Set when the change was recorded but not made (SPEC X7): the workspace's file changed
+   * after the command made its version (a later or concurrent change, which is never
+   * overwritten), so the newer content was kept. The record keeps both versions; reverting it
+   * has nothing to undo.
+   */
+  notApplied?: NotAppliedReason;
 }
+
+export type NotAppliedReason = "changed_since";

@@ -7,7 +7,7 @@ export type McpTransportConfig =
       kind: "stdio";
       command: string;
       args: string[];
-      /** The server's whole environment (plus PATH from the manager's `stdioPath`, unless set here). */
+      /** The server's whole environment (plus PATH from the manager's `stdioPath`): only names the operator admitted for `command` (`McpStdioCommands`). */
       env: Record<string, string>;
       /** Unconfined servers only; a sandboxed server runs in its workspace (see `McpSandbox`). */
       cwd?: string;

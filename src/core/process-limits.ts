@@ -2,8 +2,9 @@
  * What bounds the processes of one tool call (SPEC S7). A deployment sets the
  * defaults (`FOYA_TOOL_*`); an operator may override any of them per tenant
  * through the admin API. Enforced with rlimits set in front of bubblewrap
- * (`prlimit`), plus the size of the sandbox's private tmpfs and the call's
- * wall-clock timer; see `docs/architecture.md` 2.9 for what each one bounds.
+ * (`prlimit`), plus the sizes of the sandbox's private tmpfs (within the
+ * tenant's temporary-space budget) and the call's wall-clock timer; see
+ * `docs/architecture.md` 2.9 for what each one bounds.
  */
 export interface ProcessLimits {
   /** Address space per process (RLIMIT_AS), bytes. A memory bomb fails its allocation, not the host. */
@@ -19,8 +20,21 @@ export interface ProcessLimits {
   fileSizeBytes: number;
   /** Wall-clock time of a foreground call, seconds: a longer `timeoutMs` is cut to it. */
   wallSeconds: number;
-  /** Size of the sandbox's private /tmp (and /var/tmp), bytes; /dev/shm gets at most 64 MiB of its own. */
+  /**
+   * Temporary space of a foreground call, bytes: its private /tmp, /var/tmp and
+   * /dev/shm together (tmpfs, host memory; the last two get an eighth each, at
+   * most 64 MiB).
+   */
   tmpBytes: number;
+  /** Temporary space of a background command or a stdio MCP server, which live long, bytes (split as `tmpBytes`). */
+  backgroundTmpBytes: number;
+  /**
+   * Temporary space all the tenant's running sandboxes on one host may hold
+   * together, bytes: a sandbox takes its share when it starts (less when less is
+   * left, down to 16 MiB; below that the call is refused) and gives it back
+   * when it ended (`src/sandbox/temp-budget.ts`).
+   */
+  tmpBudgetBytes: number;
   /** Background commands a tenant may have running at once, across every worker. */
   backgroundCommands: number;
   /** Longest a background command may run, seconds: then it is killed and says why. */
@@ -34,6 +48,8 @@ export const defaultProcessLimits: Readonly<ProcessLimits> = Object.freeze({
   fileSizeBytes: 4 * 1024 ** 3,
   wallSeconds: 600,
   tmpBytes: 1024 ** 3,
+  backgroundTmpBytes: 64 * 1024 ** 2,
+  tmpBudgetBytes: 4 * 1024 ** 3,
   backgroundCommands: 16,
   backgroundSeconds: 2 * 3600,
 });

@@ -16,7 +16,8 @@ export type SideEffect = "read" | "write" | "exec" | "network" | "other";
  * Rules with an argument pattern (`bash(npm test*)`, `write(src/**)`) match against it.
  */
 export type ApprovalSubject =
-  | { kind: "command"; command: string }
+  /** `background`: the command runs beside the call, on the workspace itself (SPEC B1), where no layer records its changes. */
+  | { kind: "command"; command: string; background?: boolean }
   | { kind: "path"; path: string }
   | { kind: "url"; url: string }
   | { kind: "none" };

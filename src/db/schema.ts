@@ -24,6 +24,7 @@ import type { TenantQuotas } from "../core/tenant-quotas.js";
 import type { ProcessLimits } from "../core/process-limits.js";
 import type { ApprovalMode, OnInterrupted, RunMode, SessionTask } from "../core/session.js";
 import type { ApprovalStatus, CommandStatus, StepStatus, WebhookDeliveryStatus } from "../core/statuses.js";
+import type { NotAppliedReason } from "../core/file-change-record.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -90,8 +91,17 @@ export const projects = pgTable(
     createdAt: createdAt(),
     /** Set by DELETE /v1/projects/:id: the project answers 404 from then on; its workspace and trash are removed, its history kept. */
     deletedAt: tstz("deleted_at"),
+    /** Set when a worker has removed the deleted project's workspace and trash for good (src/worker/project-removal.ts). */
+    filesRemovedAt: tstz("files_removed_at"),
+    /** The worker removing them now; its claim holds until `removal_lease_until`, then another worker resumes. */
+    removalOwner: text("removal_owner"),
+    removalLeaseUntil: tstz("removal_lease_until"),
   },
-  (t) => [index("projects_tenant_idx").on(t.tenantId)],
+  (t) => [
+    index("projects_tenant_idx").on(t.tenantId),
+    // The deleted projects whose files are still there: what the workers' removal loop looks for.
+    index("projects_files_left_idx").on(t.deletedAt).where(sql`deleted_at is not null and files_removed_at is null`),
+  ],
 );
 
 export const sessions = pgTable(
@@ -341,7 +351,8 @@ export const artifacts = pgTable(
     size: bigint("size", { mode: "number" }).notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index("artifacts_session_idx").on(t.sessionId)],
+  // By tenant too: its storageBytes use is summed at every step's claim when the quota is set (SPEC X5).
+  (t) => [index("artifacts_session_idx").on(t.sessionId), index("artifacts_tenant_idx").on(t.tenantId)],
 );
 
 export const fileChanges = pgTable(
@@ -365,6 +376,8 @@ export const fileChanges = pgTable(
     sha256Before: text("sha256_before"),
     sha256After: text("sha256_after"),
     diff: text("diff").notNull(),
+    /** Set when the change was recorded but not made (the workspace changed there since, SPEC X7): its reason. */
+    notApplied: text("not_applied").$type<NotAppliedReason>(),
     revertedAt: tstz("reverted_at"),
     createdAt: createdAt(),
   },

@@ -59,7 +59,9 @@ async function revertLocked(
       current: { id: target.change.id, revertedAt: target.change.revertedAt.toISOString() },
     });
   }
-  const changes = input.andLater ? await unrevertedChangesSince(db, target.change.sessionId, target.change.createdAt) : [target.change];
+  const chosen = input.andLater ? await unrevertedChangesSince(db, target.change.sessionId, target.change.createdAt) : [target.change];
+  // A change recorded but not made (SPEC X7) has nothing to undo: it is marked reverted and the workspace is left alone.
+  const changes = chosen.filter((change) => change.notApplied === null);
 
   const workspace = projectWorkspaceFiles(workspacesDir, target.workspacePath);
   const refused = (change: FileChangeRow, why: string) => new FoyaError("conflict", `${change.path}: ${why}; the revert was refused`);
@@ -115,7 +117,7 @@ async function revertLocked(
   for (const change of changes) await restore(workspace, locate(change), change, contents, refused);
   return markFileChangesReverted(
     db,
-    changes.map((change) => change.id),
+    chosen.map((change) => change.id),
   ).then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
 }
 

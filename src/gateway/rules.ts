@@ -1,6 +1,9 @@
-import type { ApprovalPolicy, PolicyRules } from "../core/policy.js";
+import { setImmediate } from "node:timers/promises";
+import type { PolicyRules } from "../core/policy.js";
+import { addPathCosts, noPathCost, type GlobPath, type PathCost } from "../workspace/glob-path.js";
 import { compileGlob } from "../workspace/glob-pattern.js";
-import { compileWildcard, type Wildcard } from "./glob.js";
+import { compileWildcard, type TextCost, type Wildcard } from "./glob.js";
+import { matchSteps } from "../workspace/match-steps.js";
 
 /**
  * Policy rules (SPEC S2, S9): `toolGlob` or `toolGlob(argumentPattern)`.
@@ -22,20 +25,36 @@ import { compileWildcard, type Wildcard } from "./glob.js";
  *   - a tool without a subject: only rules without an argument pattern match it.
  * - A rule without an argument pattern matches every call of the tool.
  *
- * Every pattern runs in linear time (S9). Path patterns are capped (below) so that the
+ * Every pattern runs in linear time and states its worst case (S9): each path pattern is
+ * capped (below), and a policy set's rules together are bounded by `policy-cost.ts`, so the
  * rules of a policy stay cheap in the batch claim, where every queued call is judged.
  */
 export interface PolicyRule {
   /** As written, for reasons shown to the model and the user. */
   source: string;
+  /** The rule in normal form (pattern whitespace collapsed): identical rules have one key, and a policy keeps one of them. */
+  key: string;
   tool: Wildcard;
   /** Null: the rule matches every call of the tool. */
   argument: RuleArgument | null;
+  /** Worst-case steps of testing the rule, by the subject's size. */
+  cost: RuleCost;
 }
 
-/** A compiled path pattern; `test` takes a relative path, or an absolute one when the pattern is absolute. */
+export interface RuleCost {
+  /** On a path relative to the workspace (and any rule's own test of the call). */
+  path: PathCost;
+  /** On the absolute path, for a pattern that starts with "/": it may be longer than the relative one. */
+  absolutePath: PathCost;
+  text: TextCost;
+}
+
+/** A compiled path pattern; `matches` takes a relative path, or an absolute one when the pattern is absolute. */
 export interface PathMatcher {
-  test(path: string): boolean;
+  matches(path: string): boolean;
+  /** The same, for a path split once for all the rules judging it. */
+  matchesPath(path: GlobPath): boolean;
+  readonly cost: PathCost;
 }
 
 export interface RuleArgument {
@@ -53,10 +72,8 @@ export type RuleParse = { ok: true; rule: PolicyRule } | { ok: false; error: str
 const toolPart = /^[A-Za-z0-9_.:*-]+$/;
 
 /**
- * Caps on a rule's path pattern, checked when a policy is set. Matching costs the path's
- * segments × the pattern's live segments (at most half its expanded length), so these
- * bound each rule however it is written: the costliest rule they admit takes 10-20 ms
- * against a 4096-character path, typical rules microseconds.
+ * Caps on a rule's path pattern, checked when a policy is set. A pattern's worst case grows
+ * with its expanded length; the policy budget (`policy-cost.ts`) bounds the rules together.
  */
 const ruleGlobLimits = { maxPatternLength: 256, maxAlternatives: 64, maxExpandedLength: 512 } as const;
 
@@ -67,13 +84,23 @@ const ruleGlobLimits = { maxPatternLength: 256, maxAlternatives: 64, maxExpanded
 const pathToolNames = ["read", "write", "edit", "delete", "list"] as const;
 
 /** The workspace root, as rules see it (`RulePath.relative` is "." there). */
-const workspaceRoot: PathMatcher = { test: (path) => path === "." };
+const workspaceRoot: PathMatcher = {
+  matches: (path) => path === ".",
+  matchesPath: (path) => !path.rooted && path.names.length === 1 && path.names[0] === ".",
+  cost: { ...noPathCost, fixed: matchSteps.segmentTest },
+};
 
 /** Matches every path: what a deny or ask rule stands for when its path pattern cannot be compiled. */
-const everyPath: PathMatcher = { test: () => true };
+export const everyPath: PathMatcher = { matches: () => true, matchesPath: () => true, cost: noPathCost };
+
+/** What testing a rule costs before its pattern, on a path; a command or URL wildcard's own cost includes it. */
+export const rulePathCost: PathCost = { ...noPathCost, fixed: matchSteps.rule };
+
+/** A rule without an argument pattern: one test per call, or per sub-command. */
+const wholeToolCost: RuleCost = { path: rulePathCost, absolutePath: noPathCost, text: { perText: matchSteps.textTest, perCharacter: 0 } };
 
 /** A rule as read, with why the API would refuse it (null when it would not). */
-type RuleRead = { ok: true; rule: PolicyRule; refusal: string | null } | { ok: false; error: string };
+export type RuleRead = { ok: true; rule: PolicyRule; refusal: string | null } | { ok: false; error: string };
 
 /** Parses and compiles one rule; the API refuses a policy with any rule this refuses. */
 export function parseRule(text: string): RuleParse {
@@ -83,22 +110,61 @@ export function parseRule(text: string): RuleParse {
 }
 
 /**
- * Rules as read, by text. Policies are loaded afresh for each batch claim, so the
- * per-policy memo below alone would compile every rule (RE2 programs included) again
- * each time; a rule is a pure function of its text. Bounded: cleared when full.
+ * Rules as read, by text: a rule is a pure function of its text, and the same rules come
+ * back in every claim's policies. Bounded: the rule used least recently goes first.
  */
 const readByText = new Map<string, RuleRead>();
-const maxRememberedRules = 10_000;
+const maxRememberedRules = 20_000;
 
-function readRule(text: string): RuleRead {
+/** A rule by its text, compiled once (see above). */
+export function readRule(text: string): RuleRead {
   if (typeof text !== "string") return { ok: false, error: "a rule must be a string" };
   let read = readByText.get(text);
   if (read === undefined) {
     read = compileRule(text);
-    if (readByText.size >= maxRememberedRules) readByText.clear();
-    readByText.set(text, read);
+    if (readByText.size >= maxRememberedRules) readByText.delete(readByText.keys().next().value as string);
+  } else {
+    readByText.delete(text);
   }
+  readByText.set(text, read);
   return read;
+}
+
+/** A rule text already compiled and remembered. */
+export function isRuleCompiled(text: unknown): boolean {
+  return typeof text === "string" && readByText.has(text);
+}
+
+/**
+ * Where compiling yields to the event loop (S9): after about 2 ms, or 16 rules compiled,
+ * whichever comes first. A rule takes 5-100 µs to compile and a policy set may hold 6,000,
+ * so compiling costs an API or a worker process CPU, never a stall.
+ */
+export class CompileSlices {
+  private started = performance.now();
+  private compiled = 0;
+
+  /** Whether the slice is over after one more rule; `compiled`: it was compiled, not remembered. */
+  over(compiled: boolean): boolean {
+    if (compiled) this.compiled++;
+    return this.compiled >= 16 || performance.now() - this.started > 2;
+  }
+
+  async next(): Promise<void> {
+    await setImmediate();
+    this.started = performance.now();
+    this.compiled = 0;
+  }
+}
+
+/** Compiles these rule texts in slices (`CompileSlices`); `parseRule` then answers from memory. */
+export async function prepareRules(texts: readonly unknown[]): Promise<void> {
+  const slices = new CompileSlices();
+  for (const text of texts) {
+    if (typeof text !== "string" || readByText.has(text)) continue;
+    readRule(text);
+    if (slices.over(true)) await slices.next();
+  }
 }
 
 function compileRule(text: string): RuleRead {
@@ -113,7 +179,7 @@ function compileRule(text: string): RuleRead {
     };
   }
   const tool = compileWildcard(toolGlob);
-  if (open === -1) return { ok: true, rule: { source: rule, tool, argument: null }, refusal: null };
+  if (open === -1) return { ok: true, rule: { source: rule, key: toolGlob, tool, argument: null, cost: wholeToolCost }, refusal: null };
   if (!rule.endsWith(")")) return { ok: false, error: `"${text}": the argument pattern must end with ")"` };
   const pattern = rule
     .slice(open + 1, -1)
@@ -133,7 +199,22 @@ function compileRule(text: string): RuleRead {
       ? `"${text}": "${pattern}" is not a usable path glob, and ${formatList(pathTools)} ${pathTools.length > 1 ? "take" : "takes"} paths: ${problem}` +
         (toolGlob.includes("*") ? ` A rule meant for commands or URLs should name its tool, e.g. "bash(${pattern})".` : "")
       : null;
-  return { ok: true, rule: { source: rule, tool, argument: { pattern, wildcard: compileWildcard(pattern), path, absolute } }, refusal };
+  const wildcard = compileWildcard(pattern);
+  return {
+    ok: true,
+    rule: {
+      source: rule,
+      key: `${toolGlob}(${pattern})`,
+      tool,
+      argument: { pattern, wildcard, path, absolute },
+      cost: {
+        path: absolute ? rulePathCost : addPathCosts(rulePathCost, path?.cost ?? noPathCost),
+        absolutePath: absolute ? (path?.cost ?? noPathCost) : noPathCost,
+        text: wildcard.cost,
+      },
+    },
+    refusal,
+  };
 }
 
 /**
@@ -145,13 +226,13 @@ function compilePathPattern(text: string): { path: PathMatcher | null; absolute:
   const pattern = text.replace(/^(?:\.\/)+(?=.)/, "");
   if (pattern === ".") return { path: workspaceRoot, absolute: false, problem: null };
   const glob = compileGlob(pattern, { absolute: "allow", ...ruleGlobLimits });
-  if (glob.ok) return { path: { test: (path) => glob.matches(path) }, absolute: glob.absolute, problem: null };
+  if (glob.ok) return { path: glob, absolute: glob.absolute, problem: null };
   const problem =
     pattern.length > ruleGlobLimits.maxPatternLength
       ? `it is ${pattern.length} characters long; path patterns in rules may have at most ${ruleGlobLimits.maxPatternLength}, so that every rule is matched in bounded time.`
       : glob.message;
   const uncapped = compileGlob(pattern, { absolute: "allow" });
-  if (uncapped.ok) return { path: { test: (path) => uncapped.matches(path) }, absolute: uncapped.absolute, problem };
+  if (uncapped.ok) return { path: uncapped, absolute: uncapped.absolute, problem };
   return { path: null, absolute: false, problem };
 }
 
@@ -178,101 +259,14 @@ export function validatePolicyRules(rules: PolicyRules | undefined): string[] {
   return errors;
 }
 
-export interface RuleSet {
-  deny: readonly PolicyRule[];
-  ask: readonly PolicyRule[];
-  allow: readonly PolicyRule[];
-}
-
-export interface CompiledPolicy extends RuleSet {
-  /** The rules whose tool part matches a tool name, memoised per name. */
-  forTool(toolName: string): RuleSet;
-}
-
-/** Compiled once per policy object (policies are treated as immutable); recompiled if its `rules` object is replaced. */
-const compiled = new WeakMap<ApprovalPolicy, { rules: PolicyRules | undefined; policy: CompiledPolicy }>();
-
-/**
- * A policy's rules, compiled. Rules the API refuses (`validatePolicyRules`) should not
- * reach here; a malformed one is skipped, and one refused only for its path pattern
- * (checked more strictly since it was stored) is compiled leniently, never failing open.
- */
-export function compilePolicy(policy: ApprovalPolicy): CompiledPolicy {
-  const cached = compiled.get(policy);
-  if (cached && cached.rules === policy.rules) return cached.policy;
-  const compile = (list: readonly string[] | undefined, failClosed: boolean): PolicyRule[] =>
-    (list ?? []).flatMap((text) => {
-      const read = readRule(text);
-      if (!read.ok) return [];
-      const { rule, refusal } = read;
-      // Stored before the API refused it: a deny or ask rule whose path pattern cannot be
-      // compiled covers every path of its tools rather than none (S9: no rule fails open).
-      if (failClosed && refusal !== null && rule.argument !== null && rule.argument.path === null) {
-        return [{ ...rule, argument: { ...rule.argument, path: everyPath, absolute: true } }];
-      }
-      return [rule];
-    });
-  const result = new Compiled(compile(policy.rules?.deny, true), compile(policy.rules?.ask, true), compile(policy.rules?.allow, false));
-  compiled.set(policy, { rules: policy.rules, policy: result });
-  return result;
-}
-
-/** Tool names are few (the registry's), so the memo stays small; it is bounded anyway. */
-const maxToolsPerPolicy = 4096;
-
-class Compiled implements CompiledPolicy {
-  private readonly byTool = new Map<string, RuleSet>();
-
-  constructor(
-    readonly deny: readonly PolicyRule[],
-    readonly ask: readonly PolicyRule[],
-    readonly allow: readonly PolicyRule[],
-  ) {}
-
-  forTool(toolName: string): RuleSet {
-    let rules = this.byTool.get(toolName);
-    if (rules === undefined) {
-      rules = {
-        deny: this.deny.filter((rule) => rule.tool.test(toolName)),
-        ask: this.ask.filter((rule) => rule.tool.test(toolName)),
-        allow: this.allow.filter((rule) => rule.tool.test(toolName)),
-      };
-      if (this.byTool.size >= maxToolsPerPolicy) this.byTool.clear();
-      this.byTool.set(toolName, rules);
-    }
-    return rules;
-  }
-}
-
-const emptyRules: RuleSet = { deny: [], ask: [], allow: [] };
-
-/** The rules of every policy that apply to a tool, in policy order (tenant, then project). */
-export function rulesForTool(policies: readonly ApprovalPolicy[], toolName: string): RuleSet {
-  let single: RuleSet | null = null;
-  let merged: { deny: PolicyRule[]; ask: PolicyRule[]; allow: PolicyRule[] } | null = null;
-  for (const policy of policies) {
-    const rules = compilePolicy(policy).forTool(toolName);
-    if (rules.deny.length + rules.ask.length + rules.allow.length === 0) continue;
-    if (single === null) {
-      single = rules;
-      continue;
-    }
-    merged ??= { deny: [...single.deny], ask: [...single.ask], allow: [...single.allow] };
-    merged.deny.push(...rules.deny);
-    merged.ask.push(...rules.ask);
-    merged.allow.push(...rules.allow);
-  }
-  return merged ?? single ?? emptyRules;
-}
-
-/** A path as rules see it: relative to the workspace when inside it, always absolute too. */
+/** A path as rules see it, split once for all of them: relative to the workspace when inside it, always absolute too. */
 export interface RulePath {
-  relative: string | null;
-  absolute: string;
+  relative: GlobPath | null;
+  absolute: GlobPath;
 }
 
 export function matchesPath(argument: RuleArgument, target: RulePath): boolean {
   if (argument.path === null) return false;
-  if (argument.absolute) return argument.path.test(target.absolute);
-  return target.relative !== null && argument.path.test(target.relative);
+  if (argument.absolute) return argument.path.matchesPath(target.absolute);
+  return target.relative !== null && argument.path.matchesPath(target.relative);
 }

@@ -51,7 +51,7 @@ export interface McpScope {
 export interface McpDefaults {
   startupTimeoutMs: number;
   callTimeoutMs: number;
-  /** PATH given to stdio servers whose env does not name one; absent gives them none. */
+  /** PATH given to every stdio server (a tenant cannot set one: it chooses the programs a server's scripts run); absent gives them none. */
   stdioPath?: string;
   /** Between SIGTERM to a stdio server's process group and SIGKILL. */
   stopGraceMs: number;
@@ -64,6 +64,11 @@ export interface McpDefaults {
   maxResultBinaryBytes: number;
   /** Servers with more tools than this have them deferred, unless `deferTools` says otherwise. */
   deferThreshold: number;
+  /**
+   * The largest message a server may send, in bytes: a stdio line, an HTTP response body, or one
+   * event of an event stream. A larger one is not read: the connection is dropped and restarted.
+   */
+  maxMessageBytes: number;
 }
 
 export const defaultMcpDefaults: McpDefaults = {
@@ -75,6 +80,7 @@ export const defaultMcpDefaults: McpDefaults = {
   maxResultTextBytes: 256 * 1024,
   maxResultBinaryBytes: 10 * 1024 * 1024,
   deferThreshold: 20,
+  maxMessageBytes: 16 * 1024 * 1024,
 };
 
 /** Identifies a server's connection within a worker: scope and name. */

@@ -27,7 +27,8 @@ const maxRememberedToolLists = 1_000;
  * process starts no server. It holds no connection: `status` is always idle, `disconnect`
  * tells every worker to stop the server, and `callTool` is refused (tools run in jobs).
  * Failures are answers, as in the contract: 503-style `no_worker` when no worker took the
- * request, `mcp_timeout` when the one that took it did not answer in time.
+ * request, `mcp_busy` when workers held it back for the whole wait because its tenant's requests
+ * filled their share of the slots, `mcp_timeout` when the one that took it did not answer in time.
  */
 export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkersOptions): McpConnections {
   const { bus, prefix } = options;
@@ -83,15 +84,19 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
       // Read-only requests: a job a dead worker held is taken again by another (BullMQ's stall check).
       await queue.add(request.operation, data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
       if (!(await waitForNotice(notice, options.pickupMs))) {
-        // Withdrawn only while no worker holds it: a held job cannot be removed.
-        if ((await queue.remove(jobId)) === 1) return (await lateReply<K>(jobId)) ?? noWorker(server, options.pickupMs);
+        // Withdrawn only while no worker holds it (a held job cannot be removed) and none held it back: a
+        // request a worker held back for its tenant's share proves a worker runs, so it waits on.
+        if (!(await heldBack(jobId)) && (await queue.remove(jobId)) === 1)
+          return (await lateReply<K>(jobId)) ?? noWorker(server, options.pickupMs);
         await waitForNotice(notice, deadline - Date.now());
       }
       // Taken even without a notice: pub/sub may lose one while the subscriber reconnects.
       const reply = await replies.take(jobId);
       if (reply) return reply as McpOutcome<McpRequestValues[K]>;
-      // A job whose worker died and whose lock lapsed, not taken again since.
-      if ((await queue.remove(jobId)) === 1) return (await lateReply<K>(jobId)) ?? noWorker(server, options.timeoutMs);
+      // A job still held back for its tenant's share, or one whose worker died and whose lock lapsed, not taken again since.
+      const wasHeldBack = await heldBack(jobId);
+      if ((await queue.remove(jobId)) === 1)
+        return (await lateReply<K>(jobId)) ?? (wasHeldBack ? shareFull(server) : noWorker(server, options.timeoutMs));
       return failure(
         "mcp_timeout",
         `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`,
@@ -108,6 +113,19 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
   async function lateReply<K extends McpOperation>(jobId: string): Promise<McpOutcome<McpRequestValues[K]> | undefined> {
     const reply = await replies.take(jobId);
     return reply ? (reply as McpOutcome<McpRequestValues[K]>) : undefined;
+  }
+
+  /** Whether a worker moved the job back to the queue because its tenant's requests filled their share (src/worker/mcp-request-worker.ts). */
+  async function heldBack(jobId: string): Promise<boolean> {
+    const job = await queue.getJob(jobId);
+    return Number(job?.delay ?? 0) > 0;
+  }
+
+  function shareFull(server: string): McpFailure {
+    return failure(
+      "mcp_busy",
+      `The request for the MCP server "${server}" waited ${options.timeoutMs} ms for a slot: this tenant's MCP requests already fill its share of the workers' slots (FOYA_MCP_REQUEST_TENANT_CONCURRENCY), held by slow servers of its own. Try again later.`,
+    );
   }
 
   function noWorker(server: string, waitedMs: number): McpFailure {

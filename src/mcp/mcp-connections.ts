@@ -24,7 +24,9 @@ import {
 } from "./mcp-config.js";
 import { mapCallToolResult, type McpErrorCode } from "./mcp-results.js";
 import { StdioProcessTransport, type StdioEnd } from "./stdio-process-transport.js";
+import { boundResponse } from "./bounded-response.js";
 import type { SandboxInvocation } from "../sandbox/sandbox-runner.js";
+import { refusedStdioServer, type McpStdioCommands } from "../core/mcp-stdio-commands.js";
 
 /** A request's answer, or why there is none (SPEC M3): never an exception. */
 export type McpOutcome<T> = { ok: true; value: T } | McpFailure;
@@ -39,6 +41,11 @@ export interface McpCallOptions {
   signal?: AbortSignal;
   /** Progress notifications of the server, as text. */
   onProgress?: (message: string) => void;
+}
+
+export interface McpListOptions {
+  /** Ends the request (whoever asked stopped waiting): a worker's slot is never held past its asker's deadline. */
+  signal?: AbortSignal;
 }
 
 export type McpServerState = "idle" | "connecting" | "connected" | "down";
@@ -60,7 +67,8 @@ export interface McpServerStatus {
  * Every failure is an answer (`McpFailure`, or an is_error `ToolResult`), never a throw.
  */
 export interface McpConnections {
-  listTools(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<McpTool[]>>;
+  /** `options.signal` ends the wait (the list itself is shared by every caller and goes on). */
+  listTools(scope: McpScope, config: McpServerConfig, options?: McpListOptions): Promise<McpOutcome<McpTool[]>>;
   callTool(
     scope: McpScope,
     config: McpServerConfig,
@@ -68,14 +76,14 @@ export interface McpConnections {
     args: Record<string, unknown>,
     options?: McpCallOptions,
   ): Promise<ToolResult>;
-  listResources(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<Resource[]>>;
+  listResources(scope: McpScope, config: McpServerConfig, options?: McpListOptions): Promise<McpOutcome<Resource[]>>;
   readResource(
     scope: McpScope,
     config: McpServerConfig,
     uri: string,
     options?: McpCallOptions,
   ): Promise<McpOutcome<ReadResourceResult["contents"]>>;
-  listPrompts(scope: McpScope, config: McpServerConfig): Promise<McpOutcome<Prompt[]>>;
+  listPrompts(scope: McpScope, config: McpServerConfig, options?: McpListOptions): Promise<McpOutcome<Prompt[]>>;
   getPrompt(
     scope: McpScope,
     config: McpServerConfig,
@@ -101,6 +109,12 @@ export interface CreateMcpConnectionsOptions {
    * elsewhere later (DNS rebinding). Redirects are refused for the same reason.
    */
   guardHttp?: (url: URL) => Promise<string | null>;
+  /**
+   * The operator's commands and the environment names each admits (`FOYA_MCP_STDIO_COMMANDS`),
+   * checked again before every start: a row written before the list changed starts only if it
+   * still fits (the API checks when the configuration is written).
+   */
+  stdioCommands: McpStdioCommands;
   defaults?: Partial<McpDefaults>;
   /** Identifies this client to servers. */
   clientInfo?: { name: string; version: string };
@@ -194,6 +208,7 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     const end: StdioEnd | undefined = live.stdio?.end;
     const stderr = live.stdio?.stderr.trim();
     const stderrNote = stderr ? ` Its last stderr output: ${JSON.stringify(stderr.slice(-1000))}` : "";
+    if (end?.kind === "too-large") return tooLarge(entry, "a line on stdout", during);
     if (end?.kind === "protocol")
       return failure(
         "mcp_protocol_error",
@@ -218,27 +233,44 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     );
   }
 
-  /** The server's transport, or why it cannot be started (the sandbox cannot be set up: never a fallback to running unconfined). */
-  async function createTransport(entry: Entry): Promise<{ transport: Transport; stdio: StdioProcessTransport | undefined } | McpFailure> {
+  /** `what`: the message's form (a line on stdout, a response body, an event). */
+  function tooLarge(entry: Entry, what: string, during: string): McpFailure {
+    return failure(
+      "mcp_message_too_large",
+      `The MCP server "${entry.name}" sent ${what} larger than the ${defaults.maxMessageBytes} bytes a worker accepts (FOYA_MCP_MAX_MESSAGE_BYTES) ${during}. It was not read; the connection was dropped and will be restarted on a later call.`,
+    );
+  }
+
+  /**
+   * The server's transport, or why it cannot be started (the sandbox cannot be set up: never a fallback to running unconfined).
+   * `onTooLarge` is told when an HTTP server's response passes `maxMessageBytes` (a stdio server's transport ends itself).
+   */
+  async function createTransport(
+    entry: Entry,
+    onTooLarge: (what: string) => void,
+  ): Promise<{ transport: Transport; stdio: StdioProcessTransport | undefined } | McpFailure> {
     const transport = entry.config.transport;
     if (transport.kind === "http") {
       const guard = options.guardHttp;
-      const guardedFetch = guard
-        ? async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-            const url = new URL(input instanceof Request ? input.url : input.toString());
-            const refused = await guard(url).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
-            if (refused) throw new Error(`the server's address is refused: ${refused}`);
-            return fetch(input, { ...init, redirect: "error" });
-          }
-        : undefined;
+      const boundedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        if (guard) {
+          const url = new URL(input instanceof Request ? input.url : input.toString());
+          const refused = await guard(url).catch((error: Error) => `${url.hostname} could not be resolved: ${error.message}`);
+          if (refused) throw new Error(`the server's address is refused: ${refused}`);
+        }
+        const response = await fetch(input, guard ? { ...init, redirect: "error" } : init);
+        return boundResponse(response, defaults.maxMessageBytes, onTooLarge);
+      };
       const http = new StreamableHTTPClientTransport(new URL(transport.url), {
         requestInit: { headers: { ...transport.headers } },
-        ...(guardedFetch ? { fetch: guardedFetch } : {}),
+        fetch: boundedFetch,
       });
       return { transport: http, stdio: undefined };
     }
+    const refused = refusedStdioServer(options.stdioCommands, transport);
+    if (refused) return failure("mcp_unavailable", `The MCP server "${entry.name}" is not started: ${refused}.`);
     const env: Record<string, string> = { ...transport.env };
-    if (env.PATH === undefined && defaults.stdioPath !== undefined) env.PATH = defaults.stdioPath;
+    if (defaults.stdioPath !== undefined) env.PATH = defaults.stdioPath;
     let launch: { command: string; args: readonly string[]; cwd?: string; sandbox?: SandboxInvocation } = {
       command: transport.command,
       args: transport.args,
@@ -256,6 +288,8 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
           view: "confined",
           identity: place.identity,
           limits,
+          // A server lives long: the smaller temporary space of background commands.
+          lifetime: "background",
         });
         if (!plan.ok) return failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${plan.message}`);
         launch = { command: plan.file, args: plan.args, cwd: place.workspaceDir, sandbox: plan };
@@ -270,6 +304,7 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       ...launch,
       env,
       stopGraceMs: defaults.stopGraceMs,
+      maxLineBytes: defaults.maxMessageBytes,
       onStderr: (text) => logger.debug({ mcpServer: entry.key, stderr: text.slice(0, 2000) }, "MCP server stderr"),
     });
     return { transport: stdio, stdio };
@@ -279,8 +314,12 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
     const attempt = {};
     /** Whether the entry still waits for this attempt (not retired, closed or replaced meanwhile). */
     const current = () => entry.state.kind === "connecting" && entry.state.attempt === attempt && entries.get(entry.key) === entry;
+    let started: Live | undefined;
+    const onTooLarge = (what: string) => {
+      if (started) drop(entry, started, tooLarge(entry, what, "during a request"));
+    };
     const promise = (async (): Promise<McpOutcome<Live>> => {
-      const created = await createTransport(entry).catch((error: unknown) =>
+      const created = await createTransport(entry, onTooLarge).catch((error: unknown) =>
         failure("mcp_unavailable", `The MCP server "${entry.name}" could not be started: ${errorText(error)}.`),
       );
       if ("ok" in created) {
@@ -290,6 +329,7 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       const { transport, stdio } = created;
       const client = new Client(clientInfo, { capabilities: {} });
       const live: Live = { client, transport, stdio, dropped: false, failure: undefined, tools: undefined };
+      started = live;
       client.onerror = (error) => logger.debug({ mcpServer: entry.key, err: error.message }, "MCP client error");
       client.onclose = () => {
         if (!live.dropped) drop(entry, live, describeEnd(entry, live, "during a request"));
@@ -304,9 +344,9 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
           }),
         ]);
       } catch (error) {
+        const down = startupFailure(entry, live, error, timeoutMs);
         live.dropped = true;
         stopLive(live);
-        const down = startupFailure(entry, live, error, timeoutMs);
         if (current()) markDown(entry, down);
         return down;
       } finally {
@@ -335,6 +375,8 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
   }
 
   function startupFailure(entry: Entry, live: Live, error: unknown, timeoutMs: number): McpFailure {
+    // An oversized answer is why, not the closure it caused.
+    if (live.failure?.errorCode === "mcp_message_too_large") return live.failure;
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
       return failure("mcp_unavailable", `The MCP server "${entry.name}" did not finish starting within ${timeoutMs} ms.`);
     }
@@ -479,8 +521,8 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
   return {
     defaults,
 
-    listTools(scope, config) {
-      return request(scope, config, "tools/list", undefined, (live, timeoutMs) => {
+    listTools(scope, config, options) {
+      return request(scope, config, "tools/list", options?.signal, (live, timeoutMs, signal) => {
         live.tools ??= paginate(async (cursor) => {
           const answer = await live.client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
           return { items: answer.tools, nextCursor: answer.nextCursor };
@@ -489,7 +531,7 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
         tools.catch(() => {
           if (live.tools === tools) live.tools = undefined;
         });
-        return tools;
+        return untilAborted(tools, signal);
       });
     },
 
@@ -506,10 +548,13 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       return mapCallToolResult(outcome.value as Record<string, unknown>, defaults);
     },
 
-    listResources(scope, config) {
-      return request(scope, config, "resources/list", undefined, (live, timeoutMs) =>
+    listResources(scope, config, options) {
+      return request(scope, config, "resources/list", options?.signal, (live, timeoutMs, signal) =>
         paginate(async (cursor) => {
-          const answer = await live.client.listResources(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+          const answer = await live.client.listResources(cursor ? { cursor } : undefined, {
+            timeout: timeoutMs,
+            ...(signal ? { signal } : {}),
+          });
           return { items: answer.resources, nextCursor: answer.nextCursor };
         }),
       );
@@ -522,10 +567,13 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       });
     },
 
-    listPrompts(scope, config) {
-      return request(scope, config, "prompts/list", undefined, (live, timeoutMs) =>
+    listPrompts(scope, config, options) {
+      return request(scope, config, "prompts/list", options?.signal, (live, timeoutMs, signal) =>
         paginate(async (cursor) => {
-          const answer = await live.client.listPrompts(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+          const answer = await live.client.listPrompts(cursor ? { cursor } : undefined, {
+            timeout: timeoutMs,
+            ...(signal ? { signal } : {}),
+          });
           return { items: answer.prompts, nextCursor: answer.nextCursor };
         }),
       );
@@ -575,6 +623,17 @@ export function createMcpConnections(options: CreateMcpConnectionsOptions): McpC
       while (closing.size > 0) await Promise.all([...closing]);
     },
   };
+}
+
+/** `promise`, or a rejection once `signal` aborts, whichever comes first; the promise itself goes on. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 function errorText(error: unknown): string {

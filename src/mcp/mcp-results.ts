@@ -2,16 +2,19 @@ import type { ToolResult, ToolResultPart } from "../tools/tool.js";
 
 /**
  * Stable error codes of MCP failures (SPEC M3), for is_error results and API answers.
- * `no_worker` is the API's own: no worker took its request in time (src/mcp/mcp-request.ts).
+ * `no_worker` and `mcp_busy` are the API's own: no worker took its request in time, or workers
+ * held it back for the whole wait because its tenant's requests filled their share (src/mcp/mcp-request.ts).
  */
 export type McpErrorCode =
   | "mcp_unavailable"
   | "mcp_timeout"
   | "mcp_protocol_error"
+  | "mcp_message_too_large"
   | "mcp_request_failed"
   | "mcp_tool_error"
   | "cancelled"
-  | "no_worker";
+  | "no_worker"
+  | "mcp_busy";
 
 export interface McpLimits {
   maxResultTextBytes: number;

@@ -12,8 +12,8 @@ export interface ServeMcpRequestContext {
 
 /**
  * Answers one MCP request of the API (src/mcp/mcp-request.ts). The configuration is read here,
- * by the request's tenant, scope and name, never taken from the job; `signal` ends a read or a
- * prompt when the API stops waiting.
+ * by the request's tenant, scope and name, never taken from the job; `signal` ends any request
+ * when the API stops waiting, so a slow server holds a worker's slot no longer than that.
  */
 export async function serveMcpRequest(
   context: ServeMcpRequestContext,
@@ -27,13 +27,13 @@ export async function serveMcpRequest(
   const request = data.request;
   switch (request.operation) {
     case "list-tools":
-      return context.mcp.listTools(scope, config);
+      return context.mcp.listTools(scope, config, { signal });
     case "list-resources":
-      return context.mcp.listResources(scope, config);
+      return context.mcp.listResources(scope, config, { signal });
     case "read-resource":
       return context.mcp.readResource(scope, config, request.uri, { signal });
     case "list-prompts":
-      return context.mcp.listPrompts(scope, config);
+      return context.mcp.listPrompts(scope, config, { signal });
     case "get-prompt":
       return context.mcp.getPrompt(scope, config, request.prompt, request.arguments, { signal });
     default: {

@@ -6,6 +6,7 @@ import type { Readable, Writable } from "node:stream";
 import { connectNetwork, type NetworkLink } from "../sandbox/sandbox-network.js";
 import type { SandboxInvocation } from "../sandbox/sandbox-runner.js";
 import { readSandboxStart } from "../sandbox/sandbox-status.js";
+import { feedSandbox, passGate, sandboxPipes } from "../sandbox/sandbox-start.js";
 
 export interface StdioProcessOptions {
   command: string;
@@ -20,8 +21,8 @@ export interface StdioProcessOptions {
    * invocation (bwrap, or unshare for a network-granted server), which runs the server.
    */
   sandbox?: SandboxInvocation;
-  /** A line longer than this (no newline yet) is a protocol error. */
-  maxLineBytes?: number;
+  /** A line (one message) longer than this ends the connection (kind `too-large`): the bytes buffered for one line stay bounded. */
+  maxLineBytes: number;
   onStderr?: (text: string) => void;
 }
 
@@ -29,6 +30,8 @@ export interface StdioProcessOptions {
 export type StdioEnd =
   | { kind: "exited"; code: number | null; signal: NodeJS.Signals | null }
   | { kind: "protocol"; message: string }
+  /** A message longer than `maxLineBytes`. */
+  | { kind: "too-large"; message: string }
   | { kind: "spawn"; message: string }
   /** The sandbox's network could not be connected, or was lost. */
   | { kind: "sandbox"; message: string }
@@ -48,7 +51,11 @@ export class StdioProcessTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child: ChildProcess | undefined;
-  private buffer: Buffer = Buffer.alloc(0);
+  /** The chunks of the line not yet ended by a newline, and their length: joined once, when the newline comes. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Set once the stream broke: later output is dropped unread while the process is stopped. */
+  private failed = false;
   private stderrTail = "";
   private endReason: StdioEnd | undefined;
   private exited: Promise<void> | undefined;
@@ -77,19 +84,12 @@ export class StdioProcessTransport implements Transport {
   start(): Promise<void> {
     if (this.child) throw new Error("StdioProcessTransport already started");
     const sandbox = this.options.sandbox;
-    const network = sandbox?.network ?? null;
-    // Extra pipes for bwrap: its status fd, and with the network its block fd and the resolv.conf it binds.
-    const extra: Array<"ignore" | "pipe"> = [];
-    for (const fd of [sandbox?.statusFd, network?.blockFd, network?.resolvConf?.fd]) {
-      if (fd === undefined) continue;
-      while (extra.length <= fd - 3) extra.push("ignore");
-      extra[fd - 3] = "pipe";
-    }
     return new Promise((resolve, reject) => {
       const child = spawn(this.options.command, [...this.options.args], {
         env: this.options.env,
         cwd: this.options.cwd,
-        stdio: ["pipe", "pipe", "pipe", ...extra],
+        // Extra pipes for bwrap and the server's gate (sandbox-start.ts).
+        stdio: ["pipe", "pipe", "pipe", ...(sandbox ? sandboxPipes(sandbox) : [])],
         detached: true,
         shell: false,
       });
@@ -117,13 +117,17 @@ export class StdioProcessTransport implements Transport {
   /** Learns the sandbox's init from bwrap's status fd and, for a network-granted server, connects slirp4netns before the server starts. */
   private watchSandbox(child: ChildProcess, sandbox: SandboxInvocation): void {
     const network = sandbox.network;
-    const pipe = (fd: number | undefined) => (fd === undefined ? undefined : ((child.stdio[fd] as Writable | null) ?? undefined));
-    const block = pipe(network?.blockFd);
-    const resolvConf = pipe(network?.resolvConf?.fd);
-    // bwrap may be gone before it reads these: a broken pipe is no error here.
+    const block = network ? ((child.stdio[network.blockFd] as Writable | null) ?? undefined) : undefined;
+    // bwrap may be gone before it reads this: a broken pipe is no error here.
     block?.on("error", () => {});
-    resolvConf?.on("error", () => {});
-    resolvConf?.end(network?.resolvConf?.content);
+    feedSandbox(child.stdio, sandbox);
+    let reportInit: (pid: number) => void = () => {};
+    const initReported = new Promise<number>((resolve) => {
+      reportInit = resolve;
+    });
+    void passGate(child.stdio, sandbox, initReported, () => !this.closed).then((outcome) => {
+      if (outcome && !outcome.ok && !this.closed) this.fail(outcome.message, "sandbox");
+    });
     const status = child.stdio[sandbox.statusFd] as Readable | null;
     let text = "";
     status?.on("error", () => {});
@@ -133,6 +137,7 @@ export class StdioProcessTransport implements Transport {
       const init = readSandboxStart(text);
       if (init === undefined) return;
       this.sandboxInit = init;
+      reportInit(init);
       if (this.closed) return this.killSandbox();
       if (!network) return;
       const link = connectNetwork(network.slirp4netns, { pid: init, bwrapPid: child.pid ?? 0 });
@@ -158,31 +163,57 @@ export class StdioProcessTransport implements Transport {
     }
   }
 
+  /**
+   * Splits stdout into lines in linear time: each chunk is searched for a newline once and each
+   * byte is copied once, when its line ends (joining the whole buffer on every chunk made a 60 MiB
+   * line cost seconds of CPU). A line past `maxLineBytes` ends the connection before more is kept.
+   */
   private receive(chunk: Buffer): void {
-    if (this.closed) return;
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    for (;;) {
-      const newline = this.buffer.indexOf(10);
-      if (newline === -1) break;
-      const line = this.buffer.toString("utf8", 0, newline).replace(/\r$/, "");
-      this.buffer = this.buffer.subarray(newline + 1);
-      if (line.trim() === "") continue;
-      let message: JSONRPCMessage;
-      try {
-        message = deserializeMessage(line);
-      } catch {
-        const shown = line.length > 120 ? `${line.slice(0, 120)}…` : line;
-        this.fail(`the server wrote something that is not JSON-RPC to stdout: ${JSON.stringify(shown)}`);
+    let rest = chunk;
+    while (!this.closed && !this.failed) {
+      const newline = rest.indexOf(10);
+      const length = this.pendingBytes + (newline === -1 ? rest.length : newline);
+      if (length > this.options.maxLineBytes) {
+        this.pending = [];
+        this.pendingBytes = 0;
+        this.fail(`the server wrote a message longer than ${this.options.maxLineBytes} bytes to stdout`, "too-large");
         return;
       }
-      this.onmessage?.(message);
-      if (this.closed) return;
+      if (newline === -1) {
+        if (rest.length > 0) {
+          this.pending.push(rest);
+          this.pendingBytes += rest.length;
+        }
+        return;
+      }
+      const line = this.takeLine(rest.subarray(0, newline));
+      rest = rest.subarray(newline + 1);
+      this.handleLine(line);
     }
-    const max = this.options.maxLineBytes ?? 64 * 1024 * 1024;
-    if (this.buffer.length > max) this.fail(`the server wrote a line longer than ${max} bytes to stdout`);
   }
 
-  private fail(message: string, kind: "protocol" | "sandbox" = "protocol"): void {
+  private takeLine(end: Buffer): string {
+    const bytes = this.pending.length === 0 ? end : Buffer.concat([...this.pending, end], this.pendingBytes + end.length);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return bytes.toString("utf8").replace(/\r$/, "");
+  }
+
+  private handleLine(line: string): void {
+    if (line.trim() === "") return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line);
+    } catch {
+      const shown = line.length > 120 ? `${line.slice(0, 120)}…` : line;
+      this.fail(`the server wrote something that is not JSON-RPC to stdout: ${JSON.stringify(shown)}`);
+      return;
+    }
+    this.onmessage?.(message);
+  }
+
+  private fail(message: string, kind: "protocol" | "too-large" | "sandbox" = "protocol"): void {
+    this.failed = true;
     this.endReason ??= { kind, message };
     this.onerror?.(new Error(message));
     void this.close();
@@ -190,6 +221,8 @@ export class StdioProcessTransport implements Transport {
 
   private finish(reason: StdioEnd): void {
     this.endReason ??= reason;
+    // Its temporary space goes back to the tenant's budget: the server is gone, or never started (release is idempotent).
+    this.options.sandbox?.release();
     if (this.closed) return;
     this.closed = true;
     this.onclose?.();

@@ -1,7 +1,7 @@
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { Database } from "../db/client.js";
 import type { Logger } from "../logger.js";
-import type { McpConnections } from "./mcp-connections.js";
+import type { McpConnections, McpFailure } from "./mcp-connections.js";
 import { mcpConfigOf, mcpScopeOf } from "./mcp-server-rows.js";
 import { listMcpServers, type McpServerRow } from "../store/mcp-servers.js";
 import { mapMcpTools } from "./mcp-tools.js";
@@ -21,9 +21,22 @@ export interface ProjectScope {
   projectId: string;
 }
 
+/** Whether one of the project's servers answered its tool list this time, and why not (never silent: `GET /v1/tools` shows it). */
+export type McpServerListing =
+  | { name: string; projectId: string | null; status: "listed" }
+  | { name: string; projectId: string | null; status: "unavailable"; error: { code: McpFailure["errorCode"]; message: string } };
+
+/** A project's tools, and how each of its MCP servers answered. */
+export interface ProjectTools extends ScopedTools {
+  mcpServers: McpServerListing[];
+}
+
 export interface ToolCatalog {
-  /** Never throws for a server's failure: a server that cannot list its tools offers its last known ones, or none. */
-  forProject(scope: ProjectScope): Promise<ScopedTools>;
+  /**
+   * Never throws for a server's failure: a server that cannot list its tools offers its last
+   * known ones, or none, and its entry in `mcpServers` says why.
+   */
+  forProject(scope: ProjectScope): Promise<ProjectTools>;
 }
 
 export interface ToolCatalogOptions {
@@ -37,6 +50,12 @@ export interface ToolCatalogOptions {
 }
 
 const maxCachedScopes = 1_000;
+
+/** One server's tools (its last known ones when it could not answer), and how it answered. */
+interface ServerTools {
+  list: { version: number; tools: AnyTool[] } | undefined;
+  listing: McpServerListing;
+}
 
 /**
  * Builds each project's tool view once per distinct set of tool lists and reuses it:
@@ -91,7 +110,7 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
     }
   }
 
-  async function serverTools(row: McpServerRow): Promise<{ version: number; tools: AnyTool[] } | undefined> {
+  async function serverTools(row: McpServerRow): Promise<ServerTools> {
     const scope = mcpScopeOf(row);
     const config = mcpConfigOf(row);
     const key = mcpServerKey(scope, row.name);
@@ -100,7 +119,15 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
     if (!listed.ok) {
       const known = lastKnown.get(key);
       logger.warn({ mcpServer: key, errorCode: listed.errorCode }, `MCP tools unavailable: ${listed.message}`);
-      return known?.fingerprint === fingerprint ? known : undefined;
+      return {
+        list: known?.fingerprint === fingerprint ? known : undefined,
+        listing: {
+          name: row.name,
+          projectId: row.projectId,
+          status: "unavailable",
+          error: { code: listed.errorCode, message: listed.message },
+        },
+      };
     }
     let entry = mapped.get(listed.value);
     if (!entry) {
@@ -108,33 +135,39 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
       mapped.set(listed.value, entry);
     }
     lastKnown.set(key, { scope, name: row.name, fingerprint, ...entry });
-    return entry;
+    return { list: entry, listing: { name: row.name, projectId: row.projectId, status: "listed" } };
+  }
+
+  /** The registry of the base tools and these lists, the same object for the same lists (R2). */
+  function viewOf(present: ReadonlyArray<{ version: number; tools: AnyTool[] }>): ScopedTools {
+    if (present.length === 0) return base;
+    const key = present.map((list) => list.version).join(",");
+    let view = views.get(key);
+    if (!view) {
+      const names = new Set(baseTools.map((tool) => tool.name));
+      const tools = [...baseTools];
+      for (const tool of present.flatMap((list) => list.tools)) {
+        // Two servers whose names sanitize alike would collide; the first keeps the name.
+        if (names.has(tool.name)) continue;
+        names.add(tool.name);
+        tools.push(tool);
+      }
+      const registry = createToolRegistry(tools);
+      view = { registry, executor: createToolExecutor(registry) };
+      views.set(key, view);
+      if (views.size > maxCachedScopes) views.delete(views.keys().next().value as string);
+    }
+    return view;
   }
 
   return {
     async forProject(scope) {
       const rows = await serverRows(scope);
-      if (rows.length === 0) return base;
-      const lists = await Promise.all(rows.map((row) => serverTools(row)));
-      const present = lists.filter((list): list is { version: number; tools: AnyTool[] } => list !== undefined);
-      if (present.length === 0) return base;
-      const key = present.map((list) => list.version).join(",");
-      let view = views.get(key);
-      if (!view) {
-        const names = new Set(baseTools.map((tool) => tool.name));
-        const tools = [...baseTools];
-        for (const tool of present.flatMap((list) => list.tools)) {
-          // Two servers whose names sanitize alike would collide; the first keeps the name.
-          if (names.has(tool.name)) continue;
-          names.add(tool.name);
-          tools.push(tool);
-        }
-        const registry = createToolRegistry(tools);
-        view = { registry, executor: createToolExecutor(registry) };
-        views.set(key, view);
-        if (views.size > maxCachedScopes) views.delete(views.keys().next().value as string);
-      }
-      return view;
+      if (rows.length === 0) return { ...base, mcpServers: [] };
+      const answers = await Promise.all(rows.map((row) => serverTools(row)));
+      const mcpServers = answers.map((answer) => answer.listing);
+      const present = answers.flatMap((answer) => (answer.list ? [answer.list] : []));
+      return { ...viewOf(present), mcpServers };
     },
   };
 }

@@ -8,6 +8,8 @@ export interface StateSources {
   pendingApprovals(): Promise<number>;
   /** Worker processes whose liveness record is fresh (silent for less than the liveness timeout, SPEC D9). */
   liveWorkers(): Promise<number>;
+  /** Deleted projects whose workspace and trash the workers have not removed yet (SPEC F4). */
+  projectsWithFilesLeft(): Promise<number>;
   onError(error: unknown): void;
 }
 
@@ -66,6 +68,14 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     registers,
     collect: guarded(async (gauge) => {
       gauge.set(await sources.pendingApprovals());
+    }),
+  });
+  new Gauge({
+    name: "foya_deleted_projects_with_files",
+    help: "Deleted projects whose workspace and trash the workers have not removed yet.",
+    registers,
+    collect: guarded(async (gauge) => {
+      gauge.set(await sources.projectsWithFilesLeft());
     }),
   });
   new Gauge({

@@ -2,7 +2,7 @@ import { isTerminalRunStatus } from "../core/run-status.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Failpoints } from "../failpoints.js";
 import type { Database } from "../db/client.js";
-import { countWaitingRuns, storedBytes, tokensToday } from "../store/tenant-admission.js";
+import { newRunRefusal } from "./quota-refusal.js";
 import type { TenantQuotas } from "../core/tenant-quotas.js";
 import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
@@ -67,44 +67,8 @@ export async function createRun(
   );
 }
 
-/** Seconds to midnight UTC, when the day's token count starts again. */
-function secondsToMidnightUtc(now = new Date()): number {
-  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-  return Math.max(1, Math.ceil((midnight - now.getTime()) / 1000));
-}
-
-/**
- * Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and
- * the use, and Retry-After: the waiting runs' (a run ends within seconds to minutes), the
- * day's tokens (midnight UTC), the storage (an hour: it frees only when the operator acts).
- */
+/** Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and the use, and Retry-After. */
 async function refuseOverQuota(tx: Database, tenantId: string, quotas: TenantQuotas): Promise<void> {
-  const waiting = await countWaitingRuns(tx, tenantId);
-  if (waiting >= quotas.queuedRuns) {
-    throw new FoyaError(
-      "quota_exceeded",
-      `this tenant already has ${waiting} runs waiting for a slot, its queuedRuns quota; start this run when some have run`,
-      { retryAfterSeconds: 30 },
-    );
-  }
-  if (quotas.tokensPerDay > 0) {
-    const tokens = await tokensToday(tx, tenantId);
-    if (tokens >= quotas.tokensPerDay) {
-      throw new FoyaError(
-        "quota_exceeded",
-        `this tenant used ${tokens} model tokens today (UTC), its tokensPerDay quota is ${quotas.tokensPerDay}; new runs start again at midnight UTC`,
-        { retryAfterSeconds: secondsToMidnightUtc() },
-      );
-    }
-  }
-  if (quotas.storageBytes > 0) {
-    const bytes = await storedBytes(tx, tenantId);
-    if (bytes >= quotas.storageBytes) {
-      throw new FoyaError(
-        "quota_exceeded",
-        `this tenant keeps ${bytes} bytes of file contents and artifacts, its storageBytes quota is ${quotas.storageBytes}; an operator must raise it or remove data`,
-        { retryAfterSeconds: 3600 },
-      );
-    }
-  }
+  const refusal = await newRunRefusal(tx, tenantId, quotas);
+  if (refusal) throw new FoyaError("quota_exceeded", refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 }

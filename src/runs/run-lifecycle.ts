@@ -22,7 +22,7 @@ export type { RunRow };
  * writes the user's input, announces `run_start`, and records the first step
  * job as the run's next job.
  */
-export async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
+async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
   const { ordinal, next } = await placeRun(effects.tx, run);
   await insertMessage(
     effects.tx,
@@ -50,8 +50,10 @@ export async function endRun(
   await effects.emit(run.tenantId, run.sessionId, [
     { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
   ]);
-  await releaseSession(effects, run, options.activateNext ?? true);
+  // A sub-agent's parent first: once its last child is done it works again, in the slot the child
+  // leaves (SPEC X5), so the runs admitted next are counted against it.
   await deliverToParentCall(effects, run.id, status, options.error);
+  await releaseSession(effects, run, options.activateNext ?? true);
   effects.afterCommit((metrics) => metrics.runsEnded.inc({ status, tenant: metrics.tenantLabel(run.tenantId) }));
   return true;
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Config } from "../config.js";
 import { findExecutable, systemSearchPath } from "./find-executable.js";
+import { seccompFilter } from "./seccomp-filter.js";
 import { describeIdentityMode, type IdentityMode } from "./tool-identity.js";
 
 /**
@@ -18,7 +19,7 @@ export interface ConfinementReport {
 
 export function describeConfinement(config: Pick<Config, "sandbox" | "toolLimits">, mode: IdentityMode): ConfinementReport {
   const found = (name: string) => findExecutable(name, systemSearchPath);
-  const missing = ["setpriv", "prlimit"].filter((name) => !found(name));
+  const missing = ["setpriv", "prlimit", "nsenter", "mount"].filter((name) => !found(name));
   const bwrap = found(config.sandbox.bwrapPath);
   const slirp = found(config.sandbox.slirp4netnsPath);
   const limits = config.toolLimits;
@@ -26,10 +27,15 @@ export function describeConfinement(config: Pick<Config, "sandbox" | "toolLimits
     identity: describeIdentityMode(mode),
     limits:
       `rlimits per process (memory ${limits.memoryBytes} bytes of address space, ${limits.processes} processes per tenant uid, ` +
-      `CPU ${limits.cpuSeconds} s, files ${limits.fileSizeBytes} bytes), /tmp ${limits.tmpBytes} bytes, wall ${limits.wallSeconds} s; ` +
-      `cgroup v2: ${cgroupV2()}` +
-      (missing.length ? `; missing: ${missing.join(", ")} (util-linux): calls fail closed` : ""),
-    sandbox: bwrap ? `bubblewrap at ${bwrap}` : `bubblewrap (${config.sandbox.bwrapPath}) not found: every call fails closed`,
+      `CPU ${limits.cpuSeconds} s, files ${limits.fileSizeBytes} bytes), wall ${limits.wallSeconds} s; ` +
+      `temporary space ${limits.tmpBytes} bytes per call, ${limits.backgroundTmpBytes} per background command or MCP server, ` +
+      `${limits.tmpBudgetBytes} per tenant on a host; cgroup v2: ${cgroupV2()}` +
+      (missing.length
+        ? `; missing: ${missing.join(", ")} (util-linux, mount): calls fail closed (nsenter and mount only in workspaces with a repository)`
+        : ""),
+    sandbox:
+      (bwrap ? `bubblewrap at ${bwrap}` : `bubblewrap (${config.sandbox.bwrapPath}) not found: every call fails closed`) +
+      (seccompFilter() ? `; seccomp filter for ${process.arch}` : `; no seccomp filter for ${process.arch}: every call fails closed`),
     network: slirp
       ? `slirp4netns at ${slirp}`
       : `slirp4netns (${config.sandbox.slirp4netnsPath}) not found: network-granted and Full Access calls fail closed`,

@@ -35,18 +35,32 @@ export interface SandboxLayout {
   /** Real path of the workspace: writable, and the working directory. */
   workspace: string;
   /**
-   * The git folders of the workspace's repositories, nested ones included:
-   * `pins` are bound on themselves so they cannot be renamed away and replaced;
-   * `readOnly` lists what runs code (hooks, config, `.git` pointer files), or a
-   * whole git folder when those are symlinks that could be re-pointed.
+   * The call's temporary space, its share of the tenant's budget
+   * (`temp-budget.ts`): private tmpfs on /tmp, /var/tmp and /dev/shm whose
+   * sizes add up to it (`tempSizes`). Nothing else of the workspace is bound
+   * here: git metadata is protected from inside the started sandbox
+   * (`git-guard.ts`), since bwrap resolves bind sources on the host.
    */
-  git: { pins: readonly string[]; readOnly: readonly string[] };
-  /** Size of the private /tmp; /var/tmp and /dev/shm get at most `smallTmpfsBytes` each. */
-  tmpBytes: number;
+  tempBytes: number;
+  /**
+   * Have bwrap disable user namespaces inside the sandbox (`--disable-userns`),
+   * which leaves the command in a second user namespace below the one that owns
+   * the sandbox's mounts. A worker that is not root could then not enter the
+   * sandbox to protect its git metadata (it has capabilities only in the first,
+   * which it owns), so there bwrap keeps one level and the seccomp filter alone
+   * refuses new user namespaces (`unshare`, `clone` with namespace flags, `clone3`).
+   */
+  disableUserNamespaces: boolean;
 }
 
-/** /var/tmp and /dev/shm are rarely large: a cap of their own, so a call's temporary space stays near `tmpBytes`. */
+/** /var/tmp and /dev/shm are rarely large: an eighth of the call's temporary space each, at most 64 MiB. */
 const smallTmpfsBytes = 64 * 1024 * 1024;
+
+/** How a call's temporary space is split: /var/tmp and /dev/shm get `small` each, /tmp the rest. */
+function tempSizes(tempBytes: number): { tmp: number; small: number } {
+  const small = Math.max(1, Math.min(Math.floor(tempBytes / 8), smallTmpfsBytes));
+  return { tmp: Math.max(1, tempBytes - 2 * small), small };
+}
 
 type Mount =
   | { kind: "ro" | "rw"; path: string; source: string }
@@ -79,8 +93,11 @@ const within = (p: string, ancestor: string) => ancestor === "/" || p === ancest
  * made for slirp4netns (bwrap's own would race slirp4netns: both bring up its
  * loopback, and bwrap dies on the address slirp4netns got there first).
  */
-export function bwrapArguments(layout: SandboxLayout, options: { network: NetworkWiring | null; statusFd: number }): string[] {
-  const smallBytes = Math.min(layout.tmpBytes, smallTmpfsBytes);
+export function bwrapArguments(
+  layout: SandboxLayout,
+  options: { network: NetworkWiring | null; statusFd: number; seccompFd: number },
+): string[] {
+  const temp = tempSizes(layout.tempBytes);
   const mounts: Mount[] = [
     ...(layout.view === "host"
       ? [{ kind: "rw", path: "/", source: "/" } as const]
@@ -92,13 +109,12 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
         )),
     { kind: "proc", path: "/proc" },
     { kind: "dev", path: "/dev" },
-    { kind: "tmpfs", path: "/dev/shm", sizeBytes: smallBytes },
-    { kind: "tmpfs", path: "/tmp", sizeBytes: layout.tmpBytes },
-    { kind: "tmpfs", path: "/var/tmp", sizeBytes: smallBytes },
+    { kind: "tmpfs", path: "/dev/shm", sizeBytes: temp.small },
+    { kind: "tmpfs", path: "/tmp", sizeBytes: temp.tmp },
+    { kind: "tmpfs", path: "/var/tmp", sizeBytes: temp.small },
+    // The workspace's root is the one path inside it bwrap is given: its parents are root's, so it cannot be swapped.
     { kind: "rw", path: layout.workspace, source: layout.workspace },
   ];
-  for (const pin of layout.git.pins) mounts.push({ kind: "rw", path: pin, source: pin });
-  for (const entry of layout.git.readOnly) mounts.push({ kind: "ro", path: entry, source: entry });
 
   // A hidden path needs covering where a host tree would show it. Under a
   // private tmpfs (the service installed below /tmp, say) it is covered too, so
@@ -128,7 +144,7 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
     "0",
     "--gid",
     "0",
-    "--disable-userns",
+    ...(layout.disableUserNamespaces ? ["--disable-userns"] : []),
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -142,6 +158,9 @@ export function bwrapArguments(layout: SandboxLayout, options: { network: Networ
     "ALL",
     "--json-status-fd",
     String(options.statusFd),
+    // The default seccomp filter (seccomp-filter.ts), read from this fd and installed just before the command runs.
+    "--seccomp",
+    String(options.seccompFd),
     ...(options.network ? ["--block-fd", String(options.network.blockFd)] : []),
   ];
   for (const mount of mounts) {

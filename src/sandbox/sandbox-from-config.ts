@@ -20,5 +20,6 @@ export function sandboxFromConfig(config: Pick<Config, "sandbox" | "workspaces">
     servicePaths: [findServiceDir(), ...(holdsSystemTree ? [] : [cwd])],
     hiddenPaths: config.sandbox.hiddenPaths,
     readOnlyPaths: config.sandbox.readOnlyPaths,
+    gitSearchFolders: config.sandbox.gitSearchFolders,
   });
 }

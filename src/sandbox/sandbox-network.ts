@@ -1,7 +1,7 @@
-import { spawn } from "node:child_process";
 import { closeSync, fstatSync, openSync, statSync } from "node:fs";
 import { isIPv4 } from "node:net";
 import type { Readable, Writable } from "node:stream";
+import { startChild, type StartedChild } from "../processes/start-child.js";
 
 /**
  * The network of a network-granted sandbox (SPEC S3). The sandbox never
@@ -148,7 +148,7 @@ export function connectNetwork(slirp4netns: string, sandbox: { pid: number; bwra
   const namespaces = openNamespaces(sandbox.pid, sandbox.bwrapPid);
   if (typeof namespaces === "string")
     return { ready: Promise.resolve({ ok: false, reason: namespaces }), lost: new Promise(() => {}), stop: () => {} };
-  let child: ReturnType<typeof spawn>;
+  let started: StartedChild;
   try {
     const args = [
       ...slirpArguments,
@@ -159,11 +159,23 @@ export function connectNetwork(slirp4netns: string, sandbox: { pid: number; bwra
       "/proc/self/fd/5",
       sandboxTapName,
     ];
-    child = spawn(slirp4netns, args, { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe", namespaces.net, namespaces.user], env: {} });
+    started = startChild(slirp4netns, args, {
+      stdio: ["ignore", "ignore", "pipe", "pipe", "pipe", namespaces.net, namespaces.user],
+      env: {},
+    });
   } finally {
     // slirp4netns holds its own copies now.
     closeSync(namespaces.net);
     closeSync(namespaces.user);
+  }
+  const { child } = started;
+  if (!child || !started.stdio) {
+    // Not started (descriptors or processes exhausted): the command must not run without its network.
+    const why = started.closed.then((end) => ({
+      ok: false as const,
+      reason: `slirp4netns could not be started (${end.kind === "not_started" ? end.error.message : "no stdio"})`,
+    }));
+    return { ready: why, lost: new Promise(() => {}), stop: () => {} };
   }
   let stderr = "";
   const withOutput = (reason: string) => (stderr.trim() ? `${reason}: ${stderr.trim().slice(-800)}` : reason);
@@ -186,9 +198,9 @@ export function connectNetwork(slirp4netns: string, sandbox: { pid: number; bwra
   }, readyTimeoutMs);
   timer.unref();
 
-  const exitFd = child.stdio[4] as Writable | null;
+  const exitFd = started.stdio[4] as Writable | null;
   exitFd?.on("error", () => {});
-  const readyFd = child.stdio[3] as Readable | null;
+  const readyFd = started.stdio[3] as Readable | null;
   readyFd?.on("error", () => {});
   readyFd?.on("data", (chunk: Buffer) => {
     if (readySettled || !chunk.includes("1")) return;

@@ -1,12 +1,15 @@
 import { lstatSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { findExecutable } from "./find-executable.js";
-import { createGitRepositories } from "../workspace/git-repositories.js";
-import { gitLayout } from "./git-layout.js";
+import { createGitRepositories, maxGitSearchDepth } from "../workspace/git-repositories.js";
+import { gitGuardFailureMessage, guardGitMetadata, type GitGuardTools, type GitMetadata } from "./git-guard.js";
 import { bwrapArguments, type HostTree, type SandboxLayout } from "./mount-plan.js";
 import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay/overlay-mount.js";
 import type { ProcessLimits } from "../core/process-limits.js";
 import { sandboxResolvConf } from "./sandbox-network.js";
+import { gatedCommand } from "./sandbox-gate.js";
+import { seccompFilter } from "./seccomp-filter.js";
+import { createTempBudget } from "./temp-budget.js";
 import type { ProcessIdentity } from "../core/process-identity.js";
 
 /**
@@ -68,6 +71,8 @@ export interface SandboxOptions {
   hiddenPaths?: readonly string[];
   /** Extra trees shown read-only at their real path (a toolchain outside /usr and /opt). */
   readOnlyPaths?: readonly string[];
+  /** Folders of a workspace searched for repositories before each call (default 20,000); a larger workspace is refused (S11). */
+  gitSearchFolders?: number;
 }
 
 export interface SandboxRequest {
@@ -86,6 +91,12 @@ export interface SandboxRequest {
   identity: ProcessIdentity;
   /** rlimits and temporary space; `cpuSeconds: null` for long-lived servers (MCP), whose CPU time adds up over days. */
   limits: Omit<ProcessLimits, "cpuSeconds"> & { cpuSeconds: number | null };
+  /**
+   * `call` (default): a foreground call, whose temporary space is `limits.tmpBytes`.
+   * `background`: a process that outlives its call (a background command, an
+   * MCP server), which gets the smaller `limits.backgroundTmpBytes`.
+   */
+  lifetime?: "call" | "background";
   /**
    * Layer the workspace (SPEC X7): the command sees the workspace through an
    * overlay whose writes land in `upperDir` (see `overlay/overlay-mount.ts`).
@@ -110,6 +121,20 @@ export interface SandboxInvocation {
    * fd closed) for bwrap to bind as the sandbox's resolv.conf.
    */
   network: { slirp4netns: string; blockFd: number; resolvConf: { fd: number; content: string } | null } | null;
+  /** The seccomp program (`seccomp-filter.ts`) to write to `fd`, where bwrap reads it. */
+  seccomp: { fd: number; program: Buffer };
+  /**
+   * Set when the workspace holds git metadata to protect: the command waits at
+   * a gate (`sandbox-start.ts`) until `guard`, given the host pid of the
+   * sandbox's init, has protected it from inside the sandbox (`git-guard.ts`).
+   */
+  gate: { readyFd: number; goFd: number; guard(initPid: number): Promise<{ ok: true } | { ok: false; message: string }> } | null;
+  /**
+   * Gives the sandbox's temporary space back to the tenant's budget
+   * (`temp-budget.ts`): call once the process has ended, or when it will never
+   * start. Safe to call more than once.
+   */
+  release(): void;
 }
 
 export type SandboxPlan = ({ ok: true } & SandboxInvocation) | { ok: false; message: string };
@@ -150,6 +175,10 @@ export function sandboxNetworkUnavailableMessage(reason: string): string {
 const statusFd = 3;
 const blockFd = 4;
 const resolvConfFd = 5;
+const seccompFd = 6;
+const gateFds = { readyFd: 7, goFd: 8 };
+/** A sandbox whose full temporary space does not fit in what the tenant's others left gets less, but not below this. */
+const minimumTempBytes = 16 * 1024 * 1024;
 const within = (p: string, ancestor: string) => ancestor === "/" || p === ancestor || p.startsWith(`${ancestor}/`);
 
 // The host facts are read synchronously: a few dozen stat calls on local
@@ -235,7 +264,9 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
     return [...system, ...extras].filter((tree): tree is HostTree => tree !== undefined);
   };
 
-  const repositories = createGitRepositories();
+  const gitSearchFolders = options.gitSearchFolders ?? 20_000;
+  const repositories = createGitRepositories({ maxFolders: gitSearchFolders });
+  const tempBudget = createTempBudget(path.join(path.resolve(options.workspacesDir), ".temp-budget"));
 
   const hiddenEntries = () => {
     const entries = new Map<string, { path: string; isDirectory: boolean }>();
@@ -289,29 +320,52 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
         };
       const unreachable = identityCannotUse(workspace, workspaceStats, request.identity);
       if (unreachable) return { ok: false, message: sandboxUnavailableMessage(unreachable) };
-      const git = gitLayout(workspace, repositories);
-      const layout: SandboxLayout = {
-        view: request.view,
-        readOnly: request.view === "confined" ? readOnlyTrees() : [],
-        hidden: hiddenEntries(),
-        workspace,
-        git: { pins: git.pins, readOnly: git.readOnly },
-        tmpBytes: request.limits.tmpBytes,
-      };
+      const git = repositories.find(workspace);
+      if (git.truncated) return { ok: false, message: unsearchedWorkspaceMessage(git.truncated, gitSearchFolders) };
+      const program = seccompFilter();
+      if (!program)
+        return {
+          ok: false,
+          message: sandboxUnavailableMessage(
+            `Foya has no seccomp filter for this machine's architecture (${process.arch}); it knows x64 and arm64`,
+          ),
+        };
+      const gate = git.gitFolders.length + git.gitFiles.length > 0 ? gitGate(workspace, git, options.searchPath) : null;
+      if (gate && "reason" in gate) return { ok: false, message: sandboxUnavailableMessage(gate.reason) };
       let prefix = stepDown.args;
       if (request.overlay) {
         const wrap = overlayPrefix(workspace, request.overlay, options.searchPath);
         if (!wrap.ok) return { ok: false, message: sandboxUnavailableMessage(wrap.reason) };
         prefix = [...wrap.args, ...prefix];
       }
+      // Last, once nothing else can refuse the call: its share of the tenant's temporary space, given back when it ends.
+      const { limits } = request;
+      const wantedBytes = request.lifetime === "background" ? limits.backgroundTmpBytes : limits.tmpBytes;
+      const share = tempBudget.reserve({
+        uid: request.identity.uid,
+        wantedBytes,
+        minimumBytes: minimumTempBytes,
+        budgetBytes: limits.tmpBudgetBytes,
+      });
+      if ("refused" in share) return { ok: false, message: `Sandbox unavailable: ${share.refused}. The command did not run.` };
+      const layout: SandboxLayout = {
+        view: request.view,
+        readOnly: request.view === "confined" ? readOnlyTrees() : [],
+        hidden: hiddenEntries(),
+        workspace,
+        tempBytes: share.bytes,
+        disableUserNamespaces: process.getuid?.() === 0,
+      };
+      const command = gate ? gatedCommand(request.command, gateFds) : ["bash", "-c", request.command];
+      const shared = { statusFd, seccomp: { fd: seccompFd, program }, gate, release: share.release };
       if (!slirp4netns || !unshare) {
         const [file, ...rest] = [...prefix, bwrap];
         return {
           ok: true,
           file: file as string,
-          args: [...rest, ...bwrapArguments(layout, { network: null, statusFd }), "bash", "-c", request.command],
-          statusFd,
+          args: [...rest, ...bwrapArguments(layout, { network: null, statusFd, seccompFd }), ...command],
           network: null,
+          ...shared,
         };
       }
       const resolvConfPath = resolvConfTarget(request.view === "host" ? [] : layout.readOnly.map((tree) => tree.path));
@@ -328,16 +382,46 @@ export function createSandbox(options: SandboxOptions): SandboxRunner {
           "--net",
           "--",
           bwrap,
-          ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd }),
-          "bash",
-          "-c",
-          request.command,
+          ...bwrapArguments(layout, { network: { blockFd, resolvConf }, statusFd, seccompFd }),
+          ...command,
         ],
-        statusFd,
         network: { slirp4netns, blockFd, resolvConf: resolvConf ? { fd: resolvConfFd, content } : null },
+        ...shared,
       };
     },
   };
+}
+
+/** The gate of a call whose workspace holds git metadata: what protects it once the sandbox is up, or why it cannot be. */
+function gitGate(workspace: string, found: GitMetadata, searchPath: string): NonNullable<SandboxInvocation["gate"]> | { reason: string } {
+  const nsenter = findExecutable("nsenter", searchPath);
+  const mount = findExecutable("mount", searchPath);
+  if (!nsenter || !mount)
+    return {
+      reason:
+        "nsenter and mount (Debian packages util-linux, mount) must be installed to protect the git metadata of the workspace's repositories",
+    };
+  const tools: GitGuardTools = { nsenter, mount, enterUserNamespace: process.getuid?.() !== 0 };
+  return {
+    ...gateFds,
+    async guard(initPid) {
+      const outcome = await guardGitMetadata(initPid, workspace, found, tools);
+      return outcome.ok ? outcome : { ok: false, message: gitGuardFailureMessage(outcome.reason) };
+    },
+  };
+}
+
+/** Why a workspace whose repositories could not all be found is refused (SPEC S11: fail closed), and what to do. */
+function unsearchedWorkspaceMessage(bound: "depth" | "folders", folders: number): string {
+  const why =
+    bound === "depth"
+      ? `it has folders nested deeper than ${maxGitSearchDepth} levels`
+      : `it has more than ${folders} folders outside node_modules`;
+  return (
+    `Sandbox unavailable: the workspace is too large to search for repositories before each command (${why}), so a repository in it could keep writable hooks and configuration (SPEC S11); ` +
+    "the command did not run. Remove or move what makes it so large (generated trees, unpacked archives, virtual environments: node_modules is not searched), " +
+    "or have the operator raise FOYA_SANDBOX_GIT_SEARCH_FOLDERS."
+  );
 }
 
 function overlayPrefix(

@@ -18,7 +18,14 @@ import type { ShellRedirectFinding, ShellSubCommand } from "./analysis/shell-sub
 export type { ShellRedirectFinding, ShellSubCommand } from "./analysis/shell-sub-command.js";
 
 export type ShellAnalysis =
-  | { parsed: true; commands: ShellSubCommand[]; redirections: ShellRedirectFinding[]; network: boolean }
+  | {
+      parsed: true;
+      commands: ShellSubCommand[];
+      redirections: ShellRedirectFinding[];
+      /** Redirections that replace a file's content or write it in place: what a background command may not do unasked. */
+      overwrites: ShellRedirectFinding[];
+      network: boolean;
+    }
   | { parsed: false; error: string };
 
 export function analyzeShell(commandLine: string, workspaceDir: string): ShellAnalysis {
@@ -26,5 +33,11 @@ export function analyzeShell(commandLine: string, workspaceDir: string): ShellAn
   if (!parsed.ok) return { parsed: false, error: parsed.error };
   const analysis = new Analysis(workspaceDir);
   analysis.simpleCommands(parsed.commands, 0);
-  return { parsed: true, commands: analysis.commands, redirections: analysis.redirections, network: analysis.network };
+  return {
+    parsed: true,
+    commands: analysis.commands,
+    redirections: analysis.redirections,
+    overwrites: analysis.overwrites,
+    network: analysis.network,
+  };
 }

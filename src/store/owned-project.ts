@@ -1,7 +1,7 @@
 import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { ApprovalPolicy } from "../core/policy.js";
-import type { DbExecutor } from "../db/client.js";
-import { projects } from "../db/schema.js";
+import type { Database, DbExecutor } from "../db/client.js";
+import { projects, tenants } from "../db/schema.js";
 
 /**
  * The one condition that makes a project this tenant's (SPEC D8): its id, its tenant, and not
@@ -43,13 +43,25 @@ export async function insertProject(
   return project;
 }
 
-/** Replaces this tenant's project's approval policy (SPEC S2, D8); undefined for a missing or deleted project. */
-export async function setProjectPolicy(
-  db: DbExecutor,
+/**
+ * Replaces this tenant's project's approval policy (SPEC S2, D8) when `admit` accepts it beside
+ * the tenant's policy (S9: the two are judged together), under the tenant's row lock that
+ * `setTenantPolicyAdmitted` takes too. Answers why `admit` refused, null once stored, or
+ * undefined for a missing or deleted project.
+ */
+export async function setProjectPolicyAdmitted(
+  db: Database,
   tenantId: string,
   projectId: string,
   policy: ApprovalPolicy,
-): Promise<{ id: string } | undefined> {
-  const [row] = await db.update(projects).set({ policy }).where(ownedProject(tenantId, projectId)).returning({ id: projects.id });
-  return row;
+  admit: (tenantPolicy: ApprovalPolicy) => Promise<string | null>,
+): Promise<string | null | undefined> {
+  return db.transaction(async (tx) => {
+    const [tenant] = await tx.select({ policy: tenants.policy }).from(tenants).where(eq(tenants.id, tenantId)).for("update");
+    const [project] = await tx.select({ id: projects.id }).from(projects).where(ownedProject(tenantId, projectId));
+    if (!tenant || !project) return undefined;
+    const refused = await admit(tenant.policy);
+    if (refused === null) await tx.update(projects).set({ policy }).where(ownedProject(tenantId, projectId));
+    return refused;
+  });
 }

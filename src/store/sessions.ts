@@ -53,7 +53,10 @@ export async function insertSession(tx: Database, values: typeof sessions.$infer
   return row;
 }
 
-/** A live session's active run and approval mode, unlocked: what a new turn checks before it locks anything (SPEC X6). */
+/**
+ * A live session's active run and approval mode, unlocked: what a new turn checks before it locks anything (SPEC X6).
+ * A session of a deleted project is no live session: however it escaped the project's deletion, it starts no run (F4).
+ */
 export async function peekLiveSession(
   tx: Database,
   tenantId: string,
@@ -62,7 +65,8 @@ export async function peekLiveSession(
   const [row] = await tx
     .select({ activeRunId: sessions.activeRunId, approvalMode: sessions.approvalMode })
     .from(sessions)
-    .where(and(eq(sessions.id, sessionId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt)));
+    .innerJoin(projects, eq(projects.id, sessions.projectId))
+    .where(and(eq(sessions.id, sessionId), eq(sessions.tenantId, tenantId), isNull(sessions.deletedAt), isNull(projects.deletedAt)));
   return row;
 }
 

@@ -1,13 +1,14 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
-import { artifacts, contentBlobs, runs, sessions, steps, tenants } from "../db/schema.js";
+import { artifacts, contentBlobs, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
 import type { RunRow } from "./runs.js";
 import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
 
 /**
- * Fair admission of runs (SPEC X5). A run is *admitted* when it gets its place in history
- * and its first job (`activateRun`); at most a tenant's `activeRuns` quota of its runs are
- * admitted and working at once (queued for a worker or running). A run past it holds its
+ * Fair admission of runs (SPEC X5). A run, sub-agents' included, is *admitted* when it gets its
+ * place in history and its first job (`activateRun`); at most a tenant's `activeRuns` quota of
+ * its runs are admitted and working at once (queued for a worker or running, and not waiting on
+ * a sub-agent: `isWorkingRun`). A run past it holds its
  * session's slot without a place (`queued`, no ordinal) and waits, in order, for one of the
  * tenant's runs to end or to park. So a tenant's flood puts at most its quota of jobs into
  * the shared FIFO queues, and every other tenant's run enters behind at most that many of
@@ -18,20 +19,28 @@ import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
  * run's and session's locks, and fairness does not need the exact number.
  */
 
+/**
+ * A working run (`runs` unaliased): admitted (it has its place), queued for a worker or running,
+ * and not waiting on a sub-agent. A run whose `agent` call is held by a child run (the call is
+ * `running` with its child named, from the child's start to its end) lends its slot to that
+ * child, which is admitted like any run: so children count against `activeRuns`, and a parent
+ * waiting on its child never waits for its own slot (no deadlock, however deep).
+ */
+const isWorkingRun = sql`${runs.status} in ('queued', 'running') and ${runs.ordinal} is not null
+  and not exists (select 1 from ${toolCalls} where ${toolCalls.runId} = ${runs.id} and ${toolCalls.status} = 'running' and ${toolCalls.childRunId} is not null)`;
+
 /** The tenant's free slots: its `activeRuns` quota (its own override, else the deployment's) less its working runs, in one statement. */
 export async function freeRunSlots(tx: Database, tenantId: string, deploymentQuota: number): Promise<number> {
   const { rows } = await tx.execute<{ free: number }>(sql`
     select coalesce((select (${tenants.quotas} ->> 'activeRuns')::int from ${tenants} where ${tenants.id} = ${tenantId}), ${deploymentQuota})
-      - (select count(*)::int from ${runs}
-         where ${runs.tenantId} = ${tenantId} and ${runs.status} in ('queued', 'running') and ${runs.ordinal} is not null) as free`);
+      - (select count(*)::int from ${runs} where ${runs.tenantId} = ${tenantId} and ${isWorkingRun}) as free`);
   return rows[0]?.free ?? 0;
 }
 
-/** The tenant's admitted runs that hold or wait for a worker now. */
+/** The tenant's working runs: admitted, holding or waiting for a worker, and not waiting on a sub-agent. */
 export async function countWorkingRuns(tx: Database, tenantId: string): Promise<number> {
   const { rows } = await tx.execute<{ count: number }>(sql`
-    select count(*)::int as count from ${runs}
-    where ${runs.tenantId} = ${tenantId} and ${runs.status} in ('queued', 'running') and ${runs.ordinal} is not null`);
+    select count(*)::int as count from ${runs} where ${runs.tenantId} = ${tenantId} and ${isWorkingRun}`);
   return rows[0]?.count ?? 0;
 }
 
@@ -51,8 +60,11 @@ export async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "se
 }
 
 /**
- * Up to `limit` of the tenant's runs waiting for a slot (holding their session's slot), oldest
- * first, locked; rows another transaction holds are skipped (it is admitting or cancelling them).
+ * Up to `limit` of the tenant's runs waiting for a slot (holding their session's slot), locked;
+ * rows another transaction holds are skipped (it is admitting or cancelling them). The deepest
+ * sub-agents first, then the oldest: a child finishes work its root already started, where a new
+ * turn would start more (with a small quota, every parent would otherwise start before any child
+ * runs), and the deepest frees its ancestors soonest.
  */
 export async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number): Promise<RunRow[]> {
   if (limit <= 0) return [];
@@ -60,7 +72,7 @@ export async function runsWaitingForSlot(tx: Database, tenantId: string, limit: 
     select r.${sql.identifier(runs.id.name)} as id from ${runs} r
     join ${sessions} s on s.${sql.identifier(sessions.id.name)} = r.${sql.identifier(runs.sessionId.name)} and s.${sql.identifier(sessions.activeRunId.name)} = r.${sql.identifier(runs.id.name)}
     where r.${sql.identifier(runs.tenantId.name)} = ${tenantId} and r.${sql.identifier(runs.status.name)} = 'queued' and r.${sql.identifier(runs.ordinal.name)} is null
-    order by r.${sql.identifier(runs.createdAt.name)}, r.${sql.identifier(runs.id.name)}
+    order by s.${sql.identifier(sessions.depth.name)} desc, r.${sql.identifier(runs.createdAt.name)}, r.${sql.identifier(runs.id.name)}
     limit ${limit}
     for update of r skip locked`);
   if (rows.length === 0) return [];
@@ -96,12 +108,14 @@ export async function storedBytes(tx: Database, tenantId: string): Promise<numbe
 /**
  * workingRunsByTenant
  * Guard: none (a read). Params: none.
- * Result: per tenant, its admitted runs that are queued for a worker or running (the job priorities, src/queue/tenant-load.ts).
+ * Result: per tenant, its working runs as admission counts them (the job priorities, src/queue/tenant-load.ts).
  */
 const workingRunsByTenantStatement = statement<{ tenant_id: string; working: number }>(
   "working_runs_by_tenant",
-  `select ${col(runs.tenantId)} as tenant_id, count(*)::int as working from ${tbl(runs)}
-   where ${col(runs.status)} in ('queued', 'running') and ${col(runs.ordinal)} is not null group by ${col(runs.tenantId)}`,
+  `select r.${col(runs.tenantId)} as tenant_id, count(*)::int as working from ${tbl(runs)} r
+   where r.${col(runs.status)} in ('queued', 'running') and r.${col(runs.ordinal)} is not null
+     and not exists (select 1 from ${tbl(toolCalls)} tc where tc.${col(toolCalls.runId)} = r.${col(runs.id)} and tc.${col(toolCalls.status)} = 'running' and tc.${col(toolCalls.childRunId)} is not null)
+   group by r.${col(runs.tenantId)}`,
 );
 
 export async function workingRunsByTenant(on: Queryable): Promise<Map<string, number>> {

@@ -1,8 +1,8 @@
-import { eq, sql } from "drizzle-orm";
+import { and, eq, isNull, sql } from "drizzle-orm";
 import type { PgUpdateSetSource } from "drizzle-orm/pg-core";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
-import { apiKeys, tenants } from "../db/schema.js";
+import { apiKeys, projects, tenants } from "../db/schema.js";
 import { newId } from "../ids.js";
 
 /** The operator's settings of a tenant as stored (SPEC S7, S8, X5), or undefined for no such tenant. */
@@ -23,9 +23,28 @@ export async function readTenantPolicy(db: DbExecutor, tenantId: string): Promis
   return row;
 }
 
-/** Replaces a tenant's approval policy (SPEC S2). */
-export async function setTenantPolicy(db: DbExecutor, tenantId: string, policy: ApprovalPolicy): Promise<void> {
-  await db.update(tenants).set({ policy }).where(eq(tenants.id, tenantId));
+/**
+ * Replaces a tenant's approval policy when `admit` accepts it beside the policy of each of its
+ * live projects (SPEC S2, S9: a tenant's and a project's policies are judged together). The
+ * tenant's row is locked first, as `setProjectPolicyAdmitted` does, so two policies set at the
+ * same time are checked against each other. Answers why `admit` refused, or null once stored.
+ */
+export async function setTenantPolicyAdmitted(
+  db: Database,
+  tenantId: string,
+  policy: ApprovalPolicy,
+  admit: (projectPolicies: ApprovalPolicy[]) => Promise<string | null>,
+): Promise<string | null> {
+  return db.transaction(async (tx) => {
+    await tx.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).for("update");
+    const rows = await tx
+      .select({ policy: projects.policy })
+      .from(projects)
+      .where(and(eq(projects.tenantId, tenantId), isNull(projects.deletedAt), sql`${projects.policy} ? 'rules'`));
+    const refused = await admit(rows.map((row) => row.policy));
+    if (refused === null) await tx.update(tenants).set({ policy }).where(eq(tenants.id, tenantId));
+    return refused;
+  });
 }
 
 export type TenantRow = typeof tenants.$inferSelect;

@@ -60,6 +60,7 @@ const F = {
     fileChanges.sha256Before,
     fileChanges.sha256After,
     fileChanges.diff,
+    fileChanges.notApplied,
   ]
     .map(col)
     .join(", "),
@@ -142,9 +143,11 @@ const answerStatement = statement<{ answered: number; handed_off: number } & App
    ),
    recorded_changes as (
      insert into ${tbl(fileChanges)} (${F.list})
-     select f.id, $9, $10, $11, $1, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff
+     select f.id, $9, $10, $11, $1, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff,
+       f."notApplied"
      from answered, jsonb_to_recordset($16::jsonb)
-       as f(id text, path text, "existedBefore" boolean, "modeBefore" int, "modeAfter" int, "sha256Before" text, "sha256After" text, diff text)
+       as f(id text, path text, "existedBefore" boolean, "modeBefore" int, "modeAfter" int, "sha256Before" text, "sha256After" text, diff text,
+         "notApplied" text)
    ),
    handed_off as (
      update ${tbl(runs)} set ${col(runs.stepIndex)} = $22, ${R.nextJob} = $20::jsonb, ${col(runs.redispatches)} = 0,

@@ -17,11 +17,14 @@ export interface CallProcesses {
    * layer over the workspace and the prepared shell carries it (SPEC X7);
    * with `summarizeChanges` (a background command, which cannot be layered)
    * the workspace's manifest is taken now, to summarize its changes at the end.
+   * With `background` the command outlives its call and gets the smaller
+   * temporary space (`limits.backgroundTmpBytes`). A prepared shell that is
+   * not started is discarded (`discard()`), which gives its share back.
    */
   prepare(
     command: string,
     output: { headBytes: number; tailBytes: number },
-    how?: { recordChanges?: boolean; summarizeChanges?: boolean },
+    how?: { recordChanges?: boolean; summarizeChanges?: boolean; background?: boolean },
   ): Promise<PreparedShell | ProcessRefusal>;
   /** The limits the processes run under, for messages and for capping a call's own timeout. */
   limits: ProcessLimits;

@@ -85,7 +85,7 @@ export function startBackgroundCommands(options: {
     async start(input) {
       if (live.size >= maxLive)
         return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
-      const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true });
+      const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true, background: true });
       if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
       const id = newId("cmd");
       const { backgroundCommands: allowed, backgroundSeconds: lifetime } = input.processes.limits;
@@ -102,12 +102,17 @@ export function startBackgroundCommands(options: {
           leaseUntil: lease,
         },
         allowed,
-      );
-      if (!recorded)
+      ).catch((error: unknown) => {
+        prepared.discard();
+        throw error;
+      });
+      if (!recorded) {
+        prepared.discard();
         return {
           error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`,
           code: "too_many_commands",
         };
+      }
       const { ended, output, onOutput, killGroup } = prepared.start();
       const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
       // A command lives at most the tenant's lifetime limit; then it is killed and says why.

@@ -1,4 +1,4 @@
-import { Worker, type Job } from "bullmq";
+import { DelayedError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { McpOutcome } from "../mcp/mcp-connections.js";
 import { createMcpReplies, type McpReplies } from "../mcp/mcp-replies.js";
@@ -17,6 +17,9 @@ const mcpRequestLockFloorMs = 15_000;
 /** A reply outlives the API's deadline by this much: the API reads it once more at the deadline. */
 const replyGraceMs = 10_000;
 
+/** A request of a tenant at its share waits about this long (jittered) before it is taken again. */
+const heldBackMs = 200;
+
 type McpRequestServices = Pick<Services, "config" | "db" | "redis" | "bus" | "logger" | "mcp">;
 
 /** The worker side of the API's MCP requests (src/mcp/mcp-request.ts): every worker serves them with its own connections. */
@@ -24,11 +27,12 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
   const { config, logger } = services;
   const replies = createMcpReplies({ redis: services.redis, bus: services.bus, prefix: config.redis.queuePrefix });
   const shutdown = new AbortController();
+  const shares = tenantShares(config.mcp.requestTenantConcurrency);
   const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
   connection.on("error", (error) => logger.warn({ err: error }, "MCP request worker redis error"));
   const worker = new Worker<McpRequestJobData>(
     mcpRequestQueueName,
-    (job) => processMcpRequestJob({ services, replies, shutdown: shutdown.signal }, job),
+    (job, token) => processMcpRequestJob({ services, replies, shares, shutdown: shutdown.signal }, job, token),
     {
       connection,
       prefix: config.redis.queuePrefix,
@@ -62,12 +66,44 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
 interface McpRequestJobContext {
   services: McpRequestServices;
   replies: McpReplies;
+  shares: TenantShares;
   shutdown: AbortSignal;
 }
 
-/** One request: dropped once the API stopped waiting; any failure is a reply, so the API never waits out its deadline for nothing. */
-async function processMcpRequestJob(context: McpRequestJobContext, job: Job<McpRequestJobData>): Promise<void> {
-  const { services, replies } = context;
+/**
+ * Each tenant's share of this worker's request slots (`FOYA_MCP_REQUEST_TENANT_CONCURRENCY`): a
+ * tenant whose requests fill its share gets no further slot until one of them ends, so one
+ * tenant's slow server never holds every slot and another tenant's request still finds one.
+ */
+interface TenantShares {
+  /** Whether the tenant had a free place in its share, now taken. */
+  take(tenantId: string): boolean;
+  release(tenantId: string): void;
+}
+
+function tenantShares(perTenant: number): TenantShares {
+  const serving = new Map<string, number>();
+  return {
+    take(tenantId) {
+      const count = serving.get(tenantId) ?? 0;
+      if (count >= perTenant) return false;
+      serving.set(tenantId, count + 1);
+      return true;
+    },
+    release(tenantId) {
+      const count = (serving.get(tenantId) ?? 1) - 1;
+      if (count > 0) serving.set(tenantId, count);
+      else serving.delete(tenantId);
+    },
+  };
+}
+
+/**
+ * One request: dropped once the API stopped waiting; held back (delayed, holding no slot) while
+ * its tenant's share is full; any failure is a reply, so the API never waits out its deadline for nothing.
+ */
+async function processMcpRequestJob(context: McpRequestJobContext, job: Job<McpRequestJobData>, token: string | undefined): Promise<void> {
+  const { services } = context;
   const parsed = mcpRequestJobDataSchema.safeParse(job.data);
   if (!parsed.success) {
     services.logger.warn({ jobId: job.id, issues: parsed.error.issues }, "malformed MCP request job dropped");
@@ -76,6 +112,26 @@ async function processMcpRequestJob(context: McpRequestJobContext, job: Job<McpR
   const data = parsed.data;
   const left = data.deadline - Date.now();
   if (left <= 0) return;
+  if (!context.shares.take(data.tenantId)) {
+    // Back to the queue, behind the other tenants' requests; the API sees it was held back (`job.delay`).
+    await job.moveToDelayed(Date.now() + heldBackMs / 2 + Math.random() * heldBackMs, token);
+    throw new DelayedError();
+  }
+  try {
+    await serveMcpRequestJob(context, job, data, left);
+  } finally {
+    context.shares.release(data.tenantId);
+  }
+}
+
+/** Asks this worker's connection and delivers the reply. */
+async function serveMcpRequestJob(
+  context: McpRequestJobContext,
+  job: Job<McpRequestJobData>,
+  data: McpRequestJobData,
+  left: number,
+): Promise<void> {
+  const { services, replies } = context;
   let reply: McpOutcome<unknown>;
   const deadline = AbortSignal.timeout(left);
   try {

@@ -9,6 +9,8 @@ import { oversizedResults, projectionLimit } from "../context/project-results.js
 import { historyReadToolName } from "../tools/builtin/history-read-tool.js";
 import { artifactReader } from "../store/artifacts.js";
 import { endRun } from "../runs/run-lifecycle.js";
+import { usageRefusal, type QuotaRefusal } from "../runs/quota-refusal.js";
+import { effectiveQuotas } from "../tenants/tenant-settings.js";
 import { StaleWorkError, transactFenced, withRetry } from "../store/transact.js";
 import { claimStep, historyOrigin, releaseForRetry, type ClaimedRun, type StepClaim } from "../store/runs.js";
 import type { MessagePosition } from "../core/history.js";
@@ -56,6 +58,17 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   if (claim.kind === "gone") return claim;
   const { run } = claim;
   leases.hold(owner);
+  const overBudget = await budgetRefusal(services, run).catch((error: unknown) => {
+    leases.release(owner);
+    throw error;
+  });
+  if (overBudget) {
+    try {
+      return await endOverBudget(services, run, overBudget);
+    } finally {
+      leases.release(owner);
+    }
+  }
   const prepared = await prepareStep(context, run, stepIndex, claim.extra, historyAfter, tools).catch((error: unknown) => {
     leases.release(owner);
     throw error;
@@ -163,7 +176,7 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
       .map(([, call]) => ({ ...call, argumentsRaw: storableText(call.argumentsRaw) }));
     text = storableText(text);
 
-    const preGrants = preGrantFirstGroup(
+    const preGrants = await preGrantFirstGroup(
       { approvalMode: session.approvalMode, workspaceDir: project.workspacePath },
       claim.extra.policies,
       tools.executor,
@@ -218,6 +231,27 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
     aborts.unregister(runId, controller);
     leases.release(owner);
   }
+}
+
+/**
+ * The tenant's use quotas, checked at every step's claim (SPEC X5), sub-agents' steps included:
+ * a run whose tenant used its tokensPerDay or keeps its storageBytes calls the model no more.
+ * Only read when a quota is set; the tenant's settings come from the process's cache.
+ */
+async function budgetRefusal(services: Services, run: ClaimedRun): Promise<QuotaRefusal | undefined> {
+  const quotas = effectiveQuotas(services.config, await services.tenantSettings.get(run.tenantId));
+  if (quotas.tokensPerDay === 0 && quotas.storageBytes === 0) return undefined;
+  return usageRefusal(services.db.db, run.tenantId, quotas);
+}
+
+/** Ends a run whose tenant is over a use quota before its step starts: `failed`, `quota_exceeded`, the quota named. */
+async function endOverBudget(services: Services, run: ClaimedRun, refusal: QuotaRefusal): Promise<JobOutcome> {
+  const ended = await transactFenced(services, async (fx) => {
+    const error = { code: "quota_exceeded", message: `the run stopped before its next model step: ${refusal.message}` };
+    if (!(await endRun(fx, run, "failed", { fence: run.fence, error }))) throw new StaleWorkError();
+    return true;
+  });
+  return ended ? { kind: "failed", code: "quota_exceeded" } : { kind: "stale" };
 }
 
 /**

@@ -126,8 +126,6 @@ export function startSweeper(services: Services, self: { workerId: string; liven
     const { retentionDays: webhookRetentionDays } = services.config.webhooks;
     if (Date.now() - prunedAt < pruneIntervalMs) return 0;
     prunedAt = Date.now();
-    // Another worker on this host that died mid-command left its layer: settled here within a minute, not at the next restart.
-    await rollForwardLayers(services);
     await pruneEndedWorkers(services.db.pool, endedWorkerRetentionMs);
     if (webhookRetentionDays === 0) return 0;
     return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
@@ -135,9 +133,19 @@ export function startSweeper(services: Services, self: { workerId: string; liven
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    Promise.all([sweepOnce(services), markLostCommands(services.db.db), expireApprovals(services), prune(), pruneTrashes()])
-      .then(([count, lost, expired, pruned, trashed]) => {
+    // Another worker on this host that died mid-command left its layer: its project's next batch settles it first, and
+    // a project with no next batch has it settled here, within a sweep (a look at one folder when there is none).
+    Promise.all([
+      sweepOnce(services),
+      markLostCommands(services.db.db),
+      expireApprovals(services),
+      prune(),
+      pruneTrashes(),
+      rollForwardLayers(services),
+    ])
+      .then(([count, lost, expired, pruned, trashed, layers]) => {
         const actions = services.metrics.sweeperActions;
+        actions.inc({ action: "layers_settled" }, layers);
         actions.inc({ action: "redispatched" }, count);
         actions.inc({ action: "commands_lost" }, lost);
         actions.inc({ action: "approvals_expired" }, expired);

@@ -16,7 +16,7 @@ import {
   type CallRow,
   type ClaimedRun,
 } from "../store/runs.js";
-import { answerCall, appendCallProgress, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
+import { answerCall, appendCallProgress, insertFileChanges, markCallsRunning, openCallsOfBatch } from "../store/tool-calls.js";
 import { runningCallsOf, takeCallSlots } from "../store/tool-call-slots.js";
 import { effectiveQuotas } from "../tenants/tenant-settings.js";
 import type { Services } from "../services.js";
@@ -34,6 +34,7 @@ import { toolsOfRun } from "./run-tools.js";
 import { batchToolEnvironment } from "./batch-tool-environment.js";
 import { observeToolCall } from "./job-telemetry.js";
 import { commitThroughOutage } from "./commit-through-outage.js";
+import { settleProjectLayers, type ProjectLayers } from "./roll-forward-layers.js";
 import { startSubAgent } from "../agents/start-sub-agent.js";
 import type { ScopedTools } from "../mcp/tool-catalog.js";
 import type { ApprovalMode } from "../core/session.js";
@@ -57,6 +58,14 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   const owner = `${context.workerId}/${job.id}`;
   const tools = await toolsOfRun(context, runId);
   const { pool } = services.db;
+
+  // What an interrupted command of this project wrote is settled before any later call of it runs
+  // (SPEC X7): a late layer never lands over newer work. A batch that must wait holds no worker slot.
+  const layers = await settleLayersOfRun(context, runId);
+  if (layers.kind === "wait") {
+    await job.moveToDelayed(Date.now() + layers.retryInMs, token);
+    throw new DelayedError();
+  }
 
   // A tenant at its `toolCalls` quota starts no batch: the job waits outside the worker, so
   // one tenant's calls never hold worker slots other tenants' jobs could use (SPEC X5).
@@ -440,6 +449,16 @@ function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
+/** Settles the interrupted commands' layers of a run's project on this host (see `settleProjectLayers`). */
+async function settleLayersOfRun(context: JobContext, runId: string): Promise<ProjectLayers> {
+  const { services } = context;
+  if (!services.callLayers.ok) return { kind: "clear" };
+  const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
+  if (!scope) return { kind: "clear" };
+  const { project } = await context.sessionContexts.get(services.db.db, scope.sessionId);
+  return settleProjectLayers(services, project.workspacePath);
+}
+
 /** The tenant's `toolCalls` quota for a run's batches; 0 (no limit) for a run that is gone (its claim then finds it gone). */
 async function toolCallQuota(context: JobContext, runId: string): Promise<{ tenantId: string; limit: number }> {
   const { services } = context;
@@ -495,7 +514,12 @@ async function commitCall(
         ),
     },
   );
-  if (!answered.answered) return "stale";
+  if (!answered.answered) {
+    // Another attempt closed the call meanwhile (taken for dead, or cancelled): its changes are in the
+    // workspace all the same, so their records are kept, under the call (SPEC X7, F3).
+    if (fileChanges.length > 0) await keepRecordsOfClosedCall(services, run, call, result.fileChanges ?? []);
+    return "stale";
+  }
   const published = services.bus.publish(answered.events);
   if (!answered.handedOff) {
     await published;
@@ -503,6 +527,24 @@ async function commitCall(
   }
   await Promise.all([published, services.dispatcher.dispatch([{ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 }])]);
   return "finished";
+}
+
+async function keepRecordsOfClosedCall(
+  services: Services,
+  run: ClaimedRun,
+  call: CallRow,
+  records: NonNullable<StoredToolResult["fileChanges"]>,
+): Promise<void> {
+  await insertFileChanges(
+    services.db.db,
+    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id, toolCallId: call.id },
+    records,
+  ).catch((error: unknown) =>
+    services.logger.error(
+      { err: error, runId: run.id, callId: call.callId },
+      "the file changes of a call closed by another attempt were not recorded",
+    ),
+  );
 }
 
 /**

@@ -14,6 +14,7 @@ import { createSessionContextCache } from "./session-context-cache.js";
 import { startBackgroundCommands } from "./background-commands.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import { startSweeper } from "./sweeper.js";
+import { startProjectRemoval } from "./project-removal.js";
 import { processStepJob } from "./step-job.js";
 import { processToolBatchJob } from "./tool-batch-job.js";
 import { createHistoryCache } from "./history-cache.js";
@@ -113,6 +114,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     logger.error({ err: error }, "rolling forward interrupted commands' layers failed"),
   );
   const sweeper = startSweeper(services, { workerId, liveness });
+  // Beside the sweeper, not in it: a large tree takes seconds to remove and must not hold back recovery.
+  const projectRemoval = startProjectRemoval(services, { workerId });
   const webhooks = await startWebhookDelivery(services);
   // MCP listings, resources and prompts the API asks for: the API process starts no server.
   const mcpRequests = await startMcpRequestWorker(services);
@@ -123,6 +126,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     workerId,
     async close() {
       sweeper.stop();
+      const projectRemovalStopped = projectRemoval.stop();
       // Drains in parallel with the step and tool workers, under the same grace.
       const webhooksClosed = webhooks.close();
       const mcpRequestsClosed = mcpRequests.close();
@@ -144,6 +148,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
       await commands.stop();
       await webhooksClosed;
       await mcpRequestsClosed;
+      await projectRemovalStopped;
       leases.stop();
       // Drained: nothing of this worker is left to take over. Handed back: the record goes stale and the sweepers take over at once.
       await liveness.stop({ drained: !timedOut });

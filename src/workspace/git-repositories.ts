@@ -13,11 +13,13 @@ import { closeQuietly, holdRoot, O_PATH, viaDescriptor, type HeldEntry } from ".
  *
  * Like the door, it walks from held descriptors and never follows a link;
  * node_modules is not searched (its packages' repositories are not the
- * workspace's). At most `maxFolders` folders are looked at.
+ * workspace's). At most `maxFolders` folders are looked at, down to `maxDepth`
+ * levels: past either, the answer says so (`truncated`), and the sandbox
+ * refuses the call rather than leave a repository it did not see writable.
  */
 export interface GitRepositories {
-  /** Paths inside the workspace of `.git` folders and of `.git` files. */
-  find(workspaceRoot: string): { gitFolders: string[]; gitFiles: string[]; truncated: boolean };
+  /** Paths inside the workspace of `.git` folders and of `.git` files; `truncated` says which bound stopped the search, if one did. */
+  find(workspaceRoot: string): { gitFolders: string[]; gitFiles: string[]; truncated: "depth" | "folders" | null };
 }
 
 interface FolderListing {
@@ -32,7 +34,7 @@ interface FolderListing {
 const skipped = new Set(["node_modules"]);
 const maxWorkspaces = 256;
 /** Folders deeper than this are not searched: the walk holds one descriptor per level. */
-const maxDepth = 64;
+export const maxGitSearchDepth = 64;
 
 export function createGitRepositories(options: { maxFolders?: number } = {}): GitRepositories {
   const maxFolders = options.maxFolders ?? 20_000;
@@ -48,11 +50,15 @@ export function createGitRepositories(options: { maxFolders?: number } = {}): Gi
         listings.set(workspaceRoot, known);
       }
       const seen = new Set<string>();
-      const found = { gitFolders: [] as string[], gitFiles: [] as string[], truncated: false };
+      const found: ReturnType<GitRepositories["find"]> = { gitFolders: [], gitFiles: [], truncated: null };
       const root = holdRoot(workspaceRoot);
       const visit = (folder: HeldEntry, at: string, depth: number): void => {
-        if (seen.size >= maxFolders || depth > maxDepth) {
-          found.truncated = true;
+        if (depth > maxGitSearchDepth) {
+          found.truncated ??= "depth";
+          return;
+        }
+        if (seen.size >= maxFolders) {
+          found.truncated ??= "folders";
           return;
         }
         seen.add(at);

@@ -1,4 +1,6 @@
-import { RE2JS } from "re2js";
+import { addPathCosts, AlternativeMatcher, GlobPath, noPathCost, reachableStates, type PathCost } from "./glob-path.js";
+import { GlobRefusal } from "./glob-refusal.js";
+import { compileSegment, type Segment } from "./glob-segment.js";
 
 /**
  * A model-written glob over workspace-relative paths ("src/a.ts": "/"-separated, no leading
@@ -19,8 +21,9 @@ import { RE2JS } from "re2js";
  * - A `{` without its `}`, a `}` without its `{`, or a `[` without a `]` in its segment is
  *   refused (a model's typo more often than a file name): escape it to mean the character.
  *
- * Matching is a segment-level automaton whose wildcard segments run on RE2, so it takes
- * time linear in path length × expanded pattern length: no input can make it backtrack.
+ * Matching never backtracks (`glob-path.ts`, `glob-segment.ts`): its worst case is linear in
+ * path length × expanded pattern length, and stated as `cost` so callers can bound the work of
+ * many patterns before matching; the usual shapes cost a few steps whatever the path.
  *
  * Policy rules (SPEC S2, S9) use the same matcher with {@link GlobOptions}: absolute patterns
  * allowed, and tighter caps.
@@ -35,6 +38,10 @@ export type GlobPattern =
        * kind never matches.
        */
       matches(relativePath: string): boolean;
+      /** The same, for a path split once (`GlobPath`) and matched against many patterns. */
+      matchesPath(path: GlobPath): boolean;
+      /** The worst-case steps of one match, by the path's size (SPEC S9; `match-steps.ts`). */
+      cost: PathCost;
       /** Whether every alternative starts with "/"; always false unless `absolute: "allow"`. */
       absolute: boolean;
       /** The leading literal segments all alternatives share, unescaped: where a walker can start. */
@@ -69,21 +76,8 @@ type Limits = Required<GlobOptions>;
 
 const defaultLimits: Limits = { absolute: "refuse", maxPatternLength: 1000, maxAlternatives: 1000, maxExpandedLength: 20_000 };
 
-/** One segment of an expanded pattern. */
-type Segment = { kind: "globstar" } | { kind: "literal"; text: string } | { kind: "wildcard"; regex: RE2JS };
-
 /** Text still holding its brace groups: literal runs (escapes kept) and groups, each a list of alternatives. */
 type BracedText = Array<string | BracedText[]>;
-
-/** A pattern refused for a reason the model can fix; caught at the boundary and returned as a value. */
-class GlobRefusal extends Error {
-  constructor(
-    message: string,
-    readonly outside = false,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * Compiles a model-written glob (see {@link GlobPattern}), or says what is wrong with it in a
@@ -98,30 +92,47 @@ export function compileGlob(pattern: string, options: GlobOptions = {}): GlobPat
     if (error instanceof GlobRefusal) return { ok: false, message: error.message, outside: error.outside };
     throw error;
   }
-  const { alternatives, absolute } = compiled;
-  const rooted = limits.absolute === "allow";
-  return {
-    ok: true,
-    source: pattern,
-    absolute,
-    staticPrefix: staticPrefixOf(alternatives),
-    matches(path) {
-      let names: string[];
-      if (absolute) {
-        if (!path.startsWith("/")) return false;
-        names = path === "/" ? [] : path.slice(1).split("/");
-      } else {
-        if (rooted && path.startsWith("/")) return false;
-        names = path.split("/");
-      }
-      return alternatives.some((segments) => reachableStates(segments, names)[segments.length] === true);
-    },
-    mayMatchUnder(dir) {
-      const names = dir.split("/").filter((name) => name !== "" && name !== ".");
-      // Any live state before the end can still take one more segment below the folder.
-      return alternatives.some((segments) => reachableStates(segments, names).slice(0, segments.length).includes(true));
-    },
-  };
+  return new CompiledGlob(pattern, compiled.alternatives, compiled.absolute);
+}
+
+/** A compiled glob: a class, so the gateway's loop over many rules calls one shape of matcher. */
+class CompiledGlob {
+  readonly ok = true;
+  readonly staticPrefix: string[];
+  readonly cost: PathCost;
+  private readonly matchers: readonly AlternativeMatcher[];
+
+  constructor(
+    readonly source: string,
+    private readonly alternatives: readonly Segment[][],
+    readonly absolute: boolean,
+  ) {
+    this.matchers = alternatives.map((segments) => new AlternativeMatcher(segments));
+    this.staticPrefix = staticPrefixOf(alternatives);
+    let cost = noPathCost;
+    for (const matcher of this.matchers) cost = addPathCosts(cost, matcher.cost);
+    this.cost = cost;
+  }
+
+  matches(path: string): boolean {
+    return this.matchesPath(GlobPath.of(path));
+  }
+
+  matchesPath(path: GlobPath): boolean {
+    // An absolute pattern takes only absolute paths; a relative one only relative paths.
+    if (path.rooted !== this.absolute) return false;
+    for (const matcher of this.matchers) if (matcher.matches(path)) return true;
+    return false;
+  }
+
+  mayMatchUnder(dir: string): boolean {
+    const path = GlobPath.ofNames(
+      dir.split("/").filter((name) => name !== "" && name !== "."),
+      false,
+    );
+    // Any live state before the end can still take one more segment below the folder.
+    return this.alternatives.some((segments) => reachableStates(segments, path).slice(0, segments.length).includes(true));
+  }
 }
 
 function compileAlternatives(pattern: string, limits: Limits): { alternatives: Segment[][]; absolute: boolean } {
@@ -155,7 +166,7 @@ function compileAlternatives(pattern: string, limits: Limits): { alternatives: S
     segments.map((raw) => {
       let segment = compiledSegments.get(raw);
       if (!segment) {
-        segment = compileSegment(raw, limits);
+        segment = compileSegment(raw, limits.absolute);
         compiledSegments.set(raw, segment);
       }
       return segment;
@@ -271,141 +282,6 @@ function splitSegments(alternative: string, limits: Limits): { segments: string[
       'The glob pattern has an empty path segment ("//" or a trailing "/"); to match everything in a folder write "folder/**".',
     );
   return { segments, absolute };
-}
-
-function compileSegment(raw: string, limits: Limits): Segment {
-  if (raw === "**") return { kind: "globstar" };
-  const characters = Array.from(raw);
-  let source = "";
-  let literal: string | null = "";
-  for (let index = 0; index < characters.length; index++) {
-    const character = characters[index] as string;
-    if (character === "\\") {
-      const escaped = characters[++index] as string;
-      source += quote(escaped);
-      if (literal !== null) literal += escaped;
-    } else if (character === "*") {
-      while (characters[index + 1] === "*") index++;
-      source += "[^/]*";
-      literal = null;
-    } else if (character === "?") {
-      source += "[^/]";
-      literal = null;
-    } else if (character === "[") {
-      const characterClass = compileClass(characters, index);
-      source += characterClass.source;
-      index = characterClass.end;
-      literal = null;
-    } else {
-      source += quote(character);
-      if (literal !== null) literal += character;
-    }
-  }
-  if (literal === "." || literal === "..") {
-    throw limits.absolute === "allow"
-      ? new GlobRefusal(
-          `The glob pattern has a "${literal}" segment; paths are matched in normal form, where "." and ".." never appear: write "src/*.ts" or "/etc/*", not "src/./x" or "src/../x".`,
-        )
-      : new GlobRefusal(
-          `The glob pattern has a "${literal}" segment; patterns are relative to the workspace root and cannot name "." or "..": write "src/*.ts", not "./src/*.ts" or "../src/*.ts".`,
-          literal === "..",
-        );
-  }
-  if (literal !== null) return { kind: "literal", text: literal };
-  try {
-    return { kind: "wildcard", regex: RE2JS.compile(source) };
-  } catch (error) {
-    throw new GlobRefusal(`The segment "${raw}" of the glob pattern is not valid: ${(error as Error).message}.`);
-  }
-}
-
-const posixClassNames = new Set([
-  "alnum",
-  "alpha",
-  "ascii",
-  "blank",
-  "cntrl",
-  "digit",
-  "graph",
-  "lower",
-  "print",
-  "punct",
-  "space",
-  "upper",
-  "word",
-  "xdigit",
-]);
-
-/**
- * The bracket expression opening at `start`, as an RE2 class and the index of its `]`. A `]`
- * right after `[`, `[!` or `[^` is a member, as in bash. Segments never hold "/", so a class
- * cannot match it; negated classes still exclude it to say so.
- */
-function compileClass(characters: readonly string[], start: number): { source: string; end: number } {
-  let index = start + 1;
-  const negated = characters[index] === "!" || characters[index] === "^";
-  if (negated) index++;
-  let members = "";
-  for (let first = true; index < characters.length; index++, first = false) {
-    const character = characters[index] as string;
-    if (character === "]" && !first) return { source: `[${negated ? "^/" : ""}${members}]`, end: index };
-    if (character === "[" && characters[index + 1] === ":") {
-      const close = characters.indexOf(":", index + 2);
-      const name = characters.slice(index + 2, close).join("");
-      if (close !== -1 && characters[close + 1] === "]" && posixClassNames.has(name)) {
-        members += `[:${name}:]`;
-        index = close + 1;
-        continue;
-      }
-    }
-    const low = character === "\\" ? (characters[++index] as string | undefined) : character;
-    if (low === undefined) break;
-    if (characters[index + 1] === "-" && characters[index + 2] !== undefined && characters[index + 2] !== "]") {
-      index += 2;
-      const high = characters[index] === "\\" ? characters[++index] : characters[index];
-      if (high === undefined) break;
-      members += `${quote(low)}-${quote(high)}`;
-    } else {
-      members += quote(low);
-    }
-  }
-  throw new GlobRefusal('A "[" in the glob pattern is not closed by "]" within its path segment; write "\\[" to match a literal "[".');
-}
-
-/** One character as RE2 source: ASCII punctuation escaped (RE2 takes `\` before any of it), the rest as is. */
-function quote(character: string): string {
-  const code = character.charCodeAt(0);
-  const alphanumeric = (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
-  return code < 128 && !alphanumeric ? `\\${character}` : character;
-}
-
-/**
- * The pattern positions reachable after matching `names` (path segments) from the start,
- * with globstars closed over: a globstar may match no segment (move on) or one more (stay).
- * Each name is tested once per live position, so the cost is linear in both lengths.
- */
-function reachableStates(segments: readonly Segment[], names: readonly string[]): boolean[] {
-  let states = closeOverGlobstars(segments, [true]);
-  for (const name of names) {
-    const next: boolean[] = [];
-    let alive = false;
-    for (let position = 0; position < segments.length; position++) {
-      if (!states[position]) continue;
-      const segment = segments[position] as Segment;
-      if (segment.kind === "globstar") next[position] = alive = true;
-      else if (segment.kind === "literal" ? segment.text === name : segment.regex.matches(name)) next[position + 1] = alive = true;
-    }
-    if (!alive) return [];
-    states = closeOverGlobstars(segments, next);
-  }
-  return states;
-}
-
-function closeOverGlobstars(segments: readonly Segment[], states: boolean[]): boolean[] {
-  for (let position = 0; position < segments.length; position++) {
-    if (states[position] && segments[position]?.kind === "globstar") states[position + 1] = true;
-  }
-  return states;
 }
 
 function staticPrefixOf(alternatives: readonly Segment[][]): string[] {

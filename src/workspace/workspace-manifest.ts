@@ -1,6 +1,7 @@
-import { constants, lstatSync, openSync, readdirSync } from "node:fs";
-import { setImmediate as yieldToLoop } from "node:timers/promises";
-import { closeQuietly, O_PATH, viaDescriptor } from "./descriptor-walk.js";
+import { readdirSync, type Stats } from "node:fs";
+import { timeSlices } from "../core/time-slices.js";
+import { childPath, type EntryPath, rootPath, shownOf, viaDescriptorBytes } from "./entry-path.js";
+import { type FolderHandles, openFolderHandles } from "./folder-handles.js";
 
 /**
  * A workspace's manifest: every entry's kind, inode, size, mode and mtime,
@@ -29,47 +30,51 @@ const summarizedNames = new Set([".git", "node_modules"]);
 export async function takeManifest(root: string, options: { maxEntries: number }): Promise<Manifest> {
   const entries = new Map<string, ManifestEntry>();
   let truncated = false;
-  const pending: Array<{ fd: number; prefix: string }> = [{ fd: openSync(root, O_PATH | constants.O_DIRECTORY), prefix: "" }];
-  let folders = 0;
+  // A bounded set of held folders, names as bytes: a workspace of 20,000 folders or of names that are not
+  // UTF-8 is walked like any other, and a descriptor shortage makes the manifest partial, never the worker fail.
+  let folders: FolderHandles;
   try {
-    while (pending.length > 0) {
-      const { fd, prefix } = pending.pop() as { fd: number; prefix: string };
+    folders = openFolderHandles(root);
+  } catch {
+    return { entries, truncated: true };
+  }
+  const slices = timeSlices();
+  const pending: EntryPath[] = [rootPath];
+  try {
+    while (pending.length > 0 && !truncated) {
+      const folder = pending.pop() as EntryPath;
+      let names: Buffer[];
       try {
-        if (truncated) continue;
-        let names: string[];
-        try {
-          names = readdirSync(viaDescriptor(fd));
-        } catch {
-          continue;
-        }
-        for (const name of names) {
-          if (entries.size >= options.maxEntries) {
-            truncated = true;
-            break;
-          }
-          const stats = lstatSync(viaDescriptor(fd, name), { throwIfNoEntry: false });
-          if (!stats) continue;
-          const at = prefix + name;
-          const kind = stats.isFile() ? "file" : stats.isDirectory() ? "directory" : stats.isSymbolicLink() ? "symlink" : "other";
-          entries.set(at, { kind, ino: stats.ino, size: stats.size, mode: stats.mode & 0o7777, mtimeMs: stats.mtimeMs });
-          if (kind !== "directory" || summarizedNames.has(name)) continue;
-          try {
-            pending.push({
-              fd: openSync(viaDescriptor(fd, name), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW),
-              prefix: `${at}/`,
-            });
-          } catch {
-            // replaced meanwhile: its entry above is what there was
-          }
-        }
-      } finally {
-        closeQuietly(fd);
+        const fd = folders.folder(folder);
+        if (fd === null) continue;
+        names = readdirSync(viaDescriptorBytes(fd), { encoding: "buffer" });
+      } catch {
+        // unreadable, or descriptors exhausted: the comparison is partial, and says so
+        truncated = true;
+        break;
       }
-      // A large tree is walked in slices: other jobs of this worker keep running.
-      if (++folders % 100 === 0) await yieldToLoop();
+      for (const name of names) {
+        if (entries.size >= options.maxEntries) {
+          truncated = true;
+          break;
+        }
+        let stats: Stats | null;
+        try {
+          stats = folders.entry(folder, name);
+        } catch {
+          truncated = true;
+          break;
+        }
+        if (!stats) continue;
+        const entry = childPath(folder, name);
+        const kind = stats.isFile() ? "file" : stats.isDirectory() ? "directory" : stats.isSymbolicLink() ? "symlink" : "other";
+        entries.set(shownOf(entry), { kind, ino: stats.ino, size: stats.size, mode: stats.mode & 0o7777, mtimeMs: stats.mtimeMs });
+        if (kind === "directory" && !summarizedNames.has(name.toString("latin1"))) pending.push(entry);
+        if (slices.spent()) await slices.pause();
+      }
     }
   } finally {
-    for (const { fd } of pending) closeQuietly(fd);
+    folders.close();
   }
   return { entries, truncated };
 }

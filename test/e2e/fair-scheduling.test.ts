@@ -134,8 +134,8 @@ describe("fair scheduling", () => {
     expect(Number(overTokens.headers.get("retry-after"))).toBeGreaterThan(0);
     await patch({ tokensPerDay: null });
 
-    // storageBytes: file contents the tools kept count.
-    await patch({ storageBytes: 100 });
+    // storageBytes: file contents the tools kept count. (A run that passes it mid-way ends at its next step:
+    // test/e2e/sub-agent-quotas.test.ts; here the quota is set once the file is kept.)
     const writer = await tenant.newSession();
     const wrote = await tenant.startRun(
       writer.sessionId,
@@ -143,6 +143,7 @@ describe("fair scheduling", () => {
     );
     expect((await tenant.waitForRun(wrote.body.id, 30_000)).status).toBe("completed");
     expect((await tenant.get("/v1/usage")).body.usage.storageBytes).toBeGreaterThanOrEqual(200);
+    await patch({ storageBytes: 100 });
     const overStorage = await tenant.startRun(writer.sessionId, script([[{ text: "more" }]]));
     expect(overStorage.status).toBe(429);
     expect(overStorage.body.error.message).toMatch(/its storageBytes quota is 100/);

@@ -60,6 +60,30 @@ describe("gateway and sandbox together", () => {
     expect(await exists(path.join(workspace, "victim"))).toBe(false);
   });
 
+  it("S3, S11, X7: on the worker, a layered call in a repository commits and is recorded while the repository's hooks stay read-only, with the fixed tool PATH", async () => {
+    const { sessionId, projectId } = await client.newSession({ approvalMode: "auto" });
+    // A rule lets the commands run without asking: the sandbox is what is tested here (S1).
+    expect((await client.request("PUT", `/v1/projects/${projectId}/policy`, { rules: { allow: ["bash"] } })).status).toBe(200);
+    const made = await bashCall(
+      sessionId,
+      "git init -q . && git -c user.name=t -c user.email=t@x commit -q --allow-empty -m one && echo made",
+    );
+    expect(made.text).toContain("made");
+    // The path is built at run time, so only the sandbox can stop the write (the gateway is tested elsewhere).
+    const hook = await bashCall(sessionId, 'd=.gi; d="${d}t/hooks"; echo evil > "$d/pre-commit"');
+    expect(hook.text).toMatch(/Read-only file system/);
+    const workspace = await env.workspaceOf(sessionId);
+    expect(await exists(path.join(workspace, ".git", "hooks", "pre-commit"))).toBe(false);
+    const work = await bashCall(
+      sessionId,
+      "git -c user.name=t -c user.email=t@x commit -q --allow-empty -m two && echo note > notes.txt && git log --oneline | wc -l && echo $PATH",
+    );
+    // Never the service's own PATH (this test process's has node_modules/.bin folders in it).
+    expect(process.env.PATH).not.toBe(env.config.tools.path);
+    expect(work.text).toMatch(new RegExp(`^2\n${env.config.tools.path}\n\n\\[exit code 0\\]`));
+    expect(await exists(path.join(workspace, "notes.txt"))).toBe(true);
+  });
+
   it("S2: Auto runs a plain workspace command without asking, and asks for one that reaches the network", async () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const plain = await bashCall(sessionId, "echo hello > greeting.txt && cat greeting.txt");

@@ -1,8 +1,8 @@
 import { mkdir, readFile, readdir, stat, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { projectTrashRoot } from "../../src/workspace/project-trash.js";
-import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
+import { projectTrashRoot, trashPlacer } from "../../src/workspace/project-trash.js";
+import { script, waitFor, type ApiClient, type ApiResponse } from "../helpers/api-client.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
 /**
@@ -50,6 +50,8 @@ describe("project trash", () => {
       ["docs", "folder", null],
       ["notes.txt", "file", 8],
     ]);
+    // Ids are time-ordered UUIDs (version 7), so the listing pages by name, newest first.
+    for (const entry of listed.body.entries) expect(entry.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-/);
     // The trash is the project's own, outside the workspace, not the worker user's home trash.
     const root = projectTrashRoot(env.config.workspaces.dir, a.workspace);
     expect(path.relative(a.workspace, root).startsWith("..")).toBe(true);
@@ -85,6 +87,39 @@ describe("project trash", () => {
     expect(await readFile(path.join(a.workspace, "docs", "deep", "x.md"), "utf8")).toBe("# x\n");
     // What is left: the second docs folder (new.md), deleted just now.
     expect((await trashOf(client, a.projectId)).body.entries.map((entry) => entry.path)).toEqual(["docs"]);
+  });
+
+  it("F4: the trash is listed in pages (?limit=, ?after= the previous page's next): every entry once, newest first; a bad cursor or limit answers 400", async () => {
+    const { projectId, workspace } = await deletingSession();
+    const root = projectTrashRoot(env.config.workspaces.dir, workspace);
+    // 650 entries as the removals of shell calls leave them (trashPlacer), far quicker than 650 delete calls.
+    for (let i = 0; i < 650; i++) {
+      const file = path.join(workspace, `f${i}.txt`);
+      await writeFile(file, `${i}\n`);
+      trashPlacer(root).place(file, file);
+    }
+    const seen: Entry[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const page: ApiResponse<{ entries: Entry[]; next: string | null }> = await client.get(
+        `/v1/projects/${projectId}/trash?limit=200${after ? `&after=${after}` : ""}`,
+      );
+      expect(page.status).toBe(200);
+      expect(page.body.entries.length).toBeLessThanOrEqual(200);
+      seen.push(...page.body.entries);
+      after = page.body.next;
+      pages++;
+    } while (after !== null);
+    expect(pages).toBe(4);
+    expect(seen).toHaveLength(650);
+    expect(new Set(seen.map((entry) => entry.path)).size).toBe(650);
+    const ids = seen.map((entry) => entry.id);
+    expect(ids).toEqual([...ids].sort().reverse());
+    // Without a limit: the first 100.
+    expect((await trashOf(client, projectId)).body.entries).toHaveLength(100);
+    expect((await client.get(`/v1/projects/${projectId}/trash?limit=501`)).status).toBe(400);
+    expect((await client.get(`/v1/projects/${projectId}/trash?after=../../etc`)).status).toBe(400);
   });
 
   it("F4: the sweeper deletes trash entries older than the retention for good and keeps younger ones", async () => {
@@ -143,8 +178,12 @@ describe("project trash", () => {
     expect((await trashOf(client, doomed.projectId)).status).toBe(404);
     expect((await client.request("DELETE", `/v1/projects/${doomed.projectId}`)).status).toBe(404);
     expect((await client.post("/v1/sessions", { projectId: doomed.projectId })).status).toBe(404);
-    await expect(stat(trashRoot)).rejects.toThrow();
-    await expect(stat(doomed.workspace)).rejects.toThrow();
+    // The files go in the background, on a worker (test/e2e/project-deletion.test.ts).
+    await waitFor(
+      async () => (await stat(trashRoot).catch(() => null)) === null && (await stat(doomed.workspace).catch(() => null)) === null,
+      20_000,
+      "the project's trash and workspace to be removed",
+    );
     expect(await readFile(outside, "utf8")).toBe("outside\n");
     expect((await client.waitForRun(waiting.body.id)).status).toBe("cancelled");
     // History stays readable for audit; the other project is untouched.

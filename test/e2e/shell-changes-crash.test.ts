@@ -34,12 +34,18 @@ describe("crash recovery of a layered shell call", () => {
         [{ text: "never" }],
       ]),
     );
-    // The command's writes sit in its layer, not yet in the workspace.
+    // The command's writes sit in its layer, not yet in the workspace. The test waits for the content, not
+    // the file: `>` creates it empty before echo writes, and a kill in between leaves it empty (as applied).
     const layers = path.join(env.config.workspaces.dir, ".calls");
     await waitFor(
       async () => {
         const names = await readdir(layers).catch(() => [] as string[]);
-        for (const name of names) if (await stat(path.join(layers, name, "upper", "written.txt")).catch(() => null)) return true;
+        for (const name of names) {
+          const upper = path.join(layers, name, "upper");
+          const written = await readFile(path.join(upper, "written.txt"), "utf8").catch(() => "");
+          const kept = await readFile(path.join(upper, "kept.txt"), "utf8").catch(() => "");
+          if (written === "partial\n" && kept === "before\nafter\n") return true;
+        }
         return false;
       },
       20_000,

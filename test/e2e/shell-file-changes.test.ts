@@ -1,4 +1,6 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { lstat, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -171,6 +173,79 @@ describe("shell file changes", () => {
       expect(reverted.status, `${form}: ${JSON.stringify(reverted.body)}`).toBe(200);
       expect(await treeOf(workspace), form).toEqual(before);
     }
+  });
+
+  it("X7: a file another session of the project changed while a command ran keeps that newer content; the command's version is a file change marked not applied, whose revert has nothing to undo", async () => {
+    const { sessionId, projectId } = await client.newSession({ approvalMode: "full_access" });
+    const other = (await client.post<{ id: string }>("/v1/sessions", { projectId, approvalMode: "full_access" })).body.id;
+    const workspace = await env.workspaceOf(sessionId);
+    await runCalls(sessionId, [bash("echo base > shared.txt")]);
+    const layered = client.startRun(
+      sessionId,
+      script([[bash("echo command >> shared.txt; echo own > own.txt; sleep 2; echo command-end >> shared.txt")], [{ text: "done" }]]),
+    );
+    const runId = (await layered).body.id as string;
+    // The command has copied the file up into its layer; then the other session writes it, confirmed.
+    const layers = path.join(env.config.workspaces.dir, ".calls");
+    await waitFor(
+      async () => {
+        for (const name of await readdir(layers).catch(() => [] as string[]))
+          if ((await readFile(path.join(layers, name, "upper", "shared.txt"), "utf8").catch(() => "")).includes("command")) return true;
+        return false;
+      },
+      20_000,
+      "the command's write in its layer",
+    );
+    await runCalls(other, [{ tool: "write", args: { path: "shared.txt", content: "other session\n" } }]);
+    expect((await client.waitForRun(runId)).status).toBe("completed");
+
+    expect(await readFile(path.join(workspace, "shared.txt"), "utf8")).toBe("other session\n");
+    expect(await readFile(path.join(workspace, "own.txt"), "utf8")).toBe("own\n");
+    const [call] = await env.query<{ text: string }>("select result->0->>'text' as text from tool_calls where run_id = $1", [runId]);
+    expect(call!.text).toContain("not applied, because the workspace changed there since this command made its version");
+    const records = (await changesOf(sessionId)).filter((change) => change.runId === runId);
+    const shared = records.find((change) => change.path === "shared.txt");
+    expect(shared).toMatchObject({
+      notApplied: "changed_since",
+      sha256Before: digest("other session\n"),
+      sha256After: digest("base\ncommand\ncommand-end\n"),
+    });
+    expect(records.find((change) => change.path === "own.txt")).toMatchObject({ notApplied: null });
+    const events = await env.query<{ data: any }>("select data from events where run_id = $1 and type = 'tool_end'", [runId]);
+    expect(events[0]!.data.fileChanges).toContainEqual(expect.objectContaining({ path: "shared.txt", notApplied: "changed_since" }));
+
+    // Its revert has nothing to undo: the newer content stays, and the change is marked reverted.
+    const reverted = await client.post(`/v1/file-changes/${shared.id}/revert`, {});
+    expect(reverted.status).toBe(200);
+    expect(await readFile(path.join(workspace, "shared.txt"), "utf8")).toBe("other session\n");
+  });
+
+  it("X7: a call whose files have names that are not UTF-8 (an archive of Latin-1 names) and a tree deeper than PATH_MAX is applied at once; its other changes are recorded", async () => {
+    const { sessionId } = await client.newSession({ approvalMode: "full_access" });
+    const workspace = await env.workspaceOf(sessionId);
+    const command = `/usr/bin/python3 -c "import os
+open(b'caf\\xe9.txt', 'wb').write(b'latin-1 name')
+for i in range(120):
+    os.mkdir('n' * 60)
+    os.chdir('n' * 60)
+open('deep.txt', 'w').write('bottom')" && echo plain > plain.txt`;
+    const [call] = await runCalls(sessionId, [bash(command)]);
+    expect(call!.status, call!.text).toBe("succeeded");
+    expect(call!.text).toContain("names that are not valid UTF-8");
+    expect(
+      readFileSync(Buffer.concat([Buffer.from(`${workspace}/`), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), "utf8"),
+    ).toBe("latin-1 name");
+    expect(await readFile(path.join(workspace, "plain.txt"), "utf8")).toBe("plain\n");
+    const bottom = execFileSync("bash", [
+      "-c",
+      `cd ${workspace} && cd ${"n".repeat(60)} && for i in $(seq 119); do cd ${"n".repeat(60)}; done && cat deep.txt`,
+    ]);
+    expect(bottom.toString()).toBe("bottom");
+    const paths = (await changesOf(sessionId)).map((change) => change.path);
+    expect(paths).toContain("plain.txt");
+    expect(paths).toContain(`${Array.from({ length: 120 }, () => "n".repeat(60)).join("/")}/deep.txt`);
+    // Nothing is left for a later worker to trip over.
+    expect(await readdir(path.join(env.config.workspaces.dir, ".calls")).catch(() => [])).toEqual([]);
   });
 
   it("X7: a background command's changes are summarized in its record when it ends, never per file, and its start does not wait for them", async () => {

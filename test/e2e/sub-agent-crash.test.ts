@@ -37,10 +37,18 @@ describe("sub-agents across worker crashes", () => {
       20_000,
       "the child to stream",
     );
-    const [parked] = await env.query<{ status: string; next_job: unknown }>("select status, next_job from runs where id = $1", [
-      run.body.id,
-    ]);
-    expect(parked).toEqual({ status: "running", next_job: null });
+    // The parent parks with no job while its child works (its batch parks just after the child starts, so wait for it).
+    await waitFor(
+      async () => {
+        const [parked] = await env.query<{ status: string; next_job: unknown }>("select status, next_job from runs where id = $1", [
+          run.body.id,
+        ]);
+        return parked?.status === "running" && parked.next_job === null;
+      },
+      20_000,
+      "the parent to park",
+    );
+    expect((await client.events(child.childSessionId)).some((e) => e.type === "run_end")).toBe(false);
 
     first.kill("SIGKILL");
     expect((await first.exited).signal).toBe("SIGKILL");

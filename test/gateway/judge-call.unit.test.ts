@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ApprovalPolicy } from "../../src/core/policy.js";
 import { judgeCall } from "../../src/gateway/judge-call.js";
-import { compilePolicy, parseRule, validatePolicyRules } from "../../src/gateway/rules.js";
+import { compilePolicy } from "../../src/gateway/compiled-policy.js";
+import { parseRule, validatePolicyRules } from "../../src/gateway/rules.js";
 import type { JudgeInput, Verdict } from "../../src/gateway/verdict.js";
 import type { ApprovalSubject, SideEffect } from "../../src/tools/tool.js";
 import type { ApprovalMode } from "../../src/core/session.js";

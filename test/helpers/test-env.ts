@@ -1,8 +1,9 @@
 import { randomBytes, randomInt } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { execa } from "execa";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { Queue } from "bullmq";
@@ -173,7 +174,8 @@ export async function createTestEnv(
       await admin.connect();
       await admin.query(`drop database if exists ${databaseName} with (force)`);
       await admin.end();
-      await rm(workspaces, { recursive: true, force: true });
+      // rm -rf walks by descriptor: a test's workspace may hold a tree deeper than a path can name.
+      await execa("rm", ["-rf", "--", workspaces]);
     },
   };
   return testEnv;

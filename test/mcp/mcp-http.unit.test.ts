@@ -11,7 +11,7 @@ import { createMcpConnections, type McpConnections } from "../../src/mcp/mcp-con
 import { refusedHost } from "../../src/net/address-guard.js";
 import type { Tool } from "../../src/tools/tool.js";
 import { toolContext } from "../helpers/tool-context.js";
-import { connections, scope, textOf } from "./mcp-test-helpers.js";
+import { connections, scope, testStdioCommands, textOf } from "./mcp-test-helpers.js";
 
 const token = `token-${process.pid}`;
 let httpServer: http.Server;
@@ -107,7 +107,11 @@ describe("M1: a Streamable HTTP MCP server", () => {
 
   it("M1: with the address guard, a server whose address turns private when connecting is refused before any request", async () => {
     // The configuration check at creation is bypassed here, as a DNS change after it would.
-    const guarded = createMcpConnections({ logger: createLogger("silent"), guardHttp: (target) => refusedHost(target.hostname) });
+    const guarded = createMcpConnections({
+      logger: createLogger("silent"),
+      stdioCommands: testStdioCommands,
+      guardHttp: (target) => refusedHost(target.hostname),
+    });
     try {
       const before = seenHeaders.length;
       const listed = await guarded.listTools(scope, config({ "X-Foya-Token": token }, "rebound"));

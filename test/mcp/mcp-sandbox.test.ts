@@ -9,7 +9,7 @@ import { createLogger } from "../../src/logger.js";
 import { createMcpConnections } from "../../src/mcp/mcp-connections.js";
 import { createSandbox } from "../../src/sandbox/sandbox-runner.js";
 import { testIdentity } from "../helpers/tool-context.js";
-import { sandboxedMcpOverrides } from "./mcp-test-helpers.js";
+import { sandboxedMcpOverrides, testStdioCommands } from "./mcp-test-helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const probeEntry = path.join(here, "fixtures/probe-server.mjs");
@@ -75,7 +75,8 @@ describe("stdio MCP servers in the sandbox", () => {
       ).status,
     ).toBe(201);
     const { report } = await probe("loose");
-    expect(report.env).toEqual({ PROBE: "1" });
+    // Its configured environment, and the PATH the service gives every server (FOYA_TOOL_PATH); nothing of the worker's.
+    expect(report.env).toEqual({ PROBE: "1", PATH: expect.stringContaining("/usr/bin") });
     // Unconfined, it sees the host's processes; but as another uid than the worker's, /proc/<worker>/environ is closed to it.
     expect(report.parentEnviron).toBe(process.getuid?.() !== 0);
     if (process.getuid?.() === 0) expect(report.uid).not.toBe(0);
@@ -93,8 +94,8 @@ describe("stdio MCP servers in the sandbox", () => {
     expect(created.body.transport).toMatchObject({ network: false });
     const { report, sessionId } = await probe("boxed", projectId);
 
-    // Its configured environment, and what the sandbox's `bash -c exec` adds (PWD, SHLVL); nothing of the worker's.
-    expect(report.env).toEqual({ PROBE: "1", PWD: report.cwd, SHLVL: "0" });
+    // Its configured environment, the service's PATH, and what the sandbox's `bash -c exec` adds (PWD, SHLVL); nothing of the worker's.
+    expect(report.env).toEqual({ PROBE: "1", PATH: expect.stringContaining("/usr/bin"), PWD: report.cwd, SHLVL: "0" });
     expect(report.parentEnviron).toBe(false);
     expect(report.secretsSeen).toBe(0);
     // Its own PID namespace: a handful of processes, none of the host's.
@@ -133,6 +134,7 @@ describe("stdio MCP servers in the sandbox", () => {
     });
     const mcp = createMcpConnections({
       logger: createLogger("silent"),
+      stdioCommands: testStdioCommands,
       sandbox: {
         runner,
         confined: true,

@@ -13,7 +13,7 @@ import { useTestEnv } from "../helpers/test-env.js";
 import { createLogger } from "../../src/logger.js";
 import { createMcpConnections } from "../../src/mcp/mcp-connections.js";
 import { createToolCatalog } from "../../src/mcp/tool-catalog.js";
-import { groupAlive, sandboxedMcpOverrides } from "./mcp-test-helpers.js";
+import { groupAlive, sandboxedMcpOverrides, testStdioCommands } from "./mcp-test-helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -176,7 +176,7 @@ describe("MCP tools in sessions", () => {
 
   it("M1: a process stops a server whose configuration was deleted once it reads its project's servers again", async () => {
     // A catalog and connections of their own, as in a worker process (the test's API shares the in-process worker's).
-    const mcp = createMcpConnections({ logger: createLogger("silent") });
+    const mcp = createMcpConnections({ logger: createLogger("silent"), stdioCommands: testStdioCommands });
     const base = { registry: env.services.tools, executor: env.services.executor };
     const catalog = createToolCatalog({
       base,

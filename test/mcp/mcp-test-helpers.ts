@@ -5,9 +5,19 @@ import { createLogger } from "../../src/logger.js";
 import { createMcpConnections, type McpConnections } from "../../src/mcp/mcp-connections.js";
 import type { McpDefaults, McpScope, McpServerConfig } from "../../src/mcp/mcp-config.js";
 import type { ToolResult } from "../../src/tools/tool.js";
+import type { McpStdioCommands } from "../../src/core/mcp-stdio-commands.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
+
+/** The environment names the tests' servers are given (each admitted for node, as an operator would). */
+const testEnvironmentNames = ["FOYA_MCP_MARKER", "FOYA_MCP_PROBE", "PROBE", "API_TOKEN", "OTHER_KEY"];
+
+/** node with the names above, as `FOYA_MCP_STDIO_COMMANDS` below says, and a listed program missing on this host. */
+export const testStdioCommands: McpStdioCommands = new Map([
+  [process.execPath, new Set(testEnvironmentNames)],
+  ["/nonexistent/mcp-server", new Set<string>()],
+]);
 
 /**
  * Settings for a Foya whose stdio MCP servers run in the sandbox (the default): node may be
@@ -15,7 +25,7 @@ const require = createRequire(import.meta.url);
  * (the service's own folder is hidden from it otherwise).
  */
 export const sandboxedMcpOverrides: Record<string, string> = {
-  FOYA_MCP_STDIO_COMMANDS: process.execPath,
+  FOYA_MCP_STDIO_COMMANDS: [process.execPath, ...testEnvironmentNames].join(":"),
   FOYA_SANDBOX_READONLY: [path.resolve(here, "../../node_modules"), path.join(here, "fixtures")].join(","),
 };
 
@@ -36,7 +46,7 @@ export function faultyConfig(overrides: Partial<McpServerConfig> = {}): McpServe
 }
 
 export function connections(defaults: Partial<McpDefaults> = {}): McpConnections {
-  return createMcpConnections({ logger: createLogger("silent"), defaults });
+  return createMcpConnections({ logger: createLogger("silent"), stdioCommands: testStdioCommands, defaults });
 }
 
 export function textOf(result: ToolResult): string {

@@ -104,6 +104,7 @@ describe("metrics", () => {
     expect(grew(before, after, "foya_webhook_deliveries_total", { outcome: "delivered" })).toBe(2);
     // Read from Redis and Postgres when scraped.
     expect(sample(after, "foya_workers_live")).toBe(1);
+    expect(sample(after, "foya_deleted_projects_with_files")).toBe(0);
     expect(sample(after, "foya_queue_jobs", { queue: "steps", state: "waiting" })).toBe(0);
     expect(sample(after, "foya_queue_oldest_waiting_seconds", { queue: "tools" })).toBe(0);
     expect(after).toContain("# HELP foya_sweeper_actions_total");

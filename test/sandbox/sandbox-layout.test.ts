@@ -90,6 +90,19 @@ describe("sandbox layout", () => {
     });
   });
 
+  it("S11: a .git symlink leading into the workspace makes what it leads to read-only; one leading nowhere or out of the workspace blocks nothing", async () => {
+    const workspaces = path.join(base, "ws-git-links");
+    const workspace = path.join(workspaces, "t", "p");
+    for (const folder of ["a", "b", "c", "gitdir"]) await mkdir(path.join(workspace, folder), { recursive: true });
+    await symlink("../gitdir", path.join(workspace, "a", ".git"));
+    await symlink("/nonexistent", path.join(workspace, "b", ".git"));
+    await symlink("/usr", path.join(workspace, "c", ".git"));
+    await readyForTools(workspace);
+    const runner = createSandbox({ bwrapPath: "bwrap", searchPath: toolPath, workspacesDir: workspaces, servicePaths: [repoRoot] });
+    const result = await runIn(runner, workspace, "touch gitdir/hooks 2>&1; ls -d b/.git c/.git/bin && echo fine");
+    expect(text(result)).toMatch(/^touch: cannot touch 'gitdir\/hooks': Read-only file system\nb\/.git\nc\/.git\/bin\nfine\n/);
+  });
+
   it("S3: a workspace that would expose the workspaces folder or the system trees is refused", async () => {
     const workspaces = path.join(base, "ws-refuse");
     await mkdir(path.join(workspaces, "t", "p"), { recursive: true });
@@ -115,7 +128,7 @@ describe("sandbox layout", () => {
     }
   });
 
-  it("S3: the bwrap command line: whitelist, namespaces, no capabilities, covers only where needed, always its own network namespace", () => {
+  it("S3: the bwrap command line: whitelist, namespaces, no capabilities, the seccomp filter, covers only where needed, always its own network namespace, no path inside the workspace but its root", () => {
     const layout: SandboxLayout = {
       view: "confined",
       readOnly: [{ path: "/usr" }, { path: "/bin", symlinkTo: "/usr/bin" }, { path: "/etc" }],
@@ -127,10 +140,10 @@ describe("sandbox layout", () => {
         { path: "/srv/foya/.data/workspaces", isDirectory: true },
       ],
       workspace: "/srv/foya/.data/workspaces/t/p",
-      git: { pins: ["/srv/foya/.data/workspaces/t/p/.git"], readOnly: ["/srv/foya/.data/workspaces/t/p/.git/hooks"] },
-      tmpBytes: 1024,
+      tempBytes: 8 * 1024,
+      disableUserNamespaces: true,
     };
-    const args = bwrapArguments(layout, { network: null, statusFd: 3 });
+    const args = bwrapArguments(layout, { network: null, statusFd: 3, seccompFd: 6 });
     const line = args.join(" ");
     for (const flag of [
       "--unshare-user --uid 0 --gid 0 --disable-userns",
@@ -143,9 +156,19 @@ describe("sandbox layout", () => {
       "--new-session",
       "--cap-drop ALL",
       "--json-status-fd 3",
+      "--seccomp 6",
     ]) {
       expect(line).toContain(flag);
     }
+    // bwrap resolves what it binds on the host: the workspace's root is the one path inside it bwrap sees (git-guard.ts).
+    expect(args.filter((arg) => arg.startsWith("/srv/foya/.data/workspaces/t/p"))).toEqual([
+      "/srv/foya/.data/workspaces/t/p",
+      "/srv/foya/.data/workspaces/t/p",
+      "/srv/foya/.data/workspaces/t/p",
+    ]);
+    // The temporary space adds up to the call's share: an eighth each for /var/tmp and /dev/shm, the rest for /tmp.
+    for (const tmpfs of ["--size 6144 --tmpfs /tmp ", "--size 1024 --tmpfs /var/tmp ", "--size 1024 --tmpfs /dev/shm "])
+      expect(line).toContain(tmpfs);
     expect(line).not.toContain("--ro-bind / /");
     expect(line).not.toContain("/root");
     const order = [
@@ -154,8 +177,6 @@ describe("sandbox layout", () => {
       "--tmpfs /srv/foya ",
       "--tmpfs /srv/foya/.data/workspaces ",
       "--bind /srv/foya/.data/workspaces/t/p /srv/foya/.data/workspaces/t/p",
-      "--bind /srv/foya/.data/workspaces/t/p/.git /srv/foya/.data/workspaces/t/p/.git",
-      "--ro-bind /srv/foya/.data/workspaces/t/p/.git/hooks",
       "--remount-ro /srv/foya ",
       "--remount-ro / --chdir /srv/foya/.data/workspaces/t/p --",
     ].map((part) => line.indexOf(part));
@@ -170,18 +191,21 @@ describe("sandbox layout", () => {
     const networked = bwrapArguments(layout, {
       network: { blockFd: 4, resolvConf: { fd: 5, path: "/etc/resolv.conf" } },
       statusFd: 3,
+      seccompFd: 6,
     }).join(" ");
     expect(networked).not.toContain("--unshare-net");
     for (const flag of [
       "--unshare-user --uid 0 --gid 0 --disable-userns",
       "--unshare-pid",
       "--cap-drop ALL",
-      "--json-status-fd 3 --block-fd 4",
+      "--json-status-fd 3 --seccomp 6 --block-fd 4",
     ])
       expect(networked).toContain(flag);
     expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeGreaterThan(networked.indexOf("--ro-bind /etc /etc"));
     expect(networked.indexOf("--ro-bind-data 5 /etc/resolv.conf")).toBeLessThan(networked.indexOf("--remount-ro / "));
-    expect(bwrapArguments(layout, { network: { blockFd: 4, resolvConf: null }, statusFd: 3 }).join(" ")).not.toContain("--ro-bind-data");
+    expect(bwrapArguments(layout, { network: { blockFd: 4, resolvConf: null }, statusFd: 3, seccompFd: 6 }).join(" ")).not.toContain(
+      "--ro-bind-data",
+    );
   });
 
   it("S3: the runner never gives a sandbox the host's network namespace: bwrap makes an empty one, or unshare one for slirp4netns", async () => {
@@ -207,6 +231,8 @@ describe("sandbox layout", () => {
     expect(networked.args.slice(unshareAt + 1, unshareAt + 6)).toEqual(["--user", "--map-root-user", "--net", "--", plain.args[bwrapAt]]);
     expect(networked.args).toContain("--block-fd");
     expect(networked.args).not.toContain("--unshare-net");
+    plain.release();
+    networked.release();
   });
 
   it("S3: the sandbox's programs come from the system's folders, never from the service's PATH (node_modules/.bin under npm start)", async () => {
@@ -221,6 +247,7 @@ describe("sandbox layout", () => {
     const plan = await runner.plan({ command: "true", workspaceDir: workspace, network: true, ...planned });
     if (!plan.ok) throw new Error(plan.message);
     expect([plan.file, ...plan.args, plan.network?.slirp4netns].join(" ")).not.toContain(planted);
+    plan.release();
   });
 
   it("S7: a root service steps down: setpriv to the tenant's uid without groups or new privileges, then prlimit sets the call's limits", async () => {
@@ -259,7 +286,9 @@ describe("sandbox layout", () => {
       );
     }
     expect(line).toMatch(/\/prlimit --as=1073741824 --nproc=64 --fsize=1048576 --core=0 --cpu=30:31 -- \S+\/bwrap /);
-    expect(line).toContain(`--size ${1 << 25} --tmpfs /tmp`);
+    // 32 MiB of temporary space: 4 MiB each for /var/tmp and /dev/shm, the rest for /tmp.
+    expect(line).toContain(`--size ${24 << 20} --tmpfs /tmp`);
+    plan.release();
     // Root may never be asked for; a workspace that is not the tenant's is refused, never used as it is.
     expect(
       await runner.plan({

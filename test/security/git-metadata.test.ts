@@ -93,6 +93,22 @@ describe("escape suite: git metadata", () => {
     });
   }
 
+  it("S11: in a workspace of 70 repositories every one's hooks and configuration are read-only, and the shell still works in each", async () => {
+    const many = path.join(base, "workspaces", "ten", "many");
+    await mkdir(many, { recursive: true });
+    execFileSync("bash", ["-c", "for i in $(seq -w 1 70); do git init -q vendor/r$i; done"], { cwd: many });
+    await readyForTools(many);
+    const result = await bash.run(
+      toolContext({ workspaceDir: many, runner, exposedTools: ["bash"] }),
+      {
+        command:
+          'w=0; for r in vendor/r*; do { echo evil > $r/.git/hooks/pre-commit; } 2>/dev/null && w=$((w+1)); { echo x >> $r/.git/config; } 2>/dev/null && w=$((w+1)); done; echo "written $w"; ls vendor | wc -l; touch vendor/r70/ok && echo fine',
+      },
+      { callId: "c", name: "bash", argumentsRaw: "" },
+    );
+    expect(text(result)).toBe("written 0\n70\nfine\n\n[exit code 0]");
+  });
+
   it("S11: git run on the host by anyone but the tenant refuses the tenant's repositories, so a configuration the command planted in a repository it made runs nothing", async () => {
     const marker = path.join(outside, `fsmonitor-ran-${process.pid}`);
     // A repository the command creates during its call is its own (nothing protects what does not exist yet).

@@ -33,7 +33,7 @@ async function inLayer(relative: string): Promise<string> {
 }
 
 describe("escape suite: applying a shell call's layer", () => {
-  it("S6, X7: a folder swapped for a symlink to outside while the command ran is never followed; the command's files land inside, the symlink goes to the trash", async () => {
+  it("S6, X7: a folder swapped for a symlink to outside while the command ran is never followed; the newer link is kept, the command's files go to the trash, never through it", async () => {
     const { sessionId, projectId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const owner = await stat(workspace);
@@ -56,10 +56,12 @@ describe("escape suite: applying a shell call's layer", () => {
       expect((await client.waitForRun(run.body.id)).status).toBe("completed");
     });
     expect(await readdir(path.join(outside, "target"))).toEqual([]);
-    // The command's folder replaced the symlink inside the workspace; the symlink itself is in the trash.
-    expect((await lstat(path.join(workspace, "sub"))).isDirectory()).toBe(true);
-    expect(await readFile(path.join(workspace, "sub", "new.txt"), "utf8")).toBe("planted\n");
-    const trash = (await client.get<{ entries: Array<{ path: string; kind: string }> }>(`/v1/projects/${projectId}/trash`)).body.entries;
-    expect(trash).toContainEqual(expect.objectContaining({ path: "sub", kind: "link" }));
+    // The swap is newer than the command's folder: it stays (a later change is never overwritten), and the
+    // command's folder, not applied, is kept in the project's trash.
+    expect((await lstat(path.join(workspace, "sub"))).isSymbolicLink()).toBe(true);
+    expect(await readFile(path.join(workspace, "sub.real", "old.txt"), "utf8")).toBe("old\n");
+    const trash = (await client.get<{ entries: Array<{ id: string; path: string; kind: string }> }>(`/v1/projects/${projectId}/trash`)).body
+      .entries;
+    expect(trash).toContainEqual(expect.objectContaining({ path: "sub", kind: "folder" }));
   });
 });

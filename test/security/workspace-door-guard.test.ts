@@ -16,24 +16,29 @@ const allowed: Record<string, string> = {
   "src/health/heartbeat-file.ts": "writes and reads the worker's heartbeat file for container health checks",
   "src/sandbox/confinement-report.ts": "reads the host's cgroup facts for /readyz",
   "src/sandbox/find-executable.ts": "looks up programs on the tool PATH",
-  "src/sandbox/git-layout.ts": "stats the git metadata the door found, to bind it read-only",
+  "src/sandbox/git-guard.ts":
+    "binds the git metadata the door found read-only from descriptors opened through the sandbox's own root, never a path bwrap resolves",
   "src/sandbox/overlay/apply-upper.ts":
     "applies a shell call's layer: renames into folders held by descriptor, never followed through a symlink",
   "src/sandbox/overlay/call-layers.ts": "makes and removes the root-only folders of layered calls, outside every workspace",
-  "src/sandbox/overlay/strict-folders.ts":
-    "holds workspace folders by descriptor, one real folder at a time (the door's walk, without symlinks)",
+  "src/sandbox/overlay/set-layer-aside.ts":
+    "moves a layer that could not be settled into the project's trash whole, its device nodes dropped first",
   "src/sandbox/overlay/upper-changes.ts": "reads a call's upper folder, and the workspace through held folders",
   "src/sandbox/sandbox-network.ts": "opens the sandbox's namespaces under /proc",
   "src/sandbox/sandbox-runner.ts": "reads host facts: system trees, hidden paths, resolv.conf",
   "src/sandbox/service-dir.ts": "finds the service's own install folder to hide it",
+  "src/sandbox/sandbox-tree.ts": "walks a started sandbox's own tree from /proc/<init>/root, one real folder at a time",
+  "src/sandbox/temp-budget.ts": "the per-host ledger of each tenant's temporary space, root's, outside every workspace",
   "src/workspace/descriptor-walk.ts": "the door: descriptor-relative resolution",
+  "src/workspace/folder-handles.ts":
+    "the door: folders held by descriptor, a bounded set, each reached one real folder at a time, never through a symlink",
   "src/workspace/git-folders.ts": "the door: tells git folders by their content",
   "src/workspace/held-file.ts": "the door: I/O on entries it holds, through their descriptors",
   "src/workspace/git-repositories.ts": "finds the workspace's repositories from held descriptors, for the sandbox's read-only binds",
   "src/workspace/open-workspace-files.ts": "the door itself",
   "src/workspace/project-workspace.ts": "creates workspace folders and hands them to the tenant's uid",
   "src/workspace/remove-tree.ts":
-    "the door: removes a deleted project's workspace and trash through held descriptors, never following a symlink",
+    "the door: removes a deleted project's workspace and trash (on a worker, in slices) through held descriptors, never following a symlink",
   "src/workspace/workspace-manifest.ts":
     "the door: a workspace's manifest walked from held descriptors, to summarize what a background command changed",
   "src/workspace/project-trash.ts": "the door: each project's trash, outside every workspace, and its listing",

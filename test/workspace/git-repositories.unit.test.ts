@@ -22,7 +22,7 @@ afterAll(async () => rm(base, { recursive: true, force: true }));
 describe("the repositories of a workspace", () => {
   it("S11: finds nested repositories and worktree pointers, never through links or node_modules, and notices changes between calls", async () => {
     const repositories = createGitRepositories();
-    expect(repositories.find(workspace)).toEqual({ gitFolders: [".git", "vendor/a/.git"], gitFiles: ["wt/.git"], truncated: false });
+    expect(repositories.find(workspace)).toEqual({ gitFolders: [".git", "vendor/a/.git"], gitFiles: ["wt/.git"], truncated: null });
     // A repository made since the last call, deep down, and one moved away.
     await mkdir(path.join(workspace, "src", "deep", "lib", ".git"), { recursive: true });
     await rename(path.join(workspace, "vendor", "a"), path.join(workspace, "vendor", "b"));
@@ -30,6 +30,6 @@ describe("the repositories of a workspace", () => {
     await rm(path.join(workspace, "src"), { recursive: true });
     expect(repositories.find(workspace).gitFolders).toEqual([".git", "vendor/b/.git"]);
     // Past the folder budget, it says the answer is partial.
-    expect(createGitRepositories({ maxFolders: 2 }).find(workspace).truncated).toBe(true);
+    expect(createGitRepositories({ maxFolders: 2 }).find(workspace).truncated).toBe("folders");
   });
 });

@@ -45,7 +45,15 @@ export type FoyaEventBody =
       /** Unified diff for display (write, edit); never sent to the model. */
       diff?: string;
       /** File changes the call made, to review or revert with `fileChanges`. */
-      fileChanges?: Array<{ id: string; path: string; existedBefore: boolean; sha256Before: string | null; sha256After: string | null }>;
+      fileChanges?: Array<{
+        id: string;
+        path: string;
+        existedBefore: boolean;
+        sha256Before: string | null;
+        sha256After: string | null;
+        /** Recorded, not made: the workspace's file changed after the command made its version, and the newer content was kept. */
+        notApplied?: "changed_since";
+      }>;
     }
   | { type: "approval_request"; approvalId: string; callId: string; name: string; reason: string; expiresAt: string }
   | {

@@ -9,8 +9,8 @@ import type { Logger } from "../../logger.js";
 export interface FixedWindowCounter {
   /** Counts one more; answers the count in the current window and the milliseconds left in it. */
   hit(key: string, windowMs: number): Promise<WindowCount>;
-  /** The current count without adding to it (0 when no window is open). */
-  peek(key: string): Promise<WindowCount>;
+  /** Current counts without adding to them (0 where no window is open), in one round trip, in the order of `keys`. */
+  peekMany(keys: readonly string[]): Promise<WindowCount[]>;
 }
 
 export interface WindowCount {
@@ -26,10 +26,6 @@ if ttl < 0 then
   ttl = tonumber(ARGV[1])
 end
 return {count, ttl}`;
-
-const peekScript = `
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-return {count, redis.call('PTTL', KEYS[1])}`;
 
 /**
  * A limit must not make the API depend on Redis answering quickly: a call that takes longer
@@ -50,7 +46,22 @@ export function createFixedWindowCounter(redis: Redis, logger: Logger): FixedWin
   };
   return {
     hit: (key, windowMs) => run(hitScript, key, [windowMs]),
-    peek: (key) => run(peekScript, key, []),
+    async peekMany(keys) {
+      try {
+        const pipeline = redis.pipeline();
+        for (const key of keys) pipeline.get(key).pttl(key);
+        const answers = (await withDeadline(pipeline.exec())) ?? [];
+        return keys.map((_, i) => {
+          const [countError, count] = answers[2 * i] ?? [null, null];
+          const [ttlError, ttl] = answers[2 * i + 1] ?? [null, null];
+          if (countError || ttlError) throw countError ?? ttlError;
+          return { count: Number(count ?? 0), resetInMs: Math.max(0, Number(ttl ?? 0)) };
+        });
+      } catch (error) {
+        logger.warn({ err: error, keys }, "rate limit counter unavailable; the request is not limited");
+        return keys.map(() => ({ count: 0, resetInMs: 0 }));
+      }
+    },
   };
 }
 

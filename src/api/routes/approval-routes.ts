@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { decideApproval, type ApprovalDecision } from "../../approvals/decide-approval.js";
 import { judge } from "../../approvals/gate-batch.js";
+import { preparePolicies } from "../../gateway/compiled-policy.js";
 import { approvalWithCallOfTenant, listApprovalsWithCalls, type ApprovalWithCall } from "../../store/approvals.js";
 import { sessionJudgeScope } from "../../store/sessions.js";
 import { FoyaError, notFound } from "../../errors.js";
@@ -161,6 +162,8 @@ async function checkEditedArguments(services: ApiServices, row: Row, argumentsRa
   const { executor } = await services.catalogViaWorkers.forProject({ tenantId: scope.tenantId, projectId: scope.projectId });
   const parsed = executor.parse(call);
   if (!parsed.ok) throw new FoyaError("bad_request", `the edited arguments are invalid: ${parsed.message}`);
-  const verdict = judge({ approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, [scope.tenantPolicy, scope.projectPolicy], parsed);
+  const policies = [scope.tenantPolicy, scope.projectPolicy];
+  await preparePolicies(policies, [row.tool]);
+  const verdict = judge({ approvalMode: scope.mode, workspaceDir: scope.workspaceDir }, policies, parsed);
   if (verdict.decision === "deny") throw new FoyaError("bad_request", `the edited arguments are denied by policy: ${verdict.reason}`);
 }

@@ -18,6 +18,10 @@ const FileChangeSchema = z
     modeAfter: z.number().nullable(),
     sha256Before: z.string().nullable(),
     sha256After: z.string().nullable(),
+    notApplied: z.enum(["changed_since"]).nullable().openapi({
+      description:
+        "Set when the change was recorded but not made: the workspace's file changed after the command made its version (SPEC X7), so the newer content was kept. Both versions are kept; a revert has nothing to undo.",
+    }),
     revertedAt: z.string().nullable(),
     createdAt: z.string(),
   })
@@ -36,6 +40,7 @@ function serialize(row: FileChangeRow) {
     modeAfter: row.modeAfter,
     sha256Before: row.sha256Before,
     sha256After: row.sha256After,
+    notApplied: row.notApplied ?? null,
     revertedAt: row.revertedAt ? row.revertedAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
   };

@@ -16,9 +16,9 @@ import { findProject } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
 import { ErrorSchema, errorResponses, foyaId, httpUrl, IdParam, text } from "../schemas.js";
 import type { McpTransportConfig } from "../../core/mcp-transport.js";
+import { environmentNamePattern, refusedStdioServer } from "../../core/mcp-stdio-commands.js";
 
 const serverName = /^[a-z0-9][a-z0-9_-]{0,39}$/;
-const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** An HTTP header name (RFC 9110 token). */
 const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -28,9 +28,15 @@ const StdioTransportSchema = z
     command: text().trim().min(1, "must not be empty").max(4096),
     args: z.array(text().max(8192)).max(200).optional(),
     env: z
-      .record(z.string().regex(envName, "environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$"), text().max(32_768))
+      .record(
+        z.string().regex(environmentNamePattern, "environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$"),
+        text().max(32_768),
+      )
       .optional()
-      .openapi({ description: "The server's whole environment; the values are secrets and are never answered." }),
+      .openapi({
+        description:
+          "The server's whole environment, only names the operator admitted for the command (FOYA_MCP_STDIO_COMMANDS); the values are secrets and are never answered.",
+      }),
     network: z.boolean().optional().openapi({
       description: "Whether the server, which runs in the sandbox, may reach the network (never the host's loopback). Default false.",
     }),
@@ -141,8 +147,15 @@ const conflictResponse = { 409: json(ErrorSchema, "A server of that name exists 
 const mcpErrorResponses = {
   502: json(
     ErrorSchema,
-    "The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed)",
+    "The MCP server is unavailable, broke the protocol, sent a message over the size limit or refused the request (mcp_unavailable, mcp_protocol_error, mcp_message_too_large, mcp_request_failed)",
   ),
+  429: {
+    ...json(
+      ErrorSchema,
+      "Too many requests with this API key (rate_limited), or this tenant's MCP requests filled its share of the workers' slots for the whole wait (mcp_busy); see Retry-After",
+    ),
+    headers: { "Retry-After": { description: "Seconds to wait before asking again", schema: { type: "integer" as const } } },
+  },
   503: {
     ...json(ErrorSchema, "No worker took the request in time (no_worker): MCP servers run on workers only"),
     headers: { "Retry-After": { description: "Seconds to wait before asking again", schema: { type: "integer" as const } } },
@@ -239,9 +252,9 @@ function serializeMcpServer(row: McpServerRow) {
 
 function mcpFailure(c: Context<AppEnv>, failure: McpFailure) {
   const body = { error: { code: failure.errorCode, message: failure.message } };
-  if (failure.errorCode === "no_worker") {
+  if (failure.errorCode === "no_worker" || failure.errorCode === "mcp_busy") {
     c.header("Retry-After", "5");
-    return c.json(body, 503);
+    return c.json(body, failure.errorCode === "mcp_busy" ? 429 : 503);
   }
   return c.json(body, failure.errorCode === "mcp_timeout" ? 504 : 502);
 }
@@ -381,21 +394,18 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
 
 /**
  * A stdio server is a program run on the service's hosts, so tenants may only
- * name commands an operator allowed (FOYA_MCP_STDIO_COMMANDS); an HTTP server is
- * fetched by the service, so private and loopback addresses are refused like
- * webhook targets, unless FOYA_MCP_ALLOW_PRIVATE.
+ * name commands an operator allowed, with only the environment names the operator
+ * admitted for each (FOYA_MCP_STDIO_COMMANDS; loader and start-up variables never);
+ * an HTTP server is fetched by the service, so private and loopback addresses are
+ * refused like webhook targets, unless FOYA_MCP_ALLOW_PRIVATE.
  */
 function refuseUnsafeTransport(
   config: Pick<ApiServices["config"], "mcp">,
-  transport: { kind: "stdio"; command: string } | { kind: "http"; url: string },
+  transport: { kind: "stdio"; command: string; env?: Record<string, string> | undefined } | { kind: "http"; url: string },
 ): void {
   if (transport.kind === "stdio") {
-    if (!config.mcp.stdioCommands.includes(transport.command)) {
-      throw new FoyaError(
-        "bad_request",
-        `stdio MCP servers run programs on the service's hosts; "${transport.command}" is not one an operator allowed (FOYA_MCP_STDIO_COMMANDS)`,
-      );
-    }
+    const refused = refusedStdioServer(config.mcp.stdioCommands, { command: transport.command, env: transport.env ?? {} });
+    if (refused) throw new FoyaError("bad_request", refused);
     return;
   }
   if (config.mcp.allowPrivate) return;

@@ -1,17 +1,21 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { ApprovalPolicy } from "../../core/policy.js";
-import { notFound } from "../../errors.js";
-import { parseRule } from "../../gateway/rules.js";
+import { FoyaError, notFound } from "../../errors.js";
+import { policyBudget } from "../../gateway/policy-cost.js";
+import { policySetOverBudget, preparePolicies } from "../../gateway/compiled-policy.js";
+import { parseRule, prepareRules } from "../../gateway/rules.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
-import { setProjectPolicy } from "../../store/owned-project.js";
-import { readTenantPolicy, setTenantPolicy } from "../../store/tenants.js";
+import { setProjectPolicyAdmitted } from "../../store/owned-project.js";
+import { readTenantPolicy, setTenantPolicyAdmitted } from "../../store/tenants.js";
 import { findProject } from "./find-owned.js";
 
 const RuleList = z
   .array(z.string().min(1).max(1000, "a rule may have at most 1000 characters"))
   .max(1000)
-  .superRefine((rules, ctx) => {
+  .superRefine(async (rules, ctx) => {
+    // Compiled in slices that yield (S9): a thousand new rules never hold the API's event loop.
+    await prepareRules(rules);
     for (const [index, rule] of rules.entries()) {
       const parsed = parseRule(rule);
       // Most parse errors already start with the rule, quoted.
@@ -33,7 +37,8 @@ const PolicySchema = z
       .openapi({
         description:
           "Checked deny, then ask, then allow; first match wins. E.g. `bash(npm test*)`, `write(src/**)`, `read(/etc/**)`, `web_fetch`. " +
-          "Path patterns are bash globstar globs of at most 256 characters (64 brace alternatives, 512 characters once expanded); a pattern for read, write, edit, delete or list that is not one is refused.",
+          "Path patterns are bash globstar globs of at most 256 characters (64 brace alternatives, 512 characters once expanded); a pattern for read, write, edit, delete or list that is not one is refused. " +
+          `Identical rules count once. The tenant's and a project's rules together may cost at most ${policyBudget.toLocaleString("en-US")} steps to match against the longest argument they must judge; more is refused with the cost and the costliest rules.`,
       }),
     approvalTtlSeconds: z
       .number()
@@ -84,7 +89,17 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
   });
   app.openapi(putTenantPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    await setTenantPolicy(db, c.get("tenantId"), policy);
+    const refused = await setTenantPolicyAdmitted(db, c.get("tenantId"), policy, async (projectPolicies) => {
+      await preparePolicies(projectPolicies);
+      const alone = policySetOverBudget([policy], "This policy's rules");
+      if (alone !== null) return alone;
+      for (const projectPolicy of projectPolicies) {
+        const together = policySetOverBudget([policy, projectPolicy], "This policy's rules with those of one of the tenant's projects");
+        if (together !== null) return together;
+      }
+      return null;
+    });
+    if (refused !== null) throw new FoyaError("bad_request", refused);
     return c.json(policy, 200);
   });
   app.openapi(getProjectPolicy, async (c) => {
@@ -93,8 +108,12 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
   });
   app.openapi(putProjectPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    const row = await setProjectPolicy(db, c.get("tenantId"), c.req.valid("param").id, policy);
-    if (!row) throw notFound("project");
+    const refused = await setProjectPolicyAdmitted(db, c.get("tenantId"), c.req.valid("param").id, policy, async (tenantPolicy) => {
+      await preparePolicies([tenantPolicy]);
+      return policySetOverBudget([tenantPolicy, policy], "This policy's rules with the tenant's");
+    });
+    if (refused === undefined) throw notFound("project");
+    if (refused !== null) throw new FoyaError("bad_request", refused);
     return c.json(policy, 200);
   });
 }

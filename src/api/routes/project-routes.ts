@@ -27,9 +27,10 @@ const getProject = createRoute({
 const deleteProjectRoute = createRoute({
   method: "delete",
   path: "/v1/projects/{id}",
-  summary: "Delete a project: its sessions are deleted (runs cancelled, history kept), its workspace and its trash removed for good",
+  summary:
+    "Delete a project: it answers 404 at once and its sessions are deleted (runs cancelled, history kept); its workspace and its trash are then removed for good by a worker, in the background",
   request: { params: IdParam },
-  responses: { 204: { description: "Deleted" }, ...errorResponses },
+  responses: { 204: { description: "Deleted; its files are being removed" }, ...errorResponses },
 });
 
 export function registerProjectRoutes(app: App, services: ApiServices): void {

@@ -2,7 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { notFound } from "../../errors.js";
 import { findTenant, insertTenantWithKey, updateTenantSettings } from "../../store/tenants.js";
 import type { ApiServices, App } from "../app-env.js";
-import { generateApiKey } from "../auth.js";
+import { generateApiKey, presented } from "../auth.js";
+import type { AuthFailureLockout } from "../limits/auth-failure-lockout.js";
 import {
   adminDisabledResponse,
   errorResponses,
@@ -54,12 +55,16 @@ const updateTenant = createRoute({
   },
 });
 
-/** Behind the admin token, which `createApp` checks on /v1/tenants and below. */
-export function registerTenantRoutes(app: App, services: ApiServices): void {
+/**
+ * Behind the admin token, which `createApp` checks on /v1/tenants and below. A key is vouched
+ * for as it is issued, so its first request passes an address other clients' failures locked.
+ */
+export function registerTenantRoutes(app: App, services: ApiServices, lockout: Pick<AuthFailureLockout, "vouch">): void {
   app.openapi(createTenant, async (c) => {
     const { name } = c.req.valid("json");
     const key = generateApiKey();
     const tenant = await insertTenantWithKey(services.db.db, name, key);
+    lockout.vouch(presented("tenant", key.key));
     return c.json({ tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.createdAt.toISOString() }, apiKey: key.key }, 201);
   });
 

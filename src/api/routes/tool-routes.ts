@@ -4,13 +4,30 @@ import { errorResponses, foyaId, ToolInfoSchema } from "../schemas.js";
 import { findSession } from "./find-owned.js";
 import { dropAgentAtDepthLimit } from "../../agents/child-limits.js";
 
+const McpServerListingSchema = z
+  .object({
+    name: z.string(),
+    projectId: z.string().nullable().openapi({ description: "null for a tenant-wide server" }),
+    status: z.enum(["listed", "unavailable"]).openapi({
+      description:
+        "`unavailable`: the server could not list its tools this time (`error` says why); its tools are missing, or its last known ones",
+    }),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  })
+  .openapi("McpServerListing");
+
 const listTools = createRoute({
   method: "get",
   path: "/v1/tools",
-  summary: "The registry as a session sees it, with exposure",
+  summary: "The registry as a session sees it, with exposure, and whether each MCP server of its project answered",
   request: { query: z.object({ session: foyaId() }) },
   responses: {
-    200: { content: { "application/json": { schema: z.object({ tools: z.array(ToolInfoSchema) }) } }, description: "Tools" },
+    200: {
+      content: {
+        "application/json": { schema: z.object({ tools: z.array(ToolInfoSchema), mcpServers: z.array(McpServerListingSchema) }) },
+      },
+      description: "Tools",
+    },
     ...errorResponses,
   },
 });
@@ -18,7 +35,10 @@ const listTools = createRoute({
 export function registerToolRoutes(app: App, services: ApiServices): void {
   app.openapi(listTools, async (c) => {
     const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("query").session);
-    const { registry } = await services.catalogViaWorkers.forProject({ tenantId: session.tenantId, projectId: session.projectId });
+    const { registry, mcpServers } = await services.catalogViaWorkers.forProject({
+      tenantId: session.tenantId,
+      projectId: session.projectId,
+    });
     const exposed = new Set(
       dropAgentAtDepthLimit(registry.exposedFor(session), session, services.config.runs.agentMaxDepth).map((tool) => tool.name),
     );
@@ -33,6 +53,6 @@ export function registerToolRoutes(app: App, services: ApiServices): void {
         sideEffect: tool.sideEffect,
         exposedNow: exposed.has(tool.name),
       }));
-    return c.json({ tools }, 200);
+    return c.json({ tools, mcpServers }, 200);
   });
 }

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError, notFound } from "../../errors.js";
-import { dropTrashRecord, findTrashEntry, listTrash, projectTrashRoot } from "../../workspace/project-trash.js";
+import { dropTrashRecord, findTrashEntry, listTrashPage, projectTrashRoot } from "../../workspace/project-trash.js";
 import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
 import { isWorkspaceError } from "../../workspace/workspace-files.js";
 import type { ApiServices, App } from "../app-env.js";
@@ -17,23 +17,37 @@ const TrashEntrySchema = z
   })
   .openapi("TrashEntry");
 
+const entryId = z.string().regex(/^[0-9a-f-]{36}$/);
+
 const EntryParams = z.object({
   id: IdParam.shape.id,
-  entryId: z
-    .string()
-    .regex(/^[0-9a-f-]{36}$/)
-    .openapi({ param: { name: "entryId", in: "path" } }),
+  entryId: entryId.openapi({ param: { name: "entryId", in: "path" } }),
+});
+
+const TrashPageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  after: entryId.optional().openapi({ description: "The `next` of the previous page: entries after this one, older." }),
 });
 
 const listProjectTrash = createRoute({
   method: "get",
   path: "/v1/projects/{id}/trash",
-  summary: "What `delete` and reverts removed from the project's workspace, newest first (SPEC F4); kept for FOYA_TRASH_RETENTION_DAYS",
-  request: { params: IdParam },
+  summary:
+    "What `delete` and reverts removed from the project's workspace, newest first, in pages (SPEC F4); kept for FOYA_TRASH_RETENTION_DAYS",
+  request: { params: IdParam, query: TrashPageQuery },
   responses: {
     200: {
-      content: { "application/json": { schema: z.object({ entries: z.array(TrashEntrySchema) }) } },
-      description: "The project's trash",
+      content: {
+        "application/json": {
+          schema: z
+            .object({
+              entries: z.array(TrashEntrySchema),
+              next: z.string().nullable().openapi({ description: "Pass as `after` for the next page; null when this page is the last." }),
+            })
+            .openapi("TrashPage"),
+        },
+      },
+      description: "One page of the project's trash",
     },
     ...errorResponses,
   },
@@ -62,8 +76,8 @@ export function registerTrashRoutes(app: App, services: ApiServices): void {
 
   app.openapi(listProjectTrash, async (c) => {
     const project = await projectOf(c.get("tenantId"), c.req.valid("param").id);
-    const entries = await listTrash(project.trash, project.workspacePath);
-    return c.json({ entries: entries.map((entry) => ({ ...entry, deletedAt: entry.deletedAt.toISOString() })) }, 200);
+    const page = await listTrashPage(project.trash, project.workspacePath, c.req.valid("query"));
+    return c.json({ entries: page.entries.map((entry) => ({ ...entry, deletedAt: entry.deletedAt.toISOString() })), next: page.next }, 200);
   });
 
   app.openapi(restoreTrashEntry, async (c) => {

@@ -1,9 +1,57 @@
-import { chmodSync, renameSync, unlinkSync } from "node:fs";
-import path from "node:path";
-import { viaDescriptor } from "../../workspace/descriptor-walk.js";
-import { placeInTrash } from "../../workspace/project-trash.js";
-import type { StrictFolders } from "./strict-folders.js";
+import { chmodSync, constants, openSync, unlinkSync } from "node:fs";
+import { link, rename } from "node:fs/promises";
+import { closeQuietly, O_PATH } from "../../workspace/descriptor-walk.js";
+import { timeSlices, type TimeSlices } from "../../core/time-slices.js";
+import { hostPathOf, isAtOrBelow, namesOf, shownOf, type EntryPath, viaDescriptorBytes } from "../../workspace/entry-path.js";
+import type { FolderHandles } from "../../workspace/folder-handles.js";
+import type { TrashPlacer } from "../../workspace/project-trash.js";
 import type { LayerPlan } from "./upper-changes.js";
+
+/** Past this many replaced files kept by no record, they go into the trash as one folder. */
+const bundleAbove = 100;
+/** Folders worked on at once by the large loops, each with two descriptors of its own. */
+const foldersAtOnce = 4;
+const slash = Buffer.from("/");
+
+/**
+ * Runs `op` over `entries` grouped by their folder, a few folders at once, each folder's entries in
+ * order, through descriptors of the group's own (the shared handles may let theirs go meanwhile).
+ * The renames and links then wait in node's thread pool, not on the event loop, where a journal
+ * commit of the file system could hold one for tens of milliseconds.
+ */
+async function byFolder(
+  entries: readonly EntryPath[],
+  sides: { upper: FolderHandles; workspace: FolderHandles },
+  slices: TimeSlices,
+  op: (folders: { upper: number | null; workspace: number | null }, entry: EntryPath, folder: EntryPath) => Promise<void>,
+): Promise<void> {
+  const groups = new Map<EntryPath, EntryPath[]>();
+  for (const entry of entries) {
+    if (slices.spent()) await slices.pause();
+    if (!entry.parent) continue;
+    const group = groups.get(entry.parent);
+    if (group) group.push(entry);
+    else groups.set(entry.parent, [entry]);
+  }
+  const queue = [...groups];
+  const own = (fd: number | null) => (fd === null ? null : openSync(`/proc/self/fd/${fd}`, O_PATH | constants.O_DIRECTORY));
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      const [folder, group] = next;
+      const folders = { upper: own(sides.upper.folder(folder)), workspace: own(sides.workspace.folder(folder)) };
+      try {
+        for (const entry of group) {
+          await op(folders, entry, folder);
+          if (slices.spent()) await slices.pause();
+        }
+      } finally {
+        if (folders.upper !== null) closeQuietly(folders.upper);
+        if (folders.workspace !== null) closeQuietly(folders.workspace);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(foldersAtOnce, queue.length) }, worker));
+}
 
 export interface ApplyOutcome {
   /** Upper entries now in the workspace. */
@@ -12,60 +60,128 @@ export interface ApplyOutcome {
   trashed: number;
   /** Upper entries that could not be placed (the workspace changed under them): in the trash, under the path they were meant for. */
   unplaced: string[];
+  /** Upper entries not applied because the workspace changed there since (the plan's `setAside`) now in the trash. */
+  setAside: number;
 }
-
-const within = (inner: readonly string[], outer: readonly string[]) =>
-  outer.length <= inner.length && outer.every((name, i) => inner[i] === name);
 
 /**
  * Applies a layered call's plan to the workspace (SPEC X7): removals into the
  * project's trash, folder modes, then each upper entry renamed into place, a
- * new folder whole. Every workspace folder is reached by descriptor, never
- * through a symlink (`strict-folders.ts`). Renames move entries out of upper,
- * so an apply cut short by a crash can run again on what is left.
+ * new folder whole; what the plan sets aside (not applied: the workspace
+ * changed there since) goes to the trash under its path. Each rename is
+ * atomic, so a reader of the workspace sees a file's old content or its new
+ * one, never a half-written one. Every folder on both sides is reached by
+ * descriptor, never through a symlink, names as bytes; renames move entries
+ * out of upper, so an apply cut short by a crash can run again on what is
+ * left. Linear in the plan's size and run in time slices: a call that
+ * rewrote 200,000 files does not stop its worker.
  */
-export function applyLayer(plan: LayerPlan, folders: StrictFolders, trash: { root: string; workspaceDir: string }): ApplyOutcome {
-  const outcome: ApplyOutcome = { placed: 0, trashed: 0, unplaced: [] };
-  const original = (components: readonly string[]) => path.join(trash.workspaceDir, ...components);
+export async function applyLayer(
+  plan: LayerPlan,
+  sides: { upper: FolderHandles; workspace: FolderHandles },
+  trash: {
+    placer: TrashPlacer;
+    workspaceDir: string;
+    /** Where, in the workspace, the folder of the replaced files kept together (past `bundleAbove`) is restored to. */
+    bundleAt: EntryPath;
+  },
+  slices: TimeSlices = timeSlices(),
+): Promise<ApplyOutcome> {
+  const { upper, workspace } = sides;
+  const outcome: ApplyOutcome = { placed: 0, trashed: 0, unplaced: [], setAside: 0 };
+  const original = (entry: EntryPath) => hostPathOf(trash.workspaceDir, entry);
+  const inUpper = (entry: EntryPath): Buffer | null => {
+    const fd = entry.parent ? upper.folder(entry.parent) : null;
+    return fd === null ? null : viaDescriptorBytes(fd, entry.name);
+  };
   for (const whiteout of plan.strayWhiteouts) {
+    if (slices.spent()) await slices.pause();
+    const at = inUpper(whiteout);
     try {
-      unlinkSync(whiteout);
+      if (at) unlinkSync(at);
     } catch {
       // gone already (an apply that ran before)
     }
   }
-  const removed: string[][] = [];
-  for (const components of plan.removals) {
-    if (removed.some((done) => within(components, done))) continue;
-    const parent = folders.folder(components.slice(0, -1));
-    const name = components[components.length - 1] as string;
-    if (parent === null || folders.entry(parent, name) === null) continue;
-    folders.forget(components);
-    placeInTrash(trash.root, viaDescriptor(parent, name), original(components));
-    removed.push(components);
+  // Shallowest first, and nothing below an entry that already went (a prefix set: linear, not every removal against every other).
+  const removed = new Set<EntryPath>();
+  for (const entry of [...plan.removals].sort((a, b) => a.depth - b.depth)) {
+    if (slices.spent()) await slices.pause();
+    if (isAtOrBelow(entry, removed) || !entry.parent) continue;
+    if (workspace.entry(entry.parent, entry.name) === null) continue;
+    const parentFd = workspace.folder(entry.parent);
+    if (parentFd === null) continue;
+    workspace.forget(entry);
+    trash.placer.place(viaDescriptorBytes(parentFd, entry.name), original(entry));
+    removed.add(entry);
     outcome.trashed++;
   }
-  for (const { components, mode } of plan.modes) {
-    const fd = folders.folder(components);
-    // setuid and setgid never come from a tool process (as for files the door writes).
-    if (fd !== null) chmodSync(viaDescriptor(fd), mode & 0o1777);
+  // Many at once go into one trash entry (a folder restored whole), a few each into its own.
+  const preserved: EntryPath[] = [];
+  for (const entry of plan.preserved) {
+    if (!isAtOrBelow(entry, removed)) preserved.push(entry);
+    if (slices.spent()) await slices.pause();
   }
-  for (const move of plan.moves) {
-    const parent = folders.folder(move.components.slice(0, -1));
-    const name = move.components[move.components.length - 1] as string;
-    try {
-      if (parent === null) throw new Error("its folder is gone");
-      renameSync(move.hostPath, viaDescriptor(parent, name));
-      outcome.placed++;
-    } catch {
-      // A folder or file that appeared in the workspace meanwhile stands there: the call's version is kept in the trash, not lost.
+  if (preserved.length > bundleAbove) {
+    const bundle = trash.placer.bundle(hostPathOf(trash.workspaceDir, trash.bundleAt));
+    await byFolder(preserved, sides, slices, async (folders, entry, folder) => {
+      if (folders.workspace === null) return;
+      const from = viaDescriptorBytes(folders.workspace, entry.name);
+      const into = bundle.folderFor(namesOf(folder));
       try {
-        placeInTrash(trash.root, move.hostPath, original(move.components));
-        outcome.unplaced.push(move.components.join("/"));
+        if (into) await link(from, Buffer.concat([into, slash, entry.name]));
+        else trash.placer.keepCopy(from, original(entry));
+        outcome.trashed++;
       } catch {
-        // the entry already left upper (an earlier apply placed it)
+        // gone meanwhile: nothing is replaced
+      }
+    });
+  } else {
+    for (const entry of preserved) {
+      if (slices.spent()) await slices.pause();
+      const parentFd = entry.parent ? workspace.folder(entry.parent) : null;
+      if (parentFd === null) continue;
+      try {
+        trash.placer.keepCopy(viaDescriptorBytes(parentFd, entry.name), original(entry));
+        outcome.trashed++;
+      } catch {
+        // gone meanwhile: nothing is replaced
       }
     }
+  }
+  for (const { entry, mode } of plan.modes) {
+    const fd = workspace.folder(entry);
+    // setuid and setgid never come from a tool process (as for files the door writes).
+    if (fd !== null) chmodSync(viaDescriptorBytes(fd), mode & 0o1777);
+  }
+  const keepInTrash = (entry: EntryPath): boolean => {
+    const from = inUpper(entry);
+    if (!from) return false;
+    try {
+      trash.placer.place(from, original(entry));
+      return true;
+    } catch {
+      // the entry already left upper (an earlier apply placed it)
+      return false;
+    }
+  };
+  // In rank order (.git's objects before what names them), each rank's folders a few at once.
+  for (const rank of plan.moves) {
+    await byFolder(rank, sides, slices, async (folders, entry) => {
+      try {
+        if (folders.upper === null) return;
+        if (folders.workspace === null) throw new Error("its folder is gone");
+        await rename(viaDescriptorBytes(folders.upper, entry.name), viaDescriptorBytes(folders.workspace, entry.name));
+        outcome.placed++;
+      } catch {
+        // A folder or file that appeared in the workspace meanwhile stands there: the call's version is kept in the trash, not lost.
+        if (keepInTrash(entry)) outcome.unplaced.push(shownOf(entry));
+      }
+    });
+  }
+  for (const entry of plan.setAside) {
+    if (slices.spent()) await slices.pause();
+    if (keepInTrash(entry)) outcome.setAside++;
   }
   return outcome;
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   chmodSync,
   chownSync,
@@ -12,7 +12,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { rm } from "node:fs/promises";
+import { runChild } from "../../processes/start-child.js";
 import { hostname } from "node:os";
 import path from "node:path";
 import { findExecutable } from "../find-executable.js";
@@ -24,7 +24,15 @@ import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay-moun
  * workspaces folder, and on the workspaces' own file system, so applying a
  * call's changes is a rename. `meta.json` says whose call it is and which
  * process runs it: a folder whose process is gone is an interrupted call's,
- * rolled forward by the next worker on the host (`roll-forward-layers.ts`).
+ * settled (`roll-forward-layers.ts`) before any later call of its project runs.
+ *
+ * A folder's name starts with its workspace's key, so the layers of one project
+ * are found by name alone, then the time it was made (layers of a project settle
+ * in the order their calls ran). A suffix tells its state:
+ *
+ *     <key>-<time>-<random>                       its call's command runs (or ran) in the process named in meta.json
+ *     <key>-<time>-<random>.released              its own process could not settle it: any worker of the host may
+ *     <key>-<time>-<random>.claimed-<pid>-<start> a worker is settling it now
  */
 
 /** Who a layered call belongs to: enough to record its changes when its own worker died. */
@@ -52,14 +60,31 @@ export interface CallLayer {
   startedAtMs: number;
 }
 
+/**
+ * A layer found on this host: `running` while the process that started its command lives (its
+ * own call settles it), `orphan` when that process is gone or gave it up (interrupted: to be
+ * settled), `settling` while a live worker settles it.
+ */
+export interface FoundLayer {
+  dir: string;
+  meta: CallLayerMeta | null;
+  state: "running" | "orphan" | "settling";
+}
+
 export interface CallLayers {
   readonly root: string;
   /** Makes one call's folders, upper owned like the workspace; null when this workspace cannot be layered (another file system). */
   open(workspaceDir: string, owner: CallLayerOwner): CallLayer | null;
   /** Removes a call's folders once applied; off the call's path. */
   discard(layer: Pick<CallLayer, "dir">): void;
-  /** Folders whose process is gone: interrupted calls to roll forward. */
-  orphans(): Array<{ dir: string; meta: CallLayerMeta | null }>;
+  /** Gives a layer of this process up for any worker of the host to settle (its own settle failed). */
+  release(dir: string): void;
+  /** Counts one failed attempt to settle a layer, in its folder; answers the count so far. */
+  countFailure(dir: string): number;
+  /** The layers of one workspace on this host, oldest first. */
+  ofWorkspace(workspaceDir: string): FoundLayer[];
+  /** Folders whose process is gone, of every workspace, oldest first: interrupted calls to settle. */
+  orphans(): FoundLayer[];
   /**
    * Takes an orphan for this process, by renaming it (only one of the workers
    * of a host racing for it wins); answers its new folder, or null if another
@@ -71,8 +96,16 @@ export interface CallLayers {
 export type CallLayerSupport = { ok: true; layers: CallLayers } | { ok: false; reason: string };
 
 const layersFolderName = ".calls";
-/** The suffix a worker rolling a layer forward gives its folder: its pid and start time. */
+/** The suffix a worker settling a layer gives its folder: its pid and start time. */
 const claimPattern = /\.claimed-(\d+)-(\d+)$/;
+const releasedSuffix = ".released";
+/** Any state suffix, to find a folder's base name. */
+const suffixPattern = /(\.claimed-\d+-\d+|\.released)$/;
+
+/** The key that starts the names of a workspace's layers: a digest of its path (names are not paths). */
+function workspaceKey(workspaceDir: string): string {
+  return createHash("sha256").update(workspaceDir).digest("hex").slice(0, 16);
+}
 
 function processStart(pid: number): string | null {
   try {
@@ -119,7 +152,11 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
         ensureRoot();
         const workspace = statSync(workspaceDir);
         if (statSync(root).dev !== workspace.dev) return null;
-        const dir = path.join(root, `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`);
+        // Fixed width, so names sort by time.
+        const dir = path.join(
+          root,
+          `${workspaceKey(workspaceDir)}-${Date.now().toString(36).padStart(10, "0")}-${randomBytes(6).toString("hex")}`,
+        );
         const folders = { upperDir: path.join(dir, "upper"), workDir: path.join(dir, "work") };
         mkdirSync(dir, { mode: 0o700 });
         mkdirSync(folders.upperDir);
@@ -132,10 +169,32 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
         return { dir, folders, meta, startedAtMs: Date.now() };
       },
       discard(layer) {
-        void rm(layer.dir, { recursive: true, force: true }).catch(() => {});
+        void removeLayerFolder(layer.dir).catch(() => {});
+      },
+      countFailure(dir) {
+        const file = path.join(dir, "attempts");
+        let attempts = 0;
+        try {
+          attempts = Number(readFileSync(file, "utf8")) || 0;
+        } catch {
+          // the first failure
+        }
+        try {
+          writeFileSync(file, String(attempts + 1));
+        } catch {
+          // the folder went meanwhile
+        }
+        return attempts + 1;
+      },
+      release(dir) {
+        try {
+          renameSync(dir, `${dir.replace(suffixPattern, "")}${releasedSuffix}`);
+        } catch {
+          // gone already: settled by another path
+        }
       },
       claim(dir) {
-        const claimed = `${dir.replace(claimPattern, "")}.claimed-${self.pid}-${self.processStart}`;
+        const claimed = `${dir.replace(suffixPattern, "")}.claimed-${self.pid}-${self.processStart}`;
         try {
           renameSync(dir, claimed);
           return claimed;
@@ -143,32 +202,47 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
           return null;
         }
       },
+      ofWorkspace(workspaceDir) {
+        const key = `${workspaceKey(workspaceDir)}-`;
+        return found((name) => name.startsWith(key)).filter((layer) => layer.meta === null || layer.meta.workspaceDir === workspaceDir);
+      },
       orphans() {
-        let names: string[];
-        try {
-          names = readdirSync(root);
-        } catch {
-          return [];
-        }
-        const found: Array<{ dir: string; meta: CallLayerMeta | null }> = [];
-        for (const name of names) {
-          const dir = path.join(root, name);
-          let meta: CallLayerMeta | null = null;
-          try {
-            meta = JSON.parse(readFileSync(path.join(dir, "meta.json"), "utf8")) as CallLayerMeta;
-          } catch {
-            // a folder without its record: made by a worker that died before writing it; nothing ran in it
-          }
-          if (meta && meta.host !== self.host) continue;
-          const claimed = claimPattern.exec(name);
-          // Claimed by a worker rolling it forward now, or still running its command: not an orphan.
-          if (claimed ? processStart(Number(claimed[1])) === claimed[2] : meta && processStart(meta.pid) === meta.processStart) continue;
-          found.push({ dir, meta });
-        }
-        return found;
+        return found(() => true).filter((layer) => layer.state === "orphan");
       },
     },
   };
+
+  /** The layers of this host whose folder name passes `wanted`, oldest first, with their state. */
+  function found(wanted: (name: string) => boolean): FoundLayer[] {
+    let names: string[];
+    try {
+      names = readdirSync(root);
+    } catch {
+      return [];
+    }
+    const layers: FoundLayer[] = [];
+    for (const name of names.filter(wanted).sort()) {
+      if (name.startsWith(".probe-")) continue;
+      const dir = path.join(root, name);
+      let meta: CallLayerMeta | null = null;
+      try {
+        meta = JSON.parse(readFileSync(path.join(dir, "meta.json"), "utf8")) as CallLayerMeta;
+      } catch {
+        // a folder without its record: made by a worker that died before writing it; nothing ran in it
+      }
+      if (meta && meta.host !== self.host) continue;
+      const claimed = claimPattern.exec(name);
+      const state: FoundLayer["state"] = claimed
+        ? processStart(Number(claimed[1])) === claimed[2]
+          ? "settling"
+          : "orphan"
+        : name.endsWith(releasedSuffix) || !meta || processStart(meta.pid) !== meta.processStart
+          ? "orphan"
+          : "running";
+      layers.push({ dir, meta, state });
+    }
+    return layers;
+  }
 }
 
 /** Whether a layer's workspace is still there (its project may have been deleted while the command ran). */
@@ -200,7 +274,13 @@ function probeOverlay(root: string, searchPath: string): string | null {
   }
 }
 
-/** Removes a folder left by a call that never started (no record): nothing in it was ever visible. */
-export function removeLayerNow(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+/**
+ * Removes a layer's folder once it was settled (or was never used). GNU `rm -rf` walks by
+ * descriptor: a layer can hold a tree deeper than any path can name, where a walk by path
+ * (node's own `rm`) fails with ENAMETOOLONG and would keep the layer for ever.
+ */
+export async function removeLayerFolder(dir: string): Promise<void> {
+  const { end, stderr } = await runChild("rm", ["-rf", "--one-file-system", "--", dir], {});
+  if (end.kind === "not_started") throw end.error;
+  if (end.exitCode !== 0) throw new Error(`rm could not remove ${dir}: ${stderr.trim() || `exit ${end.exitCode}`}`);
 }

@@ -26,6 +26,7 @@ import { expandBraceWord } from "./expand-brace-word.js";
 import { isHarmlessDevice } from "./harmless-devices.js";
 import { joinedCommandLine, joinWords } from "./join-words.js";
 import { markReplaced, xargsReplaceString } from "./mark-replaced.js";
+import { fileChangeReason, wrapperFileChangeReason } from "./file-keepers.js";
 import { firstPositional, networkReason } from "./network-reason.js";
 import { printsNothing } from "./prints-nothing.js";
 import { programFileFinding } from "./program-file-finding.js";
@@ -43,6 +44,8 @@ const truncating: ReadonlySet<string> = new Set([">", ">|", "&>", ">&"]);
 export class Analysis {
   readonly commands: ShellSubCommand[] = [];
   readonly redirections: ShellRedirectFinding[] = [];
+  /** Redirections that replace or rewrite a file in place (`> f`, `&> f`, `<> f`); appends keep what is there. */
+  readonly overwrites: ShellRedirectFinding[] = [];
   network = false;
 
   private readonly workspaceDir: string;
@@ -69,9 +72,10 @@ export class Analysis {
     }
   }
 
-  private push(text: string, program: string, wrapper: boolean, findings: ShellFinding[]): void {
+  /** `changesFiles`: why it may change an existing file; null when it is known not to, or runs nothing of its own. */
+  private push(text: string, program: string, wrapper: boolean, findings: ShellFinding[], changesFiles: string | null = null): void {
     if (findings.some((finding) => finding.kind === "network")) this.network = true;
-    this.commands.push({ text, program, wrapper, findings });
+    this.commands.push({ text, program, wrapper, findings, changesFiles });
   }
 
   /** `silent`: the command prints nothing, so a truncating redirection only empties its file (`: > f`). */
@@ -79,6 +83,10 @@ export class Analysis {
     const { op, target } = redirection;
     const writes = op !== "<" && op !== "<&";
     const shown = `${op} ${target.text}`;
+    if ((truncating.has(op) || op === "<>") && !isHarmlessDevice(target.text)) {
+      const what = op === "<>" ? "opens it to be written in place" : "replaces its content";
+      this.overwrites.push({ kind: "destructive", reason: `the redirection "${shown}" ${what}`, command: command || shown });
+    }
     if (silent && truncating.has(op) && !isHarmlessDevice(target.text)) {
       this.redirections.push({
         kind: "destructive",
@@ -103,13 +111,15 @@ export class Analysis {
   /** A nested command line: `sh -c '…'`, `eval …`, `su -c …`, `env -S …`. */
   private script(text: string, via: string, depth: number): void {
     if (depth >= maxScriptNesting) {
-      this.push(text, "", false, [{ kind: "unparsed", reason: "the command nests shells too deeply to check" }]);
+      const reason = "the command nests shells too deeply to check";
+      this.push(text, "", false, [{ kind: "unparsed", reason }], reason);
       return;
     }
     const parsed = parseShell(text);
-    if (!parsed.ok)
-      this.push(text, "", false, [{ kind: "unparsed", reason: `the script given to ${via} could not be parsed: ${parsed.error}` }]);
-    else this.simpleCommands(parsed.commands, depth + 1);
+    if (!parsed.ok) {
+      const reason = `the script given to ${via} could not be parsed: ${parsed.error}`;
+      this.push(text, "", false, [{ kind: "unparsed", reason }], reason);
+    } else this.simpleCommands(parsed.commands, depth + 1);
   }
 
   private words(all: readonly ShellWord[], depth: number, level = 0): void {
@@ -118,7 +128,8 @@ export class Analysis {
     if (!first) return;
     const text = joinWords(words);
     if (level > maxWrapperNesting) {
-      this.push(text, "", false, [{ kind: "unparsed", reason: "the command nests wrappers too deeply to check" }]);
+      const reason = "the command nests wrappers too deeply to check";
+      this.push(text, "", false, [{ kind: "unparsed", reason }], reason);
       return;
     }
     if (first.literal && (first.text === "for" || first.text === "select")) {
@@ -145,15 +156,13 @@ export class Analysis {
     const head = words[0] as ShellWord;
     const args = words.slice(1);
     if (!head.literal) {
-      this.push(text, "", false, [
-        { kind: "unknown", reason: `the program "${head.text}" is only known at run time` },
-        ...this.pathFindings("", args),
-      ]);
+      const unknown = `the program "${head.text}" is only known at run time`;
+      this.push(text, "", false, [{ kind: "unknown", reason: unknown }, ...this.pathFindings("", args)], unknown);
       return;
     }
     const program = path.basename(head.text);
     const file = programFileFinding(head.text);
-    if (file) this.push(text, program, false, [file]);
+    if (file) this.push(text, program, false, [file], file.reason);
     const wrapper = wrappers.get(program);
     if (wrapper) return this.wrapper(program, wrapper, args, text, depth, level);
     if (shells.has(program)) return this.shell(program, args, text, depth);
@@ -170,7 +179,7 @@ export class Analysis {
     const effects = programEffects(program, args);
     const findings = [...this.programFindings(program, args), ...effects.findings];
     if (declarers.has(program)) for (const arg of args) if (assignment.test(arg.text)) findings.push(...this.variableFindings(arg, depth));
-    this.push(text, program, false, findings);
+    this.push(text, program, false, findings, fileChangeReason(program, args));
     this.follow(effects, depth, level);
     if (program === "find") {
       // `find … -exec CMD {} ;` runs CMD: a sub-command of its own, where `{}` is a found path
@@ -195,7 +204,7 @@ export class Analysis {
     const findings = this.pathFindings(program, args);
     if (file)
       findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
-    this.push(text, program, false, findings);
+    this.push(text, program, false, findings, `${program} runs a script file, whose commands cannot be judged`);
   }
 
   /** `alias name='…'`: what it runs is judged as if it ran, since later lines may use it. */
@@ -282,7 +291,7 @@ export class Analysis {
     let script = commandOption ? (args[index + 1] ?? null) : options.script;
     if (spec.shellJoined && index < args.length) script = joinedCommandLine(args.slice(index));
     if (script && !script.literal) findings.push({ kind: "unknown", reason: `${program} runs a command line only known at run time` });
-    this.push(text, program, true, findings);
+    this.push(text, program, true, findings, wrapperFileChangeReason(program, args.slice(0, options.next)));
     if (spec.lookupOptions && options.flags.some((flag) => spec.lookupOptions?.includes(flag))) return; // `command -v rm` runs nothing
     if (script) {
       if (script.literal)
@@ -318,7 +327,7 @@ export class Analysis {
       if (stdin || !file)
         findings.push({ kind: "unknown", reason: `${program} runs commands read from its input, which cannot be judged` });
       else findings.unshift({ kind: "unknown", reason: `${program} runs the script file "${file.text}", whose commands cannot be judged` });
-      this.push(text, program, false, findings);
+      this.push(text, program, false, findings, `${program} runs commands that cannot be judged`);
       return;
     }
     const script = args[index];

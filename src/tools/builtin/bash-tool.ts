@@ -39,7 +39,7 @@ export const bashTool = defineTool({
   parameters: bashArguments,
   exposure: "direct",
   sideEffect: "exec",
-  approvalSubject: (args) => ({ kind: "command", command: args.command }),
+  approvalSubject: (args) => ({ kind: "command", command: args.command, background: args.background === true }),
   async run(context, args) {
     if (context.approvalMode !== "full_access") {
       const reason = findPermanentDelete(args.command);
@@ -55,7 +55,7 @@ export const bashTool = defineTool({
     const prepared = await context.processes.prepare(args.command, { headBytes, tailBytes }, { recordChanges: true });
     if ("unavailable" in prepared) return errorResult(prepared.code, prepared.unavailable);
     if (context.signal.aborted) {
-      prepared.layer?.discard();
+      prepared.discard();
       return errorResult("cancelled", "(no output)\n\n[cancelled]");
     }
     // The tenant's wall-time limit caps whatever the model asked for (S7).
@@ -100,7 +100,7 @@ async function settleChanges(
   } catch (error) {
     return {
       records: [],
-      note: `this command's changes could not be applied yet (${(error as Error).message}); they are kept and applied when this worker restarts`,
+      note: `this command's changes could not be applied yet (${(error as Error).message}); they are kept, and settled before the next call of this project runs`,
     };
   }
 }

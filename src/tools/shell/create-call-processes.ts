@@ -55,6 +55,7 @@ export function createCallProcesses(options: {
         identity: options.identity,
         limits: options.limits,
         runner: options.runner,
+        lifetime: how.background ? "background" : "call",
         ...(layer ? { overlay: layer.folders } : {}),
         ...(options.observeStart ? { observeStart: options.observeStart } : {}),
       });
@@ -71,14 +72,25 @@ export function createCallProcesses(options: {
             layering.layers.discard(layer);
             return settled;
           } catch (error) {
-            // The upper folder stays: the next worker on this host rolls it forward once this process is gone.
-            layering.onError("a command's changes could not be applied; its layer is kept for roll-forward", error);
+            // The upper folder stays, given up to the host: the project's next batch settles it before running anything.
+            layering.layers.release(layer.dir);
+            layering.onError(
+              "a command's changes could not be applied; its layer is kept and settled before the project's next call",
+              error,
+            );
             throw error;
           }
         },
         discard: () => layering.layers.discard(layer),
       };
-      return { ...prepared, layer: held };
+      return {
+        ...prepared,
+        layer: held,
+        discard() {
+          prepared.discard();
+          held.discard();
+        },
+      };
     },
   };
 }

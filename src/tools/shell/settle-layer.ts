@@ -1,8 +1,10 @@
 import { applyLayer, type ApplyOutcome } from "../../sandbox/overlay/apply-upper.js";
 import { workspaceExists, type CallLayer } from "../../sandbox/overlay/call-layers.js";
-import { openStrictFolders } from "../../sandbox/overlay/strict-folders.js";
 import { planLayer, type LayerPlan } from "../../sandbox/overlay/upper-changes.js";
-import { projectTrashRoot } from "../../workspace/project-trash.js";
+import { timeSlices } from "../../core/time-slices.js";
+import { childPath, rootPath } from "../../workspace/entry-path.js";
+import { openFolderHandles } from "../../workspace/folder-handles.js";
+import { projectTrashRoot, trashPlacer } from "../../workspace/project-trash.js";
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import type { FileChangeRecord, ToolContext } from "../tool.js";
 
@@ -11,18 +13,19 @@ const layerLimits = { maxFiles: 2000, maxBytes: 256 * 1024 * 1024, maxFileBytes:
 
 export interface SettledLayer {
   records: FileChangeRecord[];
-  /** For the model and the client: what was not recorded per file, and conflicts; null when every change was recorded plainly. */
+  /** For the model and the client: what was not recorded per file, and what was not applied; null when every change was recorded and applied plainly. */
   note: string | null;
-  plan: LayerPlan;
+  plan: LayerPlan | null;
   outcome: ApplyOutcome;
 }
 
 /**
  * Ends a layered call (SPEC X7): reads what its command changed, keeps both
  * versions of each file in the blob store, then applies the changes to the
- * workspace. The records are made before the workspace changes, so a crash
- * in between leaves the upper folder to roll forward, never changes without
- * their before.
+ * workspace, except where the workspace changed since the command made its
+ * version (those are recorded as not applied). The records are made before
+ * the workspace changes, so a crash in between leaves the upper folder to roll
+ * forward, never changes without their before.
  */
 export async function settleLayer(
   layer: Pick<CallLayer, "folders" | "startedAtMs" | "meta">,
@@ -30,55 +33,65 @@ export async function settleLayer(
 ): Promise<SettledLayer> {
   // The project was deleted while the command ran: there is nothing to apply to, and nothing to keep.
   if (!workspaceExists(layer.meta.workspaceDir)) {
-    const plan: LayerPlan = {
-      removals: [],
-      strayWhiteouts: [],
-      modes: [],
-      moves: [],
-      files: [],
-      summarized: { files: 0, roots: [], overLimit: 0 },
-      conflicts: [],
-    };
     return {
       records: [],
       note: "the workspace was deleted while this command ran; its changes were dropped with it",
-      plan,
-      outcome: { placed: 0, trashed: 0, unplaced: [] },
+      plan: null,
+      outcome: { placed: 0, trashed: 0, unplaced: [], setAside: 0 },
     };
   }
-  const folders = openStrictFolders(layer.meta.workspaceDir);
+  const workspace = openFolderHandles(layer.meta.workspaceDir);
+  const upper = openFolderHandles(layer.folders.upperDir);
+  const slices = timeSlices();
   try {
-    const plan = await planLayer({ upperDir: layer.folders.upperDir, folders, startedAtMs: layer.startedAtMs, limits: layerLimits });
+    const plan = await planLayer({ upper, workspace, startedAtMs: layer.startedAtMs, limits: layerLimits, slices });
     const records: FileChangeRecord[] = [];
-    for (const file of plan.files) records.push(await recordFileChange(deps, file.path, file.before, file.after));
-    const outcome = applyLayer(plan, folders, {
-      root: projectTrashRoot(deps.workspacesDir, layer.meta.workspaceDir),
-      workspaceDir: layer.meta.workspaceDir,
-    });
+    for (const file of plan.files) {
+      const record = await recordFileChange(deps, file.path, file.before, file.after);
+      records.push(file.notApplied ? { ...record, notApplied: "changed_since" } : record);
+      if (slices.spent()) await slices.pause();
+    }
+    const outcome = await applyLayer(
+      plan,
+      { upper, workspace },
+      {
+        placer: trashPlacer(projectTrashRoot(deps.workspacesDir, layer.meta.workspaceDir)),
+        workspaceDir: layer.meta.workspaceDir,
+        bundleAt: childPath(rootPath, Buffer.from(`.replaced-by-${layer.meta.toolCallId}`)),
+      },
+      slices,
+    );
     return { records, note: describe(plan, outcome), plan, outcome };
   } finally {
-    folders.close();
+    upper.close();
+    workspace.close();
   }
 }
+
+const listed = (paths: readonly string[], limit = 10) => `${paths.slice(0, limit).join(", ")}${paths.length > limit ? ", ..." : ""}`;
 
 function describe(plan: LayerPlan, outcome: ApplyOutcome): string | null {
   const lines: string[] = [];
   const { summarized } = plan;
   if (summarized.files > 0 || summarized.roots.length > 0)
     lines.push(
-      `changes under ${summarized.roots.slice(0, 5).join(", ")}${summarized.roots.length > 5 ? ", ..." : ""} are not recorded file by file${summarized.files > 0 ? ` (${summarized.files} files)` : ""}`,
+      `changes under ${listed(summarized.roots, 5)} are not recorded file by file${summarized.files > 0 ? ` (${summarized.files} files)` : ""}`,
     );
   if (summarized.overLimit > 0)
     lines.push(
       `${summarized.overLimit} changed files were past the recording limits and are not recorded (what was removed or replaced is in the project's trash)`,
     );
-  if (plan.conflicts.length > 0)
+  if (summarized.unnamed > 0)
     lines.push(
-      `changed by something else while this command ran, and replaced by its version (the other version is kept in the file change or the trash): ${plan.conflicts.slice(0, 10).join(", ")}`,
+      `${summarized.unnamed} changed files have names that are not valid UTF-8 and are not recorded (what was removed or replaced is in the project's trash)`,
+    );
+  if (plan.notApplied.length > 0)
+    lines.push(
+      `not applied, because the workspace changed there since this command made its version (the newer content was kept; this command's version is in its file change, or in the project's trash): ${listed(plan.notApplied)}`,
     );
   if (outcome.unplaced.length > 0)
     lines.push(
-      `could not be placed because the workspace changed meanwhile, kept in the project's trash instead: ${outcome.unplaced.slice(0, 10).join(", ")}`,
+      `could not be placed because the workspace changed meanwhile, kept in the project's trash instead: ${listed(outcome.unplaced)}`,
     );
   return lines.length > 0 ? lines.join("; ") : null;
 }

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 import { finished } from "node:stream/promises";
-import { execa } from "execa";
+import { startChild } from "../../processes/start-child.js";
 import { connectNetwork, type NetworkLink } from "../../sandbox/sandbox-network.js";
 import type { Confinement } from "../../sandbox/confinement.js";
 import type { ProcessLimits } from "../../core/process-limits.js";
@@ -11,6 +11,7 @@ import {
   type SandboxRunner,
 } from "../../sandbox/sandbox-runner.js";
 import { readSandboxStart, readSandboxStatus, signalOfExitStatus } from "../../sandbox/sandbox-status.js";
+import { feedSandbox, passGate, sandboxPipes } from "../../sandbox/sandbox-start.js";
 import type { OverlayFolders } from "../../sandbox/overlay/overlay-mount.js";
 import { BoundedOutput } from "./bounded-output.js";
 import type { FileChangeRecord } from "../../core/file-change-record.js";
@@ -36,6 +37,8 @@ export interface ShellProcess {
 
 export interface PreparedShell {
   start(): ShellProcess;
+  /** For a command that will never start: gives back what was set aside for it (its temporary space, its layer). */
+  discard(): void;
   /**
    * Set when the command runs on a layer over the workspace (SPEC X7): its
    * writes reach the workspace only when this settles them, after it ended.
@@ -71,6 +74,8 @@ export interface ShellOptions {
   runner: SandboxRunner | undefined;
   /** Runs the command on this layer over the workspace (SPEC X7). */
   overlay?: OverlayFolders;
+  /** `background` for a command that outlives its call: it gets the smaller temporary space (S7). */
+  lifetime?: "call" | "background";
   /** Called as the process is asked for; what it answers is told whether the sandbox came up (SPEC X8: sandbox start time). */
   observeStart?: SandboxStartObserver;
 }
@@ -107,11 +112,15 @@ export async function prepareShell(options: ShellOptions): Promise<PreparedShell
     view: fullAccess ? "host" : "confined",
     identity: options.identity,
     limits: options.limits,
+    lifetime: options.lifetime ?? "call",
     ...(options.overlay ? { overlay: options.overlay } : {}),
   });
   if (!plan.ok) return { unavailable: plan.message };
   // bwrap gets the same small environment, so even its own /proc/1/environ inside shows nothing of the service.
-  return { start: () => startProcess({ file: plan.file, args: plan.args, cwd: options.cwd, env, options, sandbox: plan }) };
+  return {
+    start: () => startProcess({ file: plan.file, args: plan.args, cwd: options.cwd, env, options, sandbox: plan }),
+    discard: () => plan.release(),
+  };
 }
 
 /** How long output pipes may stay open after the process exited. */
@@ -130,33 +139,24 @@ function startProcess(spec: {
   sandbox: SandboxInvocation;
 }): ShellProcess {
   const network = spec.sandbox.network;
-  // Extra pipes for bwrap: its status fd, and with the network its block fd and the resolv.conf it binds.
-  const extraFds: Array<"ignore" | "pipe"> = [];
-  for (const fd of [spec.sandbox.statusFd, network?.blockFd, network?.resolvConf?.fd]) {
-    if (fd === undefined) continue;
-    while (extraFds.length <= fd - 3) extraFds.push("ignore");
-    extraFds[fd - 3] = "pipe";
-  }
   const startEnded = spec.options.observeStart?.();
-  const child = execa(spec.file, spec.args, {
-    extendEnv: false,
+  // Its error listener is attached before anything can emit: a spawn that meets EMFILE is this call's failure, not the worker's end.
+  const started = startChild(spec.file, spec.args, {
     detached: true,
-    stdio: ["ignore", "pipe", "pipe", ...extraFds],
-    buffer: false,
-    reject: false,
-    all: true,
+    // Extra pipes for bwrap and the command's gate (sandbox-start.ts).
+    stdio: ["ignore", "pipe", "pipe", ...sandboxPipes(spec.sandbox)],
     cwd: spec.cwd,
     env: spec.env,
   });
+  const { child } = started;
+  const stdio = started.stdio ?? [];
   const output = new BoundedOutput(spec.options.headBytes, spec.options.tailBytes);
-  child.all.on("data", (chunk: Buffer) => output.write(chunk));
-  const pipe = (fd: number | undefined) => (fd === undefined ? undefined : ((child.stdio[fd] as Writable | null) ?? undefined));
-  const blockStream = pipe(network?.blockFd);
-  const resolvConfStream = pipe(network?.resolvConf?.fd);
-  // bwrap may be gone before it reads these (it failed, or was stopped): a broken pipe is no error here.
+  const outputs = [stdio[1], stdio[2]].filter((stream): stream is Readable => stream !== null && stream !== undefined && "on" in stream);
+  for (const stream of outputs) stream.on("data", (chunk: Buffer) => output.write(chunk));
+  const blockStream = network ? ((stdio[network.blockFd] as Writable | null | undefined) ?? undefined) : undefined;
+  // bwrap may be gone before it reads this (it failed, or was stopped): a broken pipe is no error here.
   blockStream?.on("error", () => {});
-  resolvConfStream?.on("error", () => {});
-  resolvConfStream?.end(network?.resolvConf?.content);
+  feedSandbox(stdio, spec.sandbox);
 
   let exited = false;
   let stopped = false;
@@ -166,6 +166,12 @@ function startProcess(spec: {
   let link: NetworkLink | undefined;
   /** Why the sandbox's network failed: before the command started (it never ran), or under it (it was stopped). */
   let networkFailure: string | undefined;
+  /** Why the command's gate did not let it run (its git metadata could not be protected); the whole message. */
+  let gateFailure: string | undefined;
+  let reportInit: (pid: number) => void = () => {};
+  const initReported = new Promise<number>((resolve) => {
+    reportInit = resolve;
+  });
   const signal = (pid: number) => {
     try {
       process.kill(pid, "SIGKILL");
@@ -174,7 +180,7 @@ function startProcess(spec: {
     }
   };
   const signalGroup = () => {
-    if (child.pid) signal(-child.pid);
+    if (child?.pid) signal(-child.pid);
   };
   // Killing the sandbox's init makes the kernel kill its whole PID namespace.
   // The init is killed by pid, not through bwrap's --die-with-parent alone:
@@ -189,18 +195,19 @@ function startProcess(spec: {
   };
 
   let status = "";
-  const statusStream = child.stdio[spec.sandbox.statusFd] as Readable | undefined;
+  const statusStream = (stdio[spec.sandbox.statusFd] as Readable | null | undefined) ?? undefined;
   statusStream?.on("data", (chunk: Buffer) => {
     status += chunk.toString("utf8");
     if (sandboxInit !== undefined) return;
     const reported = readSandboxStart(status);
     if (reported === undefined) return;
     sandboxInit = reported;
+    reportInit(reported);
     startEnded?.("started");
     if (stopped || exited) return killSandbox();
     if (!network) return;
     // The namespaces exist and bwrap waits on its block fd: connect the network, then let the command start.
-    const connecting = connectNetwork(network.slirp4netns, { pid: sandboxInit, bwrapPid: child.pid ?? 0 });
+    const connecting = connectNetwork(network.slirp4netns, { pid: sandboxInit, bwrapPid: child?.pid ?? 0 });
     link = connecting;
     void connecting.ready.then((outcome) => {
       if (exited || stopped) return;
@@ -216,9 +223,16 @@ function startProcess(spec: {
     });
   });
   const statusRead = statusStream ? finished(statusStream).catch(() => {}) : Promise.resolve();
+  void passGate(stdio, spec.sandbox, initReported, () => !stopped && !exited).then((outcome) => {
+    if (!outcome || outcome.ok || exited || stopped) return;
+    gateFailure = outcome.message;
+    killSandbox();
+  });
 
-  child.on("exit", () => {
+  child?.on("exit", () => {
     exited = true;
+    // The sandbox is gone, and its temporary space with it.
+    spec.sandbox.release();
     if (sandboxInit === undefined) startEnded?.("failed");
     // The sandbox's network goes with it: slirp4netns is SIGKILLed now. The
     // call does not wait for it to be reaped: the kernel takes 15-30 ms to
@@ -228,22 +242,28 @@ function startProcess(spec: {
     signalGroup();
     // A process that left the group (setsid) may still hold the output pipes: stop waiting for them.
     setTimeout(() => {
-      child.stdout?.destroy();
-      child.stderr?.destroy();
+      for (const stream of outputs) stream.destroy();
       statusStream?.destroy();
     }, pipeGraceMs).unref();
   });
 
-  const ended = Promise.all([child, statusRead]).then(([result]): ShellEnd => {
+  const ended = Promise.all([started.closed, statusRead]).then(([result]): ShellEnd => {
+    spec.sandbox.release();
+    if (result.kind === "not_started") {
+      exited = true;
+      startEnded?.("failed");
+      return { kind: "sandbox_failed", message: sandboxUnavailableMessage(`the sandbox could not be started (${result.error.message})`) };
+    }
     if (networkFailure !== undefined && !stopped)
       return { kind: "sandbox_failed", message: sandboxNetworkUnavailableMessage(networkFailure) };
+    if (gateFailure !== undefined && !stopped) return { kind: "sandbox_failed", message: gateFailure };
     const reported = readSandboxStatus(status);
     if (reported.exitCode !== undefined) {
       const bySignal = signalOfExitStatus(reported.exitCode);
       return bySignal ? { kind: "signaled", signal: bySignal } : { kind: "exited", exitCode: reported.exitCode };
     }
     if (stopped || result.signal) return { kind: "signaled", signal: result.signal ?? "SIGKILL" };
-    const detail = (output.render().trim() || result.shortMessage || "no message").slice(-1000);
+    const detail = (output.render().trim() || `exit status ${result.exitCode}`).slice(-1000);
     const reason = reported.started
       ? `bash could not be started inside the sandbox (${detail})`
       : `bubblewrap could not set up the sandbox (${detail})`;
@@ -257,7 +277,9 @@ function startProcess(spec: {
   return {
     ended,
     output,
-    onOutput: (listener) => void child.all.on("data", listener),
+    onOutput: (listener) => {
+      for (const stream of outputs) stream.on("data", listener);
+    },
     killGroup() {
       if (exited) return signalGroup();
       stopped = true;

@@ -205,7 +205,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -297,7 +297,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -385,7 +385,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -473,7 +473,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -562,7 +562,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -644,7 +644,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -659,7 +659,7 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a project: its sessions are deleted (runs cancelled, history kept), its workspace and its trash removed for good */
+        /** Delete a project: it answers 404 at once and its sessions are deleted (runs cancelled, history kept); its workspace and its trash are then removed for good by a worker, in the background */
         delete: {
             parameters: {
                 query?: never;
@@ -671,7 +671,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Deleted */
+                /** @description Deleted; its files are being removed */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -714,7 +714,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -739,10 +739,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What `delete` and reverts removed from the project's workspace, newest first (SPEC F4); kept for FOYA_TRASH_RETENTION_DAYS */
+        /** What `delete` and reverts removed from the project's workspace, newest first, in pages (SPEC F4); kept for FOYA_TRASH_RETENTION_DAYS */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    limit?: number;
+                    /** @description The `next` of the previous page: entries after this one, older. */
+                    after?: string;
+                };
                 header?: never;
                 path: {
                     id: string;
@@ -751,15 +755,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The project's trash */
+                /** @description One page of the project's trash */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            entries: components["schemas"]["TrashEntry"][];
-                        };
+                        "application/json": components["schemas"]["TrashPage"];
                     };
                 };
                 /** @description Invalid request */
@@ -798,7 +800,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -897,7 +899,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -978,7 +980,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1065,7 +1067,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1147,7 +1149,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1229,7 +1231,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1299,7 +1301,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1383,7 +1385,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1470,7 +1472,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1577,7 +1579,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1659,7 +1661,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1746,7 +1748,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1835,7 +1837,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After; for SSE, also: the tenant already has as many open event streams as the deployment allows (too_many_streams) */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After; for SSE, also: the tenant already has as many open event streams as the deployment allows (too_many_streams) */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -1863,7 +1865,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The registry as a session sees it, with exposure */
+        /** The registry as a session sees it, with exposure, and whether each MCP server of its project answered */
         get: {
             parameters: {
                 query: {
@@ -1883,6 +1885,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             tools: components["schemas"]["ToolInfo"][];
+                            mcpServers: components["schemas"]["McpServerListing"][];
                         };
                     };
                 };
@@ -1922,7 +1925,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2009,7 +2012,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2094,7 +2097,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2199,7 +2202,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2284,7 +2287,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2369,7 +2372,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2456,7 +2459,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2544,7 +2547,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2629,7 +2632,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2713,7 +2716,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2794,7 +2797,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2866,7 +2869,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -2950,7 +2953,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3024,7 +3027,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3108,7 +3111,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3181,7 +3184,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3263,7 +3266,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3333,7 +3336,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3419,7 +3422,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3511,7 +3514,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3596,7 +3599,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3683,7 +3686,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3765,7 +3768,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3847,7 +3850,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -3917,7 +3920,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
                 429: {
                     headers: {
                         /** @description Seconds until the limit's window ends */
@@ -4002,10 +4005,10 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or this tenant's MCP requests filled its share of the workers' slots for the whole wait (mcp_busy); see Retry-After */
                 429: {
                     headers: {
-                        /** @description Seconds until the limit's window ends */
+                        /** @description Seconds to wait before asking again */
                         "Retry-After"?: number;
                         [name: string]: unknown;
                     };
@@ -4013,7 +4016,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed) */
+                /** @description The MCP server is unavailable, broke the protocol, sent a message over the size limit or refused the request (mcp_unavailable, mcp_protocol_error, mcp_message_too_large, mcp_request_failed) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -4121,10 +4124,10 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or this tenant's MCP requests filled its share of the workers' slots for the whole wait (mcp_busy); see Retry-After */
                 429: {
                     headers: {
-                        /** @description Seconds until the limit's window ends */
+                        /** @description Seconds to wait before asking again */
                         "Retry-After"?: number;
                         [name: string]: unknown;
                     };
@@ -4132,7 +4135,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed) */
+                /** @description The MCP server is unavailable, broke the protocol, sent a message over the size limit or refused the request (mcp_unavailable, mcp_protocol_error, mcp_message_too_large, mcp_request_failed) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -4238,10 +4241,10 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or this tenant's MCP requests filled its share of the workers' slots for the whole wait (mcp_busy); see Retry-After */
                 429: {
                     headers: {
-                        /** @description Seconds until the limit's window ends */
+                        /** @description Seconds to wait before asking again */
                         "Retry-After"?: number;
                         [name: string]: unknown;
                     };
@@ -4249,7 +4252,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed) */
+                /** @description The MCP server is unavailable, broke the protocol, sent a message over the size limit or refused the request (mcp_unavailable, mcp_protocol_error, mcp_message_too_large, mcp_request_failed) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -4364,10 +4367,10 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Too many requests with this API key (rate_limited), or too many failed authentications from this address (auth_locked_out); see Retry-After */
+                /** @description Too many requests with this API key (rate_limited), or this tenant's MCP requests filled its share of the workers' slots for the whole wait (mcp_busy); see Retry-After */
                 429: {
                     headers: {
-                        /** @description Seconds until the limit's window ends */
+                        /** @description Seconds to wait before asking again */
                         "Retry-After"?: number;
                         [name: string]: unknown;
                     };
@@ -4375,7 +4378,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description The MCP server is unavailable, broke the protocol or refused the request (mcp_unavailable, mcp_protocol_error, mcp_request_failed) */
+                /** @description The MCP server is unavailable, broke the protocol, sent a message over the size limit or refused the request (mcp_unavailable, mcp_protocol_error, mcp_message_too_large, mcp_request_failed) */
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -4456,8 +4459,12 @@ export interface components {
                 fileSizeBytes?: number;
                 /** @description Wall-clock time of a foreground call, seconds */
                 wallSeconds?: number;
-                /** @description Size of the sandbox's private /tmp, bytes */
+                /** @description Temporary space of a foreground call (its /tmp, /var/tmp and /dev/shm together), bytes */
                 tmpBytes?: number;
+                /** @description Temporary space of a background command or a stdio MCP server, bytes */
+                backgroundTmpBytes?: number;
+                /** @description Temporary space all the tenant's running sandboxes on one host may hold together, bytes */
+                tmpBudgetBytes?: number;
                 /** @description Background commands the tenant may have running at once, across every worker */
                 backgroundCommands?: number;
                 /** @description Longest a background command may run, seconds */
@@ -4466,13 +4473,13 @@ export interface components {
             effectiveLimits: components["schemas"]["ProcessLimits"];
             /** @description The operator's quota overrides for this tenant. */
             quotas: {
-                /** @description Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers. */
+                /** @description Runs queued for a worker or running at once, sub-agents included (a run waiting on its sub-agent lends it its slot); later runs wait in order. The tenant's share of the workers. */
                 activeRuns?: number;
                 /** @description Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After. */
                 queuedRuns?: number;
-                /** @description Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC. */
+                /** @description Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC, sub-agents are refused and running runs end quota_exceeded at their next step. */
                 tokensPerDay?: number;
-                /** @description Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429. */
+                /** @description Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429, sub-agents are refused and running runs end quota_exceeded at their next step. */
                 storageBytes?: number;
                 /** @description Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot. */
                 toolCalls?: number;
@@ -4493,8 +4500,12 @@ export interface components {
             fileSizeBytes: number;
             /** @description Wall-clock time of a foreground call, seconds */
             wallSeconds: number;
-            /** @description Size of the sandbox's private /tmp, bytes */
+            /** @description Temporary space of a foreground call (its /tmp, /var/tmp and /dev/shm together), bytes */
             tmpBytes: number;
+            /** @description Temporary space of a background command or a stdio MCP server, bytes */
+            backgroundTmpBytes: number;
+            /** @description Temporary space all the tenant's running sandboxes on one host may hold together, bytes */
+            tmpBudgetBytes: number;
             /** @description Background commands the tenant may have running at once, across every worker */
             backgroundCommands: number;
             /** @description Longest a background command may run, seconds */
@@ -4502,13 +4513,13 @@ export interface components {
         };
         /** @description The tenant's quotas: the deployment's with the overrides on top. */
         Quotas: {
-            /** @description Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers. */
+            /** @description Runs queued for a worker or running at once, sub-agents included (a run waiting on its sub-agent lends it its slot); later runs wait in order. The tenant's share of the workers. */
             activeRuns: number;
             /** @description Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After. */
             queuedRuns: number;
-            /** @description Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC. */
+            /** @description Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC, sub-agents are refused and running runs end quota_exceeded at their next step. */
             tokensPerDay: number;
-            /** @description Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429. */
+            /** @description Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429, sub-agents are refused and running runs end quota_exceeded at their next step. */
             storageBytes: number;
             /** @description Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot. */
             toolCalls: number;
@@ -4528,8 +4539,12 @@ export interface components {
                 fileSizeBytes?: number | null;
                 /** @description Wall-clock time of a foreground call, seconds */
                 wallSeconds?: number | null;
-                /** @description Size of the sandbox's private /tmp, bytes */
+                /** @description Temporary space of a foreground call (its /tmp, /var/tmp and /dev/shm together), bytes */
                 tmpBytes?: number | null;
+                /** @description Temporary space of a background command or a stdio MCP server, bytes */
+                backgroundTmpBytes?: number | null;
+                /** @description Temporary space all the tenant's running sandboxes on one host may hold together, bytes */
+                tmpBudgetBytes?: number | null;
                 /** @description Background commands the tenant may have running at once, across every worker */
                 backgroundCommands?: number | null;
                 /** @description Longest a background command may run, seconds */
@@ -4537,13 +4552,13 @@ export interface components {
             } | null;
             /** @description Overrides of the deployment's quotas (FOYA_QUOTA_*), merged like limits: a value sets a key, null removes it. */
             quotas?: {
-                /** @description Runs queued for a worker or running at once; later runs wait in order. The tenant's share of the workers. */
+                /** @description Runs queued for a worker or running at once, sub-agents included (a run waiting on its sub-agent lends it its slot); later runs wait in order. The tenant's share of the workers. */
                 activeRuns?: number | null;
                 /** @description Runs waiting for a slot; beyond it, starting a run answers 429 with Retry-After. */
                 queuedRuns?: number | null;
-                /** @description Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC. */
+                /** @description Model tokens (input and output, as recorded) per UTC day; 0 means no limit. Over it, new runs answer 429 until midnight UTC, sub-agents are refused and running runs end quota_exceeded at their next step. */
                 tokensPerDay?: number | null;
-                /** @description Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429. */
+                /** @description Bytes of file-change contents and artifacts kept; 0 means no limit. Over it, new runs answer 429, sub-agents are refused and running runs end quota_exceeded at their next step. */
                 storageBytes?: number | null;
                 /** @description Tool calls running at once across every worker; 0 means no limit beyond five per run. A call over it waits, queued, for a slot. */
                 toolCalls?: number | null;
@@ -4569,6 +4584,11 @@ export interface components {
         };
         ProjectCreate: {
             name: string;
+        };
+        TrashPage: {
+            entries: components["schemas"]["TrashEntry"][];
+            /** @description Pass as `after` for the next page; null when this page is the last. */
+            next: string | null;
         };
         TrashEntry: {
             id: string;
@@ -4734,6 +4754,20 @@ export interface components {
             sideEffect: "read" | "write" | "exec" | "network" | "other";
             exposedNow: boolean;
         };
+        McpServerListing: {
+            name: string;
+            /** @description null for a tenant-wide server */
+            projectId: string | null;
+            /**
+             * @description `unavailable`: the server could not list its tools this time (`error` says why); its tools are missing, or its last known ones
+             * @enum {string}
+             */
+            status: "listed" | "unavailable";
+            error?: {
+                code: string;
+                message: string;
+            };
+        };
         FileChange: {
             id: string;
             sessionId: string;
@@ -4745,6 +4779,11 @@ export interface components {
             modeAfter: number | null;
             sha256Before: string | null;
             sha256After: string | null;
+            /**
+             * @description Set when the change was recorded but not made: the workspace's file changed after the command made its version (SPEC X7), so the newer content was kept. Both versions are kept; a revert has nothing to undo.
+             * @enum {string|null}
+             */
+            notApplied: "changed_since" | null;
             revertedAt: string | null;
             createdAt: string;
         };
@@ -4800,7 +4839,7 @@ export interface components {
             };
         };
         ApprovalPolicy: {
-            /** @description Checked deny, then ask, then allow; first match wins. E.g. `bash(npm test*)`, `write(src/**)`, `read(/etc/**)`, `web_fetch`. Path patterns are bash globstar globs of at most 256 characters (64 brace alternatives, 512 characters once expanded); a pattern for read, write, edit, delete or list that is not one is refused. */
+            /** @description Checked deny, then ask, then allow; first match wins. E.g. `bash(npm test*)`, `write(src/**)`, `read(/etc/**)`, `web_fetch`. Path patterns are bash globstar globs of at most 256 characters (64 brace alternatives, 512 characters once expanded); a pattern for read, write, edit, delete or list that is not one is refused. Identical rules count once. The tenant's and a project's rules together may cost at most 3,000,000 steps to match against the longest argument they must judge; more is refused with the cost and the costliest rules. */
             rules?: {
                 allow?: string[];
                 ask?: string[];
@@ -4895,7 +4934,7 @@ export interface components {
                 kind: "stdio";
                 command: string;
                 args?: string[];
-                /** @description The server's whole environment; the values are secrets and are never answered. */
+                /** @description The server's whole environment, only names the operator admitted for the command (FOYA_MCP_STDIO_COMMANDS); the values are secrets and are never answered. */
                 env?: {
                     [key: string]: string;
                 };

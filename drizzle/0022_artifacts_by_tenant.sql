@@ -1,0 +1,1 @@
+CREATE INDEX "artifacts_tenant_idx" ON "artifacts" USING btree ("tenant_id");

@@ -1,0 +1,89 @@
+import { claimProjectRemoval, finishProjectRemoval, releaseProjectRemoval, renewProjectRemoval } from "../store/project-removal.js";
+import { projectTrashRoot } from "../workspace/project-trash.js";
+import { removeTreeGradually } from "../workspace/remove-tree.js";
+import type { Services } from "../services.js";
+
+/**
+ * How long one slice of a removal may hold the worker's event loop: short enough that its
+ * jobs, lease renewals and liveness record never notice, long enough to remove a few hundred
+ * entries per slice.
+ */
+const sliceMs = 5;
+
+/**
+ * Removes deleted projects' workspaces and trash for good (SPEC F4), on the workers, never in
+ * the API: `DELETE /v1/projects/:id` only marks the project deleted (it answers 404 from then
+ * on) and returns. Every worker looks, as often as its sweeper runs, for a deleted project whose
+ * files are still there, claims it under a lease (one worker per project), removes its trash
+ * and then its workspace in slices of at most `sliceMs` (src/workspace/remove-tree.ts),
+ * renewing the lease between slices, and marks the files removed. A worker that dies mid-way
+ * leaves its lease to lapse and the next claim, on any worker, resumes from what is left; a
+ * removal that fails (the file system refused) is logged and tried again once its lease lapsed,
+ * until it is done.
+ */
+export function startProjectRemoval(services: Services, self: { workerId: string }): { stop(): Promise<void> } {
+  const { config, logger, db } = services;
+  const { leaseMs } = config.workers;
+  const stopping = new AbortController();
+  let current: Promise<void> | undefined;
+
+  const removeOne = async (): Promise<boolean> => {
+    const project = await claimProjectRemoval(db.db, self.workerId, leaseMs);
+    if (!project) return false;
+    let renewedAt = performance.now();
+    const betweenSlices = async (removedSoFar: number) => {
+      // A worker killed in the middle of a removal, for the crash tests.
+      if (removedSoFar > 0) services.failpoints.hit("worker.project_removal_slice");
+      if (performance.now() - renewedAt < leaseMs / 3) return;
+      if (!(await renewProjectRemoval(db.db, project.id, self.workerId, leaseMs))) throw new Error("the removal's claim was lost");
+      renewedAt = performance.now();
+    };
+    const options = { sliceMs, betweenSlices, signal: stopping.signal };
+    const started = performance.now();
+    try {
+      const removed =
+        (await removeTreeGradually(projectTrashRoot(config.workspaces.dir, project.workspacePath), options)) +
+        (await removeTreeGradually(project.workspacePath, options));
+      if (await finishProjectRemoval(db.db, project.id, self.workerId)) {
+        services.metrics.sweeperActions.inc({ action: "project_files_removed" });
+        logger.info(
+          { projectId: project.id, tenantId: project.tenantId, removed, ms: Math.round(performance.now() - started) },
+          "deleted project's files removed",
+        );
+      }
+      return true;
+    } catch (error) {
+      if (stopping.signal.aborted) {
+        // Handed back at once: another worker resumes without waiting for the lease.
+        await releaseProjectRemoval(db.db, project.id, self.workerId).catch(() => {});
+        return false;
+      }
+      // Left to its lease: any worker tries again once it lapses.
+      logger.warn(
+        { err: error, projectId: project.id, tenantId: project.tenantId },
+        "removing a deleted project's files failed; retried later",
+      );
+      return false;
+    }
+  };
+
+  const tick = async () => {
+    while (!stopping.signal.aborted && (await removeOne()));
+  };
+  const timer = setInterval(() => {
+    if (current) return;
+    current = tick()
+      .catch((error: unknown) => logger.warn({ err: error }, "looking for deleted projects' files failed"))
+      .finally(() => {
+        current = undefined;
+      });
+  }, config.workers.sweepIntervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      stopping.abort();
+      await current;
+    },
+  };
+}
