@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { documentedSettings, loadConfig, type Config } from "../src/config.js";
 import { defaultProcessLimits } from "../src/core/process-limits.js";
-import { configEnd, configStart, renderConfigReference, withConfigReference } from "../scripts/generate-config-docs.js";
+import { configurationFile, renderConfigurationDoc } from "../scripts/generate-config-docs.js";
 
 describe("configuration", () => {
   it("PR1: provider profiles come from the server's file and environment, with keys resolved there", async () => {
@@ -246,7 +246,7 @@ describe("settings: one schema, documented, never clamped", () => {
     }
   });
 
-  it("defaults produce the values README documents", () => {
+  it("defaults produce the values docs/configuration.md documents", () => {
     const config = loadConfig({});
     for (const setting of settings) {
       const value = valueAt(config, setting.key);
@@ -442,13 +442,9 @@ describe("settings: one schema, documented, never clamped", () => {
     }
   });
 
-  it("README's configuration tables are the ones the schema generates (npm run docs:config)", () => {
-    const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
-    expect(readme).toContain(configStart);
-    expect(readme).toContain(configEnd);
-    const documented = readme.slice(readme.indexOf(configStart) + configStart.length, readme.indexOf(configEnd)).trim();
-    expect(documented, "README.md is out of date: run `npm run docs:config`").toBe(renderConfigReference());
-    expect(withConfigReference(readme)).toBe(readme);
+  it("docs/configuration.md is the one the schema generates (npm run docs:config)", () => {
+    const documented = readFileSync(configurationFile, "utf8");
+    expect(documented, "docs/configuration.md is out of date: run `npm run docs:config`").toBe(renderConfigurationDoc());
     // Every variable the schema reads has a row, and each row names one.
     for (const setting of settings) {
       expect(documented, setting.key).toMatch(
