@@ -3,9 +3,18 @@
  * turn over real HTTP with the scripted model, no API key needed: it creates a
  * tenant, a project and a session, follows the session's SSE stream, and prints
  * the events and the resulting history. The service keeps running afterwards
- * (Ctrl-C stops it) unless `--exit` is given.
+ * (Ctrl-C stops it) unless `--exit` is given; then a second run, in a Manual
+ * session, waits for an approval, and the demo ends by printing the web
+ * console's address and the API key to sign in with, so the runs, the note's
+ * diff and the approval can be seen in a browser. The console is built first
+ * when its build is missing (`npm run console:build`).
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 import { createParser } from "eventsource-parser";
 import { startHttpServer } from "../src/api/http-server.js";
 import { loadConfig } from "../src/config.js";
@@ -15,6 +24,7 @@ import { startWorkerRuntime } from "../src/worker/worker-runtime.js";
 const exitAfterDemo = process.argv.includes("--exit");
 const adminToken = randomBytes(16).toString("hex");
 const config = loadConfig({ LOG_LEVEL: "warn", FOYA_ADMIN_TOKEN: adminToken, ...process.env });
+const consoleReady = exitAfterDemo ? false : ensureConsoleBuild(config.api.consoleDir);
 const services = await createServices(config, { role: "demo" });
 const server = await startHttpServer(services);
 const worker = await startWorkerRuntime(services);
@@ -89,9 +99,25 @@ if (exitAfterDemo) {
   await services.close();
   process.exit(done.status === "completed" ? 0 : 1);
 }
+
+// A second run in a Manual session: its write asks, so the run waits for a person's decision.
+const manual = await call("POST", "/v1/sessions", apiKey, { projectId: project.id, approvalMode: "manual" });
+const waiting = await call("POST", `/v1/sessions/${manual.id}/runs`, apiKey, { input: "Hello again, Foya! (approve me)" });
+const parked = await waitForStatus(waiting.id, "awaiting_approval", 30_000);
+
 console.log(`\nTry it yourself (Ctrl-C stops the service):
   curl -s -X POST ${base}/v1/sessions/${session.id}/runs -H 'authorization: Bearer ${apiKey}' -H 'content-type: application/json' -d '{"input":"hi again"}'
   curl -N ${base}/v1/sessions/${session.id}/events -H 'authorization: Bearer ${apiKey}' -H 'accept: text/event-stream'`);
+if (consoleReady) {
+  console.log(`\nWeb console: ${base}/console/
+  Sign in with the API key ${apiKey}
+  (it stays in the browser tab's session storage and is sent only as an Authorization header).
+  The run and the note's diff:  ${base}/console/sessions/${session.id}
+  A run waiting for approval:   ${base}/console/approvals  (run ${waiting.id} is ${parked})`);
+} else {
+  console.log(`\nWeb console: not built (run \`npm run console:build\`, then start the demo again); a run waits for approval:
+  curl -s '${base}/v1/approvals?status=pending' -H 'authorization: Bearer ${apiKey}'`);
+}
 const stop = async () => {
   await worker.close();
   await server.close();
@@ -100,3 +126,28 @@ const stop = async () => {
 };
 process.on("SIGINT", () => void stop());
 process.on("SIGTERM", () => void stop());
+
+/** Polls the run until it has `status`, or answers the status it has at the deadline. */
+async function waitForStatus(runId: string, status: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await call("GET", `/v1/runs/${runId}`, apiKey);
+    if (run.status === status || Date.now() > deadline) return run.status;
+    await sleep(100);
+  }
+}
+
+/**
+ * The API serves the console only when its build exists at start-up, so a missing default build
+ * is made first (a few seconds, once). A folder named by FOYA_CONSOLE_DIR is left to its owner.
+ */
+function ensureConsoleBuild(consoleDir: string): boolean {
+  if (existsSync(path.join(consoleDir, "index.html"))) return true;
+  const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+  if (path.resolve(consoleDir) !== path.join(repoRoot, "packages/console/dist")) return false;
+  console.log("Building the web console (npm run console:build, once)...");
+  const built = spawnSync("npm", ["run", "--silent", "console:build"], { cwd: repoRoot, encoding: "utf8" });
+  if (built.status === 0 && existsSync(path.join(consoleDir, "index.html"))) return true;
+  console.log(`The console build failed; the demo goes on without it:\n${built.stderr || built.stdout || built.error}`);
+  return false;
+}

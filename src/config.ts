@@ -58,16 +58,16 @@ const providersFileSchema = z.object({ profiles: z.array(providerProfileSchema) 
 /**
  * Every setting is one leaf of `settingsSchema` below: the environment variables it is read from,
  * its default, the values it accepts and a `.describe()` sentence, in one place. loadConfig parses
- * the environment with it; `npm run docs:config` writes README's configuration tables from it (and
- * test/config.unit.test.ts fails when README differs). A value outside a setting's range is
+ * the environment with it; `npm run docs:config` writes docs/configuration.md from it (and
+ * test/config.unit.test.ts fails when the file differs). A value outside a setting's range is
  * refused with the variable, the value and the range, never clamped in silence.
  */
 export interface SettingInfo {
   /** The environment variables the setting is read from; the first one set wins. */
   readonly env: readonly [string, ...string[]];
-  /** The default as README shows it. */
+  /** The default as docs/configuration.md shows it. */
   readonly default: string;
-  /** What values are accepted, as README shows it and as errors say after "must be". */
+  /** What values are accepted, as docs/configuration.md shows it and as errors say after "must be". */
   readonly allowed: string;
   /** The value is never repeated in an error message. */
   readonly secret?: boolean;
@@ -181,7 +181,7 @@ const choice = <const T extends readonly [string, ...string[]]>(env: EnvNames, v
 interface TextOptions {
   minLength?: number;
   secret?: boolean;
-  /** The default as README shows it, when it is not the value itself. */
+  /** The default as docs/configuration.md shows it, when it is not the value itself. */
   shown?: string;
 }
 
@@ -313,7 +313,7 @@ const consoleBuild = path.join(path.dirname(fileURLToPath(import.meta.url)), "..
 
 /**
  * The settings, grouped by concern: `config.<group>.<setting>`. A group's `.describe()` is the
- * title of its README table.
+ * title of its table in docs/configuration.md.
  */
 const settingsSchema = z.object({
   database: z
@@ -713,7 +713,7 @@ export interface DocumentedGroup {
   readonly settings: readonly DocumentedSetting[];
 }
 
-/** Every group and setting of settingsSchema with what README shows of it, in the schema's order. */
+/** Every group and setting of settingsSchema with what docs/configuration.md shows of it, in the schema's order. */
 export function documentedSettings(): DocumentedGroup[] {
   return Object.entries(settingsSchema.shape).map(([groupKey, group]) => ({
     key: groupKey,

@@ -4,7 +4,7 @@
  * through the admin API. Enforced with rlimits set in front of bubblewrap
  * (`prlimit`), plus the sizes of the sandbox's private tmpfs (within the
  * tenant's temporary-space budget) and the call's wall-clock timer; see
- * `docs/architecture.md` 2.9 for what each one bounds.
+ * `docs/architecture/sandbox.md` (Limits) for what each one bounds.
  */
 export interface ProcessLimits {
   /** Address space per process (RLIMIT_AS), bytes. A memory bomb fails its allocation, not the host. */

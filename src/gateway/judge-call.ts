@@ -276,7 +276,7 @@ function judgeCommand(input: JudgeInput, command: string, rules: RuleSet, networ
 /**
  * Why a background command asks (S11, X7): it works on the workspace itself, while its
  * writes must be visible to later calls, so no layer records what it changes, as one does
- * for a foreground command (architecture 2.13). Outside Full Access it therefore runs
+ * for a foreground command (docs/architecture/shell-changes.md). Outside Full Access it therefore runs
  * unasked only when every sub-command is known to leave existing files as they are
  * (`file-keepers.ts`), or is allowed by a rule, and its redirections only append.
  */

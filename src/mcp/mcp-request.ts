@@ -4,7 +4,7 @@ import { z } from "zod";
 /**
  * What the API asks a worker about one MCP server (SPEC M2, E4). The API process starts no
  * MCP server and needs no sandbox rights: its listings, resources and prompts are served by
- * a worker, which holds the server's connection in the sandbox like its tools' (2.10).
+ * a worker, which holds the server's connection in the sandbox like its tools' (docs/architecture/mcp.md).
  *
  * The sequence: the API adds a job to the `mcp-requests` queue and waits; a worker looks the
  * server up in Postgres by the job's tenant, scope and name (never trusting anything else of
