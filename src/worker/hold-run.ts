@@ -3,7 +3,7 @@ import type { LeaseKeeper } from "./lease-keeper.js";
 import type { RunAborts } from "./run-aborts.js";
 
 /**
- * Puts a job back as delayed and ends its processor (docs/architecture.md 2.5): BullMQ counts
+ * Puts a job back as delayed and ends its processor with BullMQ's `DelayedError`: BullMQ counts
  * it neither failed nor done, and it holds no worker slot while it waits.
  */
 export async function delayJob(job: Job, token: string | undefined, retryInMs: number): Promise<never> {

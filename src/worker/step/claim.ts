@@ -23,7 +23,7 @@ export interface ClaimedStep {
 }
 
 /**
- * Phase 1, the claim (docs/architecture.md 2.3): one statement claims `{ step, stepIndex }` and
+ * Phase 1 of the step job (process.ts), the claim: one statement claims `{ step, stepIndex }` and
  * reads the step's last attempt and the history this worker does not have yet (history-cache.ts).
  * It commits on its own: the step's start is a later fenced statement, and a crash between the
  * two leaves a claimed run whose next attempt claims it again (D4). The run's scope is cached

@@ -8,7 +8,7 @@ import type { PreparedStep } from "./start.js";
 import type { StreamedStep } from "./stream.js";
 
 /**
- * Phase 4, the commit (docs/architecture.md 2.3): one fenced statement (`commitStep`) ends the
+ * Phase 4 of the step job (process.ts), the commit: one fenced statement (`commitStep`) ends the
  * step, stores the assistant message and its calls as `queued`, writes the sink's leftovers and
  * `step_end`, and names the batch as the run's next job; the batch is enqueued beside the
  * publish. The calls are judged first with the policies the claim read, so the batch's claim

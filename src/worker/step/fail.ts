@@ -19,7 +19,7 @@ export interface FailedAttempt {
 }
 
 /**
- * An attempt that threw (docs/architecture.md 2.3, retries). A provider error is thrown again,
+ * An attempt of the step job that threw (process.ts). A provider error is thrown again,
  * so BullMQ retries; the retry is a new step attempt. On the last attempt, or at once for
  * `provider_config`, the step is marked `failed` and the run ends `failed` with the error's code.
  * Postgres or Redis away is no fault of the step: never fail the run for it, even on the last

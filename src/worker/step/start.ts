@@ -38,7 +38,7 @@ export interface StepStartContext {
 }
 
 /**
- * Phase 2, the start (docs/architecture.md 2.3): the session (from the worker's cache), the
+ * Phase 2 of the step job (process.ts), the start: the session (from the worker's cache), the
  * history and the tools the step offers. The step's start itself is written by the event
  * sink's first flush (`openStepEvents`), or by its commit.
  */

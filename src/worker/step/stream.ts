@@ -25,7 +25,7 @@ export function modelOf(deps: Pick<JobDeps, "providers">, session: Pick<SessionR
 }
 
 /**
- * Phase 3, the stream (docs/architecture.md 2.3): the history compiled for this model, then
+ * Phase 3 of the step job (process.ts), the stream: the history compiled for this model, then
  * its response streamed, each part folded into the answer (stream-fold.ts) and its live event
  * sent to the sink (text and argument deltas coalesced, `tool_begin` at once).
  */

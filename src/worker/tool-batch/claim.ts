@@ -30,7 +30,7 @@ export interface ClaimedBatch {
 export type BatchJobClaim = ClaimedBatch | { kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string };
 
 /**
- * Phase 1, the claim (docs/architecture.md 2.4): one statement claims the run and reads the
+ * Phase 1 of the tool-batch job (process.ts), the claim: one statement claims the run and reads the
  * step's calls and the rules they are judged by. Before it, what an interrupted command of
  * this project wrote is settled (SPEC X7: a late layer never lands over newer work), and a
  * tenant at its `toolCalls` quota starts no batch (X5); either way the job waits outside the

@@ -14,7 +14,7 @@ export function hasInterruptedCall(claimed: BatchClaim): boolean {
   return claimed.calls.some((call) => call.status === "running" && call.childRunId === null && !claimed.startedIds.has(call.id));
 }
 
-/** Closes a batch found interrupted at its claim, in one fenced transaction (docs/architecture.md 4.1). */
+/** Closes a batch found interrupted at its claim, in one fenced transaction (D3, D10). */
 export async function closeInterrupted(deps: TransactDeps, claim: ClaimedBatch): Promise<JobOutcome> {
   const after = await transactFenced(deps, (fx) => closeInterruptedBatch(fx, deps, claim.run, claim.stepIndex));
   if (after === null) return { kind: "stale" };

@@ -13,7 +13,7 @@ export type CommitCallDeps = Pick<JobDeps, "config" | "db" | "logger" | "bus" | 
 export type CommittedCall = "committed" | "finished" | "stale";
 
 /**
- * Phase 3, the call's commit: stores one call's result (SPEC L2, T3) with `answerCall`, only
+ * Phase 3 of the tool-batch job (process.ts), the call's commit: stores one call's result (SPEC L2, T3) with `answerCall`, only
  * if this attempt still owns the call (fence). If no other call of the batch is open and the
  * run may take another step, the same statement hands the run to that step; otherwise the
  * settle transaction (settle.ts) closes the batch.

@@ -14,7 +14,7 @@ export interface RunnablePlan {
 }
 
 /**
- * Phase 1, after the claim: the gate and the plan of the calls the claim did not start, then
+ * Phase 1 of the tool-batch job (process.ts), after the claim: the gate and the plan of the calls the claim did not start, then
  * the first group's first window marked `running` before any tool starts. When the claim
  * started the first group itself (calls the step's commit found allowed, `preGrantFirstGroup`),
  * that group goes first and the rest follows it in model order. Null when the batch was taken over.

@@ -13,7 +13,7 @@ export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "db"> & CommitCa
 export type ToolContextFor = (call: CallRow, grant: CallGrant) => ToolContext;
 
 /**
- * Phase 3, per call (docs/architecture.md 2.4): the tool runs outside any transaction
+ * Phase 3 of the tool-batch job (process.ts), per call: the tool runs outside any transaction
  * (`src/tools/execute-tool-call.ts`: exposure, parse, schema, run; a throw becomes an
  * is_error result), then its result is committed (commit-call.ts). Undefined for an
  * `agent` call whose child will deliver its result (A1).

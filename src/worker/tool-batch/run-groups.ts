@@ -20,7 +20,7 @@ interface GroupsState {
 }
 
 /**
- * Phases 2 and 3 (docs/architecture.md 2.4): the plan's groups in model order (P2), at most
+ * Phases 2 and 3 of the tool-batch job (process.ts): the plan's groups in model order (P2), at most
  * `maxParallelCalls` calls of a group at once (P3). Each group's first window starts together
  * (its first group's already has); each call runs and commits its own result, and the call
  * that commits last hands the run to its next step. Stops after an end-of-batch signal (P6),

@@ -17,7 +17,7 @@ export type SettleOutcome = { kind: "ended"; outcome: JobOutcome } | { kind: "mo
 type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan; started: readonly string[] };
 
 /**
- * Phase 4, the settle transaction (docs/architecture.md 2.4), reached when the last commit
+ * Phase 4 of the tool-batch job (process.ts), the settle transaction, reached when the last commit
  * could not close the batch: skips what an end-of-batch signal left (P6), runs calls
  * approved meanwhile, closes the batch when nothing is open, and otherwise parks the run
  * with no job (D6): the next decision re-arms it.

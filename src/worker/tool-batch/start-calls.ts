@@ -6,7 +6,7 @@ import type { BatchAttempt } from "./batch-attempt.js";
 import { maxParallelCalls } from "./tool-lanes.js";
 
 /**
- * Phase 2, calls start (docs/architecture.md 2.4): a call is marked `running` when its tool
+ * Phase 2 of the tool-batch job (process.ts), calls start: a call is marked `running` when its tool
  * starts, never before (D3): a group's first window of calls together, each later call of
  * the group as a slot frees up. A crash then reports "may have partly run" only for calls
  * that did start; the rest are "not run". Marking is fenced and announced (`tool_update`).
