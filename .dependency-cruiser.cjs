@@ -10,8 +10,12 @@ const entries = [
   "^src/health/worker-healthcheck\\.ts$",
 ];
 
-/** Composition roots: they build or take the whole `Services`; every other module takes the parts it uses. */
-const compositionRoots = "^src/(services|process|main)\\.ts$|^src/(api|worker)/";
+/**
+ * Composition roots: they build or take the whole `Services`; every other module takes the parts it uses.
+ * In src/worker only the entry and the runtime: jobs, their phases and the sweeper declare what they use
+ * (src/worker/job-deps.ts), which `Services` satisfies.
+ */
+const compositionRoots = "^src/(services|process|main)\\.ts$|^src/api/|^src/worker/(main|worker-runtime)\\.ts$";
 
 /**
  * Modules outside src/store that query Postgres themselves (drizzle's builders on the
@@ -67,7 +71,7 @@ module.exports = {
       name: "services-only-in-composition-roots",
       severity: "error",
       comment:
-        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker) import src/services.ts; lower modules declare the small dependency interface they use (TransactDeps, GateDeps, WebhookDeps, ...).",
+        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker/main.ts and worker-runtime.ts) import src/services.ts; lower modules declare the small dependency interface they use (TransactDeps, GateDeps, WebhookDeps, ...).",
       from: { path: "^src/", pathNot: compositionRoots },
       to: { path: "^src/services\\.ts$" },
     },

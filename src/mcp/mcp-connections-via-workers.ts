@@ -3,9 +3,10 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { EventBus } from "../events/event-bus.js";
+import type { ToolResult } from "../tools/tool.js";
 import { defaultMcpDefaults, mcpServerKey, type McpScope, type McpServerConfig } from "./mcp-config.js";
 import type { McpConnections, McpFailure, McpOutcome } from "./mcp-connections.js";
-import { createMcpReplies } from "./mcp-replies.js";
+import { createMcpReplies, type McpReplies } from "./mcp-replies.js";
 import { mcpRequestQueueName, type McpOperation, type McpRequest, type McpRequestJobData, type McpRequestValues } from "./mcp-request.js";
 
 export interface McpConnectionsViaWorkersOptions {
@@ -35,157 +36,194 @@ export function createMcpConnectionsViaWorkers(options: McpConnectionsViaWorkers
   const queue = new Queue<McpRequestJobData>(mcpRequestQueueName, { connection: options.connection, prefix });
   // Connection errors are the shared connection's, logged by its own listener (src/services.ts).
   queue.on("error", () => {});
-  const replies = createMcpReplies({ redis: options.connection, bus, prefix });
-  const replyTo = randomUUID();
-  const noticed = new Map<string, () => void>();
-  let listening: Promise<() => void> | undefined;
-  let closed = false;
-  const closing = new AbortController();
-  // The last tool list of each server, so an unchanged list is the same array and the catalog reuses its view (R2).
-  const toolLists = new Map<string, { json: string; tools: McpTool[] }>();
-
-  const failure = (errorCode: McpFailure["errorCode"], message: string): McpFailure => ({ ok: false, errorCode, message });
-
-  /** Whether the notice came within `ms` (false on timeout or close). */
-  function waitForNotice(notice: Promise<void>, ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const finish = (came: boolean) => {
-        clearTimeout(timer);
-        closing.signal.removeEventListener("abort", onClose);
-        resolve(came);
-      };
-      const onClose = () => finish(false);
-      const timer = setTimeout(() => finish(false), Math.max(0, ms));
-      closing.signal.addEventListener("abort", onClose, { once: true });
-      if (closing.signal.aborted) finish(false);
-      void notice.then(() => finish(true));
-    });
-  }
-
-  async function ask<K extends McpOperation>(
-    scope: McpScope,
-    server: string,
-    request: Extract<McpRequest, { operation: K }>,
-  ): Promise<McpOutcome<McpRequestValues[K]>> {
-    if (closed) return failure("mcp_unavailable", `The MCP server "${server}" is unavailable: the API is shutting down.`);
-    // Subscribed before the first job is added, so no notice can come before its listener.
-    listening ??= bus
-      .onMcpReply(replyTo, (jobId) => noticed.get(jobId)?.())
-      .catch((error: unknown) => {
-        listening = undefined;
-        throw error;
-      });
-    await listening;
-    const jobId = `mcp-${randomUUID()}`;
-    const notice = new Promise<void>((resolve) => noticed.set(jobId, resolve));
-    const deadline = Date.now() + options.timeoutMs;
-    try {
-      const data: McpRequestJobData = { tenantId: scope.tenantId, projectId: scope.projectId, server, request, deadline, replyTo };
-      // Read-only requests: a job a dead worker held is taken again by another (BullMQ's stall check).
-      await queue.add(request.operation, data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
-      if (!(await waitForNotice(notice, options.pickupMs))) {
-        // Withdrawn only while no worker holds it (a held job cannot be removed) and none held it back: a
-        // request a worker held back for its tenant's share proves a worker runs, so it waits on.
-        if (!(await heldBack(jobId)) && (await queue.remove(jobId)) === 1)
-          return (await lateReply<K>(jobId)) ?? noWorker(server, options.pickupMs);
-        await waitForNotice(notice, deadline - Date.now());
-      }
-      // Taken even without a notice: pub/sub may lose one while the subscriber reconnects.
-      const reply = await replies.take(jobId);
-      if (reply) return reply as McpOutcome<McpRequestValues[K]>;
-      // A job still held back for its tenant's share, or one whose worker died and whose lock lapsed, not taken again since.
-      const wasHeldBack = await heldBack(jobId);
-      if ((await queue.remove(jobId)) === 1)
-        return (await lateReply<K>(jobId)) ?? (wasHeldBack ? shareFull(server) : noWorker(server, options.timeoutMs));
-      return failure(
-        "mcp_timeout",
-        `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`,
-      );
-    } finally {
-      noticed.delete(jobId);
-    }
-  }
-
-  /**
-   * BullMQ's remove also answers 1 for a job that is gone: one a worker finished, replying,
-   * between the API's last look for a reply and the remove. Its reply is taken, not lost.
-   */
-  async function lateReply<K extends McpOperation>(jobId: string): Promise<McpOutcome<McpRequestValues[K]> | undefined> {
-    const reply = await replies.take(jobId);
-    return reply ? (reply as McpOutcome<McpRequestValues[K]>) : undefined;
-  }
-
-  /** Whether a worker moved the job back to the queue because its tenant's requests filled their share (src/worker/mcp-request-worker.ts). */
-  async function heldBack(jobId: string): Promise<boolean> {
-    const job = await queue.getJob(jobId);
-    return Number(job?.delay ?? 0) > 0;
-  }
-
-  function shareFull(server: string): McpFailure {
-    return failure(
-      "mcp_busy",
-      `The request for the MCP server "${server}" waited ${options.timeoutMs} ms for a slot: this tenant's MCP requests already fill its share of the workers' slots (FOYA_MCP_REQUEST_TENANT_CONCURRENCY), held by slow servers of its own. Try again later.`,
-    );
-  }
-
-  function noWorker(server: string, waitedMs: number): McpFailure {
-    return failure(
-      "no_worker",
-      `No worker took the request for the MCP server "${server}" within ${waitedMs} ms; MCP servers run on workers only. Try again once a worker runs.`,
-    );
-  }
-
+  const asker: Asker = {
+    options,
+    queue,
+    replies: createMcpReplies({ redis: options.connection, bus, prefix }),
+    replyTo: randomUUID(),
+    noticed: new Map(),
+    listening: undefined,
+    closed: false,
+    closing: new AbortController(),
+    toolLists: new Map(),
+  };
   return {
     defaults: defaultMcpDefaults,
-
-    async listTools(scope, config) {
-      const outcome = await ask(scope, config.name, { operation: "list-tools" });
-      if (!outcome.ok) return outcome;
-      const key = mcpServerKey(scope, config.name);
-      const json = JSON.stringify(outcome.value);
-      const known = toolLists.get(key);
-      if (known?.json === json) return { ok: true, value: known.tools };
-      toolLists.delete(key);
-      toolLists.set(key, { json, tools: outcome.value });
-      if (toolLists.size > maxRememberedToolLists) toolLists.delete(toolLists.keys().next().value as string);
-      return outcome;
-    },
-
-    async callTool(_scope, config: McpServerConfig) {
-      return {
-        content: [
-          {
-            type: "text",
-            text: `The MCP server "${config.name}" is not called from the API process: its tools run in a worker's tool batch.`,
-          },
-        ],
-        isError: true,
-        errorCode: "mcp_unavailable",
-      };
-    },
-
-    listResources: (scope, config) => ask(scope, config.name, { operation: "list-resources" }),
-    readResource: (scope, config, uri) => ask(scope, config.name, { operation: "read-resource", uri }),
-    listPrompts: (scope, config) => ask(scope, config.name, { operation: "list-prompts" }),
-    getPrompt: (scope, config, prompt, args) => ask(scope, config.name, { operation: "get-prompt", prompt, arguments: args ?? {} }),
-
-    status() {
-      return { state: "idle" };
-    },
-
+    listTools: (scope, config) => listToolsOnce(asker, scope, config),
+    callTool: async (_scope, config) => callRefused(config),
+    listResources: (scope, config) => ask(asker, scope, config.name, { operation: "list-resources" }),
+    readResource: (scope, config, uri) => ask(asker, scope, config.name, { operation: "read-resource", uri }),
+    listPrompts: (scope, config) => ask(asker, scope, config.name, { operation: "list-prompts" }),
+    getPrompt: (scope, config, prompt, args) => ask(asker, scope, config.name, { operation: "get-prompt", prompt, arguments: args ?? {} }),
+    status: () => ({ state: "idle" }),
     async disconnect(scope, name) {
       await bus.publishMcpServerStop({ tenantId: scope.tenantId, projectId: scope.projectId, name });
     },
-
     async close() {
-      if (closed) return;
-      closed = true;
-      closing.abort();
-      const stopListening = await listening?.catch(() => undefined);
+      if (asker.closed) return;
+      asker.closed = true;
+      asker.closing.abort();
+      const stopListening = await asker.listening?.catch(() => undefined);
       stopListening?.();
       await queue.close();
     },
   };
+}
+
+/** The API process's side of the requests: its queue, its reply channel and the notices it waits for. */
+interface Asker {
+  options: McpConnectionsViaWorkersOptions;
+  queue: Queue<McpRequestJobData>;
+  replies: McpReplies;
+  /** This process's reply channel: a worker's notice names the job whose reply is ready. */
+  replyTo: string;
+  noticed: Map<string, () => void>;
+  listening: Promise<() => void> | undefined;
+  closed: boolean;
+  closing: AbortController;
+  /** The last tool list of each server, so an unchanged list is the same array and the catalog reuses its view (R2). */
+  toolLists: Map<string, { json: string; tools: McpTool[] }>;
+}
+
+function failure(errorCode: McpFailure["errorCode"], message: string): McpFailure {
+  return { ok: false, errorCode, message };
+}
+
+async function listToolsOnce(asker: Asker, scope: McpScope, config: McpServerConfig): Promise<McpOutcome<McpTool[]>> {
+  const { toolLists } = asker;
+  const outcome = await ask(asker, scope, config.name, { operation: "list-tools" });
+  if (!outcome.ok) return outcome;
+  const key = mcpServerKey(scope, config.name);
+  const json = JSON.stringify(outcome.value);
+  const known = toolLists.get(key);
+  if (known?.json === json) return { ok: true, value: known.tools };
+  toolLists.delete(key);
+  toolLists.set(key, { json, tools: outcome.value });
+  if (toolLists.size > maxRememberedToolLists) toolLists.delete(toolLists.keys().next().value as string);
+  return outcome;
+}
+
+function callRefused(config: McpServerConfig): ToolResult {
+  return {
+    content: [
+      {
+        type: "text",
+        text: `The MCP server "${config.name}" is not called from the API process: its tools run in a worker's tool batch.`,
+      },
+    ],
+    isError: true,
+    errorCode: "mcp_unavailable",
+  };
+}
+
+/** Whether the notice came within `ms` (false on timeout or close). */
+function waitForNotice(asker: Asker, notice: Promise<void>, ms: number): Promise<boolean> {
+  const { signal } = asker.closing;
+  return new Promise((resolve) => {
+    const finish = (came: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onClose);
+      resolve(came);
+    };
+    const onClose = () => finish(false);
+    const timer = setTimeout(() => finish(false), Math.max(0, ms));
+    signal.addEventListener("abort", onClose, { once: true });
+    if (signal.aborted) finish(false);
+    void notice.then(() => finish(true));
+  });
+}
+
+async function ask<K extends McpOperation>(
+  asker: Asker,
+  scope: McpScope,
+  server: string,
+  request: Extract<McpRequest, { operation: K }>,
+): Promise<McpOutcome<McpRequestValues[K]>> {
+  if (asker.closed) return failure("mcp_unavailable", `The MCP server "${server}" is unavailable: the API is shutting down.`);
+  // Subscribed before the first job is added, so no notice can come before its listener.
+  asker.listening ??= asker.options.bus
+    .onMcpReply(asker.replyTo, (jobId) => asker.noticed.get(jobId)?.())
+    .catch((error: unknown) => {
+      asker.listening = undefined;
+      throw error;
+    });
+  await asker.listening;
+  const jobId = `mcp-${randomUUID()}`;
+  const notice = new Promise<void>((resolve) => asker.noticed.set(jobId, resolve));
+  const deadline = Date.now() + asker.options.timeoutMs;
+  try {
+    const data: McpRequestJobData = {
+      tenantId: scope.tenantId,
+      projectId: scope.projectId,
+      server,
+      request,
+      deadline,
+      replyTo: asker.replyTo,
+    };
+    // Read-only requests: a job a dead worker held is taken again by another (BullMQ's stall check).
+    await asker.queue.add(request.operation, data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
+    return await answerOf<K>(asker, { jobId, notice, deadline }, server, request);
+  } finally {
+    asker.noticed.delete(jobId);
+  }
+}
+
+/** The reply to an enqueued request, or why there is none: no worker took it, its tenant's share was full, or it timed out. */
+async function answerOf<K extends McpOperation>(
+  asker: Asker,
+  job: { jobId: string; notice: Promise<void>; deadline: number },
+  server: string,
+  request: McpRequest,
+): Promise<McpOutcome<McpRequestValues[K]>> {
+  const { options, queue } = asker;
+  const { jobId, notice } = job;
+  if (!(await waitForNotice(asker, notice, options.pickupMs))) {
+    // Withdrawn only while no worker holds it (a held job cannot be removed) and none held it back: a
+    // request a worker held back for its tenant's share proves a worker runs, so it waits on.
+    if (!(await heldBack(asker, jobId)) && (await queue.remove(jobId)) === 1)
+      return (await lateReply<K>(asker, jobId)) ?? noWorker(server, options.pickupMs);
+    await waitForNotice(asker, notice, job.deadline - Date.now());
+  }
+  // Taken even without a notice: pub/sub may lose one while the subscriber reconnects.
+  const reply = await asker.replies.take(jobId);
+  if (reply) return reply as McpOutcome<McpRequestValues[K]>;
+  // A job still held back for its tenant's share, or one whose worker died and whose lock lapsed, not taken again since.
+  const wasHeldBack = await heldBack(asker, jobId);
+  if ((await queue.remove(jobId)) === 1)
+    return (await lateReply<K>(asker, jobId)) ?? (wasHeldBack ? shareFull(server, options.timeoutMs) : noWorker(server, options.timeoutMs));
+  return failure(
+    "mcp_timeout",
+    `The MCP server "${server}" did not answer ${describe(request)} within ${options.timeoutMs} ms (asked through a worker).`,
+  );
+}
+
+/**
+ * BullMQ's remove also answers 1 for a job that is gone: one a worker finished, replying,
+ * between the API's last look for a reply and the remove. Its reply is taken, not lost.
+ */
+async function lateReply<K extends McpOperation>(asker: Asker, jobId: string): Promise<McpOutcome<McpRequestValues[K]> | undefined> {
+  const reply = await asker.replies.take(jobId);
+  return reply ? (reply as McpOutcome<McpRequestValues[K]>) : undefined;
+}
+
+/** Whether a worker moved the job back to the queue because its tenant's requests filled their share (src/worker/mcp-request-worker.ts). */
+async function heldBack(asker: Asker, jobId: string): Promise<boolean> {
+  const job = await asker.queue.getJob(jobId);
+  return Number(job?.delay ?? 0) > 0;
+}
+
+function shareFull(server: string, timeoutMs: number): McpFailure {
+  return failure(
+    "mcp_busy",
+    `The request for the MCP server "${server}" waited ${timeoutMs} ms for a slot: this tenant's MCP requests already fill its share of the workers' slots (FOYA_MCP_REQUEST_TENANT_CONCURRENCY), held by slow servers of its own. Try again later.`,
+  );
+}
+
+function noWorker(server: string, waitedMs: number): McpFailure {
+  return failure(
+    "no_worker",
+    `No worker took the request for the MCP server "${server}" within ${waitedMs} ms; MCP servers run on workers only. Try again once a worker runs.`,
+  );
 }
 
 function describe(request: McpRequest): string {

@@ -64,110 +64,118 @@ interface ServerTools {
  * are read at most once per `configTtlMs` per project.
  */
 export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
-  const { base, baseTools, db, mcp, logger } = options;
-  const configs = new Map<string, { rows: McpServerRow[]; readAt: number; reading?: Promise<McpServerRow[]> }>();
-  // A server's mapped tools, per listed array (the connection keeps one array per tool list).
-  const mapped = new WeakMap<McpTool[], { version: number; tools: AnyTool[] }>();
-  // What each server offered last, for when it is down: calls then get mcp_unavailable results, not "unknown tool".
-  const lastKnown = new Map<string, { scope: McpScope; name: string; fingerprint: string; version: number; tools: AnyTool[] }>();
-  const views = new Map<string, ScopedTools>();
-  let versions = 0;
-
-  async function serverRows(scope: ProjectScope): Promise<McpServerRow[]> {
-    const key = `${scope.tenantId}/${scope.projectId}`;
-    const cached = configs.get(key);
-    if (cached && Date.now() - cached.readAt < options.configTtlMs) return cached.rows;
-    if (cached?.reading) return cached.reading;
-    const reading = listMcpServers(db, scope.tenantId, scope.projectId).then((all) => {
-      stopDeleted(scope, all);
-      // A project's own server hides a tenant-wide one of the same name.
-      const rows = all.filter((row) => row.projectId !== null || !all.some((other) => other.projectId !== null && other.name === row.name));
-      configs.set(key, { rows, readAt: Date.now() });
-      if (configs.size > maxCachedScopes) configs.delete(configs.keys().next().value as string);
-      return rows;
-    });
-    configs.set(key, { rows: cached?.rows ?? [], readAt: cached?.readAt ?? 0, reading });
-    try {
-      return await reading;
-    } catch (error) {
-      configs.delete(key);
-      throw error;
-    }
-  }
-
-  /**
-   * Servers this process used in the scope that are no longer configured (deleted, or moved)
-   * are stopped, so a deleted server does not keep running until the process restarts.
-   */
-  function stopDeleted(scope: ProjectScope, configured: readonly McpServerRow[]): void {
-    const present = new Set(configured.map((row) => mcpServerKey(mcpScopeOf(row), row.name)));
-    for (const [key, known] of lastKnown) {
-      const { scope: server } = known;
-      if (server.tenantId !== scope.tenantId || (server.projectId !== null && server.projectId !== scope.projectId)) continue;
-      if (present.has(key)) continue;
-      lastKnown.delete(key);
-      void mcp.disconnect(server, known.name);
-    }
-  }
-
-  async function serverTools(row: McpServerRow): Promise<ServerTools> {
-    const scope = mcpScopeOf(row);
-    const config = mcpConfigOf(row);
-    const key = mcpServerKey(scope, row.name);
-    const fingerprint = `${mcpConfigFingerprint(config)}/${config.deferTools ?? ""}`;
-    const listed = await mcp.listTools(scope, config);
-    if (!listed.ok) {
-      const known = lastKnown.get(key);
-      logger.warn({ mcpServer: key, errorCode: listed.errorCode }, `MCP tools unavailable: ${listed.message}`);
-      return {
-        list: known?.fingerprint === fingerprint ? known : undefined,
-        listing: {
-          name: row.name,
-          projectId: row.projectId,
-          status: "unavailable",
-          error: { code: listed.errorCode, message: listed.message },
-        },
-      };
-    }
-    let entry = mapped.get(listed.value);
-    if (!entry) {
-      entry = { version: ++versions, tools: mapMcpTools({ connections: mcp, scope, config }, listed.value).map((d) => d.tool) };
-      mapped.set(listed.value, entry);
-    }
-    lastKnown.set(key, { scope, name: row.name, fingerprint, ...entry });
-    return { list: entry, listing: { name: row.name, projectId: row.projectId, status: "listed" } };
-  }
-
-  /** The registry of the base tools and these lists, the same object for the same lists (R2). */
-  function viewOf(present: ReadonlyArray<{ version: number; tools: AnyTool[] }>): ScopedTools {
-    if (present.length === 0) return base;
-    const key = present.map((list) => list.version).join(",");
-    let view = views.get(key);
-    if (!view) {
-      const names = new Set(baseTools.map((tool) => tool.name));
-      const tools = [...baseTools];
-      for (const tool of present.flatMap((list) => list.tools)) {
-        // Two servers whose names sanitize alike would collide; the first keeps the name.
-        if (names.has(tool.name)) continue;
-        names.add(tool.name);
-        tools.push(tool);
-      }
-      const registry = createToolRegistry(tools);
-      view = { registry, executor: createToolExecutor(registry) };
-      views.set(key, view);
-      if (views.size > maxCachedScopes) views.delete(views.keys().next().value as string);
-    }
-    return view;
-  }
-
+  const catalog: Catalog = { options, configs: new Map(), mapped: new WeakMap(), lastKnown: new Map(), views: new Map(), versions: 0 };
   return {
     async forProject(scope) {
-      const rows = await serverRows(scope);
-      if (rows.length === 0) return { ...base, mcpServers: [] };
-      const answers = await Promise.all(rows.map((row) => serverTools(row)));
+      const rows = await serverRows(catalog, scope);
+      if (rows.length === 0) return { ...options.base, mcpServers: [] };
+      const answers = await Promise.all(rows.map((row) => serverTools(catalog, row)));
       const mcpServers = answers.map((answer) => answer.listing);
       const present = answers.flatMap((answer) => (answer.list ? [answer.list] : []));
-      return { ...viewOf(present), mcpServers };
+      return { ...viewOf(catalog, present), mcpServers };
     },
   };
+}
+
+/** What the catalog keeps between projects' requests. */
+interface Catalog {
+  options: ToolCatalogOptions;
+  /** Each project's server configurations, and when they were read. */
+  configs: Map<string, { rows: McpServerRow[]; readAt: number; reading?: Promise<McpServerRow[]> }>;
+  /** A server's mapped tools, per listed array (the connection keeps one array per tool list). */
+  mapped: WeakMap<McpTool[], { version: number; tools: AnyTool[] }>;
+  /** What each server offered last, for when it is down: calls then get mcp_unavailable results, not "unknown tool". */
+  lastKnown: Map<string, { scope: McpScope; name: string; fingerprint: string; version: number; tools: AnyTool[] }>;
+  views: Map<string, ScopedTools>;
+  versions: number;
+}
+
+async function serverRows(catalog: Catalog, scope: ProjectScope): Promise<McpServerRow[]> {
+  const { configs, options } = catalog;
+  const key = `${scope.tenantId}/${scope.projectId}`;
+  const cached = configs.get(key);
+  if (cached && Date.now() - cached.readAt < options.configTtlMs) return cached.rows;
+  if (cached?.reading) return cached.reading;
+  const reading = listMcpServers(options.db, scope.tenantId, scope.projectId).then((all) => {
+    stopDeleted(catalog, scope, all);
+    // A project's own server hides a tenant-wide one of the same name.
+    const rows = all.filter((row) => row.projectId !== null || !all.some((other) => other.projectId !== null && other.name === row.name));
+    configs.set(key, { rows, readAt: Date.now() });
+    if (configs.size > maxCachedScopes) configs.delete(configs.keys().next().value as string);
+    return rows;
+  });
+  configs.set(key, { rows: cached?.rows ?? [], readAt: cached?.readAt ?? 0, reading });
+  try {
+    return await reading;
+  } catch (error) {
+    configs.delete(key);
+    throw error;
+  }
+}
+
+/**
+ * Servers this process used in the scope that are no longer configured (deleted, or moved)
+ * are stopped, so a deleted server does not keep running until the process restarts.
+ */
+function stopDeleted(catalog: Catalog, scope: ProjectScope, configured: readonly McpServerRow[]): void {
+  const present = new Set(configured.map((row) => mcpServerKey(mcpScopeOf(row), row.name)));
+  for (const [key, known] of catalog.lastKnown) {
+    const { scope: server } = known;
+    if (server.tenantId !== scope.tenantId || (server.projectId !== null && server.projectId !== scope.projectId)) continue;
+    if (present.has(key)) continue;
+    catalog.lastKnown.delete(key);
+    void catalog.options.mcp.disconnect(server, known.name);
+  }
+}
+
+async function serverTools(catalog: Catalog, row: McpServerRow): Promise<ServerTools> {
+  const { mcp, logger } = catalog.options;
+  const scope = mcpScopeOf(row);
+  const config = mcpConfigOf(row);
+  const key = mcpServerKey(scope, row.name);
+  const fingerprint = `${mcpConfigFingerprint(config)}/${config.deferTools ?? ""}`;
+  const listed = await mcp.listTools(scope, config);
+  if (!listed.ok) {
+    const known = catalog.lastKnown.get(key);
+    logger.warn({ mcpServer: key, errorCode: listed.errorCode }, `MCP tools unavailable: ${listed.message}`);
+    return {
+      list: known?.fingerprint === fingerprint ? known : undefined,
+      listing: {
+        name: row.name,
+        projectId: row.projectId,
+        status: "unavailable",
+        error: { code: listed.errorCode, message: listed.message },
+      },
+    };
+  }
+  let entry = catalog.mapped.get(listed.value);
+  if (!entry) {
+    entry = { version: ++catalog.versions, tools: mapMcpTools({ connections: mcp, scope, config }, listed.value).map((d) => d.tool) };
+    catalog.mapped.set(listed.value, entry);
+  }
+  catalog.lastKnown.set(key, { scope, name: row.name, fingerprint, ...entry });
+  return { list: entry, listing: { name: row.name, projectId: row.projectId, status: "listed" } };
+}
+
+/** The registry of the base tools and these lists, the same object for the same lists (R2). */
+function viewOf(catalog: Catalog, present: ReadonlyArray<{ version: number; tools: AnyTool[] }>): ScopedTools {
+  const { base, baseTools } = catalog.options;
+  if (present.length === 0) return base;
+  const key = present.map((list) => list.version).join(",");
+  let view = catalog.views.get(key);
+  if (!view) {
+    const names = new Set(baseTools.map((tool) => tool.name));
+    const tools = [...baseTools];
+    for (const tool of present.flatMap((list) => list.tools)) {
+      // Two servers whose names sanitize alike would collide; the first keeps the name.
+      if (names.has(tool.name)) continue;
+      names.add(tool.name);
+      tools.push(tool);
+    }
+    const registry = createToolRegistry(tools);
+    view = { registry, executor: createToolExecutor(registry) };
+    catalog.views.set(key, view);
+    if (catalog.views.size > maxCachedScopes) catalog.views.delete(catalog.views.keys().next().value as string);
+  }
+  return view;
 }

@@ -3,6 +3,7 @@ import { commandLease, finishCommand, flushCommandOutput, recordCommandUnderCap,
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
+import type { PreparedShell, ShellEnd } from "../tools/shell/spawn-shell.js";
 import type { CallProcesses } from "../tools/call-processes.js";
 import type { CommandStatus } from "../core/statuses.js";
 
@@ -48,33 +49,34 @@ const flushIntervalMs = 1000;
 const headBytes = 64 * 1024;
 const tailBytes = 960 * 1024;
 
+/** What every command of this worker shares. */
+interface Owner {
+  db: Database;
+  workerId: string;
+  /** The lease every command of this worker holds, renewed with each flush. */
+  lease: ReturnType<typeof commandLease>;
+  live: Map<string, LiveCommand>;
+  onError: (error: unknown) => void;
+}
+
+type StartInput = Parameters<BackgroundCommands["start"]>[0];
+
 export function startBackgroundCommands(options: {
   db: Database;
   workerId: string;
   leaseMs: number;
   onError: (error: unknown) => void;
 }): BackgroundCommands {
-  const { db, workerId, leaseMs } = options;
-  const live = new Map<string, LiveCommand>();
-  const lease = commandLease(leaseMs);
-
-  const flush = async (command: LiveCommand) => {
-    command.dirty = false;
-    await flushCommandOutput(
-      db,
-      workerId,
-      command.id,
-      { output: storableText(command.output.render()), outputBytes: command.output.bytes, outputLines: command.output.lines },
-      lease,
-    );
-  };
+  const { leaseMs } = options;
+  const owner: Owner = { ...options, lease: commandLease(leaseMs), live: new Map() };
+  const { live } = owner;
   const timer = setInterval(
     () => {
       const ids = [...live.keys()];
       if (ids.length === 0) return;
       Promise.all([
-        ...[...live.values()].filter((command) => command.dirty).map(flush),
-        renewCommandLeases(db, workerId, ids, lease),
+        ...[...live.values()].filter((command) => command.dirty).map((command) => flush(owner, command)),
+        renewCommandLeases(owner.db, owner.workerId, ids, owner.lease),
       ]).catch(options.onError);
     },
     Math.min(flushIntervalMs, Math.floor(leaseMs / 3)),
@@ -82,82 +84,7 @@ export function startBackgroundCommands(options: {
   timer.unref();
 
   return {
-    async start(input) {
-      if (live.size >= maxLive)
-        return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
-      const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true, background: true });
-      if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
-      const id = newId("cmd");
-      const { backgroundCommands: allowed, backgroundSeconds: lifetime } = input.processes.limits;
-      // Counted and recorded under the tenant's lock, so racing starts on any worker never pass the cap together.
-      const recorded = await recordCommandUnderCap(
-        db,
-        {
-          id,
-          tenantId: input.tenantId,
-          sessionId: input.sessionId,
-          runId: input.runId,
-          command: input.command,
-          ownerWorker: workerId,
-          leaseUntil: lease,
-        },
-        allowed,
-      ).catch((error: unknown) => {
-        prepared.discard();
-        throw error;
-      });
-      if (!recorded) {
-        prepared.discard();
-        return {
-          error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`,
-          code: "too_many_commands",
-        };
-      }
-      const { ended, output, onOutput, killGroup } = prepared.start();
-      const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
-      // A command lives at most the tenant's lifetime limit; then it is killed and says why.
-      const expiry = setTimeout(() => {
-        output.write(Buffer.from(`\n[stopped: background commands live at most ${lifetime} s]\n`));
-        command.dirty = true;
-        killGroup();
-      }, lifetime * 1000);
-      expiry.unref();
-      onOutput(() => {
-        command.dirty = true;
-      });
-      command.finished = ended.then(async (end) => {
-        clearTimeout(expiry);
-        live.delete(id);
-        // The sandbox failing to start is the command's outcome: say why in its output.
-        if (end.kind === "sandbox_failed") output.write(Buffer.from(`\n${end.message}\n`));
-        // What it changed, summarized at its end (SPEC X7); no tool result waits for this.
-        const summary =
-          end.kind === "sandbox_failed"
-            ? null
-            : await prepared.changeSummary
-                ?.finish()
-                .catch((error: unknown) => `[what this command changed could not be summarized: ${(error as Error).message}]`);
-        if (summary) output.write(Buffer.from(`\n${summary}\n`));
-        // The truth, whatever happened meanwhile: a killed process is never "exit 0" (B2).
-        const status: CommandStatus = command.cancelled
-          ? "cancelled"
-          : end.kind === "signaled"
-            ? "killed"
-            : end.kind === "exited" && end.exitCode === 0
-              ? "exited"
-              : "failed";
-        await finishCommand(db, workerId, id, {
-          status,
-          exitCode: end.kind === "exited" ? end.exitCode : null,
-          signal: end.kind === "signaled" ? end.signal : null,
-          output: storableText(command.output.render()),
-          outputBytes: command.output.bytes,
-          outputLines: command.output.lines,
-        }).catch(options.onError);
-      });
-      live.set(id, command);
-      return { id };
-    },
+    start: (input) => startCommand(owner, input),
     count: () => live.size,
     cancel(commandId) {
       const command = live.get(commandId);
@@ -173,4 +100,99 @@ export function startBackgroundCommands(options: {
       await Promise.all(running.map((command) => command.finished));
     },
   };
+}
+
+async function flush(owner: Owner, command: LiveCommand): Promise<void> {
+  command.dirty = false;
+  const { output } = command;
+  await flushCommandOutput(
+    owner.db,
+    owner.workerId,
+    command.id,
+    { output: storableText(output.render()), outputBytes: output.bytes, outputLines: output.lines },
+    owner.lease,
+  );
+}
+
+async function startCommand(owner: Owner, input: StartInput): Promise<{ id: string } | { error: string; code?: string }> {
+  if (owner.live.size >= maxLive)
+    return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
+  const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true, background: true });
+  if ("unavailable" in prepared) return { error: prepared.unavailable, code: prepared.code };
+  const id = newId("cmd");
+  const allowed = input.processes.limits.backgroundCommands;
+  // Counted and recorded under the tenant's lock, so racing starts on any worker never pass the cap together.
+  const row = {
+    id,
+    tenantId: input.tenantId,
+    sessionId: input.sessionId,
+    runId: input.runId,
+    command: input.command,
+    ownerWorker: owner.workerId,
+    leaseUntil: owner.lease,
+  };
+  const recorded = await recordCommandUnderCap(owner.db, row, allowed).catch((error: unknown) => {
+    prepared.discard();
+    throw error;
+  });
+  if (!recorded) {
+    prepared.discard();
+    return {
+      error: `this tenant already runs ${allowed} background commands, its limit; wait for one to end or cancel one`,
+      code: "too_many_commands",
+    };
+  }
+  owner.live.set(id, runCommand(owner, id, prepared, input.processes.limits.backgroundSeconds));
+  return { id };
+}
+
+/** Starts a recorded command; it lives at most `lifetimeSeconds`, then it is killed and says why. */
+function runCommand(owner: Owner, id: string, prepared: PreparedShell, lifetimeSeconds: number): LiveCommand {
+  const { ended, output, onOutput, killGroup } = prepared.start();
+  const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
+  const expiry = setTimeout(() => {
+    output.write(Buffer.from(`\n[stopped: background commands live at most ${lifetimeSeconds} s]\n`));
+    command.dirty = true;
+    killGroup();
+  }, lifetimeSeconds * 1000);
+  expiry.unref();
+  onOutput(() => {
+    command.dirty = true;
+  });
+  command.finished = ended.then(async (end) => {
+    clearTimeout(expiry);
+    owner.live.delete(id);
+    await recordEnd(owner, command, prepared, end);
+  });
+  return command;
+}
+
+/** Writes the command's true end, whatever happened meanwhile: a killed process is never "exit 0" (B2). */
+async function recordEnd(owner: Owner, command: LiveCommand, prepared: PreparedShell, end: ShellEnd): Promise<void> {
+  const { output } = command;
+  // The sandbox failing to start is the command's outcome: say why in its output.
+  if (end.kind === "sandbox_failed") output.write(Buffer.from(`\n${end.message}\n`));
+  // What it changed, summarized at its end (SPEC X7); no tool result waits for this.
+  const summary =
+    end.kind === "sandbox_failed"
+      ? null
+      : await prepared.changeSummary
+          ?.finish()
+          .catch((error: unknown) => `[what this command changed could not be summarized: ${(error as Error).message}]`);
+  if (summary) output.write(Buffer.from(`\n${summary}\n`));
+  const status: CommandStatus = command.cancelled
+    ? "cancelled"
+    : end.kind === "signaled"
+      ? "killed"
+      : end.kind === "exited" && end.exitCode === 0
+        ? "exited"
+        : "failed";
+  await finishCommand(owner.db, owner.workerId, command.id, {
+    status,
+    exitCode: end.kind === "exited" ? end.exitCode : null,
+    signal: end.kind === "signaled" ? end.signal : null,
+    output: storableText(output.render()),
+    outputBytes: output.bytes,
+    outputLines: output.lines,
+  }).catch(owner.onError);
 }

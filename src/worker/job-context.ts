@@ -1,13 +1,14 @@
-import type { Services } from "../services.js";
+import type { Job } from "bullmq";
+import type { JobDeps } from "./job-deps.js";
 import type { LeaseKeeper } from "./lease-keeper.js";
 import type { RunAborts } from "./run-aborts.js";
 import type { SessionContextCache } from "./session-context-cache.js";
 import type { BackgroundCommands } from "./background-commands.js";
-import type { HistoryCache } from "./history-cache.js";
+import type { HistoryCache } from "./step/history-cache.js";
 
-/** What a job processor receives: the shared services plus this process's own bookkeeping. */
+/** What a job processor receives: the shared dependencies plus this process's own bookkeeping. */
 export interface JobContext {
-  services: Services;
+  deps: JobDeps;
   workerId: string;
   leases: LeaseKeeper;
   aborts: RunAborts;
@@ -25,3 +26,8 @@ export type JobOutcome =
   | { kind: "stale" }
   | { kind: "cancelled" }
   | { kind: "failed"; code: string };
+
+/** The lease owner a job claims its run as: this worker and the job. */
+export function jobOwner(context: Pick<JobContext, "workerId">, job: Pick<Job, "id">): string {
+  return `${context.workerId}/${job.id}`;
+}

@@ -4,7 +4,7 @@ import type { McpOutcome } from "../mcp/mcp-connections.js";
 import { createMcpReplies, type McpReplies } from "../mcp/mcp-replies.js";
 import { mcpRequestJobDataSchema, mcpRequestQueueName, type McpRequestJobData } from "../mcp/mcp-request.js";
 import { serveMcpRequest } from "../mcp/serve-mcp-request.js";
-import type { Services } from "../services.js";
+import type { JobDeps } from "./job-deps.js";
 
 export interface McpRequestWorker {
   /** Stops taking requests, lets running ones finish for up to the shutdown grace, then aborts them. */
@@ -20,7 +20,7 @@ const replyGraceMs = 10_000;
 /** A request of a tenant at its share waits about this long (jittered) before it is taken again. */
 const heldBackMs = 200;
 
-type McpRequestServices = Pick<Services, "config" | "db" | "redis" | "bus" | "logger" | "mcp">;
+type McpRequestServices = Pick<JobDeps, "config" | "db" | "redis" | "bus" | "logger" | "mcp">;
 
 /** The worker side of the API's MCP requests (src/mcp/mcp-request.ts): every worker serves them with its own connections. */
 export async function startMcpRequestWorker(services: McpRequestServices): Promise<McpRequestWorker> {

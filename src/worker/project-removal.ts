@@ -1,7 +1,7 @@
 import { claimProjectRemoval, finishProjectRemoval, releaseProjectRemoval, renewProjectRemoval } from "../store/project-removal.js";
 import { projectTrashRoot } from "../workspace/project-trash.js";
 import { removeTreeGradually } from "../workspace/remove-tree.js";
-import type { Services } from "../services.js";
+import type { JobDeps } from "./job-deps.js";
 
 /**
  * How long one slice of a removal may hold the worker's event loop: short enough that its
@@ -21,7 +21,10 @@ const sliceMs = 5;
  * removal that fails (the file system refused) is logged and tried again once its lease lapsed,
  * until it is done.
  */
-export function startProjectRemoval(services: Services, self: { workerId: string }): { stop(): Promise<void> } {
+export function startProjectRemoval(
+  services: Pick<JobDeps, "config" | "logger" | "db" | "failpoints" | "metrics">,
+  self: { workerId: string },
+): { stop(): Promise<void> } {
   const { config, logger, db } = services;
   const { leaseMs } = config.workers;
   const stopping = new AbortController();

@@ -1,11 +1,11 @@
 import { putBlob } from "../store/blobs.js";
 import { insertFileChanges } from "../store/tool-calls.js";
-import type { Services } from "../services.js";
+import type { JobDeps } from "./job-deps.js";
 import { removeLayerFolder, type FoundLayer } from "../sandbox/overlay/call-layers.js";
 import { settleLayer } from "../tools/shell/settle-layer.js";
 import { setLayerAside } from "../sandbox/overlay/set-layer-aside.js";
 
-type LayerServices = Pick<Services, "callLayers" | "config" | "db" | "logger">;
+type LayerServices = Pick<JobDeps, "callLayers" | "config" | "db" | "logger">;
 
 /**
  * Settles the layers of calls that will never settle their own (SPEC X7, D3):

@@ -1,5 +1,6 @@
 import type { ScopedTools } from "../mcp/tool-catalog.js";
-import type { JobContext } from "./job-context.js";
+import type { JobDeps } from "./job-deps.js";
+import type { SessionContextCache } from "./session-context-cache.js";
 
 /**
  * The tools a run's project offers (built-ins plus its MCP servers', SPEC M1), resolved
@@ -7,8 +8,11 @@ import type { JobContext } from "./job-context.js";
  * transaction or lease should wait for it. A run that does not exist gets the built-ins;
  * its claim then finds it gone.
  */
-export async function toolsOfRun(context: JobContext, runId: string): Promise<ScopedTools> {
-  const { services } = context;
-  const scope = await context.sessionContexts.scopeOfRun(services.db.db, runId);
-  return scope ? services.catalog.forProject(scope) : { registry: services.tools, executor: services.executor };
+export async function toolsOfRun(
+  context: { deps: Pick<JobDeps, "db" | "catalog" | "tools" | "executor">; sessionContexts: SessionContextCache },
+  runId: string,
+): Promise<ScopedTools> {
+  const { deps } = context;
+  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  return scope ? deps.catalog.forProject(scope) : { registry: deps.tools, executor: deps.executor };
 }

@@ -3,14 +3,17 @@ import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.
 import { tenantsWithWaitingRuns } from "../store/tenant-admission.js";
 import { markCommandsOfWorkerLost, markLostCommands } from "../store/commands.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
-import { transact, type Effects } from "../store/transact.js";
+import { transact, type Effects, type TransactDeps } from "../store/transact.js";
 import { claimLostWorkers, endedWorkers, pruneEndedWorkers } from "../store/workers.js";
 import type { Liveness } from "./liveness.js";
 import { pruneTrash } from "../workspace/project-trash.js";
 import { pruneWebhookDeliveries } from "../store/webhook-deliveries.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
-import type { Services } from "../services.js";
+import type { JobDeps } from "./job-deps.js";
 import type { NextJob } from "../core/next-job.js";
+
+/** What the sweeper uses. */
+export type SweeperDeps = TransactDeps & Pick<JobDeps, "logger" | "callLayers">;
 
 /** After this many re-dispatches of the same work, the run fails visibly instead of looping. */
 const maxRedispatches = 5;
@@ -24,7 +27,7 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  * liveness record ended): that one, like lost work, is enqueued again at
  * once, under a new id.
  */
-export async function sweepOnce(services: Services): Promise<number> {
+export async function sweepOnce(services: TransactDeps): Promise<number> {
   const { db, dispatcher, config } = services;
   const candidates = await lostJobCandidates(db.pool, config.workers.sweepGraceMs, 200);
   const holders = await Promise.all(
@@ -80,7 +83,7 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
  * Only a process whose own record is healthy judges (`trustsItsView`).
  */
 async function takeOverDeadWorkers(
-  services: Services,
+  services: TransactDeps & Pick<JobDeps, "logger">,
   self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> },
 ): Promise<{ workers: number; runs: number; commands: number }> {
   const taken = { workers: 0, runs: 0, commands: 0 };
@@ -112,8 +115,33 @@ const pruneIntervalMs = 60_000;
 /** Projects' trash folders are walked at most this often per worker (a walk reads every project's trash records). */
 const trashPruneIntervalMs = 3600_000;
 
-export function startSweeper(services: Services, self: { workerId: string; liveness: Liveness }): { stop(): void } {
+export function startSweeper(services: SweeperDeps, self: { workerId: string; liveness: Liveness }): { stop(): void } {
+  const sweeps = startSweeps(services);
+  // Dead workers are looked for as often as the living renew, so their work moves within about the timeout plus one interval.
+  const deaths = startDeathWatch(services, self);
+  return {
+    stop: () => {
+      clearInterval(sweeps);
+      clearInterval(deaths);
+    },
+  };
+}
+
+/** Runs `tick` every `intervalMs`, never two at once, without holding the process open. */
+function everyInterval(intervalMs: number, tick: () => Promise<void>): NodeJS.Timeout {
   let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void tick().finally(() => {
+      running = false;
+    });
+  }, intervalMs);
+  timer.unref();
+  return timer;
+}
+
+function startSweeps(services: SweeperDeps): NodeJS.Timeout {
   let prunedAt = 0;
   let trashPrunedAt = 0;
   const pruneTrashes = async (): Promise<number> => {
@@ -130,11 +158,9 @@ export function startSweeper(services: Services, self: { workerId: string; liven
     if (webhookRetentionDays === 0) return 0;
     return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
   };
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    // Another worker on this host that died mid-command left its layer: its project's next batch settles it first, and
-    // a project with no next batch has it settled here, within a sweep (a look at one folder when there is none).
+  // Another worker on this host that died mid-command left its layer: its project's next batch settles it first, and
+  // a project with no next batch has it settled here, within a sweep (a look at one folder when there is none).
+  const sweep = () =>
     Promise.all([
       sweepOnce(services),
       markLostCommands(services.db.db),
@@ -157,17 +183,12 @@ export function startSweeper(services: Services, self: { workerId: string; liven
         if (count > 0) services.logger.info({ count }, "sweeper re-dispatched lost work");
         if (lost > 0) services.logger.warn({ lost }, "background commands lost with their worker");
       })
-      .catch((error: unknown) => services.logger.warn({ err: error }, "sweep failed"))
-      .finally(() => {
-        running = false;
-      });
-  }, services.config.workers.sweepIntervalMs);
-  timer.unref();
-  // Dead workers are looked for as often as the living renew, so their work moves within about the timeout plus one interval.
-  let judging = false;
-  const deaths = setInterval(() => {
-    if (judging) return;
-    judging = true;
+      .catch((error: unknown) => services.logger.warn({ err: error }, "sweep failed"));
+  return everyInterval(services.config.workers.sweepIntervalMs, sweep);
+}
+
+function startDeathWatch(services: SweeperDeps, self: { workerId: string; liveness: Liveness }): NodeJS.Timeout {
+  const judge = () =>
     takeOverDeadWorkers(services, self)
       .then((taken) => {
         services.metrics.sweeperActions.inc({ action: "workers_taken_over" }, taken.workers);
@@ -175,16 +196,6 @@ export function startSweeper(services: Services, self: { workerId: string; liven
         services.metrics.sweeperActions.inc({ action: "commands_lost" }, taken.commands);
         if (taken.workers > 0) services.logger.warn(taken, "took over the work of dead workers");
       })
-      .catch((error: unknown) => services.logger.warn({ err: error }, "looking for dead workers failed"))
-      .finally(() => {
-        judging = false;
-      });
-  }, services.config.workers.livenessIntervalMs);
-  deaths.unref();
-  return {
-    stop: () => {
-      clearInterval(timer);
-      clearInterval(deaths);
-    },
-  };
+      .catch((error: unknown) => services.logger.warn({ err: error }, "looking for dead workers failed"));
+  return everyInterval(services.config.workers.livenessIntervalMs, judge);
 }

@@ -15,10 +15,10 @@ import { startBackgroundCommands } from "./background-commands.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import { startSweeper } from "./sweeper.js";
 import { startProjectRemoval } from "./project-removal.js";
-import { processStepJob } from "./step-job.js";
-import { processToolBatchJob } from "./tool-batch-job.js";
-import { createHistoryCache } from "./history-cache.js";
-import { startLiveness } from "./liveness.js";
+import { processStepJob } from "./step/process.js";
+import { processToolBatchJob } from "./tool-batch/process.js";
+import { createHistoryCache } from "./step/history-cache.js";
+import { startLiveness, type Liveness } from "./liveness.js";
 import { observeJob, type JobTelemetry } from "./job-telemetry.js";
 
 export interface WorkerRuntime {
@@ -27,56 +27,92 @@ export interface WorkerRuntime {
   close(): Promise<void>;
 }
 
+/** A worker process's composition root: its bookkeeping, its two job workers and what runs beside them. */
 export async function startWorkerRuntime(services: Services): Promise<WorkerRuntime> {
   const { config, logger } = services;
   const host = hostname();
   const workerId = `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
-  const leases = startLeaseKeeper(services.db.pool, config.workers.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed"));
-  const aborts = createRunAborts();
-  const commands = startBackgroundCommands({
-    db: services.db.db,
+  const context: JobContext = {
+    deps: services,
     workerId,
-    leaseMs: config.workers.leaseMs,
-    onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
-  });
+    leases: startLeaseKeeper(services.db.pool, config.workers.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed")),
+    aborts: createRunAborts(),
+    sessionContexts: createSessionContextCache(),
+    histories: createHistoryCache(),
+    commands: startBackgroundCommands({
+      db: services.db.db,
+      workerId,
+      leaseMs: config.workers.leaseMs,
+      onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
+    }),
+  };
   // Jobs running per queue, for the liveness record and GET /v1/admin/workers.
   const running = { [stepQueueName]: 0, [toolQueueName]: 0 };
-  const counted = <T>(queue: keyof typeof running, work: () => Promise<T>): Promise<T> => {
-    running[queue]++;
-    return work().finally(() => {
-      running[queue]--;
-    });
-  };
   const liveness = await startLiveness({
     databaseUrl: config.database.url,
     worker: { id: workerId, host, pid: process.pid },
     intervalMs: config.workers.livenessIntervalMs,
-    holdings: () => ({ jobs: { ...running }, commands: commands.count() }),
+    holdings: () => ({ jobs: { ...running }, commands: context.commands.count() }),
     onWarning: (message, error) => logger.warn({ workerId, ...(error ? { err: error } : {}) }, message),
   });
-  const context: JobContext = {
-    services,
+  const stopListeners = await listenForStops(services, context);
+  const jobs = await startJobWorkers(services, context, running);
+  const beside = await startBesideJobs(services, { workerId, liveness });
+  return {
     workerId,
-    leases,
-    aborts,
-    sessionContexts: createSessionContextCache(),
-    histories: createHistoryCache(),
-    commands,
+    async close() {
+      const besideClosed = beside.close();
+      stopListeners();
+      const timedOut = await jobs.close();
+      // Background commands live as long as their worker: a drained worker ends them, truthfully recorded.
+      await context.commands.stop();
+      await besideClosed;
+      context.leases.stop();
+      // Drained: nothing of this worker is left to take over. Handed back: the record goes stale and the sweepers take over at once.
+      await liveness.stop({ drained: !timedOut });
+      jobs.disconnect();
+    },
   };
-  const telemetry: JobTelemetry = {
-    logger,
-    metrics: services.metrics,
-    tracing: services.tracing,
-    workerId,
-    scopeOf: (runId) => context.sessionContexts.scopeOfRun(services.db.db, runId),
-  };
+}
+
+/** Cancels, background commands' cancels and deleted MCP servers, broadcast to every worker. */
+async function listenForStops(services: Services, context: JobContext): Promise<() => void> {
+  const { aborts, commands } = context;
   const stopCancelListener = await services.bus.onCancel((runId) => aborts.abort(runId, "run cancelled"));
   const stopCommandListener = await services.bus.onCommandCancel((commandId) => void commands.cancel(commandId));
   // A deleted server's configuration: whichever workers run it stop it.
   const stopMcpServerListener = await services.bus.onMcpServerStop(
     (server) => void services.mcp.disconnect({ tenantId: server.tenantId, projectId: server.projectId }, server.name),
   );
+  return () => {
+    stopCancelListener();
+    stopCommandListener();
+    stopMcpServerListener();
+  };
+}
 
+interface JobWorkers {
+  /** Drains under the shutdown grace, then hands running jobs back; answers whether the grace ran out. */
+  close(): Promise<boolean>;
+  disconnect(): void;
+}
+
+/** The step and tool-batch workers, each on a connection of its own. */
+async function startJobWorkers(services: Services, context: JobContext, running: Record<string, number>): Promise<JobWorkers> {
+  const { config, logger } = services;
+  const telemetry: JobTelemetry = {
+    logger,
+    metrics: services.metrics,
+    tracing: services.tracing,
+    workerId: context.workerId,
+    scopeOf: (runId) => context.sessionContexts.scopeOfRun(services.db.db, runId),
+  };
+  const counted = <T>(queue: string, work: () => Promise<T>): Promise<T> => {
+    running[queue] = (running[queue] ?? 0) + 1;
+    return work().finally(() => {
+      running[queue] = (running[queue] ?? 0) - 1;
+    });
+  };
   const connections: Redis[] = [];
   const workerOptions = (concurrency: number) => {
     const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
@@ -85,7 +121,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
     return {
       connection,
       // BullMQ records it on each job it takes (processedBy): the sweeper can tell a job held by a dead worker.
-      name: workerId,
+      name: context.workerId,
       prefix: config.redis.queuePrefix,
       concurrency,
       lockDuration: config.workers.leaseMs,
@@ -107,52 +143,51 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   // A job's own failures are logged by observeJob, with its ids; these are the worker's.
   for (const worker of [stepWorker, toolWorker]) worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
   await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
+  return {
+    close: () => drainWorkers(services, context, [stepWorker, toolWorker]),
+    disconnect: () => {
+      for (const connection of connections) connection.disconnect();
+    },
+  };
+}
+
+async function drainWorkers(services: Services, context: JobContext, workers: readonly Worker[]): Promise<boolean> {
+  const graceful = Promise.all(workers.map((worker) => worker.close()));
+  const timedOut = await Promise.race([
+    graceful.then(() => false),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(true), services.config.workers.shutdownGraceMs).unref()),
+  ]);
+  if (timedOut) {
+    // Jobs still running are handed back: their leases lapse and another worker takes them.
+    services.logger.warn("shutdown grace elapsed; handing back running jobs");
+    context.aborts.abortAll("worker shutting down");
+    await Promise.all(workers.map((worker) => worker.close(true)));
+  }
+  return timedOut;
+}
+
+/** What runs beside the jobs: layer roll-forward, the sweeper, project removal, webhooks and MCP requests. */
+async function startBesideJobs(services: Services, self: { workerId: string; liveness: Liveness }): Promise<{ close(): Promise<void> }> {
+  const { logger } = services;
   if (!services.callLayers.ok)
     logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
   // Off the start-up path: a large layer must not hold back the sweeper that recovers the dead worker's runs.
   void rollForwardLayers(services).catch((error: unknown) =>
     logger.error({ err: error }, "rolling forward interrupted commands' layers failed"),
   );
-  const sweeper = startSweeper(services, { workerId, liveness });
+  const sweeper = startSweeper(services, self);
   // Beside the sweeper, not in it: a large tree takes seconds to remove and must not hold back recovery.
-  const projectRemoval = startProjectRemoval(services, { workerId });
+  const projectRemoval = startProjectRemoval(services, self);
   const webhooks = await startWebhookDelivery(services);
   // MCP listings, resources and prompts the API asks for: the API process starts no server.
   const mcpRequests = await startMcpRequestWorker(services);
   // Only workers confine processes, so this is where an operator learns how (an API-only /readyz does not say).
-  logger.info({ workerId, confinement: describeConfinement(config, services.identityMode) }, "worker started");
-
+  logger.info({ workerId: self.workerId, confinement: describeConfinement(services.config, services.identityMode) }, "worker started");
   return {
-    workerId,
     async close() {
       sweeper.stop();
-      const projectRemovalStopped = projectRemoval.stop();
-      // Drains in parallel with the step and tool workers, under the same grace.
-      const webhooksClosed = webhooks.close();
-      const mcpRequestsClosed = mcpRequests.close();
-      stopCancelListener();
-      stopCommandListener();
-      stopMcpServerListener();
-      const graceful = Promise.all([stepWorker.close(), toolWorker.close()]);
-      const timedOut = await Promise.race([
-        graceful.then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.workers.shutdownGraceMs).unref()),
-      ]);
-      if (timedOut) {
-        // Jobs still running are handed back: their leases lapse and another worker takes them.
-        logger.warn("shutdown grace elapsed; handing back running jobs");
-        aborts.abortAll("worker shutting down");
-        await Promise.all([stepWorker.close(true), toolWorker.close(true)]);
-      }
-      // Background commands live as long as their worker: a drained worker ends them, truthfully recorded.
-      await commands.stop();
-      await webhooksClosed;
-      await mcpRequestsClosed;
-      await projectRemovalStopped;
-      leases.stop();
-      // Drained: nothing of this worker is left to take over. Handed back: the record goes stale and the sweepers take over at once.
-      await liveness.stop({ drained: !timedOut });
-      for (const connection of connections) connection.disconnect();
+      // Drain in parallel with the step and tool workers, under the same grace.
+      await Promise.all([projectRemoval.stop(), webhooks.close(), mcpRequests.close()]);
     },
   };
 }

@@ -13,7 +13,7 @@ import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test
 
 /**
  * Each worker keeps the histories it served and a step's claim reads only the
- * messages written since (src/worker/history-cache.ts). Seen from the model,
+ * messages written since (src/worker/step/history-cache.ts). Seen from the model,
  * nothing may differ from a whole read: every request carries the complete
  * history, each one a prefix of the next, whichever worker served the step.
  */

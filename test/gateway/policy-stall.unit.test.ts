@@ -8,7 +8,7 @@ import type { CallRow } from "../../src/store/runs.js";
 import { builtinTools } from "../../src/tools/builtin-tools.js";
 import { createToolExecutor } from "../../src/tools/execute-tool-call.js";
 import { createToolRegistry } from "../../src/tools/tool-registry.js";
-import { preGrantFirstGroup } from "../../src/worker/pre-grant.js";
+import { preGrantFirstGroup } from "../../src/worker/step/pre-grant.js";
 import { leastLongestStretch, longestStretch } from "../helpers/cpu-time.js";
 import { longPaths, ruleShapes, worstAdmitted, type RuleShape } from "./worst-policies.js";
 

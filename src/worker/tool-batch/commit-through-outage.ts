@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { isConnectionError } from "../startup/dependency-wait.js";
+import { isConnectionError } from "../../startup/dependency-wait.js";
 
 /**
  * Runs a fenced commit again while Postgres is unreachable, for at most one lease (SPEC D3,

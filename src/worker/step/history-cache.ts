@@ -1,7 +1,7 @@
-import type { MessagePosition } from "../core/history.js";
-import { historyOrigin } from "../store/runs.js";
-import { loadHistory, type HistoryEntry } from "../store/messages.js";
-import type { Queryable } from "../store/sql-text.js";
+import type { MessagePosition } from "../../core/history.js";
+import { historyOrigin } from "../../store/runs.js";
+import { loadHistory, type HistoryEntry } from "../../store/messages.js";
+import type { Queryable } from "../../store/sql-text.js";
 
 /**
  * A worker's copy of the histories it served last, so a step's claim reads

@@ -1,6 +1,6 @@
-import type { EventBody, SessionEvent } from "../core/events.js";
-import { StaleWorkError } from "../store/transact.js";
-import type { EventBus } from "../events/event-bus.js";
+import type { EventBody, SessionEvent } from "../../core/events.js";
+import { StaleWorkError } from "../../store/transact.js";
+import type { EventBus } from "../../events/event-bus.js";
 
 /**
  * Streams a Step's live events to the log and the bus. Text and argument
@@ -48,25 +48,6 @@ export function createStepEventSink(options: {
   let chain: Promise<void> = Promise.resolve();
   let failure: unknown;
 
-  function merge(body: EventBody): void {
-    const last = pending[pending.length - 1];
-    if (last?.type === "text_delta" && body.type === "text_delta") {
-      pending[pending.length - 1] = { type: "text_delta", text: last.text + body.text };
-    } else if (
-      last?.type === "tool_update" &&
-      body.type === "tool_update" &&
-      last.callId === body.callId &&
-      last.argumentsDelta !== undefined &&
-      body.argumentsDelta !== undefined &&
-      last.status === undefined &&
-      body.status === undefined
-    ) {
-      pending[pending.length - 1] = { ...last, argumentsDelta: last.argumentsDelta + body.argumentsDelta };
-    } else {
-      pending.push(body);
-    }
-  }
-
   function cancelScheduled(): void {
     if (timer) clearTimeout(timer);
     if (immediate) clearImmediate(immediate);
@@ -99,7 +80,7 @@ export function createStepEventSink(options: {
 
   return {
     push(body, pushOptions) {
-      merge(body);
+      mergeInto(pending, body);
       if (pushOptions?.urgent) {
         immediate ??= setImmediate(() => void schedule());
       } else if (!timer && !immediate) {
@@ -118,4 +99,24 @@ export function createStepEventSink(options: {
       return rest;
     },
   };
+}
+
+/** Appends `body` to what is buffered, coalesced with the last event when both are deltas of the same text or call. */
+function mergeInto(pending: EventBody[], body: EventBody): void {
+  const last = pending[pending.length - 1];
+  if (last?.type === "text_delta" && body.type === "text_delta") {
+    pending[pending.length - 1] = { type: "text_delta", text: last.text + body.text };
+  } else if (
+    last?.type === "tool_update" &&
+    body.type === "tool_update" &&
+    last.callId === body.callId &&
+    last.argumentsDelta !== undefined &&
+    body.argumentsDelta !== undefined &&
+    last.status === undefined &&
+    body.status === undefined
+  ) {
+    pending[pending.length - 1] = { ...last, argumentsDelta: last.argumentsDelta + body.argumentsDelta };
+  } else {
+    pending.push(body);
+  }
 }

@@ -1,13 +1,13 @@
-import type { Services } from "../services.js";
-import type { Confinement } from "../sandbox/confinement.js";
-import type { CallLayerOwner } from "../sandbox/overlay/call-layers.js";
-import { toolIdentity } from "../sandbox/tool-identity.js";
-import { effectiveToolLimits, fullAccessRefusal } from "../tenants/tenant-settings.js";
-import type { CallProcesses } from "../tools/call-processes.js";
-import { createCallProcesses } from "../tools/shell/create-call-processes.js";
-import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
-import type { WorkspaceFiles } from "../workspace/workspace-files.js";
-import type { ApprovalMode } from "../core/session.js";
+import type { JobDeps } from "../job-deps.js";
+import type { Confinement } from "../../sandbox/confinement.js";
+import type { CallLayerOwner } from "../../sandbox/overlay/call-layers.js";
+import { toolIdentity } from "../../sandbox/tool-identity.js";
+import { effectiveToolLimits, fullAccessRefusal } from "../../tenants/tenant-settings.js";
+import type { CallProcesses } from "../../tools/call-processes.js";
+import { createCallProcesses } from "../../tools/shell/create-call-processes.js";
+import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
+import type { WorkspaceFiles } from "../../workspace/workspace-files.js";
+import type { ApprovalMode } from "../../core/session.js";
 
 /** Where and as whom every call of one batch works (SPEC S6, S7, S8); built once per batch attempt. */
 export interface BatchToolEnvironment {
@@ -17,6 +17,12 @@ export interface BatchToolEnvironment {
   processesFor(grant: { network: boolean }, owner?: CallLayerOwner): CallProcesses;
 }
 
+/** What building the environment uses. */
+export type EnvironmentDeps = Pick<
+  JobDeps,
+  "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership" | "metrics" | "tracing"
+>;
+
 /**
  * Reads the tenant's settings (cached a few seconds, so an operator's change
  * applies within them), makes sure the workspace belongs to the tenant's uid,
@@ -25,10 +31,7 @@ export interface BatchToolEnvironment {
  * starts no process.
  */
 export async function batchToolEnvironment(
-  services: Pick<
-    Services,
-    "config" | "sandbox" | "callLayers" | "logger" | "tenantSettings" | "identityMode" | "workspaceOwnership" | "metrics" | "tracing"
-  >,
+  services: EnvironmentDeps,
   input: { tenantId: string; approvalMode: ApprovalMode; workspacePath: string },
 ): Promise<BatchToolEnvironment> {
   const { config } = services;
@@ -68,7 +71,7 @@ export async function batchToolEnvironment(
 }
 
 /** The sandbox's start (SPEC X8): a span under the tool call's, and its time in `foya_sandbox_start_seconds`. */
-function observeSandboxStart(services: Pick<Services, "metrics" | "tracing">): (outcome: "started" | "failed") => void {
+function observeSandboxStart(services: Pick<JobDeps, "metrics" | "tracing">): (outcome: "started" | "failed") => void {
   const started = performance.now();
   const span = services.tracing.tracer.startSpan("sandbox spawn");
   return (outcome) => {

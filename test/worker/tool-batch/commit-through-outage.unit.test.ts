@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { commitThroughOutage } from "../../src/worker/commit-through-outage.js";
+import { commitThroughOutage } from "../../../src/worker/tool-batch/commit-through-outage.js";
 
 const refused = () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
 

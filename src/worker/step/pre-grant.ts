@@ -1,12 +1,12 @@
-import type { ApprovalPolicy } from "../core/policy.js";
-import type { AssistantToolCall } from "../core/history.js";
+import type { ApprovalPolicy } from "../../core/policy.js";
+import type { AssistantToolCall } from "../../core/history.js";
 import { setImmediate } from "node:timers/promises";
-import { judge } from "../approvals/gate-batch.js";
-import { preparePolicies } from "../gateway/compiled-policy.js";
-import type { Verdict } from "../gateway/verdict.js";
-import type { ToolExecutor } from "../tools/execute-tool-call.js";
-import { maxParallelCalls, planLanes } from "./tool-lanes.js";
-import type { ApprovalMode } from "../core/session.js";
+import { judge } from "../../approvals/gate-batch.js";
+import { preparePolicies } from "../../gateway/compiled-policy.js";
+import type { Verdict } from "../../gateway/verdict.js";
+import type { ToolExecutor } from "../../tools/execute-tool-call.js";
+import { maxParallelCalls, planLanes } from "../tool-batch/tool-lanes.js";
+import type { ApprovalMode } from "../../core/session.js";
 
 /**
  * The calls a batch may start with its claim (by call index, with their grants): judged by

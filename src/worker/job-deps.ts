@@ -1,0 +1,51 @@
+import type { Redis } from "ioredis";
+import type { Config } from "../config.js";
+import type { DbHandle } from "../db/client.js";
+import type { EventBus } from "../events/event-bus.js";
+import type { Failpoints } from "../failpoints.js";
+import type { Logger } from "../logger.js";
+import type { McpConnections } from "../mcp/mcp-connections.js";
+import type { ToolCatalog } from "../mcp/tool-catalog.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Tracing } from "../observability/tracing.js";
+import type { ProviderRegistry } from "../providers/provider-registry.js";
+import type { Dispatcher } from "../queue/dispatcher.js";
+import type { CallLayerSupport } from "../sandbox/overlay/call-layers.js";
+import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
+import type { IdentityMode } from "../sandbox/tool-identity.js";
+import type { TenantSettingsCache } from "../tenants/tenant-settings.js";
+import type { ToolExecutor } from "../tools/execute-tool-call.js";
+import type { ToolRegistry } from "../tools/tool-registry.js";
+import type { WorkspaceOwnership } from "../workspace/project-workspace.js";
+
+/**
+ * Everything the worker's modules may be handed, one field per shared dependency. The
+ * worker's composition roots (main.ts, worker-runtime.ts) pass the process's `Services`,
+ * which satisfies it structurally; every other module of src/worker declares the few
+ * fields it uses (`Pick<JobDeps, ...>`) and never sees `Services` (.dependency-cruiser.cjs).
+ * The database is the one field `db`.
+ */
+export interface JobDeps {
+  config: Config;
+  logger: Logger;
+  db: DbHandle;
+  /** The command connection queues share (the MCP request worker's replies). */
+  redis: Redis;
+  bus: EventBus;
+  dispatcher: Dispatcher;
+  metrics: Metrics;
+  tracing: Tracing;
+  failpoints: Failpoints;
+  providers: ProviderRegistry;
+  tenantSettings: TenantSettingsCache;
+  /** Per project: built-in tools plus its MCP servers' (SPEC M1). */
+  catalog: ToolCatalog;
+  /** The built-in tools, for a run that no longer exists (its claim then finds it gone). */
+  tools: ToolRegistry;
+  executor: ToolExecutor;
+  mcp: McpConnections;
+  sandbox: SandboxRunner;
+  callLayers: CallLayerSupport;
+  identityMode: IdentityMode;
+  workspaceOwnership: WorkspaceOwnership;
+}

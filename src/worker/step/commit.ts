@@ -1,0 +1,52 @@
+import { endRun } from "../../runs/run-lifecycle.js";
+import { commitStep, type StepResult } from "../../store/steps.js";
+import { StaleWorkError, transactFenced, withRetry, type TransactDeps } from "../../store/transact.js";
+import type { JobOutcome } from "../job-context.js";
+import { askAgain, justActivatedTools } from "./ask-again.js";
+import { preGrantFirstGroup } from "./pre-grant.js";
+import type { PreparedStep } from "./start.js";
+import type { StreamedStep } from "./stream.js";
+
+/**
+ * Phase 4 of the step job (process.ts), the commit: one fenced statement (`commitStep`) ends the
+ * step, stores the assistant message and its calls as `queued`, writes the sink's leftovers and
+ * `step_end`, and names the batch as the run's next job; the batch is enqueued beside the
+ * publish. The calls are judged first with the policies the claim read, so the batch's claim
+ * can start a first group that is allowed whole (`preGrantFirstGroup`). With no calls the same
+ * statement runs in a transaction that also ends the run `completed`.
+ */
+export async function commitStepJob(deps: TransactDeps, prepared: PreparedStep, streamed: StreamedStep): Promise<JobOutcome> {
+  const { run, step, session, project } = prepared;
+  const { toolCalls } = streamed;
+  const mode = { approvalMode: session.approvalMode, workspaceDir: project.workspacePath };
+  const preGrants = await preGrantFirstGroup(mode, prepared.policies, prepared.tools.executor, toolCalls);
+  const result: StepResult = { ...streamed, preGrants };
+  if (toolCalls.length === 0 && streamed.text.trim() === "" && step.attempt === 1 && (await justActivatedTools(deps, run.id, step.index)))
+    return askAgain(deps, prepared, streamed.pendingEvents);
+  const committed = toolCalls.length > 0 ? await commitWithCalls(deps, prepared, result) : await commitLastStep(deps, prepared, result);
+  return committed ? { kind: "committed", detail: `${toolCalls.length} tool calls` } : { kind: "stale" };
+}
+
+async function commitWithCalls(deps: TransactDeps, prepared: PreparedStep, result: StepResult): Promise<boolean> {
+  const { run, step } = prepared;
+  const events = await withRetry(() => commitStep(deps.db.pool, run, step, result));
+  if (!events) return false;
+  await Promise.all([
+    deps.bus.publish(events),
+    deps.dispatcher.dispatch([{ runId: run.id, tenantId: run.tenantId, next: { kind: "batch", stepIndex: step.index }, redispatches: 0 }]),
+  ]);
+  return true;
+}
+
+/** The last step: the run ends with it, in the same transaction. */
+async function commitLastStep(deps: TransactDeps, prepared: PreparedStep, result: StepResult): Promise<boolean> {
+  const { run, step } = prepared;
+  const committed = await transactFenced(deps, async (fx) => {
+    const events = await commitStep(fx.pg, run, step, result);
+    if (!events) throw new StaleWorkError();
+    fx.track(events);
+    if (!(await endRun(fx, run, "completed", { fence: run.fence }))) throw new StaleWorkError();
+    return true;
+  });
+  return committed === true;
+}

@@ -1,0 +1,38 @@
+import type { Usage } from "../../providers/provider.js";
+import type { JobDeps } from "../job-deps.js";
+
+/**
+ * The model request as operators see it (SPEC X8): a span of its own, its latency in
+ * `foya_model_request_seconds` (outcome ok, error or cancelled) and the tokens it reported.
+ * `usage` is read once `work` has ended, however it ended.
+ */
+export function observeModelRequest(
+  deps: Pick<JobDeps, "tracing" | "metrics">,
+  request: { profile: string; model: string; tenantId: string; signal: AbortSignal },
+  usage: () => Usage | undefined,
+  work: () => Promise<void>,
+): Promise<void> {
+  const { metrics } = deps;
+  const { profile } = request;
+  const started = performance.now();
+  let outcome = "error";
+  return deps.tracing.inSpan("model request", { "foya.provider_profile": profile, "gen_ai.request.model": request.model }, async (span) => {
+    try {
+      await work();
+      outcome = "ok";
+      const used = usage();
+      if (used) span.setAttributes({ "gen_ai.usage.input_tokens": used.inputTokens, "gen_ai.usage.output_tokens": used.outputTokens });
+    } finally {
+      metrics.modelRequestDuration.observe(
+        { profile, outcome: request.signal.aborted ? "cancelled" : outcome },
+        (performance.now() - started) / 1000,
+      );
+      const used = usage();
+      if (used) {
+        const tenant = metrics.tenantLabel(request.tenantId);
+        metrics.modelTokens.inc({ profile, kind: "input", tenant }, used.inputTokens);
+        metrics.modelTokens.inc({ profile, kind: "output", tenant }, used.outputTokens);
+      }
+    }
+  });
+}

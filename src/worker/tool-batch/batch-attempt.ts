@@ -1,0 +1,31 @@
+import type { StepRef } from "../../core/events.js";
+import type { ApprovalMode } from "../../core/session.js";
+import type { ScopedTools } from "../../mcp/tool-catalog.js";
+import type { ClaimedRun } from "../../store/runs.js";
+import type { SessionRow } from "../session-context-cache.js";
+
+/** What every transaction of one batch attempt needs to know about it, known once the batch is claimed. */
+export interface BatchScope {
+  run: ClaimedRun;
+  stepRef: StepRef;
+  session: SessionRow;
+  approvalMode: ApprovalMode;
+  projectId: string;
+  workspaceDir: string;
+  tools: ScopedTools;
+  /** The tools the model was offered in the step that made these calls. */
+  stepTools: readonly string[];
+  /** The tenant's `toolCalls` quota (SPEC X5); 0: no limit. */
+  callQuota: number;
+}
+
+/**
+ * One attempt of a tool-batch job, as its phases share it (the way Temporal's activity
+ * carries its context): the scope, the lease owner, the run's abort signal, and the calls
+ * this attempt has marked `running` (any other call of a group takes its slot as it starts).
+ */
+export interface BatchAttempt extends BatchScope {
+  owner: string;
+  signal: AbortSignal;
+  started: Set<string>;
+}

@@ -1,0 +1,94 @@
+import type { NextJob } from "../../core/next-job.js";
+import type { ScopedTools } from "../../mcp/tool-catalog.js";
+import type { ToolBatchJobData } from "../../queue/job-types.js";
+import { claimBatch, type BatchClaim, type ClaimedRun } from "../../store/runs.js";
+import { runningCallsOf } from "../../store/tool-call-slots.js";
+import { withRetry } from "../../store/transact.js";
+import { effectiveQuotas } from "../../tenants/tenant-settings.js";
+import type { JobDeps } from "../job-deps.js";
+import { settleProjectLayers, type ProjectLayers } from "../roll-forward-layers.js";
+import type { SessionContextCache } from "../session-context-cache.js";
+import type { BatchScope } from "./batch-attempt.js";
+import { callSlotRetryMs } from "./start-calls.js";
+
+/** What the claim uses. */
+export interface BatchClaimContext {
+  deps: Pick<JobDeps, "db" | "config" | "callLayers" | "logger" | "tenantSettings">;
+  sessionContexts: SessionContextCache;
+}
+
+export interface ClaimedBatch {
+  kind: "claimed";
+  run: ClaimedRun;
+  stepIndex: number;
+  extra: BatchClaim;
+  /** The tenant's `toolCalls` quota (SPEC X5); 0: no limit. */
+  callQuota: number;
+}
+
+/** `busy`: another lease holds the run, an interrupted command's changes are being settled, or the tenant is at its call quota. */
+export type BatchJobClaim = ClaimedBatch | { kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string };
+
+/**
+ * Phase 1 of the tool-batch job (process.ts), the claim: one statement claims the run and reads the
+ * step's calls and the rules they are judged by. Before it, what an interrupted command of
+ * this project wrote is settled (SPEC X7: a late layer never lands over newer work), and a
+ * tenant at its `toolCalls` quota starts no batch (X5); either way the job waits outside the
+ * worker, holding no slot other tenants' jobs could use.
+ */
+export async function claimToolBatch(context: BatchClaimContext, data: ToolBatchJobData, owner: string): Promise<BatchJobClaim> {
+  const { deps } = context;
+  const { runId, stepIndex } = data;
+  const layers = await settleLayersOfRun(context, runId);
+  if (layers.kind === "wait") return { kind: "busy", retryInMs: layers.retryInMs };
+  const callQuota = await toolCallQuota(context, runId);
+  if (callQuota.limit > 0 && (await runningCallsOf(deps.db.pool, callQuota.tenantId)) >= callQuota.limit)
+    return { kind: "busy", retryInMs: callSlotRetryMs() };
+  // One statement also reads the calls and the rules; the gate's writes (rare) and the running marks follow, fenced.
+  const next: NextJob = { kind: "batch", stepIndex, ...(data.resume !== undefined ? { resume: data.resume } : {}) };
+  const leaseMs = deps.config.workers.leaseMs;
+  const claim = await withRetry(() =>
+    claimBatch(deps.db.pool, { runId, stepIndex, next, owner, leaseMs, startPreGranted: callQuota.limit === 0 }),
+  );
+  return claim.kind === "claimed" ? { ...claim, stepIndex, callQuota: callQuota.limit } : claim;
+}
+
+/** Settles the interrupted commands' layers of a run's project on this host (see `settleProjectLayers`). */
+async function settleLayersOfRun(context: BatchClaimContext, runId: string): Promise<ProjectLayers> {
+  const { deps } = context;
+  if (!deps.callLayers.ok) return { kind: "clear" };
+  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  if (!scope) return { kind: "clear" };
+  const { project } = await context.sessionContexts.get(deps.db.db, scope.sessionId);
+  return settleProjectLayers(deps, project.workspacePath);
+}
+
+/** The tenant's `toolCalls` quota for a run's batches; 0 (no limit) for a run that is gone (its claim then finds it gone). */
+async function toolCallQuota(context: BatchClaimContext, runId: string): Promise<{ tenantId: string; limit: number }> {
+  const { deps } = context;
+  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  if (!scope) return { tenantId: "", limit: 0 };
+  const settings = await deps.tenantSettings.get(scope.tenantId);
+  return { tenantId: scope.tenantId, limit: effectiveQuotas(deps.config, settings).toolCalls };
+}
+
+/** The claimed batch's scope; session and project rows come from the worker's cache. */
+export async function scopeOfBatch(
+  context: { deps: Pick<JobDeps, "db">; sessionContexts: SessionContextCache },
+  claim: ClaimedBatch,
+  tools: ScopedTools,
+): Promise<BatchScope> {
+  const { run, extra } = claim;
+  const { session, project } = await context.sessionContexts.get(context.deps.db.db, run.sessionId);
+  return {
+    run,
+    stepRef: { index: claim.stepIndex, attempt: extra.stepAttempt },
+    session,
+    approvalMode: session.approvalMode,
+    projectId: project.id,
+    workspaceDir: project.workspacePath,
+    tools,
+    stepTools: extra.stepTools,
+    callQuota: claim.callQuota,
+  };
+}

@@ -1,0 +1,31 @@
+import { endRun } from "../../runs/run-lifecycle.js";
+import { moveToNextStep, type ClaimedRun } from "../../store/runs.js";
+import { openCallsOfBatch } from "../../store/tool-calls.js";
+import { StaleWorkError, type Effects } from "../../store/transact.js";
+import type { JobDeps } from "../job-deps.js";
+
+/**
+ * When no call of the batch is open any more, hands the run to its next step
+ * (or fails it at the step limit). Guarded by fence and `next_job`, so only one
+ * transaction can do it. Answers whether the batch is closed.
+ */
+export async function closeBatchIfDone(fx: Effects, deps: Pick<JobDeps, "config">, run: ClaimedRun, stepIndex: number): Promise<boolean> {
+  if ((await openCallsOfBatch(fx.tx, run.id, stepIndex)).length > 0) return false;
+  const nextIndex = stepIndex + 1;
+  const { maxStepsPerRun } = deps.config.runs;
+  if (nextIndex >= maxStepsPerRun) {
+    if (
+      !(await endRun(fx, run, "failed", {
+        fence: run.fence,
+        error: { code: "max_steps_exceeded", message: `the run reached the limit of ${maxStepsPerRun} steps` },
+      }))
+    ) {
+      throw new StaleWorkError();
+    }
+    return true;
+  }
+  const next = await moveToNextStep(fx.tx, run, nextIndex);
+  if (!next) throw new StaleWorkError();
+  fx.dispatch({ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 });
+  return true;
+}

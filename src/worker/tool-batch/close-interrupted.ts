@@ -1,0 +1,51 @@
+import { closeOpenCalls, endRun } from "../../runs/run-lifecycle.js";
+import { countInterruption, lockHeldRun, type BatchClaim, type ClaimedRun } from "../../store/runs.js";
+import { StaleWorkError, transactFenced, type Effects, type TransactDeps } from "../../store/transact.js";
+import type { JobOutcome } from "../job-context.js";
+import type { ClaimedBatch } from "./claim.js";
+import { closeBatchIfDone } from "./close-batch.js";
+
+/**
+ * Whether a call of the batch was running when its worker stopped (D3). A call waiting on its
+ * sub-agent is `running` but lost nothing with a worker: its child carries on (A1). Calls this
+ * claim started itself were not running before it (it starts none after a crash).
+ */
+export function hasInterruptedCall(claimed: BatchClaim): boolean {
+  return claimed.calls.some((call) => call.status === "running" && call.childRunId === null && !claimed.startedIds.has(call.id));
+}
+
+/** Closes a batch found interrupted at its claim, in one fenced transaction (D3, D10). */
+export async function closeInterrupted(deps: TransactDeps, claim: ClaimedBatch): Promise<JobOutcome> {
+  const after = await transactFenced(deps, (fx) => closeInterruptedBatch(fx, deps, claim.run, claim.stepIndex));
+  if (after === null) return { kind: "stale" };
+  return after === "continued"
+    ? { kind: "committed", detail: "carried on after an interrupted call" }
+    : { kind: "gone", reason: "interrupted" };
+}
+
+/**
+ * A call of this batch was running when its worker stopped: it is marked `interrupted`
+ * and never run again (D3), the calls that had not started are closed as not run, and
+ * the run either ends `interrupted` or, with `onInterrupted: "continue"` and fewer than
+ * the allowed interruptions so far, goes on with its next step, whose model sees the
+ * honest tool messages and decides (D10).
+ */
+async function closeInterruptedBatch(fx: Effects, deps: TransactDeps, run: ClaimedRun, stepIndex: number): Promise<"continued" | "ended"> {
+  if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+  const { maxContinuedInterruptions } = deps.config.runs;
+  const count = run.onInterrupted === "continue" ? await countInterruption(fx.pg, run, maxContinuedInterruptions) : undefined;
+  await closeOpenCalls(fx, run, "interrupted", { carryingOn: count !== undefined });
+  if (count !== undefined) {
+    if (!(await closeBatchIfDone(fx, deps, run, stepIndex))) throw new StaleWorkError("calls of the interrupted batch are still open");
+    const reason = `carrying on after an interrupted call (${count} of ${maxContinuedInterruptions} allowed)`;
+    await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running", reason } }]);
+    return "continued";
+  }
+  const limitNote =
+    run.onInterrupted === "continue" ? ` (the run had already carried on after ${maxContinuedInterruptions} interruptions)` : "";
+  await endRun(fx, run, "interrupted", {
+    fence: run.fence,
+    error: { code: "worker_lost", message: `a tool call was running when its worker stopped; it will not be run again${limitNote}` },
+  });
+  return "ended";
+}

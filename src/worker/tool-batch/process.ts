@@ -1,0 +1,43 @@
+import type { Job } from "bullmq";
+import type { ToolBatchJobData } from "../../queue/job-types.js";
+import { delayJob, holdingLease, withRunAbort } from "../hold-run.js";
+import { jobOwner, type JobContext, type JobOutcome } from "../job-context.js";
+import { toolsOfRun } from "../run-tools.js";
+import { claimToolBatch, scopeOfBatch } from "./claim.js";
+import { closeInterrupted, hasInterruptedCall } from "./close-interrupted.js";
+import { planFirstGroups } from "./plan.js";
+import { runGroups } from "./run-groups.js";
+import { settleBatch } from "./settle.js";
+import { toolContextsOf } from "./tool-context.js";
+
+/**
+ * The tool-batch job: the tool calls of one model response, phase by phase as
+ * docs/architecture.md 2.4 numbers them. A call is marked `running` before its tool starts
+ * and gets its result in the same statement as its terminal status; a call found `running`
+ * at the claim was never confirmed and is never run again (D3).
+ */
+export async function processToolBatchJob(context: JobContext, job: Job<ToolBatchJobData>, token: string | undefined): Promise<JobOutcome> {
+  const { deps } = context;
+  const owner = jobOwner(context, job);
+  const tools = await toolsOfRun(context, job.data.runId); // 0. tools, before any lease (MCP servers may take seconds)
+  const claim = await claimToolBatch(context, job.data, owner); // 1. claim
+  if (claim.kind === "busy") return delayJob(job, token, claim.retryInMs);
+  if (claim.kind === "gone") return claim;
+  if (hasInterruptedCall(claim.extra)) return closeInterrupted(deps, claim);
+  const scope = await scopeOfBatch(context, claim, tools);
+  return holdingLease(context.leases, owner, () =>
+    withRunAbort(context.aborts, scope.run.id, async (signal) => {
+      const attempt = { ...scope, owner, signal, started: new Set<string>() };
+      let plan = await planFirstGroups(deps, attempt, claim.extra); // 1. gate, plan, first window started
+      if (plan === null) return { kind: "stale" };
+      const contextFor = await toolContextsOf(deps, context.commands, attempt);
+      for (;;) {
+        const ran = await runGroups(deps, attempt, plan, contextFor); // 2. calls start, 3. each runs and commits
+        if (ran.kind === "ended") return ran.outcome;
+        const settled = await settleBatch(deps, attempt, ran.endBatch); // 4. settle: skip, run what was approved, close or park
+        if (settled.kind === "ended") return settled.outcome;
+        plan = settled.plan;
+      }
+    }),
+  );
+}

@@ -1,0 +1,93 @@
+import { applyGateWrites } from "../../approvals/gate-batch.js";
+import type { StepRef } from "../../core/events.js";
+import { admitWaitingRuns } from "../../runs/run-lifecycle.js";
+import { cancelPendingApprovals } from "../../store/approvals.js";
+import { gateRules, lockHeldRun, parkRun, type ClaimedRun } from "../../store/runs.js";
+import { answerCall, openCallsOfBatch } from "../../store/tool-calls.js";
+import { StaleWorkError, transactFenced, type Effects, type TransactDeps } from "../../store/transact.js";
+import type { JobOutcome } from "../job-context.js";
+import type { BatchAttempt } from "./batch-attempt.js";
+import { closeBatchIfDone } from "./close-batch.js";
+import { planRunnable, type RunnablePlan } from "./plan.js";
+import { markWithinQuota, startingWindow } from "./start-calls.js";
+
+/** `more`: calls approved while this job ran, planned, their first window marked running: back to phase 2. */
+export type SettleOutcome = { kind: "ended"; outcome: JobOutcome } | { kind: "more"; plan: RunnablePlan };
+
+type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan; started: readonly string[] };
+
+/**
+ * Phase 4 of the tool-batch job (process.ts), the settle transaction, reached when the last commit
+ * could not close the batch: skips what an end-of-batch signal left (P6), runs calls
+ * approved meanwhile, closes the batch when nothing is open, and otherwise parks the run
+ * with no job (D6): the next decision re-arms it.
+ */
+export async function settleBatch(deps: TransactDeps, attempt: BatchAttempt, endBatch: boolean): Promise<SettleOutcome> {
+  const settled = await transactFenced(deps, (fx) => settleUnderLock(fx, deps, attempt, endBatch));
+  if (settled === null) return { kind: "ended", outcome: { kind: "stale" } };
+  if (settled.kind === "closed") return { kind: "ended", outcome: { kind: "committed", detail: "batch done" } };
+  if (settled.kind === "parked")
+    return { kind: "ended", outcome: { kind: "committed", detail: "parked: waiting for approval or sub-agents" } };
+  for (const id of settled.started) attempt.started.add(id);
+  return { kind: "more", plan: settled.plan };
+}
+
+/**
+ * Under the run's lock, so a decision committing at the same moment is seen either here or
+ * by its own transaction, never by neither. The policies are read again: a policy changed
+ * while the batch ran applies to the calls it plans now.
+ */
+async function settleUnderLock(fx: Effects, deps: TransactDeps, batch: BatchAttempt, endBatch: boolean): Promise<Settled> {
+  const { run, stepRef } = batch;
+  if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+  if (endBatch) await skipRemaining(fx, run, stepRef);
+  const open = await openCallsOfBatch(fx.tx, run.id, stepRef.index);
+  if (open.some((call) => call.status === "running" && call.childRunId === null))
+    throw new StaleWorkError("calls of this batch are still running");
+  const queued = open.filter((call) => call.status === "queued").map((call) => call.id);
+  const rules = await gateRules(fx.pg, batch.projectId, queued);
+  const plan = await planRunnable(deps, batch, open, rules, (writes) => applyGateWrites(fx, batch, writes));
+  if (!plan) throw new StaleWorkError();
+  if (plan.groups[0]) {
+    const marked = await markWithinQuota(fx, batch, startingWindow(plan.groups[0]));
+    return { kind: "more", plan, started: marked.map((call) => call.id) };
+  }
+  if (await closeBatchIfDone(fx, deps, run, stepRef.index)) return { kind: "closed" };
+  await parkBatch(fx, run, stepRef, plan.waitsForApproval);
+  return { kind: "parked" };
+}
+
+/**
+ * Parks the run: `next_job = null`, lease cleared. Waiting for a human shows as
+ * `awaiting_approval`; waiting only for sub-agents, the run is still `running` (they work for it).
+ */
+async function parkBatch(fx: Effects, run: ClaimedRun, stepRef: StepRef, waitsForApproval: boolean): Promise<void> {
+  const status = waitsForApproval ? "awaiting_approval" : "running";
+  if (!(await parkRun(fx.tx, run, status))) throw new StaleWorkError();
+  if (status === "awaiting_approval") {
+    await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status } }]);
+    // A run waiting for a person holds no worker: its slot goes to the tenant's next waiting run (SPEC X5).
+    await admitWaitingRuns(fx, run.tenantId);
+  }
+}
+
+/** After an end-of-batch signal, the remaining calls get `skipped` results so every call id has one (P6). */
+async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Promise<void> {
+  const content = [{ type: "text" as const, text: "Skipped: an earlier call in this batch ended the batch." }];
+  const remaining = await openCallsOfBatch(fx.tx, run.id, stepRef.index, ["queued", "awaiting_approval"]);
+  await cancelPendingApprovals(
+    fx,
+    run,
+    remaining.filter((call) => call.status === "awaiting_approval").map((call) => call.id),
+    "an earlier call in this batch ended the batch",
+  );
+  for (const call of remaining) {
+    const answered = await answerCall(fx.pg, {
+      run,
+      call,
+      outcome: { status: "skipped", isError: true, errorCode: "skipped", content },
+      step: stepRef,
+    });
+    fx.track(answered.events);
+  }
+}
