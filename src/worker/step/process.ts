@@ -12,7 +12,7 @@ import type { StepEventSink } from "./step-event-sink.js";
 import { modelOf, streamModel } from "./stream.js";
 
 /**
- * One model step (SPEC D1), phase by phase as docs/architecture.md 2.3 numbers them. A
+ * One model step (SPEC D1), phase by phase as docs/architecture/jobs.md lists them. A
  * redelivered step streams again under a new attempt number; only one attempt can commit (D4, X1).
  */
 export async function processStepJob(context: JobContext, job: Job<StepJobData>, token: string | undefined): Promise<JobOutcome> {

@@ -12,7 +12,7 @@ import { toolContextsOf } from "./tool-context.js";
 
 /**
  * The tool-batch job: the tool calls of one model response, phase by phase as
- * docs/architecture.md 2.4 numbers them. A call is marked `running` before its tool starts
+ * docs/architecture/jobs.md lists them. A call is marked `running` before its tool starts
  * and gets its result in the same statement as its terminal status; a call found `running`
  * at the claim was never confirmed and is never run again (D3).
  */
