@@ -2,7 +2,8 @@ import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { approvals, toolCalls } from "../db/schema.js";
 import type { Effects } from "./transact.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
 
@@ -100,13 +101,13 @@ export async function cancelPendingApprovals(
  * Guard: none (a read). Params: none.
  * Result: approvals waiting for a person's decision, across every tenant (the `foya_approvals_waiting` gauge).
  */
-const countPendingApprovalsStatement = statement<{ n: number }>(
+const countPendingApprovalsStatement = statement<Record<string, never>, { n: number }>(
   "count_pending_approvals",
   `select count(*)::int as n from ${tbl(approvals)} where ${col(approvals.status)} = 'pending'`,
 );
 
 export async function countPendingApprovals(on: Queryable): Promise<number> {
-  const rows = await run(on, countPendingApprovalsStatement, []);
+  const rows = await run(on, countPendingApprovalsStatement, {});
   return rows[0]?.n ?? 0;
 }
 

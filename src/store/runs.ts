@@ -15,7 +15,8 @@ import { approvals, messages, projects, runs, sessions, steps, tenants, toolCall
 import { newId } from "../ids.js";
 import type { HistoryEntry } from "./messages.js";
 import { appendedColumns, appendedEvents, appendEventsText, type AppendedRow } from "./events.js";
-import { col, literals, rowFromJson, rowOf, run, statement, tbl, type Queryable } from "./sql-text.js";
+import { col, literals, rowFromJson, rowOf, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
 import type { NextJob } from "../core/next-job.js";
 
 /**
@@ -43,17 +44,25 @@ const R = {
 /**
  * The claim both job kinds share. Guard: the run is claimable, still needs exactly
  * this job (`next_job`), and no other live lease holds it. Bumps the fence, so
- * whoever held the run before can no longer commit (D4). Params: $1 run, $2 owner,
- * $3 lease seconds, $4 the job as JSON.
+ * whoever held the run before can no longer commit (D4). Params: `ClaimParams`.
  */
 const claimCte = `
   claimed as (
-    update ${tbl(runs)} set ${R.fence} = ${R.fence} + 1, ${R.leaseOwner} = $2,
-      ${R.leaseUntil} = now() + make_interval(secs => $3::float8), ${R.status} = 'running', ${R.updatedAt} = now()
-    where ${R.id} = $1 and ${R.status} in (${literals(claimableRunStatuses)}) and ${R.nextJob} = $4::jsonb
-      and (${R.leaseUntil} is null or ${R.leaseUntil} < now() or ${R.leaseOwner} = $2)
+    update ${tbl(runs)} set ${R.fence} = ${R.fence} + 1, ${R.leaseOwner} = :owner,
+      ${R.leaseUntil} = now() + make_interval(secs => :leaseSeconds::float8), ${R.status} = 'running', ${R.updatedAt} = now()
+    where ${R.id} = :runId and ${R.status} in (${literals(claimableRunStatuses)}) and ${R.nextJob} = :job::jsonb
+      and (${R.leaseUntil} is null or ${R.leaseUntil} < now() or ${R.leaseOwner} = :owner)
     returning ${rowOf(runs)}
   )`;
+
+/** What every claim takes: the run, the job's lease owner and length, the job (JSON) and its step. */
+interface ClaimParams {
+  runId: string;
+  owner: string;
+  leaseSeconds: number;
+  job: string;
+  stepIndex: number;
+}
 
 const M = {
   position: [messages.runOrdinal, messages.stepIndex, messages.part, messages.callIndex].map((column) => `m.${col(column)}`).join(", "),
@@ -61,21 +70,22 @@ const M = {
 
 /**
  * claimStep
- * Guard: the claim above. Params: $5 step index, $6..$9 the history position the worker already has.
+ * Guard: the claim above. Params: `ClaimParams`, and the history position the worker already has (`after*`).
  * Result: the run, the attempt the step reached before (0 for none), the run's history after that
  * position, and the tenant's and project's approval policies (the step's commit judges its calls
  * by them to start the batch's first group with its claim): all in one round trip.
  */
 const claimStepStatement = statement<
+  ClaimParams & { afterRunOrdinal: number; afterStepIndex: number; afterPart: number; afterCallIndex: number },
   RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy }
 >(
   "claim_step",
   `with ${claimCte}
-   select c.*, t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = $1 and s.${col(steps.index)} = $5), 0) as "stepAttempt",
+   select c.*, t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} = :stepIndex), 0) as "stepAttempt",
      coalesce((select jsonb_agg(jsonb_build_array(m.${col(messages.content)}, ${M.position}) order by ${M.position})
                from ${tbl(messages)} m
                where m.${col(messages.sessionId)} = c."sessionId" and m.${col(messages.tenantId)} = c."tenantId" and m.${col(messages.runOrdinal)} <= c."ordinal"
-                 and (${M.position}) > ($6::int, $7::int, $8::int, $9::int)), '[]'::jsonb) as history
+                 and (${M.position}) > (:afterRunOrdinal::int, :afterStepIndex::int, :afterPart::int, :afterCallIndex::int)), '[]'::jsonb) as history
    from claimed c
    join ${tbl(sessions)} se on se.${col(sessions.id)} = c."sessionId"
    join ${tbl(projects)} p on p.${col(projects.id)} = se.${col(sessions.projectId)}
@@ -87,16 +97,17 @@ type HistoryRow = [HistoryMessage, number, number, MessagePosition["part"], numb
 
 /**
  * claimBatch
- * Guard: the claim above. Params: $5 step index.
+ * Guard: the claim above. Params: `ClaimParams`, and whether the tenant's calls may start at once (`startPreGranted`).
  * Result: the run; the step's attempt and tools; its calls in model order; the
  * tenant's and the project's approval policies and the approvals already given
  * for the step's calls, read in the claim so a policy applies from the next claim on (S1).
  * On the batch's first claim (no `resume`), the calls the step's commit pre-granted (its first
  * group) are marked `running` in the same statement, with their `tool_update` events, unless
  * a call of the step is already running (a redelivery after a crash: the batch is interrupted)
- * or $6 is false (the tenant's calls take slots of its `toolCalls` quota one by one, SPEC X5).
+ * or `startPreGranted` is false (the tenant's calls take slots of its `toolCalls` quota one by one, SPEC X5).
  */
 const claimBatchStatement = statement<
+  ClaimParams & { startPreGranted: boolean },
   RunRow & {
     stepAttempt: number | null;
     stepTools: string[] | null;
@@ -110,14 +121,14 @@ const claimBatchStatement = statement<
   "claim_batch",
   `with ${claimCte},
    step_row as (
-     select s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt from ${tbl(steps)} s join claimed c on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = $5
+     select s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt from ${tbl(steps)} s join claimed c on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
    ),
    started as (
-     update ${tbl(toolCalls)} tc set ${col(toolCalls.status)} = 'running', ${col(toolCalls.execFence)} = c."fence", ${col(toolCalls.executedBy)} = $2,
+     update ${tbl(toolCalls)} tc set ${col(toolCalls.status)} = 'running', ${col(toolCalls.execFence)} = c."fence", ${col(toolCalls.executedBy)} = :owner,
        ${col(toolCalls.startedAt)} = now()
      from claimed c, step_row s
      where tc.${col(toolCalls.stepId)} = s.id and tc.${col(toolCalls.preGrant)} is not null
-       and tc.${col(toolCalls.status)} in (${literals(toolCallStatusesLeadingTo("running"))}) and ($4::jsonb ->> 'resume') is null and $6::boolean
+       and tc.${col(toolCalls.status)} in (${literals(toolCallStatusesLeadingTo("running"))}) and (:job::jsonb ->> 'resume') is null and :startPreGranted::boolean
        and not exists (select 1 from ${tbl(toolCalls)} r where r.${col(toolCalls.stepId)} = s.id and r.${col(toolCalls.status)} = 'running' and r.${col(toolCalls.childRunId)} is null)
      returning tc.${col(toolCalls.id)} as id, tc.${col(toolCalls.callId)} as call_id, tc.${col(toolCalls.callIndex)} as call_index
    ),
@@ -125,7 +136,7 @@ const claimBatchStatement = statement<
      sessionId: `(select "sessionId" from claimed)`,
      tenantId: `(select "tenantId" from claimed)`,
      // The body of \`tool_update { status: "running" }\` (src/core/events.ts), as markCallsRunning writes it.
-     payload: `(select coalesce(jsonb_agg(jsonb_build_object('runId', $1::text, 'stepIndex', $5::int, 'attempt', (select attempt from step_row), 'type', 'tool_update',
+     payload: `(select coalesce(jsonb_agg(jsonb_build_object('runId', :runId::text, 'stepIndex', :stepIndex::int, 'attempt', (select attempt from step_row), 'type', 'tool_update',
                   'data', jsonb_build_object('type', 'tool_update', 'callId', st.call_id, 'status', 'running')) order by st.call_index), '[]'::jsonb) from started st)`,
    })}
    select c.*, ${appendedColumns}, (select coalesce(jsonb_agg(st.id), '[]'::jsonb) from started st) as "startedIds", s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
@@ -137,7 +148,7 @@ const claimBatchStatement = statement<
                from ${tbl(approvals)} a join ${tbl(toolCalls)} tc on tc.${col(toolCalls.id)} = a.${col(approvals.toolCallId)}
                where tc.${col(toolCalls.stepId)} = s.${col(steps.id)} and a.${col(approvals.status)} = 'approved'), '[]'::jsonb) as decided
    from claimed c
-   left join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = $5
+   left join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
    join ${tbl(sessions)} se on se.${col(sessions.id)} = c."sessionId"
    join ${tbl(projects)} p on p.${col(projects.id)} = se.${col(sessions.projectId)}
    join ${tbl(tenants)} t on t.${col(tenants.id)} = p.${col(projects.tenantId)}`,
@@ -145,14 +156,14 @@ const claimBatchStatement = statement<
 
 /**
  * claimState
- * Guard: none (a read). Params: $1 run.
+ * Guard: none (a read). Params: the run.
  * Result: why a claim did not match: the run's status, its next job, and how long another lease still lives.
  */
-const claimStateStatement = statement<{ status: RunStatus; next_job: NextJob | null; live_ms: number | null }>(
+const claimStateStatement = statement<{ runId: string }, { status: RunStatus; next_job: NextJob | null; live_ms: number | null }>(
   "claim_state",
   `select ${R.status} as status, ${R.nextJob} as next_job,
      case when ${R.leaseUntil} > now() then (extract(epoch from (${R.leaseUntil} - now())) * 1000)::int end as live_ms
-   from ${tbl(runs)} where ${R.id} = $1`,
+   from ${tbl(runs)} where ${R.id} = :runId`,
 );
 
 /** An approval a human already gave for one of the batch's calls. */
@@ -202,19 +213,25 @@ interface ClaimRequest {
 /** Before every position: a claim given it reads the whole history. */
 export const historyOrigin: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 };
 
-function claimValues(request: ClaimRequest): unknown[] {
-  return [request.runId, request.owner, request.leaseMs / 1000, JSON.stringify(request.next), request.stepIndex];
+function claimParams(request: ClaimRequest): ClaimParams {
+  return {
+    runId: request.runId,
+    owner: request.owner,
+    leaseSeconds: request.leaseMs / 1000,
+    job: JSON.stringify(request.next),
+    stepIndex: request.stepIndex,
+  };
 }
 
 export async function claimStep(on: Queryable, request: ClaimRequest & { historyAfter: MessagePosition }): Promise<Claim<StepClaim>> {
   const after = request.historyAfter;
-  const [row] = await run(on, claimStepStatement, [
-    ...claimValues(request),
-    after.runOrdinal,
-    after.stepIndex,
-    after.part,
-    after.callIndex,
-  ]);
+  const [row] = await run(on, claimStepStatement, {
+    ...claimParams(request),
+    afterRunOrdinal: after.runOrdinal,
+    afterStepIndex: after.stepIndex,
+    afterPart: after.part,
+    afterCallIndex: after.callIndex,
+  });
   if (!row) return explainMissedClaim(on, request);
   const { stepAttempt, history, tenantPolicy, projectPolicy, ...claimed } = row;
   return claimedOrGone(claimed, {
@@ -228,7 +245,7 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
 }
 
 export async function claimBatch(on: Queryable, request: ClaimRequest & { startPreGranted: boolean }): Promise<Claim<BatchClaim>> {
-  const [row] = await run(on, claimBatchStatement, [...claimValues(request), request.startPreGranted]);
+  const [row] = await run(on, claimBatchStatement, { ...claimParams(request), startPreGranted: request.startPreGranted });
   if (!row) return explainMissedClaim(on, request);
   const { stepAttempt, stepTools, calls, tenantPolicy, projectPolicy, decided, startedIds, last_seq, appended_at, ...claimed } = row;
   const started = new Set(startedIds);
@@ -264,7 +281,7 @@ async function explainMissedClaim(
   on: Queryable,
   request: ClaimRequest,
 ): Promise<{ kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string }> {
-  const [state] = await run(on, claimStateStatement, [request.runId]);
+  const [state] = await run(on, claimStateStatement, { runId: request.runId });
   if (!state) return { kind: "gone", reason: "run does not exist" };
   if (!(claimableRunStatuses as readonly string[]).includes(state.status)) return { kind: "gone", reason: `run is ${state.status}` };
   if (!sameJob(state.next_job, request.next)) return { kind: "gone", reason: "run does not need this job" };
@@ -281,33 +298,33 @@ function sameJob(stored: NextJob | null, wanted: NextJob): boolean {
 
 /**
  * renewLeases
- * Guard: the lease is held by one of these owners. Params: $1 owners, $2 lease seconds.
+ * Guard: the lease is held by one of these owners. Params: the owners, the lease's length.
  * Result: none. One statement per tick for every job of a process.
  */
-const renewLeasesStatement = statement(
+const renewLeasesStatement = statement<{ owners: readonly string[]; leaseSeconds: number }>(
   "renew_leases",
-  `update ${tbl(runs)} set ${R.leaseUntil} = now() + make_interval(secs => $2::float8) where ${R.leaseOwner} = any($1::text[])`,
+  `update ${tbl(runs)} set ${R.leaseUntil} = now() + make_interval(secs => :leaseSeconds::float8) where ${R.leaseOwner} = any(:owners::text[])`,
 );
 
 export async function renewLeases(on: Queryable, owners: readonly string[], leaseMs: number): Promise<void> {
-  await run(on, renewLeasesStatement, [owners, leaseMs / 1000]);
+  await run(on, renewLeasesStatement, { owners, leaseSeconds: leaseMs / 1000 });
 }
 
 /**
  * addActivatedTools
- * Guard: the batch's fence, run running. Params: $1 run, $2 fence, $3 tool names (JSON).
+ * Guard: the batch's fence, run running. Params: the run, its fence, the tool names (JSON).
  * Result: none; the names join the run's sorted, distinct list of activated deferred tools (R5).
  */
-const addActivatedToolsStatement = statement(
+const addActivatedToolsStatement = statement<{ runId: string; fence: number; names: string }>(
   "add_activated_tools",
   `update ${tbl(runs)} set ${R.activatedTools} = (
      select coalesce(jsonb_agg(distinct name order by name), '[]'::jsonb)
-     from jsonb_array_elements_text(${R.activatedTools} || $3::jsonb) as name)
-   where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running'`,
+     from jsonb_array_elements_text(${R.activatedTools} || :names::jsonb) as name)
+   where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running'`,
 );
 
 export async function addActivatedTools(on: Queryable, held: { id: string; fence: number }, names: readonly string[]): Promise<void> {
-  await run(on, addActivatedToolsStatement, [held.id, held.fence, JSON.stringify(names)]);
+  await run(on, addActivatedToolsStatement, { runId: held.id, fence: held.fence, names: JSON.stringify(names) });
 }
 
 const fenced = (runRow: { id: string; fence: number }) =>
@@ -548,48 +565,50 @@ export async function releaseSessionSlot(tx: Database, sessionId: string, runId:
 /**
  * releaseRunsOfWorker
  * Guard: the run is claimable and its lease is held by a job of this worker (owner `<worker>/<job>`).
- * Params: $1 worker id. Result: the runs released, with what the sweeper needs to move them on.
+ * Params: the worker's id. Result: the runs released, with what the sweeper needs to move them on.
  * Their leases end now, so the next claim takes them at once; the fence still refuses any late
  * commit of the old owner (D4). Used when the worker is found dead (D9).
  */
 const releaseRunsOfWorkerStatement = statement<
+  { workerId: string },
   Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status" | "nextJob">
 >(
   "release_runs_of_worker",
   `update ${tbl(runs)} set ${R.leaseUntil} = now(), ${R.updatedAt} = now()
-   where ${R.status} in (${literals(claimableRunStatuses)}) and left(${R.leaseOwner}, length($1) + 1) = $1 || '/'
+   where ${R.status} in (${literals(claimableRunStatuses)}) and left(${R.leaseOwner}, length(:workerId) + 1) = :workerId || '/'
    returning ${R.id} as "id", ${col(runs.tenantId)} as "tenantId", ${R.sessionId} as "sessionId", ${col(runs.ordinal)} as "ordinal",
      ${R.nextJob} as "nextJob", ${col(runs.redispatches)} as "redispatches", ${R.status} as "status"`,
 );
 
 export function releaseRunsOfWorker(on: Queryable, workerId: string) {
-  return run(on, releaseRunsOfWorkerStatement, [workerId]);
+  return run(on, releaseRunsOfWorkerStatement, { workerId });
 }
 
 /**
  * countInterruption
- * Guard: the batch's fence, run running, fewer than `limit` interruptions so far. Params: $1 run,
- * $2 fence, $3 limit. Result: the run's new count, or undefined when it may not go on (D10).
+ * Guard: the batch's fence, run running, fewer than `limit` interruptions so far. Params: the run,
+ * its fence, the limit. Result: the run's new count, or undefined when it may not go on (D10).
  */
-const countInterruptionStatement = statement<{ interruptions: number }>(
+const countInterruptionStatement = statement<{ runId: string; fence: number; limit: number }, { interruptions: number }>(
   "count_interruption",
   `update ${tbl(runs)} set ${col(runs.interruptions)} = ${col(runs.interruptions)} + 1
-   where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running' and ${col(runs.interruptions)} < $3
+   where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running' and ${col(runs.interruptions)} < :limit
    returning ${col(runs.interruptions)} as "interruptions"`,
 );
 
 export async function countInterruption(on: Queryable, held: { id: string; fence: number }, limit: number): Promise<number | undefined> {
-  const [row] = await run(on, countInterruptionStatement, [held.id, held.fence, limit]);
+  const [row] = await run(on, countInterruptionStatement, { runId: held.id, fence: held.fence, limit });
   return row?.interruptions;
 }
 
 /**
  * lostJobCandidates
- * Guard: none (a read). Params: $1 grace seconds, $2 limit.
+ * Guard: none (a read). Params: the grace time, the most rows to answer.
  * Result: runs that need a job, hold no live lease and have not moved for the grace time,
  * oldest first: what the sweeper asks BullMQ about (X4).
  */
 const lostJobCandidatesStatement = statement<
+  { graceSeconds: number; limit: number },
   Pick<RunRow, "id" | "tenantId" | "sessionId" | "ordinal" | "redispatches" | "status"> & { nextJob: NextJob }
 >(
   "lost_job_candidates",
@@ -598,29 +617,32 @@ const lostJobCandidatesStatement = statement<
    from ${tbl(runs)}
    where ${R.nextJob} is not null and ${R.status} in (${literals(claimableRunStatuses)})
      and (${R.leaseUntil} is null or ${R.leaseUntil} < now())
-     and ${R.updatedAt} < now() - make_interval(secs => $1::float8)
+     and ${R.updatedAt} < now() - make_interval(secs => :graceSeconds::float8)
    order by ${R.updatedAt}
-   limit $2`,
+   limit :limit`,
 );
 
 export function lostJobCandidates(on: Queryable, graceMs: number, limit: number) {
-  return run(on, lostJobCandidatesStatement, [graceMs / 1000, limit]);
+  return run(on, lostJobCandidatesStatement, { graceSeconds: graceMs / 1000, limit });
 }
 
 /**
  * gateRules
- * Guard: none (a read). Params: $1 project, $2 call ids.
+ * Guard: none (a read). Params: the project, the call ids.
  * Result: the tenant's and the project's approval policies and the approvals already given for
  * these calls: what a batch judges by when it plans again after its claim (settle).
  */
-const gateRulesStatement = statement<{ tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy; decided: StoredApproval[] }>(
+const gateRulesStatement = statement<
+  { projectId: string; callIds: readonly string[] },
+  { tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy; decided: StoredApproval[] }
+>(
   "gate_rules",
   `select t.${col(tenants.policy)} as "tenantPolicy", p.${col(projects.policy)} as "projectPolicy",
      coalesce((select jsonb_agg(jsonb_build_object('toolCallId', a.${col(approvals.toolCallId)}, 'status', a.${col(approvals.status)},
                  'editedArguments', a.${col(approvals.editedArguments)}, 'grantsNetwork', a.${col(approvals.grantsNetwork)}))
-               from ${tbl(approvals)} a where a.${col(approvals.toolCallId)} = any($2::text[]) and a.${col(approvals.status)} = 'approved'), '[]'::jsonb) as decided
+               from ${tbl(approvals)} a where a.${col(approvals.toolCallId)} = any(:callIds::text[]) and a.${col(approvals.status)} = 'approved'), '[]'::jsonb) as decided
    from ${tbl(projects)} p join ${tbl(tenants)} t on t.${col(tenants.id)} = p.${col(projects.tenantId)}
-   where p.${col(projects.id)} = $1`,
+   where p.${col(projects.id)} = :projectId`,
 );
 
 export async function gateRules(
@@ -628,7 +650,7 @@ export async function gateRules(
   projectId: string,
   callIds: readonly string[],
 ): Promise<{ policies: ApprovalPolicy[]; decided: Map<string, StoredApproval> }> {
-  const [row] = await run(on, gateRulesStatement, [projectId, callIds]);
+  const [row] = await run(on, gateRulesStatement, { projectId, callIds });
   if (!row) throw new Error(`project ${projectId} vanished`);
   return {
     policies: [row.tenantPolicy, row.projectPolicy],

@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { artifacts, contentBlobs, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
 import type { RunRow } from "./runs.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
 
 /**
  * Fair admission of runs (SPEC X5). A run, sub-agents' included, is *admitted* when it gets its
@@ -110,7 +111,7 @@ export async function storedBytes(tx: Database, tenantId: string): Promise<numbe
  * Guard: none (a read). Params: none.
  * Result: per tenant, its working runs as admission counts them (the job priorities, src/queue/tenant-load.ts).
  */
-const workingRunsByTenantStatement = statement<{ tenant_id: string; working: number }>(
+const workingRunsByTenantStatement = statement<Record<string, never>, { tenant_id: string; working: number }>(
   "working_runs_by_tenant",
   `select r.${col(runs.tenantId)} as tenant_id, count(*)::int as working from ${tbl(runs)} r
    where r.${col(runs.status)} in ('queued', 'running') and r.${col(runs.ordinal)} is not null
@@ -119,6 +120,6 @@ const workingRunsByTenantStatement = statement<{ tenant_id: string; working: num
 );
 
 export async function workingRunsByTenant(on: Queryable): Promise<Map<string, number>> {
-  const rows = await run(on, workingRunsByTenantStatement, []);
+  const rows = await run(on, workingRunsByTenantStatement, {});
   return new Map(rows.map((row) => [row.tenant_id, row.working]));
 }
