@@ -20,9 +20,6 @@ export interface Statement<Params extends object, Row> {
   readonly row?: Row;
 }
 
-/** The parameters a statement takes (for helpers that build them). */
-export type ParamsOf<S> = S extends Statement<infer Params, unknown> ? Params : never;
-
 const names = new Set<string>();
 
 /**
