@@ -1,6 +1,7 @@
 import { getTableColumns, getTableName, type Table } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type pg from "pg";
+import type { Database } from "../db/client.js";
 
 /**
  * Statements of the hot path are written as text once, at load, and run as
@@ -68,4 +69,9 @@ function jsonFields(table: Table): Array<{ field: string; name: string; isDate: 
 /** A SQL list of string literals from a constant list (state-machine statuses): `'a', 'b'`. */
 export function literals(values: readonly string[]): string {
   return values.map((value) => `'${value.replace(/'/g, "''")}'`).join(", ");
+}
+
+/** The connection (or pool) under a drizzle handle, for a prepared statement in the same transaction. */
+export function clientOf(db: Database): Queryable {
+  return (db as unknown as { $client: Queryable }).$client;
 }

@@ -6,9 +6,9 @@ import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
-import { col, tbl, type Queryable } from "./sql-text.js";
+import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
-import type { ClaimedRun } from "./runs.js";
+import type { ClaimedRun } from "./run-rows.js";
 
 /** Model Steps (SPEC D1): one row per step index, its attempt counted up by each claim. */
 
@@ -158,25 +158,44 @@ export interface StepResult {
 }
 
 /**
- * commitStep
- * Guard: the step job's fence, run running. Params: `CommitStepParams`.
- * Result: whether it committed, and the events appended: the step row (written here if its start
- * was never flushed) ended, the assistant message, its calls as `queued` on that row, the run's
- * next job (the batch, or none) and the lease released.
+ * The one text of a step attempt's end: the step's row (written here if its start was never
+ * flushed) gets the attempt, its end `status` and finish. Params: `EndStepParams`; `from` is the
+ * row source that guards it (a fenced update having matched), empty for none.
  */
-interface CommitStepParams extends HeldRunParams {
-  /** The run's next job (JSON): the step's batch, or null when it asked for no tool. */
-  nextJob: string | null;
+function endStepText(status: string, from: string): string {
+  return `
+     insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools}, ${S.finishReason}, ${S.stopReason}, ${S.usage}, ${S.endedAt})
+     select :stepId, :tenantId, :runId, :stepIndex, :attempt, ${status}, :tools::jsonb, :finishReason, :stopReason, :usage::jsonb, now() ${from}
+     on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = excluded.${S.status}, ${S.tools} = excluded.${S.tools},
+       ${S.finishReason} = excluded.${S.finishReason}, ${S.stopReason} = excluded.${S.stopReason}, ${S.usage} = excluded.${S.usage}, ${S.endedAt} = now()
+     returning ${S.id} as id`;
+}
+
+interface EndStepParams {
+  runId: string;
+  tenantId: string;
   /** The id of the step's row if its start was never flushed. */
   stepId: string;
   stepIndex: number;
   attempt: number;
   /** JSON. */
   tools: string;
-  finishReason: string;
+  finishReason: string | null;
   stopReason: string | null;
   /** JSON or null. */
   usage: string | null;
+}
+
+/**
+ * commitStep
+ * Guard: the step job's fence, run running. Params: `CommitStepParams`.
+ * Result: whether it committed, and the events appended: the step row (written here if its start
+ * was never flushed) ended, the assistant message, its calls as `queued` on that row, the run's
+ * next job (the batch, or none) and the lease released.
+ */
+interface CommitStepParams extends HeldRunParams, EndStepParams {
+  /** The run's next job (JSON): the step's batch, or null when it asked for no tool. */
+  nextJob: string | null;
   messageId: string;
   runOrdinal: number;
   /** The assistant message (JSON). */
@@ -193,13 +212,7 @@ const commitStepStatement = statement<CommitStepParams, { committed: number } & 
      where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running'
      returning ${R.id}
    ),
-   ended_step as (
-     insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools}, ${S.finishReason}, ${S.stopReason}, ${S.usage}, ${S.endedAt})
-     select :stepId, :tenantId, :runId, :stepIndex, :attempt, 'completed', :tools::jsonb, :finishReason, :stopReason, :usage::jsonb, now() from committed_run
-     on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = 'completed', ${S.tools} = excluded.${S.tools},
-       ${S.finishReason} = excluded.${S.finishReason}, ${S.stopReason} = excluded.${S.stopReason}, ${S.usage} = excluded.${S.usage}, ${S.endedAt} = now()
-     returning ${S.id} as id
-   ),
+   ended_step as (${endStepText("'completed'", "from committed_run")}),
    assistant_message as (
      insert into ${tbl(messages)} (${M.id}, ${M.tenantId}, ${M.sessionId}, ${M.runId}, ${M.runOrdinal}, ${M.stepIndex}, ${M.part}, ${M.callIndex}, ${M.role}, ${M.content})
      select :messageId, :tenantId, :sessionId, :runId, :runOrdinal, :stepIndex, 1, 0, 'assistant', :message::jsonb from committed_run
@@ -271,23 +284,29 @@ export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAtte
  * commits no answer: its last attempt failed (`failed`), or it is asked again (`completed`,
  * `empty_asked_again`), so the next claim counts one attempt more.
  */
+const endStepAttemptStatement = statement<EndStepParams & { status: "failed" | "completed" }, { id: string }>(
+  "end_step_attempt",
+  endStepText(":status", ""),
+);
+
 export async function endStepAttempt(
   tx: Database,
   held: ClaimedRun,
   step: StepAttempt,
   ending: { status: "failed" } | { status: "completed"; finishReason: string },
 ): Promise<void> {
-  const values = {
+  await run(clientOf(tx), endStepAttemptStatement, {
+    runId: held.id,
+    tenantId: held.tenantId,
+    stepId: newId("stp"),
+    stepIndex: step.index,
+    attempt: step.attempt,
+    tools: JSON.stringify(step.tools),
     status: ending.status,
     finishReason: ending.status === "completed" ? ending.finishReason : null,
-    endedAt: sql`now()`,
-    attempt: step.attempt,
-    tools: step.tools,
-  };
-  await tx
-    .insert(steps)
-    .values({ id: newId("stp"), tenantId: held.tenantId, runId: held.id, index: step.index, ...values })
-    .onConflictDoUpdate({ target: [steps.runId, steps.index], set: values });
+    stopReason: null,
+    usage: null,
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { artifacts, contentBlobs, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
-import type { RunRow } from "./runs.js";
+import type { RunRow } from "./run-rows.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 

@@ -7,10 +7,10 @@ import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.
 import { newId } from "../ids.js";
 import { resultPreview } from "./result-preview.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
-import type { CallRow } from "./runs.js";
+import type { CallRow } from "./run-rows.js";
+import { handOffParams, handOffText, type HandOff, type HandOffParams } from "./run-transitions.js";
 import { col, literals, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
-import type { NextJob } from "../core/next-job.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
 
 /**
@@ -32,7 +32,7 @@ const C = {
   errorCode: col(toolCalls.errorCode),
   endedAt: col(toolCalls.endedAt),
 };
-const R = { id: col(runs.id), fence: col(runs.fence), status: col(runs.status), nextJob: col(runs.nextJob) };
+const R = { id: col(runs.id), fence: col(runs.fence), status: col(runs.status) };
 const M = [
   messages.id,
   messages.tenantId,
@@ -68,6 +68,14 @@ const F = {
 };
 const openList = literals(openToolCallStatuses);
 
+/** The guard of `queued` → `running`: the statuses a call may start from. */
+export const mayStartRunning = literals(toolCallStatusesLeadingTo("running"));
+
+/** The one text of a call's start: `running` under a batch attempt's fence and lease owner, timed when it is marked. */
+export function callsRunningSet(fence: string, owner: string): string {
+  return `${C.status} = 'running', ${C.execFence} = ${fence}, ${C.executedBy} = ${owner}, ${C.startedAt} = clock_timestamp()`;
+}
+
 /**
  * markCallsRunning
  * Guard: every call still `queued` (the statuses leading to `running`), and the batch's fence with the run running.
@@ -83,10 +91,10 @@ const markRunningStatement = statement<
 >(
   "mark_calls_running",
   `with marked as (
-     update ${tbl(toolCalls)} set ${C.status} = 'running', ${C.execFence} = :fence, ${C.executedBy} = :owner, ${C.startedAt} = clock_timestamp()
-     where ${C.id} = any(:callIds::text[]) and ${C.status} in (${literals(toolCallStatusesLeadingTo("running"))})
+     update ${tbl(toolCalls)} set ${callsRunningSet(":fence", ":owner")}
+     where ${C.id} = any(:callIds::text[]) and ${C.status} in (${mayStartRunning})
        and exists (select 1 from ${tbl(runs)} where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running')
-       and (select count(*) from ${tbl(toolCalls)} where ${C.id} = any(:callIds::text[]) and ${C.status} in (${literals(toolCallStatusesLeadingTo("running"))}))
+       and (select count(*) from ${tbl(toolCalls)} where ${C.id} = any(:callIds::text[]) and ${C.status} in (${mayStartRunning}))
            = cardinality(:callIds::text[])
      returning ${C.id}
    ),
@@ -130,7 +138,7 @@ export async function markCallsRunning(
  * its file-change records and its `tool_end` event (what clients see), SPEC L2, T3. With `handOff`,
  * when no other call of the batch is open the same statement gives the run its next step job.
  */
-interface AnswerParams {
+interface AnswerParams extends HandOffParams {
   /** The call's row id. */
   callId: string;
   status: string;
@@ -145,7 +153,6 @@ interface AnswerParams {
   messageId: string;
   tenantId: string;
   sessionId: string;
-  runId: string;
   runOrdinal: number;
   stepIndex: number;
   callIndex: number;
@@ -154,13 +161,8 @@ interface AnswerParams {
   /** The file-change records (JSON). */
   fileChanges: string;
   events: string;
-  /** Whether to hand the run to its next step if this answer closes the batch; the rest is null without. */
+  /** Whether to hand the run to its next step if this answer closes the batch (`HandOffParams`, null without). */
   handOff: boolean;
-  runFence: number | null;
-  /** The run's job now and the step job it moves to (JSON). */
-  currentJob: string | null;
-  nextJob: string | null;
-  nextStepIndex: number | null;
 }
 
 const answerStatement = statement<AnswerParams, { answered: number; handed_off: number } & AppendedRow>(
@@ -185,14 +187,10 @@ const answerStatement = statement<AnswerParams, { answered: number; handed_off: 
          "notApplied" text)
    ),
    handed_off as (
-     update ${tbl(runs)} set ${col(runs.stepIndex)} = :nextStepIndex, ${R.nextJob} = :nextJob::jsonb, ${col(runs.redispatches)} = 0,
-       ${col(runs.leaseOwner)} = null, ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
-     where :handOff::boolean and ${R.id} = :runId and ${R.fence} = :runFence and ${R.status} = 'running' and ${R.nextJob} = :currentJob::jsonb
-       and exists (select 1 from answered)
+     ${handOffText(`:handOff::boolean and exists (select 1 from answered)
        and not exists (
          select 1 from ${tbl(toolCalls)}
-         where ${C.runId} = :runId and ${C.stepIndex} = :stepIndex and ${C.id} <> :callId and ${C.status} in (${openList}))
-     returning ${R.id}
+         where ${C.runId} = :runId and ${C.stepIndex} = :stepIndex and ${C.id} <> :callId and ${C.status} in (${openList}))`)}
    ),
    ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from answered)")}
    select (select count(*) from answered)::int as answered, (select count(*) from handed_off)::int as handed_off,
@@ -207,7 +205,7 @@ export interface AnswerRequest {
   /** Only the batch attempt that ran the call may answer it. */
   execFence?: number;
   /** Hand the run to `next` if this answer closes the batch: the run's fence and the job it is on. */
-  handOff?: { fence: number; current: NextJob | null; next: Extract<NextJob, { kind: "step" }> };
+  handOff?: HandOff;
 }
 
 export interface Answered {
@@ -230,7 +228,6 @@ export async function answerCall(on: Queryable, request: AnswerRequest): Promise
     messageId: newId("msg"),
     tenantId: owner.tenantId,
     sessionId: owner.sessionId,
-    runId: owner.id,
     runOrdinal: owner.ordinal,
     stepIndex: call.stepIndex,
     callIndex: call.callIndex,
@@ -238,10 +235,7 @@ export async function answerCall(on: Queryable, request: AnswerRequest): Promise
     fileChanges: JSON.stringify(outcome.fileChanges ?? []),
     events: eventPayload(events),
     handOff: handOff !== undefined,
-    runFence: handOff?.fence ?? null,
-    currentJob: handOff ? JSON.stringify(handOff.current) : null,
-    nextJob: handOff ? JSON.stringify(handOff.next) : null,
-    nextStepIndex: handOff?.next.stepIndex ?? null,
+    ...handOffParams(owner.id, handOff),
   });
   return {
     answered: (row?.answered ?? 0) > 0,
