@@ -2,6 +2,7 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "./config.js";
 import { openDatabase, type DbHandle } from "./db/client.js";
+import { createStore, type Store } from "./store/store.js";
 import { runMigrations } from "./db/migrate.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createFailpoints, type Failpoints } from "./failpoints.js";
@@ -45,6 +46,9 @@ import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js"
 export interface Services {
   config: Config;
   logger: Logger;
+  /** Postgres, as the store's repositories (`store.runs`, `store.transaction(...)`): the one door to SQL. */
+  store: Store;
+  /** TEMPORARY: the pool and drizzle's handle, for src/worker until it takes `store` (and for tests). */
   db: DbHandle;
   /** Command connection shared by queues and publishers. */
   redis: Redis;
@@ -112,6 +116,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       status: options.startup,
     });
   }
+  const store = createStore(db.pool);
   const role = options.role ?? "all";
   const metrics = createMetrics({ tenantLabels: config.metrics.tenantLabels, defaultLabels: { role } });
   const tracing = createTracing({
@@ -204,6 +209,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
   return {
     config,
     logger,
+    store,
     db,
     redis,
     bus,

@@ -20,6 +20,7 @@ export type App = OpenAPIHono<AppEnv>;
 export type ApiServices = Pick<
   Services,
   | "config"
+  | "store"
   | "db"
   | "bus"
   | "dispatcher"

@@ -1,6 +1,7 @@
 import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { apiKeys } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /** The unrevoked API key with this hash, and its tenant (SPEC D8: keys are stored hashed); undefined for none. */
 export async function liveApiKeyByHash(db: Database, keyHash: string): Promise<{ id: string; tenantId: string } | undefined> {
@@ -19,3 +20,8 @@ export async function liveApiKeyOfTenant(db: Database, tenantId: string, id: str
     .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)));
   return row;
 }
+
+/** `store.apiKeys`. */
+export const apiKeysRepository = repository({
+  db: { liveApiKeyByHash, liveApiKeyOfTenant },
+});

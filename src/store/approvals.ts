@@ -1,8 +1,10 @@
 import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { approvals, toolCalls } from "../db/schema.js";
-import type { Effects } from "./transact.js";
-import { col, tbl, type Queryable } from "./sql-text.js";
+import type { SessionEvent } from "../core/events.js";
+import { appendEvents } from "./events.js";
+import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
+import { repository } from "./repository.js";
 import { run, statement } from "./named-sql.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
@@ -51,24 +53,26 @@ export async function dueApprovals(db: Database, limit: number): Promise<Array<{
 }
 
 /**
- * Closes the pending approvals of calls that will not run after all (cancel,
- * interruption, end of batch), so no approver is asked about them any more and
- * a late decision answers 409 instead of acting.
+ * closePendingApprovals
+ * Guard: the approval is still `pending`. Result: the `approval_resolved` events appended, one per
+ * approval closed. Closes the pending approvals of calls that will not run after all (cancel,
+ * interruption, end of batch), so no approver is asked about them any more and a late decision
+ * answers 409 instead of acting. The caller's unit of work publishes the events after commit.
  */
-export async function cancelPendingApprovals(
-  fx: Effects,
+async function closePendingApprovals(
+  tx: Database,
   run: { id: string; tenantId: string; sessionId: string },
   toolCallIds: readonly string[],
   reason: string,
-): Promise<void> {
-  if (toolCallIds.length === 0) return;
-  const cancelled = await fx.tx
+): Promise<SessionEvent[]> {
+  if (toolCallIds.length === 0) return [];
+  const cancelled = await tx
     .update(approvals)
     .set({ status: "cancelled", reason, decidedAt: sql`now()` })
     .where(and(inArray(approvals.toolCallId, [...toolCallIds]), eq(approvals.status, "pending")))
     .returning({ id: approvals.id, toolCallId: approvals.toolCallId });
-  if (cancelled.length === 0) return;
-  const callIds = await fx.tx
+  if (cancelled.length === 0) return [];
+  const callIds = await tx
     .select({ id: toolCalls.id, callId: toolCalls.callId })
     .from(toolCalls)
     .where(
@@ -78,7 +82,8 @@ export async function cancelPendingApprovals(
       ),
     );
   const providerIds = new Map(callIds.map((row) => [row.id, row.callId]));
-  await fx.emit(
+  return appendEvents(
+    clientOf(tx),
     run.tenantId,
     run.sessionId,
     cancelled.map((row) => ({
@@ -94,6 +99,19 @@ export async function cancelPendingApprovals(
       },
     })),
   );
+}
+
+/**
+ * TEMPORARY, for src/worker until it takes the Store: `closePendingApprovals` in a transaction
+ * given as `{ tx, track }` (src/store/transact.ts, `WorkerEffects`).
+ */
+export async function cancelPendingApprovals(
+  fx: { tx: Database; track(events: readonly SessionEvent[]): void },
+  run: { id: string; tenantId: string; sessionId: string },
+  toolCallIds: readonly string[],
+  reason: string,
+): Promise<void> {
+  fx.track(await closePendingApprovals(fx.tx, run, toolCallIds, reason));
 }
 
 /**
@@ -148,3 +166,17 @@ export async function listApprovalsWithCalls(
     .orderBy(desc(approvals.createdAt))
     .limit(limit);
 }
+
+/** `store.approvals`. */
+export const approvalsRepository = repository({
+  db: {
+    approvalRunOfTenant,
+    lockApproval,
+    recordApprovalDecision,
+    dueApprovals,
+    closePendingApprovals,
+    approvalWithCallOfTenant,
+    listApprovalsWithCalls,
+  },
+  pg: { countPendingApprovals },
+});

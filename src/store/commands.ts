@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { CommandStatus } from "../core/statuses.js";
 import type { Database } from "../db/client.js";
 import { commands } from "../db/schema.js";
-import type { EventBus } from "../events/event-bus.js";
+import { repository } from "./repository.js";
 
 export type CommandRow = typeof commands.$inferSelect;
 
@@ -107,10 +107,15 @@ export async function runningCommandsOfSession(db: Database, tenantId: string, s
 }
 
 /**
+ * TEMPORARY, for src/worker until it takes the Store (elsewhere: src/runs/cancel-command.ts).
  * Asks the owning worker to kill a running command. A command whose owner no
  * longer renews its lease is recorded `lost` at once instead (B4).
  */
-export async function requestCommandCancel(db: Database, bus: EventBus, command: CommandRow): Promise<void> {
+export async function requestCommandCancel(
+  db: Database,
+  bus: { publishCommandCancel(commandId: string): Promise<void> },
+  command: CommandRow,
+): Promise<void> {
   if (command.status !== "running") return;
   await markLostCommands(db, command.id);
   await bus.publishCommandCancel(command.id);
@@ -151,3 +156,26 @@ export async function countRunningCommands(db: Database, tenantId: string): Prom
     .where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running")));
   return running?.count ?? 0;
 }
+
+type LeasedRow = Parameters<typeof recordCommandUnderCap>[1];
+
+/** `store.commands`: leases are given as lengths, not SQL. */
+export const commandsRepository = repository({
+  db: {
+    flushCommandOutput: (db: Database, workerId: string, id: string, output: CommandOutput, leaseMs: number) =>
+      flushCommandOutput(db, workerId, id, output, commandLease(leaseMs)),
+    renewCommandLeases: (db: Database, workerId: string, ids: string[], leaseMs: number) =>
+      renewCommandLeases(db, workerId, ids, commandLease(leaseMs)),
+    recordCommandUnderCap: (db: Database, row: Omit<LeasedRow, "leaseUntil"> & { leaseMs: number }, allowed: number) => {
+      const { leaseMs, ...rest } = row;
+      return recordCommandUnderCap(db, { ...rest, leaseUntil: commandLease(leaseMs) }, allowed);
+    },
+    finishCommand,
+    findCommand,
+    runningCommandsOfSession,
+    markCommandsOfWorkerLost,
+    markLostCommands,
+    commandsOfSession,
+    countRunningCommands,
+  },
+});

@@ -4,6 +4,7 @@ import { events, sessions } from "../db/schema.js";
 import type { EventBody, EventType, NewEvent, SessionEvent } from "../core/events.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /** The JSON array an event append takes: one item per event, in order. */
 export function eventPayload(newEvents: readonly NewEvent[]): string {
@@ -159,3 +160,9 @@ export async function readEvents(
     }),
   );
 }
+
+/** `store.events`. */
+export const eventsRepository = repository({
+  db: { readEvents },
+  pg: { appendEvents },
+});

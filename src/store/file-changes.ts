@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { fileChanges, projects, sessions } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * File changes as the review API reads them and a revert reads and marks them (SPEC F3); a revert
@@ -73,3 +74,16 @@ export async function fileChangeOfTenant(db: DbExecutor, tenantId: string, id: s
     .where(and(eq(fileChanges.id, id), eq(fileChanges.tenantId, tenantId)));
   return row;
 }
+
+/** `store.fileChanges`. */
+export const fileChangesRepository = repository({
+  db: {
+    fileChangeSessionOfTenant,
+    lockSessionReverts,
+    fileChangeWithWorkspace,
+    unrevertedChangesSince,
+    markFileChangesReverted,
+    fileChangesOfSession,
+    fileChangeOfTenant,
+  },
+});

@@ -3,6 +3,7 @@ import type { Database } from "../db/client.js";
 import { mcpServers } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { McpTransportConfig } from "../core/mcp-transport.js";
+import { repository } from "./repository.js";
 
 /** MCP server configurations (SPEC M1) as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
 
@@ -91,3 +92,8 @@ export async function findMcpServerInScope(
     );
   return row ?? null;
 }
+
+/** `store.mcpServers`. */
+export const mcpServersRepository = repository({
+  db: { createMcpServer, findMcpServer, listMcpServers, deleteMcpServer, resolveMcpServer, findMcpServerInScope },
+});

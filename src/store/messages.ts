@@ -5,6 +5,7 @@ import { messages, runs } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /** Canonical history: inserts are idempotent by position, reads are ordered by it. */
 export async function insertMessage(
@@ -129,3 +130,9 @@ export async function messagesOfSession(db: DbExecutor, sessionId: string): Prom
     .where(eq(messages.sessionId, sessionId))
     .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
 }
+
+/** `store.messages`. */
+export const messagesRepository = repository({
+  db: { insertMessage, toolMessageAt, lastAssistantMessageOfRun, messagesOfSession },
+  pg: { loadHistory },
+});

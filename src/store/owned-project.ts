@@ -2,6 +2,7 @@ import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, tenants } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * The one condition that makes a project this tenant's (SPEC D8): its id, its tenant, and not
@@ -65,3 +66,8 @@ export async function setProjectPolicyAdmitted(
     return refused;
   });
 }
+
+/** `store.projects`. */
+export const projectsRepository = repository({
+  db: { ownedProjectWorkspace, markProjectDeleted, findOwnedProject, insertProject, setProjectPolicyAdmitted },
+});

@@ -1,6 +1,7 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * The removal of deleted projects' files (SPEC F4), claimed by one worker at a time under a
@@ -78,3 +79,8 @@ export async function countProjectsWithFilesLeft(db: DbExecutor): Promise<number
   );
   return rows[0]?.count ?? 0;
 }
+
+/** `store.projectRemoval`. */
+export const projectRemovalRepository = repository({
+  db: { claimProjectRemoval, renewProjectRemoval, finishProjectRemoval, releaseProjectRemoval, countProjectsWithFilesLeft },
+});

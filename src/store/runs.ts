@@ -5,6 +5,14 @@
  * face of all of them; `store.runs` is its repository.
  */
 
+import { gateRules } from "./gate-rules.js";
+import { repository } from "./repository.js";
+import { claimBatch, claimStep } from "./run-claims.js";
+import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
+import { insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
+import { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
+import { addActivatedTools, countInterruption, finishRun, moveToNextStep, parkRun, resumeParkedRun } from "./run-transitions.js";
+
 export type { CallRow, ClaimedRun, RunRow } from "./run-rows.js";
 export type { StoredApproval } from "./gate-rules.js";
 export { gateRules } from "./gate-rules.js";
@@ -20,3 +28,25 @@ export {
 } from "./run-transitions.js";
 export { insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
 export { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
+
+/** `store.runs`. */
+export const runsRepository = repository({
+  db: {
+    releaseForRetry,
+    redispatchLostJob,
+    moveToNextStep,
+    parkRun,
+    resumeParkedRun,
+    finishRun,
+    insertRun,
+    placeRun,
+    releaseSessionSlot,
+    lockHeldRun,
+    lockRun,
+    lockRunOfTenant,
+    lockOpenRunsOfSession,
+    runOfTenant,
+    readRun,
+  },
+  pg: { claimStep, claimBatch, renewLeases, releaseRunsOfWorker, lostJobCandidates, addActivatedTools, countInterruption, gateRules },
+});

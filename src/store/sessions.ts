@@ -2,6 +2,7 @@ import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, runs, sessions, tenants } from "../db/schema.js";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { repository } from "./repository.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
 
@@ -134,3 +135,21 @@ export async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
     .where(eq(sessions.id, sessionId));
   return scope;
 }
+
+/** `store.sessions`. */
+export const sessionsRepository = repository({
+  db: {
+    replaceSessionTasks,
+    sessionWithProject,
+    readRunScope,
+    eventSeqOfSessions,
+    insertSession,
+    peekLiveSession,
+    lockLiveSession,
+    markSessionDeleted,
+    liveSessionsOfProject,
+    sessionOfTenant,
+    listLiveSessions,
+    sessionJudgeScope,
+  },
+});

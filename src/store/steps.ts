@@ -9,6 +9,7 @@ import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type A
 import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import type { ClaimedRun } from "./run-rows.js";
+import { repository } from "./repository.js";
 
 /** Model Steps (SPEC D1): one row per step index, its attempt counted up by each claim. */
 
@@ -340,3 +341,9 @@ export async function closeStreamingStep(
   await tx.update(steps).set({ status: "completed", finishReason: "cancelled", endedAt: sql`now()` }).where(eq(steps.id, step.id));
   return { index: step.index, text: deltas.map((d) => d.text).join("") };
 }
+
+/** `store.steps`. */
+export const stepsRepository = repository({
+  db: { endStepAttempt, closeStreamingStep },
+  pg: { appendStepEvents, startStep, commitStep },
+});

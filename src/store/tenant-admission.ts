@@ -4,6 +4,7 @@ import { artifacts, contentBlobs, runs, sessions, steps, tenants, toolCalls } fr
 import type { RunRow } from "./run-rows.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /**
  * Fair admission of runs (SPEC X5). A run, sub-agents' included, is *admitted* when it gets its
@@ -123,3 +124,9 @@ export async function workingRunsByTenant(on: Queryable): Promise<Map<string, nu
   const rows = await run(on, workingRunsByTenantStatement, {});
   return new Map(rows.map((row) => [row.tenant_id, row.working]));
 }
+
+/** `store.tenantAdmission`. */
+export const tenantAdmissionRepository = repository({
+  db: { freeRunSlots, countWorkingRuns, countWaitingRuns, holdSessionSlot, runsWaitingForSlot, tokensToday, storedBytes },
+  pg: { tenantsWithWaitingRuns, workingRunsByTenant },
+});

@@ -4,6 +4,7 @@ import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { apiKeys, projects, tenants } from "../db/schema.js";
 import { newId } from "../ids.js";
+import { repository } from "./repository.js";
 
 /** The operator's settings of a tenant as stored (SPEC S7, S8, X5), or undefined for no such tenant. */
 export async function readTenantSettingsRow(
@@ -92,3 +93,8 @@ export async function updateTenantSettings(
       : await db.update(tenants).set(changes).where(eq(tenants.id, id)).returning();
   return tenant;
 }
+
+/** `store.tenants`. */
+export const tenantsRepository = repository({
+  db: { readTenantSettingsRow, readTenantPolicy, setTenantPolicyAdmitted, insertTenantWithKey, findTenant, updateTenantSettings },
+});

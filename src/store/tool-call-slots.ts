@@ -1,6 +1,7 @@
 import { toolCalls } from "../db/schema.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /**
  * A tenant's tool calls running at once across every worker, against its `toolCalls` quota
@@ -46,3 +47,8 @@ export async function takeCallSlots(tx: Queryable, tenantId: string, quota: numb
   const running = await runningCallsOf(tx, tenantId);
   return Math.max(0, Math.min(wanted, quota - running));
 }
+
+/** `store.toolCallSlots`. */
+export const toolCallSlotsRepository = repository({
+  pg: { runningCallsOf, takeCallSlots },
+});

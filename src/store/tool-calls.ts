@@ -12,6 +12,7 @@ import { handOffParams, handOffText, type HandOff, type HandOffParams } from "./
 import { col, literals, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
+import { repository } from "./repository.js";
 
 /**
  * Transitions of `tool_calls` (SPEC D2, D3). `running` is written before a tool
@@ -399,3 +400,20 @@ export async function insertFileChanges(
   if (records.length === 0) return;
   await db.insert(fileChanges).values(records.map((record) => ({ ...record, id: newId("fch"), ...call })));
 }
+
+/** `store.toolCalls`. */
+export const toolCallsRepository = repository({
+  db: {
+    lockOpenCalls,
+    openCallsOfBatch,
+    askApproval,
+    approveCall,
+    linkChildRun,
+    callWaitingForChild,
+    succeededCallNamed,
+    callAwaitingDecision,
+    childOfCall,
+    insertFileChanges,
+  },
+  pg: { markCallsRunning, answerCall, appendCallProgress },
+});

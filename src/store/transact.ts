@@ -1,12 +1,11 @@
 import type { TenantQuotas } from "../core/tenant-quotas.js";
-import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { NewEvent, SessionEvent } from "../core/events.js";
 import type { Database } from "../db/client.js";
-import * as schema from "../db/schema.js";
 import { appendEvents } from "./events.js";
 import type { DispatchRequest } from "../queue/dispatcher.js";
 import type { Config } from "../config.js";
+import { rawHandles, type Store } from "./store.js";
 import type { DbHandle } from "../db/client.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Dispatcher } from "../queue/dispatcher.js";
@@ -38,6 +37,7 @@ export interface Effects {
  * cancellations and counts go once it has committed.
  */
 export interface TransactDeps {
+  store: Store;
   db: DbHandle;
   bus: EventBus;
   dispatcher: Dispatcher;
@@ -96,8 +96,9 @@ export async function transact<T>(
     dispatches = [];
     cancels = [];
     committed = [];
-    return inTransaction(services.db.pool, (client, tx) =>
-      work({
+    return services.store.transaction((storeTx) => {
+      const { db: tx, client } = rawHandles(storeTx);
+      return work({
         tx,
         pg: client,
         async emit(tenantId, sessionId, events) {
@@ -110,8 +111,8 @@ export async function transact<T>(
         cancel: (runId) => void cancels.push(runId),
         quotas: services.config.quotas,
         afterCommit: (action) => void committed.push(action),
-      }),
-    );
+      });
+    });
   });
   options.afterCommit?.();
   for (const action of committed) action(services.metrics);
@@ -135,38 +136,5 @@ export async function transactFenced<T>(
   } catch (error) {
     if (error instanceof StaleWorkError) return null;
     throw error;
-  }
-}
-
-/** A drizzle handle per pooled connection, made once: building one reads the whole schema. */
-const handles = new WeakMap<pg.PoolClient, Database>();
-
-/**
- * BEGIN, work, COMMIT on one pooled connection, which both drizzle and the
- * store's prepared statements use. A connection whose ROLLBACK failed is
- * dropped from the pool instead of being reused in an unknown state.
- */
-async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient, tx: Database) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    let tx = handles.get(client);
-    if (!tx) {
-      tx = drizzle(client, { schema });
-      handles.set(client, tx);
-    }
-    await client.query("begin");
-    try {
-      const value = await work(client, tx);
-      await client.query("commit");
-      return value;
-    } catch (error) {
-      await client.query("rollback").catch((rollbackError: unknown) => {
-        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-      });
-      throw error;
-    }
-  } finally {
-    client.release(broken);
   }
 }

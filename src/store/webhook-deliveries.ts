@@ -5,6 +5,7 @@ import type { WebhookPayload } from "../core/webhook-payload.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { webhookDeliveries, webhooks } from "../db/schema.js";
 import { newId } from "../ids.js";
+import { repository } from "./repository.js";
 
 /**
  * Deletes finished deliveries (delivered or failed) created more than `retentionMs` ago,
@@ -146,3 +147,8 @@ export async function recordAttempt(
 export async function abandonDelivery(db: Database, deliveryId: string): Promise<void> {
   await db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${deliveryId} and status = 'pending'`);
 }
+
+/** `store.webhookDeliveries`. */
+export const webhookDeliveriesRepository = repository({
+  db: { pruneWebhookDeliveries, claimNewDeliveries, claimStaleDeliveries, loadDelivery, recordAttempt, abandonDelivery },
+});

@@ -2,6 +2,7 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../db/schema.js";
 import { newId } from "../ids.js";
+import { repository } from "./repository.js";
 
 /** Webhook subscriptions and their delivery log (SPEC S4), as the API reads and writes them; every lookup is by tenant (D8). */
 
@@ -93,3 +94,8 @@ export async function listDeliveries(db: Database, webhookId: string, limit: num
   }
   return deliveries.map((delivery) => ({ delivery, attempts: byDelivery.get(delivery.id) ?? [] }));
 }
+
+/** `store.webhooks`. */
+export const webhooksRepository = repository({
+  db: { createWebhook, findWebhook, listWebhooks, disableWebhook, listDeliveries },
+});

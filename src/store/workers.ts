@@ -1,6 +1,7 @@
 import { workers } from "../db/schema.js";
 import { col, rowOf, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /**
  * Liveness records of worker processes (SPEC D9). Every time here is Postgres's
@@ -127,3 +128,8 @@ export async function endedWorkers(on: Queryable, ids: readonly string[]): Promi
   if (ids.length === 0) return new Set();
   return new Set((await run(on, endedWorkersStatement, { ids })).map((row) => row.id));
 }
+
+/** `store.workers`. */
+export const workersRepository = repository({
+  pg: { renewWorker, stopWorker, claimLostWorkers, liveWorkers, pruneEndedWorkers, endedWorkers },
+});
