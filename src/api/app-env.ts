@@ -21,7 +21,7 @@ export type ApiServices = Pick<
   Services,
   | "config"
   | "store"
-  | "db"
+  | "unitOfWork"
   | "bus"
   | "dispatcher"
   | "tools"

@@ -10,7 +10,7 @@ import { run, statement } from "./named-sql.js";
 export type ApprovalRow = typeof approvals.$inferSelect;
 
 /** The run of this tenant's approval, unlocked: what a decision locks first (SPEC X3); undefined for none. */
-export async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
+async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
   const [found] = await tx
     .select({ runId: approvals.runId })
     .from(approvals)
@@ -19,13 +19,13 @@ export async function approvalRunOfTenant(tx: Database, tenantId: string, approv
 }
 
 /** Locks an approval's row for its decision (SPEC D11: exactly one decision wins), after its run. */
-export async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
+async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
   const [approval] = await tx.select().from(approvals).where(eq(approvals.id, approvalId)).for("update");
   return approval;
 }
 
 /** Records a decision on a locked approval (SPEC X3): status, reason, who and when, edited arguments. */
-export async function recordApprovalDecision(
+async function recordApprovalDecision(
   tx: Database,
   approvalId: string,
   decision: Pick<ApprovalRow, "status" | "reason" | "decidedByKeyId" | "editedArguments">,
@@ -45,7 +45,7 @@ export async function recordApprovalDecision(
 }
 
 /** Pending approvals past their expiry, soonest first, at most `limit` (SPEC S4: each expires and counts as denied). */
-export async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
+async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
   const due = await db.execute<{ id: string; tenant_id: string }>(sql`
     select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
   `);
@@ -124,7 +124,7 @@ const countPendingApprovalsStatement = statement<Record<string, never>, { n: num
   `select count(*)::int as n from ${tbl(approvals)} where ${col(approvals.status)} = 'pending'`,
 );
 
-export async function countPendingApprovals(on: Queryable): Promise<number> {
+async function countPendingApprovals(on: Queryable): Promise<number> {
   const rows = await run(on, countPendingApprovalsStatement, {});
   return rows[0]?.n ?? 0;
 }
@@ -146,13 +146,13 @@ function selectApprovalsWithCalls(db: Database, where: SQL | undefined) {
 }
 
 /** This tenant's approval with its call (SPEC X3, D8); undefined for none. */
-export async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
+async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
   const [row] = await selectApprovalsWithCalls(db, and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
   return row;
 }
 
 /** This tenant's approvals with their calls, newest first, at most `limit`, optionally of one status, session or run (SPEC X3). */
-export async function listApprovalsWithCalls(
+async function listApprovalsWithCalls(
   db: Database,
   tenantId: string,
   filter: { status?: ApprovalRow["status"] | undefined; sessionId?: string | undefined; runId?: string | undefined },

@@ -65,7 +65,7 @@ const metaColumns = {
 };
 
 /** An artifact of this tenant, without its bytes. */
-export async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): Promise<ArtifactMeta | undefined> {
+async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): Promise<ArtifactMeta | undefined> {
   const [row] = await db
     .select(metaColumns)
     .from(artifacts)

@@ -22,7 +22,7 @@ export async function putBlob(db: DbExecutor, tenantId: string, content: Buffer)
   return digest;
 }
 
-export async function getBlob(db: DbExecutor, tenantId: string, digest: string): Promise<Buffer | undefined> {
+async function getBlob(db: DbExecutor, tenantId: string, digest: string): Promise<Buffer | undefined> {
   const [row] = await db
     .select({ bytes: contentBlobs.bytes })
     .from(contentBlobs)

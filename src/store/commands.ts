@@ -99,7 +99,7 @@ export async function findCommand(db: Database, tenantId: string, id: string, se
 }
 
 /** This tenant's session's running background commands (SPEC B3: deleting the session stops them). */
-export async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
+async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
   return db
     .select()
     .from(commands)
@@ -144,12 +144,12 @@ export async function markLostCommands(db: Database, id?: string): Promise<numbe
 }
 
 /** A session's background commands, oldest first (SPEC B1: `GET /v1/sessions/:id/commands`). */
-export async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
+async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
   return db.select().from(commands).where(eq(commands.sessionId, sessionId)).orderBy(asc(commands.createdAt));
 }
 
 /** How many background commands this tenant runs now (SPEC B1, X5: the usage report). */
-export async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
+async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
   const [running] = await db
     .select({ count: sql<number>`count(*)::int` })
     .from(commands)

@@ -133,7 +133,7 @@ function toSessionEvent(sessionId: string, row: EventRow): SessionEvent {
 }
 
 /** Events after `afterSeq`, oldest first; `upTo` bounds a gap fill. */
-export async function readEvents(
+async function readEvents(
   executor: DbExecutor,
   tenantId: string,
   sessionId: string,

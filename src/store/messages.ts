@@ -8,7 +8,7 @@ import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
 
 /** Canonical history: inserts are idempotent by position, reads are ordered by it. */
-export async function insertMessage(
+async function insertMessage(
   tx: Database,
   owner: { tenantId: string; sessionId: string; runId: string },
   position: MessagePosition,
@@ -111,7 +111,7 @@ export async function toolMessageAt(
 }
 
 /** The content of a run's last assistant message: a sub-agent's final answer (SPEC A1); undefined for none. */
-export async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<HistoryMessage | undefined> {
+async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<HistoryMessage | undefined> {
   const [last] = await tx
     .select({ content: messages.content })
     .from(messages)
@@ -123,7 +123,7 @@ export async function lastAssistantMessageOfRun(tx: Database, runId: string): Pr
 }
 
 /** A session's whole history, in history order (`GET /v1/sessions/:id/messages`). */
-export async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
+async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
   return db
     .select()
     .from(messages)

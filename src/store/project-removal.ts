@@ -73,7 +73,7 @@ export async function releaseProjectRemoval(db: DbExecutor, projectId: string, o
 }
 
 /** Deleted projects whose files are not removed yet (a gauge, and tests). */
-export async function countProjectsWithFilesLeft(db: DbExecutor): Promise<number> {
+async function countProjectsWithFilesLeft(db: DbExecutor): Promise<number> {
   const { rows } = await db.execute<{ count: number }>(
     sql`select count(*)::int as count from ${projects} where ${projects.deletedAt} is not null and ${projects.filesRemovedAt} is null`,
   );

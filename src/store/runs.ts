@@ -18,16 +18,8 @@ export type { StoredApproval } from "./gate-rules.js";
 export { gateRules } from "./gate-rules.js";
 export { claimBatch, claimStep, historyOrigin, type StepClaim } from "./run-claims.js";
 export { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
-export {
-  addActivatedTools,
-  countInterruption,
-  finishRun,
-  moveToNextStep,
-  parkRun,
-  resumeParkedRun,
-} from "./run-transitions.js";
-export { insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
-export { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
+export { addActivatedTools, countInterruption, moveToNextStep, parkRun } from "./run-transitions.js";
+export { lockHeldRun } from "./run-reads.js";
 
 /** `store.runs`. */
 export const runsRepository = repository({

@@ -315,7 +315,7 @@ export async function endStepAttempt(
  * Guard: the step is still `streaming` (locked). Result: the text its attempt streamed so far, or
  * undefined when no step of the run was streaming. The step ends as `completed` with reason `cancelled`.
  */
-export async function closeStreamingStep(
+async function closeStreamingStep(
   tx: Database,
   cut: { id: string; sessionId: string; stepIndex: number },
 ): Promise<{ index: number; text: string } | undefined> {

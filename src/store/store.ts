@@ -15,6 +15,7 @@ import { messagesRepository } from "./messages.js";
 import { projectsRepository } from "./owned-project.js";
 import { projectRemovalRepository } from "./project-removal.js";
 import type { Handles } from "./repository.js";
+import { clientOf } from "./sql-text.js";
 import { runsRepository } from "./runs.js";
 import { sessionsRepository } from "./sessions.js";
 import { stepsRepository } from "./steps.js";
@@ -107,6 +108,14 @@ export function createStore(pool: pg.Pool): Store {
       });
     },
   });
+}
+
+/**
+ * TEMPORARY, for functions src/worker still calls with drizzle's handle (`usageRefusal`): the
+ * repositories on that handle and the connection under it.
+ */
+export function repositoriesOn(db: Database): Repositories {
+  return bind({ db, pg: clientOf(db) });
 }
 
 /**

@@ -246,7 +246,7 @@ export async function answerCall(on: Queryable, request: AnswerRequest): Promise
 }
 
 /** The open calls of a run, locked, in model order: what a cancel or an interruption closes. */
-export async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
+async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
   return tx
     .select()
     .from(toolCalls)
@@ -274,7 +274,7 @@ export async function openCallsOfBatch(
  * Guard: the call is `queued` (the statuses leading to `awaiting_approval`). Result: whether it moved;
  * its approval row is written in the same transaction (X3).
  */
-export async function askApproval(
+async function askApproval(
   tx: Database,
   callId: string,
   approval: Omit<typeof approvals.$inferInsert, "toolCallId" | "status">,
@@ -294,7 +294,7 @@ export async function askApproval(
  * Guard: the call is `awaiting_approval` (a decision puts it back to `queued` for the next batch claim).
  * Result: the call, or undefined.
  */
-export async function approveCall(tx: Database, callId: string): Promise<CallRow | undefined> {
+async function approveCall(tx: Database, callId: string): Promise<CallRow | undefined> {
   const [call] = await tx
     .update(toolCalls)
     .set({ status: "queued" })
@@ -307,7 +307,7 @@ export async function approveCall(tx: Database, callId: string): Promise<CallRow
  * linkChildRun
  * Guard: the call is `running` under this batch's fence and has no child yet. Result: whether it linked.
  */
-export async function linkChildRun(tx: Database, callId: string, execFence: number, childRunId: string): Promise<boolean> {
+async function linkChildRun(tx: Database, callId: string, execFence: number, childRunId: string): Promise<boolean> {
   const linked = await tx
     .update(toolCalls)
     .set({ childRunId })
@@ -317,7 +317,7 @@ export async function linkChildRun(tx: Database, callId: string, execFence: numb
 }
 
 /** The running call a sub-agent run answers, if it still waits for it (A1). */
-export async function callWaitingForChild(tx: Database, childRunId: string): Promise<CallRow | undefined> {
+async function callWaitingForChild(tx: Database, childRunId: string): Promise<CallRow | undefined> {
   const [call] = await tx
     .select()
     .from(toolCalls)
@@ -372,7 +372,7 @@ export async function appendCallProgress(
 }
 
 /** The call an approval is about, locked, if it still waits for the decision. */
-export async function callAwaitingDecision(tx: Database, callId: string): Promise<CallRow | undefined> {
+async function callAwaitingDecision(tx: Database, callId: string): Promise<CallRow | undefined> {
   const [call] = await tx
     .select()
     .from(toolCalls)
@@ -382,7 +382,7 @@ export async function callAwaitingDecision(tx: Database, callId: string): Promis
 }
 
 /** The child run (and its session) a call's start committed, if it did (SPEC A1). */
-export async function childOfCall(db: Database, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
+async function childOfCall(db: Database, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
   const [row] = await db
     .select({ childRunId: runs.id, childSessionId: runs.sessionId })
     .from(toolCalls)

@@ -95,7 +95,7 @@ const liveWorkersStatement = statement<{ silentSeconds: number }, WorkerRow>(
    order by ${col(workers.startedAt)}, ${W.id}`,
 );
 
-export function liveWorkers(on: Queryable, silentForMs: number): Promise<WorkerRow[]> {
+function liveWorkers(on: Queryable, silentForMs: number): Promise<WorkerRow[]> {
   return run(on, liveWorkersStatement, { silentSeconds: silentForMs / 1000 });
 }
 
