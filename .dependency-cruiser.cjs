@@ -85,7 +85,7 @@ module.exports = {
       name: "services-only-in-composition-roots",
       severity: "error",
       comment:
-        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker) import src/services.ts; lower modules declare the small dependency interface they use (TransactDeps, GateDeps, WebhookDeps, ...).",
+        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker) import src/services.ts; lower modules declare the small dependency interface they use (UnitOfWorkDeps, DecideDeps, GateDeps, WebhookDeps, ...).",
       from: { path: "^src/", pathNot: compositionRoots },
       to: { path: "^src/services\\.ts$" },
     },
