@@ -26,6 +26,24 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/api/|^src/work
 const queriesOutsideStore = ["src/startup/dependency-wait.ts", "src/worker/liveness.ts"];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");
 
+/**
+ * Modules outside src/store that may still hold a raw database handle (drizzle's `Database`,
+ * `DbExecutor`, a pg `Queryable`, the pool) in their signatures. Everything else takes the Store
+ * (`Store`, `StoreTx` or a `Pick` of their repositories). TEMPORARY: src/worker is being split
+ * into its phases; once it takes the Store, it and the four functions it calls with drizzle's
+ * handle leave this list, and then src/services.ts keeps the pool to itself.
+ */
+const rawHandleHolders = [
+  "^src/services\\.ts$",
+  "^src/worker/",
+  ...[
+    "src/runs/quota-refusal.ts",
+    "src/artifacts/store-result-artifacts.ts",
+    "src/mcp/serve-mcp-request.ts",
+    "src/context/read-tool-result.ts",
+  ].map((path) => `^${exactPath(path)}$`),
+];
+
 /** @type {import("dependency-cruiser").IConfiguration} */
 module.exports = {
   forbidden: [
@@ -71,7 +89,7 @@ module.exports = {
       name: "services-only-in-composition-roots",
       severity: "error",
       comment:
-        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker/main.ts and worker-runtime.ts) import src/services.ts; lower modules declare the small dependency interface they use (TransactDeps, GateDeps, WebhookDeps, ...).",
+        "Only composition roots (src/services.ts, process.ts, main.ts, src/api, src/worker/main.ts and worker-runtime.ts) import src/services.ts; lower modules declare the small dependency interface they use (UnitOfWorkDeps, DecideDeps, GateDeps, WebhookDeps, ...).",
       from: { path: "^src/", pathNot: compositionRoots },
       to: { path: "^src/services\\.ts$" },
     },
@@ -90,6 +108,22 @@ module.exports = {
         "A module that imports the schema's tables as values builds queries with them (db.select().from(table)...): that is the store's work. Type-only imports (row types) are fine. The same frozen list as only-the-store-queries.",
       from: { path: "^src/", pathNot: ["^src/(store|db)/", ...queriesOutsideStore.map((path) => `^${exactPath(path)}$`)] },
       to: { path: "^src/db/schema\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "store-imports-only-what-is-below-it",
+      severity: "error",
+      comment:
+        "src/store writes rows and answers what it appended; publishing events, enqueuing jobs, broadcasting cancels and counting after commit belong to src/unit-of-work, above it. The store imports only src/core, src/db, ids.ts and the provider contract's types (decision 0005).",
+      from: { path: "^src/store/" },
+      to: { path: "^src/", pathNot: "^src/(store|core|db)/|^src/ids\\.ts$|^src/providers/provider\\.ts$" },
+    },
+    {
+      name: "no-raw-database-handles-outside-the-store",
+      severity: "error",
+      comment:
+        "Callers hold the Store object (src/store/store.ts), never drizzle's Database, a DbExecutor, a pg Queryable or the pool: those types live in src/db/client.ts, src/store/sql-text.ts and src/store/repository.ts. rawHandleHolders (.dependency-cruiser.cjs) lists the TEMPORARY exceptions.",
+      from: { path: "^src/", pathNot: ["^src/(store|db)/", ...rawHandleHolders] },
+      to: { path: ["^src/db/client\\.ts$", "^src/store/(sql-text|repository|named-sql)\\.ts$"] },
     },
     {
       name: "no-orphans",

@@ -2,16 +2,14 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "./config.js";
 import { openDatabase, type DbHandle } from "./db/client.js";
+import { createStore, type Store } from "./store/store.js";
+import { createUnitOfWork, type UnitOfWork } from "./unit-of-work/unit-of-work.js";
 import { runMigrations } from "./db/migrate.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { registerStateGauges } from "./observability/state-gauges.js";
-import { countPendingApprovals } from "./store/approvals.js";
-import { liveWorkers } from "./store/workers.js";
-import { countProjectsWithFilesLeft } from "./store/project-removal.js";
-import { workingRunsByTenant } from "./store/tenant-admission.js";
 import { createTracing, type Tracing } from "./observability/tracing.js";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
@@ -45,6 +43,11 @@ import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js"
 export interface Services {
   config: Config;
   logger: Logger;
+  /** Postgres, as the store's repositories (`store.runs`, `store.transaction(...)`): the one door to SQL. */
+  store: Store;
+  /** Store transactions with their effects after commit: events published, jobs enqueued, cancels broadcast, counts. */
+  unitOfWork: UnitOfWork;
+  /** TEMPORARY: the pool and drizzle's handle, for src/worker until it takes `store` (and for tests). */
   db: DbHandle;
   /** Command connection shared by queues and publishers. */
   redis: Redis;
@@ -112,6 +115,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       status: options.startup,
     });
   }
+  const store = createStore(db.pool);
   const role = options.role ?? "all";
   const metrics = createMetrics({ tenantLabels: config.metrics.tenantLabels, defaultLabels: { role } });
   const tracing = createTracing({
@@ -130,7 +134,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
   });
   // Jobs of a tenant with fewer working runs are served first (SPEC X5).
   const load = createTenantLoad(
-    () => workingRunsByTenant(db.pool),
+    () => store.tenantAdmission.workingRunsByTenant(),
     (error) => logger.warn({ err: error }, "reading tenants' load failed"),
   );
   const dispatcher = createDispatcher({
@@ -144,9 +148,9 @@ export async function createServices(config: Config, options: CreateServicesOpti
   if (role !== "worker") {
     registerStateGauges(metrics, {
       queues: [dispatcher.stepQueue, dispatcher.toolQueue],
-      pendingApprovals: () => countPendingApprovals(db.pool),
-      liveWorkers: async () => (await liveWorkers(db.pool, config.workers.livenessTimeoutMs)).length,
-      projectsWithFilesLeft: () => countProjectsWithFilesLeft(db.db),
+      pendingApprovals: () => store.approvals.countPendingApprovals(),
+      liveWorkers: async () => (await store.workers.liveWorkers(config.workers.livenessTimeoutMs)).length,
+      projectsWithFilesLeft: () => store.projectRemoval.countProjectsWithFilesLeft(),
       onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
     });
   }
@@ -158,7 +162,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     : { ok: false, reason: "an API-only process runs no shell commands" };
   const tooling = {
     identityMode: identityMode(config.sandbox.toolUidBase),
-    tenantSettings: createTenantSettingsCache(db.db),
+    tenantSettings: createTenantSettingsCache(store),
     workspaceOwnership: createWorkspaceOwnership(),
   };
   const mcpViaWorkers = createMcpConnectionsViaWorkers({
@@ -178,7 +182,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     ? createMcpConnections({
         logger,
         ...(config.mcp.allowPrivate ? {} : { guardHttp: (url: URL) => refusedHost(url.hostname) }),
-        sandbox: mcpSandbox({ runner: sandbox, db: db.db, config, ...tooling }),
+        sandbox: mcpSandbox({ runner: sandbox, store, config, ...tooling }),
         stdioCommands: config.mcp.stdioCommands,
         defaults: { stdioPath: config.tools.path, maxMessageBytes: config.mcp.maxMessageBytes },
       })
@@ -194,7 +198,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     createToolCatalog({
       base: { registry: tools, executor },
       baseTools,
-      db: db.db,
+      store,
       mcp: connections,
       logger,
       configTtlMs: config.mcp.configTtlMs,
@@ -204,6 +208,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
   return {
     config,
     logger,
+    store,
+    unitOfWork: createUnitOfWork({ store, bus, dispatcher, config, metrics }),
     db,
     redis,
     bus,

@@ -20,7 +20,8 @@ export type App = OpenAPIHono<AppEnv>;
 export type ApiServices = Pick<
   Services,
   | "config"
-  | "db"
+  | "store"
+  | "unitOfWork"
   | "bus"
   | "dispatcher"
   | "tools"

@@ -120,11 +120,11 @@ export function createApp(services: ApiServices): App {
   // Also matches /v1/tenants itself.
   app.use("/v1/tenants/*", requireAdminToken(config.api.adminToken, lockout));
   app.use("/v1/admin/*", requireAdminToken(config.api.adminToken, lockout));
-  const authenticated = requireApiKey(services.db.db, lockout);
+  const authenticated = requireApiKey(services.store, lockout);
   const rateLimited = apiKeyRateLimit(counter, limits, config.redis.queuePrefix);
   const streamTokens = createStreamTokens(config.api.streamTokenSecret);
   // Before the API key check of /v1/sessions/*, which a valid stream token lets through (SPEC E3).
-  app.use("/v1/sessions/:id/events", acceptStreamToken(services.db.db, lockout, streamTokens));
+  app.use("/v1/sessions/:id/events", acceptStreamToken(services.store, lockout, streamTokens));
   for (const path of tenantPaths) app.use(path, authenticated, rateLimited);
   app.use("*", requestBodyLimit(limits));
 
@@ -146,7 +146,7 @@ export function createApp(services: ApiServices): App {
       max: limits.maxStreamsPerTenant,
       ttlMs: Math.max(5_000, 3 * config.api.sseKeepaliveMs),
     }),
-    sequences: createSessionSequenceWatch(services.db.db, config.api.sseKeepaliveMs, logger),
+    sequences: createSessionSequenceWatch(services.store, config.api.sseKeepaliveMs, logger),
   });
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);

@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { sameSecret } from "./same-secret.js";
 import type { MiddlewareHandler } from "hono";
-import { liveApiKeyByHash, liveApiKeyOfTenant } from "../store/api-keys.js";
-import type { Database } from "../db/client.js";
+import type { Store } from "../store/store.js";
 import { FoyaError } from "../errors.js";
 import type { AppEnv } from "./app-env.js";
 import type { AuthFailureLockout, CredentialScope, PresentedCredential } from "./limits/auth-failure-lockout.js";
@@ -32,7 +31,7 @@ function bearer(header: string | undefined): string | null {
  * often from this address, or an unknown key from an address with too many failures, is
  * refused before it is looked up (SPEC S10).
  */
-export function requireApiKey(db: Database, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
+export function requireApiKey(store: Pick<Store, "apiKeys">, lockout: AuthFailureLockout): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     // Set only by acceptStreamToken, which runs first on the one route a token may open.
     if (c.get("authenticatedBy") === "stream_token") return next();
@@ -40,7 +39,7 @@ export function requireApiKey(db: Database, lockout: AuthFailureLockout): Middle
     if (!key) throw new FoyaError("unauthorized", "send Authorization: Bearer <api key>");
     const credential = presented("tenant", key);
     await lockout.check(c, credential);
-    const row = await liveApiKeyByHash(db, credential.digest);
+    const row = await store.apiKeys.liveApiKeyByHash(credential.digest);
     if (!row) {
       await lockout.record(c, credential);
       throw new FoyaError("unauthorized", "unknown or revoked API key");
@@ -59,7 +58,11 @@ export function requireApiKey(db: Database, lockout: AuthFailureLockout): Middle
  * key that is still valid. Anything else in the query, an API key included, authenticates
  * nothing; a bad token counts as a failed attempt (SPEC S10, E3).
  */
-export function acceptStreamToken(db: Database, lockout: AuthFailureLockout, tokens: StreamTokens): MiddlewareHandler<AppEnv> {
+export function acceptStreamToken(
+  store: Pick<Store, "apiKeys">,
+  lockout: AuthFailureLockout,
+  tokens: StreamTokens,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const token = c.req.query("token");
     if (c.req.method !== "GET" || token === undefined || c.req.header("authorization") !== undefined) return next();
@@ -67,7 +70,7 @@ export function acceptStreamToken(db: Database, lockout: AuthFailureLockout, tok
     // A signature check costs no lookup: a token that holds one passes an address locked by others' failures.
     const claims = tokens.verify(token, c.req.param("id") ?? "");
     await lockout.check(c, credential, { genuine: claims !== null });
-    const row = claims ? await liveApiKeyOfTenant(db, claims.tenantId, claims.apiKeyId) : undefined;
+    const row = claims ? await store.apiKeys.liveApiKeyOfTenant(claims.tenantId, claims.apiKeyId) : undefined;
     if (!claims || !row) {
       await lockout.record(c, credential);
       throw new FoyaError("unauthorized", "invalid or expired stream token: mint one with POST /v1/sessions/{id}/stream-tokens");

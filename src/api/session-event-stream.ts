@@ -1,7 +1,6 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { SessionEvent } from "../core/events.js";
-import { readEvents } from "../store/events.js";
 import type { ApiServices } from "./app-env.js";
 import type { EventStreamSlot } from "./limits/event-stream-slots.js";
 import type { SessionSequenceWatch } from "./session-sequence-watch.js";
@@ -19,7 +18,7 @@ import type { SessionSequenceWatch } from "./session-sequence-watch.js";
  */
 export function streamSessionEvents(
   c: Context,
-  services: Pick<ApiServices, "db" | "bus" | "logger" | "metrics">,
+  services: Pick<ApiServices, "store" | "bus" | "logger" | "metrics">,
   options: {
     tenantId: string;
     sessionId: string;
@@ -42,7 +41,7 @@ export function streamSessionEvents(
     };
     const catchUp = async (upTo?: number) => {
       for (;;) {
-        const batch = await readEvents(services.db.db, tenantId, sessionId, lastSent, {
+        const batch = await services.store.events.readEvents(tenantId, sessionId, lastSent, {
           limit: 500,
           ...(upTo !== undefined ? { upTo } : {}),
         });

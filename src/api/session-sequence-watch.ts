@@ -1,5 +1,4 @@
-import type { Database } from "../db/client.js";
-import { eventSeqOfSessions } from "../store/sessions.js";
+import type { Store } from "../store/store.js";
 import type { Logger } from "../logger.js";
 
 /**
@@ -17,7 +16,7 @@ export interface SessionSequenceWatch {
 /** Sessions per query; more are read in several. */
 const batchSize = 1000;
 
-export function createSessionSequenceWatch(db: Database, intervalMs: number, logger: Logger): SessionSequenceWatch {
+export function createSessionSequenceWatch(store: Pick<Store, "sessions">, intervalMs: number, logger: Logger): SessionSequenceWatch {
   const listeners = new Map<string, Set<(latestSeq: number) => void>>();
   let timer: NodeJS.Timeout | undefined;
   let polling = false;
@@ -28,7 +27,7 @@ export function createSessionSequenceWatch(db: Database, intervalMs: number, log
     try {
       const ids = [...listeners.keys()];
       for (let start = 0; start < ids.length; start += batchSize) {
-        const rows = await eventSeqOfSessions(db, ids.slice(start, start + batchSize));
+        const rows = await store.sessions.eventSeqOfSessions(ids.slice(start, start + batchSize));
         for (const row of rows) for (const listener of listeners.get(row.id) ?? []) listener(row.eventSeq);
       }
     } catch (error) {

@@ -1,10 +1,10 @@
 import type { runs } from "../db/schema.js";
 import { FoyaError, notFound } from "../errors.js";
-import { answerCall, approveCall, callAwaitingDecision } from "../store/tool-calls.js";
-import { lockRun } from "../store/runs.js";
-import { approvalRunOfTenant, dueApprovals, lockApproval, recordApprovalDecision, type ApprovalRow } from "../store/approvals.js";
+import type { ApprovalRow } from "../store/approvals.js";
+import type { Store } from "../store/store.js";
 import { resumeParkedBatch } from "../runs/resume-batch.js";
-import { transact, type Effects, type TransactDeps } from "../store/transact.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Effects, UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { ApprovalStatus } from "../core/statuses.js";
 
 /** A decision on one approval (X3). `expire` is the policy's, taken when nobody answered in time. */
@@ -40,12 +40,18 @@ const statusOf = { approve: "approved", deny: "denied", expire: "expired" } as c
  * by it. An approval that expired before the decision arrives is expired here
  * and the decision refused with 409.
  */
-export async function decideApproval(services: TransactDeps, input: DecideInput): Promise<DecideResult> {
-  const outcome = await transact(services, async (fx) => {
-    const found = await approvalRunOfTenant(fx.tx, input.tenantId, input.approvalId);
+/** What deciding an approval needs: its unit of work, and the metrics that time decisions (SPEC X8). */
+export interface DecideDeps {
+  unitOfWork: UnitOfWork;
+  metrics: Metrics;
+}
+
+export async function decideApproval(services: DecideDeps, input: DecideInput): Promise<DecideResult> {
+  const outcome = await services.unitOfWork.transact(async (fx) => {
+    const found = await fx.store.approvals.approvalRunOfTenant(input.tenantId, input.approvalId);
     if (!found) throw notFound("approval");
-    const run = await lockRun(fx.tx, found.runId);
-    const approval = await lockApproval(fx.tx, input.approvalId);
+    const run = await fx.store.runs.lockRun(found.runId);
+    const approval = await fx.store.approvals.lockApproval(input.approvalId);
     if (!run || !approval) throw notFound("approval");
 
     // Decided already, identically or not (D11): exactly one decision wins; the rest change nothing.
@@ -98,7 +104,7 @@ async function recordDecision(
   keyId: string | null,
 ): Promise<ApprovalRow> {
   const reason = decision.kind === "expire" ? "no decision arrived before the approval expired" : (decision.reason ?? null);
-  const decided = await recordApprovalDecision(fx.tx, approval.id, {
+  const decided = await fx.store.approvals.recordApprovalDecision(approval.id, {
     status: statusOf[decision.kind],
     reason,
     decidedByKeyId: keyId,
@@ -106,7 +112,9 @@ async function recordDecision(
   });
   // Approved, the call goes back to `queued` for the batch to run; otherwise it is answered below.
   const call =
-    decision.kind === "approve" ? await approveCall(fx.tx, approval.toolCallId) : await callAwaitingDecision(fx.tx, approval.toolCallId);
+    decision.kind === "approve"
+      ? await fx.store.toolCalls.approveCall(approval.toolCallId)
+      : await fx.store.toolCalls.callAwaitingDecision(approval.toolCallId);
   if (!decided || !call) throw new FoyaError("internal", `approval ${approval.id} and its call disagree`);
   if (run.ordinal === null) throw new FoyaError("internal", `run ${run.id} has no place in history`);
   const ordered = { ...run, ordinal: run.ordinal };
@@ -132,7 +140,7 @@ async function recordDecision(
         : `Denied by the user${reason ? `: ${reason}` : "."}`;
     const content = [{ type: "text" as const, text }];
     const errorCode = decision.kind === "expire" ? "approval_expired" : "denied";
-    const answered = await answerCall(fx.pg, {
+    const answered = await fx.store.toolCalls.answerCall({
       run: ordered,
       call,
       outcome: { status: "denied", isError: true, errorCode, content },
@@ -146,8 +154,8 @@ async function recordDecision(
 }
 
 /** The policy's answer to approvals nobody decided in time (S4): each expires and counts as denied. */
-export async function expireApprovals(services: TransactDeps, limit = 100): Promise<number> {
-  const due = await dueApprovals(services.db.db, limit);
+export async function expireApprovals(services: DecideDeps & { store: Store }, limit = 100): Promise<number> {
+  const due = await services.store.approvals.dueApprovals(limit);
   let expired = 0;
   for (const row of due) {
     const result = await decideApproval(services, {

@@ -6,8 +6,7 @@ import { preparePolicies } from "../gateway/compiled-policy.js";
 import type { Verdict } from "../gateway/verdict.js";
 import { newId } from "../ids.js";
 import type { StoredApproval } from "../store/runs.js";
-import { answerCall, askApproval } from "../store/tool-calls.js";
-import type { Effects } from "../store/transact.js";
+import type { Effects } from "../unit-of-work/unit-of-work.js";
 import type { Config } from "../config.js";
 import type { ToolExecutor } from "../tools/execute-tool-call.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
@@ -118,7 +117,7 @@ export async function applyGateWrites(fx: Effects, input: Pick<GateInput, "run" 
   for (const write of writes) {
     if (write.kind === "deny") {
       const content = [{ type: "text" as const, text: write.text }];
-      const answered = await answerCall(fx.pg, {
+      const answered = await fx.store.toolCalls.answerCall({
         run: input.run,
         call: write.call,
         outcome: { status: "denied", isError: true, errorCode: write.errorCode, content },
@@ -130,7 +129,7 @@ export async function applyGateWrites(fx: Effects, input: Pick<GateInput, "run" 
     const { call } = write;
     const expiresAt = new Date(Date.now() + write.ttlSeconds * 1000);
     const id = newId("apr");
-    const moved = await askApproval(fx.tx, call.id, {
+    const moved = await fx.store.toolCalls.askApproval(call.id, {
       id,
       tenantId: input.run.tenantId,
       sessionId: input.run.sessionId,

@@ -6,3 +6,12 @@ export type NextJob =
   | { kind: "step"; stepIndex: number }
   /** `resume` is set when an approval decision resumes a parked batch: the fence it was parked at, so each resume gets its own job id. */
   | { kind: "batch"; stepIndex: number; resume?: number };
+
+/** A run's next job, to be enqueued once the transaction that decided it has committed. */
+export interface DispatchRequest {
+  runId: string;
+  /** The run's tenant: its load sets the job's priority (SPEC X5). */
+  tenantId: string;
+  next: NextJob;
+  redispatches: number;
+}

@@ -1,18 +1,10 @@
 import path from "node:path";
-import type { Database, DbExecutor } from "../db/client.js";
 import { FoyaError, notFound } from "../errors.js";
 import { maxRecordedFileBytes, sha256 } from "../store/blobs.js";
+import type { Store, StoreTx } from "../store/store.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import { isWorkspaceError, type WorkspaceFiles } from "../workspace/workspace-files.js";
-import { getBlob } from "../store/blobs.js";
-import {
-  fileChangeSessionOfTenant,
-  fileChangeWithWorkspace,
-  lockSessionReverts,
-  markFileChangesReverted,
-  unrevertedChangesSince,
-  type FileChangeRow,
-} from "../store/file-changes.js";
+import type { FileChangeRow } from "../store/file-changes.js";
 
 export type { FileChangeRow };
 
@@ -35,31 +27,33 @@ export type { FileChangeRow };
  * the others answer 409 with the change's current state.
  */
 export async function revertFileChanges(
-  database: Database,
+  store: Store,
   workspacesDir: string,
   input: { tenantId: string; changeId: string; andLater: boolean },
 ): Promise<FileChangeRow[]> {
-  const owned = await fileChangeSessionOfTenant(database, input.tenantId, input.changeId);
+  const owned = await store.fileChanges.fileChangeSessionOfTenant(input.tenantId, input.changeId);
   if (!owned) throw notFound("file change");
-  return database.transaction(async (db) => {
-    await lockSessionReverts(db, owned.sessionId);
-    return revertLocked(db, workspacesDir, input);
+  return store.transaction(async (tx) => {
+    await tx.fileChanges.lockSessionReverts(owned.sessionId);
+    return revertLocked(tx, workspacesDir, input);
   });
 }
 
 async function revertLocked(
-  db: DbExecutor,
+  tx: StoreTx,
   workspacesDir: string,
   input: { tenantId: string; changeId: string; andLater: boolean },
 ): Promise<FileChangeRow[]> {
-  const target = await fileChangeWithWorkspace(db, input.tenantId, input.changeId);
+  const target = await tx.fileChanges.fileChangeWithWorkspace(input.tenantId, input.changeId);
   if (!target) throw notFound("file change");
   if (target.change.revertedAt) {
     throw new FoyaError("conflict", `file change ${target.change.id} was already reverted at ${target.change.revertedAt.toISOString()}`, {
       current: { id: target.change.id, revertedAt: target.change.revertedAt.toISOString() },
     });
   }
-  const chosen = input.andLater ? await unrevertedChangesSince(db, target.change.sessionId, target.change.createdAt) : [target.change];
+  const chosen = input.andLater
+    ? await tx.fileChanges.unrevertedChangesSince(target.change.sessionId, target.change.createdAt)
+    : [target.change];
   // A change recorded but not made (SPEC X7) has nothing to undo: it is marked reverted and the workspace is left alone.
   const changes = chosen.filter((change) => change.notApplied === null);
 
@@ -103,7 +97,7 @@ async function revertLocked(
   const contents = new Map<string, Buffer>();
   for (const change of changes) {
     if (change.sha256Before && !contents.has(change.sha256Before)) {
-      const blob = await getBlob(db, input.tenantId, change.sha256Before);
+      const blob = await tx.blobs.getBlob(input.tenantId, change.sha256Before);
       // A version too large to keep was recorded by its digest only.
       if (!blob)
         throw new FoyaError(
@@ -115,10 +109,9 @@ async function revertLocked(
   }
 
   for (const change of changes) await restore(workspace, locate(change), change, contents, refused);
-  return markFileChangesReverted(
-    db,
-    chosen.map((change) => change.id),
-  ).then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
+  return tx.fileChanges
+    .markFileChangesReverted(chosen.map((change) => change.id))
+    .then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
 }
 
 type Refuse = (change: FileChangeRow, why: string) => FoyaError;

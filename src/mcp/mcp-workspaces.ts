@@ -1,6 +1,5 @@
-import { ownedProjectWorkspace } from "../store/owned-project.js";
 import type { Config } from "../config.js";
-import type { Database } from "../db/client.js";
+import type { Store } from "../store/store.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import { toolIdentity, type IdentityMode } from "../sandbox/tool-identity.js";
 import { effectiveToolLimits, type TenantSettingsCache } from "../tenants/tenant-settings.js";
@@ -16,7 +15,7 @@ import { sanitizeMcpNamePart } from "./mcp-tools.js";
  */
 export function mcpSandbox(options: {
   runner: SandboxRunner;
-  db: Database;
+  store: Pick<Store, "projects">;
   config: Pick<Config, "workspaces" | "toolLimits" | "mcp">;
   tenantSettings: TenantSettingsCache;
   identityMode: IdentityMode;
@@ -30,7 +29,7 @@ export function mcpSandbox(options: {
       const identity = toolIdentity(options.identityMode, settings.toolUidSlot);
       const limits = effectiveToolLimits(options.config, settings);
       if (scope.projectId !== null) {
-        const workspacePath = await ownedProjectWorkspace(options.db, scope.tenantId, scope.projectId);
+        const workspacePath = await options.store.projects.ownedProjectWorkspace(scope.tenantId, scope.projectId);
         if (workspacePath === undefined) throw new Error(`project ${scope.projectId} does not exist`);
         await options.workspaceOwnership.ensure(workspacePath, identity);
         return { workspaceDir: workspacePath, identity, limits };

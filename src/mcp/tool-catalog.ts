@@ -1,9 +1,9 @@
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import type { Database } from "../db/client.js";
+import type { Store } from "../store/store.js";
 import type { Logger } from "../logger.js";
 import type { McpConnections, McpFailure } from "./mcp-connections.js";
 import { mcpConfigOf, mcpScopeOf } from "./mcp-server-rows.js";
-import { listMcpServers, type McpServerRow } from "../store/mcp-servers.js";
+import type { McpServerRow } from "../store/mcp-servers.js";
 import { mapMcpTools } from "./mcp-tools.js";
 import { mcpConfigFingerprint, mcpServerKey, type McpScope } from "./mcp-config.js";
 import { createToolExecutor, type ToolExecutor } from "../tools/execute-tool-call.js";
@@ -42,7 +42,7 @@ export interface ToolCatalog {
 export interface ToolCatalogOptions {
   base: ScopedTools;
   baseTools: readonly AnyTool[];
-  db: Database;
+  store: Pick<Store, "mcpServers">;
   mcp: McpConnections;
   logger: Logger;
   /** How long a project's server configurations are reused before they are read again. */
@@ -96,7 +96,7 @@ async function serverRows(catalog: Catalog, scope: ProjectScope): Promise<McpSer
   const cached = configs.get(key);
   if (cached && Date.now() - cached.readAt < options.configTtlMs) return cached.rows;
   if (cached?.reading) return cached.reading;
-  const reading = listMcpServers(options.db, scope.tenantId, scope.projectId).then((all) => {
+  const reading = options.store.mcpServers.listMcpServers(scope.tenantId, scope.projectId).then((all) => {
     stopDeleted(catalog, scope, all);
     // A project's own server hides a tenant-wide one of the same name.
     const rows = all.filter((row) => row.projectId !== null || !all.some((other) => other.projectId !== null && other.name === row.name));

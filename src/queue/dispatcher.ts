@@ -3,16 +3,7 @@ import type { Redis } from "ioredis";
 import type { StepJobData, ToolBatchJobData } from "./job-types.js";
 import { jobIdFor, stepQueueName, toolQueueName } from "./job-types.js";
 import type { TenantLoad } from "./tenant-load.js";
-import type { NextJob } from "../core/next-job.js";
-
-/** A run's next job, to be enqueued once the transaction that decided it has committed. */
-export interface DispatchRequest {
-  runId: string;
-  /** The run's tenant: its load sets the job's priority (SPEC X5). */
-  tenantId: string;
-  next: NextJob;
-  redispatches: number;
-}
+import type { DispatchRequest, NextJob } from "../core/next-job.js";
 
 export interface Dispatcher {
   readonly stepQueue: Queue<StepJobData>;

@@ -1,8 +1,7 @@
 import { isTerminalRunStatus } from "../core/run-status.js";
 import { FoyaError, notFound } from "../errors.js";
 import { cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
-import { lockRunOfTenant, readRun } from "../store/runs.js";
-import { transact, type TransactDeps } from "../store/transact.js";
+import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 
 /**
  * Cancels a run in one transaction (SPEC X2): the partial assistant text streamed
@@ -12,9 +11,9 @@ import { transact, type TransactDeps } from "../store/transact.js";
  * any cancel of a run already ended, changes nothing and answers 409 with the
  * run's state.
  */
-export async function cancelRun(services: TransactDeps, input: { tenantId: string; runId: string }): Promise<RunRow> {
-  return transact(services, async (fx) => {
-    const run = await lockRunOfTenant(fx.tx, input.tenantId, input.runId);
+export async function cancelRun(services: { unitOfWork: UnitOfWork }, input: { tenantId: string; runId: string }): Promise<RunRow> {
+  return services.unitOfWork.transact(async (fx) => {
+    const run = await fx.store.runs.lockRunOfTenant(input.tenantId, input.runId);
     if (!run) throw notFound("run");
     if (isTerminalRunStatus(run.status)) {
       throw new FoyaError("conflict", `run ${run.id} is already ${run.status}; nothing was cancelled`, {
@@ -22,6 +21,6 @@ export async function cancelRun(services: TransactDeps, input: { tenantId: strin
       });
     }
     await cancelRunInTransaction(fx, run, { code: "cancelled", message: "cancelled by request" }, true);
-    return (await readRun(fx.tx, run.id)) ?? run;
+    return (await fx.store.runs.readRun(run.id)) ?? run;
   });
 }

@@ -1,14 +1,14 @@
 import { isTerminalRunStatus } from "../core/run-status.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { Failpoints } from "../failpoints.js";
-import type { Database } from "../db/client.js";
 import { newRunRefusal } from "./quota-refusal.js";
 import type { TenantQuotas } from "../core/tenant-quotas.js";
 import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
-import { TransientConflictError, transact, type TransactDeps } from "../store/transact.js";
-import { insertRun, lockRun } from "../store/runs.js";
-import { lockLiveSession, peekLiveSession } from "../store/sessions.js";
+import { TransientConflictError } from "../store/transact.js";
+import type { StoreTx } from "../store/store.js";
+import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
+import type { Config } from "../config.js";
 import type { ActivePolicy, OnInterrupted } from "../core/session.js";
 
 /**
@@ -19,25 +19,24 @@ import type { ActivePolicy, OnInterrupted } from "../core/session.js";
  * nothing once the operator's grant is gone (S8).
  */
 export async function createRun(
-  services: TransactDeps & { failpoints: Failpoints },
+  services: { unitOfWork: UnitOfWork; config: Config; failpoints: Failpoints },
   input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy; onInterrupted?: OnInterrupted },
 ): Promise<RunRow> {
-  return transact(
-    services,
+  return services.unitOfWork.transact(
     async (fx) => {
       // Lock order everywhere is run, then session (workers lock their run, then bump the
       // session's event counter), so the active run is locked before the session row.
-      const peek = await peekLiveSession(fx.tx, input.tenantId, input.sessionId);
+      const peek = await fx.store.sessions.peekLiveSession(input.tenantId, input.sessionId);
       if (!peek) throw notFound("session");
-      const settings = await readTenantSettings(fx.tx, input.tenantId);
+      const settings = await readTenantSettings(fx.store, input.tenantId);
       if (!settings) throw notFound("tenant");
       if (peek.approvalMode === "full_access") {
         const refusal = fullAccessRefusal(services.config, settings);
         if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
       }
-      await refuseOverQuota(fx.tx, input.tenantId, effectiveQuotas(services.config, settings));
-      const active = peek.activeRunId ? await lockRun(fx.tx, peek.activeRunId) : undefined;
-      const session = await lockLiveSession(fx.tx, input.sessionId);
+      await refuseOverQuota(fx.store, input.tenantId, effectiveQuotas(services.config, settings));
+      const active = peek.activeRunId ? await fx.store.runs.lockRun(peek.activeRunId) : undefined;
+      const session = await fx.store.sessions.lockLiveSession(input.sessionId);
       if (!session) throw notFound("session");
       if (session.activeRunId !== peek.activeRunId) throw new TransientConflictError("the session's active run changed");
       const isActive = active !== undefined && !isTerminalRunStatus(active.status);
@@ -50,7 +49,7 @@ export async function createRun(
       if (isActive && input.ifActive === "interrupt") {
         await cancelRunInTransaction(fx, active, { code: "superseded", message: "interrupted by a new turn" }, false);
       }
-      const run = await insertRun(fx.tx, {
+      const run = await fx.store.runs.insertRun({
         tenantId: input.tenantId,
         sessionId: session.id,
         input: input.input,
@@ -68,7 +67,7 @@ export async function createRun(
 }
 
 /** Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and the use, and Retry-After. */
-async function refuseOverQuota(tx: Database, tenantId: string, quotas: TenantQuotas): Promise<void> {
-  const refusal = await newRunRefusal(tx, tenantId, quotas);
+async function refuseOverQuota(tx: StoreTx, tenantId: string, quotas: TenantQuotas): Promise<void> {
+  const refusal = await newRunRefusal(tx.tenantAdmission, tenantId, quotas);
   if (refusal) throw new FoyaError("quota_exceeded", refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 }

@@ -1,8 +1,5 @@
-import type { TransactDeps } from "../store/transact.js";
-import { markProjectDeleted } from "../store/owned-project.js";
-import { liveSessionsOfProject } from "../store/sessions.js";
 import { notFound } from "../errors.js";
-import { deleteSession } from "./delete-session.js";
+import { deleteSession, type DeleteSessionDeps } from "./delete-session.js";
 
 /**
  * Deletes a project (SPEC F4): it answers 404 from now on, no session or run can start in it,
@@ -11,10 +8,13 @@ import { deleteSession } from "./delete-session.js";
  * worker (src/worker/project-removal.ts): a tree of any size is never walked here, on the
  * API's path. A call still finishing finds its workspace going and its changes go with it.
  */
-export async function deleteProject(services: TransactDeps, input: { tenantId: string; projectId: string }): Promise<{ sessions: number }> {
-  const project = await markProjectDeleted(services.db.db, input.tenantId, input.projectId);
+export async function deleteProject(
+  services: DeleteSessionDeps,
+  input: { tenantId: string; projectId: string },
+): Promise<{ sessions: number }> {
+  const project = await services.store.projects.markProjectDeleted(input.tenantId, input.projectId);
   if (!project) throw notFound("project");
-  const live = await liveSessionsOfProject(services.db.db, input.tenantId, project.id);
+  const live = await services.store.sessions.liveSessionsOfProject(input.tenantId, project.id);
   for (const session of live) await deleteSession(services, { tenantId: input.tenantId, sessionId: session.id });
   return { sessions: live.length };
 }

@@ -1,10 +1,7 @@
 import type { ResultPart } from "../core/history.js";
 import type { TerminalRunStatus } from "../core/run-status.js";
-import { lastAssistantMessageOfRun } from "../store/messages.js";
-import { answerCall, callWaitingForChild } from "../store/tool-calls.js";
-import { lockRun } from "../store/runs.js";
 import { resumeParkedBatch } from "./resume-batch.js";
-import type { Effects } from "../store/transact.js";
+import type { Effects } from "../unit-of-work/unit-of-work.js";
 
 /** What the parent's `agent` call answers when its sub-agent ended without completing. */
 const endings: Record<Exclude<TerminalRunStatus, "completed">, { code: string; text: string }> = {
@@ -27,13 +24,13 @@ export async function deliverToParentCall(
   status: TerminalRunStatus,
   error: { code: string; message: string } | undefined,
 ): Promise<void> {
-  const waiting = await callWaitingForChild(fx.tx, childRunId);
+  const waiting = await fx.store.toolCalls.callWaitingForChild(childRunId);
   if (!waiting) return;
   // Parent before its call, as every writer of a run locks it first.
-  const parent = await lockRun(fx.tx, waiting.runId);
+  const parent = await fx.store.runs.lockRun(waiting.runId);
   if (!parent || parent.ordinal === null) return;
   const outcome = status === "completed" ? await answerOf(fx, childRunId) : failureOf(status, error);
-  const answered = await answerCall(fx.pg, {
+  const answered = await fx.store.toolCalls.answerCall({
     run: { ...parent, ordinal: parent.ordinal },
     call: waiting,
     outcome: {
@@ -58,7 +55,7 @@ interface ChildOutcome {
 
 /** The child's final answer: the text of its last assistant message. */
 async function answerOf(fx: Effects, childRunId: string): Promise<ChildOutcome> {
-  const last = await lastAssistantMessageOfRun(fx.tx, childRunId);
+  const last = await fx.store.messages.lastAssistantMessageOfRun(childRunId);
   const text = last?.role === "assistant" ? last.text : "";
   return {
     isError: false,

@@ -1,6 +1,9 @@
 import type { TenantQuotas } from "../core/tenant-quotas.js";
 import type { Database } from "../db/client.js";
-import { countWaitingRuns, storedBytes, tokensToday } from "../store/tenant-admission.js";
+import { repositoriesOn, type Repositories } from "../store/store.js";
+
+/** What the quota checks read of a tenant's use. */
+type UseReads = Pick<Repositories["tenantAdmission"], "tokensToday" | "storedBytes" | "countWaitingRuns">;
 
 /**
  * Why a tenant may not start more work (SPEC X5), naming the quota and the use: the same words
@@ -14,10 +17,15 @@ export interface QuotaRefusal {
   retryAfterSeconds: number;
 }
 
+/** TEMPORARY, for src/worker until it takes the Store: `useRefusal` on drizzle's handle. */
+export function usageRefusal(db: Database, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
+  return useRefusal(repositoriesOn(db).tenantAdmission, tenantId, quotas);
+}
+
 /** The first of the tenant's use quotas (model tokens today, bytes kept) its use has reached; undefined while under both. */
-export async function usageRefusal(db: Database, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
+async function useRefusal(use: UseReads, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
   if (quotas.tokensPerDay > 0) {
-    const tokens = await tokensToday(db, tenantId);
+    const tokens = await use.tokensToday(tenantId);
     if (tokens >= quotas.tokensPerDay) {
       return {
         quota: "tokensPerDay",
@@ -27,7 +35,7 @@ export async function usageRefusal(db: Database, tenantId: string, quotas: Tenan
     }
   }
   if (quotas.storageBytes > 0) {
-    const bytes = await storedBytes(db, tenantId);
+    const bytes = await use.storedBytes(tenantId);
     if (bytes >= quotas.storageBytes) {
       return {
         quota: "storageBytes",
@@ -40,8 +48,8 @@ export async function usageRefusal(db: Database, tenantId: string, quotas: Tenan
 }
 
 /** Why a new run (a turn, or a sub-agent) may not start: too many runs waiting for a slot, or a use quota reached. */
-export async function newRunRefusal(db: Database, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
-  const waiting = await countWaitingRuns(db, tenantId);
+export async function newRunRefusal(use: UseReads, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
+  const waiting = await use.countWaitingRuns(tenantId);
   if (waiting >= quotas.queuedRuns) {
     return {
       quota: "queuedRuns",
@@ -49,7 +57,7 @@ export async function newRunRefusal(db: Database, tenantId: string, quotas: Tena
       retryAfterSeconds: 30,
     };
   }
-  return usageRefusal(db, tenantId, quotas);
+  return useRefusal(use, tenantId, quotas);
 }
 
 /** Seconds to midnight UTC, when the day's token count starts again. */

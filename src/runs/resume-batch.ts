@@ -1,5 +1,4 @@
-import { resumeParkedRun } from "../store/runs.js";
-import type { Effects } from "../store/transact.js";
+import type { Effects } from "../unit-of-work/unit-of-work.js";
 import type { NextJob } from "../core/next-job.js";
 
 /**
@@ -14,7 +13,7 @@ export async function resumeParkedBatch(
   stepIndex: number,
 ): Promise<void> {
   if (run.nextJob !== null || (run.status !== "awaiting_approval" && run.status !== "running")) return;
-  const next = await resumeParkedRun(fx.tx, run, stepIndex);
+  const next = await fx.store.runs.resumeParkedRun(run, stepIndex);
   if (!next) return;
   if (run.status === "awaiting_approval") {
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_status", status: "running" } }]);

@@ -1,13 +1,8 @@
 import type { ResultPart } from "../core/history.js";
 import { isTerminalRunStatus, type TerminalRunStatus } from "../core/run-status.js";
 import { deliverToParentCall } from "./deliver-child-result.js";
-import { cancelPendingApprovals } from "../store/approvals.js";
-import { insertMessage } from "../store/messages.js";
-import { finishRun, lockRun, placeRun, releaseSessionSlot, type RunRow } from "../store/runs.js";
-import { closeStreamingStep } from "../store/steps.js";
-import { answerCall, lockOpenCalls } from "../store/tool-calls.js";
-import { freeRunSlots, holdSessionSlot, runsWaitingForSlot } from "../store/tenant-admission.js";
-import type { Effects } from "../store/transact.js";
+import type { RunRow } from "../store/runs.js";
+import type { Effects } from "../unit-of-work/unit-of-work.js";
 
 /**
  * Run transitions shared by the API and the workers, composed of the store's
@@ -23,9 +18,8 @@ export type { RunRow };
  * job as the run's next job.
  */
 async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
-  const { ordinal, next } = await placeRun(effects.tx, run);
-  await insertMessage(
-    effects.tx,
+  const { ordinal, next } = await effects.store.runs.placeRun(run);
+  await effects.store.messages.insertMessage(
     { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
     { runOrdinal: ordinal, stepIndex: -1, part: 0, callIndex: 0 },
     { role: "user", text: run.input },
@@ -46,7 +40,7 @@ export async function endRun(
   status: TerminalRunStatus,
   options: { fence?: number; error?: { code: string; message: string }; activateNext?: boolean } = {},
 ): Promise<boolean> {
-  if (!(await finishRun(effects.tx, run.id, status, options))) return false;
+  if (!(await effects.store.runs.finishRun(run.id, status, options))) return false;
   await effects.emit(run.tenantId, run.sessionId, [
     { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
   ]);
@@ -64,7 +58,7 @@ export async function endRun(
  * to its runs waiting for one (SPEC X5).
  */
 async function releaseSession(effects: Effects, run: Pick<RunRow, "tenantId" | "sessionId" | "id">, activateNext: boolean): Promise<void> {
-  const waiting = await releaseSessionSlot(effects.tx, run.sessionId, run.id, activateNext);
+  const waiting = await effects.store.runs.releaseSessionSlot(run.sessionId, run.id, activateNext);
   if (waiting) await admitOrHold(effects, waiting);
   await admitWaitingRuns(effects, run.tenantId);
 }
@@ -75,14 +69,18 @@ async function releaseSession(effects: Effects, run: Pick<RunRow, "tenantId" | "
  * one of its tenant's runs to end or park. Answers its ordinal, or null while it waits.
  */
 export async function admitOrHold(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number | null> {
-  if ((await freeRunSlots(effects.tx, run.tenantId, effects.quotas.activeRuns)) > 0) return activateRun(effects, run);
-  await holdSessionSlot(effects.tx, run);
+  if ((await effects.store.tenantAdmission.freeRunSlots(run.tenantId, effects.quotas.activeRuns)) > 0) return activateRun(effects, run);
+  await effects.store.tenantAdmission.holdSessionSlot(run);
   return null;
 }
 
 /** Gives the tenant's free slots to its runs waiting for one, oldest first (SPEC X5). */
 export async function admitWaitingRuns(effects: Effects, tenantId: string): Promise<number> {
-  const admitted = await runsWaitingForSlot(effects.tx, tenantId, await freeRunSlots(effects.tx, tenantId, effects.quotas.activeRuns));
+  const { tenantAdmission } = effects.store;
+  const admitted = await tenantAdmission.runsWaitingForSlot(
+    tenantId,
+    await tenantAdmission.freeRunSlots(tenantId, effects.quotas.activeRuns),
+  );
   for (const run of admitted) await activateRun(effects, run);
   return admitted.length;
 }
@@ -117,22 +115,23 @@ export async function closeOpenCalls(
   reason: "interrupted" | "cancelled",
   options: { carryingOn?: boolean } = {},
 ): Promise<number> {
-  const open = await lockOpenCalls(effects.tx, run.id);
+  const open = await effects.store.toolCalls.lockOpenCalls(run.id);
   const texts = reason === "interrupted" && options.carryingOn ? closingText.interruptedCarryingOn : closingText[reason];
   for (const call of open) {
     const wasRunning = call.status === "running";
     const status = wasRunning && reason === "interrupted" ? "interrupted" : "cancelled";
     const code = wasRunning ? reason : `not_run_${reason}`;
     const content: ResultPart[] = [{ type: "text", text: texts[wasRunning ? "running" : "pending"] }];
-    const answered = await answerCall(effects.pg, { run, call, outcome: { status, isError: true, errorCode: code, content }, step: null });
+    const answered = await effects.store.toolCalls.answerCall({
+      run,
+      call,
+      outcome: { status, isError: true, errorCode: code, content },
+      step: null,
+    });
     effects.track(answered.events);
   }
-  await cancelPendingApprovals(
-    effects,
-    run,
-    open.filter((call) => call.status === "awaiting_approval").map((call) => call.id),
-    `the run was ${reason}`,
-  );
+  const awaiting = open.filter((call) => call.status === "awaiting_approval").map((call) => call.id);
+  effects.track(await effects.store.approvals.closePendingApprovals(run, awaiting, `the run was ${reason}`));
   // A sub-agent works for its call only: it ends with it (A1). Parent before child is the lock order.
   for (const call of open) {
     if (call.childRunId) await cancelChildRun(effects, call.childRunId, reason);
@@ -141,7 +140,7 @@ export async function closeOpenCalls(
 }
 
 async function cancelChildRun(effects: Effects, childRunId: string, reason: "interrupted" | "cancelled"): Promise<void> {
-  const child = await lockRun(effects.tx, childRunId);
+  const child = await effects.store.runs.lockRun(childRunId);
   if (!child || isTerminalRunStatus(child.status)) return;
   await cancelRunInTransaction(effects, child, { code: "parent_ended", message: `the parent run was ${reason}` }, true);
 }
@@ -169,10 +168,9 @@ export async function cancelRunInTransaction(
 
 /** Keeps what the model had streamed of an unfinished step as its assistant message. */
 async function persistPartialText(fx: Effects, run: RunRow & { ordinal: number }): Promise<void> {
-  const cut = await closeStreamingStep(fx.tx, run);
+  const cut = await fx.store.steps.closeStreamingStep(run);
   if (!cut || cut.text.length === 0) return;
-  await insertMessage(
-    fx.tx,
+  await fx.store.messages.insertMessage(
     { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
     { runOrdinal: run.ordinal, stepIndex: cut.index, part: 1, callIndex: 0 },
     { role: "assistant", text: cut.text, toolCalls: [] },

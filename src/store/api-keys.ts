@@ -1,9 +1,10 @@
 import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { apiKeys } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /** The unrevoked API key with this hash, and its tenant (SPEC D8: keys are stored hashed); undefined for none. */
-export async function liveApiKeyByHash(db: Database, keyHash: string): Promise<{ id: string; tenantId: string } | undefined> {
+async function liveApiKeyByHash(db: Database, keyHash: string): Promise<{ id: string; tenantId: string } | undefined> {
   const [row] = await db
     .select({ id: apiKeys.id, tenantId: apiKeys.tenantId })
     .from(apiKeys)
@@ -12,10 +13,15 @@ export async function liveApiKeyByHash(db: Database, keyHash: string): Promise<{
 }
 
 /** This tenant's API key by id if it is not revoked (a stream token's minting key, SPEC S10); undefined otherwise. */
-export async function liveApiKeyOfTenant(db: Database, tenantId: string, id: string): Promise<{ id: string } | undefined> {
+async function liveApiKeyOfTenant(db: Database, tenantId: string, id: string): Promise<{ id: string } | undefined> {
   const [row] = await db
     .select({ id: apiKeys.id })
     .from(apiKeys)
     .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)));
   return row;
 }
+
+/** `store.apiKeys`. */
+export const apiKeysRepository = repository({
+  db: { liveApiKeyByHash, liveApiKeyOfTenant },
+});

@@ -1,13 +1,16 @@
 import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { approvals, toolCalls } from "../db/schema.js";
-import type { Effects } from "./transact.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import type { SessionEvent } from "../core/events.js";
+import { appendEvents } from "./events.js";
+import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
+import { repository } from "./repository.js";
+import { run, statement } from "./named-sql.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
 
 /** The run of this tenant's approval, unlocked: what a decision locks first (SPEC X3); undefined for none. */
-export async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
+async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
   const [found] = await tx
     .select({ runId: approvals.runId })
     .from(approvals)
@@ -16,13 +19,13 @@ export async function approvalRunOfTenant(tx: Database, tenantId: string, approv
 }
 
 /** Locks an approval's row for its decision (SPEC D11: exactly one decision wins), after its run. */
-export async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
+async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
   const [approval] = await tx.select().from(approvals).where(eq(approvals.id, approvalId)).for("update");
   return approval;
 }
 
 /** Records a decision on a locked approval (SPEC X3): status, reason, who and when, edited arguments. */
-export async function recordApprovalDecision(
+async function recordApprovalDecision(
   tx: Database,
   approvalId: string,
   decision: Pick<ApprovalRow, "status" | "reason" | "decidedByKeyId" | "editedArguments">,
@@ -42,7 +45,7 @@ export async function recordApprovalDecision(
 }
 
 /** Pending approvals past their expiry, soonest first, at most `limit` (SPEC S4: each expires and counts as denied). */
-export async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
+async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
   const due = await db.execute<{ id: string; tenant_id: string }>(sql`
     select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
   `);
@@ -50,24 +53,26 @@ export async function dueApprovals(db: Database, limit: number): Promise<Array<{
 }
 
 /**
- * Closes the pending approvals of calls that will not run after all (cancel,
- * interruption, end of batch), so no approver is asked about them any more and
- * a late decision answers 409 instead of acting.
+ * closePendingApprovals
+ * Guard: the approval is still `pending`. Result: the `approval_resolved` events appended, one per
+ * approval closed. Closes the pending approvals of calls that will not run after all (cancel,
+ * interruption, end of batch), so no approver is asked about them any more and a late decision
+ * answers 409 instead of acting. The caller's unit of work publishes the events after commit.
  */
-export async function cancelPendingApprovals(
-  fx: Effects,
+async function closePendingApprovals(
+  tx: Database,
   run: { id: string; tenantId: string; sessionId: string },
   toolCallIds: readonly string[],
   reason: string,
-): Promise<void> {
-  if (toolCallIds.length === 0) return;
-  const cancelled = await fx.tx
+): Promise<SessionEvent[]> {
+  if (toolCallIds.length === 0) return [];
+  const cancelled = await tx
     .update(approvals)
     .set({ status: "cancelled", reason, decidedAt: sql`now()` })
     .where(and(inArray(approvals.toolCallId, [...toolCallIds]), eq(approvals.status, "pending")))
     .returning({ id: approvals.id, toolCallId: approvals.toolCallId });
-  if (cancelled.length === 0) return;
-  const callIds = await fx.tx
+  if (cancelled.length === 0) return [];
+  const callIds = await tx
     .select({ id: toolCalls.id, callId: toolCalls.callId })
     .from(toolCalls)
     .where(
@@ -77,7 +82,8 @@ export async function cancelPendingApprovals(
       ),
     );
   const providerIds = new Map(callIds.map((row) => [row.id, row.callId]));
-  await fx.emit(
+  return appendEvents(
+    clientOf(tx),
     run.tenantId,
     run.sessionId,
     cancelled.map((row) => ({
@@ -96,17 +102,30 @@ export async function cancelPendingApprovals(
 }
 
 /**
+ * TEMPORARY, for src/worker until it takes the Store: `closePendingApprovals` in a transaction
+ * given as `{ tx, track }` (src/store/transact.ts, `WorkerEffects`).
+ */
+export async function cancelPendingApprovals(
+  fx: { tx: Database; track(events: readonly SessionEvent[]): void },
+  run: { id: string; tenantId: string; sessionId: string },
+  toolCallIds: readonly string[],
+  reason: string,
+): Promise<void> {
+  fx.track(await closePendingApprovals(fx.tx, run, toolCallIds, reason));
+}
+
+/**
  * countPendingApprovals
  * Guard: none (a read). Params: none.
  * Result: approvals waiting for a person's decision, across every tenant (the `foya_approvals_waiting` gauge).
  */
-const countPendingApprovalsStatement = statement<{ n: number }>(
+const countPendingApprovalsStatement = statement<Record<string, never>, { n: number }>(
   "count_pending_approvals",
   `select count(*)::int as n from ${tbl(approvals)} where ${col(approvals.status)} = 'pending'`,
 );
 
-export async function countPendingApprovals(on: Queryable): Promise<number> {
-  const rows = await run(on, countPendingApprovalsStatement, []);
+async function countPendingApprovals(on: Queryable): Promise<number> {
+  const rows = await run(on, countPendingApprovalsStatement, {});
   return rows[0]?.n ?? 0;
 }
 
@@ -127,13 +146,13 @@ function selectApprovalsWithCalls(db: Database, where: SQL | undefined) {
 }
 
 /** This tenant's approval with its call (SPEC X3, D8); undefined for none. */
-export async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
+async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
   const [row] = await selectApprovalsWithCalls(db, and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
   return row;
 }
 
 /** This tenant's approvals with their calls, newest first, at most `limit`, optionally of one status, session or run (SPEC X3). */
-export async function listApprovalsWithCalls(
+async function listApprovalsWithCalls(
   db: Database,
   tenantId: string,
   filter: { status?: ApprovalRow["status"] | undefined; sessionId?: string | undefined; runId?: string | undefined },
@@ -147,3 +166,17 @@ export async function listApprovalsWithCalls(
     .orderBy(desc(approvals.createdAt))
     .limit(limit);
 }
+
+/** `store.approvals`. */
+export const approvalsRepository = repository({
+  db: {
+    approvalRunOfTenant,
+    lockApproval,
+    recordApprovalDecision,
+    dueApprovals,
+    closePendingApprovals,
+    approvalWithCallOfTenant,
+    listApprovalsWithCalls,
+  },
+  pg: { countPendingApprovals },
+});

@@ -3,6 +3,7 @@ import { and, eq, inArray } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { artifacts, contentBlobs } from "../db/schema.js";
 import { putBlob } from "../store/blobs.js";
+import { repository } from "./repository.js";
 
 /**
  * The session artifact store (SPEC I1, I2): bytes live content-addressed in
@@ -64,7 +65,7 @@ const metaColumns = {
 };
 
 /** An artifact of this tenant, without its bytes. */
-export async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): Promise<ArtifactMeta | undefined> {
+async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): Promise<ArtifactMeta | undefined> {
   const [row] = await db
     .select(metaColumns)
     .from(artifacts)
@@ -103,3 +104,8 @@ export function artifactReader(db: DbExecutor, scope: ArtifactScope): ArtifactRe
     },
   };
 }
+
+/** `store.artifacts`. */
+export const artifactsRepository = repository({
+  db: { putArtifact, findArtifactMeta, findArtifact, artifactReader },
+});

@@ -2,6 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { createHash } from "node:crypto";
 import type { DbExecutor } from "../db/client.js";
 import { contentBlobs } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * Largest version of a file kept whole in the blob store (F1). A larger one is
@@ -21,10 +22,15 @@ export async function putBlob(db: DbExecutor, tenantId: string, content: Buffer)
   return digest;
 }
 
-export async function getBlob(db: DbExecutor, tenantId: string, digest: string): Promise<Buffer | undefined> {
+async function getBlob(db: DbExecutor, tenantId: string, digest: string): Promise<Buffer | undefined> {
   const [row] = await db
     .select({ bytes: contentBlobs.bytes })
     .from(contentBlobs)
     .where(and(eq(contentBlobs.tenantId, tenantId), eq(contentBlobs.sha256, digest)));
   return row?.bytes;
 }
+
+/** `store.blobs`. */
+export const blobsRepository = repository({
+  db: { putBlob, getBlob },
+});

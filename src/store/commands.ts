@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { CommandStatus } from "../core/statuses.js";
 import type { Database } from "../db/client.js";
 import { commands } from "../db/schema.js";
-import type { EventBus } from "../events/event-bus.js";
+import { repository } from "./repository.js";
 
 export type CommandRow = typeof commands.$inferSelect;
 
@@ -99,7 +99,7 @@ export async function findCommand(db: Database, tenantId: string, id: string, se
 }
 
 /** This tenant's session's running background commands (SPEC B3: deleting the session stops them). */
-export async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
+async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
   return db
     .select()
     .from(commands)
@@ -107,10 +107,15 @@ export async function runningCommandsOfSession(db: Database, tenantId: string, s
 }
 
 /**
+ * TEMPORARY, for src/worker until it takes the Store (elsewhere: src/runs/cancel-command.ts).
  * Asks the owning worker to kill a running command. A command whose owner no
  * longer renews its lease is recorded `lost` at once instead (B4).
  */
-export async function requestCommandCancel(db: Database, bus: EventBus, command: CommandRow): Promise<void> {
+export async function requestCommandCancel(
+  db: Database,
+  bus: { publishCommandCancel(commandId: string): Promise<void> },
+  command: CommandRow,
+): Promise<void> {
   if (command.status !== "running") return;
   await markLostCommands(db, command.id);
   await bus.publishCommandCancel(command.id);
@@ -139,15 +144,38 @@ export async function markLostCommands(db: Database, id?: string): Promise<numbe
 }
 
 /** A session's background commands, oldest first (SPEC B1: `GET /v1/sessions/:id/commands`). */
-export async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
+async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
   return db.select().from(commands).where(eq(commands.sessionId, sessionId)).orderBy(asc(commands.createdAt));
 }
 
 /** How many background commands this tenant runs now (SPEC B1, X5: the usage report). */
-export async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
+async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
   const [running] = await db
     .select({ count: sql<number>`count(*)::int` })
     .from(commands)
     .where(and(eq(commands.tenantId, tenantId), eq(commands.status, "running")));
   return running?.count ?? 0;
 }
+
+type LeasedRow = Parameters<typeof recordCommandUnderCap>[1];
+
+/** `store.commands`: leases are given as lengths, not SQL. */
+export const commandsRepository = repository({
+  db: {
+    flushCommandOutput: (db: Database, workerId: string, id: string, output: CommandOutput, leaseMs: number) =>
+      flushCommandOutput(db, workerId, id, output, commandLease(leaseMs)),
+    renewCommandLeases: (db: Database, workerId: string, ids: string[], leaseMs: number) =>
+      renewCommandLeases(db, workerId, ids, commandLease(leaseMs)),
+    recordCommandUnderCap: (db: Database, row: Omit<LeasedRow, "leaseUntil"> & { leaseMs: number }, allowed: number) => {
+      const { leaseMs, ...rest } = row;
+      return recordCommandUnderCap(db, { ...rest, leaseUntil: commandLease(leaseMs) }, allowed);
+    },
+    finishCommand,
+    findCommand,
+    runningCommandsOfSession,
+    markCommandsOfWorkerLost,
+    markLostCommands,
+    commandsOfSession,
+    countRunningCommands,
+  },
+});

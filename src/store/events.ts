@@ -2,7 +2,9 @@ import { and, asc, eq, gt, lte } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { events, sessions } from "../db/schema.js";
 import type { EventBody, EventType, NewEvent, SessionEvent } from "../core/events.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /** The JSON array an event append takes: one item per event, in order. */
 export function eventPayload(newEvents: readonly NewEvent[]): string {
@@ -34,7 +36,7 @@ const E = {
  * `event_seq_bump` moves the session's counter by the number of events and
  * `appended_events` inserts them, so sequence numbers are gap-free and commit
  * with whatever else the statement writes (SPEC D5). The arguments name the
- * statement's parameters (`$3`) holding the session id, the tenant id and the
+ * statement's parameters (`:sessionId`) holding the session id, the tenant id and the
  * `eventPayload` JSON; `when` is a condition on the rest of the statement (a
  * fenced update having matched). `appendedEventsColumn` selects the result.
  */
@@ -102,9 +104,9 @@ interface EventRow {
  * Params: session, tenant, events in order.
  * Result: the events with their sequence numbers.
  */
-const append = statement<AppendedRow>(
+const append = statement<{ sessionId: string; tenantId: string; events: string }, AppendedRow>(
   "append_events",
-  `with ${appendEventsText({ sessionId: "$1", tenantId: "$2", payload: "$3" })} select ${appendedColumns}`,
+  `with ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" })} select ${appendedColumns}`,
 );
 
 export async function appendEvents(
@@ -114,7 +116,7 @@ export async function appendEvents(
   newEvents: readonly NewEvent[],
 ): Promise<SessionEvent[]> {
   if (newEvents.length === 0) return [];
-  const [row] = await run(on, append, [sessionId, tenantId, eventPayload(newEvents)]);
+  const [row] = await run(on, append, { sessionId, tenantId, events: eventPayload(newEvents) });
   return appendedEvents(sessionId, newEvents, row);
 }
 
@@ -131,7 +133,7 @@ function toSessionEvent(sessionId: string, row: EventRow): SessionEvent {
 }
 
 /** Events after `afterSeq`, oldest first; `upTo` bounds a gap fill. */
-export async function readEvents(
+async function readEvents(
   executor: DbExecutor,
   tenantId: string,
   sessionId: string,
@@ -158,3 +160,9 @@ export async function readEvents(
     }),
   );
 }
+
+/** `store.events`. */
+export const eventsRepository = repository({
+  db: { readEvents },
+  pg: { appendEvents },
+});

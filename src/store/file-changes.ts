@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { fileChanges, projects, sessions } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * File changes as the review API reads them and a revert reads and marks them (SPEC F3); a revert
@@ -10,11 +11,7 @@ import { fileChanges, projects, sessions } from "../db/schema.js";
 export type FileChangeRow = typeof fileChanges.$inferSelect;
 
 /** The session of this tenant's file change, read before any lock; undefined for none (SPEC F3). */
-export async function fileChangeSessionOfTenant(
-  db: DbExecutor,
-  tenantId: string,
-  changeId: string,
-): Promise<{ sessionId: string } | undefined> {
+async function fileChangeSessionOfTenant(db: DbExecutor, tenantId: string, changeId: string): Promise<{ sessionId: string } | undefined> {
   const [owned] = await db
     .select({ sessionId: fileChanges.sessionId })
     .from(fileChanges)
@@ -23,12 +20,12 @@ export async function fileChangeSessionOfTenant(
 }
 
 /** Takes the session's revert lock for the rest of this transaction: reverts of one session take turns (SPEC D11). */
-export async function lockSessionReverts(tx: DbExecutor, sessionId: string): Promise<void> {
+async function lockSessionReverts(tx: DbExecutor, sessionId: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:revert:${sessionId}`}))`);
 }
 
 /** This tenant's file change with its project's workspace folder (SPEC F3); undefined for none. */
-export async function fileChangeWithWorkspace(
+async function fileChangeWithWorkspace(
   db: DbExecutor,
   tenantId: string,
   changeId: string,
@@ -43,7 +40,7 @@ export async function fileChangeWithWorkspace(
 }
 
 /** A session's unreverted file changes made at or after `since`, newest first (SPEC F3: a change and every later one). */
-export async function unrevertedChangesSince(db: DbExecutor, sessionId: string, since: Date): Promise<FileChangeRow[]> {
+async function unrevertedChangesSince(db: DbExecutor, sessionId: string, since: Date): Promise<FileChangeRow[]> {
   return db
     .select()
     .from(fileChanges)
@@ -52,7 +49,7 @@ export async function unrevertedChangesSince(db: DbExecutor, sessionId: string, 
 }
 
 /** Marks these file changes reverted now (SPEC F3) and answers their rows, in no particular order. */
-export async function markFileChangesReverted(db: DbExecutor, ids: readonly string[]): Promise<FileChangeRow[]> {
+async function markFileChangesReverted(db: DbExecutor, ids: readonly string[]): Promise<FileChangeRow[]> {
   return db
     .update(fileChanges)
     .set({ revertedAt: sql`now()` })
@@ -61,15 +58,28 @@ export async function markFileChangesReverted(db: DbExecutor, ids: readonly stri
 }
 
 /** A session's file changes, oldest first (SPEC F3: the review list). */
-export async function fileChangesOfSession(db: DbExecutor, sessionId: string): Promise<FileChangeRow[]> {
+async function fileChangesOfSession(db: DbExecutor, sessionId: string): Promise<FileChangeRow[]> {
   return db.select().from(fileChanges).where(eq(fileChanges.sessionId, sessionId)).orderBy(asc(fileChanges.createdAt), asc(fileChanges.id));
 }
 
 /** This tenant's file change by id (SPEC F3, D8); undefined for none. */
-export async function fileChangeOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<FileChangeRow | undefined> {
+async function fileChangeOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<FileChangeRow | undefined> {
   const [row] = await db
     .select()
     .from(fileChanges)
     .where(and(eq(fileChanges.id, id), eq(fileChanges.tenantId, tenantId)));
   return row;
 }
+
+/** `store.fileChanges`. */
+export const fileChangesRepository = repository({
+  db: {
+    fileChangeSessionOfTenant,
+    lockSessionReverts,
+    fileChangeWithWorkspace,
+    unrevertedChangesSince,
+    markFileChangesReverted,
+    fileChangesOfSession,
+    fileChangeOfTenant,
+  },
+});

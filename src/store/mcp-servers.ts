@@ -3,6 +3,7 @@ import type { Database } from "../db/client.js";
 import { mcpServers } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { McpTransportConfig } from "../core/mcp-transport.js";
+import { repository } from "./repository.js";
 
 /** MCP server configurations (SPEC M1) as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
 
@@ -28,7 +29,7 @@ export async function createMcpServer(db: Database, input: McpServerInput): Prom
   return row ?? null;
 }
 
-export async function findMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
+async function findMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
   const [row] = await db
     .select()
     .from(mcpServers)
@@ -37,7 +38,7 @@ export async function findMcpServer(db: Database, tenantId: string, id: string):
 }
 
 /** The tenant's servers; with `projectId`, only those that project sees (its own and the tenant-wide ones). */
-export async function listMcpServers(db: Database, tenantId: string, projectId?: string): Promise<McpServerRow[]> {
+async function listMcpServers(db: Database, tenantId: string, projectId?: string): Promise<McpServerRow[]> {
   const scope = projectId === undefined ? undefined : or(isNull(mcpServers.projectId), eq(mcpServers.projectId, projectId));
   return db
     .select()
@@ -46,7 +47,7 @@ export async function listMcpServers(db: Database, tenantId: string, projectId?:
     .orderBy(asc(mcpServers.createdAt), asc(mcpServers.id));
 }
 
-export async function deleteMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
+async function deleteMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
   const [row] = await db
     .delete(mcpServers)
     .where(and(eq(mcpServers.id, id), eq(mcpServers.tenantId, tenantId)))
@@ -55,7 +56,7 @@ export async function deleteMcpServer(db: Database, tenantId: string, id: string
 }
 
 /** The server named `name` that a project sees: its own first, else the tenant-wide one. */
-export async function resolveMcpServer(db: Database, tenantId: string, projectId: string, name: string): Promise<McpServerRow | null> {
+async function resolveMcpServer(db: Database, tenantId: string, projectId: string, name: string): Promise<McpServerRow | null> {
   const rows = await db
     .select()
     .from(mcpServers)
@@ -91,3 +92,8 @@ export async function findMcpServerInScope(
     );
   return row ?? null;
 }
+
+/** `store.mcpServers`. */
+export const mcpServersRepository = repository({
+  db: { createMcpServer, findMcpServer, listMcpServers, deleteMcpServer, resolveMcpServer, findMcpServerInScope },
+});

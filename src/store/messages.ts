@@ -3,10 +3,12 @@ import { and, asc, desc, eq } from "drizzle-orm";
 import type { Database, DbExecutor } from "../db/client.js";
 import { messages, runs } from "../db/schema.js";
 import { newId } from "../ids.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /** Canonical history: inserts are idempotent by position, reads are ordered by it. */
-export async function insertMessage(
+async function insertMessage(
   tx: Database,
   owner: { tenantId: string; sessionId: string; runId: string },
   position: MessagePosition,
@@ -28,22 +30,33 @@ const position = [messages.runOrdinal, messages.stepIndex, messages.part, messag
 
 /**
  * loadHistory
- * Guard: none (a read). Params: $1 session, $2 tenant, $3 last run ordinal, $4..$7 the position after which to read.
+ * Guard: none (a read). Params: the session, its tenant, the last run ordinal, the position after which to read (`after*`).
  * Result: messages after that position up to and including the run, oldest first.
  */
-const loadHistoryStatement = statement<{
-  content: HistoryMessage;
-  run_ordinal: number;
-  step_index: number;
-  part: number;
-  call_index: number;
-}>(
+const loadHistoryStatement = statement<
+  {
+    sessionId: string;
+    tenantId: string;
+    upToRunOrdinal: number;
+    afterRunOrdinal: number;
+    afterStepIndex: number;
+    afterPart: number;
+    afterCallIndex: number;
+  },
+  {
+    content: HistoryMessage;
+    run_ordinal: number;
+    step_index: number;
+    part: number;
+    call_index: number;
+  }
+>(
   "load_history",
   `select ${col(messages.content)} as content, ${col(messages.runOrdinal)} as run_ordinal, ${col(messages.stepIndex)} as step_index,
           ${col(messages.part)} as part, ${col(messages.callIndex)} as call_index
    from ${tbl(messages)}
-   where ${col(messages.sessionId)} = $1 and ${col(messages.tenantId)} = $2 and ${col(messages.runOrdinal)} <= $3
-     and (${position}) > ($4::int, $5::int, $6::int, $7::int)
+   where ${col(messages.sessionId)} = :sessionId and ${col(messages.tenantId)} = :tenantId and ${col(messages.runOrdinal)} <= :upToRunOrdinal
+     and (${position}) > (:afterRunOrdinal::int, :afterStepIndex::int, :afterPart::int, :afterCallIndex::int)
    order by ${position}`,
 );
 
@@ -55,15 +68,15 @@ export async function loadHistory(
   upToRunOrdinal: number,
   after: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
 ): Promise<HistoryEntry[]> {
-  const rows = await run(on, loadHistoryStatement, [
+  const rows = await run(on, loadHistoryStatement, {
     sessionId,
     tenantId,
     upToRunOrdinal,
-    after.runOrdinal,
-    after.stepIndex,
-    after.part,
-    after.callIndex,
-  ]);
+    afterRunOrdinal: after.runOrdinal,
+    afterStepIndex: after.stepIndex,
+    afterPart: after.part,
+    afterCallIndex: after.callIndex,
+  });
   return rows.map((row) => ({
     message: row.content,
     position: {
@@ -98,7 +111,7 @@ export async function toolMessageAt(
 }
 
 /** The content of a run's last assistant message: a sub-agent's final answer (SPEC A1); undefined for none. */
-export async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<HistoryMessage | undefined> {
+async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<HistoryMessage | undefined> {
   const [last] = await tx
     .select({ content: messages.content })
     .from(messages)
@@ -110,10 +123,16 @@ export async function lastAssistantMessageOfRun(tx: Database, runId: string): Pr
 }
 
 /** A session's whole history, in history order (`GET /v1/sessions/:id/messages`). */
-export async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
+async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
   return db
     .select()
     .from(messages)
     .where(eq(messages.sessionId, sessionId))
     .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
 }
+
+/** `store.messages`. */
+export const messagesRepository = repository({
+  db: { insertMessage, toolMessageAt, lastAssistantMessageOfRun, messagesOfSession },
+  pg: { loadHistory },
+});

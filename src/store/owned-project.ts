@@ -2,6 +2,7 @@ import { and, eq, isNull, sql, type SQL } from "drizzle-orm";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, tenants } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * The one condition that makes a project this tenant's (SPEC D8): its id, its tenant, and not
@@ -13,29 +14,25 @@ function ownedProject(tenantId: string, projectId: string): SQL {
 }
 
 /** The workspace folder of this tenant's project, or undefined for a missing or deleted one. */
-export async function ownedProjectWorkspace(db: DbExecutor, tenantId: string, projectId: string): Promise<string | undefined> {
+async function ownedProjectWorkspace(db: DbExecutor, tenantId: string, projectId: string): Promise<string | undefined> {
   const [project] = await db.select({ workspacePath: projects.workspacePath }).from(projects).where(ownedProject(tenantId, projectId));
   return project?.workspacePath;
 }
 
 /** Marks this tenant's project deleted (SPEC F4) and answers its row; undefined for a missing or deleted one. */
-export async function markProjectDeleted(
-  db: DbExecutor,
-  tenantId: string,
-  projectId: string,
-): Promise<typeof projects.$inferSelect | undefined> {
+async function markProjectDeleted(db: DbExecutor, tenantId: string, projectId: string): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.update(projects).set({ deletedAt: sql`now()` }).where(ownedProject(tenantId, projectId)).returning();
   return project;
 }
 
 /** This tenant's project by id (SPEC D8); undefined for a missing or deleted one. */
-export async function findOwnedProject(db: DbExecutor, tenantId: string, id: string): Promise<typeof projects.$inferSelect | undefined> {
+async function findOwnedProject(db: DbExecutor, tenantId: string, id: string): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.select().from(projects).where(ownedProject(tenantId, id));
   return project;
 }
 
 /** Inserts a new project of a tenant (SPEC D8: every row belongs to a tenant) and answers its row. */
-export async function insertProject(
+async function insertProject(
   db: DbExecutor,
   values: { id: string; tenantId: string; name: string; workspacePath: string },
 ): Promise<typeof projects.$inferSelect | undefined> {
@@ -49,7 +46,7 @@ export async function insertProject(
  * `setTenantPolicyAdmitted` takes too. Answers why `admit` refused, null once stored, or
  * undefined for a missing or deleted project.
  */
-export async function setProjectPolicyAdmitted(
+async function setProjectPolicyAdmitted(
   db: Database,
   tenantId: string,
   projectId: string,
@@ -65,3 +62,8 @@ export async function setProjectPolicyAdmitted(
     return refused;
   });
 }
+
+/** `store.projects`. */
+export const projectsRepository = repository({
+  db: { ownedProjectWorkspace, markProjectDeleted, findOwnedProject, insertProject, setProjectPolicyAdmitted },
+});

@@ -1,6 +1,7 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
+import { repository } from "./repository.js";
 
 /**
  * The removal of deleted projects' files (SPEC F4), claimed by one worker at a time under a
@@ -72,9 +73,14 @@ export async function releaseProjectRemoval(db: DbExecutor, projectId: string, o
 }
 
 /** Deleted projects whose files are not removed yet (a gauge, and tests). */
-export async function countProjectsWithFilesLeft(db: DbExecutor): Promise<number> {
+async function countProjectsWithFilesLeft(db: DbExecutor): Promise<number> {
   const { rows } = await db.execute<{ count: number }>(
     sql`select count(*)::int as count from ${projects} where ${projects.deletedAt} is not null and ${projects.filesRemovedAt} is null`,
   );
   return rows[0]?.count ?? 0;
 }
+
+/** `store.projectRemoval`. */
+export const projectRemovalRepository = repository({
+  db: { claimProjectRemoval, renewProjectRemoval, finishProjectRemoval, releaseProjectRemoval, countProjectsWithFilesLeft },
+});

@@ -2,6 +2,7 @@ import type { SessionTask } from "../core/session.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, runs, sessions, tenants } from "../db/schema.js";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { repository } from "./repository.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
 
@@ -40,7 +41,7 @@ export async function readRunScope(
 }
 
 /** The last event sequence number of each of these sessions (the SSE streams' watch). */
-export async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[]): Promise<Array<{ id: string; eventSeq: number }>> {
+async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[]): Promise<Array<{ id: string; eventSeq: number }>> {
   return db
     .select({ id: sessions.id, eventSeq: sessions.eventSeq })
     .from(sessions)
@@ -48,7 +49,7 @@ export async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[])
 }
 
 /** Inserts a session (a new session of the API, or a sub-agent's child session, SPEC A1) and answers its row. */
-export async function insertSession(tx: Database, values: typeof sessions.$inferInsert): Promise<SessionRow | undefined> {
+async function insertSession(tx: Database, values: typeof sessions.$inferInsert): Promise<SessionRow | undefined> {
   const [row] = await tx.insert(sessions).values(values).returning();
   return row;
 }
@@ -57,7 +58,7 @@ export async function insertSession(tx: Database, values: typeof sessions.$infer
  * A live session's active run and approval mode, unlocked: what a new turn checks before it locks anything (SPEC X6).
  * A session of a deleted project is no live session: however it escaped the project's deletion, it starts no run (F4).
  */
-export async function peekLiveSession(
+async function peekLiveSession(
   tx: Database,
   tenantId: string,
   sessionId: string,
@@ -71,7 +72,7 @@ export async function peekLiveSession(
 }
 
 /** Locks a live (not deleted) session's row for update (SPEC X6); undefined for a missing or deleted one. */
-export async function lockLiveSession(tx: Database, sessionId: string): Promise<SessionRow | undefined> {
+async function lockLiveSession(tx: Database, sessionId: string): Promise<SessionRow | undefined> {
   const [row] = await tx
     .select()
     .from(sessions)
@@ -81,7 +82,7 @@ export async function lockLiveSession(tx: Database, sessionId: string): Promise<
 }
 
 /** Marks this tenant's session deleted (SPEC F4), keeping the first deletion time; undefined for no such session. */
-export async function markSessionDeleted(tx: Database, tenantId: string, sessionId: string): Promise<SessionRow | undefined> {
+async function markSessionDeleted(tx: Database, tenantId: string, sessionId: string): Promise<SessionRow | undefined> {
   const [row] = await tx
     .update(sessions)
     .set({ deletedAt: sql`coalesce(${sessions.deletedAt}, now())` })
@@ -91,7 +92,7 @@ export async function markSessionDeleted(tx: Database, tenantId: string, session
 }
 
 /** The ids of a project's sessions not yet deleted (SPEC F4). */
-export async function liveSessionsOfProject(db: DbExecutor, tenantId: string, projectId: string): Promise<Array<{ id: string }>> {
+async function liveSessionsOfProject(db: DbExecutor, tenantId: string, projectId: string): Promise<Array<{ id: string }>> {
   return db
     .select({ id: sessions.id })
     .from(sessions)
@@ -99,7 +100,7 @@ export async function liveSessionsOfProject(db: DbExecutor, tenantId: string, pr
 }
 
 /** This tenant's session by id, deleted or not; undefined for another tenant's or a missing one (SPEC D8). */
-export async function sessionOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<SessionRow | undefined> {
+async function sessionOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<SessionRow | undefined> {
   const [session] = await db
     .select()
     .from(sessions)
@@ -108,7 +109,7 @@ export async function sessionOfTenant(db: DbExecutor, tenantId: string, id: stri
 }
 
 /** This tenant's sessions not deleted, newest first, at most `limit` (SPEC D8). */
-export async function listLiveSessions(db: DbExecutor, tenantId: string, limit: number): Promise<SessionRow[]> {
+async function listLiveSessions(db: DbExecutor, tenantId: string, limit: number): Promise<SessionRow[]> {
   return db
     .select()
     .from(sessions)
@@ -118,7 +119,7 @@ export async function listLiveSessions(db: DbExecutor, tenantId: string, limit: 
 }
 
 /** What the gateway judges a session's call by (SPEC S2): its tenant, project, approval mode, workspace and both policies; undefined for no such session. */
-export async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
+async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
   const [scope] = await db
     .select({
       tenantId: sessions.tenantId,
@@ -134,3 +135,21 @@ export async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
     .where(eq(sessions.id, sessionId));
   return scope;
 }
+
+/** `store.sessions`. */
+export const sessionsRepository = repository({
+  db: {
+    replaceSessionTasks,
+    sessionWithProject,
+    readRunScope,
+    eventSeqOfSessions,
+    insertSession,
+    peekLiveSession,
+    lockLiveSession,
+    markSessionDeleted,
+    liveSessionsOfProject,
+    sessionOfTenant,
+    listLiveSessions,
+    sessionJudgeScope,
+  },
+});

@@ -1,10 +1,11 @@
 import { getTableColumns, getTableName, type Table } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type pg from "pg";
+import type { Database } from "../db/client.js";
 
 /**
  * Statements of the hot path are written as text once, at load, and run as
- * named prepared statements: Postgres parses and plans each once per
+ * named prepared statements (`named-sql.ts`): Postgres parses and plans each once per
  * connection, and no query builder runs per step. Every table and column name
  * in them comes from the drizzle schema through these helpers, so renaming a
  * schema field fails the type check and renaming a column follows it.
@@ -35,32 +36,6 @@ export function rowOf(table: Table): string {
 
 /** A connection or a pool: what a statement runs on. Inside a transaction, its client. */
 export type Queryable = Pick<pg.PoolClient, "query">;
-
-/** A named statement and the row shape it answers. */
-export interface Statement<Row> {
-  readonly name: string;
-  readonly text: string;
-  /** Type-level only: the shape of one row. */
-  readonly row?: Row;
-}
-
-const names = new Set<string>();
-
-/** Declares a prepared statement; names are unique per process, as pg requires per connection. */
-export function statement<Row = Record<string, never>>(name: string, text: string): Statement<Row> {
-  if (names.has(name)) throw new Error(`statement ${name} declared twice`);
-  names.add(name);
-  return { name: `foya_${name}`, text };
-}
-
-/**
- * Runs a statement with positional values. Arrays go as Postgres arrays;
- * jsonb values must be passed as JSON text.
- */
-export async function run<Row>(on: Queryable, statement: Statement<Row>, values: readonly unknown[]): Promise<Row[]> {
-  const result = await on.query({ name: statement.name, text: statement.text, values: values as unknown[] });
-  return result.rows as Row[];
-}
 
 /**
  * A row that came back as JSON (`to_jsonb(t)` inside an aggregate) in its
@@ -94,4 +69,9 @@ function jsonFields(table: Table): Array<{ field: string; name: string; isDate: 
 /** A SQL list of string literals from a constant list (state-machine statuses): `'a', 'b'`. */
 export function literals(values: readonly string[]): string {
   return values.map((value) => `'${value.replace(/'/g, "''")}'`).join(", ");
+}
+
+/** The connection (or pool) under a drizzle handle, for a prepared statement in the same transaction. */
+export function clientOf(db: Database): Queryable {
+  return (db as unknown as { $client: Queryable }).$client;
 }

@@ -6,8 +6,10 @@ import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
 import { newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
-import type { ClaimedRun } from "./runs.js";
+import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
+import type { ClaimedRun } from "./run-rows.js";
+import { repository } from "./repository.js";
 
 /** Model Steps (SPEC D1): one row per step index, its attempt counted up by each claim. */
 
@@ -57,36 +59,49 @@ const C = {
  * transaction that is ending or cancelling the run and then see its new fence, so no start
  * is appended after the run's end.
  */
-const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running' for share)`;
+const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running' for share)`;
+
+/** The parameters `heldRun` names, and where the events of its statement go. */
+interface HeldRunParams {
+  runId: string;
+  fence: number;
+  tenantId: string;
+  sessionId: string;
+  /** `eventPayload` JSON. */
+  events: string;
+}
 
 /**
  * startStep
- * Guard: the step job's fence, run running. Params: $1 run, $2 fence, $3 step id, $4 tenant,
- * $5 index, $6 attempt, $7 tools (JSON), $8 session, $9 events (`step_start` first, then what streamed).
+ * Guard: the step job's fence, run running. Params: `HeldRunParams` (events: `step_start` first, then
+ * what streamed), and the step: a new row's id, its index, attempt and tools (JSON).
  * Result: the step's id (a new row, or the earlier attempt's row now `streaming` again) and the events.
  * A step whose model answers before its first flush never runs this: `commitStep` writes its start.
  */
-const startStepStatement = statement<{ id: string | null } & AppendedRow>(
+const startStepStatement = statement<
+  HeldRunParams & { stepId: string; stepIndex: number; attempt: number; tools: string },
+  { id: string | null } & AppendedRow
+>(
   "start_step",
   `with started as (
      insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools})
-     select $3, $4, $1, $5, $6, 'streaming', $7::jsonb where ${heldRun}
+     select :stepId, :tenantId, :runId, :stepIndex, :attempt, 'streaming', :tools::jsonb where ${heldRun}
      on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = 'streaming', ${S.tools} = excluded.${S.tools}
      returning ${S.id} as id
    ),
-   ${appendEventsText({ sessionId: "$8", tenantId: "$4", payload: "$9" }, "exists (select 1 from started)")}
+   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from started)")}
    select (select id from started) as id, ${appendedColumns}`,
 );
 
 /**
  * appendStepEvents
- * Guard: the step job's fence, run running, under the same share lock as the start. Params: $1 run,
- * $2 fence, $3 session, $4 tenant, $5 events. Result: the events appended, none when the run moved on.
+ * Guard: the step job's fence, run running, under the same share lock as the start. Params:
+ * `HeldRunParams`. Result: the events appended, none when the run moved on.
  * What a streaming step writes after its start (text and argument deltas, `tool_begin`).
  */
-const appendStepEventsStatement = statement<AppendedRow>(
+const appendStepEventsStatement = statement<HeldRunParams, AppendedRow>(
   "append_step_events",
-  `with ${appendEventsText({ sessionId: "$3", tenantId: "$4", payload: "$5" }, heldRun)} select ${appendedColumns}`,
+  `with ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, heldRun)} select ${appendedColumns}`,
 );
 
 export async function appendStepEvents(
@@ -96,8 +111,12 @@ export async function appendStepEvents(
   bodies: readonly EventBody[],
 ): Promise<SessionEvent[] | null> {
   const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
-  const [row] = await run(on, appendStepEventsStatement, [held.id, held.fence, held.sessionId, held.tenantId, eventPayload(events)]);
+  const [row] = await run(on, appendStepEventsStatement, heldRunParams(held, events));
   return row?.last_seq === null || !row ? null : appendedEvents(held.sessionId, events, row);
+}
+
+function heldRunParams(held: ClaimedRun, events: readonly NewEvent[]): HeldRunParams {
+  return { runId: held.id, fence: held.fence, tenantId: held.tenantId, sessionId: held.sessionId, events: eventPayload(events) };
 }
 
 /** A model Step attempt as its job knows it before anything of it is written. */
@@ -117,17 +136,13 @@ export async function startStep(
 ): Promise<SessionEvent[] | null> {
   const ref: StepRef = { index: step.index, attempt: step.attempt };
   const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
-  const [row] = await run(on, startStepStatement, [
-    held.id,
-    held.fence,
-    newId("stp"),
-    held.tenantId,
-    step.index,
-    step.attempt,
-    JSON.stringify(step.tools),
-    held.sessionId,
-    eventPayload(events),
-  ]);
+  const [row] = await run(on, startStepStatement, {
+    ...heldRunParams(held, events),
+    stepId: newId("stp"),
+    stepIndex: step.index,
+    attempt: step.attempt,
+    tools: JSON.stringify(step.tools),
+  });
   if (!row?.id) return null;
   return appendedEvents(held.sessionId, events, row);
 }
@@ -144,41 +159,73 @@ export interface StepResult {
 }
 
 /**
+ * The one text of a step attempt's end: the step's row (written here if its start was never
+ * flushed) gets the attempt, its end `status` and finish. Params: `EndStepParams`; `from` is the
+ * row source that guards it (a fenced update having matched), empty for none.
+ */
+function endStepText(status: string, from: string): string {
+  return `
+     insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools}, ${S.finishReason}, ${S.stopReason}, ${S.usage}, ${S.endedAt})
+     select :stepId, :tenantId, :runId, :stepIndex, :attempt, ${status}, :tools::jsonb, :finishReason, :stopReason, :usage::jsonb, now() ${from}
+     on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = excluded.${S.status}, ${S.tools} = excluded.${S.tools},
+       ${S.finishReason} = excluded.${S.finishReason}, ${S.stopReason} = excluded.${S.stopReason}, ${S.usage} = excluded.${S.usage}, ${S.endedAt} = now()
+     returning ${S.id} as id`;
+}
+
+interface EndStepParams {
+  runId: string;
+  tenantId: string;
+  /** The id of the step's row if its start was never flushed. */
+  stepId: string;
+  stepIndex: number;
+  attempt: number;
+  /** JSON. */
+  tools: string;
+  finishReason: string | null;
+  stopReason: string | null;
+  /** JSON or null. */
+  usage: string | null;
+}
+
+/**
  * commitStep
- * Guard: the step job's fence, run running. Params: $1 run, $2 fence, $3 next job (JSON or null),
- * $4 id for a new step row, $5 finish reason, $6 stop reason, $7 usage, $8 message id, $9 tenant, $10 session,
- * $11 run ordinal, $12 step index, $13 assistant message, $14 calls (JSON), $15 events, $16 attempt, $17 tools.
+ * Guard: the step job's fence, run running. Params: `CommitStepParams`.
  * Result: whether it committed, and the events appended: the step row (written here if its start
  * was never flushed) ended, the assistant message, its calls as `queued` on that row, the run's
  * next job (the batch, or none) and the lease released.
  */
-const commitStepStatement = statement<{ committed: number } & AppendedRow>(
+interface CommitStepParams extends HeldRunParams, EndStepParams {
+  /** The run's next job (JSON): the step's batch, or null when it asked for no tool. */
+  nextJob: string | null;
+  messageId: string;
+  runOrdinal: number;
+  /** The assistant message (JSON). */
+  message: string;
+  /** The calls (JSON): id, call_index, call_id, name, arguments_raw, pre_grant. */
+  calls: string;
+}
+
+const commitStepStatement = statement<CommitStepParams, { committed: number } & AppendedRow>(
   "commit_step",
   `with committed_run as (
-     update ${tbl(runs)} set ${col(runs.nextJob)} = $3::jsonb, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
+     update ${tbl(runs)} set ${col(runs.nextJob)} = :nextJob::jsonb, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
        ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
-     where ${R.id} = $1 and ${R.fence} = $2 and ${R.status} = 'running'
+     where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running'
      returning ${R.id}
    ),
-   ended_step as (
-     insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools}, ${S.finishReason}, ${S.stopReason}, ${S.usage}, ${S.endedAt})
-     select $4, $9, $1, $12, $16, 'completed', $17::jsonb, $5, $6, $7::jsonb, now() from committed_run
-     on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = 'completed', ${S.tools} = excluded.${S.tools},
-       ${S.finishReason} = excluded.${S.finishReason}, ${S.stopReason} = excluded.${S.stopReason}, ${S.usage} = excluded.${S.usage}, ${S.endedAt} = now()
-     returning ${S.id} as id
-   ),
+   ended_step as (${endStepText("'completed'", "from committed_run")}),
    assistant_message as (
      insert into ${tbl(messages)} (${M.id}, ${M.tenantId}, ${M.sessionId}, ${M.runId}, ${M.runOrdinal}, ${M.stepIndex}, ${M.part}, ${M.callIndex}, ${M.role}, ${M.content})
-     select $8, $9, $10, $1, $11, $12, 1, 0, 'assistant', $13::jsonb from committed_run
+     select :messageId, :tenantId, :sessionId, :runId, :runOrdinal, :stepIndex, 1, 0, 'assistant', :message::jsonb from committed_run
      on conflict do nothing
    ),
    new_calls as (
      insert into ${tbl(toolCalls)} (${C.id}, ${C.tenantId}, ${C.sessionId}, ${C.runId}, ${C.stepId}, ${C.stepIndex}, ${C.callIndex}, ${C.callId}, ${C.name}, ${C.argumentsRaw}, ${C.status}, ${C.preGrant})
-     select c.id, $9, $10, $1, e.id, $12, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued', c.pre_grant
-     from ended_step e, jsonb_to_recordset($14::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text, pre_grant jsonb)
+     select c.id, :tenantId, :sessionId, :runId, e.id, :stepIndex, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued', c.pre_grant
+     from ended_step e, jsonb_to_recordset(:calls::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text, pre_grant jsonb)
      on conflict do nothing
    ),
-   ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$15" }, "exists (select 1 from committed_run)")}
+   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from committed_run)")}
    select (select count(*) from committed_run)::int as committed, ${appendedColumns}`,
 );
 
@@ -213,25 +260,21 @@ export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAtte
     },
   };
   const events: NewEvent[] = [...result.pendingEvents.map((body) => ({ runId: held.id, step: stepRef, body })), stepEnd];
-  const [row] = await run(on, commitStepStatement, [
-    held.id,
-    held.fence,
-    next,
-    newId("stp"),
+  const [row] = await run(on, commitStepStatement, {
+    ...heldRunParams(held, events),
+    nextJob: next,
+    stepId: newId("stp"),
+    stepIndex: step.index,
+    attempt: step.attempt,
+    tools: JSON.stringify(step.tools),
     finishReason,
     stopReason,
-    usage ? JSON.stringify(usage) : null,
-    newId("msg"),
-    held.tenantId,
-    held.sessionId,
-    held.ordinal,
-    step.index,
-    JSON.stringify({ role: "assistant", text: result.text, toolCalls: result.toolCalls }),
+    usage: usage ? JSON.stringify(usage) : null,
+    messageId: newId("msg"),
+    runOrdinal: held.ordinal,
+    message: JSON.stringify({ role: "assistant", text: result.text, toolCalls: result.toolCalls }),
     calls,
-    eventPayload(events),
-    step.attempt,
-    JSON.stringify(step.tools),
-  ]);
+  });
   if (!row || row.committed === 0) return null;
   return appendedEvents(held.sessionId, events, row);
 }
@@ -242,23 +285,29 @@ export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAtte
  * commits no answer: its last attempt failed (`failed`), or it is asked again (`completed`,
  * `empty_asked_again`), so the next claim counts one attempt more.
  */
+const endStepAttemptStatement = statement<EndStepParams & { status: "failed" | "completed" }, { id: string }>(
+  "end_step_attempt",
+  endStepText(":status", ""),
+);
+
 export async function endStepAttempt(
   tx: Database,
   held: ClaimedRun,
   step: StepAttempt,
   ending: { status: "failed" } | { status: "completed"; finishReason: string },
 ): Promise<void> {
-  const values = {
+  await run(clientOf(tx), endStepAttemptStatement, {
+    runId: held.id,
+    tenantId: held.tenantId,
+    stepId: newId("stp"),
+    stepIndex: step.index,
+    attempt: step.attempt,
+    tools: JSON.stringify(step.tools),
     status: ending.status,
     finishReason: ending.status === "completed" ? ending.finishReason : null,
-    endedAt: sql`now()`,
-    attempt: step.attempt,
-    tools: step.tools,
-  };
-  await tx
-    .insert(steps)
-    .values({ id: newId("stp"), tenantId: held.tenantId, runId: held.id, index: step.index, ...values })
-    .onConflictDoUpdate({ target: [steps.runId, steps.index], set: values });
+    stopReason: null,
+    usage: null,
+  });
 }
 
 /**
@@ -266,7 +315,7 @@ export async function endStepAttempt(
  * Guard: the step is still `streaming` (locked). Result: the text its attempt streamed so far, or
  * undefined when no step of the run was streaming. The step ends as `completed` with reason `cancelled`.
  */
-export async function closeStreamingStep(
+async function closeStreamingStep(
   tx: Database,
   cut: { id: string; sessionId: string; stepIndex: number },
 ): Promise<{ index: number; text: string } | undefined> {
@@ -292,3 +341,9 @@ export async function closeStreamingStep(
   await tx.update(steps).set({ status: "completed", finishReason: "cancelled", endedAt: sql`now()` }).where(eq(steps.id, step.id));
   return { index: step.index, text: deltas.map((d) => d.text).join("") };
 }
+
+/** `store.steps`. */
+export const stepsRepository = repository({
+  db: { endStepAttempt, closeStreamingStep },
+  pg: { appendStepEvents, startStep, commitStep },
+});

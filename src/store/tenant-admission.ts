@@ -1,8 +1,10 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { artifacts, contentBlobs, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
-import type { RunRow } from "./runs.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import type { RunRow } from "./run-rows.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /**
  * Fair admission of runs (SPEC X5). A run, sub-agents' included, is *admitted* when it gets its
@@ -30,7 +32,7 @@ const isWorkingRun = sql`${runs.status} in ('queued', 'running') and ${runs.ordi
   and not exists (select 1 from ${toolCalls} where ${toolCalls.runId} = ${runs.id} and ${toolCalls.status} = 'running' and ${toolCalls.childRunId} is not null)`;
 
 /** The tenant's free slots: its `activeRuns` quota (its own override, else the deployment's) less its working runs, in one statement. */
-export async function freeRunSlots(tx: Database, tenantId: string, deploymentQuota: number): Promise<number> {
+async function freeRunSlots(tx: Database, tenantId: string, deploymentQuota: number): Promise<number> {
   const { rows } = await tx.execute<{ free: number }>(sql`
     select coalesce((select (${tenants.quotas} ->> 'activeRuns')::int from ${tenants} where ${tenants.id} = ${tenantId}), ${deploymentQuota})
       - (select count(*)::int from ${runs} where ${runs.tenantId} = ${tenantId} and ${isWorkingRun}) as free`);
@@ -38,14 +40,14 @@ export async function freeRunSlots(tx: Database, tenantId: string, deploymentQuo
 }
 
 /** The tenant's working runs: admitted, holding or waiting for a worker, and not waiting on a sub-agent. */
-export async function countWorkingRuns(tx: Database, tenantId: string): Promise<number> {
+async function countWorkingRuns(tx: Database, tenantId: string): Promise<number> {
   const { rows } = await tx.execute<{ count: number }>(sql`
     select count(*)::int as count from ${runs} where ${runs.tenantId} = ${tenantId} and ${isWorkingRun}`);
   return rows[0]?.count ?? 0;
 }
 
 /** The tenant's runs not admitted yet: holding their session's slot, or waiting behind its active run. */
-export async function countWaitingRuns(tx: Database, tenantId: string): Promise<number> {
+async function countWaitingRuns(tx: Database, tenantId: string): Promise<number> {
   const { rows } = await tx.execute<{ count: number }>(sql`
     select count(*)::int as count from ${runs}
     where ${runs.tenantId} = ${tenantId} and ${runs.status} = 'queued' and ${runs.ordinal} is null`);
@@ -53,7 +55,7 @@ export async function countWaitingRuns(tx: Database, tenantId: string): Promise<
 }
 
 /** Makes a run its session's active run without admitting it: it waits for a slot of its tenant. */
-export async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "sessionId">): Promise<void> {
+async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "sessionId">): Promise<void> {
   await tx.execute(
     sql`update ${sessions} set ${sql.identifier(sessions.activeRunId.name)} = ${run.id} where ${sessions.id} = ${run.sessionId}`,
   );
@@ -66,7 +68,7 @@ export async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "se
  * turn would start more (with a small quota, every parent would otherwise start before any child
  * runs), and the deepest frees its ancestors soonest.
  */
-export async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number): Promise<RunRow[]> {
+async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number): Promise<RunRow[]> {
   if (limit <= 0) return [];
   const { rows } = await tx.execute<{ id: string }>(sql`
     select r.${sql.identifier(runs.id.name)} as id from ${runs} r
@@ -90,7 +92,7 @@ export async function tenantsWithWaitingRuns(pool: Queryable): Promise<string[]>
 }
 
 /** Model tokens (input and output) the tenant's steps recorded since midnight UTC. */
-export async function tokensToday(tx: Database, tenantId: string): Promise<number> {
+async function tokensToday(tx: Database, tenantId: string): Promise<number> {
   const { rows } = await tx.execute<{ tokens: string }>(sql`
     select coalesce(sum(coalesce((${steps.usage} ->> 'inputTokens')::bigint, 0) + coalesce((${steps.usage} ->> 'outputTokens')::bigint, 0)), 0)::text as tokens
     from ${steps} where ${steps.tenantId} = ${tenantId} and ${steps.createdAt} >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`);
@@ -98,7 +100,7 @@ export async function tokensToday(tx: Database, tenantId: string): Promise<numbe
 }
 
 /** Bytes the tenant keeps in file-change contents and artifacts. */
-export async function storedBytes(tx: Database, tenantId: string): Promise<number> {
+async function storedBytes(tx: Database, tenantId: string): Promise<number> {
   const { rows } = await tx.execute<{ bytes: string }>(sql`
     select ((select coalesce(sum(${contentBlobs.size}), 0) from ${contentBlobs} where ${contentBlobs.tenantId} = ${tenantId})
           + (select coalesce(sum(${artifacts.size}), 0) from ${artifacts} where ${artifacts.tenantId} = ${tenantId}))::text as bytes`);
@@ -110,7 +112,7 @@ export async function storedBytes(tx: Database, tenantId: string): Promise<numbe
  * Guard: none (a read). Params: none.
  * Result: per tenant, its working runs as admission counts them (the job priorities, src/queue/tenant-load.ts).
  */
-const workingRunsByTenantStatement = statement<{ tenant_id: string; working: number }>(
+const workingRunsByTenantStatement = statement<Record<string, never>, { tenant_id: string; working: number }>(
   "working_runs_by_tenant",
   `select r.${col(runs.tenantId)} as tenant_id, count(*)::int as working from ${tbl(runs)} r
    where r.${col(runs.status)} in ('queued', 'running') and r.${col(runs.ordinal)} is not null
@@ -118,7 +120,13 @@ const workingRunsByTenantStatement = statement<{ tenant_id: string; working: num
    group by r.${col(runs.tenantId)}`,
 );
 
-export async function workingRunsByTenant(on: Queryable): Promise<Map<string, number>> {
-  const rows = await run(on, workingRunsByTenantStatement, []);
+async function workingRunsByTenant(on: Queryable): Promise<Map<string, number>> {
+  const rows = await run(on, workingRunsByTenantStatement, {});
   return new Map(rows.map((row) => [row.tenant_id, row.working]));
 }
+
+/** `store.tenantAdmission`. */
+export const tenantAdmissionRepository = repository({
+  db: { freeRunSlots, countWorkingRuns, countWaitingRuns, holdSessionSlot, runsWaitingForSlot, tokensToday, storedBytes },
+  pg: { tenantsWithWaitingRuns, workingRunsByTenant },
+});

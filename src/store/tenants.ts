@@ -4,9 +4,10 @@ import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { apiKeys, projects, tenants } from "../db/schema.js";
 import { newId } from "../ids.js";
+import { repository } from "./repository.js";
 
 /** The operator's settings of a tenant as stored (SPEC S7, S8, X5), or undefined for no such tenant. */
-export async function readTenantSettingsRow(
+async function readTenantSettingsRow(
   db: DbExecutor,
   tenantId: string,
 ): Promise<Pick<typeof tenants.$inferSelect, "toolUidSlot" | "fullAccess" | "toolLimits" | "quotas"> | undefined> {
@@ -18,7 +19,7 @@ export async function readTenantSettingsRow(
 }
 
 /** A tenant's approval policy (SPEC S2); undefined for no such tenant. */
-export async function readTenantPolicy(db: DbExecutor, tenantId: string): Promise<{ policy: ApprovalPolicy } | undefined> {
+async function readTenantPolicy(db: DbExecutor, tenantId: string): Promise<{ policy: ApprovalPolicy } | undefined> {
   const [row] = await db.select({ policy: tenants.policy }).from(tenants).where(eq(tenants.id, tenantId));
   return row;
 }
@@ -29,7 +30,7 @@ export async function readTenantPolicy(db: DbExecutor, tenantId: string): Promis
  * tenant's row is locked first, as `setProjectPolicyAdmitted` does, so two policies set at the
  * same time are checked against each other. Answers why `admit` refused, or null once stored.
  */
-export async function setTenantPolicyAdmitted(
+async function setTenantPolicyAdmitted(
   db: Database,
   tenantId: string,
   policy: ApprovalPolicy,
@@ -50,7 +51,7 @@ export async function setTenantPolicyAdmitted(
 export type TenantRow = typeof tenants.$inferSelect;
 
 /** Creates a tenant and its first API key (stored hashed, SPEC D8) in one transaction; answers the tenant. */
-export async function insertTenantWithKey(db: Database, name: string, key: { hash: string; prefix: string }): Promise<TenantRow> {
+async function insertTenantWithKey(db: Database, name: string, key: { hash: string; prefix: string }): Promise<TenantRow> {
   return db.transaction(async (tx) => {
     const [row] = await tx
       .insert(tenants)
@@ -63,7 +64,7 @@ export async function insertTenantWithKey(db: Database, name: string, key: { has
 }
 
 /** A tenant by id (the admin API); undefined for none. */
-export async function findTenant(db: DbExecutor, id: string): Promise<TenantRow | undefined> {
+async function findTenant(db: DbExecutor, id: string): Promise<TenantRow | undefined> {
   const [tenant] = await db.select().from(tenants).where(eq(tenants.id, id));
   return tenant;
 }
@@ -74,7 +75,7 @@ export async function findTenant(db: DbExecutor, id: string): Promise<TenantRow 
  * overwrites its key, and stripping nulls removes it). Nothing to change reads the tenant.
  * Undefined for no such tenant.
  */
-export async function updateTenantSettings(
+async function updateTenantSettings(
   db: DbExecutor,
   id: string,
   body: { fullAccess?: boolean | undefined; limits?: object | null | undefined; quotas?: object | null | undefined },
@@ -92,3 +93,8 @@ export async function updateTenantSettings(
       : await db.update(tenants).set(changes).where(eq(tenants.id, id)).returning();
   return tenant;
 }
+
+/** `store.tenants`. */
+export const tenantsRepository = repository({
+  db: { readTenantSettingsRow, readTenantPolicy, setTenantPolicyAdmitted, insertTenantWithKey, findTenant, updateTenantSettings },
+});

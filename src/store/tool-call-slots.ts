@@ -1,5 +1,7 @@
 import { toolCalls } from "../db/schema.js";
-import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
+import { repository } from "./repository.js";
 
 /**
  * A tenant's tool calls running at once across every worker, against its `toolCalls` quota
@@ -10,28 +12,28 @@ import { col, run, statement, tbl, type Queryable } from "./sql-text.js";
 
 /**
  * runningCalls
- * Guard: none (a read). Params: $1 tenant. Result: the tenant's running calls, through the partial
+ * Guard: none (a read). Params: the tenant. Result: the tenant's running calls, through the partial
  * index `tool_calls_running_tenant_idx`.
  */
-const runningCallsStatement = statement<{ running: number }>(
+const runningCallsStatement = statement<{ tenantId: string }, { running: number }>(
   "running_calls_of_tenant",
   `select count(*)::int as running from ${tbl(toolCalls)}
-   where ${col(toolCalls.tenantId)} = $1 and ${col(toolCalls.status)} = 'running' and ${col(toolCalls.childRunId)} is null`,
+   where ${col(toolCalls.tenantId)} = :tenantId and ${col(toolCalls.status)} = 'running' and ${col(toolCalls.childRunId)} is null`,
 );
 
 /**
  * lockCallSlots
- * Params: $1 tenant. Held until the transaction ends, so the count read after it (a statement of
+ * Params: the tenant. Held until the transaction ends, so the count read after it (a statement of
  * its own: under read committed it sees every mark committed before the lock was granted) and the
  * marks that follow it are one step for the tenant: two workers never both take the last slot.
  */
-const lockCallSlotsStatement = statement<Record<string, unknown>>(
+const lockCallSlotsStatement = statement<{ tenantId: string }, Record<string, unknown>>(
   "lock_call_slots",
-  `select pg_advisory_xact_lock(hashtextextended('foya.tool-call-slots.' || $1, 0))`,
+  `select pg_advisory_xact_lock(hashtextextended('foya.tool-call-slots.' || :tenantId, 0))`,
 );
 
 export async function runningCallsOf(on: Queryable, tenantId: string): Promise<number> {
-  const [row] = await run(on, runningCallsStatement, [tenantId]);
+  const [row] = await run(on, runningCallsStatement, { tenantId });
   return row?.running ?? 0;
 }
 
@@ -41,7 +43,12 @@ export async function runningCallsOf(on: Queryable, tenantId: string): Promise<n
  * transaction.
  */
 export async function takeCallSlots(tx: Queryable, tenantId: string, quota: number, wanted: number): Promise<number> {
-  await run(tx, lockCallSlotsStatement, [tenantId]);
+  await run(tx, lockCallSlotsStatement, { tenantId });
   const running = await runningCallsOf(tx, tenantId);
   return Math.max(0, Math.min(wanted, quota - running));
 }
+
+/** `store.toolCallSlots`. */
+export const toolCallSlotsRepository = repository({
+  pg: { runningCallsOf, takeCallSlots },
+});

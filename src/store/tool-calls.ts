@@ -7,10 +7,12 @@ import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.
 import { newId } from "../ids.js";
 import { resultPreview } from "./result-preview.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
-import type { CallRow } from "./runs.js";
-import { col, literals, run, statement, tbl, type Queryable } from "./sql-text.js";
-import type { NextJob } from "../core/next-job.js";
+import type { CallRow } from "./run-rows.js";
+import { handOffParams, handOffText, type HandOff, type HandOffParams } from "./run-transitions.js";
+import { col, literals, tbl, type Queryable } from "./sql-text.js";
+import { run, statement } from "./named-sql.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
+import { repository } from "./repository.js";
 
 /**
  * Transitions of `tool_calls` (SPEC D2, D3). `running` is written before a tool
@@ -31,7 +33,7 @@ const C = {
   errorCode: col(toolCalls.errorCode),
   endedAt: col(toolCalls.endedAt),
 };
-const R = { id: col(runs.id), fence: col(runs.fence), status: col(runs.status), nextJob: col(runs.nextJob) };
+const R = { id: col(runs.id), fence: col(runs.fence), status: col(runs.status) };
 const M = [
   messages.id,
   messages.tenantId,
@@ -67,26 +69,37 @@ const F = {
 };
 const openList = literals(openToolCallStatuses);
 
+/** The guard of `queued` → `running`: the statuses a call may start from. */
+export const mayStartRunning = literals(toolCallStatusesLeadingTo("running"));
+
+/** The one text of a call's start: `running` under a batch attempt's fence and lease owner, timed when it is marked. */
+export function callsRunningSet(fence: string, owner: string): string {
+  return `${C.status} = 'running', ${C.execFence} = ${fence}, ${C.executedBy} = ${owner}, ${C.startedAt} = clock_timestamp()`;
+}
+
 /**
  * markCallsRunning
  * Guard: every call still `queued` (the statuses leading to `running`), and the batch's fence with the run running.
  * All or none: a partial mark would report calls as "may have partly run" that never started.
- * Params: $1 call ids, $2 fence, $3 owner, $4 run, $5 session, $6 tenant, $7 events.
+ * Params: the calls, the batch's run, fence and lease owner, where the events go and the events.
  * `started_at` is the clock when the call is marked, not when its transaction began: a mark that
  * waited for its tenant's call slots (SPEC X5) starts after the call whose slot it took ended.
  * Result: how many were marked, and their `tool_update` events.
  */
-const markRunningStatement = statement<{ marked: number } & AppendedRow>(
+const markRunningStatement = statement<
+  { callIds: readonly string[]; runId: string; fence: number; owner: string; tenantId: string; sessionId: string; events: string },
+  { marked: number } & AppendedRow
+>(
   "mark_calls_running",
   `with marked as (
-     update ${tbl(toolCalls)} set ${C.status} = 'running', ${C.execFence} = $2, ${C.executedBy} = $3, ${C.startedAt} = clock_timestamp()
-     where ${C.id} = any($1::text[]) and ${C.status} in (${literals(toolCallStatusesLeadingTo("running"))})
-       and exists (select 1 from ${tbl(runs)} where ${R.id} = $4 and ${R.fence} = $2 and ${R.status} = 'running')
-       and (select count(*) from ${tbl(toolCalls)} where ${C.id} = any($1::text[]) and ${C.status} in (${literals(toolCallStatusesLeadingTo("running"))}))
-           = cardinality($1::text[])
+     update ${tbl(toolCalls)} set ${callsRunningSet(":fence", ":owner")}
+     where ${C.id} = any(:callIds::text[]) and ${C.status} in (${mayStartRunning})
+       and exists (select 1 from ${tbl(runs)} where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running')
+       and (select count(*) from ${tbl(toolCalls)} where ${C.id} = any(:callIds::text[]) and ${C.status} in (${mayStartRunning}))
+           = cardinality(:callIds::text[])
      returning ${C.id}
    ),
-   ${appendEventsText({ sessionId: "$5", tenantId: "$6", payload: "$7" }, "(select count(*) from marked) > 0")}
+   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "(select count(*) from marked) > 0")}
    select (select count(*) from marked)::int as marked, ${appendedColumns}`,
 );
 
@@ -102,15 +115,15 @@ export async function markCallsRunning(
     step: stepRef,
     body: { type: "tool_update", callId: call.callId, status: "running" },
   }));
-  const [row] = await run(on, markRunningStatement, [
-    calls.map((call) => call.id),
-    held.fence,
+  const [row] = await run(on, markRunningStatement, {
+    callIds: calls.map((call) => call.id),
+    runId: held.id,
+    fence: held.fence,
     owner,
-    held.id,
-    held.sessionId,
-    held.tenantId,
-    eventPayload(events),
-  ]);
+    tenantId: held.tenantId,
+    sessionId: held.sessionId,
+    events: eventPayload(events),
+  });
   if (!row || row.marked !== calls.length) return null;
   return appendedEvents(held.sessionId, events, row);
 }
@@ -119,47 +132,68 @@ export async function markCallsRunning(
  * answerCall
  * Guard: the call's status leads to the outcome's (`toolCallStatusesLeadingTo`); with `execFence`,
  * only the batch attempt that marked it running may answer it.
- * Params: $1 call, $2 status, $3 result preview, $4 is error, $5 error code, $6 statuses it may come from,
- * $7 exec fence or null, $8 message id, $9 tenant, $10 session, $11 run, $12 run ordinal, $13 step index,
- * $14 call index, $15 tool message, $16 file changes, $17 events, $18 hand off, $19 run fence,
- * $20 next job, $21 the run's current job, $22 next step index.
+ * Params: `AnswerParams`.
  * Result: whether the call was answered, whether the run was handed to its next step, and the `tool_end` event.
  *
  * One statement writes the call's terminal status, its tool message (what the model sees next),
  * its file-change records and its `tool_end` event (what clients see), SPEC L2, T3. With `handOff`,
  * when no other call of the batch is open the same statement gives the run its next step job.
  */
-const answerStatement = statement<{ answered: number; handed_off: number } & AppendedRow>(
+interface AnswerParams extends HandOffParams {
+  /** The call's row id. */
+  callId: string;
+  status: string;
+  /** The result preview (JSON). */
+  result: string;
+  isError: boolean;
+  errorCode: string | null;
+  /** The statuses the call may be answered from. */
+  fromStatuses: readonly string[];
+  /** Only the batch attempt that ran the call may answer it; null for anyone. */
+  execFence: number | null;
+  messageId: string;
+  tenantId: string;
+  sessionId: string;
+  runOrdinal: number;
+  stepIndex: number;
+  callIndex: number;
+  /** The tool message (JSON). */
+  message: string;
+  /** The file-change records (JSON). */
+  fileChanges: string;
+  events: string;
+  /** Whether to hand the run to its next step if this answer closes the batch (`HandOffParams`, null without). */
+  handOff: boolean;
+}
+
+const answerStatement = statement<AnswerParams, { answered: number; handed_off: number } & AppendedRow>(
   "answer_call",
   `with answered as (
-     update ${tbl(toolCalls)} set ${C.status} = $2, ${C.result} = $3::jsonb, ${C.isError} = $4, ${C.errorCode} = $5, ${C.endedAt} = now()
-     where ${C.id} = $1 and ${C.status} = any($6::text[]) and ($7::int8 is null or ${C.execFence} = $7::int8)
+     update ${tbl(toolCalls)} set ${C.status} = :status, ${C.result} = :result::jsonb, ${C.isError} = :isError, ${C.errorCode} = :errorCode,
+       ${C.endedAt} = now()
+     where ${C.id} = :callId and ${C.status} = any(:fromStatuses::text[]) and (:execFence::int8 is null or ${C.execFence} = :execFence::int8)
      returning ${C.id}
    ),
    tool_message as (
      insert into ${tbl(messages)} (${M})
-     select $8, $9, $10, $11, $12, $13, 2, $14, 'tool', $15::jsonb from answered
+     select :messageId, :tenantId, :sessionId, :runId, :runOrdinal, :stepIndex, 2, :callIndex, 'tool', :message::jsonb from answered
      on conflict do nothing
    ),
    recorded_changes as (
      insert into ${tbl(fileChanges)} (${F.list})
-     select f.id, $9, $10, $11, $1, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff,
+     select f.id, :tenantId, :sessionId, :runId, :callId, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff,
        f."notApplied"
-     from answered, jsonb_to_recordset($16::jsonb)
+     from answered, jsonb_to_recordset(:fileChanges::jsonb)
        as f(id text, path text, "existedBefore" boolean, "modeBefore" int, "modeAfter" int, "sha256Before" text, "sha256After" text, diff text,
          "notApplied" text)
    ),
    handed_off as (
-     update ${tbl(runs)} set ${col(runs.stepIndex)} = $22, ${R.nextJob} = $20::jsonb, ${col(runs.redispatches)} = 0,
-       ${col(runs.leaseOwner)} = null, ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
-     where $18::boolean and ${R.id} = $11 and ${R.fence} = $19 and ${R.status} = 'running' and ${R.nextJob} = $21::jsonb
-       and exists (select 1 from answered)
+     ${handOffText(`:handOff::boolean and exists (select 1 from answered)
        and not exists (
          select 1 from ${tbl(toolCalls)}
-         where ${C.runId} = $11 and ${C.stepIndex} = $13 and ${C.id} <> $1 and ${C.status} in (${openList}))
-     returning ${R.id}
+         where ${C.runId} = :runId and ${C.stepIndex} = :stepIndex and ${C.id} <> :callId and ${C.status} in (${openList}))`)}
    ),
-   ${appendEventsText({ sessionId: "$10", tenantId: "$9", payload: "$17" }, "exists (select 1 from answered)")}
+   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from answered)")}
    select (select count(*) from answered)::int as answered, (select count(*) from handed_off)::int as handed_off,
           ${appendedColumns}`,
 );
@@ -172,7 +206,7 @@ export interface AnswerRequest {
   /** Only the batch attempt that ran the call may answer it. */
   execFence?: number;
   /** Hand the run to `next` if this answer closes the batch: the run's fence and the job it is on. */
-  handOff?: { fence: number; current: NextJob | null; next: Extract<NextJob, { kind: "step" }> };
+  handOff?: HandOff;
 }
 
 export interface Answered {
@@ -184,30 +218,26 @@ export interface Answered {
 export async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answered> {
   const { run: owner, call, outcome, handOff } = request;
   const events: NewEvent[] = [{ runId: owner.id, step: request.step, body: toolEndEvent(call, outcome) }];
-  const [row] = await run(on, answerStatement, [
-    call.id,
-    outcome.status,
-    JSON.stringify(resultPreview(outcome.content)),
-    outcome.isError,
-    outcome.errorCode ?? null,
-    toolCallStatusesLeadingTo(outcome.status),
-    request.execFence ?? null,
-    newId("msg"),
-    owner.tenantId,
-    owner.sessionId,
-    owner.id,
-    owner.ordinal,
-    call.stepIndex,
-    call.callIndex,
-    JSON.stringify(toolMessageOf(call, outcome)),
-    JSON.stringify(outcome.fileChanges ?? []),
-    eventPayload(events),
-    handOff !== undefined,
-    handOff?.fence ?? null,
-    handOff ? JSON.stringify(handOff.next) : null,
-    handOff ? JSON.stringify(handOff.current) : null,
-    handOff?.next.stepIndex ?? null,
-  ]);
+  const [row] = await run(on, answerStatement, {
+    callId: call.id,
+    status: outcome.status,
+    result: JSON.stringify(resultPreview(outcome.content)),
+    isError: outcome.isError,
+    errorCode: outcome.errorCode ?? null,
+    fromStatuses: toolCallStatusesLeadingTo(outcome.status),
+    execFence: request.execFence ?? null,
+    messageId: newId("msg"),
+    tenantId: owner.tenantId,
+    sessionId: owner.sessionId,
+    runOrdinal: owner.ordinal,
+    stepIndex: call.stepIndex,
+    callIndex: call.callIndex,
+    message: JSON.stringify(toolMessageOf(call, outcome)),
+    fileChanges: JSON.stringify(outcome.fileChanges ?? []),
+    events: eventPayload(events),
+    handOff: handOff !== undefined,
+    ...handOffParams(owner.id, handOff),
+  });
   return {
     answered: (row?.answered ?? 0) > 0,
     handedOff: (row?.handed_off ?? 0) > 0,
@@ -216,7 +246,7 @@ export async function answerCall(on: Queryable, request: AnswerRequest): Promise
 }
 
 /** The open calls of a run, locked, in model order: what a cancel or an interruption closes. */
-export async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
+async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
   return tx
     .select()
     .from(toolCalls)
@@ -244,7 +274,7 @@ export async function openCallsOfBatch(
  * Guard: the call is `queued` (the statuses leading to `awaiting_approval`). Result: whether it moved;
  * its approval row is written in the same transaction (X3).
  */
-export async function askApproval(
+async function askApproval(
   tx: Database,
   callId: string,
   approval: Omit<typeof approvals.$inferInsert, "toolCallId" | "status">,
@@ -264,7 +294,7 @@ export async function askApproval(
  * Guard: the call is `awaiting_approval` (a decision puts it back to `queued` for the next batch claim).
  * Result: the call, or undefined.
  */
-export async function approveCall(tx: Database, callId: string): Promise<CallRow | undefined> {
+async function approveCall(tx: Database, callId: string): Promise<CallRow | undefined> {
   const [call] = await tx
     .update(toolCalls)
     .set({ status: "queued" })
@@ -277,7 +307,7 @@ export async function approveCall(tx: Database, callId: string): Promise<CallRow
  * linkChildRun
  * Guard: the call is `running` under this batch's fence and has no child yet. Result: whether it linked.
  */
-export async function linkChildRun(tx: Database, callId: string, execFence: number, childRunId: string): Promise<boolean> {
+async function linkChildRun(tx: Database, callId: string, execFence: number, childRunId: string): Promise<boolean> {
   const linked = await tx
     .update(toolCalls)
     .set({ childRunId })
@@ -287,7 +317,7 @@ export async function linkChildRun(tx: Database, callId: string, execFence: numb
 }
 
 /** The running call a sub-agent run answers, if it still waits for it (A1). */
-export async function callWaitingForChild(tx: Database, childRunId: string): Promise<CallRow | undefined> {
+async function callWaitingForChild(tx: Database, childRunId: string): Promise<CallRow | undefined> {
   const [call] = await tx
     .select()
     .from(toolCalls)
@@ -308,14 +338,17 @@ export async function succeededCallNamed(tx: Database, runId: string, stepIndex:
 /**
  * appendCallProgress
  * Guard: the call is `running` under this batch attempt's fence: progress lands only while it runs.
- * Params: $1 call, $2 exec fence, $3 session, $4 tenant, $5 events. Result: the events appended (none when not owned).
+ * Params: the call, the batch attempt's fence, where the events go and the events. Result: the events appended (none when not owned).
  */
-const progressStatement = statement<AppendedRow>(
+const progressStatement = statement<
+  { callId: string; execFence: number; tenantId: string; sessionId: string; events: string },
+  AppendedRow
+>(
   "append_call_progress",
   `with ${appendEventsText(
-    { sessionId: "$3", tenantId: "$4", payload: "$5" },
+    { sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" },
     // The share lock waits for a cancel or an interruption answering the call, then sees it answered.
-    `exists (select 1 from ${tbl(toolCalls)} where ${C.id} = $1 and ${C.status} = 'running' and ${C.execFence} = $2 for share)`,
+    `exists (select 1 from ${tbl(toolCalls)} where ${C.id} = :callId and ${C.status} = 'running' and ${C.execFence} = :execFence for share)`,
   )}
    select ${appendedColumns}`,
 );
@@ -328,12 +361,18 @@ export async function appendCallProgress(
   progress: string,
 ): Promise<SessionEvent[]> {
   const events: NewEvent[] = [{ runId: owner.id, step, body: { type: "tool_update", callId: call.callId, progress } }];
-  const [row] = await run(on, progressStatement, [call.id, owner.fence, owner.sessionId, owner.tenantId, eventPayload(events)]);
+  const [row] = await run(on, progressStatement, {
+    callId: call.id,
+    execFence: owner.fence,
+    tenantId: owner.tenantId,
+    sessionId: owner.sessionId,
+    events: eventPayload(events),
+  });
   return appendedEvents(owner.sessionId, events, row);
 }
 
 /** The call an approval is about, locked, if it still waits for the decision. */
-export async function callAwaitingDecision(tx: Database, callId: string): Promise<CallRow | undefined> {
+async function callAwaitingDecision(tx: Database, callId: string): Promise<CallRow | undefined> {
   const [call] = await tx
     .select()
     .from(toolCalls)
@@ -343,7 +382,7 @@ export async function callAwaitingDecision(tx: Database, callId: string): Promis
 }
 
 /** The child run (and its session) a call's start committed, if it did (SPEC A1). */
-export async function childOfCall(db: Database, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
+async function childOfCall(db: Database, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
   const [row] = await db
     .select({ childRunId: runs.id, childSessionId: runs.sessionId })
     .from(toolCalls)
@@ -361,3 +400,20 @@ export async function insertFileChanges(
   if (records.length === 0) return;
   await db.insert(fileChanges).values(records.map((record) => ({ ...record, id: newId("fch"), ...call })));
 }
+
+/** `store.toolCalls`. */
+export const toolCallsRepository = repository({
+  db: {
+    lockOpenCalls,
+    openCallsOfBatch,
+    askApproval,
+    approveCall,
+    linkChildRun,
+    callWaitingForChild,
+    succeededCallNamed,
+    callAwaitingDecision,
+    childOfCall,
+    insertFileChanges,
+  },
+  pg: { markCallsRunning, answerCall, appendCallProgress },
+});

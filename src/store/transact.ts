@@ -1,49 +1,9 @@
-import type { TenantQuotas } from "../core/tenant-quotas.js";
-import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { NewEvent, SessionEvent } from "../core/events.js";
+import type { DispatchRequest } from "../core/next-job.js";
+import type { TenantQuotas } from "../core/tenant-quotas.js";
 import type { Database } from "../db/client.js";
-import * as schema from "../db/schema.js";
-import { appendEvents } from "./events.js";
-import type { DispatchRequest } from "../queue/dispatcher.js";
-import type { Config } from "../config.js";
-import type { DbHandle } from "../db/client.js";
-import type { EventBus } from "../events/event-bus.js";
-import type { Dispatcher } from "../queue/dispatcher.js";
-import type { Metrics } from "../observability/metrics.js";
-
-/**
- * One transaction and what must happen once it has committed: publish its
- * events, enqueue the jobs it decided on, broadcast cancellations. Side effects
- * never run for a transaction that rolled back.
- */
-export interface Effects {
-  /** The transaction, for drizzle queries. */
-  tx: Database;
-  /** The same transaction's connection, for the store's prepared statements. */
-  pg: pg.PoolClient;
-  emit(tenantId: string, sessionId: string, events: readonly NewEvent[]): Promise<SessionEvent[]>;
-  /** Publishes, after commit, events a statement of this transaction appended by itself. */
-  track(events: readonly SessionEvent[]): void;
-  dispatch(request: DispatchRequest): void;
-  cancel(runId: string): void;
-  /** The deployment's quotas (SPEC X5); a tenant's own overrides are read beside them where a slot is given. */
-  quotas: Readonly<TenantQuotas>;
-  /** Runs once the transaction has committed, never for one that rolled back: counting what it did (SPEC X8). */
-  afterCommit(action: (metrics: Metrics) => void): void;
-}
-
-/**
- * What a transaction needs around it: the pool it runs on, and where its events, jobs,
- * cancellations and counts go once it has committed.
- */
-export interface TransactDeps {
-  db: DbHandle;
-  bus: EventBus;
-  dispatcher: Dispatcher;
-  config: Config;
-  metrics: Metrics;
-}
+import type { StoreTx } from "./store.js";
 
 /** Thrown inside a transaction when a fencing check fails: a newer attempt owns the work. */
 export class StaleWorkError extends Error {
@@ -82,52 +42,52 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
   }
 }
 
-export async function transact<T>(
-  services: TransactDeps,
-  work: (effects: Effects) => Promise<T>,
-  options: { afterCommit?: () => void } = {},
-): Promise<T> {
-  let published: SessionEvent[] = [];
-  let dispatches: DispatchRequest[] = [];
-  let cancels: string[] = [];
-  let committed: Array<(metrics: Metrics) => void> = [];
-  const value = await withRetry(() => {
-    published = [];
-    dispatches = [];
-    cancels = [];
-    committed = [];
-    return inTransaction(services.db.pool, (client, tx) =>
-      work({
-        tx,
-        pg: client,
-        async emit(tenantId, sessionId, events) {
-          const stored = await appendEvents(client, tenantId, sessionId, events);
-          published.push(...stored);
-          return stored;
-        },
-        track: (events) => void published.push(...events),
-        dispatch: (request) => void dispatches.push(request),
-        cancel: (runId) => void cancels.push(runId),
-        quotas: services.config.quotas,
-        afterCommit: (action) => void committed.push(action),
-      }),
-    );
-  });
-  options.afterCommit?.();
-  for (const action of committed) action(services.metrics);
-  // Independent of each other: clients order events by sequence number, jobs claim through Postgres.
-  await Promise.all([
-    services.bus.publish(published),
-    ...cancels.map((runId) => services.bus.publishCancel(runId)),
-    services.dispatcher.dispatch(dispatches),
-  ]);
-  return value;
+/*
+ * TEMPORARY: what src/worker still uses until it takes the Store and the unit of work
+ * (src/unit-of-work/unit-of-work.ts). Nothing else may: the dependency rules and
+ * test/store/store-signatures.unit.test.ts keep the raw handles below out of every other folder.
+ */
+
+/**
+ * A unit of work as src/worker sees it: the effects of src/unit-of-work's `Effects`, plus the
+ * transaction's drizzle handle (`tx`) and connection (`pg`). Declared here, by shape, so the
+ * store imports nothing above it; `afterCommit` takes what src/worker never calls it with.
+ */
+export interface WorkerEffects {
+  tx: Database;
+  pg: pg.PoolClient;
+  store: StoreTx;
+  emit(tenantId: string, sessionId: string, events: readonly NewEvent[]): Promise<SessionEvent[]>;
+  track(events: readonly SessionEvent[]): void;
+  dispatch(request: DispatchRequest): void;
+  cancel(runId: string): void;
+  quotas: Readonly<TenantQuotas>;
+  afterCommit(action: (metrics: never) => void): void;
 }
 
-/** Like `transact`, but a fencing failure rolls back and answers `null`. */
+/** TEMPORARY (src/worker): its name for `WorkerEffects`. */
+export type Effects = WorkerEffects;
+
+/** TEMPORARY (src/worker): the unit of work of Services, as `transact` below reaches it. */
+interface WorkerTransactDeps {
+  unitOfWork: {
+    transactWithHandles<T>(work: (fx: WorkerEffects) => Promise<T>, options?: { afterCommit?: () => void }): Promise<T>;
+  };
+}
+
+/** TEMPORARY (src/worker): `services.unitOfWork.transact` with the raw handles. */
+export function transact<T>(
+  services: WorkerTransactDeps,
+  work: (effects: WorkerEffects) => Promise<T>,
+  options: { afterCommit?: () => void } = {},
+): Promise<T> {
+  return services.unitOfWork.transactWithHandles(work, options);
+}
+
+/** TEMPORARY (src/worker): like `transact`, but a fencing failure rolls back and answers `null`. */
 export async function transactFenced<T>(
-  services: TransactDeps,
-  work: (effects: Effects) => Promise<T>,
+  services: WorkerTransactDeps,
+  work: (effects: WorkerEffects) => Promise<T>,
   options: { afterCommit?: () => void } = {},
 ): Promise<T | null> {
   try {
@@ -135,38 +95,5 @@ export async function transactFenced<T>(
   } catch (error) {
     if (error instanceof StaleWorkError) return null;
     throw error;
-  }
-}
-
-/** A drizzle handle per pooled connection, made once: building one reads the whole schema. */
-const handles = new WeakMap<pg.PoolClient, Database>();
-
-/**
- * BEGIN, work, COMMIT on one pooled connection, which both drizzle and the
- * store's prepared statements use. A connection whose ROLLBACK failed is
- * dropped from the pool instead of being reused in an unknown state.
- */
-async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient, tx: Database) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    let tx = handles.get(client);
-    if (!tx) {
-      tx = drizzle(client, { schema });
-      handles.set(client, tx);
-    }
-    await client.query("begin");
-    try {
-      const value = await work(client, tx);
-      await client.query("commit");
-      return value;
-    } catch (error) {
-      await client.query("rollback").catch((rollbackError: unknown) => {
-        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-      });
-      throw error;
-    }
-  } finally {
-    client.release(broken);
   }
 }

@@ -5,6 +5,7 @@ import type { WebhookPayload } from "../core/webhook-payload.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { webhookDeliveries, webhooks } from "../db/schema.js";
 import { newId } from "../ids.js";
+import { repository } from "./repository.js";
 
 /**
  * Deletes finished deliveries (delivered or failed) created more than `retentionMs` ago,
@@ -36,7 +37,7 @@ export async function pruneWebhookDeliveries(db: Database, retentionMs: number, 
  * Claims up to `limit` pending deliveries nobody enqueued yet, oldest first, skipping rows another
  * worker holds (SPEC D7); the caller enqueues them before its transaction commits. Answers their ids.
  */
-export async function claimNewDeliveries(tx: DbExecutor, limit: number): Promise<Array<{ id: string }>> {
+async function claimNewDeliveries(tx: DbExecutor, limit: number): Promise<Array<{ id: string }>> {
   const claimed = await tx.execute<{ id: string }>(sql`
       update webhook_deliveries set enqueued_at = now()
       where id in (
@@ -51,7 +52,7 @@ export async function claimNewDeliveries(tx: DbExecutor, limit: number): Promise
 }
 
 /** Claims up to `limit` deliveries still pending `staleMs` after they were enqueued, bumping `enqueued_at` (SPEC D7). Answers their ids. */
-export async function claimStaleDeliveries(db: Database, staleMs: number, limit: number): Promise<Array<{ id: string }>> {
+async function claimStaleDeliveries(db: Database, staleMs: number, limit: number): Promise<Array<{ id: string }>> {
   const claimed = await db.execute<{ id: string }>(sql`
     update webhook_deliveries set enqueued_at = now()
     where id in (
@@ -85,7 +86,7 @@ export interface DeliveryToSend {
 }
 
 /** A delivery with its webhook's URL, secret and whether it was disabled (SPEC S4); null for none. */
-export async function loadDelivery(db: Database, deliveryId: string): Promise<DeliveryToSend | null> {
+async function loadDelivery(db: Database, deliveryId: string): Promise<DeliveryToSend | null> {
   const [row] = await db
     .select({
       id: webhookDeliveries.id,
@@ -114,7 +115,7 @@ export interface RecordedAttempt {
  * on a 2xx, failed when this was the last attempt allowed, else still pending.
  * Answers null when the delivery was no longer pending (a duplicate job got there first).
  */
-export async function recordAttempt(
+async function recordAttempt(
   db: Database,
   input: { deliveryId: string; outcome: AttemptOutcome; startedAt: Date; maxAttempts: number; lastJobAttempt: boolean },
 ): Promise<RecordedAttempt | null> {
@@ -143,6 +144,11 @@ export async function recordAttempt(
 }
 
 /** A delivery of a disabled webhook is not sent any more. */
-export async function abandonDelivery(db: Database, deliveryId: string): Promise<void> {
+async function abandonDelivery(db: Database, deliveryId: string): Promise<void> {
   await db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${deliveryId} and status = 'pending'`);
 }
+
+/** `store.webhookDeliveries`. */
+export const webhookDeliveriesRepository = repository({
+  db: { pruneWebhookDeliveries, claimNewDeliveries, claimStaleDeliveries, loadDelivery, recordAttempt, abandonDelivery },
+});

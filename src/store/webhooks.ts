@@ -2,6 +2,7 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../db/schema.js";
 import { newId } from "../ids.js";
+import { repository } from "./repository.js";
 
 /** Webhook subscriptions and their delivery log (SPEC S4), as the API reads and writes them; every lookup is by tenant (D8). */
 
@@ -9,7 +10,7 @@ export type WebhookRow = typeof webhooks.$inferSelect;
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
 
-export async function createWebhook(
+async function createWebhook(
   db: Database,
   input: { tenantId: string; url: string; eventTypes: string[]; description: string | null; secret: string },
 ): Promise<WebhookRow> {
@@ -28,7 +29,7 @@ export async function createWebhook(
   return row;
 }
 
-export async function findWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
+async function findWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
   const [row] = await db
     .select()
     .from(webhooks)
@@ -36,7 +37,7 @@ export async function findWebhook(db: Database, tenantId: string, id: string): P
   return row ?? null;
 }
 
-export async function listWebhooks(db: Database, tenantId: string): Promise<WebhookRow[]> {
+async function listWebhooks(db: Database, tenantId: string): Promise<WebhookRow[]> {
   return db.select().from(webhooks).where(eq(webhooks.tenantId, tenantId)).orderBy(asc(webhooks.createdAt), asc(webhooks.id));
 }
 
@@ -45,7 +46,7 @@ export async function listWebhooks(db: Database, tenantId: string): Promise<Webh
  * deliveries not yet sent are given up in the same transaction. Disabling
  * twice keeps the first time. Answers null for another tenant's id.
  */
-export async function disableWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
+async function disableWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
   return db.transaction(async (tx) => {
     const [row] = await tx
       .update(webhooks)
@@ -67,7 +68,7 @@ export interface DeliveryWithAttempts {
 }
 
 /** The webhook's most recent deliveries, newest first, each with its attempts in order. */
-export async function listDeliveries(db: Database, webhookId: string, limit: number): Promise<DeliveryWithAttempts[]> {
+async function listDeliveries(db: Database, webhookId: string, limit: number): Promise<DeliveryWithAttempts[]> {
   const deliveries = await db
     .select()
     .from(webhookDeliveries)
@@ -93,3 +94,8 @@ export async function listDeliveries(db: Database, webhookId: string, limit: num
   }
   return deliveries.map((delivery) => ({ delivery, attempts: byDelivery.get(delivery.id) ?? [] }));
 }
+
+/** `store.webhooks`. */
+export const webhooksRepository = repository({
+  db: { createWebhook, findWebhook, listWebhooks, disableWebhook, listDeliveries },
+});

@@ -1,7 +1,6 @@
 import type { Config } from "../config.js";
-import type { Database, DbExecutor } from "../db/client.js";
 import type { tenants } from "../db/schema.js";
-import { readTenantSettingsRow } from "../store/tenants.js";
+import type { Repositories } from "../store/store.js";
 import { notFound } from "../errors.js";
 import { mergeLimits, type ProcessLimits } from "../core/process-limits.js";
 import { mergeQuotas, type TenantQuotas } from "../core/tenant-quotas.js";
@@ -34,8 +33,8 @@ export function tenantSettingsOf(row: Pick<TenantRow, "toolUidSlot" | "fullAcces
 }
 
 /** The tenant's settings as they are now, or undefined for no such tenant. */
-export async function readTenantSettings(db: DbExecutor, tenantId: string): Promise<TenantSettings | undefined> {
-  const row = await readTenantSettingsRow(db, tenantId);
+export async function readTenantSettings(store: Pick<Repositories, "tenants">, tenantId: string): Promise<TenantSettings | undefined> {
+  const row = await store.tenants.readTenantSettingsRow(tenantId);
   return row ? tenantSettingsOf(row) : undefined;
 }
 
@@ -81,13 +80,13 @@ export interface TenantSettingsCache {
   get(tenantId: string): Promise<TenantSettings>;
 }
 
-export function createTenantSettingsCache(db: Database, ttlMs = defaultTenantSettingsTtlMs): TenantSettingsCache {
+export function createTenantSettingsCache(store: Pick<Repositories, "tenants">, ttlMs = defaultTenantSettingsTtlMs): TenantSettingsCache {
   const entries = new Map<string, { settings: TenantSettings; readAt: number }>();
   // Concurrent misses for one tenant share one query.
   const reading = new Map<string, Promise<TenantSettings>>();
 
   async function read(tenantId: string): Promise<TenantSettings> {
-    const settings = await readTenantSettings(db, tenantId);
+    const settings = await readTenantSettings(store, tenantId);
     if (!settings) throw notFound("tenant");
     entries.delete(tenantId);
     entries.set(tenantId, { settings, readAt: performance.now() });

@@ -1,13 +1,12 @@
 import { UnrecoverableError, type Job } from "bullmq";
 import type { Config } from "../config.js";
-import type { Database } from "../db/client.js";
-import { abandonDelivery, loadDelivery, recordAttempt } from "../store/webhook-deliveries.js";
+import type { Store } from "../store/store.js";
 import { sendWebhook } from "./send-webhook.js";
 import { serializeWebhookPayload } from "./webhook-payload.js";
 import type { WebhookJobData } from "./webhook-queue.js";
 
 export interface WebhookJobContext {
-  db: Database;
+  store: Pick<Store, "webhookDeliveries">;
   config: Pick<Config, "webhooks">;
   /** Aborted when the worker stops waiting for running jobs at shutdown. */
   shutdown: AbortSignal;
@@ -24,12 +23,12 @@ export type WebhookJobResult = "delivered" | "not_pending" | "missing" | "abando
  * loss does not get a fresh allowance.
  */
 export async function processWebhookJob(context: WebhookJobContext, job: Job<WebhookJobData>): Promise<WebhookJobResult> {
-  const { db, config } = context;
-  const delivery = await loadDelivery(db, job.data.deliveryId);
+  const { store, config } = context;
+  const delivery = await store.webhookDeliveries.loadDelivery(job.data.deliveryId);
   if (!delivery) return "missing";
   if (delivery.status !== "pending") return "not_pending";
   if (delivery.webhookDisabled) {
-    await abandonDelivery(db, delivery.id);
+    await store.webhookDeliveries.abandonDelivery(delivery.id);
     return "abandoned";
   }
   const startedAt = new Date();
@@ -43,7 +42,7 @@ export async function processWebhookJob(context: WebhookJobContext, job: Job<Web
     signal: context.shutdown,
   });
   const lastJobAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  const recorded = await recordAttempt(db, {
+  const recorded = await store.webhookDeliveries.recordAttempt({
     deliveryId: delivery.id,
     outcome,
     startedAt,

@@ -1,5 +1,4 @@
-import type { Database } from "../db/client.js";
-import { claimNewDeliveries, claimStaleDeliveries } from "../store/webhook-deliveries.js";
+import type { Store } from "../store/store.js";
 import type { WebhookQueue } from "./webhook-queue.js";
 
 /**
@@ -9,7 +8,7 @@ import type { WebhookQueue } from "./webhook-queue.js";
  * held between polls.
  */
 export interface OutboxContext {
-  db: Database;
+  store: Store;
   queue: WebhookQueue;
 }
 
@@ -23,8 +22,8 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  * same job id twice is a no-op. Answers how many were claimed.
  */
 async function enqueueNewDeliveries(context: OutboxContext): Promise<number> {
-  return context.db.transaction(async (tx) => {
-    const claimed = await claimNewDeliveries(tx, batchSize);
+  return context.store.transaction(async (tx) => {
+    const claimed = await tx.webhookDeliveries.claimNewDeliveries(batchSize);
     await context.queue.enqueue(claimed.map((row) => row.id));
     return claimed.length;
   });
@@ -38,7 +37,7 @@ async function enqueueNewDeliveries(context: OutboxContext): Promise<number> {
  * `enqueued_at`, so each row is looked at by one worker per period.
  */
 async function requeueStaleDeliveries(context: OutboxContext & { staleMs: number }): Promise<number> {
-  const claimed = await claimStaleDeliveries(context.db, context.staleMs, batchSize);
+  const claimed = await context.store.webhookDeliveries.claimStaleDeliveries(context.staleMs, batchSize);
   let requeued = 0;
   for (const { id } of claimed) {
     if (liveJobStates.has(await context.queue.jobState(id))) continue;

@@ -1,7 +1,7 @@
 import { Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import type { Config } from "../config.js";
-import type { DbHandle } from "../db/client.js";
+import type { Store } from "../store/store.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { processWebhookJob } from "./deliver-webhook-job.js";
@@ -16,7 +16,7 @@ export interface WebhookDelivery {
 /** What webhook delivery runs on: the deployment's settings, Postgres, the command connection, the log and the counters. */
 export interface WebhookDeps {
   config: Config;
-  db: DbHandle;
+  store: Store;
   /** Command connection shared by queues and publishers. */
   redis: Redis;
   logger: Logger;
@@ -26,7 +26,7 @@ export interface WebhookDeps {
 /** The worker side of SPEC S4: the outbox poller and the BullMQ worker that sends deliveries. */
 export async function startWebhookDelivery(services: WebhookDeps): Promise<WebhookDelivery> {
   const { config, logger } = services;
-  const db = services.db.db;
+  const { store } = services;
   const queue = createWebhookQueue({
     connection: services.redis,
     prefix: config.redis.queuePrefix,
@@ -39,7 +39,7 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
   // Each attempt counted by outcome (SPEC X8): delivered, failed (retried or given up), or nothing to do.
   const attempt = async (job: Job<WebhookJobData>) => {
     try {
-      const result = await processWebhookJob({ db, config, shutdown: shutdown.signal }, job);
+      const result = await processWebhookJob({ store, config, shutdown: shutdown.signal }, job);
       services.metrics.webhookDeliveries.inc({ outcome: result });
       return result;
     } catch (error) {
@@ -60,7 +60,7 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
   worker.on("error", (error) => logger.warn({ err: error }, "webhook worker error"));
   await worker.waitUntilReady();
   const poller = startOutboxPoller(
-    { db, queue },
+    { store, queue },
     {
       intervalMs: config.webhooks.pollMs,
       staleMs: config.webhooks.staleMs,

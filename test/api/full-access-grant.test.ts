@@ -195,7 +195,7 @@ describe("Full Access grant", () => {
 
   it("S8: a process's cached tenant settings follow an operator's change within their TTL", async () => {
     const tenant = await allowed.newTenant("cached");
-    const cache = createTenantSettingsCache(allowed.services.db.db, 200);
+    const cache = createTenantSettingsCache(allowed.services.store, 200);
     const before = await cache.get(tenant.tenantId!);
     expect(before).toMatchObject({ fullAccess: false, limits: {} });
     expect(await cache.get(tenant.tenantId!)).toBe(before);

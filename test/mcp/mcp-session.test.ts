@@ -181,7 +181,7 @@ describe("MCP tools in sessions", () => {
     const catalog = createToolCatalog({
       base,
       baseTools: env.services.tools.list(),
-      db: env.services.db.db,
+      store: env.services.store,
       mcp,
       logger: createLogger("silent"),
       configTtlMs: 0,

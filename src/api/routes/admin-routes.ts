@@ -1,5 +1,4 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { liveWorkers } from "../../store/workers.js";
 import type { ApiServices, App } from "../app-env.js";
 import { adminDisabledResponse, errorResponses } from "../schemas.js";
 
@@ -33,7 +32,7 @@ const listWorkers = createRoute({
 /** Behind the admin token, which `createApp` checks on /v1/admin and below. */
 export function registerAdminRoutes(app: App, services: ApiServices): void {
   app.openapi(listWorkers, async (c) => {
-    const rows = await liveWorkers(services.db.pool, services.config.workers.livenessTimeoutMs);
+    const rows = await services.store.workers.liveWorkers(services.config.workers.livenessTimeoutMs);
     const workers = rows.map((row) => ({
       id: row.id,
       host: row.host,

@@ -2,8 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { decideApproval, type ApprovalDecision } from "../../approvals/decide-approval.js";
 import { judge } from "../../approvals/gate-batch.js";
 import { preparePolicies } from "../../gateway/compiled-policy.js";
-import { approvalWithCallOfTenant, listApprovalsWithCalls, type ApprovalWithCall } from "../../store/approvals.js";
-import { sessionJudgeScope } from "../../store/sessions.js";
+import type { ApprovalWithCall } from "../../store/approvals.js";
 import { FoyaError, notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, foyaId, IdParam, text } from "../schemas.js";
@@ -109,17 +108,16 @@ function serialize({ approval, callId, tool, argumentsRaw }: Row) {
 }
 
 export function registerApprovalRoutes(app: App, services: ApiServices): void {
-  const { db } = services.db;
+  const { store } = services;
   const findOne = async (tenantId: string, id: string): Promise<Row> => {
-    const row = await approvalWithCallOfTenant(db, tenantId, id);
+    const row = await store.approvals.approvalWithCallOfTenant(tenantId, id);
     if (!row) throw notFound("approval");
     return row;
   };
 
   app.openapi(listApprovals, async (c) => {
     const query = c.req.valid("query");
-    const rows = await listApprovalsWithCalls(
-      db,
+    const rows = await store.approvals.listApprovalsWithCalls(
       c.get("tenantId"),
       { status: query.status, sessionId: query.sessionId, runId: query.runId },
       query.limit,
@@ -157,7 +155,7 @@ export function registerApprovalRoutes(app: App, services: ApiServices): void {
  */
 async function checkEditedArguments(services: ApiServices, row: Row, argumentsRaw: string): Promise<void> {
   const call = { callId: row.callId, name: row.tool, argumentsRaw };
-  const scope = await sessionJudgeScope(services.db.db, row.approval.sessionId);
+  const scope = await services.store.sessions.sessionJudgeScope(row.approval.sessionId);
   if (!scope) throw notFound("session");
   const { executor } = await services.catalogViaWorkers.forProject({ tenantId: scope.tenantId, projectId: scope.projectId });
   const parsed = executor.parse(call);

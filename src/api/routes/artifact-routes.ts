@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { findArtifact, findArtifactMeta, type ArtifactMeta } from "../../store/artifacts.js";
+import type { ArtifactMeta } from "../../store/artifacts.js";
 import { isImageMediaType } from "../../artifacts/media-types.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
@@ -54,7 +54,7 @@ function serialize(meta: ArtifactMeta) {
 
 export function registerArtifactRoutes(app: App, services: ApiServices): void {
   app.openapi(getBytes, async (c) => {
-    const artifact = await findArtifact(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const artifact = await services.store.artifacts.findArtifact(c.get("tenantId"), c.req.valid("param").id);
     if (!artifact) throw notFound("artifact");
     const etag = `"${artifact.sha256}"`;
     const headers: Record<string, string> = {
@@ -79,7 +79,7 @@ export function registerArtifactRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(getMeta, async (c) => {
-    const meta = await findArtifactMeta(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const meta = await services.store.artifacts.findArtifactMeta(c.get("tenantId"), c.req.valid("param").id);
     if (!meta) throw notFound("artifact");
     return c.json(serialize(meta), 200);
   });

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { commandsOfSession, findCommand, requestCommandCancel, type CommandRow } from "../../store/commands.js";
+import { requestCommandCancel } from "../../runs/cancel-command.js";
+import type { CommandRow } from "../../store/commands.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
@@ -69,20 +70,20 @@ const cancelCommand = createRoute({
 
 export function registerCommandRoutes(app: App, services: ApiServices): void {
   app.openapi(listCommands, async (c) => {
-    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
-    const rows = await commandsOfSession(services.db.db, session.id);
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
+    const rows = await services.store.commands.commandsOfSession(session.id);
     return c.json({ commands: rows.map(serialize) }, 200);
   });
   app.openapi(getCommand, async (c) => {
-    const row = await findCommand(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await services.store.commands.findCommand(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("command");
     return c.json(serialize(row), 200);
   });
   app.openapi(cancelCommand, async (c) => {
     const tenantId = c.get("tenantId");
-    const row = await findCommand(services.db.db, tenantId, c.req.valid("param").id);
+    const row = await services.store.commands.findCommand(tenantId, c.req.valid("param").id);
     if (!row) throw notFound("command");
-    await requestCommandCancel(services.db.db, services.bus, row);
-    return c.json(serialize((await findCommand(services.db.db, tenantId, row.id)) ?? row), 200);
+    await requestCommandCancel(services, row);
+    return c.json(serialize((await services.store.commands.findCommand(tenantId, row.id)) ?? row), 200);
   });
 }

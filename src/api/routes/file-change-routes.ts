@@ -1,7 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { notFound } from "../../errors.js";
 import { revertFileChanges, type FileChangeRow } from "../../files/revert-file-changes.js";
-import { fileChangeOfTenant, fileChangesOfSession } from "../../store/file-changes.js";
 import type { ApiServices, App } from "../app-env.js";
 import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
 import { findSession } from "./find-owned.js";
@@ -91,20 +90,20 @@ const revert = createRoute({
 
 export function registerFileChangeRoutes(app: App, services: ApiServices): void {
   app.openapi(listChanges, async (c) => {
-    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
-    const rows = await fileChangesOfSession(services.db.db, session.id);
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
+    const rows = await services.store.fileChanges.fileChangesOfSession(session.id);
     return c.json({ fileChanges: rows.map(serialize) }, 200);
   });
 
   app.openapi(getChange, async (c) => {
-    const row = await fileChangeOfTenant(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await services.store.fileChanges.fileChangeOfTenant(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("file change");
     return c.json({ ...serialize(row), diff: row.diff }, 200);
   });
 
   app.openapi(revert, async (c) => {
     const body = c.req.valid("json") as { andLater?: boolean } | undefined;
-    const reverted = await revertFileChanges(services.db.db, services.config.workspaces.dir, {
+    const reverted = await revertFileChanges(services.store, services.config.workspaces.dir, {
       tenantId: c.get("tenantId"),
       changeId: c.req.valid("param").id,
       andLater: body?.andLater ?? false,

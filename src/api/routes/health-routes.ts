@@ -1,6 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { describeConfinement } from "../../sandbox/confinement-report.js";
-import { pingPostgres } from "../../store/health.js";
 import type { ApiServices, App } from "../app-env.js";
 
 const Health = z.object({
@@ -50,7 +49,7 @@ export function registerHealthRoutes(app: App, services: ApiServices): void {
   app.openapi(healthz, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyz, async (c) => {
     const checks = {
-      postgres: await check("postgres", () => pingPostgres(services.db.db), services.logger),
+      postgres: await check("postgres", () => services.store.health.pingPostgres(), services.logger),
       redis: await check("redis", () => services.redis.ping(), services.logger),
     };
     const ok = Object.values(checks).every((value) => value === "ok");

@@ -3,14 +3,7 @@ import type { Context } from "hono";
 import { FoyaError, notFound } from "../../errors.js";
 import type { McpFailure } from "../../mcp/mcp-connections.js";
 import { mcpConfigOf, mcpScopeOf } from "../../mcp/mcp-server-rows.js";
-import {
-  createMcpServer,
-  deleteMcpServer,
-  findMcpServer,
-  listMcpServers,
-  resolveMcpServer,
-  type McpServerRow,
-} from "../../store/mcp-servers.js";
+import type { McpServerRow } from "../../store/mcp-servers.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
 import { findProject } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
@@ -264,10 +257,10 @@ function optional<T>(value: T | undefined | null): T | undefined {
 }
 
 export function registerMcpRoutes(app: App, services: ApiServices): void {
-  const db = services.db.db;
+  const { store } = services;
 
   async function requireProject(tenantId: string, id: string): Promise<void> {
-    await findProject(db, tenantId, id);
+    await findProject(store, tenantId, id);
   }
 
   /**
@@ -276,7 +269,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
    */
   async function serverOf(tenantId: string, projectId: string, name: string) {
     await requireProject(tenantId, projectId);
-    const row = await resolveMcpServer(db, tenantId, projectId, name);
+    const row = await store.mcpServers.resolveMcpServer(tenantId, projectId, name);
     if (!row) throw notFound("MCP server");
     return { scope: mcpScopeOf(row), config: mcpConfigOf(row) };
   }
@@ -296,7 +289,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
             network: body.transport.network === true,
           }
         : { kind: "http", url: body.transport.url, headers: body.transport.headers ?? {} };
-    const row = await createMcpServer(db, {
+    const row = await store.mcpServers.createMcpServer({
       tenantId,
       projectId: body.projectId ?? null,
       name: body.name,
@@ -315,18 +308,18 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
 
   app.openapi(list, async (c) => {
     const { projectId } = c.req.valid("query");
-    const rows = await listMcpServers(db, c.get("tenantId"), projectId);
+    const rows = await store.mcpServers.listMcpServers(c.get("tenantId"), projectId);
     return c.json({ servers: rows.map(serializeMcpServer) }, 200);
   });
 
   app.openapi(get, async (c) => {
-    const row = await findMcpServer(db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.mcpServers.findMcpServer(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("MCP server");
     return c.json(serializeMcpServer(row), 200);
   });
 
   app.openapi(remove, async (c) => {
-    const row = await deleteMcpServer(db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.mcpServers.deleteMcpServer(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("MCP server");
     await services.mcpViaWorkers.disconnect(mcpScopeOf(row), row.name);
     return c.body(null, 204);

@@ -6,8 +6,6 @@ import { policySetOverBudget, preparePolicies } from "../../gateway/compiled-pol
 import { parseRule, prepareRules } from "../../gateway/rules.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
-import { setProjectPolicyAdmitted } from "../../store/owned-project.js";
-import { readTenantPolicy, setTenantPolicyAdmitted } from "../../store/tenants.js";
 import { findProject } from "./find-owned.js";
 
 const RuleList = z
@@ -81,15 +79,15 @@ const putProjectPolicy = createRoute({
 });
 
 export function registerPolicyRoutes(app: App, services: ApiServices): void {
-  const { db } = services.db;
+  const { store } = services;
   app.openapi(getTenantPolicy, async (c) => {
-    const row = await readTenantPolicy(db, c.get("tenantId"));
+    const row = await store.tenants.readTenantPolicy(c.get("tenantId"));
     if (!row) throw notFound("tenant");
     return c.json(row.policy, 200);
   });
   app.openapi(putTenantPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    const refused = await setTenantPolicyAdmitted(db, c.get("tenantId"), policy, async (projectPolicies) => {
+    const refused = await store.tenants.setTenantPolicyAdmitted(c.get("tenantId"), policy, async (projectPolicies) => {
       await preparePolicies(projectPolicies);
       const alone = policySetOverBudget([policy], "This policy's rules");
       if (alone !== null) return alone;
@@ -103,15 +101,20 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
     return c.json(policy, 200);
   });
   app.openapi(getProjectPolicy, async (c) => {
-    const project = await findProject(db, c.get("tenantId"), c.req.valid("param").id);
+    const project = await findProject(store, c.get("tenantId"), c.req.valid("param").id);
     return c.json(project.policy, 200);
   });
   app.openapi(putProjectPolicy, async (c) => {
     const policy: ApprovalPolicy = c.req.valid("json");
-    const refused = await setProjectPolicyAdmitted(db, c.get("tenantId"), c.req.valid("param").id, policy, async (tenantPolicy) => {
-      await preparePolicies([tenantPolicy]);
-      return policySetOverBudget([tenantPolicy, policy], "This policy's rules with the tenant's");
-    });
+    const refused = await store.projects.setProjectPolicyAdmitted(
+      c.get("tenantId"),
+      c.req.valid("param").id,
+      policy,
+      async (tenantPolicy) => {
+        await preparePolicies([tenantPolicy]);
+        return policySetOverBudget([tenantPolicy, policy], "This policy's rules with the tenant's");
+      },
+    );
     if (refused === undefined) throw notFound("project");
     if (refused !== null) throw new FoyaError("bad_request", refused);
     return c.json(policy, 200);

@@ -2,7 +2,6 @@ import { createRoute } from "@hono/zod-openapi";
 import { newId } from "../../ids.js";
 import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { deleteProject } from "../../runs/delete-project.js";
-import { insertProject } from "../../store/owned-project.js";
 import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
@@ -45,13 +44,13 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
       [tenantId, id],
       toolIdentity(services.identityMode, settings.toolUidSlot),
     );
-    const project = await insertProject(services.db.db, { id, tenantId, name, workspacePath });
+    const project = await services.store.projects.insertProject({ id, tenantId, name, workspacePath });
     if (!project) throw new Error("project insert returned nothing");
     return c.json(serializeProject(project), 201);
   });
 
   app.openapi(getProject, async (c) => {
-    const project = await findProject(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const project = await findProject(services.store, c.get("tenantId"), c.req.valid("param").id);
     return c.json(serializeProject(project), 200);
   });
 

@@ -1,7 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError, notFound } from "../../errors.js";
-import { readEvents } from "../../store/events.js";
-import { runOfTenant } from "../../store/runs.js";
 import { cancelRun } from "../../runs/cancel-run.js";
 import { createRun } from "../../runs/create-run.js";
 import type { ApiServices, App } from "../app-env.js";
@@ -99,7 +97,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
   });
 
   app.openapi(getRun, async (c) => {
-    const run = await runOfTenant(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const run = await services.store.runs.runOfTenant(c.get("tenantId"), c.req.valid("param").id);
     if (!run) throw notFound("run");
     return c.json(serializeRun(run), 200);
   });
@@ -111,7 +109,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
 
   app.openapi(listEvents, async (c) => {
     const tenantId = c.get("tenantId");
-    const session = await findSession(services.db.db, tenantId, c.req.valid("param").id);
+    const session = await findSession(services.store, tenantId, c.req.valid("param").id);
     const query = c.req.valid("query");
     if ((c.req.header("accept") ?? "").includes("text/event-stream")) {
       const lastEventId = Number.parseInt(c.req.header("last-event-id") ?? "", 10);
@@ -133,7 +131,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
         sequences: streams.sequences,
       }) as never;
     }
-    const events = await readEvents(services.db.db, tenantId, session.id, query.after, { limit: query.limit });
+    const events = await services.store.events.readEvents(tenantId, session.id, query.after, { limit: query.limit });
     const page = events.map((e) => ({ ...e, data: e.data as unknown as Record<string, unknown> }));
     return c.json({ events: page, next: events.at(-1)?.seq ?? query.after }, 200);
   });

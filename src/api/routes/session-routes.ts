@@ -2,8 +2,6 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError, notFound } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { deleteSession } from "../../runs/delete-session.js";
-import { messagesOfSession } from "../../store/messages.js";
-import { insertSession, listLiveSessions } from "../../store/sessions.js";
 import { fullAccessRefusal, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, fullAccessRefusedResponse, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
@@ -63,19 +61,19 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
   app.openapi(createSession, async (c) => {
     const body = c.req.valid("json");
     const tenantId = c.get("tenantId");
-    const project = await findProject(services.db.db, tenantId, body.projectId);
+    const project = await findProject(services.store, tenantId, body.projectId);
     const providerProfile = body.providerProfile ?? services.config.providers.defaultProfile;
     if (!services.providers.has(providerProfile)) {
       throw new FoyaError("bad_request", `provider profile "${providerProfile}" is not configured on this server`);
     }
     if (body.approvalMode === "full_access") {
       // Read now, not cached: a grant the operator just gave or revoked applies at once.
-      const settings = await readTenantSettings(services.db.db, tenantId);
+      const settings = await readTenantSettings(services.store, tenantId);
       if (!settings) throw notFound("tenant");
       const refusal = fullAccessRefusal(services.config, settings);
       if (refusal) throw new FoyaError("full_access_not_granted", refusal);
     }
-    const session = await insertSession(services.db.db, {
+    const session = await services.store.sessions.insertSession({
       id: newId("ses"),
       tenantId,
       projectId: project.id,
@@ -92,12 +90,12 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(listSessions, async (c) => {
-    const rows = await listLiveSessions(services.db.db, c.get("tenantId"), c.req.valid("query").limit);
+    const rows = await services.store.sessions.listLiveSessions(c.get("tenantId"), c.req.valid("query").limit);
     return c.json({ sessions: rows.map(serializeSession) }, 200);
   });
 
   app.openapi(getSession, async (c) => {
-    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
     return c.json(serializeSession(session), 200);
   });
 
@@ -107,8 +105,8 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(listMessages, async (c) => {
-    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
-    const rows = await messagesOfSession(services.db.db, session.id);
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
+    const rows = await services.store.messages.messagesOfSession(session.id);
     return c.json(
       {
         messages: rows.map((row) => ({

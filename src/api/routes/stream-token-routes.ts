@@ -25,9 +25,9 @@ const mintStreamToken = createRoute({
   responses: { 201: { content: { "application/json": { schema: StreamTokenSchema } }, description: "The token" }, ...errorResponses },
 });
 
-export function registerStreamTokenRoutes(app: App, services: Pick<ApiServices, "db">, tokens: StreamTokens): void {
+export function registerStreamTokenRoutes(app: App, services: Pick<ApiServices, "store">, tokens: StreamTokens): void {
   app.openapi(mintStreamToken, async (c) => {
-    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("param").id);
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
     const { token, expiresAt } = tokens.mint({ tenantId: c.get("tenantId"), apiKeyId: c.get("apiKeyId"), sessionId: session.id });
     return c.json({ token, sessionId: session.id, expiresAt: expiresAt.toISOString() }, 201);
   });

@@ -1,6 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
 import { notFound } from "../../errors.js";
-import { findTenant, insertTenantWithKey, updateTenantSettings } from "../../store/tenants.js";
 import type { ApiServices, App } from "../app-env.js";
 import { generateApiKey, presented } from "../auth.js";
 import type { AuthFailureLockout } from "../limits/auth-failure-lockout.js";
@@ -63,13 +62,13 @@ export function registerTenantRoutes(app: App, services: ApiServices, lockout: P
   app.openapi(createTenant, async (c) => {
     const { name } = c.req.valid("json");
     const key = generateApiKey();
-    const tenant = await insertTenantWithKey(services.db.db, name, key);
+    const tenant = await services.store.tenants.insertTenantWithKey(name, key);
     lockout.vouch(presented("tenant", key.key));
     return c.json({ tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.createdAt.toISOString() }, apiKey: key.key }, 201);
   });
 
   app.openapi(getTenant, async (c) => {
-    const tenant = await findTenant(services.db.db, c.req.valid("param").id);
+    const tenant = await services.store.tenants.findTenant(c.req.valid("param").id);
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });
@@ -77,7 +76,7 @@ export function registerTenantRoutes(app: App, services: ApiServices, lockout: P
   app.openapi(updateTenant, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const tenant = await updateTenantSettings(services.db.db, id, body);
+    const tenant = await services.store.tenants.updateTenantSettings(id, body);
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });

@@ -34,7 +34,7 @@ const listTools = createRoute({
 
 export function registerToolRoutes(app: App, services: ApiServices): void {
   app.openapi(listTools, async (c) => {
-    const session = await findSession(services.db.db, c.get("tenantId"), c.req.valid("query").session);
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("query").session);
     const { registry, mcpServers } = await services.catalogViaWorkers.forProject({
       tenantId: session.tenantId,
       projectId: session.projectId,

@@ -70,7 +70,7 @@ const restoreTrashEntry = createRoute({
 
 export function registerTrashRoutes(app: App, services: ApiServices): void {
   const projectOf = async (tenantId: string, id: string) => {
-    const project = await findProject(services.db.db, tenantId, id);
+    const project = await findProject(services.store, tenantId, id);
     return { workspacePath: project.workspacePath, trash: projectTrashRoot(services.config.workspaces.dir, project.workspacePath) };
   };
 

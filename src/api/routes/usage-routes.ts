@@ -1,8 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { notFound } from "../../errors.js";
-import { countWaitingRuns, countWorkingRuns, storedBytes, tokensToday } from "../../store/tenant-admission.js";
-import { runningCallsOf } from "../../store/tool-call-slots.js";
-import { countRunningCommands } from "../../store/commands.js";
 import { effectiveQuotas, effectiveToolLimits, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, QuotasSchema } from "../schemas.js";
@@ -38,16 +35,16 @@ const getUsage = createRoute({
 export function registerUsageRoutes(app: App, services: ApiServices): void {
   app.openapi(getUsage, async (c) => {
     const tenantId = c.get("tenantId");
-    const db = services.db.db;
-    const settings = await readTenantSettings(db, tenantId);
+    const { store } = services;
+    const settings = await readTenantSettings(store, tenantId);
     if (!settings) throw notFound("tenant");
     const [activeRuns, queuedRuns, tokens, bytes, runningCommands, toolCalls] = await Promise.all([
-      countWorkingRuns(db, tenantId),
-      countWaitingRuns(db, tenantId),
-      tokensToday(db, tenantId),
-      storedBytes(db, tenantId),
-      countRunningCommands(db, tenantId),
-      runningCallsOf(services.db.pool, tenantId),
+      store.tenantAdmission.countWorkingRuns(tenantId),
+      store.tenantAdmission.countWaitingRuns(tenantId),
+      store.tenantAdmission.tokensToday(tenantId),
+      store.tenantAdmission.storedBytes(tenantId),
+      store.commands.countRunningCommands(tenantId),
+      services.store.toolCallSlots.runningCallsOf(tenantId),
     ]);
     return c.json(
       {

@@ -1,15 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { FoyaError, notFound } from "../../errors.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
-import {
-  createWebhook,
-  disableWebhook,
-  findWebhook,
-  listDeliveries,
-  listWebhooks,
-  type DeliveryWithAttempts,
-  type WebhookRow,
-} from "../../store/webhooks.js";
+import type { DeliveryWithAttempts, WebhookRow } from "../../store/webhooks.js";
 import { generateWebhookSecret } from "../../webhooks/webhook-signature.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, WebhookCreatedSchema, WebhookCreateSchema, WebhookDeliverySchema, WebhookSchema } from "../schemas.js";
@@ -95,7 +87,7 @@ const deliveries = createRoute({
 });
 
 export function registerWebhookRoutes(app: App, services: ApiServices): void {
-  const db = services.db.db;
+  const { store } = services;
 
   app.openapi(create, async (c) => {
     const body = c.req.valid("json");
@@ -104,7 +96,7 @@ export function registerWebhookRoutes(app: App, services: ApiServices): void {
       if (refused) throw new FoyaError("bad_request", `url: ${refused}`);
     }
     const eventTypes = body.eventTypes.includes("*") ? ["*"] : [...new Set(body.eventTypes)];
-    const row = await createWebhook(db, {
+    const row = await store.webhooks.createWebhook({
       tenantId: c.get("tenantId"),
       url: body.url,
       eventTypes,
@@ -115,26 +107,26 @@ export function registerWebhookRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(list, async (c) => {
-    const rows = await listWebhooks(db, c.get("tenantId"));
+    const rows = await store.webhooks.listWebhooks(c.get("tenantId"));
     return c.json({ webhooks: rows.map(serializeWebhook) }, 200);
   });
 
   app.openapi(get, async (c) => {
-    const row = await findWebhook(db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.webhooks.findWebhook(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("webhook");
     return c.json(serializeWebhook(row), 200);
   });
 
   app.openapi(remove, async (c) => {
-    const row = await disableWebhook(db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.webhooks.disableWebhook(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("webhook");
     return c.body(null, 204);
   });
 
   app.openapi(deliveries, async (c) => {
-    const row = await findWebhook(db, c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.webhooks.findWebhook(c.get("tenantId"), c.req.valid("param").id);
     if (!row) throw notFound("webhook");
-    const rows = await listDeliveries(db, row.id, c.req.valid("query").limit);
+    const rows = await store.webhooks.listDeliveries(row.id, c.req.valid("query").limit);
     return c.json({ deliveries: rows.map(serializeDelivery) }, 200);
   });
 }

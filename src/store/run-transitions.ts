@@ -1,0 +1,198 @@
+import { and, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
+import type { NextJob } from "../core/next-job.js";
+import { runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
+import type { Database } from "../db/client.js";
+import { runs } from "../db/schema.js";
+import { run, statement } from "./named-sql.js";
+import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
+
+/**
+ * Transitions of `runs` (SPEC D2, D4). Each is one guarded statement; the guard is the run's
+ * fence where a job owns the run, and the statuses `runStatusesLeadingTo` allows where its
+ * status changes. Each transition has one text: a statement that makes it inside a larger one
+ * (`answer_call` hands the run on) uses the text below, not a copy.
+ */
+
+const R = {
+  id: col(runs.id),
+  status: col(runs.status),
+  fence: col(runs.fence),
+  nextJob: col(runs.nextJob),
+  activatedTools: col(runs.activatedTools),
+};
+
+/** The guard of a run a job holds: its fence, and the run still running. */
+export function heldBy(held: { id: string; fence: number }): SQL | undefined {
+  return and(eq(runs.id, held.id), eq(runs.fence, held.fence), eq(runs.status, "running"));
+}
+
+/**
+ * handOff: "hand the run to its next step", the one text of that transition.
+ * Guard: the holder's fence, run running, and the run still on the job this holder claimed
+ * (`next_job`), and `when`. Params: `HandOffParams`. Returns the run's id when it moved.
+ * The step job of `nextStepIndex` becomes the run's next job (the outbox) and the lease is released.
+ */
+export function handOffText(when = "true"): string {
+  return `update ${tbl(runs)} set ${col(runs.stepIndex)} = :nextStepIndex, ${R.nextJob} = :nextJob::jsonb, ${col(runs.redispatches)} = 0,
+       ${col(runs.leaseOwner)} = null, ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
+     where ${R.id} = :runId and ${R.fence} = :runFence and ${R.status} = 'running' and ${R.nextJob} = :currentJob::jsonb
+       and ${when}
+     returning ${R.id}`;
+}
+
+/** The parameters `handOffText` names; `null` everywhere when no hand-off is asked (the text's `when` then refuses it). */
+export interface HandOffParams {
+  runId: string;
+  runFence: number | null;
+  /** The run's job now and the step job it moves to (JSON). */
+  currentJob: string | null;
+  nextJob: string | null;
+  nextStepIndex: number | null;
+}
+
+/** What a holder asks for to hand its run on. */
+export interface HandOff {
+  fence: number;
+  current: NextJob | null;
+  next: Extract<NextJob, { kind: "step" }>;
+}
+
+/** `HandOffParams` of a hand-off, or of none. */
+export function handOffParams(runId: string, handOff: HandOff | undefined): HandOffParams {
+  return {
+    runId,
+    runFence: handOff?.fence ?? null,
+    currentJob: handOff ? JSON.stringify(handOff.current) : null,
+    nextJob: handOff ? JSON.stringify(handOff.next) : null,
+    nextStepIndex: handOff?.next.stepIndex ?? null,
+  };
+}
+
+/**
+ * moveToNextStep
+ * Guard: `handOffText`'s. Params: `HandOffParams`. Result: the step job, or undefined when the run did not move.
+ */
+const moveToNextStepStatement = statement<HandOffParams, { id: string }>("move_to_next_step", handOffText());
+
+export async function moveToNextStep(
+  tx: Database,
+  held: { id: string; fence: number; nextJob: NextJob | null },
+  nextIndex: number,
+): Promise<NextJob | undefined> {
+  const next: NextJob = { kind: "step", stepIndex: nextIndex };
+  const moved = await run(
+    clientOf(tx),
+    moveToNextStepStatement,
+    handOffParams(held.id, { fence: held.fence, current: held.nextJob, next }),
+  );
+  return moved.length > 0 ? next : undefined;
+}
+
+/**
+ * parkRun
+ * Guard: fence, running, and `status` reachable from running. Result: whether it parked.
+ * The run waits with no job and no lease: for a decision (`awaiting_approval`, D6) or for sub-agents (`running`, A1).
+ */
+export async function parkRun(
+  tx: Database,
+  held: { id: string; fence: number },
+  status: "awaiting_approval" | "running",
+): Promise<boolean> {
+  if (status !== "running" && !runStatusesLeadingTo(status).includes("running")) throw new Error(`a running run cannot become ${status}`);
+  const parked = await tx
+    .update(runs)
+    .set({ status, nextJob: null, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .where(heldBy(held))
+    .returning({ id: runs.id });
+  return parked.length > 0;
+}
+
+/**
+ * resumeParkedRun
+ * Guard: no job, and a status from which `running` is reached or `running` itself (parked on sub-agents).
+ * Result: the batch job to dispatch, or undefined when the run was not parked.
+ */
+export async function resumeParkedRun(
+  tx: Database,
+  parked: { id: string; fence: number },
+  stepIndex: number,
+): Promise<NextJob | undefined> {
+  // The fence names the parked attempt, so each resume gets a job id of its own.
+  const next: NextJob = { kind: "batch", stepIndex, resume: parked.fence };
+  const [resumed] = await tx
+    .update(runs)
+    .set({ status: "running", nextJob: next, redispatches: 0, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(runs.id, parked.id),
+        inArray(runs.status, ["running", ...runStatusesLeadingTo("running").filter((s) => s !== "queued")]),
+        isNull(runs.nextJob),
+      ),
+    )
+    .returning({ id: runs.id });
+  return resumed ? next : undefined;
+}
+
+/**
+ * finishRun
+ * Guard: a status from which `status` is reached (`runStatusesLeadingTo`), and the fence when given.
+ * Result: whether the run ended here. Bumps the fence, so no job of the run can commit after.
+ */
+export async function finishRun(
+  tx: Database,
+  runId: string,
+  status: TerminalRunStatus,
+  options: { fence?: number; error?: { code: string; message: string } },
+): Promise<boolean> {
+  const conditions = [eq(runs.id, runId), inArray(runs.status, runStatusesLeadingTo(status))];
+  if (options.fence !== undefined) conditions.push(eq(runs.fence, options.fence));
+  const updated = await tx
+    .update(runs)
+    .set({
+      status,
+      nextJob: null,
+      leaseOwner: null,
+      leaseUntil: null,
+      fence: sql`${runs.fence} + 1`,
+      error: options.error ?? null,
+      endedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(...conditions))
+    .returning({ id: runs.id });
+  return updated.length > 0;
+}
+
+/**
+ * addActivatedTools
+ * Guard: the batch's fence, run running. Params: the run, its fence, the tool names (JSON).
+ * Result: none; the names join the run's sorted, distinct list of activated deferred tools (R5).
+ */
+const addActivatedToolsStatement = statement<{ runId: string; fence: number; names: string }>(
+  "add_activated_tools",
+  `update ${tbl(runs)} set ${R.activatedTools} = (
+     select coalesce(jsonb_agg(distinct name order by name), '[]'::jsonb)
+     from jsonb_array_elements_text(${R.activatedTools} || :names::jsonb) as name)
+   where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running'`,
+);
+
+export async function addActivatedTools(on: Queryable, held: { id: string; fence: number }, names: readonly string[]): Promise<void> {
+  await run(on, addActivatedToolsStatement, { runId: held.id, fence: held.fence, names: JSON.stringify(names) });
+}
+
+/**
+ * countInterruption
+ * Guard: the batch's fence, run running, fewer than `limit` interruptions so far. Params: the run,
+ * its fence, the limit. Result: the run's new count, or undefined when it may not go on (D10).
+ */
+const countInterruptionStatement = statement<{ runId: string; fence: number; limit: number }, { interruptions: number }>(
+  "count_interruption",
+  `update ${tbl(runs)} set ${col(runs.interruptions)} = ${col(runs.interruptions)} + 1
+   where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running' and ${col(runs.interruptions)} < :limit
+   returning ${col(runs.interruptions)} as "interruptions"`,
+);
+
+export async function countInterruption(on: Queryable, held: { id: string; fence: number }, limit: number): Promise<number | undefined> {
+  const [row] = await run(on, countInterruptionStatement, { runId: held.id, fence: held.fence, limit });
+  return row?.interruptions;
+}

@@ -1,0 +1,162 @@
+import { drizzle } from "drizzle-orm/node-postgres";
+import type pg from "pg";
+import type { Database } from "../db/client.js";
+import * as schema from "../db/schema.js";
+import { apiKeysRepository } from "./api-keys.js";
+import { approvalsRepository } from "./approvals.js";
+import { artifactsRepository } from "./artifacts.js";
+import { blobsRepository } from "./blobs.js";
+import { commandsRepository } from "./commands.js";
+import { eventsRepository } from "./events.js";
+import { fileChangesRepository } from "./file-changes.js";
+import { healthRepository } from "./health.js";
+import { mcpServersRepository } from "./mcp-servers.js";
+import { messagesRepository } from "./messages.js";
+import { projectsRepository } from "./owned-project.js";
+import { projectRemovalRepository } from "./project-removal.js";
+import type { Handles } from "./repository.js";
+import { clientOf } from "./sql-text.js";
+import { runsRepository } from "./runs.js";
+import { sessionsRepository } from "./sessions.js";
+import { stepsRepository } from "./steps.js";
+import { tenantAdmissionRepository } from "./tenant-admission.js";
+import { tenantsRepository } from "./tenants.js";
+import { toolCallSlotsRepository } from "./tool-call-slots.js";
+import { toolCallsRepository } from "./tool-calls.js";
+import { webhookDeliveriesRepository } from "./webhook-deliveries.js";
+import { webhooksRepository } from "./webhooks.js";
+import { workersRepository } from "./workers.js";
+
+/**
+ * The store as one object, in the shape of bullmq's `IQueueBackend`: one repository per store
+ * module (`store.runs`, `store.toolCalls`, ...), each a set of named, guarded statements, and
+ * `store.transaction(work)`, whose `StoreTx` has the same repositories bound to one transaction.
+ * Callers hold this object, never a pool, a connection or drizzle's handle: those stay here.
+ */
+
+const repositories = {
+  apiKeys: apiKeysRepository,
+  approvals: approvalsRepository,
+  artifacts: artifactsRepository,
+  blobs: blobsRepository,
+  commands: commandsRepository,
+  events: eventsRepository,
+  fileChanges: fileChangesRepository,
+  health: healthRepository,
+  mcpServers: mcpServersRepository,
+  messages: messagesRepository,
+  projects: projectsRepository,
+  projectRemoval: projectRemovalRepository,
+  runs: runsRepository,
+  sessions: sessionsRepository,
+  steps: stepsRepository,
+  tenantAdmission: tenantAdmissionRepository,
+  tenants: tenantsRepository,
+  toolCallSlots: toolCallSlotsRepository,
+  toolCalls: toolCallsRepository,
+  webhookDeliveries: webhookDeliveriesRepository,
+  webhooks: webhooksRepository,
+  workers: workersRepository,
+};
+
+/** Every repository of the store, bound to one set of handles. */
+export type Repositories = { readonly [K in keyof typeof repositories]: ReturnType<(typeof repositories)[K]> };
+
+/** The repositories bound to one open transaction: every statement runs on its connection. */
+export type StoreTx = Repositories;
+
+export interface Store extends Repositories {
+  /**
+   * BEGIN, `work`, COMMIT on one pooled connection; ROLLBACK when `work` throws. One attempt:
+   * a caller that retries (`withRetry`) also resets what it gathered for after the commit.
+   */
+  transaction<T>(work: (tx: StoreTx) => Promise<T>): Promise<T>;
+}
+
+/**
+ * Each repository is bound on first use, once per handles: a transaction that touches three
+ * repositories binds three (the hot path opens one or two transactions per step).
+ */
+class BoundRepositories {
+  constructor(readonly handles: Handles) {}
+}
+for (const [name, make] of Object.entries(repositories)) {
+  Object.defineProperty(BoundRepositories.prototype, name, {
+    get(this: BoundRepositories) {
+      const value = make(this.handles);
+      Object.defineProperty(this, name, { value });
+      return value;
+    },
+  });
+}
+
+function bind(handles: Handles): Repositories {
+  return new BoundRepositories(handles) as unknown as Repositories;
+}
+
+/** The handles under each transaction's repositories, for src/worker until it takes the Store (`rawHandles`). */
+const handlesOfTx = new WeakMap<StoreTx, { db: Database; client: pg.PoolClient }>();
+
+export function createStore(pool: pg.Pool): Store {
+  const store = bind({ db: drizzle(pool, { schema }), pg: pool });
+  return Object.assign(store, {
+    transaction<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
+      return inTransaction(pool, (client, db) => {
+        const tx = bind({ db, pg: client });
+        handlesOfTx.set(tx, { db, client });
+        return work(tx);
+      });
+    },
+  });
+}
+
+/**
+ * TEMPORARY, for functions src/worker still calls with drizzle's handle (`usageRefusal`): the
+ * repositories on that handle and the connection under it.
+ */
+export function repositoriesOn(db: Database): Repositories {
+  return bind({ db, pg: clientOf(db) });
+}
+
+/**
+ * TEMPORARY, for src/worker until it takes the Store: drizzle's handle and the connection of a
+ * transaction (`Effects.tx`, `Effects.pg` of src/store/transact.ts).
+ */
+export function rawHandles(tx: StoreTx): { db: Database; client: pg.PoolClient } {
+  const handles = handlesOfTx.get(tx);
+  if (!handles) throw new Error("not a transaction of this store");
+  return handles;
+}
+
+/** A drizzle handle per pooled connection, made once: building one reads the whole schema. */
+const drizzleOfClient = new WeakMap<pg.PoolClient, Database>();
+
+/**
+ * BEGIN, work, COMMIT on one pooled connection, which both drizzle and the
+ * store's prepared statements use. A connection whose ROLLBACK failed is
+ * dropped from the pool instead of being reused in an unknown state.
+ */
+async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient, db: Database) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    let db = drizzleOfClient.get(client);
+    if (!db) {
+      db = drizzle(client, { schema });
+      drizzleOfClient.set(client, db);
+    }
+    await client.query("begin");
+    try {
+      const value = await work(client, db);
+      await client.query("commit");
+      return value;
+    } catch (error) {
+      await client.query("rollback").catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    }
+  } finally {
+    client.release(broken);
+  }
+}

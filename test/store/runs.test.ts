@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
+import { batchJob, claimedBatch, claimedStep, leaseMs, placedRun, runRow, stepJob } from "./run-fixtures.js";
+
+/** `store.runs`: each guarded statement of a run's claims, leases and transitions, on Postgres. */
+
+let db: StoreDb;
+beforeAll(async () => {
+  db = await createStoreDb();
+});
+afterAll(async () => db?.close());
+
+describe("store.runs claims", () => {
+  it("D4: a claim takes the lease and bumps the fence; another job's claim waits while that lease lives", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed, "worker-a/job-1");
+    expect(held).toMatchObject({ status: "running", fence: placed.run.fence + 1, leaseOwner: "worker-a/job-1" });
+    const second = await db.store.runs.claimStep({
+      runId: placed.run.id,
+      stepIndex: 0,
+      next: stepJob,
+      owner: "worker-b/job-1",
+      leaseMs,
+      historyAfter: { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
+    });
+    expect(second.kind).toBe("busy");
+    expect((await runRow(db, placed.run.id)).fence).toBe(held.fence);
+  });
+
+  it("D4, D9: once a dead worker's leases are released, another job claims the run and the old fence is stale", async () => {
+    const placed = await placedRun(db);
+    const first = await claimedStep(db, placed, "worker-dead/job-1");
+    const released = await db.store.runs.releaseRunsOfWorker("worker-dead");
+    expect(released.map((row) => row.id)).toContain(placed.run.id);
+    const second = await claimedStep(db, placed, "worker-b/job-1");
+    expect(second.fence).toBe(first.fence + 1);
+    expect(await db.store.runs.lockHeldRun(first)).toBe(false);
+  });
+
+  it("D4: a claim for a job the run no longer needs, or of a run that ended, is refused as gone", async () => {
+    const placed = await placedRun(db);
+    const wrongJob = await db.store.runs.claimBatch({
+      runId: placed.run.id,
+      stepIndex: 0,
+      next: batchJob,
+      owner: "w/j",
+      leaseMs,
+      startPreGranted: false,
+    });
+    expect(wrongJob).toEqual({ kind: "gone", reason: "run does not need this job" });
+    expect(await db.store.runs.finishRun(placed.run.id, "cancelled", {})).toBe(true);
+    const ended = await db.store.runs.claimStep({
+      runId: placed.run.id,
+      stepIndex: 0,
+      next: stepJob,
+      owner: "w/j",
+      leaseMs,
+      historyAfter: { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
+    });
+    expect(ended).toEqual({ kind: "gone", reason: "run is cancelled" });
+  });
+
+  it("D1: a step claim reads the run's history after the position given, and counts the step's attempt", async () => {
+    const placed = await placedRun(db);
+    const input = { runOrdinal: placed.run.ordinal, stepIndex: -1, part: 0 as const, callIndex: 0 };
+    const owner = { tenantId: placed.tenantId, sessionId: placed.sessionId, runId: placed.run.id };
+    await db.store.messages.insertMessage(owner, input, { role: "user", text: "hello" });
+    const claim = (historyAfter: typeof input, job: string) =>
+      db.store.runs.claimStep({ runId: placed.run.id, stepIndex: 0, next: stepJob, owner: `w/${job}`, leaseMs, historyAfter });
+    const whole = await claim({ runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 }, "1");
+    if (whole.kind !== "claimed") throw new Error(whole.kind);
+    expect(whole.extra.attempt).toBe(1);
+    expect(whole.extra.history).toEqual([{ message: { role: "user", text: "hello" }, position: input }]);
+    await db.store.runs.releaseRunsOfWorker("w");
+    const after = await claim(input, "2");
+    if (after.kind !== "claimed") throw new Error(after.kind);
+    expect(after.extra.history).toEqual([]);
+  });
+});
+
+describe("store.runs transitions", () => {
+  it("D4: a hand-off to the next step with a stale fence is refused; the holder's moves the run on and releases its lease", async () => {
+    const batch = await claimedBatch(db, ["probe"]);
+    expect(await db.store.runs.moveToNextStep({ ...batch.held, fence: batch.held.fence - 1 }, 1)).toBeUndefined();
+    expect(await db.store.runs.moveToNextStep(batch.held, 1)).toEqual({ kind: "step", stepIndex: 1 });
+    expect(await runRow(db, batch.run.id)).toMatchObject({
+      stepIndex: 1,
+      nextJob: { kind: "step", stepIndex: 1 },
+      leaseOwner: null,
+      redispatches: 0,
+    });
+  });
+
+  it("D4: a hand-off of a run no longer on the job its holder claimed is refused", async () => {
+    const batch = await claimedBatch(db, ["probe"]);
+    const resumed = { ...batch.held, nextJob: { kind: "batch" as const, stepIndex: 0, resume: 7 } };
+    expect(await db.store.runs.moveToNextStep(resumed, 1)).toBeUndefined();
+    expect((await runRow(db, batch.run.id)).stepIndex).toBe(0);
+  });
+
+  it("D6: a parked run holds no job and no lease; only a parked run resumes, with a job of its own per park", async () => {
+    const batch = await claimedBatch(db, ["probe"]);
+    expect(await db.store.runs.resumeParkedRun(batch.held, 0)).toBeUndefined();
+    expect(await db.store.runs.parkRun({ ...batch.held, fence: batch.held.fence - 1 }, "awaiting_approval")).toBe(false);
+    expect(await db.store.runs.parkRun(batch.held, "awaiting_approval")).toBe(true);
+    expect(await runRow(db, batch.run.id)).toMatchObject({
+      status: "awaiting_approval",
+      nextJob: null,
+      leaseOwner: null,
+      leaseUntil: null,
+    });
+    expect(await db.store.runs.resumeParkedRun(batch.held, 0)).toEqual({ kind: "batch", stepIndex: 0, resume: batch.held.fence });
+    expect(await runRow(db, batch.run.id)).toMatchObject({
+      status: "running",
+      nextJob: { kind: "batch", stepIndex: 0, resume: batch.held.fence },
+    });
+    expect(await db.store.runs.resumeParkedRun(batch.held, 0)).toBeUndefined();
+  });
+
+  it("D2, D4: a run ends once, from a status that leads to its end, and only by the fence's holder when one is given", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    expect(await db.store.runs.finishRun(placed.run.id, "completed", { fence: held.fence - 1 })).toBe(false);
+    expect(await db.store.runs.finishRun(placed.run.id, "completed", { fence: held.fence })).toBe(true);
+    const ended = await runRow(db, placed.run.id);
+    expect(ended).toMatchObject({ status: "completed", nextJob: null, leaseOwner: null, fence: held.fence + 1 });
+    expect(ended.endedAt).not.toBeNull();
+    expect(await db.store.runs.finishRun(placed.run.id, "cancelled", {})).toBe(false);
+    expect((await runRow(db, placed.run.id)).status).toBe("completed");
+  });
+
+  it("D4: a job gives its run back for a retry only while it holds the fence", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    expect(await db.store.runs.releaseForRetry({ ...held, fence: held.fence - 1 })).toBeUndefined();
+    expect(await db.store.runs.releaseForRetry(held)).toBe(1);
+    expect(await runRow(db, placed.run.id)).toMatchObject({ redispatches: 1, leaseOwner: null, leaseUntil: null });
+  });
+
+  it("X4: a lost job is redispatched once per reading of it: a second redispatch from the same reading is refused", async () => {
+    const placed = await placedRun(db);
+    const lost = { id: placed.run.id, nextJob: stepJob, redispatches: 0 };
+    expect(await db.store.runs.redispatchLostJob(lost)).toBe(1);
+    expect(await db.store.runs.redispatchLostJob(lost)).toBeUndefined();
+    expect(await db.store.runs.redispatchLostJob({ ...lost, redispatches: 1, nextJob: batchJob })).toBeUndefined();
+  });
+
+  it("X4: the sweeper finds a run that needs a job and holds no live lease, never one a job holds", async () => {
+    const waiting = await placedRun(db);
+    const leased = await placedRun(db);
+    await claimedStep(db, leased);
+    const found = (await db.store.runs.lostJobCandidates(0, 1000)).map((row) => row.id);
+    expect(found).toContain(waiting.run.id);
+    expect(found).not.toContain(leased.run.id);
+  });
+
+  it("D10: a run counts its interruptions up to the limit, only under its holder's fence", async () => {
+    const batch = await claimedBatch(db, ["probe"]);
+    expect(await db.store.runs.countInterruption({ ...batch.held, fence: batch.held.fence - 1 }, 2)).toBeUndefined();
+    expect(await db.store.runs.countInterruption(batch.held, 2)).toBe(1);
+    expect(await db.store.runs.countInterruption(batch.held, 2)).toBe(2);
+    expect(await db.store.runs.countInterruption(batch.held, 2)).toBeUndefined();
+  });
+
+  it("R5: activated tools join the run's sorted, distinct list, only under the batch's fence", async () => {
+    const batch = await claimedBatch(db, ["tool_search"]);
+    await db.store.runs.addActivatedTools({ ...batch.held, fence: batch.held.fence - 1 }, ["stale"]);
+    await db.store.runs.addActivatedTools(batch.held, ["zeta", "alpha"]);
+    await db.store.runs.addActivatedTools(batch.held, ["alpha", "beta"]);
+    expect((await runRow(db, batch.run.id)).activatedTools).toEqual(["alpha", "beta", "zeta"]);
+  });
+
+  it("X6: a run is placed in its session once; its end frees the session for the oldest run waiting", async () => {
+    const placed = await placedRun(db);
+    await expect(db.store.transaction((tx) => tx.runs.placeRun(placed.run))).rejects.toThrow(/already has a place/);
+    const waiting = await db.store.runs.insertRun({ tenantId: placed.tenantId, sessionId: placed.sessionId, input: "next" });
+    expect(await db.store.transaction((tx) => tx.runs.releaseSessionSlot(placed.sessionId, waiting.id, true))).toBeUndefined();
+    const next = await db.store.transaction((tx) => tx.runs.releaseSessionSlot(placed.sessionId, placed.run.id, true));
+    expect(next?.id).toBe(waiting.id);
+  });
+});

@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { historyOrigin } from "../../src/store/runs.js";
+import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
+import { claimedStep, leaseMs, placedRun, runRow, stepJob } from "./run-fixtures.js";
+
+/** `store.steps`: a model step's start, streamed events, commit and ends, each guarded by the step job's fence. */
+
+let db: StoreDb;
+beforeAll(async () => {
+  db = await createStoreDb();
+});
+afterAll(async () => db?.close());
+
+const step = { index: 0, attempt: 1, tools: ["probe"] };
+const answer = (calls: string[]) => ({
+  text: "working",
+  toolCalls: calls.map((name, index) => ({ callId: `call-${index}`, name, argumentsRaw: "{}" })),
+  finish: { reason: "tool_calls" as const, stopReason: "tool_use", usage: { inputTokens: 3, outputTokens: 5 } },
+  pendingEvents: [],
+});
+
+describe("store.steps", () => {
+  it("D4: a step's start with a stale fence writes nothing; the holder's writes the step streaming and its events", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    const body = { type: "step_start" as const, stepIndex: 0, attempt: 1, tools: ["probe"] };
+    expect(await db.store.steps.startStep({ ...held, fence: held.fence - 1 }, step, [body])).toBeNull();
+    expect(await db.query("select 1 from steps where run_id = $1", [placed.run.id])).toEqual([]);
+    const events = await db.store.steps.startStep(held, step, [body]);
+    expect(events?.map((event) => event.type)).toEqual(["step_start"]);
+    expect(await db.query("select status, attempt from steps where run_id = $1", [placed.run.id])).toEqual([
+      { status: "streaming", attempt: 1 },
+    ]);
+  });
+
+  it("D4, X1: events streamed under a stale fence are refused; the holder's are appended in order", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    const delta = { type: "text_delta" as const, text: "hi" };
+    expect(await db.store.steps.appendStepEvents({ ...held, fence: held.fence - 1 }, { index: 0, attempt: 1 }, [delta])).toBeNull();
+    const events = await db.store.steps.appendStepEvents(held, { index: 0, attempt: 1 }, [delta, delta]);
+    expect(events?.map((event) => event.seq)).toEqual([1, 2]);
+    expect(events?.every((event) => event.step?.attempt === 1)).toBe(true);
+  });
+
+  it("D4: a commit with a stale fence is refused and writes no step, message, call or event", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    expect(await db.store.steps.commitStep({ ...held, fence: held.fence - 1 }, step, answer(["probe"]))).toBeNull();
+    for (const table of ["steps", "messages", "tool_calls", "events"]) {
+      expect(await db.query(`select 1 from ${table} where run_id = $1`, [placed.run.id]), table).toEqual([]);
+    }
+    expect((await runRow(db, placed.run.id)).nextJob).toEqual(stepJob);
+  });
+
+  it("D1, L2: a commit ends the step, writes the assistant message and its calls queued, and hands the run to its batch", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    const events = await db.store.steps.commitStep(held, step, answer(["probe", "read"]));
+    expect(events?.map((event) => event.type)).toEqual(["step_end"]);
+    expect(await db.query("select status, finish_reason, stop_reason from steps where run_id = $1", [placed.run.id])).toEqual([
+      { status: "completed", finish_reason: "tool_calls", stop_reason: "tool_use" },
+    ]);
+    expect(await db.query("select role from messages where run_id = $1", [placed.run.id])).toEqual([{ role: "assistant" }]);
+    expect(await db.query("select name, status from tool_calls where run_id = $1 order by call_index", [placed.run.id])).toEqual([
+      { name: "probe", status: "queued" },
+      { name: "read", status: "queued" },
+    ]);
+    expect(await runRow(db, placed.run.id)).toMatchObject({
+      nextJob: { kind: "batch", stepIndex: 0 },
+      leaseOwner: null,
+      status: "running",
+    });
+  });
+
+  it("D1: a step with no calls commits with no next job; the caller ends the run", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    expect(await db.store.steps.commitStep(held, step, answer([]))).not.toBeNull();
+    expect((await runRow(db, placed.run.id)).nextJob).toBeNull();
+  });
+
+  it("D1: an attempt that commits no answer is recorded, so the next claim counts one attempt more", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    await db.store.steps.endStepAttempt(held, step, { status: "completed", finishReason: "empty_asked_again" });
+    expect(await db.query("select status, finish_reason, attempt from steps where run_id = $1", [placed.run.id])).toEqual([
+      { status: "completed", finish_reason: "empty_asked_again", attempt: 1 },
+    ]);
+    await db.store.runs.releaseForRetry(held);
+    const again = await db.store.runs.claimStep({
+      runId: placed.run.id,
+      stepIndex: 0,
+      next: stepJob,
+      owner: "w/2",
+      leaseMs,
+      historyAfter: historyOrigin,
+    });
+    if (again.kind !== "claimed") throw new Error(again.kind);
+    expect(again.extra.attempt).toBe(2);
+    await db.store.steps.endStepAttempt(again.run, { ...step, attempt: 2 }, { status: "failed" });
+    expect(await db.query("select status, finish_reason, attempt from steps where run_id = $1", [placed.run.id])).toEqual([
+      { status: "failed", finish_reason: null, attempt: 2 },
+    ]);
+  });
+
+  it("X2: closing a streaming step answers the text it streamed; a step no longer streaming is left alone", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    await db.store.steps.startStep(held, step, [{ type: "step_start", stepIndex: 0, attempt: 1, tools: ["probe"] }]);
+    await db.store.steps.appendStepEvents(held, { index: 0, attempt: 1 }, [
+      { type: "text_delta", text: "par" },
+      { type: "text_delta", text: "tial" },
+    ]);
+    const cut = { id: placed.run.id, sessionId: placed.sessionId, stepIndex: 0 };
+    expect(await db.store.transaction((tx) => tx.steps.closeStreamingStep(cut))).toEqual({ index: 0, text: "partial" });
+    expect(await db.query("select status, finish_reason from steps where run_id = $1", [placed.run.id])).toEqual([
+      { status: "completed", finish_reason: "cancelled" },
+    ]);
+    expect(await db.store.transaction((tx) => tx.steps.closeStreamingStep(cut))).toBeUndefined();
+  });
+});
