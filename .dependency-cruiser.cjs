@@ -20,29 +20,12 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/api/|^src/work
 /**
  * Modules outside src/store that query Postgres themselves (drizzle's builders on the
  * schema's tables, or pg). Frozen list: a new module may not join it (issue #20, item 8).
- * Both open their own connection on purpose: startup/dependency-wait.ts the start-up probe
- * (`select 1`), worker/liveness.ts a liveness pool that a busy shared pool cannot starve.
+ * The one left opens its own connection on purpose: the start-up probe (`select 1`), before
+ * any store exists. (A worker's liveness record, which a busy shared pool must not starve,
+ * opens a store of its own: src/store/open-store.ts.)
  */
-const queriesOutsideStore = ["src/startup/dependency-wait.ts", "src/worker/liveness.ts"];
+const queriesOutsideStore = ["src/startup/dependency-wait.ts"];
 const exactPath = (path) => path.replace(/[.]/g, "\\.");
-
-/**
- * Modules outside src/store that may still hold a raw database handle (drizzle's `Database`,
- * `DbExecutor`, a pg `Queryable`, the pool) in their signatures. Everything else takes the Store
- * (`Store`, `StoreTx` or a `Pick` of their repositories). TEMPORARY: src/worker is being split
- * into its phases; once it takes the Store, it and the four functions it calls with drizzle's
- * handle leave this list, and then src/services.ts keeps the pool to itself.
- */
-const rawHandleHolders = [
-  "^src/services\\.ts$",
-  "^src/worker/",
-  ...[
-    "src/runs/quota-refusal.ts",
-    "src/artifacts/store-result-artifacts.ts",
-    "src/mcp/serve-mcp-request.ts",
-    "src/context/read-tool-result.ts",
-  ].map((path) => `^${exactPath(path)}$`),
-];
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 module.exports = {
@@ -121,8 +104,8 @@ module.exports = {
       name: "no-raw-database-handles-outside-the-store",
       severity: "error",
       comment:
-        "Callers hold the Store object (src/store/store.ts), never drizzle's Database, a DbExecutor, a pg Queryable or the pool: those types live in src/db/client.ts, src/store/sql-text.ts and src/store/repository.ts. rawHandleHolders (.dependency-cruiser.cjs) lists the TEMPORARY exceptions.",
-      from: { path: "^src/", pathNot: ["^src/(store|db)/", ...rawHandleHolders] },
+        "Callers hold the Store object (src/store/store.ts), never drizzle's Database, a DbExecutor, a pg Queryable or the pool: those types live in src/db/client.ts, src/store/sql-text.ts and src/store/repository.ts. The composition root opens its store with src/store/open-store.ts, which keeps the pool inside. No exception (decision 0005).",
+      from: { path: "^src/", pathNot: "^src/(store|db)/" },
       to: { path: ["^src/db/client\\.ts$", "^src/store/(sql-text|repository|named-sql)\\.ts$"] },
     },
     {

@@ -34,17 +34,16 @@ import { fileURLToPath } from "node:url";
 import type pg from "pg";
 import { createApp } from "../src/api/app.js";
 import type { App } from "../src/api/app-env.js";
-import { artifactReader } from "../src/store/artifacts.js";
 import { loadConfig } from "../src/config.js";
 import { compileMessages } from "../src/context/compile-request.js";
 import { projectionLimit } from "../src/context/project-results.js";
 import type { HistoryMessage, MessagePosition } from "../src/core/history.js";
-import { loadHistory } from "../src/store/messages.js";
 import { createServices, type Services } from "../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../src/worker/worker-runtime.js";
 import { createBenchEnv, type BenchEnv } from "./support/bench-env.js";
 import { callHookKey, logText, randomText, type CallHook } from "./support/big-output-tools.js";
 import { envInt } from "./support/env-int.js";
+import { sqlPool } from "./support/sql-pool.js";
 import { distribution, mean, ratio, round, roundDistribution } from "./support/stats.js";
 
 const settings = {
@@ -246,14 +245,18 @@ async function contextBuild(services: Services, tenant: Tenant, app: App) {
   const sessionId = await newSession(app, tenant);
   const history = syntheticHistory();
   const insertStart = performance.now();
-  await insertHistory(services.db.pool, tenant.tenantId, sessionId, history);
+  await insertHistory(sqlPool(services.config), tenant.tenantId, sessionId, history);
   const insertMs = performance.now() - insertStart;
   const resultLimit = projectionLimit(settings.contextWindow);
-  const context = { imageInput: false, artifacts: artifactReader(services.db.db, { tenantId: tenant.tenantId, sessionId }), resultLimit };
-  const db = services.db.pool;
+  const context = {
+    imageInput: false,
+    artifacts: services.store.artifacts.artifactReader({ tenantId: tenant.tenantId, sessionId }),
+    resultLimit,
+  };
+  const { messages } = services.store;
 
   // Warm-up (JIT, pool connections).
-  for (let i = 0; i < 3; i++) await compileMessages(await loadHistory(db, tenant.tenantId, sessionId, 10), context);
+  for (let i = 0; i < 3; i++) await compileMessages(await messages.loadHistory(tenant.tenantId, sessionId, 10), context);
 
   const loadMs: number[] = [];
   const compileMs: number[] = [];
@@ -265,7 +268,7 @@ async function contextBuild(services: Services, tenant: Tenant, app: App) {
   const digests = new Set<string>();
   for (let rep = 0; rep < settings.reps; rep++) {
     let start = performance.now();
-    const entries = await loadHistory(db, tenant.tenantId, sessionId, 10);
+    const entries = await messages.loadHistory(tenant.tenantId, sessionId, 10);
     loadMs.push(performance.now() - start);
     messageCount = entries.length;
 
@@ -285,11 +288,11 @@ async function contextBuild(services: Services, tenant: Tenant, app: App) {
     naiveBytes = Buffer.byteLength(naiveJson);
   }
   // Determinism, explicitly: two independent loads, two compilations, byte comparison.
-  const first = JSON.stringify(await compileMessages(await loadHistory(db, tenant.tenantId, sessionId, 10), context));
-  const second = JSON.stringify(await compileMessages(await loadHistory(db, tenant.tenantId, sessionId, 10), context));
+  const first = JSON.stringify(await compileMessages(await messages.loadHistory(tenant.tenantId, sessionId, 10), context));
+  const second = JSON.stringify(await compileMessages(await messages.loadHistory(tenant.tenantId, sessionId, 10), context));
   const deterministic = first === second && digests.size === 1 && digests.has(sha256(first));
 
-  const { rows: sizeRows } = await services.db.pool.query<{ stored: string; text: string }>(
+  const { rows: sizeRows } = await sqlPool(services.config).query<{ stored: string; text: string }>(
     "select sum(pg_column_size(content))::bigint as stored, sum(octet_length(content::text))::bigint as text from messages where session_id = $1",
     [sessionId],
   );
@@ -441,7 +444,7 @@ async function amplification(services: Services, app: App, tenant: Tenant, wal: 
   const outputBytes = settings.bigCalls * settings.bigBytes;
   const growth = Object.fromEntries(trackedTables.map((table) => [table, (sizesAfter[table] ?? 0) - (sizesBefore[table] ?? 0)]));
   const growthTotal = Object.values(growth).reduce((a, b) => a + b, 0);
-  const { rows: stored } = await services.db.pool.query<{ table: string; stored: string }>(
+  const { rows: stored } = await sqlPool(services.config).query<{ table: string; stored: string }>(
     `select 'tool_calls' as table, sum(pg_column_size(result))::text as stored from tool_calls where session_id = $1
      union all select 'messages', sum(pg_column_size(content))::text from messages where session_id = $1 and role = 'tool'
      union all select 'events', sum(pg_column_size(data))::text from events where session_id = $1`,
@@ -563,8 +566,8 @@ async function main(): Promise<void> {
     const config = loadConfig(env);
     services = await createServices(config, { role: "bench" });
     const app = createApp(services);
-    const tenant = await newTenant(app, config.api.adminToken ?? "", services.db.pool);
-    const { rows: version } = await services.db.pool.query<{ server_version: string }>("show server_version");
+    const tenant = await newTenant(app, config.api.adminToken ?? "", sqlPool(config));
+    const { rows: version } = await sqlPool(config).query<{ server_version: string }>("show server_version");
 
     console.log(`context bench: database ${benchEnv.databaseName}, Postgres ${version[0]?.server_version}`);
     console.log("\n1. Context build (1,000-message history, real rows)");
@@ -592,7 +595,7 @@ async function main(): Promise<void> {
     ]);
 
     worker = await startWorkerRuntime(services);
-    wal = await WalProbe.create(services.db.pool, `${benchEnv.databaseName}_wal`);
+    wal = await WalProbe.create(sqlPool(services.config), `${benchEnv.databaseName}_wal`);
     // Warm-up turn: JIT, connections, first pages of every table.
     await runScript(app, tenant, await newSession(app, tenant), [
       [{ tool: "big_output", args: { bytes: 1000, kind: "text" } }],

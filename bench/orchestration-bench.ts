@@ -47,6 +47,8 @@ import {
   type ThroughputPhase,
 } from "./support/report.js";
 import { envInt } from "./support/env-int.js";
+import { sqlPool } from "./support/sql-pool.js";
+import { defaultPoolSize } from "../src/db/client.js";
 import { distribution, mean, ratio, round, roundDistribution } from "./support/stats.js";
 
 const settings = {
@@ -222,7 +224,7 @@ async function foyaThroughputPhase(driver: FoyaDriver, services: Services, worke
 
   // Committed agent steps, from the database: one succeeded no-op call per agent step.
   const runIds = records.map((record) => record.runId);
-  const counted = await services.db.pool.query<{ steps: string; completed: string }>(
+  const counted = await sqlPool(services.config).query<{ steps: string; completed: string }>(
     `select (select count(*) from tool_calls where run_id = any($1) and status = 'succeeded') as steps,
             (select count(*) from runs where id = any($1) and status = 'completed') as completed`,
     [runIds],
@@ -303,7 +305,7 @@ async function baselineThroughputPhase(baseline: BaselineDriver, workers: readon
 async function describeEnvironment(services: Services) {
   const git = await execa("git", ["rev-parse", "--short", "HEAD"], { reject: false });
   const dirty = await execa("git", ["status", "--porcelain", "--untracked-files=no"], { reject: false });
-  const pgVersion = await services.db.pool.query<{ server_version: string }>("show server_version");
+  const pgVersion = await sqlPool(services.config).query<{ server_version: string }>("show server_version");
   const redisInfo = await services.redis.info("server");
   return {
     date: new Date().toISOString(),
@@ -359,7 +361,7 @@ async function main(): Promise<void> {
     services = await createServices(config, { role: "bench" });
     const environment = await describeEnvironment(services);
     log("calibrating raw Postgres and Redis round trips");
-    const calibration = await calibrate(services.db.pool, services.redis);
+    const calibration = await calibrate(sqlPool(config), services.redis);
     const app = createApp(services);
     const driver = await FoyaDriver.create(app, services);
     // The bench process already migrated; workers must not race to do it again.
@@ -401,8 +403,8 @@ async function main(): Promise<void> {
         ...settings,
         stepConcurrency: config.workers.stepConcurrency,
         toolConcurrency: config.workers.toolConcurrency,
-        // Workers open their pool the same way (src/db/client.ts), so the same size.
-        pgPoolMax: services.db.pool.options.max ?? 10,
+        // Every process opens its pool the same way (src/db/client.ts), so the same size.
+        pgPoolMax: defaultPoolSize,
       },
       aims,
       foya: { latency: foyaLatency, throughput: [foyaOne, foyaTwo] },

@@ -1,10 +1,9 @@
 import path from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "./config.js";
-import { openDatabase, type DbHandle } from "./db/client.js";
-import { createStore, type Store } from "./store/store.js";
+import { openStore } from "./store/open-store.js";
+import type { Store } from "./store/store.js";
 import { createUnitOfWork, type UnitOfWork } from "./unit-of-work/unit-of-work.js";
-import { runMigrations } from "./db/migrate.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createFailpoints, type Failpoints } from "./failpoints.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -47,8 +46,6 @@ export interface Services {
   store: Store;
   /** Store transactions with their effects after commit: events published, jobs enqueued, cancels broadcast, counts. */
   unitOfWork: UnitOfWork;
-  /** TEMPORARY: the pool and drizzle's handle, for src/worker until it takes `store` (and for tests). */
-  db: DbHandle;
   /** Command connection shared by queues and publishers. */
   redis: Redis;
   bus: EventBus;
@@ -104,18 +101,19 @@ export interface CreateServicesOptions {
 
 export async function createServices(config: Config, options: CreateServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logging.level, options.role ? { role: options.role } : {});
-  const db = openDatabase(config.database.url);
+  // The pool stays inside the store: everything below gets `store`, never a connection.
+  const database = openStore(config.database.url);
   if (config.database.migrateOnStart) {
     // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.
     // drizzle/ beside package.json: the same folder whether this runs from src/ (tsx) or a compiled outDir.
-    await retryWhileUnavailable("postgres", () => runMigrations(db, path.join(findServiceDir(), "drizzle")), {
+    await retryWhileUnavailable("postgres", () => database.migrate(path.join(findServiceDir(), "drizzle")), {
       logger,
       retryIf: isConnectionError,
       secrets: urlSecrets(config.database.url),
       status: options.startup,
     });
   }
-  const store = createStore(db.pool);
+  const { store } = database;
   const role = options.role ?? "all";
   const metrics = createMetrics({ tenantLabels: config.metrics.tenantLabels, defaultLabels: { role } });
   const tracing = createTracing({
@@ -210,7 +208,6 @@ export async function createServices(config: Config, options: CreateServicesOpti
     logger,
     store,
     unitOfWork: createUnitOfWork({ store, bus, dispatcher, config, metrics }),
-    db,
     redis,
     bus,
     dispatcher,
@@ -235,7 +232,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       await dispatcher.close();
       await bus.close();
       redis.disconnect();
-      await db.close();
+      await database.close();
     },
   };
 }

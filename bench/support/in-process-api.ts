@@ -3,6 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { App } from "../../src/api/app-env.js";
 import type { Services } from "../../src/services.js";
+import { sqlPool } from "./sql-pool.js";
 
 /** Calls the in-process API with a bearer key; throws on a status of 300 or more. */
 export async function apiCall<T>(app: App, key: string, method: string, route: string, body?: unknown): Promise<T> {
@@ -25,7 +26,7 @@ export async function startRunInNewSession(app: App, key: string, projectId: str
 /** Waits until every run completed (throws if one ended otherwise); answers each run's created-to-ended time in ms. */
 export async function waitForRuns(services: Services, runIds: readonly string[], pollMs = 10): Promise<number[]> {
   for (;;) {
-    const { rows } = await services.db.pool.query<{ status: string; ms: number }>(
+    const { rows } = await sqlPool(services.config).query<{ status: string; ms: number }>(
       "select status, extract(epoch from (ended_at - created_at)) * 1000 as ms from runs where id = any($1)",
       [runIds],
     );

@@ -1,8 +1,8 @@
 import type { ResultPart } from "../core/history.js";
 import { storableText } from "../core/storable-text.js";
-import type { DbExecutor } from "../db/client.js";
 import type { BinaryResultPart, StoredToolResult, ToolResult } from "../core/tool-contract.js";
-import { maxArtifactBytes, putArtifact, type ArtifactScope } from "../store/artifacts.js";
+import { maxArtifactBytes, type ArtifactScope } from "../store/artifacts.js";
+import type { Store } from "../store/store.js";
 import { normalizeMediaType, sniffImageMediaType } from "./media-types.js";
 
 /** A tool answering more binary parts than this gets an is_error result: a result is read by a model, not a file dump. */
@@ -18,7 +18,11 @@ const maxNameLength = 255;
  * media type) is replaced by a note and the result becomes is_error, so the
  * model learns why instead of the call failing.
  */
-export async function storeResultArtifacts(db: DbExecutor, scope: ArtifactScope, result: ToolResult): Promise<StoredToolResult> {
+export async function storeResultArtifacts(
+  store: Pick<Store, "artifacts">,
+  scope: ArtifactScope,
+  result: ToolResult,
+): Promise<StoredToolResult> {
   const binaryCount = result.content.filter(isBinaryPart).length;
   if (binaryCount === 0) return result as StoredToolResult;
   const rejected: string[] = [];
@@ -37,7 +41,7 @@ export async function storeResultArtifacts(db: DbExecutor, scope: ArtifactScope,
       content.push({ type: "text", text: `[${part.type === "image-data" ? "image" : "binary content"} not stored: ${checked.reason}]` });
       continue;
     }
-    const stored = await putArtifact(db, scope, { mediaType: checked.mediaType, data: checked.data });
+    const stored = await store.artifacts.putArtifact(scope, { mediaType: checked.mediaType, data: checked.data });
     content.push(
       part.type === "image-data"
         ? { type: "image", artifactId: stored.id, mediaType: checked.mediaType }

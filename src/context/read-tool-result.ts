@@ -1,5 +1,4 @@
-import type { DbExecutor } from "../db/client.js";
-import { toolMessageAt } from "../store/messages.js";
+import type { Store } from "../store/store.js";
 import { parseReference, resultText } from "./project-results.js";
 
 /**
@@ -8,13 +7,13 @@ import { parseReference, resultText } from "./project-results.js";
  * so a reference can never reach another session's history.
  */
 export async function readToolResult(
-  db: DbExecutor,
+  store: Pick<Store, "messages">,
   scope: { tenantId: string; sessionId: string },
   reference: string,
 ): Promise<{ name: string; text: string; isError: boolean } | undefined> {
   const position = parseReference(reference);
   if (!position) return undefined;
-  const message = await toolMessageAt(db, scope, position);
+  const message = await store.messages.toolMessageAt(scope, position);
   if (message?.role !== "tool") return undefined;
   return { name: message.name, text: resultText(message.content), isError: message.isError };
 }

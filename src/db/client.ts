@@ -12,8 +12,21 @@ export interface DbHandle {
   close(): Promise<void>;
 }
 
-export function openDatabase(databaseUrl: string, options: { max?: number } = {}): DbHandle {
-  const pool = survivingConnectionLoss(new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 20 }));
+/** Connections a pool opens at most, unless told otherwise. */
+export const defaultPoolSize = 20;
+
+export interface OpenDatabaseOptions {
+  /** Connections at most (`defaultPoolSize`). */
+  max?: number;
+  /** How long a checkout waits for a connection before it fails; unset: as long as it takes. */
+  connectionTimeoutMillis?: number;
+}
+
+export function openDatabase(databaseUrl: string, options: OpenDatabaseOptions = {}): DbHandle {
+  const { max = defaultPoolSize, connectionTimeoutMillis } = options;
+  const pool = survivingConnectionLoss(
+    new pg.Pool({ connectionString: databaseUrl, max, ...(connectionTimeoutMillis !== undefined ? { connectionTimeoutMillis } : {}) }),
+  );
   const db = drizzle(pool, { schema });
   return { db, pool, close: () => pool.end() };
 }
@@ -26,7 +39,7 @@ export function openDatabase(databaseUrl: string, options: { max?: number } = {}
  * process. Each client therefore gets a listener of its own: its pending and later queries
  * still reject, and the pool drops it on release because it is no longer queryable.
  */
-export function survivingConnectionLoss(pool: pg.Pool): pg.Pool {
+function survivingConnectionLoss(pool: pg.Pool): pg.Pool {
   pool.on("error", () => {});
   pool.on("connect", (client) => {
     client.on("error", () => {});

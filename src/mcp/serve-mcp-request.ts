@@ -1,11 +1,10 @@
-import type { Database } from "../db/client.js";
 import type { McpConnections, McpOutcome } from "./mcp-connections.js";
 import type { McpRequestJobData } from "./mcp-request.js";
 import { mcpConfigOf, mcpScopeOf } from "./mcp-server-rows.js";
-import { findMcpServerInScope } from "../store/mcp-servers.js";
+import type { Store } from "../store/store.js";
 
 export interface ServeMcpRequestContext {
-  db: Database;
+  store: Pick<Store, "mcpServers">;
   /** This worker's own connections: the server starts here, in the sandbox, if it is not running yet. */
   mcp: McpConnections;
 }
@@ -20,7 +19,7 @@ export async function serveMcpRequest(
   data: McpRequestJobData,
   signal: AbortSignal,
 ): Promise<McpOutcome<unknown>> {
-  const row = await findMcpServerInScope(context.db, { tenantId: data.tenantId, projectId: data.projectId }, data.server);
+  const row = await context.store.mcpServers.findMcpServerInScope({ tenantId: data.tenantId, projectId: data.projectId }, data.server);
   if (!row) return { ok: false, errorCode: "mcp_unavailable", message: `The MCP server "${data.server}" is not configured.` };
   const scope = mcpScopeOf(row);
   const config = mcpConfigOf(row);

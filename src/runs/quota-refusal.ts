@@ -1,6 +1,5 @@
 import type { TenantQuotas } from "../core/tenant-quotas.js";
-import type { Database } from "../db/client.js";
-import { repositoriesOn, type Repositories } from "../store/store.js";
+import type { Repositories } from "../store/store.js";
 
 /** What the quota checks read of a tenant's use. */
 type UseReads = Pick<Repositories["tenantAdmission"], "tokensToday" | "storedBytes" | "countWaitingRuns">;
@@ -17,13 +16,12 @@ export interface QuotaRefusal {
   retryAfterSeconds: number;
 }
 
-/** TEMPORARY, for src/worker until it takes the Store: `useRefusal` on drizzle's handle. */
-export function usageRefusal(db: Database, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
-  return useRefusal(repositoriesOn(db).tenantAdmission, tenantId, quotas);
-}
-
 /** The first of the tenant's use quotas (model tokens today, bytes kept) its use has reached; undefined while under both. */
-async function useRefusal(use: UseReads, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
+export async function useRefusal(
+  use: Pick<UseReads, "tokensToday" | "storedBytes">,
+  tenantId: string,
+  quotas: TenantQuotas,
+): Promise<QuotaRefusal | undefined> {
   if (quotas.tokensPerDay > 0) {
     const tokens = await use.tokensToday(tenantId);
     if (tokens >= quotas.tokensPerDay) {

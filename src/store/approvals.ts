@@ -102,19 +102,6 @@ async function closePendingApprovals(
 }
 
 /**
- * TEMPORARY, for src/worker until it takes the Store: `closePendingApprovals` in a transaction
- * given as `{ tx, track }` (src/store/transact.ts, `WorkerEffects`).
- */
-export async function cancelPendingApprovals(
-  fx: { tx: Database; track(events: readonly SessionEvent[]): void },
-  run: { id: string; tenantId: string; sessionId: string },
-  toolCallIds: readonly string[],
-  reason: string,
-): Promise<void> {
-  fx.track(await closePendingApprovals(fx.tx, run, toolCallIds, reason));
-}
-
-/**
  * countPendingApprovals
  * Guard: none (a read). Params: none.
  * Result: approvals waiting for a person's decision, across every tenant (the `foya_approvals_waiting` gauge).

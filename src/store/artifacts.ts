@@ -40,7 +40,7 @@ function artifactIdFor(sessionId: string, sha256: string, mediaType: string): st
 }
 
 /** Stores the bytes once per tenant and digest and names them for the session; answers the artifact. */
-export async function putArtifact(
+async function putArtifact(
   db: DbExecutor,
   scope: ArtifactScope,
   input: { mediaType: string; data: Buffer },
@@ -74,7 +74,7 @@ async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): P
 }
 
 /** An artifact of this tenant with its bytes, in one query. */
-export async function findArtifact(db: DbExecutor, tenantId: string, id: string): Promise<(ArtifactMeta & { bytes: Buffer }) | undefined> {
+async function findArtifact(db: DbExecutor, tenantId: string, id: string): Promise<(ArtifactMeta & { bytes: Buffer }) | undefined> {
   const [row] = await db
     .select({ ...metaColumns, bytes: contentBlobs.bytes })
     .from(artifacts)
@@ -89,7 +89,7 @@ export interface ArtifactReader {
   load(ids: readonly string[]): Promise<ReadonlyMap<string, { mediaType: string; bytes: Buffer }>>;
 }
 
-export function artifactReader(db: DbExecutor, scope: ArtifactScope): ArtifactReader {
+function artifactReader(db: DbExecutor, scope: ArtifactScope): ArtifactReader {
   return {
     async load(ids) {
       if (ids.length === 0) return new Map();

@@ -7,7 +7,7 @@ import { repository } from "./repository.js";
 export type CommandRow = typeof commands.$inferSelect;
 
 /** A command's lease end, `leaseMs` from the statement's time (SPEC B4); the owning worker renews it. */
-export function commandLease(leaseMs: number): SQL {
+function commandLease(leaseMs: number): SQL {
   return sql`now() + make_interval(secs => ${leaseMs / 1000})`;
 }
 
@@ -19,7 +19,7 @@ export interface CommandOutput {
 }
 
 /** Writes a running command's output so far and renews its lease; only its owner, only while it runs (SPEC B2, B4). */
-export async function flushCommandOutput(db: Database, workerId: string, id: string, output: CommandOutput, lease: SQL): Promise<void> {
+async function flushCommandOutput(db: Database, workerId: string, id: string, output: CommandOutput, lease: SQL): Promise<void> {
   await db
     .update(commands)
     .set({ ...output, leaseUntil: lease })
@@ -27,7 +27,7 @@ export async function flushCommandOutput(db: Database, workerId: string, id: str
 }
 
 /** Renews the leases of a worker's running commands (SPEC B4). */
-export async function renewCommandLeases(db: Database, workerId: string, ids: string[], lease: SQL): Promise<void> {
+async function renewCommandLeases(db: Database, workerId: string, ids: string[], lease: SQL): Promise<void> {
   await db
     .update(commands)
     .set({ leaseUntil: lease })
@@ -39,7 +39,7 @@ export async function renewCommandLeases(db: Database, workerId: string, ids: st
  * inserted under the tenant's lock, so racing starts on any worker never pass the cap together.
  * Answers whether it was recorded.
  */
-export async function recordCommandUnderCap(
+async function recordCommandUnderCap(
   db: Database,
   row: { id: string; tenantId: string; sessionId: string; runId: string; command: string; ownerWorker: string; leaseUntil: SQL },
   allowed: number,
@@ -67,7 +67,7 @@ export async function recordCommandUnderCap(
 }
 
 /** Writes a command's true final status and output when its process ends (SPEC B2); only its owner, running or lost. */
-export async function finishCommand(
+async function finishCommand(
   db: Database,
   workerId: string,
   id: string,
@@ -88,7 +88,7 @@ export async function finishCommand(
 }
 
 /** Reads and cancels background commands from any process (SPEC B1). */
-export async function findCommand(db: Database, tenantId: string, id: string, sessionId?: string): Promise<CommandRow | undefined> {
+async function findCommand(db: Database, tenantId: string, id: string, sessionId?: string): Promise<CommandRow | undefined> {
   const conditions = [eq(commands.id, id), eq(commands.tenantId, tenantId)];
   if (sessionId) conditions.push(eq(commands.sessionId, sessionId));
   const [row] = await db
@@ -106,24 +106,8 @@ async function runningCommandsOfSession(db: Database, tenantId: string, sessionI
     .where(and(eq(commands.sessionId, sessionId), eq(commands.tenantId, tenantId), eq(commands.status, "running")));
 }
 
-/**
- * TEMPORARY, for src/worker until it takes the Store (elsewhere: src/runs/cancel-command.ts).
- * Asks the owning worker to kill a running command. A command whose owner no
- * longer renews its lease is recorded `lost` at once instead (B4).
- */
-export async function requestCommandCancel(
-  db: Database,
-  bus: { publishCommandCancel(commandId: string): Promise<void> },
-  command: CommandRow,
-): Promise<void> {
-  if (command.status !== "running") return;
-  await markLostCommands(db, command.id);
-  await bus.publishCommandCancel(command.id);
-}
-
-/** Running commands whose owner stopped renewing are `lost` (B4); with an id, only that one. */
 /** The running commands of a worker found dead (SPEC D9) are lost at once, not when their leases lapse. */
-export async function markCommandsOfWorkerLost(db: Database, workerId: string): Promise<number> {
+async function markCommandsOfWorkerLost(db: Database, workerId: string): Promise<number> {
   const lost = await db
     .update(commands)
     .set({ status: "lost", endedAt: sql`now()` })
@@ -132,7 +116,8 @@ export async function markCommandsOfWorkerLost(db: Database, workerId: string): 
   return lost.length;
 }
 
-export async function markLostCommands(db: Database, id?: string): Promise<number> {
+/** Running commands whose owner stopped renewing are `lost` (B4); with an id, only that one. */
+async function markLostCommands(db: Database, id?: string): Promise<number> {
   const conditions = [eq(commands.status, "running"), lt(commands.leaseUntil, sql`now()`)];
   if (id) conditions.push(eq(commands.id, id));
   const lost = await db

@@ -20,7 +20,7 @@ export interface McpServerInput {
 }
 
 /** Answers null when the name is taken in the same scope (tenant-wide, or the same project). */
-export async function createMcpServer(db: Database, input: McpServerInput): Promise<McpServerRow | null> {
+async function createMcpServer(db: Database, input: McpServerInput): Promise<McpServerRow | null> {
   const [row] = await db
     .insert(mcpServers)
     .values({ id: newId("mcp"), ...input })
@@ -75,7 +75,7 @@ async function resolveMcpServer(db: Database, tenantId: string, projectId: strin
  * worker finds the server of an MCP request, by the tenant first, so a request never reaches
  * another tenant's server whatever else it names.
  */
-export async function findMcpServerInScope(
+async function findMcpServerInScope(
   db: Database,
   scope: { tenantId: string; projectId: string | null },
   name: string,

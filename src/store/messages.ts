@@ -61,7 +61,7 @@ const loadHistoryStatement = statement<
 );
 
 /** History up to and including the given run, oldest first; with `after`, only what follows that position. */
-export async function loadHistory(
+async function loadHistory(
   on: Queryable,
   tenantId: string,
   sessionId: string,
@@ -89,7 +89,7 @@ export async function loadHistory(
 }
 
 /** The tool message of one call in a session's history (part 2 of its step), scoped to the tenant's session; undefined when there is none. */
-export async function toolMessageAt(
+async function toolMessageAt(
   db: DbExecutor,
   scope: { tenantId: string; sessionId: string },
   position: { runOrdinal: number; stepIndex: number; callIndex: number },

@@ -21,7 +21,7 @@ export interface ProjectToRemove {
  * Guard: deleted, files not removed yet, and no live lease of another worker (`skip locked`: two
  * workers never claim the same project). Params: the worker, the lease. Result: the project, or undefined.
  */
-export async function claimProjectRemoval(db: DbExecutor, owner: string, leaseMs: number): Promise<ProjectToRemove | undefined> {
+async function claimProjectRemoval(db: DbExecutor, owner: string, leaseMs: number): Promise<ProjectToRemove | undefined> {
   const { rows } = await db.execute<{ id: string; tenantId: string; workspacePath: string }>(sql`
     update ${projects} set ${sql.identifier(projects.removalOwner.name)} = ${owner},
       ${sql.identifier(projects.removalLeaseUntil.name)} = now() + make_interval(secs => ${leaseMs / 1000})
@@ -39,7 +39,7 @@ export async function claimProjectRemoval(db: DbExecutor, owner: string, leaseMs
  * renewProjectRemoval
  * Guard: this worker still holds the claim and the files are not marked removed. Result: whether it holds it now.
  */
-export async function renewProjectRemoval(db: DbExecutor, projectId: string, owner: string, leaseMs: number): Promise<boolean> {
+async function renewProjectRemoval(db: DbExecutor, projectId: string, owner: string, leaseMs: number): Promise<boolean> {
   const renewed = await db
     .update(projects)
     .set({ removalLeaseUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
@@ -52,7 +52,7 @@ export async function renewProjectRemoval(db: DbExecutor, projectId: string, own
  * finishProjectRemoval
  * Guard: this worker holds the claim. Result: whether the project's files are now marked removed.
  */
-export async function finishProjectRemoval(db: DbExecutor, projectId: string, owner: string): Promise<boolean> {
+async function finishProjectRemoval(db: DbExecutor, projectId: string, owner: string): Promise<boolean> {
   const finished = await db
     .update(projects)
     .set({ filesRemovedAt: sql`now()`, removalOwner: null, removalLeaseUntil: null })
@@ -65,7 +65,7 @@ export async function finishProjectRemoval(db: DbExecutor, projectId: string, ow
  * releaseProjectRemoval
  * Guard: this worker holds the claim. Ends its lease at once (a worker shutting down), so another worker resumes without waiting for it.
  */
-export async function releaseProjectRemoval(db: DbExecutor, projectId: string, owner: string): Promise<void> {
+async function releaseProjectRemoval(db: DbExecutor, projectId: string, owner: string): Promise<void> {
   await db
     .update(projects)
     .set({ removalOwner: null, removalLeaseUntil: null })

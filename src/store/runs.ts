@@ -15,11 +15,7 @@ import { addActivatedTools, countInterruption, finishRun, moveToNextStep, parkRu
 
 export type { CallRow, ClaimedRun, RunRow } from "./run-rows.js";
 export type { StoredApproval } from "./gate-rules.js";
-export { gateRules } from "./gate-rules.js";
-export { claimBatch, claimStep, historyOrigin, type StepClaim } from "./run-claims.js";
-export { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
-export { addActivatedTools, countInterruption, moveToNextStep, parkRun } from "./run-transitions.js";
-export { lockHeldRun } from "./run-reads.js";
+export { historyOrigin, type BatchClaim, type StepClaim } from "./run-claims.js";
 
 /** `store.runs`. */
 export const runsRepository = repository({

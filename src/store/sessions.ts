@@ -7,7 +7,7 @@ import { repository } from "./repository.js";
 export type SessionRow = typeof sessions.$inferSelect;
 
 /** Replaces a session's task list (update_tasks); the caller announces it with `tasks_updated` in the same transaction. */
-export async function replaceSessionTasks(tx: Database, sessionId: string, tasks: readonly SessionTask[]): Promise<void> {
+async function replaceSessionTasks(tx: Database, sessionId: string, tasks: readonly SessionTask[]): Promise<void> {
   await tx
     .update(sessions)
     .set({ tasks: [...tasks] })
@@ -15,7 +15,7 @@ export async function replaceSessionTasks(tx: Database, sessionId: string, tasks
 }
 
 /** A session's row with its project's, or undefined for no such session. */
-export async function sessionWithProject(
+async function sessionWithProject(
   db: DbExecutor,
   sessionId: string,
 ): Promise<{ session: typeof sessions.$inferSelect; project: typeof projects.$inferSelect } | undefined> {
@@ -28,7 +28,7 @@ export async function sessionWithProject(
 }
 
 /** Whose project a run works in: its tenant, project and session; undefined for no such run. */
-export async function readRunScope(
+async function readRunScope(
   db: DbExecutor,
   runId: string,
 ): Promise<{ tenantId: string; projectId: string; sessionId: string } | undefined> {

@@ -104,7 +104,7 @@ const appendStepEventsStatement = statement<HeldRunParams, AppendedRow>(
   `with ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, heldRun)} select ${appendedColumns}`,
 );
 
-export async function appendStepEvents(
+async function appendStepEvents(
   on: Queryable,
   held: ClaimedRun,
   ref: StepRef,
@@ -128,12 +128,7 @@ export interface StepAttempt {
 }
 
 /** Answers the events appended, or null when the fence was lost. */
-export async function startStep(
-  on: Queryable,
-  held: ClaimedRun,
-  step: StepAttempt,
-  bodies: readonly EventBody[],
-): Promise<SessionEvent[] | null> {
+async function startStep(on: Queryable, held: ClaimedRun, step: StepAttempt, bodies: readonly EventBody[]): Promise<SessionEvent[] | null> {
   const ref: StepRef = { index: step.index, attempt: step.attempt };
   const events: NewEvent[] = bodies.map((body) => ({ runId: held.id, step: ref, body }));
   const [row] = await run(on, startStepStatement, {
@@ -230,7 +225,7 @@ const commitStepStatement = statement<CommitStepParams, { committed: number } & 
 );
 
 /** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
-export async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<SessionEvent[] | null> {
+async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<SessionEvent[] | null> {
   const stepRef: StepRef = { index: step.index, attempt: step.attempt };
   const finishReason = result.finish?.reason ?? "other";
   const stopReason = result.finish?.stopReason ?? null;
@@ -290,7 +285,7 @@ const endStepAttemptStatement = statement<EndStepParams & { status: "failed" | "
   endStepText(":status", ""),
 );
 
-export async function endStepAttempt(
+async function endStepAttempt(
   tx: Database,
   held: ClaimedRun,
   step: StepAttempt,

@@ -15,7 +15,6 @@ import { messagesRepository } from "./messages.js";
 import { projectsRepository } from "./owned-project.js";
 import { projectRemovalRepository } from "./project-removal.js";
 import type { Handles } from "./repository.js";
-import { clientOf } from "./sql-text.js";
 import { runsRepository } from "./runs.js";
 import { sessionsRepository } from "./sessions.js";
 import { stepsRepository } from "./steps.js";
@@ -94,38 +93,13 @@ function bind(handles: Handles): Repositories {
   return new BoundRepositories(handles) as unknown as Repositories;
 }
 
-/** The handles under each transaction's repositories, for src/worker until it takes the Store (`rawHandles`). */
-const handlesOfTx = new WeakMap<StoreTx, { db: Database; client: pg.PoolClient }>();
-
 export function createStore(pool: pg.Pool): Store {
   const store = bind({ db: drizzle(pool, { schema }), pg: pool });
   return Object.assign(store, {
     transaction<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
-      return inTransaction(pool, (client, db) => {
-        const tx = bind({ db, pg: client });
-        handlesOfTx.set(tx, { db, client });
-        return work(tx);
-      });
+      return inTransaction(pool, (client, db) => work(bind({ db, pg: client })));
     },
   });
-}
-
-/**
- * TEMPORARY, for functions src/worker still calls with drizzle's handle (`usageRefusal`): the
- * repositories on that handle and the connection under it.
- */
-export function repositoriesOn(db: Database): Repositories {
-  return bind({ db, pg: clientOf(db) });
-}
-
-/**
- * TEMPORARY, for src/worker until it takes the Store: drizzle's handle and the connection of a
- * transaction (`Effects.tx`, `Effects.pg` of src/store/transact.ts).
- */
-export function rawHandles(tx: StoreTx): { db: Database; client: pg.PoolClient } {
-  const handles = handlesOfTx.get(tx);
-  if (!handles) throw new Error("not a transaction of this store");
-  return handles;
 }
 
 /** A drizzle handle per pooled connection, made once: building one reads the whole schema. */

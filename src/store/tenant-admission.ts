@@ -84,7 +84,7 @@ async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number)
 }
 
 /** Tenants with runs waiting for a slot (the sweeper checks each has none free). */
-export async function tenantsWithWaitingRuns(pool: Queryable): Promise<string[]> {
+async function tenantsWithWaitingRuns(pool: Queryable): Promise<string[]> {
   const { rows } = await pool.query<{ tenant_id: string }>(
     `select distinct r.tenant_id from runs r join sessions s on s.id = r.session_id and s.active_run_id = r.id where r.status = 'queued' and r.ordinal is null limit 1000`,
   );

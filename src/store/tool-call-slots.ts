@@ -32,7 +32,7 @@ const lockCallSlotsStatement = statement<{ tenantId: string }, Record<string, un
   `select pg_advisory_xact_lock(hashtextextended('foya.tool-call-slots.' || :tenantId, 0))`,
 );
 
-export async function runningCallsOf(on: Queryable, tenantId: string): Promise<number> {
+async function runningCallsOf(on: Queryable, tenantId: string): Promise<number> {
   const [row] = await run(on, runningCallsStatement, { tenantId });
   return row?.running ?? 0;
 }
@@ -42,7 +42,7 @@ export async function runningCallsOf(on: Queryable, tenantId: string): Promise<n
  * `wanted` calls may start now under `quota`. The caller marks that many `running` in the same
  * transaction.
  */
-export async function takeCallSlots(tx: Queryable, tenantId: string, quota: number, wanted: number): Promise<number> {
+async function takeCallSlots(tx: Queryable, tenantId: string, quota: number, wanted: number): Promise<number> {
   await run(tx, lockCallSlotsStatement, { tenantId });
   const running = await runningCallsOf(tx, tenantId);
   return Math.max(0, Math.min(wanted, quota - running));

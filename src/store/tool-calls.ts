@@ -103,7 +103,7 @@ const markRunningStatement = statement<
    select (select count(*) from marked)::int as marked, ${appendedColumns}`,
 );
 
-export async function markCallsRunning(
+async function markCallsRunning(
   on: Queryable,
   held: { id: string; fence: number; tenantId: string; sessionId: string },
   calls: readonly Pick<CallRow, "id" | "callId">[],
@@ -215,7 +215,7 @@ export interface Answered {
   events: SessionEvent[];
 }
 
-export async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answered> {
+async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answered> {
   const { run: owner, call, outcome, handOff } = request;
   const events: NewEvent[] = [{ runId: owner.id, step: request.step, body: toolEndEvent(call, outcome) }];
   const [row] = await run(on, answerStatement, {
@@ -256,7 +256,7 @@ async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
 }
 
 /** The open calls of one batch, in model order. */
-export async function openCallsOfBatch(
+async function openCallsOfBatch(
   tx: Database,
   runId: string,
   stepIndex: number,
@@ -326,7 +326,7 @@ async function callWaitingForChild(tx: Database, childRunId: string): Promise<Ca
 }
 
 /** Whether a batch's step before this one ended with tool_search activating tools (R5). */
-export async function succeededCallNamed(tx: Database, runId: string, stepIndex: number, name: string): Promise<boolean> {
+async function succeededCallNamed(tx: Database, runId: string, stepIndex: number, name: string): Promise<boolean> {
   const rows = await tx
     .select({ id: toolCalls.id })
     .from(toolCalls)
@@ -353,7 +353,7 @@ const progressStatement = statement<
    select ${appendedColumns}`,
 );
 
-export async function appendCallProgress(
+async function appendCallProgress(
   on: Queryable,
   owner: { id: string; fence: number; tenantId: string; sessionId: string },
   call: Pick<CallRow, "id" | "callId">,
@@ -392,7 +392,7 @@ async function childOfCall(db: Database, callId: string): Promise<{ childSession
 }
 
 /** Records the file changes of a call whose layer was settled after its worker died (roll-forward, SPEC X7). */
-export async function insertFileChanges(
+async function insertFileChanges(
   db: Database,
   call: { tenantId: string; sessionId: string; runId: string; toolCallId: string },
   records: readonly FileChangeRecord[],

@@ -13,7 +13,7 @@ import { repository } from "./repository.js";
  * touched. Answers how many deliveries went. Several workers may prune at once: rows one
  * of them holds are skipped by the others.
  */
-export async function pruneWebhookDeliveries(db: Database, retentionMs: number, limit = 1000): Promise<number> {
+async function pruneWebhookDeliveries(db: Database, retentionMs: number, limit = 1000): Promise<number> {
   const result = await db.execute<{ pruned: number }>(sql`
     with old as (
       select id from webhook_deliveries

@@ -35,7 +35,7 @@ const renewWorkerStatement = statement<{ id: string; host: string; pid: number; 
    returning coalesce((select reason from previous) = 'lost', false) as "wasLost"`,
 );
 
-export async function renewWorker(
+async function renewWorker(
   on: Queryable,
   worker: { id: string; host: string; pid: number; jobs: Record<string, number>; commands: number },
 ): Promise<{ wasLost: boolean }> {
@@ -53,7 +53,7 @@ const stopWorkerStatement = statement<{ id: string }>(
   `update ${tbl(workers)} set ${W.stoppedAt} = now(), ${W.stopReason} = 'stopped' where ${W.id} = :id and ${W.stoppedAt} is null`,
 );
 
-export async function stopWorker(on: Queryable, id: string): Promise<void> {
+async function stopWorker(on: Queryable, id: string): Promise<void> {
   await run(on, stopWorkerStatement, { id });
 }
 
@@ -74,12 +74,7 @@ const claimLostWorkersStatement = statement<{ silentSeconds: number; self: strin
    returning w.${W.id} as "id", (extract(epoch from now() - w.${W.lastSeenAt}) * 1000)::float8 as "silentMs"`,
 );
 
-export function claimLostWorkers(
-  on: Queryable,
-  silentForMs: number,
-  self: string,
-  limit = 20,
-): Promise<Array<{ id: string; silentMs: number }>> {
+function claimLostWorkers(on: Queryable, silentForMs: number, self: string, limit = 20): Promise<Array<{ id: string; silentMs: number }>> {
   return run(on, claimLostWorkersStatement, { silentSeconds: silentForMs / 1000, self, limit });
 }
 
@@ -109,7 +104,7 @@ const pruneEndedWorkersStatement = statement<{ olderThanSeconds: number }, { pru
    select count(*)::int as pruned from gone`,
 );
 
-export async function pruneEndedWorkers(on: Queryable, olderThanMs: number): Promise<number> {
+async function pruneEndedWorkers(on: Queryable, olderThanMs: number): Promise<number> {
   const [row] = await run(on, pruneEndedWorkersStatement, { olderThanSeconds: olderThanMs / 1000 });
   return row?.pruned ?? 0;
 }
@@ -124,7 +119,7 @@ const endedWorkersStatement = statement<{ ids: readonly string[] }, { id: string
   `select ${W.id} as "id" from ${tbl(workers)} where ${W.id} = any(:ids::text[]) and ${W.stopReason} is not null`,
 );
 
-export async function endedWorkers(on: Queryable, ids: readonly string[]): Promise<Set<string>> {
+async function endedWorkers(on: Queryable, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   return new Set((await run(on, endedWorkersStatement, { ids })).map((row) => row.id));
 }

@@ -5,8 +5,8 @@ import type { Config } from "../config.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Dispatcher } from "../queue/dispatcher.js";
-import { rawHandles, type Store, type StoreTx } from "../store/store.js";
-import { StaleWorkError, withRetry, type WorkerEffects } from "../store/transact.js";
+import type { Store, StoreTx } from "../store/store.js";
+import { StaleWorkError, withRetry } from "../store/transact.js";
 
 /**
  * A unit of work: one store transaction and what must happen once it has committed (publish its
@@ -48,39 +48,23 @@ export interface UnitOfWork {
   transact<T>(work: (fx: Effects) => Promise<T>, options?: TransactOptions): Promise<T>;
   /** Like `transact`, but a fencing failure (`StaleWorkError`) rolls back and answers `null`. */
   transactFenced<T>(work: (fx: Effects) => Promise<T>, options?: TransactOptions): Promise<T | null>;
-  /**
-   * TEMPORARY, for src/worker until it takes the Store: `transact` whose effects also carry the
-   * transaction's raw handles (`WorkerEffects`, reached through src/store/transact.ts).
-   */
-  transactWithHandles<T>(work: (fx: WorkerEffects) => Promise<T>, options?: TransactOptions): Promise<T>;
 }
 
 export function createUnitOfWork(deps: UnitOfWorkDeps): UnitOfWork {
-  const transact = <T>(
-    work: (fx: Effects & Partial<Pick<WorkerEffects, "tx" | "pg">>) => Promise<T>,
-    withHandles: boolean,
-    options: TransactOptions = {},
-  ) => runUnitOfWork(deps, work, withHandles, options);
   return {
-    transact: (work, options) => transact(work, false, options),
+    transact: (work, options) => runUnitOfWork(deps, work, options),
     async transactFenced(work, options) {
       try {
-        return await transact(work, false, options);
+        return await runUnitOfWork(deps, work, options);
       } catch (error) {
         if (error instanceof StaleWorkError) return null;
         throw error;
       }
     },
-    transactWithHandles: (work, options) => transact((fx) => work(fx as WorkerEffects), true, options),
   };
 }
 
-async function runUnitOfWork<T>(
-  deps: UnitOfWorkDeps,
-  work: (fx: Effects & Partial<Pick<WorkerEffects, "tx" | "pg">>) => Promise<T>,
-  withHandles: boolean,
-  options: TransactOptions,
-): Promise<T> {
+async function runUnitOfWork<T>(deps: UnitOfWorkDeps, work: (fx: Effects) => Promise<T>, options: TransactOptions = {}): Promise<T> {
   let published: SessionEvent[] = [];
   let dispatches: DispatchRequest[] = [];
   let cancels: string[] = [];
@@ -104,9 +88,7 @@ async function runUnitOfWork<T>(
         quotas: deps.config.quotas,
         afterCommit: (action) => void committed.push(action),
       };
-      if (!withHandles) return work(effects);
-      const { db, client } = rawHandles(tx);
-      return work({ ...effects, tx: db, pg: client });
+      return work(effects);
     });
   });
   options.afterCommit?.();

@@ -1,5 +1,4 @@
-import type { Database } from "../db/client.js";
-import { commandLease, finishCommand, flushCommandOutput, recordCommandUnderCap, renewCommandLeases } from "../store/commands.js";
+import type { Store } from "../store/store.js";
 import { storableText } from "../core/storable-text.js";
 import { newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
@@ -51,10 +50,10 @@ const tailBytes = 960 * 1024;
 
 /** What every command of this worker shares. */
 interface Owner {
-  db: Database;
+  store: Pick<Store, "commands">;
   workerId: string;
-  /** The lease every command of this worker holds, renewed with each flush. */
-  lease: ReturnType<typeof commandLease>;
+  /** The lease every command of this worker holds, renewed with each flush: this long from each write. */
+  leaseMs: number;
   live: Map<string, LiveCommand>;
   onError: (error: unknown) => void;
 }
@@ -62,13 +61,13 @@ interface Owner {
 type StartInput = Parameters<BackgroundCommands["start"]>[0];
 
 export function startBackgroundCommands(options: {
-  db: Database;
+  store: Pick<Store, "commands">;
   workerId: string;
   leaseMs: number;
   onError: (error: unknown) => void;
 }): BackgroundCommands {
   const { leaseMs } = options;
-  const owner: Owner = { ...options, lease: commandLease(leaseMs), live: new Map() };
+  const owner: Owner = { ...options, live: new Map() };
   const { live } = owner;
   const timer = setInterval(
     () => {
@@ -76,7 +75,7 @@ export function startBackgroundCommands(options: {
       if (ids.length === 0) return;
       Promise.all([
         ...[...live.values()].filter((command) => command.dirty).map((command) => flush(owner, command)),
-        renewCommandLeases(owner.db, owner.workerId, ids, owner.lease),
+        owner.store.commands.renewCommandLeases(owner.workerId, ids, leaseMs),
       ]).catch(options.onError);
     },
     Math.min(flushIntervalMs, Math.floor(leaseMs / 3)),
@@ -105,12 +104,11 @@ export function startBackgroundCommands(options: {
 async function flush(owner: Owner, command: LiveCommand): Promise<void> {
   command.dirty = false;
   const { output } = command;
-  await flushCommandOutput(
-    owner.db,
+  await owner.store.commands.flushCommandOutput(
     owner.workerId,
     command.id,
     { output: storableText(output.render()), outputBytes: output.bytes, outputLines: output.lines },
-    owner.lease,
+    owner.leaseMs,
   );
 }
 
@@ -129,9 +127,9 @@ async function startCommand(owner: Owner, input: StartInput): Promise<{ id: stri
     runId: input.runId,
     command: input.command,
     ownerWorker: owner.workerId,
-    leaseUntil: owner.lease,
+    leaseMs: owner.leaseMs,
   };
-  const recorded = await recordCommandUnderCap(owner.db, row, allowed).catch((error: unknown) => {
+  const recorded = await owner.store.commands.recordCommandUnderCap(row, allowed).catch((error: unknown) => {
     prepared.discard();
     throw error;
   });
@@ -187,12 +185,14 @@ async function recordEnd(owner: Owner, command: LiveCommand, prepared: PreparedS
       : end.kind === "exited" && end.exitCode === 0
         ? "exited"
         : "failed";
-  await finishCommand(owner.db, owner.workerId, command.id, {
-    status,
-    exitCode: end.kind === "exited" ? end.exitCode : null,
-    signal: end.kind === "signaled" ? end.signal : null,
-    output: storableText(output.render()),
-    outputBytes: output.bytes,
-    outputLines: output.lines,
-  }).catch(owner.onError);
+  await owner.store.commands
+    .finishCommand(owner.workerId, command.id, {
+      status,
+      exitCode: end.kind === "exited" ? end.exitCode : null,
+      signal: end.kind === "signaled" ? end.signal : null,
+      output: storableText(output.render()),
+      outputBytes: output.bytes,
+      outputLines: output.lines,
+    })
+    .catch(owner.onError);
 }

@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
-import type { DbHandle } from "../db/client.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Failpoints } from "../failpoints.js";
 import type { Logger } from "../logger.js";
@@ -12,10 +11,12 @@ import type { ProviderRegistry } from "../providers/provider-registry.js";
 import type { Dispatcher } from "../queue/dispatcher.js";
 import type { CallLayerSupport } from "../sandbox/overlay/call-layers.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
+import type { Store } from "../store/store.js";
 import type { IdentityMode } from "../sandbox/tool-identity.js";
 import type { TenantSettingsCache } from "../tenants/tenant-settings.js";
 import type { ToolExecutor } from "../tools/execute-tool-call.js";
 import type { ToolRegistry } from "../tools/tool-registry.js";
+import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { WorkspaceOwnership } from "../workspace/project-workspace.js";
 
 /**
@@ -23,12 +24,16 @@ import type { WorkspaceOwnership } from "../workspace/project-workspace.js";
  * worker's composition roots (main.ts, worker-runtime.ts) pass the process's `Services`,
  * which satisfies it structurally; every other module of src/worker declares the few
  * fields it uses (`Pick<JobDeps, ...>`) and never sees `Services` (.dependency-cruiser.cjs).
- * The database is the one field `db`.
+ * Postgres is reached through `store` (a statement on its own) and `unitOfWork` (a transaction
+ * and its effects after commit), never through a pool or a connection.
  */
 export interface JobDeps {
   config: Config;
   logger: Logger;
-  db: DbHandle;
+  /** The store's repositories (`store.runs`, `store.toolCalls`, ...), each statement on the shared pool. */
+  store: Store;
+  /** Transactions over the store (`fx.store.*`) whose events, jobs and cancels go out once they have committed. */
+  unitOfWork: UnitOfWork;
   /** The command connection queues share (the MCP request worker's replies). */
   redis: Redis;
   bus: EventBus;

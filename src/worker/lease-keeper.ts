@@ -1,5 +1,4 @@
-import { renewLeases } from "../store/runs.js";
-import type { Queryable } from "../store/sql-text.js";
+import type { Store } from "../store/store.js";
 
 /**
  * Renews the leases this process holds, in one statement per tick, while their
@@ -12,12 +11,12 @@ export interface LeaseKeeper {
   stop(): void;
 }
 
-export function startLeaseKeeper(db: Queryable, leaseMs: number, onError: (error: unknown) => void): LeaseKeeper {
+export function startLeaseKeeper(store: Pick<Store, "runs">, leaseMs: number, onError: (error: unknown) => void): LeaseKeeper {
   const owners = new Set<string>();
   const timer = setInterval(
     () => {
       if (owners.size === 0) return;
-      renewLeases(db, [...owners], leaseMs).catch(onError);
+      store.runs.renewLeases([...owners], leaseMs).catch(onError);
     },
     // FOYA_LEASE_MS is at least 500 (src/config.ts), so renewals are at least 166 ms apart.
     Math.floor(leaseMs / 3),

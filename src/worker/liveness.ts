@@ -1,6 +1,4 @@
-import pg from "pg";
-import { survivingConnectionLoss } from "../db/client.js";
-import { renewWorker, stopWorker } from "../store/workers.js";
+import { openStore } from "../store/open-store.js";
 
 /**
  * A worker process's liveness record (SPEC D9): its row in `workers`, renewed
@@ -8,8 +6,8 @@ import { renewWorker, stopWorker } from "../store/workers.js";
  * Leases stay the final authority; this record lets a sweeper notice a dead
  * worker within seconds instead of waiting out a 30 s lease.
  *
- * The renewal has a connection of its own, so a busy pool (every connection
- * held by jobs) never delays it into a false death.
+ * The renewal has a store of its own, on one connection, so a busy pool (every
+ * connection held by jobs) never delays it into a false death.
  */
 export interface Liveness {
   /**
@@ -30,9 +28,8 @@ export interface LivenessOptions {
 }
 
 export async function startLiveness(options: LivenessOptions): Promise<Liveness> {
-  const pool = survivingConnectionLoss(
-    new pg.Pool({ connectionString: options.databaseUrl, max: 1, connectionTimeoutMillis: options.intervalMs * 2 }),
-  );
+  const own = openStore(options.databaseUrl, { max: 1, connectionTimeoutMillis: options.intervalMs * 2 });
+  const { workers } = own.store;
   let healthySince: number | undefined;
   let failing = false;
   let renewing: Promise<void> | undefined;
@@ -40,7 +37,7 @@ export async function startLiveness(options: LivenessOptions): Promise<Liveness>
 
   const renew = async () => {
     try {
-      const { wasLost } = await renewWorker(pool, { ...options.worker, ...options.holdings() });
+      const { wasLost } = await workers.renewWorker({ ...options.worker, ...options.holdings() });
       healthySince ??= Date.now();
       if (failing) options.onWarning("liveness record renewed again");
       failing = false;
@@ -72,8 +69,10 @@ export async function startLiveness(options: LivenessOptions): Promise<Liveness>
       await renewing;
       // A worker that could not drain says nothing: its record goes stale and its work is taken over.
       if (drained)
-        await stopWorker(pool, options.worker.id).catch((error: unknown) => options.onWarning("could not record the worker's stop", error));
-      await pool.end();
+        await workers
+          .stopWorker(options.worker.id)
+          .catch((error: unknown) => options.onWarning("could not record the worker's stop", error));
+      await own.close();
     },
   };
 }

@@ -20,7 +20,7 @@ const replyGraceMs = 10_000;
 /** A request of a tenant at its share waits about this long (jittered) before it is taken again. */
 const heldBackMs = 200;
 
-type McpRequestServices = Pick<JobDeps, "config" | "db" | "redis" | "bus" | "logger" | "mcp">;
+type McpRequestServices = Pick<JobDeps, "config" | "store" | "redis" | "bus" | "logger" | "mcp">;
 
 /** The worker side of the API's MCP requests (src/mcp/mcp-request.ts): every worker serves them with its own connections. */
 export async function startMcpRequestWorker(services: McpRequestServices): Promise<McpRequestWorker> {
@@ -135,7 +135,7 @@ async function serveMcpRequestJob(
   let reply: McpOutcome<unknown>;
   const deadline = AbortSignal.timeout(left);
   try {
-    reply = await serveMcpRequest({ db: services.db.db, mcp: services.mcp }, data, AbortSignal.any([deadline, context.shutdown]));
+    reply = await serveMcpRequest({ store: services.store, mcp: services.mcp }, data, AbortSignal.any([deadline, context.shutdown]));
     // Cancelled here means this worker gave up, not the client: say which.
     if (!reply.ok && reply.errorCode === "cancelled") {
       reply = deadline.aborted

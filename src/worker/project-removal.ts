@@ -1,4 +1,3 @@
-import { claimProjectRemoval, finishProjectRemoval, releaseProjectRemoval, renewProjectRemoval } from "../store/project-removal.js";
 import { projectTrashRoot } from "../workspace/project-trash.js";
 import { removeTreeGradually } from "../workspace/remove-tree.js";
 import type { JobDeps } from "./job-deps.js";
@@ -22,23 +21,24 @@ const sliceMs = 5;
  * until it is done.
  */
 export function startProjectRemoval(
-  services: Pick<JobDeps, "config" | "logger" | "db" | "failpoints" | "metrics">,
+  services: Pick<JobDeps, "config" | "logger" | "store" | "failpoints" | "metrics">,
   self: { workerId: string },
 ): { stop(): Promise<void> } {
-  const { config, logger, db } = services;
+  const { config, logger } = services;
+  const removals = services.store.projectRemoval;
   const { leaseMs } = config.workers;
   const stopping = new AbortController();
   let current: Promise<void> | undefined;
 
   const removeOne = async (): Promise<boolean> => {
-    const project = await claimProjectRemoval(db.db, self.workerId, leaseMs);
+    const project = await removals.claimProjectRemoval(self.workerId, leaseMs);
     if (!project) return false;
     let renewedAt = performance.now();
     const betweenSlices = async (removedSoFar: number) => {
       // A worker killed in the middle of a removal, for the crash tests.
       if (removedSoFar > 0) services.failpoints.hit("worker.project_removal_slice");
       if (performance.now() - renewedAt < leaseMs / 3) return;
-      if (!(await renewProjectRemoval(db.db, project.id, self.workerId, leaseMs))) throw new Error("the removal's claim was lost");
+      if (!(await removals.renewProjectRemoval(project.id, self.workerId, leaseMs))) throw new Error("the removal's claim was lost");
       renewedAt = performance.now();
     };
     const options = { sliceMs, betweenSlices, signal: stopping.signal };
@@ -47,7 +47,7 @@ export function startProjectRemoval(
       const removed =
         (await removeTreeGradually(projectTrashRoot(config.workspaces.dir, project.workspacePath), options)) +
         (await removeTreeGradually(project.workspacePath, options));
-      if (await finishProjectRemoval(db.db, project.id, self.workerId)) {
+      if (await removals.finishProjectRemoval(project.id, self.workerId)) {
         services.metrics.sweeperActions.inc({ action: "project_files_removed" });
         logger.info(
           { projectId: project.id, tenantId: project.tenantId, removed, ms: Math.round(performance.now() - started) },
@@ -58,7 +58,7 @@ export function startProjectRemoval(
     } catch (error) {
       if (stopping.signal.aborted) {
         // Handed back at once: another worker resumes without waiting for the lease.
-        await releaseProjectRemoval(db.db, project.id, self.workerId).catch(() => {});
+        await removals.releaseProjectRemoval(project.id, self.workerId).catch(() => {});
         return false;
       }
       // Left to its lease: any worker tries again once it lapses.

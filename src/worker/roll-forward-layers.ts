@@ -1,11 +1,9 @@
-import { putBlob } from "../store/blobs.js";
-import { insertFileChanges } from "../store/tool-calls.js";
 import type { JobDeps } from "./job-deps.js";
 import { removeLayerFolder, type FoundLayer } from "../sandbox/overlay/call-layers.js";
 import { settleLayer } from "../tools/shell/settle-layer.js";
 import { setLayerAside } from "../sandbox/overlay/set-layer-aside.js";
 
-type LayerServices = Pick<JobDeps, "callLayers" | "config" | "db" | "logger">;
+type LayerServices = Pick<JobDeps, "callLayers" | "config" | "store" | "logger">;
 
 /**
  * Settles the layers of calls that will never settle their own (SPEC X7, D3):
@@ -67,13 +65,12 @@ async function settleOrphan(services: LayerServices, orphan: FoundLayer): Promis
   const dir = layers.claim(orphan.dir);
   if (dir === null) return "taken";
   try {
-    const db = services.db.db;
+    const { store } = services;
     const result = await settleLayer(
       { folders: { upperDir: `${dir}/upper`, workDir: `${dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
-      { blobs: { put: (content) => putBlob(db, meta.tenantId, content) }, workspacesDir: services.config.workspaces.dir },
+      { blobs: { put: (content) => store.blobs.putBlob(meta.tenantId, content) }, workspacesDir: services.config.workspaces.dir },
     );
-    await insertFileChanges(
-      db,
+    await store.toolCalls.insertFileChanges(
       { tenantId: meta.tenantId, sessionId: meta.sessionId, runId: meta.runId, toolCallId: meta.toolCallId },
       result.records,
     );

@@ -9,10 +9,10 @@ import type { SessionContextCache } from "./session-context-cache.js";
  * its claim then finds it gone.
  */
 export async function toolsOfRun(
-  context: { deps: Pick<JobDeps, "db" | "catalog" | "tools" | "executor">; sessionContexts: SessionContextCache },
+  context: { deps: Pick<JobDeps, "catalog" | "tools" | "executor">; sessionContexts: SessionContextCache },
   runId: string,
 ): Promise<ScopedTools> {
   const { deps } = context;
-  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  const scope = await context.sessionContexts.scopeOfRun(runId);
   return scope ? deps.catalog.forProject(scope) : { registry: deps.tools, executor: deps.executor };
 }

@@ -1,6 +1,5 @@
-import type { DbExecutor } from "../db/client.js";
 import type { projects, sessions } from "../db/schema.js";
-import { readRunScope, sessionWithProject } from "../store/sessions.js";
+import type { Store } from "../store/store.js";
 import { FoyaError } from "../errors.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -18,12 +17,12 @@ export interface SessionContext {
  * Bounded: the oldest entry leaves first.
  */
 export interface SessionContextCache {
-  get(tx: DbExecutor, sessionId: string): Promise<SessionContext>;
+  get(sessionId: string): Promise<SessionContext>;
   /**
    * Whose project a run works in, read before its claim so the project's tools (MCP
    * servers may need starting) are ready without holding the run; undefined for no such run.
    */
-  scopeOfRun(db: DbExecutor, runId: string): Promise<RunScope | undefined>;
+  scopeOfRun(runId: string): Promise<RunScope | undefined>;
 }
 
 export interface RunScope {
@@ -32,23 +31,24 @@ export interface RunScope {
   sessionId: string;
 }
 
-export function createSessionContextCache(maxEntries = 10_000): SessionContextCache {
+/** Reads what it does not hold with `store.sessions`. */
+export function createSessionContextCache(store: Pick<Store, "sessions">, maxEntries = 10_000): SessionContextCache {
   const entries = new Map<string, SessionContext>();
   const runScopes = new Map<string, RunScope>();
   return {
-    async scopeOfRun(db, runId) {
+    async scopeOfRun(runId) {
       const cached = runScopes.get(runId);
       if (cached) return cached;
-      const row = await readRunScope(db, runId);
+      const row = await store.sessions.readRunScope(runId);
       if (!row) return undefined;
       if (runScopes.size >= maxEntries) runScopes.delete(runScopes.keys().next().value as string);
       runScopes.set(runId, row);
       return row;
     },
-    async get(tx, sessionId) {
+    async get(sessionId) {
       const cached = entries.get(sessionId);
       if (cached) return cached;
-      const row = await sessionWithProject(tx, sessionId);
+      const row = await store.sessions.sessionWithProject(sessionId);
       if (!row) throw new FoyaError("internal", `session ${sessionId} has no project`);
       if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
       entries.set(sessionId, row);

@@ -1,19 +1,18 @@
-import { lostJobCandidates, redispatchLostJob, releaseRunsOfWorker, type RunRow } from "../store/runs.js";
+import type { RunRow } from "../store/runs.js";
 import { admitWaitingRuns, closeOpenCalls, endRun } from "../runs/run-lifecycle.js";
-import { tenantsWithWaitingRuns } from "../store/tenant-admission.js";
-import { markCommandsOfWorkerLost, markLostCommands } from "../store/commands.js";
 import { expireApprovals } from "../approvals/decide-approval.js";
-import { transact, type Effects, type TransactDeps } from "../store/transact.js";
-import { claimLostWorkers, endedWorkers, pruneEndedWorkers } from "../store/workers.js";
+import type { Effects } from "../unit-of-work/unit-of-work.js";
 import type { Liveness } from "./liveness.js";
 import { pruneTrash } from "../workspace/project-trash.js";
-import { pruneWebhookDeliveries } from "../store/webhook-deliveries.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import type { JobDeps } from "./job-deps.js";
 import type { NextJob } from "../core/next-job.js";
 
 /** What the sweeper uses. */
-export type SweeperDeps = TransactDeps & Pick<JobDeps, "logger" | "callLayers">;
+export type SweeperDeps = SweepDeps & Pick<JobDeps, "bus" | "metrics" | "logger" | "callLayers">;
+
+/** What one sweep for lost jobs uses. */
+type SweepDeps = Pick<JobDeps, "store" | "unitOfWork" | "dispatcher" | "config">;
 
 /** After this many re-dispatches of the same work, the run fails visibly instead of looping. */
 const maxRedispatches = 5;
@@ -27,26 +26,25 @@ const liveJobStates = new Set(["waiting", "active", "delayed", "prioritized", "w
  * liveness record ended): that one, like lost work, is enqueued again at
  * once, under a new id.
  */
-export async function sweepOnce(services: TransactDeps): Promise<number> {
-  const { db, dispatcher, config } = services;
-  const candidates = await lostJobCandidates(db.pool, config.workers.sweepGraceMs, 200);
+export async function sweepOnce(services: SweepDeps): Promise<number> {
+  const { store, dispatcher, config } = services;
+  const candidates = await store.runs.lostJobCandidates(config.workers.sweepGraceMs, 200);
   const holders = await Promise.all(
     candidates.map((run) => dispatcher.jobHolder({ runId: run.id, next: run.nextJob, redispatches: run.redispatches })),
   );
   // A job still "active" on a worker found dead would come back only after its BullMQ lock and the stall check (D9).
-  const ended = await endedWorkers(
-    db.pool,
+  const ended = await store.workers.endedWorkers(
     holders.flatMap((holder) => (holder.state === "active" && holder.processedBy ? [holder.processedBy] : [])),
   );
   // Slots a crash or a race left free while runs of the tenant wait for one (SPEC X5).
-  for (const tenantId of await tenantsWithWaitingRuns(db.pool)) {
-    await transact(services, (fx) => admitWaitingRuns(fx, tenantId));
+  for (const tenantId of await store.tenantAdmission.tenantsWithWaitingRuns()) {
+    await services.unitOfWork.transact((fx) => admitWaitingRuns(fx, tenantId));
   }
   let redispatched = 0;
   for (const [i, run] of candidates.entries()) {
     const { state, processedBy } = holders[i] as { state: string; processedBy: string | null };
     if (liveJobStates.has(state) && !(state === "active" && processedBy !== null && ended.has(processedBy))) continue;
-    if (await transact(services, (fx) => redispatchOrFail(fx, { ...run, nextJob: run.nextJob }))) redispatched++;
+    if (await services.unitOfWork.transact((fx) => redispatchOrFail(fx, { ...run, nextJob: run.nextJob }))) redispatched++;
   }
   return redispatched;
 }
@@ -67,7 +65,7 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
     });
     return false;
   }
-  const redispatches = await redispatchLostJob(fx.tx, run);
+  const redispatches = await fx.store.runs.redispatchLostJob(run);
   if (redispatches === undefined) return false;
   fx.dispatch({ runId: run.id, tenantId: run.tenantId, next: run.nextJob, redispatches });
   return true;
@@ -83,24 +81,24 @@ async function redispatchOrFail(fx: Effects, run: LostRun): Promise<boolean> {
  * Only a process whose own record is healthy judges (`trustsItsView`).
  */
 async function takeOverDeadWorkers(
-  services: TransactDeps & Pick<JobDeps, "logger">,
+  services: Pick<JobDeps, "unitOfWork" | "config" | "logger">,
   self: { workerId: string; liveness: Pick<Liveness, "trustsItsView"> },
 ): Promise<{ workers: number; runs: number; commands: number }> {
   const taken = { workers: 0, runs: 0, commands: 0 };
   if (!self.liveness.trustsItsView()) return taken;
-  await transact(services, async (fx) => {
-    const lost = await claimLostWorkers(fx.pg, services.config.workers.livenessTimeoutMs, self.workerId);
+  await services.unitOfWork.transact(async (fx) => {
+    const lost = await fx.store.workers.claimLostWorkers(services.config.workers.livenessTimeoutMs, self.workerId);
     for (const worker of lost) {
       const reason = `its worker ${worker.id} stopped renewing its liveness record ${(worker.silentMs / 1000).toFixed(1)} s ago`;
       services.logger.warn({ workerId: worker.id, silentMs: Math.round(worker.silentMs) }, "worker found dead; taking over its work");
-      for (const run of await releaseRunsOfWorker(fx.pg, worker.id)) {
+      for (const run of await fx.store.runs.releaseRunsOfWorker(worker.id)) {
         await fx.emit(run.tenantId, run.sessionId, [
           { runId: run.id, step: null, body: { type: "run_status", status: "recovering", reason } },
         ]);
         if (run.nextJob) await redispatchOrFail(fx, { ...run, nextJob: run.nextJob });
         taken.runs++;
       }
-      taken.commands += await markCommandsOfWorkerLost(fx.tx, worker.id);
+      taken.commands += await fx.store.commands.markCommandsOfWorkerLost(worker.id);
       taken.workers++;
     }
   });
@@ -154,16 +152,16 @@ function startSweeps(services: SweeperDeps): NodeJS.Timeout {
     const { retentionDays: webhookRetentionDays } = services.config.webhooks;
     if (Date.now() - prunedAt < pruneIntervalMs) return 0;
     prunedAt = Date.now();
-    await pruneEndedWorkers(services.db.pool, endedWorkerRetentionMs);
+    await services.store.workers.pruneEndedWorkers(endedWorkerRetentionMs);
     if (webhookRetentionDays === 0) return 0;
-    return pruneWebhookDeliveries(services.db.db, webhookRetentionDays * 24 * 3600 * 1000);
+    return services.store.webhookDeliveries.pruneWebhookDeliveries(webhookRetentionDays * 24 * 3600 * 1000);
   };
   // Another worker on this host that died mid-command left its layer: its project's next batch settles it first, and
   // a project with no next batch has it settled here, within a sweep (a look at one folder when there is none).
   const sweep = () =>
     Promise.all([
       sweepOnce(services),
-      markLostCommands(services.db.db),
+      services.store.commands.markLostCommands(),
       expireApprovals(services),
       prune(),
       pruneTrashes(),

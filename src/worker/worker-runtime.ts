@@ -35,12 +35,12 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const context: JobContext = {
     deps: services,
     workerId,
-    leases: startLeaseKeeper(services.db.pool, config.workers.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed")),
+    leases: startLeaseKeeper(services.store, config.workers.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed")),
     aborts: createRunAborts(),
-    sessionContexts: createSessionContextCache(),
+    sessionContexts: createSessionContextCache(services.store),
     histories: createHistoryCache(),
     commands: startBackgroundCommands({
-      db: services.db.db,
+      store: services.store,
       workerId,
       leaseMs: config.workers.leaseMs,
       onError: (error) => logger.warn({ err: error }, "background command bookkeeping failed"),
@@ -105,7 +105,7 @@ async function startJobWorkers(services: Services, context: JobContext, running:
     metrics: services.metrics,
     tracing: services.tracing,
     workerId: context.workerId,
-    scopeOf: (runId) => context.sessionContexts.scopeOfRun(services.db.db, runId),
+    scopeOf: (runId) => context.sessionContexts.scopeOfRun(runId),
   };
   const counted = <T>(queue: string, work: () => Promise<T>): Promise<T> => {
     running[queue] = (running[queue] ?? 0) + 1;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendEvents } from "../../src/store/events.js";
 import { waitFor, type ApiClient } from "../helpers/api-client.js";
 import { readSse } from "../helpers/sse-client.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
@@ -34,7 +33,7 @@ describe("SSE catch-up without a query per stream", () => {
     await waitFor(async () => replayed.every(Boolean), 5_000, "the streams to replay the log");
     // Appended without publishing, as if Redis had dropped the message.
     for (const [index, { sessionId }] of sessions.entries()) {
-      await appendEvents(env.services.db.pool, client.tenantId!, sessionId, [
+      await env.services.store.events.appendEvents(client.tenantId!, sessionId, [
         { runId: runs[index]!.body.id, step: null, body: { type: "tasks_updated", tasks: [] } },
       ]);
     }

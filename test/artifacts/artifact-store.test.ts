@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { artifactReader, findArtifact, maxArtifactBytes, putArtifact } from "../../src/store/artifacts.js";
+import { maxArtifactBytes } from "../../src/store/artifacts.js";
 import { normalizeMediaType, sniffImageMediaType } from "../../src/artifacts/media-types.js";
 import { storeResultArtifacts } from "../../src/artifacts/store-result-artifacts.js";
 import { compileMessages } from "../../src/context/compile-request.js";
@@ -42,7 +42,7 @@ describe("media types", () => {
 describe("storing result bytes", () => {
   it("I1: image and binary parts become references; the same bytes twice are one artifact and one blob", async () => {
     const scope = await newScope();
-    const stored = await storeResultArtifacts(env.services.db.db, scope, {
+    const stored = await storeResultArtifacts(env.services.store, scope, {
       content: [
         { type: "text", text: "two shots" },
         { type: "image-data", mediaType: "image/jpeg", data: tinyPng },
@@ -60,7 +60,7 @@ describe("storing result bytes", () => {
     expect(stored.isError).toBeUndefined();
     const rows = await env.query("select id from artifacts where session_id = $1", [scope.sessionId]);
     expect(rows).toHaveLength(2);
-    const found = await findArtifact(env.services.db.db, scope.tenantId, (first as { artifactId: string }).artifactId);
+    const found = await env.services.store.artifacts.findArtifact(scope.tenantId, (first as { artifactId: string }).artifactId);
     expect(found?.bytes.equals(tinyPng)).toBe(true);
   });
 
@@ -68,7 +68,7 @@ describe("storing result bytes", () => {
     const scope = await newScope();
     const data = Buffer.from("concurrent bytes");
     const ids = await Promise.all(
-      Array.from({ length: 8 }, () => putArtifact(env.services.db.db, scope, { mediaType: "text/plain", data })),
+      Array.from({ length: 8 }, () => env.services.store.artifacts.putArtifact(scope, { mediaType: "text/plain", data })),
     );
     expect(new Set(ids.map((stored) => stored.id)).size).toBe(1);
     expect(await env.query("select id from artifacts where session_id = $1", [scope.sessionId])).toHaveLength(1);
@@ -77,8 +77,8 @@ describe("storing result bytes", () => {
   it("I1: a result with no bytes is passed through unchanged; rejected bytes make an is_error result that keeps the tool's own code", async () => {
     const scope = await newScope();
     const plain = { content: [{ type: "text" as const, text: "hi" }] };
-    expect(await storeResultArtifacts(env.services.db.db, scope, plain)).toBe(plain);
-    const rejected = await storeResultArtifacts(env.services.db.db, scope, {
+    expect(await storeResultArtifacts(env.services.store, scope, plain)).toBe(plain);
+    const rejected = await storeResultArtifacts(env.services.store, scope, {
       content: [
         { type: "binary", mediaType: "text/html; charset=utf-8", data: Buffer.from("<b>") },
         { type: "image-data", mediaType: "image/png", data: Buffer.alloc(maxArtifactBytes + 1) },
@@ -118,13 +118,13 @@ describe("context compiler", () => {
 
   it("I3: images are materialized from the session's store for image models, as notes for the others, deterministically", async () => {
     const scope = await newScope();
-    const { id } = await putArtifact(env.services.db.db, scope, { mediaType: "image/png", data: tinyPng });
+    const { id } = await env.services.store.artifacts.putArtifact(scope, { mediaType: "image/png", data: tinyPng });
     const history: HistoryMessage[] = [
       { role: "user", text: "go" },
       { role: "assistant", text: "", toolCalls: [{ callId: "c1", name: "shot", argumentsRaw: "{}" }] },
       toolMessage([id, "art_gone"]),
     ];
-    const artifacts = artifactReader(env.services.db.db, scope);
+    const artifacts = env.services.store.artifacts.artifactReader(scope);
     const vision = await compileMessages(entries(history), { resultLimit, imageInput: true, artifacts });
     expect(vision[2]).toEqual({
       role: "tool",
@@ -154,13 +154,13 @@ describe("context compiler", () => {
 
   it("I3: only the most recent images are sent; another session's or tenant's artifact is never loaded", async () => {
     const scope = await newScope();
-    const older = await putArtifact(env.services.db.db, scope, { mediaType: "image/gif", data: gif });
-    const newer = await putArtifact(env.services.db.db, scope, { mediaType: "image/png", data: tinyPng });
+    const older = await env.services.store.artifacts.putArtifact(scope, { mediaType: "image/gif", data: gif });
+    const newer = await env.services.store.artifacts.putArtifact(scope, { mediaType: "image/png", data: tinyPng });
     const history = [toolMessage([older.id]), toolMessage([newer.id])];
     const compiled = await compileMessages(entries(history), {
       resultLimit,
       imageInput: true,
-      artifacts: artifactReader(env.services.db.db, scope),
+      artifacts: env.services.store.artifacts.artifactReader(scope),
       maxImages: 1,
     });
     expect(compiled.map((m) => (m.role === "tool" ? m.content[1] : undefined))).toEqual([
@@ -174,7 +174,7 @@ describe("context compiler", () => {
       const [message] = await compileMessages(entries([toolMessage([newer.id])]), {
         resultLimit,
         imageInput: true,
-        artifacts: artifactReader(env.services.db.db, elsewhere),
+        artifacts: env.services.store.artifacts.artifactReader(elsewhere),
       });
       expect(message).toMatchObject({
         content: [{ type: "text" }, { type: "text", text: expect.stringContaining("not in this session's artifact store") }],

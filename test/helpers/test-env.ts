@@ -16,6 +16,7 @@ import { loadConfig, type Config } from "../../src/config.js";
 import { createServices, type CreateServicesOptions, type Services } from "../../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
 import { ApiClient } from "./api-client.js";
+import { openTestPool } from "./test-pool.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const testToolsModule = path.join(repoRoot, "test/fixtures/test-tools.ts");
@@ -104,7 +105,8 @@ export async function createTestEnv(
   const services = await createServices(config, { role: "test", ...servicesOptions });
   const app = createApp(services);
   const closers: Array<() => Promise<unknown>> = [];
-  const pool = services.db.pool;
+  const pool = openTestPool(config.database.url);
+  closers.push(() => pool.end());
   const webhookQueue = new Queue(webhookQueueName, { connection: services.redis, prefix: config.redis.queuePrefix });
   webhookQueue.on("error", () => {});
 

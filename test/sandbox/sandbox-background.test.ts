@@ -25,7 +25,7 @@ let outside: string;
 
 beforeAll(async () => {
   outside = await realpath(await mkdtemp(path.join(tmpdir(), "foya-sbx-bg-outside-")));
-  commands = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test", leaseMs: 2000, onError: () => {} });
+  commands = startBackgroundCommands({ store: env.services.store, workerId: "sandbox-test", leaseMs: 2000, onError: () => {} });
   const { sessionId } = await client.newSession();
   const run = await client.startRun(sessionId, script([[{ text: "ok" }]]));
   const [row] = await env.query<{ tenant_id: string }>("select tenant_id from runs where id = $1", [run.body.id]);
@@ -79,7 +79,7 @@ const ended = (id: string) =>
 
 describe("sandboxed background commands", () => {
   it("B1, S7: background commands are capped per tenant across workers, and live at most the tenant's lifetime limit", async () => {
-    const other = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-second", leaseMs: 2000, onError: () => {} });
+    const other = startBackgroundCommands({ store: env.services.store, workerId: "sandbox-test-second", leaseMs: 2000, onError: () => {} });
     const marker = uniqueMarker();
     markers.add(marker);
     try {
@@ -162,7 +162,12 @@ describe("sandboxed background commands", () => {
   });
 
   it("S3: a network-granted background command is refused before anything is recorded when slirp4netns is missing", async () => {
-    const broken = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-no-slirp", leaseMs: 2000, onError: () => {} });
+    const broken = startBackgroundCommands({
+      store: env.services.store,
+      workerId: "sandbox-test-no-slirp",
+      leaseMs: 2000,
+      onError: () => {},
+    });
     const runner = createSandbox({
       bwrapPath: "bwrap",
       slirp4netnsPath: "/nonexistent/slirp4netns",
@@ -187,7 +192,12 @@ describe("sandboxed background commands", () => {
 
   it("S3, S8: without a usable sandbox nothing is recorded or started, Full Access included, and the refusal says why", async () => {
     const target = path.join(outside, "never.txt");
-    const broken = startBackgroundCommands({ db: env.services.db.db, workerId: "sandbox-test-broken", leaseMs: 2000, onError: () => {} });
+    const broken = startBackgroundCommands({
+      store: env.services.store,
+      workerId: "sandbox-test-broken",
+      leaseMs: 2000,
+      onError: () => {},
+    });
     const runner = createSandbox({
       bwrapPath: "/nonexistent/bwrap",
       searchPath: toolPath,

@@ -5,7 +5,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestEnv } from "../helpers/test-env.js";
-import { createMcpServer } from "../../src/store/mcp-servers.js";
 import { attempt, watch, type Canary } from "./escape-ledger.js";
 
 // A stdio MCP server's environment is code too (SPEC M1, S7): NODE_OPTIONS=--require <file>, LD_PRELOAD,
@@ -115,7 +114,7 @@ describe("escape suite: a stdio MCP server's environment", () => {
   it("M1, S7: a server stored before the operator's list refused it is not started: its listing says why and the tenant's code never runs; an admitted name still works", async () => {
     const { tenantId, projectId, sessionId } = await projectOf();
     const store = (name: string, transport: { command: string; env: Record<string, string> }) =>
-      createMcpServer(env.services.db.db, {
+      env.services.store.mcpServers.createMcpServer({
         tenantId,
         projectId,
         name,

@@ -7,8 +7,8 @@ import { sourceFiles } from "../helpers/source-files.js";
 
 /**
  * Callers hold the Store object, never the key to the database: no signature declared outside
- * src/store (and src/db) names drizzle's `Database`, a `DbExecutor`, a pg `Queryable`, the pool
- * or a connection, nor the raw handles the store keeps for src/worker. The dependency rule
+ * src/store (and src/db) names drizzle's `Database`, a `DbExecutor`, a pg `Queryable`, the pool,
+ * a connection or the handles a repository is bound to. The dependency rule
  * `no-raw-database-handles-outside-the-store` (.dependency-cruiser.cjs) forbids importing them;
  * this reads the declarations themselves (parsed, not type-checked), so a type reached another
  * way (`Services["db"]`, `pg.Pool`) is caught too.
@@ -17,24 +17,10 @@ import { sourceFiles } from "../helpers/source-files.js";
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** Forbidden by name; any type of `pg` (`pg.Pool`, `pg.PoolClient`) is too. */
-const forbidden = new Set(["Database", "DbExecutor", "Queryable", "DbHandle", "PoolClient", "NodePgDatabase", "WorkerEffects", "Handles"]);
+const forbidden = new Set(["Database", "DbExecutor", "Queryable", "DbHandle", "PoolClient", "NodePgDatabase", "Handles"]);
 
-/**
- * TEMPORARY: src/worker is being split into its phases and still takes raw handles; the four
- * functions it calls with drizzle's handle keep theirs until it takes the Store; the composition
- * root opens the pool. The same list as `rawHandleHolders` in .dependency-cruiser.cjs.
- */
-const exempt: Array<{ path: RegExp; only?: string }> = [
-  { path: /^src\/(store|db)\// },
-  { path: /^src\/worker\// },
-  { path: /^src\/services\.ts$/ },
-  { path: /^src\/runs\/quota-refusal\.ts$/ },
-  { path: /^src\/artifacts\/store-result-artifacts\.ts$/ },
-  { path: /^src\/mcp\/serve-mcp-request\.ts$/ },
-  { path: /^src\/context\/read-tool-result\.ts$/ },
-  /** The unit of work's bridge for src/worker (`transactWithHandles`). */
-  { path: /^src\/unit-of-work\/unit-of-work\.ts$/, only: "WorkerEffects" },
-];
+/** Where those types live: the store, and the schema, client and migrations under it. */
+const owners = /^src\/(store|db)\//;
 
 /** Where a forbidden name appears in a type of a declaration: parameters, results, properties, aliases. */
 function forbiddenTypeNames(file: string, text: string): string[] {
@@ -64,14 +50,12 @@ function forbiddenTypeNames(file: string, text: string): string[] {
 }
 
 describe("the store is the one door to Postgres", () => {
-  it("D2: no signature outside src/store names a database handle, a connection or the pool (src/worker excepted, for now)", async () => {
+  it("D2: no signature outside src/store names a database handle, a connection or the pool", async () => {
     const found: string[] = [];
     for (const file of await sourceFiles(path.join(repoRoot, "src"))) {
       const relative = path.relative(repoRoot, file);
-      const rules = exempt.filter((rule) => rule.path.test(relative));
-      if (rules.some((rule) => rule.only === undefined)) continue;
-      const allowed = new Set(rules.map((rule) => rule.only));
-      found.push(...forbiddenTypeNames(relative, await readFile(file, "utf8")).filter((line) => !allowed.has(line.split(" ")[1])));
+      if (owners.test(relative)) continue;
+      found.push(...forbiddenTypeNames(relative, await readFile(file, "utf8")));
     }
     expect(found).toEqual([]);
   });

@@ -4,7 +4,6 @@ import { script, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, useTestEnv } from "../helpers/test-env.js";
 import { webhookEventTypes } from "../../src/webhooks/webhook-event-types.js";
 import { sendWebhook } from "../../src/webhooks/send-webhook.js";
-import { pruneWebhookDeliveries } from "../../src/store/webhook-deliveries.js";
 import { startReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const backoffMs = 300;
@@ -198,7 +197,7 @@ describe("signed outbound webhooks", () => {
       [id],
     );
 
-    expect(await pruneWebhookDeliveries(env.services.db.db, 30 * 24 * 3600 * 1000)).toBeGreaterThanOrEqual(1);
+    expect(await env.services.store.webhookDeliveries.pruneWebhookDeliveries(30 * 24 * 3600 * 1000)).toBeGreaterThanOrEqual(1);
     const left = await deliveries(tenant, id);
     expect(left).toHaveLength(1);
     expect(left[0].status).toBe("delivered");

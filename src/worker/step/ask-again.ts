@@ -1,16 +1,13 @@
 import type { EventBody } from "../../core/events.js";
-import { releaseForRetry } from "../../store/runs.js";
-import { endStepAttempt } from "../../store/steps.js";
-import { succeededCallNamed } from "../../store/tool-calls.js";
-import { StaleWorkError, transactFenced, type TransactDeps } from "../../store/transact.js";
+import { StaleWorkError } from "../../store/transact.js";
 import { toolSearchName } from "../../tools/tool-registry.js";
 import type { JobOutcome } from "../job-context.js";
 import type { JobDeps } from "../job-deps.js";
 import type { PreparedStep } from "./start.js";
 
 /** Whether the previous step's batch activated deferred tools through tool_search (R5). */
-export async function justActivatedTools(deps: Pick<JobDeps, "db">, runId: string, stepIndex: number): Promise<boolean> {
-  return stepIndex > 0 && succeededCallNamed(deps.db.db, runId, stepIndex - 1, toolSearchName);
+export async function justActivatedTools(deps: Pick<JobDeps, "store">, runId: string, stepIndex: number): Promise<boolean> {
+  return stepIndex > 0 && deps.store.toolCalls.succeededCallNamed(runId, stepIndex - 1, toolSearchName);
 }
 
 /**
@@ -19,12 +16,12 @@ export async function justActivatedTools(deps: Pick<JobDeps, "db">, runId: strin
  * committed, and the same step is dispatched again under a new job id; the
  * next attempt commits whatever it answers.
  */
-export async function askAgain(deps: TransactDeps, prepared: PreparedStep, pendingEvents: EventBody[]): Promise<JobOutcome> {
+export async function askAgain(deps: Pick<JobDeps, "unitOfWork">, prepared: PreparedStep, pendingEvents: EventBody[]): Promise<JobOutcome> {
   const { run, step, stepRef } = prepared;
-  const released = await transactFenced(deps, async (fx) => {
-    const redispatches = await releaseForRetry(fx.tx, run);
+  const released = await deps.unitOfWork.transactFenced(async (fx) => {
+    const redispatches = await fx.store.runs.releaseForRetry(run);
     if (redispatches === undefined) throw new StaleWorkError();
-    await endStepAttempt(fx.tx, run, step, { status: "completed", finishReason: "empty_asked_again" });
+    await fx.store.steps.endStepAttempt(run, step, { status: "completed", finishReason: "empty_asked_again" });
     await fx.emit(run.tenantId, run.sessionId, [
       ...pendingEvents.map((body) => ({ runId: run.id, step: stepRef, body })),
       {

@@ -1,12 +1,12 @@
-import { usageRefusal } from "../../runs/quota-refusal.js";
+import { useRefusal } from "../../runs/quota-refusal.js";
 import { endRun } from "../../runs/run-lifecycle.js";
 import type { ClaimedRun } from "../../store/runs.js";
-import { StaleWorkError, transactFenced, type TransactDeps } from "../../store/transact.js";
+import { StaleWorkError } from "../../store/transact.js";
 import { effectiveQuotas } from "../../tenants/tenant-settings.js";
 import type { JobOutcome } from "../job-context.js";
 import type { JobDeps } from "../job-deps.js";
 
-export type BudgetDeps = TransactDeps & Pick<JobDeps, "tenantSettings">;
+export type BudgetDeps = Pick<JobDeps, "config" | "store" | "unitOfWork" | "tenantSettings">;
 
 /**
  * The tenant's use quotas, checked at every step's claim (SPEC X5), sub-agents' steps included:
@@ -17,9 +17,9 @@ export type BudgetDeps = TransactDeps & Pick<JobDeps, "tenantSettings">;
 export async function endIfOverBudget(deps: BudgetDeps, run: ClaimedRun): Promise<JobOutcome | undefined> {
   const quotas = effectiveQuotas(deps.config, await deps.tenantSettings.get(run.tenantId));
   if (quotas.tokensPerDay === 0 && quotas.storageBytes === 0) return undefined;
-  const refusal = await usageRefusal(deps.db.db, run.tenantId, quotas);
+  const refusal = await useRefusal(deps.store.tenantAdmission, run.tenantId, quotas);
   if (!refusal) return undefined;
-  const ended = await transactFenced(deps, async (fx) => {
+  const ended = await deps.unitOfWork.transactFenced(async (fx) => {
     const error = { code: "quota_exceeded", message: `the run stopped before its next model step: ${refusal.message}` };
     if (!(await endRun(fx, run, "failed", { fence: run.fence, error }))) throw new StaleWorkError();
     return true;

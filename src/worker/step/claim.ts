@@ -1,6 +1,6 @@
 import type { MessagePosition } from "../../core/history.js";
 import type { StepJobData } from "../../queue/job-types.js";
-import { claimStep, historyOrigin, type ClaimedRun, type StepClaim } from "../../store/runs.js";
+import { historyOrigin, type ClaimedRun, type StepClaim } from "../../store/runs.js";
 import { withRetry } from "../../store/transact.js";
 import type { JobDeps } from "../job-deps.js";
 import type { SessionContextCache } from "../session-context-cache.js";
@@ -8,7 +8,7 @@ import type { HistoryCache } from "./history-cache.js";
 
 /** What the claim uses. */
 export interface StepClaimContext {
-  deps: Pick<JobDeps, "db" | "config">;
+  deps: Pick<JobDeps, "store" | "config">;
   sessionContexts: SessionContextCache;
   histories: HistoryCache;
 }
@@ -36,11 +36,11 @@ export async function claimStepJob(
 ): Promise<ClaimedStep | { kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string }> {
   const { deps } = context;
   const { runId, stepIndex } = data;
-  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  const scope = await context.sessionContexts.scopeOfRun(runId);
   const historyAfter = scope ? context.histories.after(scope) : historyOrigin;
   const leaseMs = deps.config.workers.leaseMs;
   const claim = await withRetry(() =>
-    claimStep(deps.db.pool, { runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs, historyAfter }),
+    deps.store.runs.claimStep({ runId, stepIndex, next: { kind: "step", stepIndex }, owner, leaseMs, historyAfter }),
   );
   return claim.kind === "claimed" ? { ...claim, stepIndex, historyAfter } : claim;
 }

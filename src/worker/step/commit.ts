@@ -1,6 +1,7 @@
 import { endRun } from "../../runs/run-lifecycle.js";
-import { commitStep, type StepResult } from "../../store/steps.js";
-import { StaleWorkError, transactFenced, withRetry, type TransactDeps } from "../../store/transact.js";
+import type { StepResult } from "../../store/steps.js";
+import { StaleWorkError, withRetry } from "../../store/transact.js";
+import type { JobDeps } from "../job-deps.js";
 import type { JobOutcome } from "../job-context.js";
 import { askAgain, justActivatedTools } from "./ask-again.js";
 import { preGrantFirstGroup } from "./pre-grant.js";
@@ -15,7 +16,9 @@ import type { StreamedStep } from "./stream.js";
  * can start a first group that is allowed whole (`preGrantFirstGroup`). With no calls the same
  * statement runs in a transaction that also ends the run `completed`.
  */
-export async function commitStepJob(deps: TransactDeps, prepared: PreparedStep, streamed: StreamedStep): Promise<JobOutcome> {
+export type CommitStepDeps = Pick<JobDeps, "store" | "unitOfWork" | "bus" | "dispatcher">;
+
+export async function commitStepJob(deps: CommitStepDeps, prepared: PreparedStep, streamed: StreamedStep): Promise<JobOutcome> {
   const { run, step, session, project } = prepared;
   const { toolCalls } = streamed;
   const mode = { approvalMode: session.approvalMode, workspaceDir: project.workspacePath };
@@ -27,9 +30,9 @@ export async function commitStepJob(deps: TransactDeps, prepared: PreparedStep, 
   return committed ? { kind: "committed", detail: `${toolCalls.length} tool calls` } : { kind: "stale" };
 }
 
-async function commitWithCalls(deps: TransactDeps, prepared: PreparedStep, result: StepResult): Promise<boolean> {
+async function commitWithCalls(deps: CommitStepDeps, prepared: PreparedStep, result: StepResult): Promise<boolean> {
   const { run, step } = prepared;
-  const events = await withRetry(() => commitStep(deps.db.pool, run, step, result));
+  const events = await withRetry(() => deps.store.steps.commitStep(run, step, result));
   if (!events) return false;
   await Promise.all([
     deps.bus.publish(events),
@@ -39,10 +42,10 @@ async function commitWithCalls(deps: TransactDeps, prepared: PreparedStep, resul
 }
 
 /** The last step: the run ends with it, in the same transaction. */
-async function commitLastStep(deps: TransactDeps, prepared: PreparedStep, result: StepResult): Promise<boolean> {
+async function commitLastStep(deps: Pick<JobDeps, "unitOfWork">, prepared: PreparedStep, result: StepResult): Promise<boolean> {
   const { run, step } = prepared;
-  const committed = await transactFenced(deps, async (fx) => {
-    const events = await commitStep(fx.pg, run, step, result);
+  const committed = await deps.unitOfWork.transactFenced(async (fx) => {
+    const events = await fx.store.steps.commitStep(run, step, result);
     if (!events) throw new StaleWorkError();
     fx.track(events);
     if (!(await endRun(fx, run, "completed", { fence: run.fence }))) throw new StaleWorkError();

@@ -3,8 +3,7 @@ import { isFoyaError } from "../../errors.js";
 import { storableText } from "../../core/storable-text.js";
 import { endRun } from "../../runs/run-lifecycle.js";
 import { isConnectionError } from "../../startup/dependency-wait.js";
-import { endStepAttempt } from "../../store/steps.js";
-import { StaleWorkError, transactFenced, type TransactDeps } from "../../store/transact.js";
+import { StaleWorkError } from "../../store/transact.js";
 import type { JobOutcome } from "../job-context.js";
 import type { JobDeps } from "../job-deps.js";
 import type { PreparedStep } from "./start.js";
@@ -25,7 +24,7 @@ export interface FailedAttempt {
  * Postgres or Redis away is no fault of the step: never fail the run for it, even on the last
  * attempt. The job fails; the run still needs it, and the sweeper enqueues it again (X4).
  */
-export async function failStep(deps: TransactDeps & Pick<JobDeps, "logger">, attempt: FailedAttempt, error: unknown): Promise<JobOutcome> {
+export async function failStep(deps: Pick<JobDeps, "unitOfWork" | "logger">, attempt: FailedAttempt, error: unknown): Promise<JobOutcome> {
   await attempt.sink?.settle();
   if (attempt.signal.aborted) return { kind: "cancelled" };
   if (error instanceof StaleWorkError) return { kind: "stale" };
@@ -39,8 +38,8 @@ export async function failStep(deps: TransactDeps & Pick<JobDeps, "logger">, att
   const message = describeFailure(error, run.id);
   // The run's record tells tenants what happened; operators get the whole error, cause included.
   deps.logger.warn({ err: error, runId: run.id, stepIndex: step.index, code }, "model step failed on its last attempt");
-  await transactFenced(deps, async (fx) => {
-    await endStepAttempt(fx.tx, run, step, { status: "failed" });
+  await deps.unitOfWork.transactFenced(async (fx) => {
+    await fx.store.steps.endStepAttempt(run, step, { status: "failed" });
     if (!(await endRun(fx, run, "failed", { fence: run.fence, error: { code, message } }))) throw new StaleWorkError();
   });
   return { kind: "failed", code };

@@ -1,7 +1,7 @@
 import type { MessagePosition } from "../../core/history.js";
 import { historyOrigin } from "../../store/runs.js";
-import { loadHistory, type HistoryEntry } from "../../store/messages.js";
-import type { Queryable } from "../../store/sql-text.js";
+import type { HistoryEntry } from "../../store/messages.js";
+import type { Store } from "../../store/store.js";
 
 /**
  * A worker's copy of the histories it served last, so a step's claim reads
@@ -17,14 +17,17 @@ import type { Queryable } from "../../store/sql-text.js";
 export interface HistoryCache {
   /** The position after which a step of this session needs to read. */
   after(scope: { tenantId: string; sessionId: string }): MessagePosition;
-  /** The whole history, given what the claim read after `after`. */
+  /** The whole history, given what the claim read after `after`; `messages` reads it all when the copy cannot be used. */
   extend(
-    on: Queryable,
+    messages: HistoryReads,
     run: { tenantId: string; sessionId: string; ordinal: number },
     after: MessagePosition,
     fresh: HistoryEntry[],
   ): Promise<HistoryEntry[]>;
 }
+
+/** How the cache reads a whole history (`store.messages`). */
+export type HistoryReads = Pick<Store["messages"], "loadHistory">;
 
 interface Cached {
   tenantId: string;
@@ -56,7 +59,7 @@ export function createHistoryCache(options: { maxSessions?: number; maxChars?: n
     after(scope) {
       return usable(scope)?.entries.at(-1)?.position ?? historyOrigin;
     },
-    async extend(on, run, after, fresh) {
+    async extend(messages, run, after, fresh) {
       const cached = usable(run);
       const base = cached?.entries.at(-1)?.position ?? historyOrigin;
       const appended = cached !== undefined && samePosition(base, after);
@@ -65,7 +68,7 @@ export function createHistoryCache(options: { maxSessions?: number; maxChars?: n
         ? [...cached.entries, ...fresh]
         : samePosition(after, historyOrigin)
           ? fresh
-          : await loadHistory(on, run.tenantId, run.sessionId, run.ordinal);
+          : await messages.loadHistory(run.tenantId, run.sessionId, run.ordinal);
       const chars = (appended ? cached.chars : 0) + charsOf(appended ? fresh : entries);
       drop(run.sessionId);
       if (chars <= maxChars) {

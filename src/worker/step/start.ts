@@ -5,7 +5,7 @@ import { oversizedResults, projectionLimit } from "../../context/project-results
 import type { ScopedTools } from "../../mcp/tool-catalog.js";
 import type { HistoryEntry } from "../../store/messages.js";
 import type { ClaimedRun } from "../../store/runs.js";
-import { appendStepEvents, startStep, type StepAttempt } from "../../store/steps.js";
+import type { StepAttempt } from "../../store/steps.js";
 import { withRetry } from "../../store/transact.js";
 import { historyReadToolName } from "../../tools/builtin/history-read-tool.js";
 import type { AnyTool } from "../../tools/tool.js";
@@ -32,7 +32,7 @@ export interface PreparedStep {
 }
 
 export interface StepStartContext {
-  deps: Pick<JobDeps, "db" | "config" | "providers">;
+  deps: Pick<JobDeps, "store" | "config" | "providers">;
   sessionContexts: SessionContextCache;
   histories: HistoryCache;
 }
@@ -46,9 +46,9 @@ export async function prepareStep(context: StepStartContext, claim: ClaimedStep,
   const { deps } = context;
   const { config } = deps;
   const { run, extra } = claim;
-  const { session, project } = await context.sessionContexts.get(deps.db.db, run.sessionId);
+  const { session, project } = await context.sessionContexts.get(run.sessionId);
   // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
-  const history = await context.histories.extend(deps.db.pool, run, claim.historyAfter, extra.history);
+  const history = await context.histories.extend(deps.store.messages, run, claim.historyAfter, extra.history);
   const resultLimit = projectionLimit(
     deps.providers.capabilities(session.providerProfile).contextWindow,
     config.runs.contextResultMaxChars,
@@ -68,17 +68,17 @@ export async function prepareStep(context: StepStartContext, claim: ClaimedStep,
  * The step's live events (section 5): its first write is the step's start (`startStep`, with
  * `step_start` and the first events), every later one an append, each fenced.
  */
-export function openStepEvents(deps: Pick<JobDeps, "db" | "bus">, prepared: PreparedStep, signal: AbortSignal): StepEventSink {
+export function openStepEvents(deps: Pick<JobDeps, "store" | "bus">, prepared: PreparedStep, signal: AbortSignal): StepEventSink {
   const { run, step, stepRef } = prepared;
-  const { pool } = deps.db;
+  const { steps } = deps.store;
   return createStepEventSink({
     bus: deps.bus,
     coalesceMs: 20,
     signal,
     start: {
       body: { type: "step_start", stepIndex: step.index, attempt: step.attempt, tools: step.tools },
-      write: (bodies) => withRetry(() => startStep(pool, run, step, bodies)),
+      write: (bodies) => withRetry(() => steps.startStep(run, step, bodies)),
     },
-    append: (bodies) => withRetry(() => appendStepEvents(pool, run, stepRef, bodies)),
+    append: (bodies) => withRetry(() => steps.appendStepEvents(run, stepRef, bodies)),
   });
 }

@@ -2,7 +2,6 @@ import { compileMessages } from "../../context/compile-request.js";
 import type { EventBody } from "../../core/events.js";
 import type { ModelProvider } from "../../providers/provider.js";
 import type { ProviderCapabilities } from "../../providers/provider-registry.js";
-import { artifactReader } from "../../store/artifacts.js";
 import type { StepResult } from "../../store/steps.js";
 import type { JobDeps } from "../job-deps.js";
 import type { SessionRow } from "../session-context-cache.js";
@@ -30,7 +29,7 @@ export function modelOf(deps: Pick<JobDeps, "providers">, session: Pick<SessionR
  * sent to the sink (text and argument deltas coalesced, `tool_begin` at once).
  */
 export async function streamModel(
-  deps: Pick<JobDeps, "db" | "tracing" | "metrics">,
+  deps: Pick<JobDeps, "store" | "tracing" | "metrics">,
   prepared: PreparedStep,
   model: StepModel,
   sink: StepEventSink,
@@ -42,7 +41,7 @@ export async function streamModel(
     model: session.model ?? provider.defaultModel,
     messages: await compileMessages(prepared.history, {
       imageInput: capabilities.imageInput,
-      artifacts: artifactReader(deps.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }),
+      artifacts: deps.store.artifacts.artifactReader({ tenantId: run.tenantId, sessionId: run.sessionId }),
       resultLimit: prepared.resultLimit,
     }),
     tools: prepared.tools.registry.schemasFor(prepared.exposed),

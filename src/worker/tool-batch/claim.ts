@@ -1,8 +1,7 @@
 import type { NextJob } from "../../core/next-job.js";
 import type { ScopedTools } from "../../mcp/tool-catalog.js";
 import type { ToolBatchJobData } from "../../queue/job-types.js";
-import { claimBatch, type BatchClaim, type ClaimedRun } from "../../store/runs.js";
-import { runningCallsOf } from "../../store/tool-call-slots.js";
+import type { BatchClaim, ClaimedRun } from "../../store/runs.js";
 import { withRetry } from "../../store/transact.js";
 import { effectiveQuotas } from "../../tenants/tenant-settings.js";
 import type { JobDeps } from "../job-deps.js";
@@ -13,7 +12,7 @@ import { callSlotRetryMs } from "./start-calls.js";
 
 /** What the claim uses. */
 export interface BatchClaimContext {
-  deps: Pick<JobDeps, "db" | "config" | "callLayers" | "logger" | "tenantSettings">;
+  deps: Pick<JobDeps, "store" | "config" | "callLayers" | "logger" | "tenantSettings">;
   sessionContexts: SessionContextCache;
 }
 
@@ -42,13 +41,13 @@ export async function claimToolBatch(context: BatchClaimContext, data: ToolBatch
   const layers = await settleLayersOfRun(context, runId);
   if (layers.kind === "wait") return { kind: "busy", retryInMs: layers.retryInMs };
   const callQuota = await toolCallQuota(context, runId);
-  if (callQuota.limit > 0 && (await runningCallsOf(deps.db.pool, callQuota.tenantId)) >= callQuota.limit)
+  if (callQuota.limit > 0 && (await deps.store.toolCallSlots.runningCallsOf(callQuota.tenantId)) >= callQuota.limit)
     return { kind: "busy", retryInMs: callSlotRetryMs() };
   // One statement also reads the calls and the rules; the gate's writes (rare) and the running marks follow, fenced.
   const next: NextJob = { kind: "batch", stepIndex, ...(data.resume !== undefined ? { resume: data.resume } : {}) };
   const leaseMs = deps.config.workers.leaseMs;
   const claim = await withRetry(() =>
-    claimBatch(deps.db.pool, { runId, stepIndex, next, owner, leaseMs, startPreGranted: callQuota.limit === 0 }),
+    deps.store.runs.claimBatch({ runId, stepIndex, next, owner, leaseMs, startPreGranted: callQuota.limit === 0 }),
   );
   return claim.kind === "claimed" ? { ...claim, stepIndex, callQuota: callQuota.limit } : claim;
 }
@@ -57,16 +56,16 @@ export async function claimToolBatch(context: BatchClaimContext, data: ToolBatch
 async function settleLayersOfRun(context: BatchClaimContext, runId: string): Promise<ProjectLayers> {
   const { deps } = context;
   if (!deps.callLayers.ok) return { kind: "clear" };
-  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  const scope = await context.sessionContexts.scopeOfRun(runId);
   if (!scope) return { kind: "clear" };
-  const { project } = await context.sessionContexts.get(deps.db.db, scope.sessionId);
+  const { project } = await context.sessionContexts.get(scope.sessionId);
   return settleProjectLayers(deps, project.workspacePath);
 }
 
 /** The tenant's `toolCalls` quota for a run's batches; 0 (no limit) for a run that is gone (its claim then finds it gone). */
 async function toolCallQuota(context: BatchClaimContext, runId: string): Promise<{ tenantId: string; limit: number }> {
   const { deps } = context;
-  const scope = await context.sessionContexts.scopeOfRun(deps.db.db, runId);
+  const scope = await context.sessionContexts.scopeOfRun(runId);
   if (!scope) return { tenantId: "", limit: 0 };
   const settings = await deps.tenantSettings.get(scope.tenantId);
   return { tenantId: scope.tenantId, limit: effectiveQuotas(deps.config, settings).toolCalls };
@@ -74,12 +73,12 @@ async function toolCallQuota(context: BatchClaimContext, runId: string): Promise
 
 /** The claimed batch's scope; session and project rows come from the worker's cache. */
 export async function scopeOfBatch(
-  context: { deps: Pick<JobDeps, "db">; sessionContexts: SessionContextCache },
+  context: { sessionContexts: SessionContextCache },
   claim: ClaimedBatch,
   tools: ScopedTools,
 ): Promise<BatchScope> {
   const { run, extra } = claim;
-  const { session, project } = await context.sessionContexts.get(context.deps.db.db, run.sessionId);
+  const { session, project } = await context.sessionContexts.get(run.sessionId);
   return {
     run,
     stepRef: { index: claim.stepIndex, attempt: extra.stepAttempt },

@@ -1,7 +1,7 @@
 import { endRun } from "../../runs/run-lifecycle.js";
-import { moveToNextStep, type ClaimedRun } from "../../store/runs.js";
-import { openCallsOfBatch } from "../../store/tool-calls.js";
-import { StaleWorkError, type Effects } from "../../store/transact.js";
+import type { ClaimedRun } from "../../store/runs.js";
+import { StaleWorkError } from "../../store/transact.js";
+import type { Effects } from "../../unit-of-work/unit-of-work.js";
 import type { JobDeps } from "../job-deps.js";
 
 /**
@@ -10,7 +10,7 @@ import type { JobDeps } from "../job-deps.js";
  * transaction can do it. Answers whether the batch is closed.
  */
 export async function closeBatchIfDone(fx: Effects, deps: Pick<JobDeps, "config">, run: ClaimedRun, stepIndex: number): Promise<boolean> {
-  if ((await openCallsOfBatch(fx.tx, run.id, stepIndex)).length > 0) return false;
+  if ((await fx.store.toolCalls.openCallsOfBatch(run.id, stepIndex)).length > 0) return false;
   const nextIndex = stepIndex + 1;
   const { maxStepsPerRun } = deps.config.runs;
   if (nextIndex >= maxStepsPerRun) {
@@ -24,7 +24,7 @@ export async function closeBatchIfDone(fx: Effects, deps: Pick<JobDeps, "config"
     }
     return true;
   }
-  const next = await moveToNextStep(fx.tx, run, nextIndex);
+  const next = await fx.store.runs.moveToNextStep(run, nextIndex);
   if (!next) throw new StaleWorkError();
   fx.dispatch({ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 });
   return true;

@@ -1,7 +1,9 @@
 import { closeOpenCalls, endRun } from "../../runs/run-lifecycle.js";
-import { countInterruption, lockHeldRun, type BatchClaim, type ClaimedRun } from "../../store/runs.js";
-import { StaleWorkError, transactFenced, type Effects, type TransactDeps } from "../../store/transact.js";
+import type { BatchClaim, ClaimedRun } from "../../store/runs.js";
+import { StaleWorkError } from "../../store/transact.js";
+import type { Effects } from "../../unit-of-work/unit-of-work.js";
 import type { JobOutcome } from "../job-context.js";
+import type { JobDeps } from "../job-deps.js";
 import type { ClaimedBatch } from "./claim.js";
 import { closeBatchIfDone } from "./close-batch.js";
 
@@ -15,8 +17,8 @@ export function hasInterruptedCall(claimed: BatchClaim): boolean {
 }
 
 /** Closes a batch found interrupted at its claim, in one fenced transaction (D3, D10). */
-export async function closeInterrupted(deps: TransactDeps, claim: ClaimedBatch): Promise<JobOutcome> {
-  const after = await transactFenced(deps, (fx) => closeInterruptedBatch(fx, deps, claim.run, claim.stepIndex));
+export async function closeInterrupted(deps: Pick<JobDeps, "unitOfWork" | "config">, claim: ClaimedBatch): Promise<JobOutcome> {
+  const after = await deps.unitOfWork.transactFenced((fx) => closeInterruptedBatch(fx, deps, claim.run, claim.stepIndex));
   if (after === null) return { kind: "stale" };
   return after === "continued"
     ? { kind: "committed", detail: "carried on after an interrupted call" }
@@ -30,10 +32,15 @@ export async function closeInterrupted(deps: TransactDeps, claim: ClaimedBatch):
  * the allowed interruptions so far, goes on with its next step, whose model sees the
  * honest tool messages and decides (D10).
  */
-async function closeInterruptedBatch(fx: Effects, deps: TransactDeps, run: ClaimedRun, stepIndex: number): Promise<"continued" | "ended"> {
-  if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+async function closeInterruptedBatch(
+  fx: Effects,
+  deps: Pick<JobDeps, "config">,
+  run: ClaimedRun,
+  stepIndex: number,
+): Promise<"continued" | "ended"> {
+  if (!(await fx.store.runs.lockHeldRun(run))) throw new StaleWorkError();
   const { maxContinuedInterruptions } = deps.config.runs;
-  const count = run.onInterrupted === "continue" ? await countInterruption(fx.pg, run, maxContinuedInterruptions) : undefined;
+  const count = run.onInterrupted === "continue" ? await fx.store.runs.countInterruption(run, maxContinuedInterruptions) : undefined;
   await closeOpenCalls(fx, run, "interrupted", { carryingOn: count !== undefined });
   if (count !== undefined) {
     if (!(await closeBatchIfDone(fx, deps, run, stepIndex))) throw new StaleWorkError("calls of the interrupted batch are still open");

@@ -1,13 +1,12 @@
 import type { StepRef } from "../../core/events.js";
 import { newId } from "../../ids.js";
 import type { CallRow, ClaimedRun } from "../../store/runs.js";
-import { answerCall, insertFileChanges } from "../../store/tool-calls.js";
 import { withRetry } from "../../store/transact.js";
 import type { StoredToolResult } from "../../tools/tool.js";
 import type { JobDeps } from "../job-deps.js";
 import { commitThroughOutage } from "./commit-through-outage.js";
 
-export type CommitCallDeps = Pick<JobDeps, "config" | "db" | "logger" | "bus" | "dispatcher">;
+export type CommitCallDeps = Pick<JobDeps, "config" | "store" | "logger" | "bus" | "dispatcher">;
 
 /** `finished`: this commit also handed the run to its next step. */
 export type CommittedCall = "committed" | "finished" | "stale";
@@ -40,7 +39,7 @@ export async function commitCall(
   const answered = await commitThroughOutage(
     () =>
       withRetry(() =>
-        answerCall(deps.db.pool, { run, call, outcome, step: stepRef, execFence: run.fence, ...(handOff ? { handOff } : {}) }),
+        deps.store.toolCalls.answerCall({ run, call, outcome, step: stepRef, execFence: run.fence, ...(handOff ? { handOff } : {}) }),
       ),
     {
       leaseMs: deps.config.workers.leaseMs,
@@ -67,19 +66,17 @@ export async function commitCall(
 }
 
 async function keepRecordsOfClosedCall(
-  deps: Pick<JobDeps, "db" | "logger">,
+  deps: Pick<JobDeps, "store" | "logger">,
   run: ClaimedRun,
   call: CallRow,
   records: NonNullable<StoredToolResult["fileChanges"]>,
 ): Promise<void> {
-  await insertFileChanges(
-    deps.db.db,
-    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id, toolCallId: call.id },
-    records,
-  ).catch((error: unknown) =>
-    deps.logger.error(
-      { err: error, runId: run.id, callId: call.callId },
-      "the file changes of a call closed by another attempt were not recorded",
-    ),
-  );
+  await deps.store.toolCalls
+    .insertFileChanges({ tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id, toolCallId: call.id }, records)
+    .catch((error: unknown) =>
+      deps.logger.error(
+        { err: error, runId: run.id, callId: call.callId },
+        "the file changes of a call closed by another attempt were not recorded",
+      ),
+    );
 }

@@ -1,8 +1,9 @@
 import { applyGateWrites, judgeBatch, type CallGrant, type GateRules, type GateWrite } from "../../approvals/gate-batch.js";
-import { lockHeldRun, type BatchClaim, type CallRow } from "../../store/runs.js";
-import { StaleWorkError, transactFenced, type TransactDeps } from "../../store/transact.js";
+import type { BatchClaim, CallRow } from "../../store/runs.js";
+import { StaleWorkError } from "../../store/transact.js";
+import type { JobDeps } from "../job-deps.js";
 import type { BatchAttempt, BatchScope } from "./batch-attempt.js";
-import { startWindow } from "./start-calls.js";
+import { startWindow, type StartCallDeps } from "./start-calls.js";
 import { planLanes } from "./tool-lanes.js";
 
 export interface RunnablePlan {
@@ -19,13 +20,17 @@ export interface RunnablePlan {
  * started the first group itself (calls the step's commit found allowed, `preGrantFirstGroup`),
  * that group goes first and the rest follows it in model order. Null when the batch was taken over.
  */
-export async function planFirstGroups(deps: TransactDeps, attempt: BatchAttempt, claimed: BatchClaim): Promise<RunnablePlan | null> {
+export async function planFirstGroups(
+  deps: StartCallDeps & Pick<JobDeps, "config">,
+  attempt: BatchAttempt,
+  claimed: BatchClaim,
+): Promise<RunnablePlan | null> {
   const preStarted = claimed.calls.filter((call) => claimed.startedIds.has(call.id));
   if (preStarted.length > 0) await deps.bus.publish(claimed.startedEvents);
   const rest = claimed.calls.filter((call) => !claimed.startedIds.has(call.id));
   const plan = await planRunnable(deps, attempt, rest, claimed, (writes) =>
-    transactFenced(deps, async (fx) => {
-      if (!(await lockHeldRun(fx.tx, attempt.run))) throw new StaleWorkError();
+    deps.unitOfWork.transactFenced(async (fx) => {
+      if (!(await fx.store.runs.lockHeldRun(attempt.run))) throw new StaleWorkError();
       await applyGateWrites(fx, attempt, writes);
       return true;
     }),
@@ -52,7 +57,7 @@ export async function planFirstGroups(deps: TransactDeps, attempt: BatchAttempt,
  * `apply`; null when that found the batch taken over.
  */
 export async function planRunnable(
-  deps: Pick<TransactDeps, "config">,
+  deps: Pick<JobDeps, "config">,
   batch: BatchScope,
   calls: readonly CallRow[],
   rules: GateRules,

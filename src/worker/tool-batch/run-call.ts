@@ -7,7 +7,7 @@ import { observeToolCall } from "../job-telemetry.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { commitCall, type CommitCallDeps, type CommittedCall } from "./commit-call.js";
 
-export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "db"> & CommitCallDeps;
+export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "store"> & CommitCallDeps;
 
 /** The tool context of one call of this attempt (`createToolContext`, bound to the batch). */
 export type ToolContextFor = (call: CallRow, grant: CallGrant) => ToolContext;
@@ -34,7 +34,7 @@ export async function runCall(
   // Bytes become artifact references before anything is stored or emitted (I1, I2).
   const result = withEditNote(
     grant,
-    await storeResultArtifacts(deps.db.db, { tenantId: run.tenantId, sessionId: run.sessionId }, executed),
+    await storeResultArtifacts(deps.store, { tenantId: run.tenantId, sessionId: run.sessionId }, executed),
   );
   const committed = await commitCall(deps, run, call, result, attempt.stepRef);
   return { committed, endBatch: result.endBatch === true };

@@ -1,14 +1,13 @@
 import type { CallGrant } from "../../approvals/gate-batch.js";
 import type { CallRow } from "../../store/runs.js";
-import type { TransactDeps } from "../../store/transact.js";
 import type { JobOutcome } from "../job-context.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import type { RunnablePlan } from "./plan.js";
 import { runCall, type RunCallDeps, type ToolContextFor } from "./run-call.js";
-import { startCall, startWindow } from "./start-calls.js";
+import { startCall, startWindow, type StartCallDeps } from "./start-calls.js";
 import { maxParallelCalls, runWithLimit } from "./tool-lanes.js";
 
-export type RunGroupsDeps = TransactDeps & RunCallDeps;
+export type RunGroupsDeps = StartCallDeps & RunCallDeps;
 
 /** `settle`: no commit could close the batch (an end-of-batch signal, siblings committing at once, calls awaiting approval). */
 export type GroupsOutcome = { kind: "ended"; outcome: JobOutcome } | { kind: "settle"; endBatch: boolean };

@@ -1,11 +1,11 @@
 import { applyGateWrites } from "../../approvals/gate-batch.js";
 import type { StepRef } from "../../core/events.js";
 import { admitWaitingRuns } from "../../runs/run-lifecycle.js";
-import { cancelPendingApprovals } from "../../store/approvals.js";
-import { gateRules, lockHeldRun, parkRun, type ClaimedRun } from "../../store/runs.js";
-import { answerCall, openCallsOfBatch } from "../../store/tool-calls.js";
-import { StaleWorkError, transactFenced, type Effects, type TransactDeps } from "../../store/transact.js";
+import type { ClaimedRun } from "../../store/runs.js";
+import { StaleWorkError } from "../../store/transact.js";
+import type { Effects } from "../../unit-of-work/unit-of-work.js";
 import type { JobOutcome } from "../job-context.js";
+import type { JobDeps } from "../job-deps.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { closeBatchIfDone } from "./close-batch.js";
 import { planRunnable, type RunnablePlan } from "./plan.js";
@@ -22,8 +22,12 @@ type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: R
  * approved meanwhile, closes the batch when nothing is open, and otherwise parks the run
  * with no job (D6): the next decision re-arms it.
  */
-export async function settleBatch(deps: TransactDeps, attempt: BatchAttempt, endBatch: boolean): Promise<SettleOutcome> {
-  const settled = await transactFenced(deps, (fx) => settleUnderLock(fx, deps, attempt, endBatch));
+export async function settleBatch(
+  deps: Pick<JobDeps, "unitOfWork" | "config">,
+  attempt: BatchAttempt,
+  endBatch: boolean,
+): Promise<SettleOutcome> {
+  const settled = await deps.unitOfWork.transactFenced((fx) => settleUnderLock(fx, deps, attempt, endBatch));
   if (settled === null) return { kind: "ended", outcome: { kind: "stale" } };
   if (settled.kind === "closed") return { kind: "ended", outcome: { kind: "committed", detail: "batch done" } };
   if (settled.kind === "parked")
@@ -37,15 +41,15 @@ export async function settleBatch(deps: TransactDeps, attempt: BatchAttempt, end
  * by its own transaction, never by neither. The policies are read again: a policy changed
  * while the batch ran applies to the calls it plans now.
  */
-async function settleUnderLock(fx: Effects, deps: TransactDeps, batch: BatchAttempt, endBatch: boolean): Promise<Settled> {
+async function settleUnderLock(fx: Effects, deps: Pick<JobDeps, "config">, batch: BatchAttempt, endBatch: boolean): Promise<Settled> {
   const { run, stepRef } = batch;
-  if (!(await lockHeldRun(fx.tx, run))) throw new StaleWorkError();
+  if (!(await fx.store.runs.lockHeldRun(run))) throw new StaleWorkError();
   if (endBatch) await skipRemaining(fx, run, stepRef);
-  const open = await openCallsOfBatch(fx.tx, run.id, stepRef.index);
+  const open = await fx.store.toolCalls.openCallsOfBatch(run.id, stepRef.index);
   if (open.some((call) => call.status === "running" && call.childRunId === null))
     throw new StaleWorkError("calls of this batch are still running");
   const queued = open.filter((call) => call.status === "queued").map((call) => call.id);
-  const rules = await gateRules(fx.pg, batch.projectId, queued);
+  const rules = await fx.store.runs.gateRules(batch.projectId, queued);
   const plan = await planRunnable(deps, batch, open, rules, (writes) => applyGateWrites(fx, batch, writes));
   if (!plan) throw new StaleWorkError();
   if (plan.groups[0]) {
@@ -63,7 +67,7 @@ async function settleUnderLock(fx: Effects, deps: TransactDeps, batch: BatchAtte
  */
 async function parkBatch(fx: Effects, run: ClaimedRun, stepRef: StepRef, waitsForApproval: boolean): Promise<void> {
   const status = waitsForApproval ? "awaiting_approval" : "running";
-  if (!(await parkRun(fx.tx, run, status))) throw new StaleWorkError();
+  if (!(await fx.store.runs.parkRun(run, status))) throw new StaleWorkError();
   if (status === "awaiting_approval") {
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "run_status", status } }]);
     // A run waiting for a person holds no worker: its slot goes to the tenant's next waiting run (SPEC X5).
@@ -74,15 +78,11 @@ async function parkBatch(fx: Effects, run: ClaimedRun, stepRef: StepRef, waitsFo
 /** After an end-of-batch signal, the remaining calls get `skipped` results so every call id has one (P6). */
 async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Promise<void> {
   const content = [{ type: "text" as const, text: "Skipped: an earlier call in this batch ended the batch." }];
-  const remaining = await openCallsOfBatch(fx.tx, run.id, stepRef.index, ["queued", "awaiting_approval"]);
-  await cancelPendingApprovals(
-    fx,
-    run,
-    remaining.filter((call) => call.status === "awaiting_approval").map((call) => call.id),
-    "an earlier call in this batch ended the batch",
-  );
+  const remaining = await fx.store.toolCalls.openCallsOfBatch(run.id, stepRef.index, ["queued", "awaiting_approval"]);
+  const awaiting = remaining.filter((call) => call.status === "awaiting_approval").map((call) => call.id);
+  fx.track(await fx.store.approvals.closePendingApprovals(run, awaiting, "an earlier call in this batch ended the batch"));
   for (const call of remaining) {
-    const answered = await answerCall(fx.pg, {
+    const answered = await fx.store.toolCalls.answerCall({
       run,
       call,
       outcome: { status: "skipped", isError: true, errorCode: "skipped", content },

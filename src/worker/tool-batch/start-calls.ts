@@ -1,7 +1,7 @@
 import type { CallRow } from "../../store/runs.js";
-import { takeCallSlots } from "../../store/tool-call-slots.js";
-import { markCallsRunning } from "../../store/tool-calls.js";
-import { StaleWorkError, transactFenced, withRetry, type Effects, type TransactDeps } from "../../store/transact.js";
+import { StaleWorkError, withRetry } from "../../store/transact.js";
+import type { Effects } from "../../unit-of-work/unit-of-work.js";
+import type { JobDeps } from "../job-deps.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { maxParallelCalls } from "./tool-lanes.js";
 
@@ -14,13 +14,16 @@ import { maxParallelCalls } from "./tool-lanes.js";
 
 type Marking = Pick<BatchAttempt, "run" | "stepRef" | "callQuota" | "owner">;
 
+/** What marking calls `running` uses: one statement outside a transaction, or a transaction under a `toolCalls` quota. */
+export type StartCallDeps = Pick<JobDeps, "store" | "unitOfWork" | "bus">;
+
 /** The calls of a group that start at once: at most `maxParallelCalls` (P3). */
 export function startingWindow(group: readonly CallRow[]): CallRow[] {
   return group.slice(0, maxParallelCalls);
 }
 
 /** Marks a group's starting window `running`; false when the batch was taken over. */
-export async function startWindow(deps: TransactDeps, attempt: BatchAttempt, group: readonly CallRow[]): Promise<boolean> {
+export async function startWindow(deps: StartCallDeps, attempt: BatchAttempt, group: readonly CallRow[]): Promise<boolean> {
   const marked = await markRunning(deps, attempt, startingWindow(group));
   if (marked === null) return false;
   for (const call of marked) attempt.started.add(call.id);
@@ -28,7 +31,7 @@ export async function startWindow(deps: TransactDeps, attempt: BatchAttempt, gro
 }
 
 /** Makes sure a call is marked `running` before its tool starts: at once if its window was, else once a slot frees. */
-export async function startCall(deps: TransactDeps, attempt: BatchAttempt, call: CallRow): Promise<"started" | "stale" | "cancelled"> {
+export async function startCall(deps: StartCallDeps, attempt: BatchAttempt, call: CallRow): Promise<"started" | "stale" | "cancelled"> {
   if (attempt.started.has(call.id)) return "started";
   const marked = await startWhenSlotFree(deps, attempt, call);
   if (marked === "started") attempt.started.add(call.id);
@@ -40,24 +43,25 @@ export async function startCall(deps: TransactDeps, attempt: BatchAttempt, call:
  * all of them, or under a `toolCalls` quota as many as the tenant has slots for (the first
  * ones, in model order). Null when the batch was taken over.
  */
-async function markRunning(deps: TransactDeps, batch: Marking, calls: readonly CallRow[]): Promise<readonly CallRow[] | null> {
+async function markRunning(deps: StartCallDeps, batch: Marking, calls: readonly CallRow[]): Promise<readonly CallRow[] | null> {
   const { run, stepRef } = batch;
   if (batch.callQuota === 0) {
-    const events = await withRetry(() => markCallsRunning(deps.db.pool, run, calls, batch.owner, stepRef));
+    const events = await withRetry(() => deps.store.toolCalls.markCallsRunning(run, calls, batch.owner, stepRef));
     if (!events) return null;
     await deps.bus.publish(events);
     return calls;
   }
-  return transactFenced(deps, (fx) => markWithinQuota(fx, batch, calls));
+  return deps.unitOfWork.transactFenced((fx) => markWithinQuota(fx, batch, calls));
 }
 
 /** Inside a transaction: marks as many of `calls` as the tenant's quota lets start now. Stale when the batch was taken over. */
 export async function markWithinQuota(fx: Effects, batch: Marking, calls: readonly CallRow[]): Promise<readonly CallRow[]> {
   const { run, stepRef } = batch;
-  const free = batch.callQuota === 0 ? calls.length : await takeCallSlots(fx.pg, run.tenantId, batch.callQuota, calls.length);
+  const free =
+    batch.callQuota === 0 ? calls.length : await fx.store.toolCallSlots.takeCallSlots(run.tenantId, batch.callQuota, calls.length);
   if (free === 0) return [];
   const chosen = calls.slice(0, free);
-  const events = await markCallsRunning(fx.pg, run, chosen, batch.owner, stepRef);
+  const events = await fx.store.toolCalls.markCallsRunning(run, chosen, batch.owner, stepRef);
   if (!events) throw new StaleWorkError();
   fx.track(events);
   return chosen;
@@ -69,7 +73,7 @@ export async function markWithinQuota(fx: Effects, batch: Marking, calls: readon
  * tenant was at its quota never started (its claim delays it), so the waiting batches of a
  * tenant are at most its quota.
  */
-async function startWhenSlotFree(deps: TransactDeps, attempt: BatchAttempt, call: CallRow): Promise<"started" | "stale" | "cancelled"> {
+async function startWhenSlotFree(deps: StartCallDeps, attempt: BatchAttempt, call: CallRow): Promise<"started" | "stale" | "cancelled"> {
   for (;;) {
     const marked = await markRunning(deps, attempt, [call]);
     if (marked === null) return "stale";

@@ -4,12 +4,8 @@ import { readToolResult } from "../../context/read-tool-result.js";
 import type { StepRef } from "../../core/events.js";
 import { storableText } from "../../core/storable-text.js";
 import type { ScopedTools } from "../../mcp/tool-catalog.js";
-import { putBlob } from "../../store/blobs.js";
-import { findCommand, requestCommandCancel } from "../../store/commands.js";
-import { addActivatedTools, type CallRow, type ClaimedRun } from "../../store/runs.js";
-import { replaceSessionTasks } from "../../store/sessions.js";
-import { appendCallProgress } from "../../store/tool-calls.js";
-import { transact, type TransactDeps } from "../../store/transact.js";
+import { requestCommandCancel } from "../../runs/cancel-command.js";
+import type { CallRow, ClaimedRun } from "../../store/runs.js";
 import type { CallProcesses } from "../../tools/call-processes.js";
 import type { ToolContext } from "../../tools/tool.js";
 import type { BackgroundCommands } from "../background-commands.js";
@@ -19,7 +15,7 @@ import type { BatchAttempt } from "./batch-attempt.js";
 import { batchToolEnvironment, type BatchToolEnvironment, type EnvironmentDeps } from "./batch-tool-environment.js";
 import type { ToolContextFor } from "./run-call.js";
 
-export type ToolContextDeps = TransactDeps & Pick<JobDeps, "failpoints" | "logger">;
+export type ToolContextDeps = Pick<JobDeps, "store" | "unitOfWork" | "bus" | "config" | "failpoints" | "logger">;
 
 /** What every call of one batch attempt shares in its context; built once per attempt (`toolContextsOf`). */
 export interface ToolContextScope {
@@ -59,11 +55,11 @@ function createToolContext(deps: ToolContextDeps, scope: ToolContextScope, call:
     deferredTools: {
       search: (query, limit) => scope.tools.registry.searchDeferred(query, session, limit),
       // Fenced like every write of this batch: a superseded attempt activates nothing.
-      activate: (names) => addActivatedTools(deps.db.pool, run, names),
+      activate: (names) => deps.store.runs.addActivatedTools(run, names),
     },
-    blobs: { put: (content) => putBlob(deps.db.db, run.tenantId, content) },
+    blobs: { put: (content) => deps.store.blobs.putBlob(run.tenantId, content) },
     subagents: { start: (request) => startSubAgent(deps, { run, session, call, stepRef, isTool }, request) },
-    history: { readToolResult: (reference) => readToolResult(deps.db.db, run, reference) },
+    history: { readToolResult: (reference) => readToolResult(deps.store, run, reference) },
     tasks: { replace: (tasks) => replaceTasks(deps, scope, tasks) },
     commands: commandsOf(deps, scope, () => environment.processesFor(grant, owner)),
     reportProgress: (message) => reportProgress(deps, scope, call, message),
@@ -88,25 +84,33 @@ export async function toolContextsOf(
   return (call, grant) => createToolContext(deps, scope, call, grant);
 }
 
-async function replaceTasks(deps: TransactDeps, scope: ToolContextScope, tasks: Parameters<ToolContext["tasks"]["replace"]>[0]) {
+async function replaceTasks(
+  deps: Pick<JobDeps, "unitOfWork">,
+  scope: ToolContextScope,
+  tasks: Parameters<ToolContext["tasks"]["replace"]>[0],
+) {
   const { run, stepRef } = scope;
-  await transact(deps, async (fx) => {
-    await replaceSessionTasks(fx.tx, run.sessionId, tasks);
+  await deps.unitOfWork.transact(async (fx) => {
+    await fx.store.sessions.replaceSessionTasks(run.sessionId, tasks);
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body: { type: "tasks_updated", tasks: [...tasks] } }]);
   });
 }
 
 /** The session's background commands (B1): started on this worker with the call's processes, readable anywhere. */
-function commandsOf(deps: TransactDeps, scope: ToolContextScope, processes: () => CallProcesses): ToolContext["commands"] {
+function commandsOf(
+  deps: Pick<JobDeps, "store" | "bus">,
+  scope: ToolContextScope,
+  processes: () => CallProcesses,
+): ToolContext["commands"] {
   const { run } = scope;
-  const find = (id: string) => findCommand(deps.db.db, run.tenantId, id, run.sessionId);
+  const find = (id: string) => deps.store.commands.findCommand(run.tenantId, id, run.sessionId);
   return {
     start: (command) =>
       scope.commands.start({ tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id, command, processes: processes() }),
     get: find,
     async cancel(id) {
       const found = await find(id);
-      if (found) await requestCommandCancel(deps.db.db, deps.bus, found);
+      if (found) await requestCommandCancel(deps, found);
       return found && (await find(id));
     },
   };
@@ -116,9 +120,10 @@ function commandsOf(deps: TransactDeps, scope: ToolContextScope, processes: () =
  * Fenced like a result: progress lands only while this attempt still runs the call. The
  * promise settles once it is recorded or dropped, never rejects: a tool need not await it.
  */
-function reportProgress(deps: Pick<JobDeps, "db" | "bus" | "logger">, scope: ToolContextScope, call: CallRow, message: string) {
+function reportProgress(deps: Pick<JobDeps, "store" | "bus" | "logger">, scope: ToolContextScope, call: CallRow, message: string) {
   const { run } = scope;
-  return appendCallProgress(deps.db.pool, run, call, scope.stepRef, storableText(message))
+  return deps.store.toolCalls
+    .appendCallProgress(run, call, scope.stepRef, storableText(message))
     .then((events) => deps.bus.publish(events))
     .catch((error: unknown) => deps.logger.warn({ err: error, runId: run.id, callId: call.callId }, "tool progress was not recorded"));
 }

@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { HistoryEntry } from "../../../src/store/messages.js";
 import { historyOrigin } from "../../../src/store/runs.js";
-import type { Queryable } from "../../../src/store/sql-text.js";
-import { createHistoryCache } from "../../../src/worker/step/history-cache.js";
+import { createHistoryCache, type HistoryReads } from "../../../src/worker/step/history-cache.js";
 
 /** These paths never read Postgres: a read would mean the copy was not used. */
-const noReads: Queryable = {
-  query: () => {
+const noReads: HistoryReads = {
+  loadHistory: () => {
     throw new Error("the history copy read Postgres");
   },
 };
