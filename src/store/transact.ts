@@ -1,3 +1,9 @@
+/*
+ * What a transaction's work may throw to say why it gives up, and the retry around a whole
+ * transaction. Transactions themselves are `store.transaction` (store.ts); their effects after
+ * commit are the unit of work's (src/unit-of-work/unit-of-work.ts).
+ */
+
 /** Thrown inside a transaction when a fencing check fails: a newer attempt owns the work. */
 export class StaleWorkError extends Error {
   constructor(message = "superseded by newer work") {
