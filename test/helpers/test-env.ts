@@ -10,13 +10,13 @@ import { Queue } from "bullmq";
 import { webhookQueueName } from "../../src/webhooks/webhook-queue.js";
 import { afterAll, beforeAll, inject } from "vitest";
 import { createApp } from "../../src/api/app.js";
+import { openTestPool } from "./test-pool.js";
 import type { App } from "../../src/api/app-env.js";
 import { startHttpServer, type HttpServer } from "../../src/api/http-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createServices, type CreateServicesOptions, type Services } from "../../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
 import { ApiClient } from "./api-client.js";
-import { openTestPool } from "./test-pool.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const testToolsModule = path.join(repoRoot, "test/fixtures/test-tools.ts");
