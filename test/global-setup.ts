@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { buildEntries } from "./helpers/entry-build.js";
 import { redisAnswers } from "./helpers/redis-answers.js";
 import type { TestProject } from "vitest/node";
 
@@ -10,9 +11,12 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** Admin connection; each test file creates its own database through it. */
     databaseUrl: string;
+
     redisUrl: string;
     /** Folder where test/security files record each escape attempt (see test/security/escape-ledger.ts). */
     escapeLedger: string;
+    /** The compiled entries test files start as processes (test/helpers/entry-build.ts). */
+    entryBuild: string;
   }
 }
 
@@ -45,7 +49,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("redisUrl", redisUrl);
   const ledger = mkdtempSync(path.join(tmpdir(), "foya-escape-ledger-"));
   project.provide("escapeLedger", ledger);
+  const entryBuild = await buildEntries(project.config.root);
+  project.provide("entryBuild", entryBuild);
   return async () => {
+    rmSync(entryBuild, { recursive: true, force: true });
     for (const stop of stops) await stop();
     printEscapeSummary(ledger);
     rmSync(ledger, { recursive: true, force: true });
