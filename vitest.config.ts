@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { scratchInMemory } from "./test/helpers/scratch-dir.js";
 
 /**
  * Two projects: `unit` (`*.unit.test.ts`: no Postgres or Redis, seconds, the inner loop with
@@ -18,7 +19,10 @@ export default defineConfig({
     // environment (database, queue prefix, workspaces, services) and closes it.
     isolate: false,
     projects: [
-      { extends: true, test: { name: "unit", include: ["test/**/*.unit.test.ts"] } },
+      {
+        extends: true,
+        test: { name: "unit", include: ["test/**/*.unit.test.ts"], env: scratchInMemory(), globalSetup: ["test/unit-setup.ts"] },
+      },
       {
         extends: true,
         test: {
