@@ -10,9 +10,11 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Files run side by side in two processes, each file with its own database and queue prefix.
+    // Files run side by side in three processes, each file with its own database and queue prefix.
+    // Three on two cores: an integration file spends about half its time waiting (process starts,
+    // leases, outages, polling), so a third process fills the cores a second one leaves idle.
     pool: "forks",
-    maxWorkers: 2,
+    maxWorkers: 3,
     // A process runs file after file and keeps the modules it has loaded: importing src/ through
     // Vite's module runner costs 1.5-5 s a file, paid once per process instead of once per file
     // (CONTRIBUTING.md, "Where the suite's time goes"). Every file still builds its own
