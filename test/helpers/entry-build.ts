@@ -12,7 +12,6 @@ import { build, type Plugin } from "esbuild";
  * sources as the CLI's `foya-source` condition says.
  */
 export const bundledEntries = [
-  "src/main.ts",
   "src/api/main.ts",
   "src/worker/main.ts",
   "src/db/migrate-cli.ts",
