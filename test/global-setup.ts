@@ -3,16 +3,23 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { buildEntries } from "./helpers/entry-build.js";
 import { redisAnswers } from "./helpers/redis-answers.js";
+import { createRunDatabases, dropRunDatabases, type RunDatabases } from "./helpers/test-databases.js";
 import type { TestProject } from "vitest/node";
 
 declare module "vitest" {
   export interface ProvidedContext {
     /** Admin connection; each test file creates its own database through it. */
     databaseUrl: string;
+    /** The run's template database and the prefix of its copies (test/helpers/test-databases.ts). */
+    runDatabases: RunDatabases;
+
     redisUrl: string;
     /** Folder where test/security files record each escape attempt (see test/security/escape-ledger.ts). */
     escapeLedger: string;
+    /** The compiled entries test files start as processes (test/helpers/entry-build.ts). */
+    entryBuild: string;
   }
 }
 
@@ -45,7 +52,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("redisUrl", redisUrl);
   const ledger = mkdtempSync(path.join(tmpdir(), "foya-escape-ledger-"));
   project.provide("escapeLedger", ledger);
+  const [entryBuild, runDatabases] = await Promise.all([
+    buildEntries(project.config.root),
+    createRunDatabases(databaseUrl, project.config.root),
+  ]);
+  project.provide("entryBuild", entryBuild);
+  project.provide("runDatabases", runDatabases);
   return async () => {
+    rmSync(entryBuild, { recursive: true, force: true });
+    await dropRunDatabases(runDatabases);
     for (const stop of stops) await stop();
     printEscapeSummary(ledger);
     rmSync(ledger, { recursive: true, force: true });

@@ -59,8 +59,8 @@ let stopping = false;
 let setupMs = 0;
 
 /*
- * The worker pool. Loading a worker's code costs seconds of CPU under tsx (5-10 s of wall time on a
- * busy 2-CPU machine), so every worker process is started through warm-worker-main.ts: it loads its
+ * The worker pool. Loading a worker's code costs about a second of CPU even compiled (seconds of
+ * wall time on a busy 2-CPU machine), so every worker process is started through warm-worker-main.ts: it loads its
  * code, then waits; told to serve, it runs src/worker/main.ts as `npm run worker` does and takes
  * jobs within a second. All spares load before the faults begin, so the kills keep their pace and
  * a killed worker's replacement is up at once: two workers serve, but for the moment of each kill.

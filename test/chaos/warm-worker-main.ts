@@ -2,7 +2,7 @@ import { once } from "node:events";
 
 /**
  * A spare worker process: it loads every module of `src/worker/main.ts` (the slow part of a
- * start, seconds of CPU under tsx), prints FOYA_WORKER_WARM, and waits for SIGUSR2; then it
+ * start, about a second of CPU from the compiled entries), prints FOYA_WORKER_WARM, and waits for SIGUSR2; then it
  * runs `src/worker/main.ts` exactly as `npm run worker` does, up in well under a second.
  * The chaos test replaces each killed worker with one, so kills keep their pace on a busy machine.
  */

@@ -1,4 +1,4 @@
-import { spawnTsxProcess } from "../helpers/processes.js";
+import { spawnEntryProcess } from "../helpers/processes.js";
 
 /**
  * A worker process started through warm-worker-main.ts: it loads its code first (`warm`),
@@ -16,7 +16,7 @@ export interface WorkerProcess {
 }
 
 export function spawnWorker(env: Record<string, string>, warmTimeoutMs = 60_000): WorkerProcess {
-  const child = spawnTsxProcess("test/chaos/warm-worker-main.ts", env, "warm worker");
+  const child = spawnEntryProcess("test/chaos/warm-worker-main.ts", env, "warm worker");
   const waitFor = (pattern: RegExp, waitMs: number): Promise<RegExpExecArray> =>
     child.waitForOutput(pattern, waitMs).catch((error: unknown) => {
       child.kill("SIGKILL");

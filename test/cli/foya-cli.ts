@@ -1,10 +1,12 @@
-import path from "node:path";
 import { execa } from "execa";
-import { spawnNodeProcess, type SpawnedProcess } from "../helpers/processes.js";
+import { entryArgs, spawnNodeProcess, type SpawnedProcess } from "../helpers/processes.js";
 import { repoRoot } from "../helpers/test-env.js";
 
-/** The CLI from its TypeScript sources, as `npm run foya` runs it: @foya/client is resolved to its src/ too. */
-const cliArgs = ["--conditions=foya-source", "--import", "tsx", path.join(repoRoot, "packages/cli/src/main.ts")];
+/**
+ * The CLI from its TypeScript sources, as `npm run foya` runs it (@foya/client resolved to its
+ * src/ too), compiled once per run with the other entries (test/helpers/entry-build.ts).
+ */
+const cliArgs = (): string[] => entryArgs("packages/cli/src/main.ts");
 
 export interface CliResult {
   exitCode: number;
@@ -26,7 +28,7 @@ function environment(env: CliEnv): Record<string, string> {
 
 /** Runs `foya <args>` as a child process to its end. */
 export async function foya(env: CliEnv, ...args: string[]): Promise<CliResult> {
-  const result = await execa(process.execPath, [...cliArgs, ...args], {
+  const result = await execa(process.execPath, [...cliArgs(), ...args], {
     cwd: repoRoot,
     env: environment(env),
     reject: false,
@@ -38,7 +40,7 @@ export async function foya(env: CliEnv, ...args: string[]): Promise<CliResult> {
 
 /** Starts `foya <args>` and leaves it running (stdout and stderr interleaved in `output()`). */
 export function spawnFoya(env: CliEnv, ...args: string[]): SpawnedProcess {
-  return spawnNodeProcess([...cliArgs, ...args], environment(env), "foya");
+  return spawnNodeProcess([...cliArgs(), ...args], environment(env), "foya");
 }
 
 /** Each line of stdout parsed as JSON (JSON lines). */

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vi
 import { readMarkers } from "../fixtures/test-tools.js";
 import { ApiClient, script, textOf, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
-import { processGroup, type FoyaProcess } from "../helpers/processes.js";
+import { entryArgs, processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { startTcpProxy, targetOf, viaProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import { createTestEnv, repoRoot, type TestEnv } from "../helpers/test-env.js";
 
@@ -90,7 +90,7 @@ function waitingLines(child: FoyaProcess, dependency: string): string[] {
 
 /** The worker container's health check (docker-compose.yml), run as compose runs it. */
 async function workerHealthcheck(heartbeatFile: string): Promise<{ exitCode: number | undefined; stderr: string }> {
-  const result = await execa(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/health/worker-healthcheck.ts")], {
+  const result = await execa(process.execPath, entryArgs("src/health/worker-healthcheck.ts"), {
     cwd: repoRoot,
     env: { ...env.env, FOYA_WORKER_HEARTBEAT_FILE: heartbeatFile },
     reject: false,
@@ -430,7 +430,7 @@ describe("dependency outages", () => {
       const migrateEnv = { ...env.env, DATABASE_URL: viaProxy(fresh.toString(), proxy), LOG_LEVEL: "warn" };
       const outputs = ["", ""];
       const runs = outputs.map((_, index) => {
-        const child = execa(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/db/migrate-cli.ts")], {
+        const child = execa(process.execPath, entryArgs("src/db/migrate-cli.ts"), {
           cwd: repoRoot,
           env: migrateEnv,
           all: true,

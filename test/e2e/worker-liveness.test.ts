@@ -216,6 +216,12 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
   });
 
   it("D9: GET /v1/admin/workers lists live workers with their pid (as printed at start-up) and held jobs; a drained one leaves the list, a killed one drops off after the timeout", async () => {
+    // The workers an earlier test killed stay listed until their liveness timeout: this test's list starts empty.
+    await waitFor(
+      async () => (await env.admin.get("/v1/admin/workers")).body.workers.length === 0,
+      8_000,
+      "earlier tests' workers to drop off",
+    );
     const [a, b] = await Promise.all([workers.start("worker", env.env), workers.start("worker", env.env)]);
     for (const child of [a!, b!]) await child.waitForOutput(new RegExp(`^FOYA_WORKER_PID=${child.pid}$`, "m"), 5_000);
     const { sessionId } = await client.newSession();

@@ -1,8 +1,12 @@
-import path from "node:path";
 import { execa, type ResultPromise } from "execa";
+import { inject } from "vitest";
+import { builtEntry, envForBuild, type BundledEntry } from "./entry-build.js";
 import { repoRoot } from "./test-env.js";
 
-/** A real Foya process (API or worker) started with tsx, as `npm run api` / `npm run worker` would. */
+/**
+ * A real Foya process (API or worker), as `npm run api` / `npm run worker` would start it, from
+ * the run's compiled entries (test/helpers/entry-build.ts) rather than through tsx.
+ */
 export interface FoyaProcess {
   readonly pid: number;
   /** The API's URL, for API processes. */
@@ -29,7 +33,7 @@ export interface StartOptions {
 const servingMarker = { api: /FOYA_API_URL=(\S+)/, worker: /FOYA_WORKER_ID=(\S+)/ };
 const listeningMarker = /FOYA_API_LISTENING=(\S+)/;
 
-/** An entry of this repository (TypeScript with tsx, or compiled) run as its own process, its output collected. */
+/** An entry of this repository run as its own process, its output collected. */
 export interface SpawnedProcess {
   readonly pid: number;
   output(): string;
@@ -39,9 +43,23 @@ export interface SpawnedProcess {
   exited: Promise<{ code: number | undefined; signal: string | undefined }>;
 }
 
-/** Starts `entry` (relative to the repository) as `node --import tsx`, with `env` on top of this process's. */
-export function spawnTsxProcess(entry: string, env: Record<string, string>, label: string): SpawnedProcess {
-  return spawnNodeProcess(["--import", "tsx", path.join(repoRoot, entry)], env, label);
+/**
+ * The node arguments that run `entry` (relative to the repository) from this run's compiled
+ * entries, built once by the global setup: the same code as `node --import tsx <entry>`, started
+ * in less than half the CPU.
+ */
+export function entryArgs(entry: BundledEntry): string[] {
+  return [builtEntry(inject("entryBuild"), entry)];
+}
+
+/** `env` for a compiled entry: the tool modules it names are taken from the build too. */
+function entryEnv(env: Record<string, string>): Record<string, string> {
+  return envForBuild(inject("entryBuild"), repoRoot, env);
+}
+
+/** Starts `entry` (relative to the repository) from the compiled entries, with `env` on top of this process's. */
+export function spawnEntryProcess(entry: BundledEntry, env: Record<string, string>, label: string): SpawnedProcess {
+  return spawnNodeProcess(entryArgs(entry), entryEnv(env), label);
 }
 
 /** Starts `node <args>` in the repository, with `env` on top of this process's. */
@@ -82,7 +100,7 @@ export async function startFoyaProcess(
   options: number | StartOptions = {},
 ): Promise<FoyaProcess> {
   const { timeoutMs = 30_000, until = "serving" } = typeof options === "number" ? { timeoutMs: options } : options;
-  const spawned = spawnTsxProcess(role === "api" ? "src/api/main.ts" : "src/worker/main.ts", env, role);
+  const spawned = spawnEntryProcess(role === "api" ? "src/api/main.ts" : "src/worker/main.ts", env, role);
   const started: FoyaProcess = {
     ...spawned,
     get url() {

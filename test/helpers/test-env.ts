@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
-import pg from "pg";
+import type pg from "pg";
 import { Redis } from "ioredis";
 import { Queue } from "bullmq";
 import { webhookQueueName } from "../../src/webhooks/webhook-queue.js";
@@ -17,6 +17,7 @@ import { loadConfig, type Config } from "../../src/config.js";
 import { createServices, type CreateServicesOptions, type Services } from "../../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
 import { ApiClient } from "./api-client.js";
+import { dropDatabase, takeDatabase } from "./test-databases.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const testToolsModule = path.join(repoRoot, "test/fixtures/test-tools.ts");
@@ -68,19 +69,13 @@ export async function createTestEnv(
   overrides: Record<string, string> = {},
   servicesOptions: Omit<CreateServicesOptions, "role"> = {},
 ): Promise<TestEnv> {
-  const adminUrl = inject("databaseUrl");
   const redisUrl = inject("redisUrl");
   const suffix = randomBytes(5).toString("hex");
-  const databaseName = `foya_test_${suffix}`;
-  const adminClient = new pg.Client({ connectionString: adminUrl });
-  await adminClient.connect();
-  await adminClient.query(`create database ${databaseName}`);
-  await adminClient.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${databaseName}`;
+  const runDatabases = inject("runDatabases");
+  const database = await takeDatabase(runDatabases);
   const workspaces = await mkdtemp(path.join(tmpdir(), "foya-ws-"));
   const env: Record<string, string> = {
-    DATABASE_URL: url.toString(),
+    DATABASE_URL: database.url,
     REDIS_URL: redisUrl,
     FOYA_QUEUE_PREFIX: `foya-test-${suffix}`,
     FOYA_WORKSPACES_DIR: workspaces,
@@ -172,10 +167,7 @@ export async function createTestEnv(
       await services.close();
       // The Redis this environment used: an override (a test's own server) or the suite's.
       await dropRedisPrefix(env.REDIS_URL ?? redisUrl, env.FOYA_QUEUE_PREFIX as string);
-      const admin = new pg.Client({ connectionString: adminUrl });
-      await admin.connect();
-      await admin.query(`drop database if exists ${databaseName} with (force)`);
-      await admin.end();
+      dropDatabase(runDatabases, database.name);
       // rm -rf walks by descriptor: a test's workspace may hold a tree deeper than a path can name.
       await execa("rm", ["-rf", "--", workspaces]);
     },

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +32,14 @@ beforeAll(async () => {
 });
 afterAll(async () => killAll(markers));
 
+const commandOf = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return "";
+  }
+};
+
 const toolUidOf = async (tenant: ApiClient): Promise<number> => (await env.admin.get(`/v1/tenants/${tenant.tenantId}`)).body.toolUid;
 
 async function callResults(runId: string) {
@@ -49,9 +58,11 @@ describe("escape suite: identity and limits", () => {
       sessionId,
       script([[{ tool: "bash", args: { command: `touch made.txt; sleep ${marker}`, timeoutMs: 20_000 } }], [{ text: "done" }]]),
     );
+    // The command's own `sleep`: the wrappers that start it (the layer's mount namespace, setpriv) carry
+    // the marker too, and are root until they step down.
     const [pid] = await waitFor(
       async () => {
-        const found = await livingWith(marker);
+        const found = (await livingWith(marker)).filter((candidate) => commandOf(candidate).startsWith("sleep\0"));
         return found.length > 0 && found;
       },
       20_000,

@@ -40,7 +40,14 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(
+  () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // close() alone waits for every socket to end: one the client opened and never used lingers 3 s.
+      server.closeAllConnections();
+    }),
+);
 
 const fetchWith = (allowPrivate: boolean, url: string): Promise<ToolResult> =>
   (createWebFetchTool({ allowPrivate }) as unknown as Tool<{ url: string }>).run(
