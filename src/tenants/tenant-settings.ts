@@ -78,6 +78,8 @@ const maxCachedTenants = 10_000;
 export interface TenantSettingsCache {
   /** The tenant's settings, read from Postgres at most once per TTL; throws not_found for no such tenant. */
   get(tenantId: string): Promise<TenantSettings>;
+  /** The tenant's settings read from Postgres now (and cached), for a decision that cannot be undone. */
+  fresh(tenantId: string): Promise<TenantSettings>;
 }
 
 export function createTenantSettingsCache(store: Pick<Repositories, "tenants">, ttlMs = defaultTenantSettingsTtlMs): TenantSettingsCache {
@@ -104,5 +106,6 @@ export function createTenantSettingsCache(store: Pick<Repositories, "tenants">, 
       reading.set(tenantId, started);
       return started;
     },
+    fresh: read,
   };
 }

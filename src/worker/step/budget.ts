@@ -15,8 +15,12 @@ export type BudgetDeps = Pick<JobDeps, "config" | "store" | "unitOfWork" | "tena
  * settings come from the process's cache. Undefined: the step goes on.
  */
 export async function endIfOverBudget(deps: BudgetDeps, run: ClaimedRun): Promise<JobOutcome | undefined> {
-  const quotas = effectiveQuotas(deps.config, await deps.tenantSettings.get(run.tenantId));
-  if (quotas.tokensPerDay === 0 && quotas.storageBytes === 0) return undefined;
+  const cached = effectiveQuotas(deps.config, await deps.tenantSettings.get(run.tenantId));
+  if (cached.tokensPerDay === 0 && cached.storageBytes === 0) return undefined;
+  if (!(await useRefusal(deps.store.tenantAdmission, run.tenantId, cached))) return undefined;
+  // Ending the run cannot be undone: decide on the settings as they are now, not as cached up to a
+  // TTL ago (an operator who just lifted the quota would otherwise see the run fail).
+  const quotas = effectiveQuotas(deps.config, await deps.tenantSettings.fresh(run.tenantId));
   const refusal = await useRefusal(deps.store.tenantAdmission, run.tenantId, quotas);
   if (!refusal) return undefined;
   const ended = await deps.unitOfWork.transactFenced(async (fx) => {
