@@ -319,6 +319,9 @@ const settingsSchema = z.object({
   database: z
     .object({
       url: text("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres", { secret: true }).describe("Postgres connection URL."),
+      poolSize: int("FOYA_DATABASE_POOL_SIZE", 20, { min: 1, max: 1000 }).describe(
+        "Postgres connections a process opens at most (its shared pool; a worker's liveness record has one more of its own).",
+      ),
       migrateOnStart: flag("FOYA_MIGRATE_ON_START", true).describe(
         "Apply the SQL migrations in `drizzle/` when a process starts (`npm run migrate` applies them otherwise).",
       ),

@@ -102,7 +102,7 @@ export interface CreateServicesOptions {
 export async function createServices(config: Config, options: CreateServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logging.level, options.role ? { role: options.role } : {});
   // The pool stays inside the store: everything below gets `store`, never a connection.
-  const database = openStore(config.database.url);
+  const database = openStore(config.database.url, { max: config.database.poolSize });
   if (config.database.migrateOnStart) {
     // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.
     // drizzle/ beside package.json: the same folder whether this runs from src/ (tsx) or a compiled outDir.

@@ -86,6 +86,9 @@ export async function createTestEnv(
     // Every test database numbers its tenants from slot 1, and test files run side by side on one
     // host: a base of its own keeps one file's tool uids (and what a test finds running as them) its own.
     FOYA_TOOL_UID_BASE: String(1_100_000_000 + randomInt(0, 900_000) * 1000),
+    // Three files run side by side, each with its services and the processes it starts: smaller
+    // pools keep the run under Postgres's default 100 connections.
+    FOYA_DATABASE_POOL_SIZE: "8",
     FOYA_LEASE_MS: "2000",
     FOYA_STALLED_INTERVAL_MS: "1000",
     FOYA_SWEEP_INTERVAL_MS: "300",
