@@ -43,7 +43,9 @@ describe("a worker short of file descriptors", () => {
     const warm = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "echo warm" } }], [{ text: "ok" }]]));
     expect((await client.waitForRun(warm.body.id)).status).toBe("completed");
 
-    await setSoftLimit(worker.pid, (await openDescriptors(worker.pid)) + 2);
+    // Room for a few more descriptors: the worker's Postgres pool may open a connection or two meanwhile (it grows
+    // when its timers and the run's queries overlap), and a spawn still cannot start (its pipes alone take 8).
+    await setSoftLimit(worker.pid, (await openDescriptors(worker.pid)) + 4);
     const starved = await client.startRun(sessionId, script([[{ tool: "bash", args: { command: "echo starved" } }], [{ text: "ok" }]]));
     const starvedRun = await client.waitForRun(starved.body.id, 30_000);
     expect(exited, worker.output().slice(-2000)).toBe(false);

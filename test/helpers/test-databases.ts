@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { drizzle } from "drizzle-orm/node-postgres";
-import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
+import { openDatabase } from "../../src/db/client.js";
+import { runMigrations } from "../../src/db/migrate.js";
 
 /**
  * The databases test environments run on. The global setup migrates one template per run; each
@@ -20,17 +20,17 @@ export interface RunDatabases {
   prefix: string;
 }
 
-/** Made once by the global setup: the run's template, migrated as the services would. */
+/** Made once by the global setup: the run's template, migrated by the services' own migration function. */
 export async function createRunDatabases(adminUrl: string, repoRoot: string): Promise<RunDatabases> {
   const prefix = `foya_test_${randomBytes(3).toString("hex")}_`;
   const template = `${prefix}template`;
   await adminQuery(adminUrl, `create database ${template}`);
-  const pool = new pg.Pool({ connectionString: urlOf(adminUrl, template), max: 1 });
+  const handle = openDatabase(urlOf(adminUrl, template));
   try {
-    await migrate(drizzle(pool), { migrationsFolder: path.join(repoRoot, "drizzle") });
+    await runMigrations(handle, path.join(repoRoot, "drizzle"));
   } finally {
     // Postgres copies a database only while nobody is connected to it.
-    await pool.end();
+    await handle.close();
   }
   return { adminUrl, template, prefix };
 }
