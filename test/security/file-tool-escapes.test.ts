@@ -272,7 +272,7 @@ describe("escape suite: file tools", () => {
       // Start once the swapping runs (python takes a moment to start).
       await waitFor(async () => (await lstat(path.join(workspace, "race"))).isSymbolicLink(), 10_000, "the swapper to run");
       await attempt("rename-swap race against 200 writes and reads", canary, async () => {
-        const outcomes: string[] = [];
+        const outcomes: Array<string | undefined> = [];
         // Rounds of 200 until the race has run both ways (on a loaded machine one side can win a
         // whole round); every round's writes and reads are checked the same.
         for (let round = 0; round < 5; round++) {
