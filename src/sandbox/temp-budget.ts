@@ -1,4 +1,5 @@
-import { mkdirSync, openSync, closeSync, readdirSync, readFileSync, renameSync, unlinkSync } from "node:fs";
+import { mkdirSync, openSync, closeSync, readdirSync, renameSync, unlinkSync } from "node:fs";
+import { processStart } from "../processes/process-start.js";
 import { hostname } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -36,15 +37,6 @@ export interface TempShare {
   bytes: number;
   /** Gives the share back; safe to call more than once. */
   release(): void;
-}
-
-function processStart(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
-  } catch {
-    return null;
-  }
 }
 
 const sharePattern = /^(\d+)\.(\d+)\.(\d+)\.[0-9a-f]+$/;

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { processStart } from "../../processes/process-start.js";
 import { createHash, randomBytes } from "node:crypto";
 import {
   chmodSync,
@@ -105,16 +106,6 @@ const suffixPattern = /(\.claimed-\d+-\d+|\.released)$/;
 /** The key that starts the names of a workspace's layers: a digest of its path (names are not paths). */
 function workspaceKey(workspaceDir: string): string {
   return createHash("sha256").update(workspaceDir).digest("hex").slice(0, 16);
-}
-
-function processStart(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 22, counted after the command name's closing parenthesis (the name may hold spaces).
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
-  } catch {
-    return null;
-  }
 }
 
 /**
