@@ -14,6 +14,7 @@ const allowed: Record<string, string> = {
   "src/api/console-routes.ts": "checks that the web console's build (FOYA_CONSOLE_DIR, outside every workspace) exists before serving it",
   "src/config.ts": "reads the operator's providers file",
   "src/health/heartbeat-file.ts": "writes and reads the worker's heartbeat file for container health checks",
+  "src/processes/process-start.ts": "reads a process's start time from /proc, so a reused pid is not taken for a dead one",
   "src/sandbox/confinement-report.ts": "reads the host's cgroup facts for /readyz",
   "src/sandbox/find-executable.ts": "looks up programs on the tool PATH",
   "src/sandbox/git-guard.ts":
