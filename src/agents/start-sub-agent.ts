@@ -1,5 +1,5 @@
 import type { StepRef } from "../core/events.js";
-import { newId } from "../ids.js";
+import { type CallId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import { admitOrHold } from "../runs/run-lifecycle.js";
 import { newRunRefusal } from "../runs/quota-refusal.js";
 import { StaleWorkError } from "../store/transact.js";
@@ -14,10 +14,10 @@ import { narrowLimits } from "./child-limits.js";
 import type { OnInterrupted } from "../core/session.js";
 
 export interface SubAgentParent {
-  run: { id: string; tenantId: string; sessionId: string; fence: number; onInterrupted: OnInterrupted };
+  run: { id: RunId; tenantId: TenantId; sessionId: SessionId; fence: number; onInterrupted: OnInterrupted };
   session: SessionRow;
   /** The `agent` call, already `running` under this batch attempt's fence. */
-  call: { id: string; callId: string };
+  call: { id: CallId; callId: string };
   stepRef: StepRef;
   isTool: (name: string) => boolean;
 }

@@ -1,11 +1,12 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../services.js";
+import type { ApiKeyId, TenantId } from "../ids.js";
 
 /** Typed request context: the authenticated tenant and key, never globals. */
 export interface AppEnv {
   Variables: {
-    tenantId: string;
-    apiKeyId: string;
+    tenantId: TenantId;
+    apiKeyId: ApiKeyId;
     /** A stream token opens one session's event stream only (src/api/stream-token.ts). */
     authenticatedBy: "api_key" | "stream_token";
   };

@@ -4,6 +4,7 @@ import type { SessionEvent } from "../core/events.js";
 import type { ApiServices } from "./app-env.js";
 import type { EventStreamSlot } from "./limits/event-stream-slots.js";
 import type { SessionSequenceWatch } from "./session-sequence-watch.js";
+import type { SessionId, TenantId } from "../ids.js";
 
 /**
  * SSE for one session (SPEC D5, X2). Subscribes first, then replays from
@@ -20,8 +21,8 @@ export function streamSessionEvents(
   c: Context,
   services: Pick<ApiServices, "store" | "bus" | "logger" | "metrics">,
   options: {
-    tenantId: string;
-    sessionId: string;
+    tenantId: TenantId;
+    sessionId: SessionId;
     afterSeq: number;
     keepaliveMs: number;
     slot: EventStreamSlot;

@@ -1,5 +1,6 @@
 import type { Store } from "../store/store.js";
 import type { Logger } from "../logger.js";
+import type { SessionId } from "../ids.js";
 
 /**
  * The safety net of the SSE streams of one API process (SPEC D5): a pub/sub message Redis
@@ -10,14 +11,14 @@ import type { Logger } from "../logger.js";
  */
 export interface SessionSequenceWatch {
   /** Calls `onLatest` with the session's latest sequence number once per interval; answers the unwatch. */
-  watch(sessionId: string, onLatest: (latestSeq: number) => void): () => void;
+  watch(sessionId: SessionId, onLatest: (latestSeq: number) => void): () => void;
 }
 
 /** Sessions per query; more are read in several. */
 const batchSize = 1000;
 
 export function createSessionSequenceWatch(store: Pick<Store, "sessions">, intervalMs: number, logger: Logger): SessionSequenceWatch {
-  const listeners = new Map<string, Set<(latestSeq: number) => void>>();
+  const listeners = new Map<SessionId, Set<(latestSeq: number) => void>>();
   let timer: NodeJS.Timeout | undefined;
   let polling = false;
 

@@ -1,5 +1,6 @@
 import { createHmac } from "node:crypto";
 import { sameSecret } from "./same-secret.js";
+import { type ApiKeyId, type SessionId, type TenantId, parseId } from "../ids.js";
 
 /**
  * Event-stream tokens (SPEC E3): a browser's `EventSource` cannot send an Authorization header,
@@ -15,9 +16,9 @@ export const streamTokenTtlSeconds = 60;
 
 /** Who minted the token, for which session. */
 export interface StreamTokenClaims {
-  tenantId: string;
-  apiKeyId: string;
-  sessionId: string;
+  tenantId: TenantId;
+  apiKeyId: ApiKeyId;
+  sessionId: SessionId;
 }
 
 export interface StreamTokens {
@@ -59,7 +60,12 @@ export function createStreamTokens(secret: string): StreamTokens {
         return null;
       }
       if (claims.v !== 1 || claims.s !== sessionId || typeof claims.e !== "number" || claims.e <= now) return null;
-      return { tenantId: claims.t, apiKeyId: claims.k, sessionId: claims.s };
+      // Ids the service itself signed: a malformed one in a well-signed token is no token.
+      const tenantId = parseId("ten", claims.t);
+      const apiKeyId = parseId("key", claims.k);
+      const session = parseId("ses", claims.s);
+      if (tenantId === null || apiKeyId === null || session === null) return null;
+      return { tenantId, apiKeyId, sessionId: session };
     },
   };
 }

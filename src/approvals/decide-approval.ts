@@ -6,6 +6,7 @@ import { resumeParkedBatch } from "../runs/resume-batch.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Effects, UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { ApprovalStatus } from "../core/statuses.js";
+import type { ApiKeyId, ApprovalId, TenantId } from "../ids.js";
 
 /** A decision on one approval (X3). `expire` is the policy's, taken when nobody answered in time. */
 export type ApprovalDecision =
@@ -14,11 +15,11 @@ export type ApprovalDecision =
   | { kind: "expire" };
 
 export interface DecideInput {
-  tenantId: string;
-  approvalId: string;
+  tenantId: TenantId;
+  approvalId: ApprovalId;
   decision: ApprovalDecision;
   /** The API key that decided; null for the policy's own expiry. */
-  keyId: string | null;
+  keyId: ApiKeyId | null;
 }
 
 export interface DecideResult {
@@ -101,7 +102,7 @@ async function recordDecision(
   run: typeof runs.$inferSelect,
   approval: ApprovalRow,
   decision: ApprovalDecision,
-  keyId: string | null,
+  keyId: ApiKeyId | null,
 ): Promise<ApprovalRow> {
   const reason = decision.kind === "expire" ? "no decision arrived before the approval expired" : (decision.reason ?? null);
   const decided = await fx.store.approvals.recordApprovalDecision(approval.id, {

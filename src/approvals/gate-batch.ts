@@ -4,7 +4,7 @@ import { setImmediate } from "node:timers/promises";
 import { judgeCall } from "../gateway/judge-call.js";
 import { preparePolicies } from "../gateway/compiled-policy.js";
 import type { Verdict } from "../gateway/verdict.js";
-import { newId } from "../ids.js";
+import { type ProjectId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import type { StoredApproval } from "../store/runs.js";
 import type { Effects } from "../unit-of-work/unit-of-work.js";
 import type { Config } from "../config.js";
@@ -32,9 +32,9 @@ export interface CallGrant {
 }
 
 export interface GateInput {
-  run: { id: string; tenantId: string; sessionId: string; ordinal: number };
+  run: { id: RunId; tenantId: TenantId; sessionId: SessionId; ordinal: number };
   approvalMode: ApprovalMode;
-  projectId: string;
+  projectId: ProjectId;
   workspaceDir: string;
   /** The batch's queued calls, in model order. */
   calls: readonly CallRow[];

@@ -4,6 +4,7 @@ import { projectResult, referenceOf, resultText } from "./project-results.js";
 import type { ArtifactReader } from "../store/artifacts.js";
 import { isImageMediaType } from "../artifacts/media-types.js";
 import type { RequestMessage, RequestResultPart } from "../providers/provider.js";
+import type { ArtifactId } from "../ids.js";
 
 /**
  * The context compiler (SPEC O2, I3): the one place that turns canonical
@@ -55,7 +56,7 @@ export async function compileMessages(entries: readonly HistoryEntry[], context:
 
 /** All images the request will carry, in one query: the most recent `maxImages` references of the history. */
 async function loadImages(history: readonly HistoryMessage[], context: CompileContext): Promise<LoadedImages> {
-  const referenced: string[] = [];
+  const referenced: ArtifactId[] = [];
   for (const message of history) {
     if (message.role !== "tool") continue;
     for (const part of message.content) if (part.type === "image") referenced.push(part.artifactId);

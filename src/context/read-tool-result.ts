@@ -1,5 +1,6 @@
 import type { Store } from "../store/store.js";
 import { parseReference, resultText } from "./project-results.js";
+import type { SessionId, TenantId } from "../ids.js";
 
 /**
  * The full text of a stored tool result, found by the reference the context
@@ -8,7 +9,7 @@ import { parseReference, resultText } from "./project-results.js";
  */
 export async function readToolResult(
   store: Pick<Store, "messages">,
-  scope: { tenantId: string; sessionId: string },
+  scope: { tenantId: TenantId; sessionId: SessionId },
   reference: string,
 ): Promise<{ name: string; text: string; isError: boolean } | undefined> {
   const position = parseReference(reference);

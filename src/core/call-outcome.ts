@@ -2,6 +2,7 @@ import type { EventBody } from "./events.js";
 import type { HistoryMessage, ResultPart } from "./history.js";
 import type { TerminalToolCallStatus } from "./tool-call-status.js";
 import type { FileChangeRecord } from "./file-change-record.js";
+import type { FileChangeId } from "../ids.js";
 
 export interface CallOutcome {
   status: TerminalToolCallStatus;
@@ -11,7 +12,7 @@ export interface CallOutcome {
   /** Shown to clients only, never to the model (L2). */
   diff?: string;
   /** File-change records stored with the call, with their ids (F1, F5). */
-  fileChanges?: Array<FileChangeRecord & { id: string }>;
+  fileChanges?: Array<FileChangeRecord & { id: FileChangeId }>;
 }
 
 /** The tool message the model sees next for a finished call. */

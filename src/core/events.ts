@@ -1,6 +1,7 @@
 import type { RunStatus, TerminalRunStatus } from "./run-status.js";
 import type { ToolCallStatus, TerminalToolCallStatus } from "./tool-call-status.js";
 import type { NotAppliedReason } from "./file-change-record.js";
+import type { ApprovalId, RunId, SessionId } from "../ids.js";
 
 /**
  * Events clients see (SPEC L4, D5, X1). Each is persisted with a per-session
@@ -10,7 +11,7 @@ import type { NotAppliedReason } from "./file-change-record.js";
  * discards what earlier attempts of that step streamed.
  */
 export type EventBody =
-  | { type: "run_start"; runId: string; ordinal: number }
+  | { type: "run_start"; runId: RunId; ordinal: number }
   | { type: "step_start"; stepIndex: number; attempt: number; tools: string[] }
   | { type: "text_delta"; text: string }
   | { type: "tool_begin"; callId: string; name: string; callIndex: number; status: "queued" }
@@ -36,10 +37,10 @@ export type EventBody =
         notApplied?: NotAppliedReason;
       }>;
     }
-  | { type: "approval_request"; approvalId: string; callId: string; name: string; reason: string; expiresAt: string }
+  | { type: "approval_request"; approvalId: ApprovalId; callId: string; name: string; reason: string; expiresAt: string }
   | {
       type: "approval_resolved";
-      approvalId: string;
+      approvalId: ApprovalId;
       callId: string;
       status: "approved" | "denied" | "expired" | "cancelled";
       /** Approved with arguments edited by the decider (X3). */
@@ -62,7 +63,7 @@ export type EventBody =
    */
   | { type: "run_status"; status: RunStatus | "recovering"; reason?: string }
   /** An `agent` call started a sub-agent (A1): its session and run, whose own events tell what it does. */
-  | { type: "subagent_start"; callId: string; childSessionId: string; childRunId: string; depth: number }
+  | { type: "subagent_start"; callId: string; childSessionId: SessionId; childRunId: RunId; depth: number }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
 
@@ -76,8 +77,8 @@ export interface StepRef {
 /** An event as stored and as sent to clients. */
 export interface SessionEvent {
   seq: number;
-  sessionId: string;
-  runId: string;
+  sessionId: SessionId;
+  runId: RunId;
   step: StepRef | null;
   type: EventType;
   data: EventBody;
@@ -86,7 +87,7 @@ export interface SessionEvent {
 
 /** What a producer hands to the event store; the store assigns `seq`. */
 export interface NewEvent {
-  runId: string;
+  runId: RunId;
   step: StepRef | null;
   body: EventBody;
 }

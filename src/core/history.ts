@@ -1,4 +1,5 @@
 import type { TerminalToolCallStatus } from "./tool-call-status.js";
+import type { ArtifactId } from "../ids.js";
 
 /**
  * Canonical history as stored in `messages.content`. Provider adapters translate
@@ -8,8 +9,8 @@ import type { TerminalToolCallStatus } from "./tool-call-status.js";
  */
 export type ResultPart =
   | { type: "text"; text: string }
-  | { type: "image"; artifactId: string; mediaType: string }
-  | { type: "artifact"; artifactId: string; mediaType: string; name?: string };
+  | { type: "image"; artifactId: ArtifactId; mediaType: string }
+  | { type: "artifact"; artifactId: ArtifactId; mediaType: string; name?: string };
 
 export interface AssistantToolCall {
   callId: string;

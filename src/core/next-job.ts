@@ -1,3 +1,4 @@
+import type { RunId, TenantId } from "../ids.js";
 /**
  * What a run needs next (SPEC D1): stored on the run row (the outbox) and turned
  * into a BullMQ job whose id is derived from the work (src/queue/job-types.ts).
@@ -9,9 +10,9 @@ export type NextJob =
 
 /** A run's next job, to be enqueued once the transaction that decided it has committed. */
 export interface DispatchRequest {
-  runId: string;
+  runId: RunId;
   /** The run's tenant: its load sets the job's priority (SPEC X5). */
-  tenantId: string;
+  tenantId: TenantId;
   next: NextJob;
   redispatches: number;
 }

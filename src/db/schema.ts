@@ -25,6 +25,24 @@ import type { ProcessLimits } from "../core/process-limits.js";
 import type { ApprovalMode, OnInterrupted, RunMode, SessionTask } from "../core/session.js";
 import type { ApprovalStatus, CommandStatus, StepStatus, WebhookDeliveryStatus } from "../core/statuses.js";
 import type { NotAppliedReason } from "../core/file-change-record.js";
+import type {
+  ApiKeyId,
+  ApprovalId,
+  ArtifactId,
+  AttemptId,
+  CallId,
+  CommandId,
+  DeliveryId,
+  FileChangeId,
+  McpServerId,
+  MessageId,
+  ProjectId,
+  RunId,
+  SessionId,
+  StepId,
+  TenantId,
+  WebhookId,
+} from "../ids.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -38,7 +56,7 @@ const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: "date
 export const tenants = pgTable(
   "tenants",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<TenantId>().primaryKey(),
     name: text("name").notNull(),
     /** Approval rules and expiry for every project of the tenant (SPEC S2, S4). */
     policy: jsonb("policy").$type<ApprovalPolicy>().notNull().default({}),
@@ -62,8 +80,9 @@ export const tenants = pgTable(
 export const apiKeys = pgTable(
   "api_keys",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<ApiKeyId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     /** sha256 of the key; the key itself is shown once and never stored. */
@@ -79,8 +98,9 @@ export const apiKeys = pgTable(
 export const projects = pgTable(
   "projects",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<ProjectId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     name: text("name").notNull(),
@@ -107,11 +127,13 @@ export const projects = pgTable(
 export const sessions = pgTable(
   "sessions",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<SessionId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     projectId: text("project_id")
+      .$type<ProjectId>()
       .notNull()
       .references(() => projects.id),
     approvalMode: text("approval_mode").$type<ApprovalMode>().notNull(),
@@ -126,13 +148,13 @@ export const sessions = pgTable(
     /** Last event sequence number handed out; bumped in the event insert itself. */
     eventSeq: bigint("event_seq", { mode: "number" }).notNull().default(0),
     runCount: integer("run_count").notNull().default(0),
-    activeRunId: text("active_run_id"),
+    activeRunId: text("active_run_id").$type<RunId>(),
     /**
      * A sub-agent's session (SPEC A1): the session, run and call (the provider's call id, as in
      * events) of the `agent` call that started it; null for a session a client created.
      */
-    parentSessionId: text("parent_session_id"),
-    parentRunId: text("parent_run_id"),
+    parentSessionId: text("parent_session_id").$type<SessionId>(),
+    parentRunId: text("parent_run_id").$type<RunId>(),
     parentCallId: text("parent_call_id"),
     /** Sub-agent levels above this session: 0 for a client's session, parent's + 1 for a sub-agent's. */
     depth: integer("depth").notNull().default(0),
@@ -147,11 +169,13 @@ export const sessions = pgTable(
 export const runs = pgTable(
   "runs",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<RunId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     sessionId: text("session_id")
+      .$type<SessionId>()
       .notNull()
       .references(() => sessions.id),
     /** 1-based position in the session, assigned when the run becomes active; orders history. */
@@ -200,9 +224,9 @@ export const runs = pgTable(
 export const steps = pgTable(
   "steps",
   {
-    id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull(),
-    runId: text("run_id").notNull(),
+    id: text("id").$type<StepId>().primaryKey(),
+    tenantId: text("tenant_id").$type<TenantId>().notNull(),
+    runId: text("run_id").$type<RunId>().notNull(),
     index: integer("index").notNull(),
     /** 1 for the first delivery; bumped each time a step job claims the step again. */
     attempt: integer("attempt").notNull().default(1),
@@ -234,10 +258,10 @@ export const steps = pgTable(
 export const messages = pgTable(
   "messages",
   {
-    id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull(),
-    sessionId: text("session_id").notNull(),
-    runId: text("run_id").notNull(),
+    id: text("id").$type<MessageId>().primaryKey(),
+    tenantId: text("tenant_id").$type<TenantId>().notNull(),
+    sessionId: text("session_id").$type<SessionId>().notNull(),
+    runId: text("run_id").$type<RunId>().notNull(),
     runOrdinal: integer("run_ordinal").notNull(),
     stepIndex: integer("step_index").notNull(),
     part: smallint("part").notNull(),
@@ -257,11 +281,11 @@ export const messages = pgTable(
 export const toolCalls = pgTable(
   "tool_calls",
   {
-    id: text("id").primaryKey(),
-    tenantId: text("tenant_id").notNull(),
-    sessionId: text("session_id").notNull(),
-    runId: text("run_id").notNull(),
-    stepId: text("step_id").notNull(),
+    id: text("id").$type<CallId>().primaryKey(),
+    tenantId: text("tenant_id").$type<TenantId>().notNull(),
+    sessionId: text("session_id").$type<SessionId>().notNull(),
+    runId: text("run_id").$type<RunId>().notNull(),
+    stepId: text("step_id").$type<StepId>().notNull(),
     stepIndex: integer("step_index").notNull(),
     /** Position in the model's response; results go back in this order (P4). */
     callIndex: integer("call_index").notNull(),
@@ -281,7 +305,7 @@ export const toolCalls = pgTable(
      * An `agent` call's child run (SPEC A1), set in the transaction that created it. Such a call
      * stays `running` while the child works: it is not lost with a worker, so a claim does not interrupt it.
      */
-    childRunId: text("child_run_id"),
+    childRunId: text("child_run_id").$type<RunId>(),
     /**
      * Set by the step's commit when the gateway allowed the call with the policies the step
      * claim read and the call belongs to the batch's first group: the batch's claim marks it
@@ -309,10 +333,10 @@ export const toolCalls = pgTable(
 export const events = pgTable(
   "events",
   {
-    sessionId: text("session_id").notNull(),
+    sessionId: text("session_id").$type<SessionId>().notNull(),
     seq: bigint("seq", { mode: "number" }).notNull(),
-    tenantId: text("tenant_id").notNull(),
-    runId: text("run_id").notNull(),
+    tenantId: text("tenant_id").$type<TenantId>().notNull(),
+    runId: text("run_id").$type<RunId>().notNull(),
     stepIndex: integer("step_index"),
     attempt: integer("attempt"),
     type: text("type").$type<EventType>().notNull(),
@@ -326,6 +350,7 @@ export const contentBlobs = pgTable(
   "content_blobs",
   {
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     sha256: text("sha256").notNull(),
@@ -339,11 +364,13 @@ export const contentBlobs = pgTable(
 export const artifacts = pgTable(
   "artifacts",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<ArtifactId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     sessionId: text("session_id")
+      .$type<SessionId>()
       .notNull()
       .references(() => sessions.id),
     sha256: text("sha256").notNull(),
@@ -358,17 +385,22 @@ export const artifacts = pgTable(
 export const fileChanges = pgTable(
   "file_changes",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<FileChangeId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     sessionId: text("session_id")
+      .$type<SessionId>()
       .notNull()
       .references(() => sessions.id),
     runId: text("run_id")
+      .$type<RunId>()
       .notNull()
       .references(() => runs.id),
-    toolCallId: text("tool_call_id").references(() => toolCalls.id),
+    toolCallId: text("tool_call_id")
+      .$type<CallId>()
+      .references(() => toolCalls.id),
     path: text("path").notNull(),
     existedBefore: boolean("existed_before").notNull(),
     modeBefore: integer("mode_before"),
@@ -416,14 +448,17 @@ export const workers = pgTable(
 export const commands = pgTable(
   "commands",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<CommandId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     sessionId: text("session_id")
+      .$type<SessionId>()
       .notNull()
       .references(() => sessions.id),
     runId: text("run_id")
+      .$type<RunId>()
       .notNull()
       .references(() => runs.id),
     command: text("command").notNull(),
@@ -449,17 +484,21 @@ export const commands = pgTable(
 export const approvals = pgTable(
   "approvals",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<ApprovalId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     sessionId: text("session_id")
+      .$type<SessionId>()
       .notNull()
       .references(() => sessions.id),
     runId: text("run_id")
+      .$type<RunId>()
       .notNull()
       .references(() => runs.id),
     toolCallId: text("tool_call_id")
+      .$type<CallId>()
       .notNull()
       .references(() => toolCalls.id),
     status: text("status").$type<ApprovalStatus>().notNull(),
@@ -469,7 +508,7 @@ export const approvals = pgTable(
     grantsNetwork: boolean("grants_network").notNull().default(false),
     /** Why the decider decided (their words), or why it expired. */
     reason: text("reason"),
-    decidedByKeyId: text("decided_by_key_id"),
+    decidedByKeyId: text("decided_by_key_id").$type<ApiKeyId>(),
     decidedAt: tstz("decided_at"),
     /** Approve-with-edited-arguments: the arguments the call runs with instead of the model's. */
     editedArguments: text("edited_arguments"),
@@ -489,8 +528,9 @@ export const approvals = pgTable(
 export const webhooks = pgTable(
   "webhooks",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<WebhookId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     url: text("url").notNull(),
@@ -513,14 +553,16 @@ export const webhooks = pgTable(
 export const webhookDeliveries = pgTable(
   "webhook_deliveries",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<DeliveryId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     webhookId: text("webhook_id")
+      .$type<WebhookId>()
       .notNull()
       .references(() => webhooks.id),
-    sessionId: text("session_id").notNull(),
+    sessionId: text("session_id").$type<SessionId>().notNull(),
     eventSeq: bigint("event_seq", { mode: "number" }).notNull(),
     eventType: text("event_type").notNull(),
     /** The JSON body sent, exactly as signed. */
@@ -547,11 +589,13 @@ export const webhookDeliveries = pgTable(
 export const webhookAttempts = pgTable(
   "webhook_attempts",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<AttemptId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     deliveryId: text("delivery_id")
+      .$type<DeliveryId>()
       .notNull()
       .references(() => webhookDeliveries.id),
     attempt: integer("attempt").notNull(),
@@ -570,12 +614,15 @@ export const webhookAttempts = pgTable(
 export const mcpServers = pgTable(
   "mcp_servers",
   {
-    id: text("id").primaryKey(),
+    id: text("id").$type<McpServerId>().primaryKey(),
     tenantId: text("tenant_id")
+      .$type<TenantId>()
       .notNull()
       .references(() => tenants.id),
     /** null: every project of the tenant. */
-    projectId: text("project_id").references(() => projects.id),
+    projectId: text("project_id")
+      .$type<ProjectId>()
+      .references(() => projects.id),
     /** Becomes the `<server>` of `mcp__<server>__<tool>`; unique within its scope. */
     name: text("name").notNull(),
     transport: jsonb("transport").$type<McpTransportConfig>().notNull(),

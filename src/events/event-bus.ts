@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { SessionEvent } from "../core/events.js";
+import { type CommandId, type ProjectId, parseId, type RunId, type SessionId, type TenantId } from "../ids.js";
 
 /**
  * Redis pub/sub fan-out of persisted events, the cancel broadcasts and MCP request notices. One
@@ -9,12 +10,12 @@ import type { SessionEvent } from "../core/events.js";
  */
 export interface EventBus {
   publish(events: readonly SessionEvent[]): Promise<void>;
-  subscribe(sessionId: string, listener: (event: SessionEvent) => void): Promise<() => void>;
-  publishCancel(runId: string): Promise<void>;
-  onCancel(listener: (runId: string) => void): Promise<() => void>;
+  subscribe(sessionId: SessionId, listener: (event: SessionEvent) => void): Promise<() => void>;
+  publishCancel(runId: RunId): Promise<void>;
+  onCancel(listener: (runId: RunId) => void): Promise<() => void>;
   /** Background commands: the owning worker kills the command (B1, B3). */
-  publishCommandCancel(commandId: string): Promise<void>;
-  onCommandCancel(listener: (commandId: string) => void): Promise<() => void>;
+  publishCommandCancel(commandId: CommandId): Promise<void>;
+  onCommandCancel(listener: (commandId: CommandId) => void): Promise<() => void>;
   /** MCP requests (src/mcp/mcp-request.ts): a worker tells the asking process that the reply of a job is stored. */
   publishMcpReply(replyTo: string, jobId: string): Promise<void>;
   onMcpReply(replyTo: string, listener: (jobId: string) => void): Promise<() => void>;
@@ -26,14 +27,14 @@ export interface EventBus {
 
 /** One MCP server by scope and name: ids only. */
 export interface McpServerRef {
-  tenantId: string;
-  projectId: string | null;
+  tenantId: TenantId;
+  projectId: ProjectId | null;
   name: string;
 }
 
 export function createEventBus(options: { publisher: Redis; createSubscriber: () => Redis; prefix: string }): EventBus {
   const { publisher, prefix } = options;
-  const sessionChannel = (sessionId: string) => `${prefix}:events:${sessionId}`;
+  const sessionChannel = (sessionId: SessionId) => `${prefix}:events:${sessionId}`;
   const cancelChannel = `${prefix}:cancel`;
   const commandCancelChannel = `${prefix}:command-cancel`;
   const mcpReplyChannel = (replyTo: string) => `${prefix}:mcp-replies:${replyTo}`;
@@ -77,7 +78,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
     // a step publishes once, not once per event, and needs no pipeline (issue #14).
     async publish(events) {
       if (events.length === 0) return;
-      const bySession = new Map<string, SessionEvent[]>();
+      const bySession = new Map<SessionId, SessionEvent[]>();
       for (const event of events) {
         const list = bySession.get(event.sessionId);
         if (list) list.push(event);
@@ -94,13 +95,20 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
       await publisher.publish(cancelChannel, runId);
     },
     onCancel(listener) {
-      return listen(cancelChannel, listener);
+      // What Redis delivers is a string; only a run id is passed on.
+      return listen(cancelChannel, (payload) => {
+        const runId = parseId("run", payload);
+        if (runId !== null) listener(runId);
+      });
     },
     async publishCommandCancel(commandId) {
       await publisher.publish(commandCancelChannel, commandId);
     },
     onCommandCancel(listener) {
-      return listen(commandCancelChannel, listener);
+      return listen(commandCancelChannel, (payload) => {
+        const commandId = parseId("cmd", payload);
+        if (commandId !== null) listener(commandId);
+      });
     },
     async publishMcpReply(replyTo, jobId) {
       await publisher.publish(mcpReplyChannel(replyTo), jobId);

@@ -5,6 +5,7 @@ import type { Store, StoreTx } from "../store/store.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import { isWorkspaceError, type WorkspaceFiles } from "../workspace/workspace-files.js";
 import type { FileChangeRow } from "../store/file-changes.js";
+import type { FileChangeId, TenantId } from "../ids.js";
 
 export type { FileChangeRow };
 
@@ -29,7 +30,7 @@ export type { FileChangeRow };
 export async function revertFileChanges(
   store: Store,
   workspacesDir: string,
-  input: { tenantId: string; changeId: string; andLater: boolean },
+  input: { tenantId: TenantId; changeId: FileChangeId; andLater: boolean },
 ): Promise<FileChangeRow[]> {
   const owned = await store.fileChanges.fileChangeSessionOfTenant(input.tenantId, input.changeId);
   if (!owned) throw notFound("file change");
@@ -42,7 +43,7 @@ export async function revertFileChanges(
 async function revertLocked(
   tx: StoreTx,
   workspacesDir: string,
-  input: { tenantId: string; changeId: string; andLater: boolean },
+  input: { tenantId: TenantId; changeId: FileChangeId; andLater: boolean },
 ): Promise<FileChangeRow[]> {
   const target = await tx.fileChanges.fileChangeWithWorkspace(input.tenantId, input.changeId);
   if (!target) throw notFound("file change");

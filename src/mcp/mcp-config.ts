@@ -3,6 +3,7 @@ import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import { createHash } from "node:crypto";
 import type { McpTransportConfig } from "../core/mcp-transport.js";
 import type { ProcessIdentity } from "../core/process-identity.js";
+import type { ProjectId, TenantId } from "../ids.js";
 
 export interface McpServerConfig {
   /** Unique within its scope; becomes the `<server>` of `mcp__<server>__<tool>`. */
@@ -43,9 +44,9 @@ export interface McpPlace {
 
 /** Whose server this is: a tenant's, or one project's of a tenant. */
 export interface McpScope {
-  tenantId: string;
+  tenantId: TenantId;
   /** null for a tenant-wide server. */
-  projectId: string | null;
+  projectId: ProjectId | null;
 }
 
 export interface McpDefaults {

@@ -1,5 +1,6 @@
 import type { GetPromptResult, Prompt, ReadResourceResult, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { type ProjectId, type TenantId, parseId } from "../ids.js";
 
 /**
  * What the API asks a worker about one MCP server (SPEC M2, E4). The API process starts no
@@ -37,9 +38,9 @@ export interface McpRequestValues {
 
 /** Job data: ids and the request only. The server's configuration (its secrets) stays in Postgres. */
 export interface McpRequestJobData {
-  tenantId: string;
+  tenantId: TenantId;
   /** The server's own scope: its project, or null for a tenant-wide server. */
-  projectId: string | null;
+  projectId: ProjectId | null;
   /** The server's name, unique within its scope. */
   server: string;
   request: McpRequest;
@@ -51,8 +52,8 @@ export interface McpRequestJobData {
 
 /** Parsed where a worker takes the job (schema at every boundary). */
 export const mcpRequestJobDataSchema: z.ZodType<McpRequestJobData> = z.object({
-  tenantId: z.string().min(1),
-  projectId: z.string().min(1).nullable(),
+  tenantId: z.custom<TenantId>((value) => parseId("ten", value) !== null, "a tenant id"),
+  projectId: z.custom<ProjectId>((value) => parseId("prj", value) !== null, "a project id").nullable(),
   server: z.string().min(1),
   request: z.discriminatedUnion("operation", [
     z.object({ operation: z.literal("list-tools") }),

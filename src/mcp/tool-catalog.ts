@@ -9,6 +9,7 @@ import { mcpConfigFingerprint, mcpServerKey, type McpScope } from "./mcp-config.
 import { createToolExecutor, type ToolExecutor } from "../tools/execute-tool-call.js";
 import type { AnyTool } from "../tools/tool.js";
 import { createToolRegistry, type ToolRegistry } from "../tools/tool-registry.js";
+import type { ProjectId, TenantId } from "../ids.js";
 
 /** The registry and executor one project's sessions use: the service's own tools plus its MCP servers' tools (SPEC M1). */
 export interface ScopedTools {
@@ -17,14 +18,14 @@ export interface ScopedTools {
 }
 
 export interface ProjectScope {
-  tenantId: string;
-  projectId: string;
+  tenantId: TenantId;
+  projectId: ProjectId;
 }
 
 /** Whether one of the project's servers answered its tool list this time, and why not (never silent: `GET /v1/tools` shows it). */
 export type McpServerListing =
-  | { name: string; projectId: string | null; status: "listed" }
-  | { name: string; projectId: string | null; status: "unavailable"; error: { code: McpFailure["errorCode"]; message: string } };
+  | { name: string; projectId: ProjectId | null; status: "listed" }
+  | { name: string; projectId: ProjectId | null; status: "unavailable"; error: { code: McpFailure["errorCode"]; message: string } };
 
 /** A project's tools, and how each of its MCP servers answered. */
 export interface ProjectTools extends ScopedTools {

@@ -1,4 +1,5 @@
 import type { NextJob } from "../core/next-job.js";
+import type { RunId } from "../ids.js";
 
 /**
  * Job payloads carry ids only (SPEC D1). `NextJob` (src/core/next-job.ts) is what a
@@ -7,14 +8,14 @@ import type { NextJob } from "../core/next-job.js";
  */
 
 export interface StepJobData {
-  runId: string;
+  runId: RunId;
   stepIndex: number;
   /** W3C `traceparent` of the work that enqueued the job, when tracing is on (SPEC X8). */
   trace?: string;
 }
 
 export interface ToolBatchJobData {
-  runId: string;
+  runId: RunId;
   stepIndex: number;
   resume?: number;
   /** W3C `traceparent` of the work that enqueued the job, when tracing is on (SPEC X8). */
@@ -29,7 +30,7 @@ export const toolQueueName = "tools";
  * when it re-enqueues work whose job was lost, so the new job cannot collide with
  * a finished job still kept in Redis under the old id. BullMQ forbids ':' in custom ids.
  */
-export function jobIdFor(runId: string, next: NextJob, redispatch: number): string {
+export function jobIdFor(runId: RunId, next: NextJob, redispatch: number): string {
   const resumed = next.kind === "batch" && next.resume !== undefined ? `-a${next.resume}` : "";
   const base = `${next.kind}-${runId}-${next.stepIndex}${resumed}`;
   return redispatch === 0 ? base : `${base}-r${redispatch}`;

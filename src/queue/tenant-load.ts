@@ -1,3 +1,4 @@
+import type { TenantId } from "../ids.js";
 /**
  * How many runs each tenant has working (admitted, queued for a worker or running), as a
  * BullMQ job priority (SPEC X5): a job of a tenant with fewer working runs is served before
@@ -8,7 +9,7 @@
  */
 export interface TenantLoad {
   /** BullMQ priority for a job of the tenant: 1 + its working runs (lower is served first). */
-  priority(tenantId: string): number;
+  priority(tenantId: TenantId): number;
 }
 
 const refreshMs = 500;

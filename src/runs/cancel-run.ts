@@ -2,6 +2,7 @@ import { isTerminalRunStatus } from "../core/run-status.js";
 import { FoyaError, notFound } from "../errors.js";
 import { cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
+import type { RunId, TenantId } from "../ids.js";
 
 /**
  * Cancels a run in one transaction (SPEC X2): the partial assistant text streamed
@@ -11,7 +12,7 @@ import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
  * any cancel of a run already ended, changes nothing and answers 409 with the
  * run's state.
  */
-export async function cancelRun(services: { unitOfWork: UnitOfWork }, input: { tenantId: string; runId: string }): Promise<RunRow> {
+export async function cancelRun(services: { unitOfWork: UnitOfWork }, input: { tenantId: TenantId; runId: RunId }): Promise<RunRow> {
   return services.unitOfWork.transact(async (fx) => {
     const run = await fx.store.runs.lockRunOfTenant(input.tenantId, input.runId);
     if (!run) throw notFound("run");

@@ -10,6 +10,7 @@ import type { StoreTx } from "../store/store.js";
 import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { Config } from "../config.js";
 import type { ActivePolicy, OnInterrupted } from "../core/session.js";
+import type { SessionId, TenantId } from "../ids.js";
 
 /**
  * Accepts a turn. The run row, its user message and its first job intent
@@ -20,7 +21,7 @@ import type { ActivePolicy, OnInterrupted } from "../core/session.js";
  */
 export async function createRun(
   services: { unitOfWork: UnitOfWork; config: Config; failpoints: Failpoints },
-  input: { tenantId: string; sessionId: string; input: string; ifActive: ActivePolicy; onInterrupted?: OnInterrupted },
+  input: { tenantId: TenantId; sessionId: SessionId; input: string; ifActive: ActivePolicy; onInterrupted?: OnInterrupted },
 ): Promise<RunRow> {
   return services.unitOfWork.transact(
     async (fx) => {
@@ -67,7 +68,7 @@ export async function createRun(
 }
 
 /** Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and the use, and Retry-After. */
-async function refuseOverQuota(tx: StoreTx, tenantId: string, quotas: TenantQuotas): Promise<void> {
+async function refuseOverQuota(tx: StoreTx, tenantId: TenantId, quotas: TenantQuotas): Promise<void> {
   const refusal = await newRunRefusal(tx.tenantAdmission, tenantId, quotas);
   if (refusal) throw new FoyaError("quota_exceeded", refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 }

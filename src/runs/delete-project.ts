@@ -1,5 +1,6 @@
 import { notFound } from "../errors.js";
 import { deleteSession, type DeleteSessionDeps } from "./delete-session.js";
+import type { ProjectId, TenantId } from "../ids.js";
 
 /**
  * Deletes a project (SPEC F4): it answers 404 from now on, no session or run can start in it,
@@ -10,7 +11,7 @@ import { deleteSession, type DeleteSessionDeps } from "./delete-session.js";
  */
 export async function deleteProject(
   services: DeleteSessionDeps,
-  input: { tenantId: string; projectId: string },
+  input: { tenantId: TenantId; projectId: ProjectId },
 ): Promise<{ sessions: number }> {
   const project = await services.store.projects.markProjectDeleted(input.tenantId, input.projectId);
   if (!project) throw notFound("project");

@@ -4,6 +4,7 @@ import type { Store } from "../store/store.js";
 import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import { requestCommandCancel } from "./cancel-command.js";
 import { cancelRunInTransaction } from "./run-lifecycle.js";
+import type { SessionId, TenantId } from "../ids.js";
 
 /** What deleting a session needs: the store, its unit of work, and the bus that reaches the workers running its commands. */
 export interface DeleteSessionDeps {
@@ -13,7 +14,7 @@ export interface DeleteSessionDeps {
 }
 
 /** Marks a session deleted, cancels its active and waiting runs and stops its background commands; history is kept for audit. */
-export async function deleteSession(services: DeleteSessionDeps, input: { tenantId: string; sessionId: string }): Promise<void> {
+export async function deleteSession(services: DeleteSessionDeps, input: { tenantId: TenantId; sessionId: SessionId }): Promise<void> {
   await services.unitOfWork.transact(async (fx) => {
     // Runs first, then the session: the lock order every transaction follows.
     const open = await fx.store.runs.lockOpenRunsOfSession(input.tenantId, input.sessionId);

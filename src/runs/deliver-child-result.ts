@@ -2,6 +2,7 @@ import type { ResultPart } from "../core/history.js";
 import type { TerminalRunStatus } from "../core/run-status.js";
 import { resumeParkedBatch } from "./resume-batch.js";
 import type { Effects } from "../unit-of-work/unit-of-work.js";
+import type { RunId } from "../ids.js";
 
 /** What the parent's `agent` call answers when its sub-agent ended without completing. */
 const endings: Record<Exclude<TerminalRunStatus, "completed">, { code: string; text: string }> = {
@@ -20,7 +21,7 @@ const endings: Record<Exclude<TerminalRunStatus, "completed">, { code: string; t
  */
 export async function deliverToParentCall(
   fx: Effects,
-  childRunId: string,
+  childRunId: RunId,
   status: TerminalRunStatus,
   error: { code: string; message: string } | undefined,
 ): Promise<void> {
@@ -54,7 +55,7 @@ interface ChildOutcome {
 }
 
 /** The child's final answer: the text of its last assistant message. */
-async function answerOf(fx: Effects, childRunId: string): Promise<ChildOutcome> {
+async function answerOf(fx: Effects, childRunId: RunId): Promise<ChildOutcome> {
   const last = await fx.store.messages.lastAssistantMessageOfRun(childRunId);
   const text = last?.role === "assistant" ? last.text : "";
   return {

@@ -1,5 +1,6 @@
 import type { TenantQuotas } from "../core/tenant-quotas.js";
 import type { Repositories } from "../store/store.js";
+import type { TenantId } from "../ids.js";
 
 /** What the quota checks read of a tenant's use. */
 type UseReads = Pick<Repositories["tenantAdmission"], "tokensToday" | "storedBytes" | "countWaitingRuns">;
@@ -19,7 +20,7 @@ export interface QuotaRefusal {
 /** The first of the tenant's use quotas (model tokens today, bytes kept) its use has reached; undefined while under both. */
 export async function useRefusal(
   use: Pick<UseReads, "tokensToday" | "storedBytes">,
-  tenantId: string,
+  tenantId: TenantId,
   quotas: TenantQuotas,
 ): Promise<QuotaRefusal | undefined> {
   if (quotas.tokensPerDay > 0) {
@@ -46,7 +47,7 @@ export async function useRefusal(
 }
 
 /** Why a new run (a turn, or a sub-agent) may not start: too many runs waiting for a slot, or a use quota reached. */
-export async function newRunRefusal(use: UseReads, tenantId: string, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
+export async function newRunRefusal(use: UseReads, tenantId: TenantId, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
   const waiting = await use.countWaitingRuns(tenantId);
   if (waiting >= quotas.queuedRuns) {
     return {

@@ -1,5 +1,6 @@
 import type { Effects } from "../unit-of-work/unit-of-work.js";
 import type { NextJob } from "../core/next-job.js";
+import type { RunId, SessionId, TenantId } from "../ids.js";
 
 /**
  * Gives a parked run (no job: waiting for a decision, D6, or for sub-agents, A1) its
@@ -9,7 +10,7 @@ import type { NextJob } from "../core/next-job.js";
  */
 export async function resumeParkedBatch(
   fx: Effects,
-  run: { id: string; tenantId: string; sessionId: string; status: string; fence: number; nextJob: NextJob | null },
+  run: { id: RunId; tenantId: TenantId; sessionId: SessionId; status: string; fence: number; nextJob: NextJob | null },
   stepIndex: number,
 ): Promise<void> {
   if (run.nextJob !== null || (run.status !== "awaiting_approval" && run.status !== "running")) return;

@@ -3,6 +3,7 @@ import { isTerminalRunStatus, type TerminalRunStatus } from "../core/run-status.
 import { deliverToParentCall } from "./deliver-child-result.js";
 import type { RunRow } from "../store/runs.js";
 import type { Effects } from "../unit-of-work/unit-of-work.js";
+import type { RunId, TenantId } from "../ids.js";
 
 /**
  * Run transitions shared by the API and the workers, composed of the store's
@@ -75,7 +76,7 @@ export async function admitOrHold(effects: Effects, run: Pick<RunRow, "id" | "te
 }
 
 /** Gives the tenant's free slots to its runs waiting for one, oldest first (SPEC X5). */
-export async function admitWaitingRuns(effects: Effects, tenantId: string): Promise<number> {
+export async function admitWaitingRuns(effects: Effects, tenantId: TenantId): Promise<number> {
   const { tenantAdmission } = effects.store;
   const admitted = await tenantAdmission.runsWaitingForSlot(
     tenantId,
@@ -139,7 +140,7 @@ export async function closeOpenCalls(
   return open.length;
 }
 
-async function cancelChildRun(effects: Effects, childRunId: string, reason: "interrupted" | "cancelled"): Promise<void> {
+async function cancelChildRun(effects: Effects, childRunId: RunId, reason: "interrupted" | "cancelled"): Promise<void> {
   const child = await effects.store.runs.lockRun(childRunId);
   if (!child || isTerminalRunStatus(child.status)) return;
   await cancelRunInTransaction(effects, child, { code: "parent_ended", message: `the parent run was ${reason}` }, true);

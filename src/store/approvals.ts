@@ -6,11 +6,12 @@ import { appendEvents } from "./events.js";
 import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
 import { repository } from "./repository.js";
 import { run, statement } from "./named-sql.js";
+import type { ApprovalId, CallId, RunId, SessionId, TenantId } from "../ids.js";
 
 export type ApprovalRow = typeof approvals.$inferSelect;
 
 /** The run of this tenant's approval, unlocked: what a decision locks first (SPEC X3); undefined for none. */
-async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: string): Promise<{ runId: string } | undefined> {
+async function approvalRunOfTenant(tx: Database, tenantId: TenantId, approvalId: ApprovalId): Promise<{ runId: RunId } | undefined> {
   const [found] = await tx
     .select({ runId: approvals.runId })
     .from(approvals)
@@ -19,7 +20,7 @@ async function approvalRunOfTenant(tx: Database, tenantId: string, approvalId: s
 }
 
 /** Locks an approval's row for its decision (SPEC D11: exactly one decision wins), after its run. */
-async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalRow | undefined> {
+async function lockApproval(tx: Database, approvalId: ApprovalId): Promise<ApprovalRow | undefined> {
   const [approval] = await tx.select().from(approvals).where(eq(approvals.id, approvalId)).for("update");
   return approval;
 }
@@ -27,7 +28,7 @@ async function lockApproval(tx: Database, approvalId: string): Promise<ApprovalR
 /** Records a decision on a locked approval (SPEC X3): status, reason, who and when, edited arguments. */
 async function recordApprovalDecision(
   tx: Database,
-  approvalId: string,
+  approvalId: ApprovalId,
   decision: Pick<ApprovalRow, "status" | "reason" | "decidedByKeyId" | "editedArguments">,
 ): Promise<ApprovalRow | undefined> {
   const [decided] = await tx
@@ -45,8 +46,8 @@ async function recordApprovalDecision(
 }
 
 /** Pending approvals past their expiry, soonest first, at most `limit` (SPEC S4: each expires and counts as denied). */
-async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: string; tenant_id: string }>> {
-  const due = await db.execute<{ id: string; tenant_id: string }>(sql`
+async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: ApprovalId; tenant_id: TenantId }>> {
+  const due = await db.execute<{ id: ApprovalId; tenant_id: TenantId }>(sql`
     select id, tenant_id from approvals where status = 'pending' and expires_at <= now() order by expires_at limit ${limit}
   `);
   return due.rows;
@@ -61,8 +62,8 @@ async function dueApprovals(db: Database, limit: number): Promise<Array<{ id: st
  */
 async function closePendingApprovals(
   tx: Database,
-  run: { id: string; tenantId: string; sessionId: string },
-  toolCallIds: readonly string[],
+  run: { id: RunId; tenantId: TenantId; sessionId: SessionId },
+  toolCallIds: readonly CallId[],
   reason: string,
 ): Promise<SessionEvent[]> {
   if (toolCallIds.length === 0) return [];
@@ -133,7 +134,7 @@ function selectApprovalsWithCalls(db: Database, where: SQL | undefined) {
 }
 
 /** This tenant's approval with its call (SPEC X3, D8); undefined for none. */
-async function approvalWithCallOfTenant(db: Database, tenantId: string, id: string): Promise<ApprovalWithCall | undefined> {
+async function approvalWithCallOfTenant(db: Database, tenantId: TenantId, id: ApprovalId): Promise<ApprovalWithCall | undefined> {
   const [row] = await selectApprovalsWithCalls(db, and(eq(approvals.id, id), eq(approvals.tenantId, tenantId)));
   return row;
 }
@@ -141,8 +142,8 @@ async function approvalWithCallOfTenant(db: Database, tenantId: string, id: stri
 /** This tenant's approvals with their calls, newest first, at most `limit`, optionally of one status, session or run (SPEC X3). */
 async function listApprovalsWithCalls(
   db: Database,
-  tenantId: string,
-  filter: { status?: ApprovalRow["status"] | undefined; sessionId?: string | undefined; runId?: string | undefined },
+  tenantId: TenantId,
+  filter: { status?: ApprovalRow["status"] | undefined; sessionId?: SessionId | undefined; runId?: RunId | undefined },
   limit: number,
 ): Promise<ApprovalWithCall[]> {
   const conditions = [eq(approvals.tenantId, tenantId)];

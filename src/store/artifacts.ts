@@ -4,6 +4,7 @@ import type { DbExecutor } from "../db/client.js";
 import { artifacts, contentBlobs } from "../db/schema.js";
 import { putBlob } from "../store/blobs.js";
 import { repository } from "./repository.js";
+import type { ArtifactId, SessionId, TenantId } from "../ids.js";
 
 /**
  * The session artifact store (SPEC I1, I2): bytes live content-addressed in
@@ -16,13 +17,13 @@ import { repository } from "./repository.js";
 export const maxArtifactBytes = 20 * 1024 * 1024;
 
 export interface ArtifactScope {
-  tenantId: string;
-  sessionId: string;
+  tenantId: TenantId;
+  sessionId: SessionId;
 }
 
 export interface ArtifactMeta {
-  id: string;
-  sessionId: string;
+  id: ArtifactId;
+  sessionId: SessionId;
   mediaType: string;
   size: number;
   sha256: string;
@@ -34,7 +35,7 @@ export interface ArtifactMeta {
  * media type, so storing the same bytes again (or a redelivered job storing them
  * twice, even concurrently) answers the same id without a lookup or a race.
  */
-function artifactIdFor(sessionId: string, sha256: string, mediaType: string): string {
+function artifactIdFor(sessionId: SessionId, sha256: string, mediaType: string): ArtifactId {
   const digest = createHash("sha256").update(`${sessionId}\u0000${sha256}\u0000${mediaType}`).digest();
   return `art_${digest.subarray(0, 12).toString("base64url")}`;
 }
@@ -44,7 +45,7 @@ async function putArtifact(
   db: DbExecutor,
   scope: ArtifactScope,
   input: { mediaType: string; data: Buffer },
-): Promise<{ id: string; sha256: string; size: number }> {
+): Promise<{ id: ArtifactId; sha256: string; size: number }> {
   if (input.data.length > maxArtifactBytes) throw new Error(`artifact of ${input.data.length} bytes exceeds ${maxArtifactBytes}`);
   const sha256 = await putBlob(db, scope.tenantId, input.data);
   const id = artifactIdFor(scope.sessionId, sha256, input.mediaType);
@@ -65,7 +66,7 @@ const metaColumns = {
 };
 
 /** An artifact of this tenant, without its bytes. */
-async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): Promise<ArtifactMeta | undefined> {
+async function findArtifactMeta(db: DbExecutor, tenantId: TenantId, id: ArtifactId): Promise<ArtifactMeta | undefined> {
   const [row] = await db
     .select(metaColumns)
     .from(artifacts)
@@ -74,7 +75,7 @@ async function findArtifactMeta(db: DbExecutor, tenantId: string, id: string): P
 }
 
 /** An artifact of this tenant with its bytes, in one query. */
-async function findArtifact(db: DbExecutor, tenantId: string, id: string): Promise<(ArtifactMeta & { bytes: Buffer }) | undefined> {
+async function findArtifact(db: DbExecutor, tenantId: TenantId, id: ArtifactId): Promise<(ArtifactMeta & { bytes: Buffer }) | undefined> {
   const [row] = await db
     .select({ ...metaColumns, bytes: contentBlobs.bytes })
     .from(artifacts)
@@ -86,7 +87,7 @@ async function findArtifact(db: DbExecutor, tenantId: string, id: string): Promi
 /** Reads a session's artifacts with their bytes; what the context compiler uses to materialize images (I3). */
 export interface ArtifactReader {
   /** The artifacts of these ids that exist in the session, in one query; missing ids are absent from the map. */
-  load(ids: readonly string[]): Promise<ReadonlyMap<string, { mediaType: string; bytes: Buffer }>>;
+  load(ids: readonly ArtifactId[]): Promise<ReadonlyMap<string, { mediaType: string; bytes: Buffer }>>;
 }
 
 function artifactReader(db: DbExecutor, scope: ArtifactScope): ArtifactReader {

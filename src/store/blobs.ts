@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import type { DbExecutor } from "../db/client.js";
 import { contentBlobs } from "../db/schema.js";
 import { repository } from "./repository.js";
+import type { TenantId } from "../ids.js";
 
 /**
  * Largest version of a file kept whole in the blob store (F1). A larger one is
@@ -16,13 +17,13 @@ export function sha256(content: Buffer): string {
 }
 
 /** Content-addressed blobs, one row per tenant and digest (SPEC F1). */
-export async function putBlob(db: DbExecutor, tenantId: string, content: Buffer): Promise<string> {
+export async function putBlob(db: DbExecutor, tenantId: TenantId, content: Buffer): Promise<string> {
   const digest = sha256(content);
   await db.insert(contentBlobs).values({ tenantId, sha256: digest, size: content.length, bytes: content }).onConflictDoNothing();
   return digest;
 }
 
-async function getBlob(db: DbExecutor, tenantId: string, digest: string): Promise<Buffer | undefined> {
+async function getBlob(db: DbExecutor, tenantId: TenantId, digest: string): Promise<Buffer | undefined> {
   const [row] = await db
     .select({ bytes: contentBlobs.bytes })
     .from(contentBlobs)

@@ -3,6 +3,7 @@ import type { CommandStatus } from "../core/statuses.js";
 import type { Database } from "../db/client.js";
 import { commands } from "../db/schema.js";
 import { repository } from "./repository.js";
+import type { CommandId, RunId, SessionId, TenantId } from "../ids.js";
 
 export type CommandRow = typeof commands.$inferSelect;
 
@@ -19,7 +20,7 @@ export interface CommandOutput {
 }
 
 /** Writes a running command's output so far and renews its lease; only its owner, only while it runs (SPEC B2, B4). */
-async function flushCommandOutput(db: Database, workerId: string, id: string, output: CommandOutput, lease: SQL): Promise<void> {
+async function flushCommandOutput(db: Database, workerId: string, id: CommandId, output: CommandOutput, lease: SQL): Promise<void> {
   await db
     .update(commands)
     .set({ ...output, leaseUntil: lease })
@@ -27,7 +28,7 @@ async function flushCommandOutput(db: Database, workerId: string, id: string, ou
 }
 
 /** Renews the leases of a worker's running commands (SPEC B4). */
-async function renewCommandLeases(db: Database, workerId: string, ids: string[], lease: SQL): Promise<void> {
+async function renewCommandLeases(db: Database, workerId: string, ids: CommandId[], lease: SQL): Promise<void> {
   await db
     .update(commands)
     .set({ leaseUntil: lease })
@@ -41,7 +42,7 @@ async function renewCommandLeases(db: Database, workerId: string, ids: string[],
  */
 async function recordCommandUnderCap(
   db: Database,
-  row: { id: string; tenantId: string; sessionId: string; runId: string; command: string; ownerWorker: string; leaseUntil: SQL },
+  row: { id: CommandId; tenantId: TenantId; sessionId: SessionId; runId: RunId; command: string; ownerWorker: string; leaseUntil: SQL },
   allowed: number,
 ): Promise<boolean> {
   return db.transaction(async (tx) => {
@@ -70,7 +71,7 @@ async function recordCommandUnderCap(
 async function finishCommand(
   db: Database,
   workerId: string,
-  id: string,
+  id: CommandId,
   end: { status: CommandStatus; exitCode: number | null; signal: string | null } & CommandOutput,
 ): Promise<void> {
   await db
@@ -88,7 +89,7 @@ async function finishCommand(
 }
 
 /** Reads and cancels background commands from any process (SPEC B1). */
-async function findCommand(db: Database, tenantId: string, id: string, sessionId?: string): Promise<CommandRow | undefined> {
+async function findCommand(db: Database, tenantId: TenantId, id: CommandId, sessionId?: SessionId): Promise<CommandRow | undefined> {
   const conditions = [eq(commands.id, id), eq(commands.tenantId, tenantId)];
   if (sessionId) conditions.push(eq(commands.sessionId, sessionId));
   const [row] = await db
@@ -99,7 +100,7 @@ async function findCommand(db: Database, tenantId: string, id: string, sessionId
 }
 
 /** This tenant's session's running background commands (SPEC B3: deleting the session stops them). */
-async function runningCommandsOfSession(db: Database, tenantId: string, sessionId: string): Promise<CommandRow[]> {
+async function runningCommandsOfSession(db: Database, tenantId: TenantId, sessionId: SessionId): Promise<CommandRow[]> {
   return db
     .select()
     .from(commands)
@@ -117,7 +118,7 @@ async function markCommandsOfWorkerLost(db: Database, workerId: string): Promise
 }
 
 /** Running commands whose owner stopped renewing are `lost` (B4); with an id, only that one. */
-async function markLostCommands(db: Database, id?: string): Promise<number> {
+async function markLostCommands(db: Database, id?: CommandId): Promise<number> {
   const conditions = [eq(commands.status, "running"), lt(commands.leaseUntil, sql`now()`)];
   if (id) conditions.push(eq(commands.id, id));
   const lost = await db
@@ -129,12 +130,12 @@ async function markLostCommands(db: Database, id?: string): Promise<number> {
 }
 
 /** A session's background commands, oldest first (SPEC B1: `GET /v1/sessions/:id/commands`). */
-async function commandsOfSession(db: Database, sessionId: string): Promise<CommandRow[]> {
+async function commandsOfSession(db: Database, sessionId: SessionId): Promise<CommandRow[]> {
   return db.select().from(commands).where(eq(commands.sessionId, sessionId)).orderBy(asc(commands.createdAt));
 }
 
 /** How many background commands this tenant runs now (SPEC B1, X5: the usage report). */
-async function countRunningCommands(db: Database, tenantId: string): Promise<number> {
+async function countRunningCommands(db: Database, tenantId: TenantId): Promise<number> {
   const [running] = await db
     .select({ count: sql<number>`count(*)::int` })
     .from(commands)
@@ -147,9 +148,9 @@ type LeasedRow = Parameters<typeof recordCommandUnderCap>[1];
 /** `store.commands`: leases are given as lengths, not SQL. */
 export const commandsRepository = repository({
   db: {
-    flushCommandOutput: (db: Database, workerId: string, id: string, output: CommandOutput, leaseMs: number) =>
+    flushCommandOutput: (db: Database, workerId: string, id: CommandId, output: CommandOutput, leaseMs: number) =>
       flushCommandOutput(db, workerId, id, output, commandLease(leaseMs)),
-    renewCommandLeases: (db: Database, workerId: string, ids: string[], leaseMs: number) =>
+    renewCommandLeases: (db: Database, workerId: string, ids: CommandId[], leaseMs: number) =>
       renewCommandLeases(db, workerId, ids, commandLease(leaseMs)),
     recordCommandUnderCap: (db: Database, row: Omit<LeasedRow, "leaseUntil"> & { leaseMs: number }, allowed: number) => {
       const { leaseMs, ...rest } = row;

@@ -5,6 +5,7 @@ import type { EventBody, EventType, NewEvent, SessionEvent } from "../core/event
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
+import type { RunId, SessionId, TenantId } from "../ids.js";
 
 /** The JSON array an event append takes: one item per event, in order. */
 export function eventPayload(newEvents: readonly NewEvent[]): string {
@@ -72,7 +73,7 @@ export interface AppendedRow {
 }
 
 /** The events a statement appended, numbered from the session's last sequence number; none when it appended nothing. */
-export function appendedEvents(sessionId: string, newEvents: readonly NewEvent[], row: AppendedRow | undefined): SessionEvent[] {
+export function appendedEvents(sessionId: SessionId, newEvents: readonly NewEvent[], row: AppendedRow | undefined): SessionEvent[] {
   if (!row || row.last_seq === null || newEvents.length === 0) return [];
   const first = row.last_seq - newEvents.length + 1;
   const at = row.appended_at.toISOString();
@@ -90,7 +91,7 @@ export function appendedEvents(sessionId: string, newEvents: readonly NewEvent[]
 /** One event row as read back. */
 interface EventRow {
   seq: string | number;
-  run_id: string;
+  run_id: RunId;
   step_index: number | null;
   attempt: number | null;
   type: EventType;
@@ -104,15 +105,15 @@ interface EventRow {
  * Params: session, tenant, events in order.
  * Result: the events with their sequence numbers.
  */
-const append = statement<{ sessionId: string; tenantId: string; events: string }, AppendedRow>(
+const append = statement<{ sessionId: SessionId; tenantId: TenantId; events: string }, AppendedRow>(
   "append_events",
   `with ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" })} select ${appendedColumns}`,
 );
 
 export async function appendEvents(
   on: Queryable,
-  tenantId: string,
-  sessionId: string,
+  tenantId: TenantId,
+  sessionId: SessionId,
   newEvents: readonly NewEvent[],
 ): Promise<SessionEvent[]> {
   if (newEvents.length === 0) return [];
@@ -120,7 +121,7 @@ export async function appendEvents(
   return appendedEvents(sessionId, newEvents, row);
 }
 
-function toSessionEvent(sessionId: string, row: EventRow): SessionEvent {
+function toSessionEvent(sessionId: SessionId, row: EventRow): SessionEvent {
   return {
     seq: Number(row.seq),
     sessionId,
@@ -135,8 +136,8 @@ function toSessionEvent(sessionId: string, row: EventRow): SessionEvent {
 /** Events after `afterSeq`, oldest first; `upTo` bounds a gap fill. */
 async function readEvents(
   executor: DbExecutor,
-  tenantId: string,
-  sessionId: string,
+  tenantId: TenantId,
+  sessionId: SessionId,
   afterSeq: number,
   options: { limit?: number; upTo?: number } = {},
 ): Promise<SessionEvent[]> {

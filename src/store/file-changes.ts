@@ -2,6 +2,7 @@ import { and, asc, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { fileChanges, projects, sessions } from "../db/schema.js";
 import { repository } from "./repository.js";
+import type { FileChangeId, SessionId, TenantId } from "../ids.js";
 
 /**
  * File changes as the review API reads them and a revert reads and marks them (SPEC F3); a revert
@@ -11,7 +12,11 @@ import { repository } from "./repository.js";
 export type FileChangeRow = typeof fileChanges.$inferSelect;
 
 /** The session of this tenant's file change, read before any lock; undefined for none (SPEC F3). */
-async function fileChangeSessionOfTenant(db: DbExecutor, tenantId: string, changeId: string): Promise<{ sessionId: string } | undefined> {
+async function fileChangeSessionOfTenant(
+  db: DbExecutor,
+  tenantId: TenantId,
+  changeId: FileChangeId,
+): Promise<{ sessionId: SessionId } | undefined> {
   const [owned] = await db
     .select({ sessionId: fileChanges.sessionId })
     .from(fileChanges)
@@ -20,15 +25,15 @@ async function fileChangeSessionOfTenant(db: DbExecutor, tenantId: string, chang
 }
 
 /** Takes the session's revert lock for the rest of this transaction: reverts of one session take turns (SPEC D11). */
-async function lockSessionReverts(tx: DbExecutor, sessionId: string): Promise<void> {
+async function lockSessionReverts(tx: DbExecutor, sessionId: SessionId): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:revert:${sessionId}`}))`);
 }
 
 /** This tenant's file change with its project's workspace folder (SPEC F3); undefined for none. */
 async function fileChangeWithWorkspace(
   db: DbExecutor,
-  tenantId: string,
-  changeId: string,
+  tenantId: TenantId,
+  changeId: FileChangeId,
 ): Promise<{ change: FileChangeRow; workspacePath: string } | undefined> {
   const [target] = await db
     .select({ change: fileChanges, workspacePath: projects.workspacePath })
@@ -40,7 +45,7 @@ async function fileChangeWithWorkspace(
 }
 
 /** A session's unreverted file changes made at or after `since`, newest first (SPEC F3: a change and every later one). */
-async function unrevertedChangesSince(db: DbExecutor, sessionId: string, since: Date): Promise<FileChangeRow[]> {
+async function unrevertedChangesSince(db: DbExecutor, sessionId: SessionId, since: Date): Promise<FileChangeRow[]> {
   return db
     .select()
     .from(fileChanges)
@@ -49,7 +54,7 @@ async function unrevertedChangesSince(db: DbExecutor, sessionId: string, since: 
 }
 
 /** Marks these file changes reverted now (SPEC F3) and answers their rows, in no particular order. */
-async function markFileChangesReverted(db: DbExecutor, ids: readonly string[]): Promise<FileChangeRow[]> {
+async function markFileChangesReverted(db: DbExecutor, ids: readonly FileChangeId[]): Promise<FileChangeRow[]> {
   return db
     .update(fileChanges)
     .set({ revertedAt: sql`now()` })
@@ -58,12 +63,12 @@ async function markFileChangesReverted(db: DbExecutor, ids: readonly string[]): 
 }
 
 /** A session's file changes, oldest first (SPEC F3: the review list). */
-async function fileChangesOfSession(db: DbExecutor, sessionId: string): Promise<FileChangeRow[]> {
+async function fileChangesOfSession(db: DbExecutor, sessionId: SessionId): Promise<FileChangeRow[]> {
   return db.select().from(fileChanges).where(eq(fileChanges.sessionId, sessionId)).orderBy(asc(fileChanges.createdAt), asc(fileChanges.id));
 }
 
 /** This tenant's file change by id (SPEC F3, D8); undefined for none. */
-async function fileChangeOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<FileChangeRow | undefined> {
+async function fileChangeOfTenant(db: DbExecutor, tenantId: TenantId, id: FileChangeId): Promise<FileChangeRow | undefined> {
   const [row] = await db
     .select()
     .from(fileChanges)

@@ -2,6 +2,7 @@ import type { ApprovalPolicy } from "../core/policy.js";
 import { approvals, projects, sessions, tenants, toolCalls } from "../db/schema.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
+import type { CallId, ProjectId } from "../ids.js";
 
 /**
  * What a batch judges its calls by (SPEC S1): the tenant's and the project's approval
@@ -11,7 +12,7 @@ import { run, statement } from "./named-sql.js";
 
 /** An approval a human already gave for one of the batch's calls. */
 export interface StoredApproval {
-  toolCallId: string;
+  toolCallId: CallId;
   status: string;
   editedArguments: string | null;
   grantsNetwork: boolean;
@@ -63,7 +64,7 @@ export function gateRulesOf(row: {
  * these calls: what a batch judges by when it plans again after its claim (settle).
  */
 const gateRulesStatement = statement<
-  { projectId: string; callIds: readonly string[] },
+  { projectId: ProjectId; callIds: readonly CallId[] },
   { tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy; decided: StoredApproval[] }
 >(
   "gate_rules",
@@ -72,7 +73,7 @@ const gateRulesStatement = statement<
    where p.${col(projects.id)} = :projectId`,
 );
 
-export async function gateRules(on: Queryable, projectId: string, callIds: readonly string[]): Promise<GateRulesRead> {
+export async function gateRules(on: Queryable, projectId: ProjectId, callIds: readonly CallId[]): Promise<GateRulesRead> {
   const [row] = await run(on, gateRulesStatement, { projectId, callIds });
   if (!row) throw new Error(`project ${projectId} vanished`);
   return gateRulesOf(row);

@@ -1,17 +1,18 @@
 import { and, asc, eq, isNull, or } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { mcpServers } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type ProjectId, type TenantId, newId } from "../ids.js";
 import type { McpTransportConfig } from "../core/mcp-transport.js";
 import { repository } from "./repository.js";
+import type { McpServerId } from "../ids.js";
 
 /** MCP server configurations (SPEC M1) as the API reads and writes them and workers read them; every lookup is by tenant (D8). */
 
 export type McpServerRow = typeof mcpServers.$inferSelect;
 
 export interface McpServerInput {
-  tenantId: string;
-  projectId: string | null;
+  tenantId: TenantId;
+  projectId: ProjectId | null;
   name: string;
   transport: McpTransportConfig;
   startupTimeoutMs: number | null;
@@ -29,7 +30,7 @@ async function createMcpServer(db: Database, input: McpServerInput): Promise<Mcp
   return row ?? null;
 }
 
-async function findMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
+async function findMcpServer(db: Database, tenantId: TenantId, id: McpServerId): Promise<McpServerRow | null> {
   const [row] = await db
     .select()
     .from(mcpServers)
@@ -38,7 +39,7 @@ async function findMcpServer(db: Database, tenantId: string, id: string): Promis
 }
 
 /** The tenant's servers; with `projectId`, only those that project sees (its own and the tenant-wide ones). */
-async function listMcpServers(db: Database, tenantId: string, projectId?: string): Promise<McpServerRow[]> {
+async function listMcpServers(db: Database, tenantId: TenantId, projectId?: ProjectId): Promise<McpServerRow[]> {
   const scope = projectId === undefined ? undefined : or(isNull(mcpServers.projectId), eq(mcpServers.projectId, projectId));
   return db
     .select()
@@ -47,7 +48,7 @@ async function listMcpServers(db: Database, tenantId: string, projectId?: string
     .orderBy(asc(mcpServers.createdAt), asc(mcpServers.id));
 }
 
-async function deleteMcpServer(db: Database, tenantId: string, id: string): Promise<McpServerRow | null> {
+async function deleteMcpServer(db: Database, tenantId: TenantId, id: McpServerId): Promise<McpServerRow | null> {
   const [row] = await db
     .delete(mcpServers)
     .where(and(eq(mcpServers.id, id), eq(mcpServers.tenantId, tenantId)))
@@ -56,7 +57,7 @@ async function deleteMcpServer(db: Database, tenantId: string, id: string): Prom
 }
 
 /** The server named `name` that a project sees: its own first, else the tenant-wide one. */
-async function resolveMcpServer(db: Database, tenantId: string, projectId: string, name: string): Promise<McpServerRow | null> {
+async function resolveMcpServer(db: Database, tenantId: TenantId, projectId: ProjectId, name: string): Promise<McpServerRow | null> {
   const rows = await db
     .select()
     .from(mcpServers)
@@ -77,7 +78,7 @@ async function resolveMcpServer(db: Database, tenantId: string, projectId: strin
  */
 async function findMcpServerInScope(
   db: Database,
-  scope: { tenantId: string; projectId: string | null },
+  scope: { tenantId: TenantId; projectId: ProjectId | null },
   name: string,
 ): Promise<McpServerRow | null> {
   const [row] = await db

@@ -2,7 +2,7 @@ import type { HistoryMessage, MessagePosition } from "../core/history.js";
 import { and, asc, desc, eq } from "drizzle-orm";
 import type { Database, DbExecutor } from "../db/client.js";
 import { messages, runs } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
@@ -10,7 +10,7 @@ import { repository } from "./repository.js";
 /** Canonical history: inserts are idempotent by position, reads are ordered by it. */
 async function insertMessage(
   tx: Database,
-  owner: { tenantId: string; sessionId: string; runId: string },
+  owner: { tenantId: TenantId; sessionId: SessionId; runId: RunId },
   position: MessagePosition,
   content: HistoryMessage,
 ): Promise<void> {
@@ -35,8 +35,8 @@ const position = [messages.runOrdinal, messages.stepIndex, messages.part, messag
  */
 const loadHistoryStatement = statement<
   {
-    sessionId: string;
-    tenantId: string;
+    sessionId: SessionId;
+    tenantId: TenantId;
     upToRunOrdinal: number;
     afterRunOrdinal: number;
     afterStepIndex: number;
@@ -63,8 +63,8 @@ const loadHistoryStatement = statement<
 /** History up to and including the given run, oldest first; with `after`, only what follows that position. */
 async function loadHistory(
   on: Queryable,
-  tenantId: string,
-  sessionId: string,
+  tenantId: TenantId,
+  sessionId: SessionId,
   upToRunOrdinal: number,
   after: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
 ): Promise<HistoryEntry[]> {
@@ -91,7 +91,7 @@ async function loadHistory(
 /** The tool message of one call in a session's history (part 2 of its step), scoped to the tenant's session; undefined when there is none. */
 async function toolMessageAt(
   db: DbExecutor,
-  scope: { tenantId: string; sessionId: string },
+  scope: { tenantId: TenantId; sessionId: SessionId },
   position: { runOrdinal: number; stepIndex: number; callIndex: number },
 ): Promise<HistoryMessage | undefined> {
   const [row] = await db
@@ -111,7 +111,7 @@ async function toolMessageAt(
 }
 
 /** The content of a run's last assistant message: a sub-agent's final answer (SPEC A1); undefined for none. */
-async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<HistoryMessage | undefined> {
+async function lastAssistantMessageOfRun(tx: Database, runId: RunId): Promise<HistoryMessage | undefined> {
   const [last] = await tx
     .select({ content: messages.content })
     .from(messages)
@@ -123,7 +123,7 @@ async function lastAssistantMessageOfRun(tx: Database, runId: string): Promise<H
 }
 
 /** A session's whole history, in history order (`GET /v1/sessions/:id/messages`). */
-async function messagesOfSession(db: DbExecutor, sessionId: string): Promise<Array<typeof messages.$inferSelect>> {
+async function messagesOfSession(db: DbExecutor, sessionId: SessionId): Promise<Array<typeof messages.$inferSelect>> {
   return db
     .select()
     .from(messages)

@@ -3,30 +3,35 @@ import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, tenants } from "../db/schema.js";
 import { repository } from "./repository.js";
+import type { ProjectId, TenantId } from "../ids.js";
 
 /**
  * The one condition that makes a project this tenant's (SPEC D8): its id, its tenant, and not
  * deleted. Every read and update of a project by id goes through it, so another tenant's id and a
  * deleted project look the same as a missing one.
  */
-function ownedProject(tenantId: string, projectId: string): SQL {
+function ownedProject(tenantId: TenantId, projectId: ProjectId): SQL {
   return and(eq(projects.id, projectId), eq(projects.tenantId, tenantId), isNull(projects.deletedAt)) as SQL;
 }
 
 /** The workspace folder of this tenant's project, or undefined for a missing or deleted one. */
-async function ownedProjectWorkspace(db: DbExecutor, tenantId: string, projectId: string): Promise<string | undefined> {
+async function ownedProjectWorkspace(db: DbExecutor, tenantId: TenantId, projectId: ProjectId): Promise<string | undefined> {
   const [project] = await db.select({ workspacePath: projects.workspacePath }).from(projects).where(ownedProject(tenantId, projectId));
   return project?.workspacePath;
 }
 
 /** Marks this tenant's project deleted (SPEC F4) and answers its row; undefined for a missing or deleted one. */
-async function markProjectDeleted(db: DbExecutor, tenantId: string, projectId: string): Promise<typeof projects.$inferSelect | undefined> {
+async function markProjectDeleted(
+  db: DbExecutor,
+  tenantId: TenantId,
+  projectId: ProjectId,
+): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.update(projects).set({ deletedAt: sql`now()` }).where(ownedProject(tenantId, projectId)).returning();
   return project;
 }
 
 /** This tenant's project by id (SPEC D8); undefined for a missing or deleted one. */
-async function findOwnedProject(db: DbExecutor, tenantId: string, id: string): Promise<typeof projects.$inferSelect | undefined> {
+async function findOwnedProject(db: DbExecutor, tenantId: TenantId, id: ProjectId): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.select().from(projects).where(ownedProject(tenantId, id));
   return project;
 }
@@ -34,7 +39,7 @@ async function findOwnedProject(db: DbExecutor, tenantId: string, id: string): P
 /** Inserts a new project of a tenant (SPEC D8: every row belongs to a tenant) and answers its row. */
 async function insertProject(
   db: DbExecutor,
-  values: { id: string; tenantId: string; name: string; workspacePath: string },
+  values: { id: ProjectId; tenantId: TenantId; name: string; workspacePath: string },
 ): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.insert(projects).values(values).returning();
   return project;
@@ -48,8 +53,8 @@ async function insertProject(
  */
 async function setProjectPolicyAdmitted(
   db: Database,
-  tenantId: string,
-  projectId: string,
+  tenantId: TenantId,
+  projectId: ProjectId,
   policy: ApprovalPolicy,
   admit: (tenantPolicy: ApprovalPolicy) => Promise<string | null>,
 ): Promise<string | null | undefined> {

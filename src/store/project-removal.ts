@@ -2,6 +2,7 @@ import { and, eq, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { projects } from "../db/schema.js";
 import { repository } from "./repository.js";
+import type { ProjectId, TenantId } from "../ids.js";
 
 /**
  * The removal of deleted projects' files (SPEC F4), claimed by one worker at a time under a
@@ -11,8 +12,8 @@ import { repository } from "./repository.js";
  */
 
 export interface ProjectToRemove {
-  id: string;
-  tenantId: string;
+  id: ProjectId;
+  tenantId: TenantId;
   workspacePath: string;
 }
 
@@ -22,7 +23,7 @@ export interface ProjectToRemove {
  * workers never claim the same project). Params: the worker, the lease. Result: the project, or undefined.
  */
 async function claimProjectRemoval(db: DbExecutor, owner: string, leaseMs: number): Promise<ProjectToRemove | undefined> {
-  const { rows } = await db.execute<{ id: string; tenantId: string; workspacePath: string }>(sql`
+  const { rows } = await db.execute<{ id: ProjectId; tenantId: TenantId; workspacePath: string }>(sql`
     update ${projects} set ${sql.identifier(projects.removalOwner.name)} = ${owner},
       ${sql.identifier(projects.removalLeaseUntil.name)} = now() + make_interval(secs => ${leaseMs / 1000})
     where ${projects.id} = (
@@ -39,7 +40,7 @@ async function claimProjectRemoval(db: DbExecutor, owner: string, leaseMs: numbe
  * renewProjectRemoval
  * Guard: this worker still holds the claim and the files are not marked removed. Result: whether it holds it now.
  */
-async function renewProjectRemoval(db: DbExecutor, projectId: string, owner: string, leaseMs: number): Promise<boolean> {
+async function renewProjectRemoval(db: DbExecutor, projectId: ProjectId, owner: string, leaseMs: number): Promise<boolean> {
   const renewed = await db
     .update(projects)
     .set({ removalLeaseUntil: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
@@ -52,7 +53,7 @@ async function renewProjectRemoval(db: DbExecutor, projectId: string, owner: str
  * finishProjectRemoval
  * Guard: this worker holds the claim. Result: whether the project's files are now marked removed.
  */
-async function finishProjectRemoval(db: DbExecutor, projectId: string, owner: string): Promise<boolean> {
+async function finishProjectRemoval(db: DbExecutor, projectId: ProjectId, owner: string): Promise<boolean> {
   const finished = await db
     .update(projects)
     .set({ filesRemovedAt: sql`now()`, removalOwner: null, removalLeaseUntil: null })
@@ -65,7 +66,7 @@ async function finishProjectRemoval(db: DbExecutor, projectId: string, owner: st
  * releaseProjectRemoval
  * Guard: this worker holds the claim. Ends its lease at once (a worker shutting down), so another worker resumes without waiting for it.
  */
-async function releaseProjectRemoval(db: DbExecutor, projectId: string, owner: string): Promise<void> {
+async function releaseProjectRemoval(db: DbExecutor, projectId: ProjectId, owner: string): Promise<void> {
   await db
     .update(projects)
     .set({ removalOwner: null, removalLeaseUntil: null })

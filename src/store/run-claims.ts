@@ -11,6 +11,7 @@ import { run, statement } from "./named-sql.js";
 import type { CallRow, ClaimedRun, RunRow } from "./run-rows.js";
 import { col, literals, rowFromJson, rowOf, tbl, type Queryable } from "./sql-text.js";
 import { callsRunningSet, mayStartRunning } from "./tool-calls.js";
+import type { RunId } from "../ids.js";
 
 /**
  * Claims of a run by its jobs (SPEC D4): the step job's and the batch job's, each one
@@ -43,7 +44,7 @@ const claimCte = `
 
 /** What every claim takes: the run, the job's lease owner and length, the job (JSON) and its step. */
 interface ClaimParams {
-  runId: string;
+  runId: RunId;
   owner: string;
   leaseSeconds: number;
   job: string;
@@ -136,7 +137,7 @@ const claimBatchStatement = statement<
  * Guard: none (a read). Params: the run.
  * Result: why a claim did not match: the run's status, its next job, and how long another lease still lives.
  */
-const claimStateStatement = statement<{ runId: string }, { status: RunStatus; next_job: NextJob | null; live_ms: number | null }>(
+const claimStateStatement = statement<{ runId: RunId }, { status: RunStatus; next_job: NextJob | null; live_ms: number | null }>(
   "claim_state",
   `select ${R.status} as status, ${R.nextJob} as next_job,
      case when ${R.leaseUntil} > now() then (extract(epoch from (${R.leaseUntil} - now())) * 1000)::int end as live_ms
@@ -172,7 +173,7 @@ export interface BatchClaim {
 }
 
 export interface ClaimRequest {
-  runId: string;
+  runId: RunId;
   stepIndex: number;
   next: NextJob;
   owner: string;

@@ -7,6 +7,7 @@ import { run, statement } from "./named-sql.js";
 import type { RunRow } from "./run-rows.js";
 import { col, literals, tbl, type Queryable } from "./sql-text.js";
 import { heldBy } from "./run-transitions.js";
+import type { RunId } from "../ids.js";
 
 /**
  * Leases of runs and the jobs they need (SPEC D4, D9, X4): renewed by their holders, released
@@ -42,7 +43,7 @@ export async function renewLeases(on: Queryable, owners: readonly string[], leas
  * Guard: fence, running. Result: the run's new redispatch count, or undefined when the fence is lost.
  * The job gives the run back without committing anything (a step asked again, R5).
  */
-export async function releaseForRetry(tx: Database, held: { id: string; fence: number }): Promise<number | undefined> {
+export async function releaseForRetry(tx: Database, held: { id: RunId; fence: number }): Promise<number | undefined> {
   const [updated] = await tx
     .update(runs)
     .set({ redispatches: sql`${runs.redispatches} + 1`, leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
@@ -58,7 +59,7 @@ export async function releaseForRetry(tx: Database, held: { id: string; fence: n
  */
 export async function redispatchLostJob(
   tx: Database,
-  lost: { id: string; nextJob: NextJob; redispatches: number },
+  lost: { id: RunId; nextJob: NextJob; redispatches: number },
 ): Promise<number | undefined> {
   const [updated] = await tx
     .update(runs)

@@ -2,7 +2,7 @@ import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { NextJob } from "../core/next-job.js";
 import type { Database } from "../db/client.js";
 import { runs, sessions } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import type { RunRow } from "./run-rows.js";
 
 /**
@@ -13,7 +13,7 @@ import type { RunRow } from "./run-rows.js";
 /** insertRun: a new run, `queued`, with no place in history yet. */
 export async function insertRun(
   tx: Database,
-  values: { tenantId: string; sessionId: string; input: string; onInterrupted?: RunRow["onInterrupted"] },
+  values: { tenantId: TenantId; sessionId: SessionId; input: string; onInterrupted?: RunRow["onInterrupted"] },
 ): Promise<RunRow> {
   const [row] = await tx
     .insert(runs)
@@ -28,7 +28,7 @@ export async function insertRun(
  * Guard: the run has no place yet (a run placed twice is a bug: it throws). Result: its ordinal in the session.
  * Makes the run the session's active run and records its first step job (the outbox).
  */
-export async function placeRun(tx: Database, queued: { id: string; sessionId: string }): Promise<{ ordinal: number; next: NextJob }> {
+export async function placeRun(tx: Database, queued: { id: RunId; sessionId: SessionId }): Promise<{ ordinal: number; next: NextJob }> {
   const [session] = await tx
     .update(sessions)
     .set({ runCount: sql`${sessions.runCount} + 1`, activeRunId: queued.id })
@@ -50,7 +50,7 @@ export async function placeRun(tx: Database, queued: { id: string; sessionId: st
  * Guard: the run is the session's active run. Result: the oldest run waiting behind it
  * (locked), unless the session was deleted or `takeNext` is false.
  */
-export async function releaseSessionSlot(tx: Database, sessionId: string, runId: string, takeNext: boolean): Promise<RunRow | undefined> {
+export async function releaseSessionSlot(tx: Database, sessionId: SessionId, runId: RunId, takeNext: boolean): Promise<RunRow | undefined> {
   const [session] = await tx
     .update(sessions)
     .set({ activeRunId: null })

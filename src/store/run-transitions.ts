@@ -5,6 +5,7 @@ import type { Database } from "../db/client.js";
 import { runs } from "../db/schema.js";
 import { run, statement } from "./named-sql.js";
 import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
+import type { RunId } from "../ids.js";
 
 /**
  * Transitions of `runs` (SPEC D2, D4). Each is one guarded statement; the guard is the run's
@@ -22,7 +23,7 @@ const R = {
 };
 
 /** The guard of a run a job holds: its fence, and the run still running. */
-export function heldBy(held: { id: string; fence: number }): SQL | undefined {
+export function heldBy(held: { id: RunId; fence: number }): SQL | undefined {
   return and(eq(runs.id, held.id), eq(runs.fence, held.fence), eq(runs.status, "running"));
 }
 
@@ -42,7 +43,7 @@ export function handOffText(when = "true"): string {
 
 /** The parameters `handOffText` names; `null` everywhere when no hand-off is asked (the text's `when` then refuses it). */
 export interface HandOffParams {
-  runId: string;
+  runId: RunId;
   runFence: number | null;
   /** The run's job now and the step job it moves to (JSON). */
   currentJob: string | null;
@@ -58,7 +59,7 @@ export interface HandOff {
 }
 
 /** `HandOffParams` of a hand-off, or of none. */
-export function handOffParams(runId: string, handOff: HandOff | undefined): HandOffParams {
+export function handOffParams(runId: RunId, handOff: HandOff | undefined): HandOffParams {
   return {
     runId,
     runFence: handOff?.fence ?? null,
@@ -72,11 +73,11 @@ export function handOffParams(runId: string, handOff: HandOff | undefined): Hand
  * moveToNextStep
  * Guard: `handOffText`'s. Params: `HandOffParams`. Result: the step job, or undefined when the run did not move.
  */
-const moveToNextStepStatement = statement<HandOffParams, { id: string }>("move_to_next_step", handOffText());
+const moveToNextStepStatement = statement<HandOffParams, { id: RunId }>("move_to_next_step", handOffText());
 
 export async function moveToNextStep(
   tx: Database,
-  held: { id: string; fence: number; nextJob: NextJob | null },
+  held: { id: RunId; fence: number; nextJob: NextJob | null },
   nextIndex: number,
 ): Promise<NextJob | undefined> {
   const next: NextJob = { kind: "step", stepIndex: nextIndex };
@@ -93,11 +94,7 @@ export async function moveToNextStep(
  * Guard: fence, running, and `status` reachable from running. Result: whether it parked.
  * The run waits with no job and no lease: for a decision (`awaiting_approval`, D6) or for sub-agents (`running`, A1).
  */
-export async function parkRun(
-  tx: Database,
-  held: { id: string; fence: number },
-  status: "awaiting_approval" | "running",
-): Promise<boolean> {
+export async function parkRun(tx: Database, held: { id: RunId; fence: number }, status: "awaiting_approval" | "running"): Promise<boolean> {
   if (status !== "running" && !runStatusesLeadingTo(status).includes("running")) throw new Error(`a running run cannot become ${status}`);
   const parked = await tx
     .update(runs)
@@ -112,11 +109,7 @@ export async function parkRun(
  * Guard: no job, and a status from which `running` is reached or `running` itself (parked on sub-agents).
  * Result: the batch job to dispatch, or undefined when the run was not parked.
  */
-export async function resumeParkedRun(
-  tx: Database,
-  parked: { id: string; fence: number },
-  stepIndex: number,
-): Promise<NextJob | undefined> {
+export async function resumeParkedRun(tx: Database, parked: { id: RunId; fence: number }, stepIndex: number): Promise<NextJob | undefined> {
   // The fence names the parked attempt, so each resume gets a job id of its own.
   const next: NextJob = { kind: "batch", stepIndex, resume: parked.fence };
   const [resumed] = await tx
@@ -140,7 +133,7 @@ export async function resumeParkedRun(
  */
 export async function finishRun(
   tx: Database,
-  runId: string,
+  runId: RunId,
   status: TerminalRunStatus,
   options: { fence?: number; error?: { code: string; message: string } },
 ): Promise<boolean> {
@@ -168,7 +161,7 @@ export async function finishRun(
  * Guard: the batch's fence, run running. Params: the run, its fence, the tool names (JSON).
  * Result: none; the names join the run's sorted, distinct list of activated deferred tools (R5).
  */
-const addActivatedToolsStatement = statement<{ runId: string; fence: number; names: string }>(
+const addActivatedToolsStatement = statement<{ runId: RunId; fence: number; names: string }>(
   "add_activated_tools",
   `update ${tbl(runs)} set ${R.activatedTools} = (
      select coalesce(jsonb_agg(distinct name order by name), '[]'::jsonb)
@@ -176,7 +169,7 @@ const addActivatedToolsStatement = statement<{ runId: string; fence: number; nam
    where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running'`,
 );
 
-export async function addActivatedTools(on: Queryable, held: { id: string; fence: number }, names: readonly string[]): Promise<void> {
+export async function addActivatedTools(on: Queryable, held: { id: RunId; fence: number }, names: readonly string[]): Promise<void> {
   await run(on, addActivatedToolsStatement, { runId: held.id, fence: held.fence, names: JSON.stringify(names) });
 }
 
@@ -185,14 +178,14 @@ export async function addActivatedTools(on: Queryable, held: { id: string; fence
  * Guard: the batch's fence, run running, fewer than `limit` interruptions so far. Params: the run,
  * its fence, the limit. Result: the run's new count, or undefined when it may not go on (D10).
  */
-const countInterruptionStatement = statement<{ runId: string; fence: number; limit: number }, { interruptions: number }>(
+const countInterruptionStatement = statement<{ runId: RunId; fence: number; limit: number }, { interruptions: number }>(
   "count_interruption",
   `update ${tbl(runs)} set ${col(runs.interruptions)} = ${col(runs.interruptions)} + 1
    where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running' and ${col(runs.interruptions)} < :limit
    returning ${col(runs.interruptions)} as "interruptions"`,
 );
 
-export async function countInterruption(on: Queryable, held: { id: string; fence: number }, limit: number): Promise<number | undefined> {
+export async function countInterruption(on: Queryable, held: { id: RunId; fence: number }, limit: number): Promise<number | undefined> {
   const [row] = await run(on, countInterruptionStatement, { runId: held.id, fence: held.fence, limit });
   return row?.interruptions;
 }

@@ -3,11 +3,12 @@ import type { Database, DbExecutor } from "../db/client.js";
 import { projects, runs, sessions, tenants } from "../db/schema.js";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { repository } from "./repository.js";
+import type { ProjectId, RunId, SessionId, TenantId } from "../ids.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
 
 /** Replaces a session's task list (update_tasks); the caller announces it with `tasks_updated` in the same transaction. */
-async function replaceSessionTasks(tx: Database, sessionId: string, tasks: readonly SessionTask[]): Promise<void> {
+async function replaceSessionTasks(tx: Database, sessionId: SessionId, tasks: readonly SessionTask[]): Promise<void> {
   await tx
     .update(sessions)
     .set({ tasks: [...tasks] })
@@ -17,7 +18,7 @@ async function replaceSessionTasks(tx: Database, sessionId: string, tasks: reado
 /** A session's row with its project's, or undefined for no such session. */
 async function sessionWithProject(
   db: DbExecutor,
-  sessionId: string,
+  sessionId: SessionId,
 ): Promise<{ session: typeof sessions.$inferSelect; project: typeof projects.$inferSelect } | undefined> {
   const [row] = await db
     .select({ session: sessions, project: projects })
@@ -30,8 +31,8 @@ async function sessionWithProject(
 /** Whose project a run works in: its tenant, project and session; undefined for no such run. */
 async function readRunScope(
   db: DbExecutor,
-  runId: string,
-): Promise<{ tenantId: string; projectId: string; sessionId: string } | undefined> {
+  runId: RunId,
+): Promise<{ tenantId: TenantId; projectId: ProjectId; sessionId: SessionId } | undefined> {
   const [row] = await db
     .select({ tenantId: runs.tenantId, projectId: sessions.projectId, sessionId: runs.sessionId })
     .from(runs)
@@ -41,7 +42,7 @@ async function readRunScope(
 }
 
 /** The last event sequence number of each of these sessions (the SSE streams' watch). */
-async function eventSeqOfSessions(db: DbExecutor, ids: readonly string[]): Promise<Array<{ id: string; eventSeq: number }>> {
+async function eventSeqOfSessions(db: DbExecutor, ids: readonly SessionId[]): Promise<Array<{ id: SessionId; eventSeq: number }>> {
   return db
     .select({ id: sessions.id, eventSeq: sessions.eventSeq })
     .from(sessions)
@@ -60,9 +61,9 @@ async function insertSession(tx: Database, values: typeof sessions.$inferInsert)
  */
 async function peekLiveSession(
   tx: Database,
-  tenantId: string,
-  sessionId: string,
-): Promise<{ activeRunId: string | null; approvalMode: SessionRow["approvalMode"] } | undefined> {
+  tenantId: TenantId,
+  sessionId: SessionId,
+): Promise<{ activeRunId: RunId | null; approvalMode: SessionRow["approvalMode"] } | undefined> {
   const [row] = await tx
     .select({ activeRunId: sessions.activeRunId, approvalMode: sessions.approvalMode })
     .from(sessions)
@@ -72,7 +73,7 @@ async function peekLiveSession(
 }
 
 /** Locks a live (not deleted) session's row for update (SPEC X6); undefined for a missing or deleted one. */
-async function lockLiveSession(tx: Database, sessionId: string): Promise<SessionRow | undefined> {
+async function lockLiveSession(tx: Database, sessionId: SessionId): Promise<SessionRow | undefined> {
   const [row] = await tx
     .select()
     .from(sessions)
@@ -82,7 +83,7 @@ async function lockLiveSession(tx: Database, sessionId: string): Promise<Session
 }
 
 /** Marks this tenant's session deleted (SPEC F4), keeping the first deletion time; undefined for no such session. */
-async function markSessionDeleted(tx: Database, tenantId: string, sessionId: string): Promise<SessionRow | undefined> {
+async function markSessionDeleted(tx: Database, tenantId: TenantId, sessionId: SessionId): Promise<SessionRow | undefined> {
   const [row] = await tx
     .update(sessions)
     .set({ deletedAt: sql`coalesce(${sessions.deletedAt}, now())` })
@@ -92,7 +93,7 @@ async function markSessionDeleted(tx: Database, tenantId: string, sessionId: str
 }
 
 /** The ids of a project's sessions not yet deleted (SPEC F4). */
-async function liveSessionsOfProject(db: DbExecutor, tenantId: string, projectId: string): Promise<Array<{ id: string }>> {
+async function liveSessionsOfProject(db: DbExecutor, tenantId: TenantId, projectId: ProjectId): Promise<Array<{ id: SessionId }>> {
   return db
     .select({ id: sessions.id })
     .from(sessions)
@@ -100,7 +101,7 @@ async function liveSessionsOfProject(db: DbExecutor, tenantId: string, projectId
 }
 
 /** This tenant's session by id, deleted or not; undefined for another tenant's or a missing one (SPEC D8). */
-async function sessionOfTenant(db: DbExecutor, tenantId: string, id: string): Promise<SessionRow | undefined> {
+async function sessionOfTenant(db: DbExecutor, tenantId: TenantId, id: SessionId): Promise<SessionRow | undefined> {
   const [session] = await db
     .select()
     .from(sessions)
@@ -109,7 +110,7 @@ async function sessionOfTenant(db: DbExecutor, tenantId: string, id: string): Pr
 }
 
 /** This tenant's sessions not deleted, newest first, at most `limit` (SPEC D8). */
-async function listLiveSessions(db: DbExecutor, tenantId: string, limit: number): Promise<SessionRow[]> {
+async function listLiveSessions(db: DbExecutor, tenantId: TenantId, limit: number): Promise<SessionRow[]> {
   return db
     .select()
     .from(sessions)
@@ -119,7 +120,7 @@ async function listLiveSessions(db: DbExecutor, tenantId: string, limit: number)
 }
 
 /** What the gateway judges a session's call by (SPEC S2): its tenant, project, approval mode, workspace and both policies; undefined for no such session. */
-async function sessionJudgeScope(db: DbExecutor, sessionId: string) {
+async function sessionJudgeScope(db: DbExecutor, sessionId: SessionId) {
   const [scope] = await db
     .select({
       tenantId: sessions.tenantId,

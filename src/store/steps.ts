@@ -3,7 +3,7 @@ import type { EventBody, NewEvent, SessionEvent, StepRef } from "../core/events.
 import type { AssistantToolCall } from "../core/history.js";
 import type { Database } from "../db/client.js";
 import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type MessageId, type RunId, type SessionId, type StepId, type TenantId, newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
 import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
@@ -63,10 +63,10 @@ const heldRun = `exists (select 1 from ${tbl(runs)} where ${R.id} = :runId and $
 
 /** The parameters `heldRun` names, and where the events of its statement go. */
 interface HeldRunParams {
-  runId: string;
+  runId: RunId;
   fence: number;
-  tenantId: string;
-  sessionId: string;
+  tenantId: TenantId;
+  sessionId: SessionId;
   /** `eventPayload` JSON. */
   events: string;
 }
@@ -79,8 +79,8 @@ interface HeldRunParams {
  * A step whose model answers before its first flush never runs this: `commitStep` writes its start.
  */
 const startStepStatement = statement<
-  HeldRunParams & { stepId: string; stepIndex: number; attempt: number; tools: string },
-  { id: string | null } & AppendedRow
+  HeldRunParams & { stepId: StepId; stepIndex: number; attempt: number; tools: string },
+  { id: StepId | null } & AppendedRow
 >(
   "start_step",
   `with started as (
@@ -168,10 +168,10 @@ function endStepText(status: string, from: string): string {
 }
 
 interface EndStepParams {
-  runId: string;
-  tenantId: string;
+  runId: RunId;
+  tenantId: TenantId;
   /** The id of the step's row if its start was never flushed. */
-  stepId: string;
+  stepId: StepId;
   stepIndex: number;
   attempt: number;
   /** JSON. */
@@ -192,7 +192,7 @@ interface EndStepParams {
 interface CommitStepParams extends HeldRunParams, EndStepParams {
   /** The run's next job (JSON): the step's batch, or null when it asked for no tool. */
   nextJob: string | null;
-  messageId: string;
+  messageId: MessageId;
   runOrdinal: number;
   /** The assistant message (JSON). */
   message: string;
@@ -280,7 +280,7 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
  * commits no answer: its last attempt failed (`failed`), or it is asked again (`completed`,
  * `empty_asked_again`), so the next claim counts one attempt more.
  */
-const endStepAttemptStatement = statement<EndStepParams & { status: "failed" | "completed" }, { id: string }>(
+const endStepAttemptStatement = statement<EndStepParams & { status: "failed" | "completed" }, { id: StepId }>(
   "end_step_attempt",
   endStepText(":status", ""),
 );
@@ -312,7 +312,7 @@ async function endStepAttempt(
  */
 async function closeStreamingStep(
   tx: Database,
-  cut: { id: string; sessionId: string; stepIndex: number },
+  cut: { id: RunId; sessionId: SessionId; stepIndex: number },
 ): Promise<{ index: number; text: string } | undefined> {
   const [step] = await tx
     .select()

@@ -5,6 +5,7 @@ import type { RunRow } from "./run-rows.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
+import type { RunId, TenantId } from "../ids.js";
 
 /**
  * Fair admission of runs (SPEC X5). A run, sub-agents' included, is *admitted* when it gets its
@@ -32,7 +33,7 @@ const isWorkingRun = sql`${runs.status} in ('queued', 'running') and ${runs.ordi
   and not exists (select 1 from ${toolCalls} where ${toolCalls.runId} = ${runs.id} and ${toolCalls.status} = 'running' and ${toolCalls.childRunId} is not null)`;
 
 /** The tenant's free slots: its `activeRuns` quota (its own override, else the deployment's) less its working runs, in one statement. */
-async function freeRunSlots(tx: Database, tenantId: string, deploymentQuota: number): Promise<number> {
+async function freeRunSlots(tx: Database, tenantId: TenantId, deploymentQuota: number): Promise<number> {
   const { rows } = await tx.execute<{ free: number }>(sql`
     select coalesce((select (${tenants.quotas} ->> 'activeRuns')::int from ${tenants} where ${tenants.id} = ${tenantId}), ${deploymentQuota})
       - (select count(*)::int from ${runs} where ${runs.tenantId} = ${tenantId} and ${isWorkingRun}) as free`);
@@ -40,14 +41,14 @@ async function freeRunSlots(tx: Database, tenantId: string, deploymentQuota: num
 }
 
 /** The tenant's working runs: admitted, holding or waiting for a worker, and not waiting on a sub-agent. */
-async function countWorkingRuns(tx: Database, tenantId: string): Promise<number> {
+async function countWorkingRuns(tx: Database, tenantId: TenantId): Promise<number> {
   const { rows } = await tx.execute<{ count: number }>(sql`
     select count(*)::int as count from ${runs} where ${runs.tenantId} = ${tenantId} and ${isWorkingRun}`);
   return rows[0]?.count ?? 0;
 }
 
 /** The tenant's runs not admitted yet: holding their session's slot, or waiting behind its active run. */
-async function countWaitingRuns(tx: Database, tenantId: string): Promise<number> {
+async function countWaitingRuns(tx: Database, tenantId: TenantId): Promise<number> {
   const { rows } = await tx.execute<{ count: number }>(sql`
     select count(*)::int as count from ${runs}
     where ${runs.tenantId} = ${tenantId} and ${runs.status} = 'queued' and ${runs.ordinal} is null`);
@@ -68,9 +69,9 @@ async function holdSessionSlot(tx: Database, run: Pick<RunRow, "id" | "sessionId
  * turn would start more (with a small quota, every parent would otherwise start before any child
  * runs), and the deepest frees its ancestors soonest.
  */
-async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number): Promise<RunRow[]> {
+async function runsWaitingForSlot(tx: Database, tenantId: TenantId, limit: number): Promise<RunRow[]> {
   if (limit <= 0) return [];
-  const { rows } = await tx.execute<{ id: string }>(sql`
+  const { rows } = await tx.execute<{ id: RunId }>(sql`
     select r.${sql.identifier(runs.id.name)} as id from ${runs} r
     join ${sessions} s on s.${sql.identifier(sessions.id.name)} = r.${sql.identifier(runs.sessionId.name)} and s.${sql.identifier(sessions.activeRunId.name)} = r.${sql.identifier(runs.id.name)}
     where r.${sql.identifier(runs.tenantId.name)} = ${tenantId} and r.${sql.identifier(runs.status.name)} = 'queued' and r.${sql.identifier(runs.ordinal.name)} is null
@@ -84,15 +85,15 @@ async function runsWaitingForSlot(tx: Database, tenantId: string, limit: number)
 }
 
 /** Tenants with runs waiting for a slot (the sweeper checks each has none free). */
-async function tenantsWithWaitingRuns(pool: Queryable): Promise<string[]> {
-  const { rows } = await pool.query<{ tenant_id: string }>(
+async function tenantsWithWaitingRuns(pool: Queryable): Promise<TenantId[]> {
+  const { rows } = await pool.query<{ tenant_id: TenantId }>(
     `select distinct r.tenant_id from runs r join sessions s on s.id = r.session_id and s.active_run_id = r.id where r.status = 'queued' and r.ordinal is null limit 1000`,
   );
   return rows.map((row) => row.tenant_id);
 }
 
 /** Model tokens (input and output) the tenant's steps recorded since midnight UTC. */
-async function tokensToday(tx: Database, tenantId: string): Promise<number> {
+async function tokensToday(tx: Database, tenantId: TenantId): Promise<number> {
   const { rows } = await tx.execute<{ tokens: string }>(sql`
     select coalesce(sum(coalesce((${steps.usage} ->> 'inputTokens')::bigint, 0) + coalesce((${steps.usage} ->> 'outputTokens')::bigint, 0)), 0)::text as tokens
     from ${steps} where ${steps.tenantId} = ${tenantId} and ${steps.createdAt} >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`);
@@ -100,7 +101,7 @@ async function tokensToday(tx: Database, tenantId: string): Promise<number> {
 }
 
 /** Bytes the tenant keeps in file-change contents and artifacts. */
-async function storedBytes(tx: Database, tenantId: string): Promise<number> {
+async function storedBytes(tx: Database, tenantId: TenantId): Promise<number> {
   const { rows } = await tx.execute<{ bytes: string }>(sql`
     select ((select coalesce(sum(${contentBlobs.size}), 0) from ${contentBlobs} where ${contentBlobs.tenantId} = ${tenantId})
           + (select coalesce(sum(${artifacts.size}), 0) from ${artifacts} where ${artifacts.tenantId} = ${tenantId}))::text as bytes`);
@@ -112,7 +113,7 @@ async function storedBytes(tx: Database, tenantId: string): Promise<number> {
  * Guard: none (a read). Params: none.
  * Result: per tenant, its working runs as admission counts them (the job priorities, src/queue/tenant-load.ts).
  */
-const workingRunsByTenantStatement = statement<Record<string, never>, { tenant_id: string; working: number }>(
+const workingRunsByTenantStatement = statement<Record<string, never>, { tenant_id: TenantId; working: number }>(
   "working_runs_by_tenant",
   `select r.${col(runs.tenantId)} as tenant_id, count(*)::int as working from ${tbl(runs)} r
    where r.${col(runs.status)} in ('queued', 'running') and r.${col(runs.ordinal)} is not null

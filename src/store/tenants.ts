@@ -3,13 +3,13 @@ import type { PgUpdateSetSource } from "drizzle-orm/pg-core";
 import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { apiKeys, projects, tenants } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type TenantId, newId } from "../ids.js";
 import { repository } from "./repository.js";
 
 /** The operator's settings of a tenant as stored (SPEC S7, S8, X5), or undefined for no such tenant. */
 async function readTenantSettingsRow(
   db: DbExecutor,
-  tenantId: string,
+  tenantId: TenantId,
 ): Promise<Pick<typeof tenants.$inferSelect, "toolUidSlot" | "fullAccess" | "toolLimits" | "quotas"> | undefined> {
   const [row] = await db
     .select({ toolUidSlot: tenants.toolUidSlot, fullAccess: tenants.fullAccess, toolLimits: tenants.toolLimits, quotas: tenants.quotas })
@@ -19,7 +19,7 @@ async function readTenantSettingsRow(
 }
 
 /** A tenant's approval policy (SPEC S2); undefined for no such tenant. */
-async function readTenantPolicy(db: DbExecutor, tenantId: string): Promise<{ policy: ApprovalPolicy } | undefined> {
+async function readTenantPolicy(db: DbExecutor, tenantId: TenantId): Promise<{ policy: ApprovalPolicy } | undefined> {
   const [row] = await db.select({ policy: tenants.policy }).from(tenants).where(eq(tenants.id, tenantId));
   return row;
 }
@@ -32,7 +32,7 @@ async function readTenantPolicy(db: DbExecutor, tenantId: string): Promise<{ pol
  */
 async function setTenantPolicyAdmitted(
   db: Database,
-  tenantId: string,
+  tenantId: TenantId,
   policy: ApprovalPolicy,
   admit: (projectPolicies: ApprovalPolicy[]) => Promise<string | null>,
 ): Promise<string | null> {
@@ -64,7 +64,7 @@ async function insertTenantWithKey(db: Database, name: string, key: { hash: stri
 }
 
 /** A tenant by id (the admin API); undefined for none. */
-async function findTenant(db: DbExecutor, id: string): Promise<TenantRow | undefined> {
+async function findTenant(db: DbExecutor, id: TenantId): Promise<TenantRow | undefined> {
   const [tenant] = await db.select().from(tenants).where(eq(tenants.id, id));
   return tenant;
 }
@@ -77,7 +77,7 @@ async function findTenant(db: DbExecutor, id: string): Promise<TenantRow | undef
  */
 async function updateTenantSettings(
   db: DbExecutor,
-  id: string,
+  id: TenantId,
   body: { fullAccess?: boolean | undefined; limits?: object | null | undefined; quotas?: object | null | undefined },
 ): Promise<TenantRow | undefined> {
   const changes: PgUpdateSetSource<typeof tenants> = {};

@@ -2,6 +2,7 @@ import { toolCalls } from "../db/schema.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
+import type { TenantId } from "../ids.js";
 
 /**
  * A tenant's tool calls running at once across every worker, against its `toolCalls` quota
@@ -15,7 +16,7 @@ import { repository } from "./repository.js";
  * Guard: none (a read). Params: the tenant. Result: the tenant's running calls, through the partial
  * index `tool_calls_running_tenant_idx`.
  */
-const runningCallsStatement = statement<{ tenantId: string }, { running: number }>(
+const runningCallsStatement = statement<{ tenantId: TenantId }, { running: number }>(
   "running_calls_of_tenant",
   `select count(*)::int as running from ${tbl(toolCalls)}
    where ${col(toolCalls.tenantId)} = :tenantId and ${col(toolCalls.status)} = 'running' and ${col(toolCalls.childRunId)} is null`,
@@ -27,12 +28,12 @@ const runningCallsStatement = statement<{ tenantId: string }, { running: number 
  * its own: under read committed it sees every mark committed before the lock was granted) and the
  * marks that follow it are one step for the tenant: two workers never both take the last slot.
  */
-const lockCallSlotsStatement = statement<{ tenantId: string }, Record<string, unknown>>(
+const lockCallSlotsStatement = statement<{ tenantId: TenantId }, Record<string, unknown>>(
   "lock_call_slots",
   `select pg_advisory_xact_lock(hashtextextended('foya.tool-call-slots.' || :tenantId, 0))`,
 );
 
-async function runningCallsOf(on: Queryable, tenantId: string): Promise<number> {
+async function runningCallsOf(on: Queryable, tenantId: TenantId): Promise<number> {
   const [row] = await run(on, runningCallsStatement, { tenantId });
   return row?.running ?? 0;
 }
@@ -42,7 +43,7 @@ async function runningCallsOf(on: Queryable, tenantId: string): Promise<number> 
  * `wanted` calls may start now under `quota`. The caller marks that many `running` in the same
  * transaction.
  */
-async function takeCallSlots(tx: Queryable, tenantId: string, quota: number, wanted: number): Promise<number> {
+async function takeCallSlots(tx: Queryable, tenantId: TenantId, quota: number, wanted: number): Promise<number> {
   await run(tx, lockCallSlotsStatement, { tenantId });
   const running = await runningCallsOf(tx, tenantId);
   return Math.max(0, Math.min(wanted, quota - running));

@@ -4,7 +4,7 @@ import type { NewEvent, SessionEvent, StepRef } from "../core/events.js";
 import { openToolCallStatuses, toolCallStatusesLeadingTo } from "../core/tool-call-status.js";
 import type { Database } from "../db/client.js";
 import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type CallId, type MessageId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import { resultPreview } from "./result-preview.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
 import type { CallRow } from "./run-rows.js";
@@ -87,7 +87,7 @@ export function callsRunningSet(fence: string, owner: string): string {
  * Result: how many were marked, and their `tool_update` events.
  */
 const markRunningStatement = statement<
-  { callIds: readonly string[]; runId: string; fence: number; owner: string; tenantId: string; sessionId: string; events: string },
+  { callIds: readonly CallId[]; runId: RunId; fence: number; owner: string; tenantId: TenantId; sessionId: SessionId; events: string },
   { marked: number } & AppendedRow
 >(
   "mark_calls_running",
@@ -105,7 +105,7 @@ const markRunningStatement = statement<
 
 async function markCallsRunning(
   on: Queryable,
-  held: { id: string; fence: number; tenantId: string; sessionId: string },
+  held: { id: RunId; fence: number; tenantId: TenantId; sessionId: SessionId },
   calls: readonly Pick<CallRow, "id" | "callId">[],
   owner: string,
   stepRef: StepRef,
@@ -151,9 +151,9 @@ interface AnswerParams extends HandOffParams {
   fromStatuses: readonly string[];
   /** Only the batch attempt that ran the call may answer it; null for anyone. */
   execFence: number | null;
-  messageId: string;
-  tenantId: string;
-  sessionId: string;
+  messageId: MessageId;
+  tenantId: TenantId;
+  sessionId: SessionId;
   runOrdinal: number;
   stepIndex: number;
   callIndex: number;
@@ -199,7 +199,7 @@ const answerStatement = statement<AnswerParams, { answered: number; handed_off: 
 );
 
 export interface AnswerRequest {
-  run: { id: string; tenantId: string; sessionId: string; ordinal: number };
+  run: { id: RunId; tenantId: TenantId; sessionId: SessionId; ordinal: number };
   call: Pick<CallRow, "id" | "stepIndex" | "callIndex" | "callId" | "name">;
   outcome: CallOutcome;
   step: StepRef | null;
@@ -246,7 +246,7 @@ async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answer
 }
 
 /** The open calls of a run, locked, in model order: what a cancel or an interruption closes. */
-async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
+async function lockOpenCalls(tx: Database, runId: RunId): Promise<CallRow[]> {
   return tx
     .select()
     .from(toolCalls)
@@ -258,7 +258,7 @@ async function lockOpenCalls(tx: Database, runId: string): Promise<CallRow[]> {
 /** The open calls of one batch, in model order. */
 async function openCallsOfBatch(
   tx: Database,
-  runId: string,
+  runId: RunId,
   stepIndex: number,
   statuses: readonly CallRow["status"][] = openToolCallStatuses,
 ): Promise<CallRow[]> {
@@ -276,7 +276,7 @@ async function openCallsOfBatch(
  */
 async function askApproval(
   tx: Database,
-  callId: string,
+  callId: CallId,
   approval: Omit<typeof approvals.$inferInsert, "toolCallId" | "status">,
 ): Promise<boolean> {
   const [moved] = await tx
@@ -294,7 +294,7 @@ async function askApproval(
  * Guard: the call is `awaiting_approval` (a decision puts it back to `queued` for the next batch claim).
  * Result: the call, or undefined.
  */
-async function approveCall(tx: Database, callId: string): Promise<CallRow | undefined> {
+async function approveCall(tx: Database, callId: CallId): Promise<CallRow | undefined> {
   const [call] = await tx
     .update(toolCalls)
     .set({ status: "queued" })
@@ -307,7 +307,7 @@ async function approveCall(tx: Database, callId: string): Promise<CallRow | unde
  * linkChildRun
  * Guard: the call is `running` under this batch's fence and has no child yet. Result: whether it linked.
  */
-async function linkChildRun(tx: Database, callId: string, execFence: number, childRunId: string): Promise<boolean> {
+async function linkChildRun(tx: Database, callId: CallId, execFence: number, childRunId: RunId): Promise<boolean> {
   const linked = await tx
     .update(toolCalls)
     .set({ childRunId })
@@ -317,7 +317,7 @@ async function linkChildRun(tx: Database, callId: string, execFence: number, chi
 }
 
 /** The running call a sub-agent run answers, if it still waits for it (A1). */
-async function callWaitingForChild(tx: Database, childRunId: string): Promise<CallRow | undefined> {
+async function callWaitingForChild(tx: Database, childRunId: RunId): Promise<CallRow | undefined> {
   const [call] = await tx
     .select()
     .from(toolCalls)
@@ -326,7 +326,7 @@ async function callWaitingForChild(tx: Database, childRunId: string): Promise<Ca
 }
 
 /** Whether a batch's step before this one ended with tool_search activating tools (R5). */
-async function succeededCallNamed(tx: Database, runId: string, stepIndex: number, name: string): Promise<boolean> {
+async function succeededCallNamed(tx: Database, runId: RunId, stepIndex: number, name: string): Promise<boolean> {
   const rows = await tx
     .select({ id: toolCalls.id })
     .from(toolCalls)
@@ -341,7 +341,7 @@ async function succeededCallNamed(tx: Database, runId: string, stepIndex: number
  * Params: the call, the batch attempt's fence, where the events go and the events. Result: the events appended (none when not owned).
  */
 const progressStatement = statement<
-  { callId: string; execFence: number; tenantId: string; sessionId: string; events: string },
+  { callId: string; execFence: number; tenantId: TenantId; sessionId: SessionId; events: string },
   AppendedRow
 >(
   "append_call_progress",
@@ -355,7 +355,7 @@ const progressStatement = statement<
 
 async function appendCallProgress(
   on: Queryable,
-  owner: { id: string; fence: number; tenantId: string; sessionId: string },
+  owner: { id: RunId; fence: number; tenantId: TenantId; sessionId: SessionId },
   call: Pick<CallRow, "id" | "callId">,
   step: StepRef,
   progress: string,
@@ -372,7 +372,7 @@ async function appendCallProgress(
 }
 
 /** The call an approval is about, locked, if it still waits for the decision. */
-async function callAwaitingDecision(tx: Database, callId: string): Promise<CallRow | undefined> {
+async function callAwaitingDecision(tx: Database, callId: CallId): Promise<CallRow | undefined> {
   const [call] = await tx
     .select()
     .from(toolCalls)
@@ -382,7 +382,7 @@ async function callAwaitingDecision(tx: Database, callId: string): Promise<CallR
 }
 
 /** The child run (and its session) a call's start committed, if it did (SPEC A1). */
-async function childOfCall(db: Database, callId: string): Promise<{ childSessionId: string; childRunId: string } | undefined> {
+async function childOfCall(db: Database, callId: CallId): Promise<{ childSessionId: SessionId; childRunId: RunId } | undefined> {
   const [row] = await db
     .select({ childRunId: runs.id, childSessionId: runs.sessionId })
     .from(toolCalls)
@@ -394,7 +394,7 @@ async function childOfCall(db: Database, callId: string): Promise<{ childSession
 /** Records the file changes of a call whose layer was settled after its worker died (roll-forward, SPEC X7). */
 async function insertFileChanges(
   db: Database,
-  call: { tenantId: string; sessionId: string; runId: string; toolCallId: string },
+  call: { tenantId: TenantId; sessionId: SessionId; runId: RunId; toolCallId: CallId },
   records: readonly FileChangeRecord[],
 ): Promise<void> {
   if (records.length === 0) return;

@@ -4,7 +4,7 @@ import type { WebhookDeliveryStatus } from "../core/statuses.js";
 import type { WebhookPayload } from "../core/webhook-payload.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { webhookDeliveries, webhooks } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type DeliveryId, newId } from "../ids.js";
 import { repository } from "./repository.js";
 
 /**
@@ -37,8 +37,8 @@ async function pruneWebhookDeliveries(db: Database, retentionMs: number, limit =
  * Claims up to `limit` pending deliveries nobody enqueued yet, oldest first, skipping rows another
  * worker holds (SPEC D7); the caller enqueues them before its transaction commits. Answers their ids.
  */
-async function claimNewDeliveries(tx: DbExecutor, limit: number): Promise<Array<{ id: string }>> {
-  const claimed = await tx.execute<{ id: string }>(sql`
+async function claimNewDeliveries(tx: DbExecutor, limit: number): Promise<Array<{ id: DeliveryId }>> {
+  const claimed = await tx.execute<{ id: DeliveryId }>(sql`
       update webhook_deliveries set enqueued_at = now()
       where id in (
         select id from webhook_deliveries
@@ -52,8 +52,8 @@ async function claimNewDeliveries(tx: DbExecutor, limit: number): Promise<Array<
 }
 
 /** Claims up to `limit` deliveries still pending `staleMs` after they were enqueued, bumping `enqueued_at` (SPEC D7). Answers their ids. */
-async function claimStaleDeliveries(db: Database, staleMs: number, limit: number): Promise<Array<{ id: string }>> {
-  const claimed = await db.execute<{ id: string }>(sql`
+async function claimStaleDeliveries(db: Database, staleMs: number, limit: number): Promise<Array<{ id: DeliveryId }>> {
+  const claimed = await db.execute<{ id: DeliveryId }>(sql`
     update webhook_deliveries set enqueued_at = now()
     where id in (
       select id from webhook_deliveries
@@ -76,7 +76,7 @@ export interface AttemptOutcome {
 
 /** What an attempt needs: the delivery, where it goes and how it is signed. */
 export interface DeliveryToSend {
-  id: string;
+  id: DeliveryId;
   status: WebhookDeliveryStatus;
   attempts: number;
   payload: WebhookPayload;
@@ -86,7 +86,7 @@ export interface DeliveryToSend {
 }
 
 /** A delivery with its webhook's URL, secret and whether it was disabled (SPEC S4); null for none. */
-async function loadDelivery(db: Database, deliveryId: string): Promise<DeliveryToSend | null> {
+async function loadDelivery(db: Database, deliveryId: DeliveryId): Promise<DeliveryToSend | null> {
   const [row] = await db
     .select({
       id: webhookDeliveries.id,
@@ -117,7 +117,7 @@ export interface RecordedAttempt {
  */
 async function recordAttempt(
   db: Database,
-  input: { deliveryId: string; outcome: AttemptOutcome; startedAt: Date; maxAttempts: number; lastJobAttempt: boolean },
+  input: { deliveryId: DeliveryId; outcome: AttemptOutcome; startedAt: Date; maxAttempts: number; lastJobAttempt: boolean },
 ): Promise<RecordedAttempt | null> {
   const { deliveryId, outcome } = input;
   const error = outcome.error === null ? null : storableText(outcome.error).slice(0, 1000);
@@ -144,7 +144,7 @@ async function recordAttempt(
 }
 
 /** A delivery of a disabled webhook is not sent any more. */
-async function abandonDelivery(db: Database, deliveryId: string): Promise<void> {
+async function abandonDelivery(db: Database, deliveryId: DeliveryId): Promise<void> {
   await db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${deliveryId} and status = 'pending'`);
 }
 

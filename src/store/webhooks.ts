@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../db/schema.js";
-import { newId } from "../ids.js";
+import { type TenantId, type WebhookId, newId } from "../ids.js";
 import { repository } from "./repository.js";
 
 /** Webhook subscriptions and their delivery log (SPEC S4), as the API reads and writes them; every lookup is by tenant (D8). */
@@ -12,7 +12,7 @@ export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
 
 async function createWebhook(
   db: Database,
-  input: { tenantId: string; url: string; eventTypes: string[]; description: string | null; secret: string },
+  input: { tenantId: TenantId; url: string; eventTypes: string[]; description: string | null; secret: string },
 ): Promise<WebhookRow> {
   const [row] = await db
     .insert(webhooks)
@@ -29,7 +29,7 @@ async function createWebhook(
   return row;
 }
 
-async function findWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
+async function findWebhook(db: Database, tenantId: TenantId, id: WebhookId): Promise<WebhookRow | null> {
   const [row] = await db
     .select()
     .from(webhooks)
@@ -37,7 +37,7 @@ async function findWebhook(db: Database, tenantId: string, id: string): Promise<
   return row ?? null;
 }
 
-async function listWebhooks(db: Database, tenantId: string): Promise<WebhookRow[]> {
+async function listWebhooks(db: Database, tenantId: TenantId): Promise<WebhookRow[]> {
   return db.select().from(webhooks).where(eq(webhooks.tenantId, tenantId)).orderBy(asc(webhooks.createdAt), asc(webhooks.id));
 }
 
@@ -46,7 +46,7 @@ async function listWebhooks(db: Database, tenantId: string): Promise<WebhookRow[
  * deliveries not yet sent are given up in the same transaction. Disabling
  * twice keeps the first time. Answers null for another tenant's id.
  */
-async function disableWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | null> {
+async function disableWebhook(db: Database, tenantId: TenantId, id: WebhookId): Promise<WebhookRow | null> {
   return db.transaction(async (tx) => {
     const [row] = await tx
       .update(webhooks)
@@ -68,7 +68,7 @@ export interface DeliveryWithAttempts {
 }
 
 /** The webhook's most recent deliveries, newest first, each with its attempts in order. */
-async function listDeliveries(db: Database, webhookId: string, limit: number): Promise<DeliveryWithAttempts[]> {
+async function listDeliveries(db: Database, webhookId: WebhookId, limit: number): Promise<DeliveryWithAttempts[]> {
   const deliveries = await db
     .select()
     .from(webhookDeliveries)

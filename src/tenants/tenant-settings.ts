@@ -4,6 +4,7 @@ import type { Repositories } from "../store/store.js";
 import { notFound } from "../errors.js";
 import { mergeLimits, type ProcessLimits } from "../core/process-limits.js";
 import { mergeQuotas, type TenantQuotas } from "../core/tenant-quotas.js";
+import type { TenantId } from "../ids.js";
 
 /**
  * What the operator decides about a tenant's tool processes (SPEC S7, S8), set with the
@@ -33,7 +34,7 @@ export function tenantSettingsOf(row: Pick<TenantRow, "toolUidSlot" | "fullAcces
 }
 
 /** The tenant's settings as they are now, or undefined for no such tenant. */
-export async function readTenantSettings(store: Pick<Repositories, "tenants">, tenantId: string): Promise<TenantSettings | undefined> {
+export async function readTenantSettings(store: Pick<Repositories, "tenants">, tenantId: TenantId): Promise<TenantSettings | undefined> {
   const row = await store.tenants.readTenantSettingsRow(tenantId);
   return row ? tenantSettingsOf(row) : undefined;
 }
@@ -77,9 +78,9 @@ const maxCachedTenants = 10_000;
 /** A process's cache of tenant settings, for readers that run often (every tool batch). */
 export interface TenantSettingsCache {
   /** The tenant's settings, read from Postgres at most once per TTL; throws not_found for no such tenant. */
-  get(tenantId: string): Promise<TenantSettings>;
+  get(tenantId: TenantId): Promise<TenantSettings>;
   /** The tenant's settings read from Postgres now (and cached), for a decision that cannot be undone. */
-  fresh(tenantId: string): Promise<TenantSettings>;
+  fresh(tenantId: TenantId): Promise<TenantSettings>;
 }
 
 export function createTenantSettingsCache(store: Pick<Repositories, "tenants">, ttlMs = defaultTenantSettingsTtlMs): TenantSettingsCache {
@@ -87,7 +88,7 @@ export function createTenantSettingsCache(store: Pick<Repositories, "tenants">, 
   // Concurrent misses for one tenant share one query.
   const reading = new Map<string, Promise<TenantSettings>>();
 
-  async function read(tenantId: string): Promise<TenantSettings> {
+  async function read(tenantId: TenantId): Promise<TenantSettings> {
     const settings = await readTenantSettings(store, tenantId);
     if (!settings) throw notFound("tenant");
     entries.delete(tenantId);

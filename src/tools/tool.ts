@@ -4,6 +4,7 @@ import type { CallProcesses } from "./call-processes.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
 import type { ApprovalSubject, SideEffect, ToolResult } from "../core/tool-contract.js";
 import type { ApprovalMode } from "../core/session.js";
+import type { ProjectId, RunId, SessionId, TenantId } from "../ids.js";
 
 /**
  * The tool contract (SPEC T1-T5, L3). A tool validates its own input, does its
@@ -24,10 +25,10 @@ export type Exposure = "direct" | "deferred" | "hidden" | "contextual";
 
 /** Everything a tool may use; there is no global current session (L3). */
 export interface ToolContext {
-  tenantId: string;
-  sessionId: string;
-  runId: string;
-  projectId: string;
+  tenantId: TenantId;
+  sessionId: SessionId;
+  runId: RunId;
+  projectId: ProjectId;
   /**
    * The project's workspace, through the one door that cannot leave it (S6):
    * every file a tool reads or writes goes through it. Tools get no host path.
@@ -87,7 +88,7 @@ export interface SubAgentRequest {
 }
 
 export type SubAgentStart =
-  | { ok: true; childSessionId: string; childRunId: string; depth: number }
+  | { ok: true; childSessionId: SessionId; childRunId: RunId; depth: number }
   | { ok: false; errorCode: string; message: string };
 
 /** What tools see of a background command. */

@@ -7,6 +7,7 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Dispatcher } from "../queue/dispatcher.js";
 import type { Store, StoreTx } from "../store/store.js";
 import { StaleWorkError, withRetry } from "../store/transact.js";
+import type { RunId, SessionId, TenantId } from "../ids.js";
 
 /**
  * A unit of work: one store transaction and what must happen once it has committed (publish its
@@ -18,11 +19,11 @@ export interface Effects {
   /** The transaction's repositories. */
   store: StoreTx;
   /** Appends events in the transaction and publishes them after it commits. */
-  emit(tenantId: string, sessionId: string, events: readonly NewEvent[]): Promise<SessionEvent[]>;
+  emit(tenantId: TenantId, sessionId: SessionId, events: readonly NewEvent[]): Promise<SessionEvent[]>;
   /** Publishes, after commit, events a statement of this transaction appended by itself. */
   track(events: readonly SessionEvent[]): void;
   dispatch(request: DispatchRequest): void;
-  cancel(runId: string): void;
+  cancel(runId: RunId): void;
   /** The deployment's quotas (SPEC X5); a tenant's own overrides are read beside them where a slot is given. */
   quotas: Readonly<TenantQuotas>;
   /** Runs once the transaction has committed, never for one that rolled back: counting what it did (SPEC X8). */
@@ -67,7 +68,7 @@ export function createUnitOfWork(deps: UnitOfWorkDeps): UnitOfWork {
 async function runUnitOfWork<T>(deps: UnitOfWorkDeps, work: (fx: Effects) => Promise<T>, options: TransactOptions = {}): Promise<T> {
   let published: SessionEvent[] = [];
   let dispatches: DispatchRequest[] = [];
-  let cancels: string[] = [];
+  let cancels: RunId[] = [];
   let committed: Array<(metrics: Metrics) => void> = [];
   const value = await withRetry(() => {
     published = [];

@@ -1,12 +1,13 @@
 import { performance } from "node:perf_hooks";
 import { refusedHost } from "../net/address-guard.js";
 import { signWebhook } from "./webhook-signature.js";
+import type { DeliveryId } from "../ids.js";
 
 export interface WebhookRequest {
   url: string;
   secret: string;
   /** The delivery id: the `webhook-id` header, the same on every attempt so receivers can dedupe. */
-  deliveryId: string;
+  deliveryId: DeliveryId;
   /** The serialized payload; exactly these bytes are signed and sent. */
   body: string;
   timeoutMs: number;

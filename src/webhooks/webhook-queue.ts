@@ -1,9 +1,10 @@
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
+import type { DeliveryId } from "../ids.js";
 
 /** Job data carries the delivery id only; the payload and the secret stay in Postgres. */
 export interface WebhookJobData {
-  deliveryId: string;
+  deliveryId: DeliveryId;
 }
 
 export const webhookQueueName = "webhooks";
@@ -18,11 +19,11 @@ export interface WebhookQueueOptions {
 export interface WebhookQueue {
   readonly queue: Queue<WebhookJobData>;
   /** Enqueues one job per delivery, the job id being the delivery id: enqueuing twice is a no-op. */
-  enqueue(deliveryIds: readonly string[]): Promise<void>;
+  enqueue(deliveryIds: readonly DeliveryId[]): Promise<void>;
   /** BullMQ's view of a delivery's job: "waiting", "delayed", "active", "failed", "unknown", ... */
-  jobState(deliveryId: string): Promise<string>;
+  jobState(deliveryId: DeliveryId): Promise<string>;
   /** Drops a finished job so that the same id can be enqueued again. */
-  removeFinished(deliveryId: string): Promise<void>;
+  removeFinished(deliveryId: DeliveryId): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,6 @@
 import type { Store } from "../store/store.js";
 import { storableText } from "../core/storable-text.js";
-import { newId } from "../ids.js";
+import { type CommandId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import type { BoundedOutput } from "../tools/shell/bounded-output.js";
 import type { PreparedShell, ShellEnd } from "../tools/shell/spawn-shell.js";
 import type { CallProcesses } from "../tools/call-processes.js";
@@ -18,14 +18,14 @@ import type { CommandStatus } from "../core/statuses.js";
  */
 export interface BackgroundCommands {
   start(input: {
-    tenantId: string;
-    sessionId: string;
-    runId: string;
+    tenantId: TenantId;
+    sessionId: SessionId;
+    runId: RunId;
     command: string;
     processes: CallProcesses;
-  }): Promise<{ id: string } | { error: string; code?: string }>;
+  }): Promise<{ id: CommandId } | { error: string; code?: string }>;
   /** Kills the command if this worker owns it; answers whether it did. */
-  cancel(commandId: string): boolean;
+  cancel(commandId: CommandId): boolean;
   /** How many commands this worker runs now (its liveness record shows it, D9). */
   count(): number;
   /** Kills every command of this worker (shutdown) and records them as killed. */
@@ -33,7 +33,7 @@ export interface BackgroundCommands {
 }
 
 interface LiveCommand {
-  id: string;
+  id: CommandId;
   kill(): void;
   output: BoundedOutput;
   dirty: boolean;
@@ -54,7 +54,7 @@ interface Owner {
   workerId: string;
   /** The lease every command of this worker holds, renewed with each flush: this long from each write. */
   leaseMs: number;
-  live: Map<string, LiveCommand>;
+  live: Map<CommandId, LiveCommand>;
   onError: (error: unknown) => void;
 }
 
@@ -112,7 +112,7 @@ async function flush(owner: Owner, command: LiveCommand): Promise<void> {
   );
 }
 
-async function startCommand(owner: Owner, input: StartInput): Promise<{ id: string } | { error: string; code?: string }> {
+async function startCommand(owner: Owner, input: StartInput): Promise<{ id: CommandId } | { error: string; code?: string }> {
   if (owner.live.size >= maxLive)
     return { error: `this worker already runs ${maxLive} background commands; wait for one to end or cancel one` };
   const prepared = await input.processes.prepare(input.command, { headBytes, tailBytes }, { summarizeChanges: true, background: true });
@@ -145,7 +145,7 @@ async function startCommand(owner: Owner, input: StartInput): Promise<{ id: stri
 }
 
 /** Starts a recorded command; it lives at most `lifetimeSeconds`, then it is killed and says why. */
-function runCommand(owner: Owner, id: string, prepared: PreparedShell, lifetimeSeconds: number): LiveCommand {
+function runCommand(owner: Owner, id: CommandId, prepared: PreparedShell, lifetimeSeconds: number): LiveCommand {
   const { ended, output, onOutput, killGroup } = prepared.start();
   const command: LiveCommand = { id, kill: killGroup, output, dirty: false, cancelled: false, finished: Promise.resolve() };
   const expiry = setTimeout(() => {

@@ -1,6 +1,7 @@
 import { DelayedError, type Job } from "bullmq";
 import type { LeaseKeeper } from "./lease-keeper.js";
 import type { RunAborts } from "./run-aborts.js";
+import type { RunId } from "../ids.js";
 
 /**
  * Puts a job back as delayed and ends its processor with BullMQ's `DelayedError`: BullMQ counts
@@ -22,7 +23,7 @@ export async function holdingLease<T>(leases: LeaseKeeper, owner: string, work: 
 }
 
 /** Runs `work` with a signal the run's cancel broadcast (or a draining worker) aborts. */
-export async function withRunAbort<T>(aborts: RunAborts, runId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withRunAbort<T>(aborts: RunAborts, runId: RunId, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = aborts.register(runId);
   try {
     return await work(controller.signal);

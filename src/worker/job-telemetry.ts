@@ -5,6 +5,7 @@ import type { Metrics } from "../observability/metrics.js";
 import { activeTraceId, type Tracing } from "../observability/tracing.js";
 import type { JobOutcome } from "./job-context.js";
 import type { RunScope } from "./session-context-cache.js";
+import type { RunId, TenantId } from "../ids.js";
 
 export interface JobTelemetry {
   logger: Logger;
@@ -12,12 +13,12 @@ export interface JobTelemetry {
   tracing: Tracing;
   workerId: string;
   /** The run's tenant and session, for the job's log line (cached per run by the worker). */
-  scopeOf(runId: string): Promise<RunScope | undefined>;
+  scopeOf(runId: RunId): Promise<RunScope | undefined>;
 }
 
 /** What every job carries that telemetry reads: ids only (SPEC D1), and the trace it belongs to. */
 interface ObservedJobData {
-  runId: string;
+  runId: RunId;
   stepIndex: number;
   trace?: string;
 }
@@ -127,7 +128,7 @@ function detailOf(outcome: JobOutcome): Record<string, unknown> {
  */
 export function observeToolCall<T extends { isError?: boolean; awaitChildRun?: string }>(
   services: { metrics: Metrics; tracing: Tracing },
-  call: { tenantId: string; callId: string; name: string },
+  call: { tenantId: TenantId; callId: string; name: string },
   work: () => Promise<T>,
 ): Promise<T> {
   const { metrics, tracing } = services;

@@ -5,6 +5,7 @@ import { createMcpReplies, type McpReplies } from "../mcp/mcp-replies.js";
 import { mcpRequestJobDataSchema, mcpRequestQueueName, type McpRequestJobData } from "../mcp/mcp-request.js";
 import { serveMcpRequest } from "../mcp/serve-mcp-request.js";
 import type { JobDeps } from "./job-deps.js";
+import type { TenantId } from "../ids.js";
 
 export interface McpRequestWorker {
   /** Stops taking requests, lets running ones finish for up to the shutdown grace, then aborts them. */
@@ -77,8 +78,8 @@ interface McpRequestJobContext {
  */
 interface TenantShares {
   /** Whether the tenant had a free place in its share, now taken. */
-  take(tenantId: string): boolean;
-  release(tenantId: string): void;
+  take(tenantId: TenantId): boolean;
+  release(tenantId: TenantId): void;
 }
 
 function tenantShares(perTenant: number): TenantShares {

@@ -1,8 +1,9 @@
+import type { RunId } from "../ids.js";
 /** AbortControllers of the runs this process is working on, reached by the cancel broadcast. */
 export interface RunAborts {
-  register(runId: string): AbortController;
-  unregister(runId: string, controller: AbortController): void;
-  abort(runId: string, reason: string): void;
+  register(runId: RunId): AbortController;
+  unregister(runId: RunId, controller: AbortController): void;
+  abort(runId: RunId, reason: string): void;
   abortAll(reason: string): void;
 }
 

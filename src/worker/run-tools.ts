@@ -1,6 +1,7 @@
 import type { ScopedTools } from "../mcp/tool-catalog.js";
 import type { JobDeps } from "./job-deps.js";
 import type { SessionContextCache } from "./session-context-cache.js";
+import type { RunId } from "../ids.js";
 
 /**
  * The tools a run's project offers (built-ins plus its MCP servers', SPEC M1), resolved
@@ -10,7 +11,7 @@ import type { SessionContextCache } from "./session-context-cache.js";
  */
 export async function toolsOfRun(
   context: { deps: Pick<JobDeps, "catalog" | "tools" | "executor">; sessionContexts: SessionContextCache },
-  runId: string,
+  runId: RunId,
 ): Promise<ScopedTools> {
   const { deps } = context;
   const scope = await context.sessionContexts.scopeOfRun(runId);

@@ -1,6 +1,7 @@
 import type { projects, sessions } from "../db/schema.js";
 import type { Store } from "../store/store.js";
 import { FoyaError } from "../errors.js";
+import type { ProjectId, RunId, SessionId, TenantId } from "../ids.js";
 
 export type SessionRow = typeof sessions.$inferSelect;
 export type ProjectRow = typeof projects.$inferSelect;
@@ -17,18 +18,18 @@ export interface SessionContext {
  * Bounded: the oldest entry leaves first.
  */
 export interface SessionContextCache {
-  get(sessionId: string): Promise<SessionContext>;
+  get(sessionId: SessionId): Promise<SessionContext>;
   /**
    * Whose project a run works in, read before its claim so the project's tools (MCP
    * servers may need starting) are ready without holding the run; undefined for no such run.
    */
-  scopeOfRun(runId: string): Promise<RunScope | undefined>;
+  scopeOfRun(runId: RunId): Promise<RunScope | undefined>;
 }
 
 export interface RunScope {
-  tenantId: string;
-  projectId: string;
-  sessionId: string;
+  tenantId: TenantId;
+  projectId: ProjectId;
+  sessionId: SessionId;
 }
 
 /** Reads what it does not hold with `store.sessions`. */

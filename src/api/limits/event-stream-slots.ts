@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "../../logger.js";
 import { withDeadline } from "./fixed-window-counter.js";
+import type { TenantId } from "../../ids.js";
 
 /**
  * Open SSE streams per tenant, across every API instance (SPEC S10). Each open stream holds
@@ -13,7 +14,7 @@ import { withDeadline } from "./fixed-window-counter.js";
  */
 export interface EventStreamSlots {
   /** A slot for one more stream of the tenant, or null when the tenant has `max` open. */
-  acquire(tenantId: string): Promise<EventStreamSlot | null>;
+  acquire(tenantId: TenantId): Promise<EventStreamSlot | null>;
 }
 
 export interface EventStreamSlot {

@@ -7,6 +7,8 @@ import { FoyaError, notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, foyaId, IdParam, text } from "../schemas.js";
 import type { ApprovalStatus } from "../../core/statuses.js";
+import { type TenantId, parseId } from "../../ids.js";
+import { idOf } from "./find-owned.js";
 
 const approvalStatuses = ["pending", "approved", "denied", "expired", "cancelled"] as const satisfies readonly ApprovalStatus[];
 
@@ -109,19 +111,19 @@ function serialize({ approval, callId, tool, argumentsRaw }: Row) {
 
 export function registerApprovalRoutes(app: App, services: ApiServices): void {
   const { store } = services;
-  const findOne = async (tenantId: string, id: string): Promise<Row> => {
-    const row = await store.approvals.approvalWithCallOfTenant(tenantId, id);
+  const findOne = async (tenantId: TenantId, id: string): Promise<Row> => {
+    const row = await store.approvals.approvalWithCallOfTenant(tenantId, idOf("apr", id, "approval"));
     if (!row) throw notFound("approval");
     return row;
   };
 
   app.openapi(listApprovals, async (c) => {
     const query = c.req.valid("query");
-    const rows = await store.approvals.listApprovalsWithCalls(
-      c.get("tenantId"),
-      { status: query.status, sessionId: query.sessionId, runId: query.runId },
-      query.limit,
-    );
+    // A filter naming an id of another kind matches nothing, as an unknown id does.
+    const sessionId = query.sessionId === undefined ? undefined : parseId("ses", query.sessionId);
+    const runId = query.runId === undefined ? undefined : parseId("run", query.runId);
+    if (sessionId === null || runId === null) return c.json({ approvals: [] }, 200);
+    const rows = await store.approvals.listApprovalsWithCalls(c.get("tenantId"), { status: query.status, sessionId, runId }, query.limit);
     return c.json({ approvals: rows.map(serialize) }, 200);
   });
 
@@ -144,7 +146,7 @@ export function registerApprovalRoutes(app: App, services: ApiServices): void {
     } else {
       decision = { kind: "deny", ...(body.reason !== undefined ? { reason: body.reason } : {}) };
     }
-    const result = await decideApproval(services, { tenantId, approvalId: id, decision, keyId: c.get("apiKeyId") });
+    const result = await decideApproval(services, { tenantId, approvalId: row.approval.id, decision, keyId: c.get("apiKeyId") });
     return c.json(serialize({ ...row, approval: result.approval }), 200);
   });
 }

@@ -4,6 +4,7 @@ import { isImageMediaType } from "../../artifacts/media-types.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
+import { idOf } from "./find-owned.js";
 
 /**
  * Artifact bytes and metadata (SPEC I2): events and messages carry references
@@ -54,7 +55,7 @@ function serialize(meta: ArtifactMeta) {
 
 export function registerArtifactRoutes(app: App, services: ApiServices): void {
   app.openapi(getBytes, async (c) => {
-    const artifact = await services.store.artifacts.findArtifact(c.get("tenantId"), c.req.valid("param").id);
+    const artifact = await services.store.artifacts.findArtifact(c.get("tenantId"), idOf("art", c.req.valid("param").id, "artifact"));
     if (!artifact) throw notFound("artifact");
     const etag = `"${artifact.sha256}"`;
     const headers: Record<string, string> = {
@@ -79,7 +80,7 @@ export function registerArtifactRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(getMeta, async (c) => {
-    const meta = await services.store.artifacts.findArtifactMeta(c.get("tenantId"), c.req.valid("param").id);
+    const meta = await services.store.artifacts.findArtifactMeta(c.get("tenantId"), idOf("art", c.req.valid("param").id, "artifact"));
     if (!meta) throw notFound("artifact");
     return c.json(serialize(meta), 200);
   });

@@ -4,7 +4,7 @@ import type { CommandRow } from "../../store/commands.js";
 import { notFound } from "../../errors.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
-import { findSession } from "./find-owned.js";
+import { findSession, idOf } from "./find-owned.js";
 
 const CommandSchema = z
   .object({
@@ -70,18 +70,18 @@ const cancelCommand = createRoute({
 
 export function registerCommandRoutes(app: App, services: ApiServices): void {
   app.openapi(listCommands, async (c) => {
-    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
+    const session = await findSession(services.store, c.get("tenantId"), idOf("cmd", c.req.valid("param").id, "command"));
     const rows = await services.store.commands.commandsOfSession(session.id);
     return c.json({ commands: rows.map(serialize) }, 200);
   });
   app.openapi(getCommand, async (c) => {
-    const row = await services.store.commands.findCommand(c.get("tenantId"), c.req.valid("param").id);
+    const row = await services.store.commands.findCommand(c.get("tenantId"), idOf("cmd", c.req.valid("param").id, "command"));
     if (!row) throw notFound("command");
     return c.json(serialize(row), 200);
   });
   app.openapi(cancelCommand, async (c) => {
     const tenantId = c.get("tenantId");
-    const row = await services.store.commands.findCommand(tenantId, c.req.valid("param").id);
+    const row = await services.store.commands.findCommand(tenantId, idOf("cmd", c.req.valid("param").id, "command"));
     if (!row) throw notFound("command");
     await requestCommandCancel(services, row);
     return c.json(serialize((await services.store.commands.findCommand(tenantId, row.id)) ?? row), 200);

@@ -3,7 +3,7 @@ import { notFound } from "../../errors.js";
 import { revertFileChanges, type FileChangeRow } from "../../files/revert-file-changes.js";
 import type { ApiServices, App } from "../app-env.js";
 import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
-import { findSession } from "./find-owned.js";
+import { findSession, idOf } from "./find-owned.js";
 
 const FileChangeSchema = z
   .object({
@@ -90,13 +90,13 @@ const revert = createRoute({
 
 export function registerFileChangeRoutes(app: App, services: ApiServices): void {
   app.openapi(listChanges, async (c) => {
-    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
+    const session = await findSession(services.store, c.get("tenantId"), idOf("fch", c.req.valid("param").id, "file change"));
     const rows = await services.store.fileChanges.fileChangesOfSession(session.id);
     return c.json({ fileChanges: rows.map(serialize) }, 200);
   });
 
   app.openapi(getChange, async (c) => {
-    const row = await services.store.fileChanges.fileChangeOfTenant(c.get("tenantId"), c.req.valid("param").id);
+    const row = await services.store.fileChanges.fileChangeOfTenant(c.get("tenantId"), idOf("fch", c.req.valid("param").id, "file change"));
     if (!row) throw notFound("file change");
     return c.json({ ...serialize(row), diff: row.diff }, 200);
   });
@@ -105,7 +105,7 @@ export function registerFileChangeRoutes(app: App, services: ApiServices): void 
     const body = c.req.valid("json") as { andLater?: boolean } | undefined;
     const reverted = await revertFileChanges(services.store, services.config.workspaces.dir, {
       tenantId: c.get("tenantId"),
-      changeId: c.req.valid("param").id,
+      changeId: idOf("fch", c.req.valid("param").id, "file change"),
       andLater: body?.andLater ?? false,
     });
     return c.json({ reverted: reverted.map(serialize) }, 200);

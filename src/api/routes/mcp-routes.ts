@@ -5,11 +5,12 @@ import type { McpFailure } from "../../mcp/mcp-connections.js";
 import { mcpConfigOf, mcpScopeOf } from "../../mcp/mcp-server-rows.js";
 import type { McpServerRow } from "../../store/mcp-servers.js";
 import type { ApiServices, App, AppEnv } from "../app-env.js";
-import { findProject } from "./find-owned.js";
+import { findProject, idOf } from "./find-owned.js";
 import { refusedLiteralHost } from "../../net/address-guard.js";
 import { ErrorSchema, errorResponses, foyaId, httpUrl, IdParam, text } from "../schemas.js";
 import type { McpTransportConfig } from "../../core/mcp-transport.js";
 import { environmentNamePattern, refusedStdioServer } from "../../core/mcp-stdio-commands.js";
+import { parseId, type TenantId } from "../../ids.js";
 
 const serverName = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 /** An HTTP header name (RFC 9110 token). */
@@ -259,7 +260,7 @@ function optional<T>(value: T | undefined | null): T | undefined {
 export function registerMcpRoutes(app: App, services: ApiServices): void {
   const { store } = services;
 
-  async function requireProject(tenantId: string, id: string): Promise<void> {
+  async function requireProject(tenantId: TenantId, id: string): Promise<void> {
     await findProject(store, tenantId, id);
   }
 
@@ -267,7 +268,8 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
    * The project's server of that name; 404 for another tenant's project. A worker answers for it
    * (`mcpViaWorkers`), given only the server's tenant, scope and name.
    */
-  async function serverOf(tenantId: string, projectId: string, name: string) {
+  async function serverOf(tenantId: TenantId, rawProjectId: string, name: string) {
+    const projectId = idOf("prj", rawProjectId, "project");
     await requireProject(tenantId, projectId);
     const row = await store.mcpServers.resolveMcpServer(tenantId, projectId, name);
     if (!row) throw notFound("MCP server");
@@ -291,7 +293,7 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
         : { kind: "http", url: body.transport.url, headers: body.transport.headers ?? {} };
     const row = await store.mcpServers.createMcpServer({
       tenantId,
-      projectId: body.projectId ?? null,
+      projectId: body.projectId === undefined ? null : idOf("prj", body.projectId, "project"),
       name: body.name,
       transport,
       startupTimeoutMs: body.startupTimeoutMs ?? null,
@@ -308,18 +310,23 @@ export function registerMcpRoutes(app: App, services: ApiServices): void {
 
   app.openapi(list, async (c) => {
     const { projectId } = c.req.valid("query");
-    const rows = await store.mcpServers.listMcpServers(c.get("tenantId"), projectId);
+    // A project id of another kind names no project: the tenant's own servers, as for an unknown one.
+    const project = projectId === undefined ? undefined : parseId("prj", projectId);
+    const rows =
+      project === null
+        ? (await store.mcpServers.listMcpServers(c.get("tenantId"))).filter((row) => row.projectId === null)
+        : await store.mcpServers.listMcpServers(c.get("tenantId"), project);
     return c.json({ servers: rows.map(serializeMcpServer) }, 200);
   });
 
   app.openapi(get, async (c) => {
-    const row = await store.mcpServers.findMcpServer(c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.mcpServers.findMcpServer(c.get("tenantId"), idOf("mcp", c.req.valid("param").id, "MCP server"));
     if (!row) throw notFound("MCP server");
     return c.json(serializeMcpServer(row), 200);
   });
 
   app.openapi(remove, async (c) => {
-    const row = await store.mcpServers.deleteMcpServer(c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.mcpServers.deleteMcpServer(c.get("tenantId"), idOf("mcp", c.req.valid("param").id, "MCP server"));
     if (!row) throw notFound("MCP server");
     await services.mcpViaWorkers.disconnect(mcpScopeOf(row), row.name);
     return c.body(null, 204);

@@ -6,7 +6,7 @@ import { policySetOverBudget, preparePolicies } from "../../gateway/compiled-pol
 import { parseRule, prepareRules } from "../../gateway/rules.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam } from "../schemas.js";
-import { findProject } from "./find-owned.js";
+import { findProject, idOf } from "./find-owned.js";
 
 const RuleList = z
   .array(z.string().min(1).max(1000, "a rule may have at most 1000 characters"))
@@ -108,7 +108,7 @@ export function registerPolicyRoutes(app: App, services: ApiServices): void {
     const policy: ApprovalPolicy = c.req.valid("json");
     const refused = await store.projects.setProjectPolicyAdmitted(
       c.get("tenantId"),
-      c.req.valid("param").id,
+      idOf("prj", c.req.valid("param").id, "project"),
       policy,
       async (tenantPolicy) => {
         await preparePolicies([tenantPolicy]);

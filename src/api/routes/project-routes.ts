@@ -6,7 +6,7 @@ import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
 import { serializeProject } from "../serialize.js";
-import { findProject } from "./find-owned.js";
+import { findProject, idOf } from "./find-owned.js";
 
 const createProject = createRoute({
   method: "post",
@@ -55,7 +55,7 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(deleteProjectRoute, async (c) => {
-    await deleteProject(services, { tenantId: c.get("tenantId"), projectId: c.req.valid("param").id });
+    await deleteProject(services, { tenantId: c.get("tenantId"), projectId: idOf("prj", c.req.valid("param").id, "project") });
     return c.body(null, 204);
   });
 }

@@ -16,7 +16,7 @@ import {
 import { serializeRun } from "../serialize.js";
 import { streamSessionEvents } from "../session-event-stream.js";
 import type { SessionSequenceWatch } from "../session-sequence-watch.js";
-import { findSession } from "./find-owned.js";
+import { findSession, idOf } from "./find-owned.js";
 
 const startRun = createRoute({
   method: "post",
@@ -88,7 +88,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
     const body = c.req.valid("json");
     const run = await createRun(services, {
       tenantId: c.get("tenantId"),
-      sessionId: c.req.valid("param").id,
+      sessionId: idOf("ses", c.req.valid("param").id, "session"),
       input: body.input,
       ifActive: body.ifActive,
       ...(body.onInterrupted ? { onInterrupted: body.onInterrupted } : {}),
@@ -97,13 +97,13 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
   });
 
   app.openapi(getRun, async (c) => {
-    const run = await services.store.runs.runOfTenant(c.get("tenantId"), c.req.valid("param").id);
+    const run = await services.store.runs.runOfTenant(c.get("tenantId"), idOf("run", c.req.valid("param").id, "run"));
     if (!run) throw notFound("run");
     return c.json(serializeRun(run), 200);
   });
 
   app.openapi(cancel, async (c) => {
-    const run = await cancelRun(services, { tenantId: c.get("tenantId"), runId: c.req.valid("param").id });
+    const run = await cancelRun(services, { tenantId: c.get("tenantId"), runId: idOf("run", c.req.valid("param").id, "run") });
     return c.json(serializeRun(run), 200);
   });
 

@@ -6,7 +6,7 @@ import { fullAccessRefusal, readTenantSettings } from "../../tenants/tenant-sett
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, fullAccessRefusedResponse, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
 import { serializeSession } from "../serialize.js";
-import { findProject, findSession } from "./find-owned.js";
+import { findProject, findSession, idOf } from "./find-owned.js";
 
 const createSession = createRoute({
   method: "post",
@@ -100,7 +100,7 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(removeSession, async (c) => {
-    await deleteSession(services, { tenantId: c.get("tenantId"), sessionId: c.req.valid("param").id });
+    await deleteSession(services, { tenantId: c.get("tenantId"), sessionId: idOf("ses", c.req.valid("param").id, "session") });
     return c.body(null, 204);
   });
 

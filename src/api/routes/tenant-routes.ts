@@ -13,6 +13,7 @@ import {
   TenantUpdateSchema,
 } from "../schemas.js";
 import { serializeTenant } from "../serialize.js";
+import { idOf } from "./find-owned.js";
 
 const createTenant = createRoute({
   method: "post",
@@ -68,7 +69,7 @@ export function registerTenantRoutes(app: App, services: ApiServices, lockout: P
   });
 
   app.openapi(getTenant, async (c) => {
-    const tenant = await services.store.tenants.findTenant(c.req.valid("param").id);
+    const tenant = await services.store.tenants.findTenant(idOf("ten", c.req.valid("param").id, "tenant"));
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });
@@ -76,7 +77,7 @@ export function registerTenantRoutes(app: App, services: ApiServices, lockout: P
   app.openapi(updateTenant, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const tenant = await services.store.tenants.updateTenantSettings(id, body);
+    const tenant = await services.store.tenants.updateTenantSettings(idOf("ten", id, "tenant"), body);
     if (!tenant) throw notFound("tenant");
     return c.json(serializeTenant(tenant, services.config), 200);
   });

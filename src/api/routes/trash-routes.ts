@@ -6,6 +6,7 @@ import { isWorkspaceError } from "../../workspace/workspace-files.js";
 import type { ApiServices, App } from "../app-env.js";
 import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
 import { findProject } from "./find-owned.js";
+import type { TenantId } from "../../ids.js";
 
 const TrashEntrySchema = z
   .object({
@@ -69,7 +70,7 @@ const restoreTrashEntry = createRoute({
 });
 
 export function registerTrashRoutes(app: App, services: ApiServices): void {
-  const projectOf = async (tenantId: string, id: string) => {
+  const projectOf = async (tenantId: TenantId, id: string) => {
     const project = await findProject(services.store, tenantId, id);
     return { workspacePath: project.workspacePath, trash: projectTrashRoot(services.config.workspaces.dir, project.workspacePath) };
   };

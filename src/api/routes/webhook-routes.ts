@@ -5,6 +5,7 @@ import type { DeliveryWithAttempts, WebhookRow } from "../../store/webhooks.js";
 import { generateWebhookSecret } from "../../webhooks/webhook-signature.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, WebhookCreatedSchema, WebhookCreateSchema, WebhookDeliverySchema, WebhookSchema } from "../schemas.js";
+import { idOf } from "./find-owned.js";
 
 /** Never includes the secret: it is shown once, when the webhook is created. */
 function serializeWebhook(row: WebhookRow) {
@@ -112,19 +113,19 @@ export function registerWebhookRoutes(app: App, services: ApiServices): void {
   });
 
   app.openapi(get, async (c) => {
-    const row = await store.webhooks.findWebhook(c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.webhooks.findWebhook(c.get("tenantId"), idOf("whk", c.req.valid("param").id, "webhook"));
     if (!row) throw notFound("webhook");
     return c.json(serializeWebhook(row), 200);
   });
 
   app.openapi(remove, async (c) => {
-    const row = await store.webhooks.disableWebhook(c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.webhooks.disableWebhook(c.get("tenantId"), idOf("whk", c.req.valid("param").id, "webhook"));
     if (!row) throw notFound("webhook");
     return c.body(null, 204);
   });
 
   app.openapi(deliveries, async (c) => {
-    const row = await store.webhooks.findWebhook(c.get("tenantId"), c.req.valid("param").id);
+    const row = await store.webhooks.findWebhook(c.get("tenantId"), idOf("whk", c.req.valid("param").id, "webhook"));
     if (!row) throw notFound("webhook");
     const rows = await store.webhooks.listDeliveries(row.id, c.req.valid("query").limit);
     return c.json({ deliveries: rows.map(serializeDelivery) }, 200);

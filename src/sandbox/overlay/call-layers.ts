@@ -18,6 +18,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { findExecutable } from "../find-executable.js";
 import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay-mount.js";
+import type { CallId, RunId, SessionId, TenantId } from "../../ids.js";
 
 /**
  * The folders of layered calls (SPEC X7): `<workspaces>/.calls/<id>/{upper,work}`,
@@ -38,10 +39,10 @@ import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay-moun
 
 /** Who a layered call belongs to: enough to record its changes when its own worker died. */
 export interface CallLayerOwner {
-  tenantId: string;
-  sessionId: string;
-  runId: string;
-  toolCallId: string;
+  tenantId: TenantId;
+  sessionId: SessionId;
+  runId: RunId;
+  toolCallId: CallId;
 }
 
 export interface CallLayerMeta extends CallLayerOwner {

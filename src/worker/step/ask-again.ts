@@ -4,9 +4,10 @@ import { toolSearchName } from "../../tools/tool-registry.js";
 import type { JobOutcome } from "../job-context.js";
 import type { JobDeps } from "../job-deps.js";
 import type { PreparedStep } from "./start.js";
+import type { RunId } from "../../ids.js";
 
 /** Whether the previous step's batch activated deferred tools through tool_search (R5). */
-export async function justActivatedTools(deps: Pick<JobDeps, "store">, runId: string, stepIndex: number): Promise<boolean> {
+export async function justActivatedTools(deps: Pick<JobDeps, "store">, runId: RunId, stepIndex: number): Promise<boolean> {
   return stepIndex > 0 && deps.store.toolCalls.succeededCallNamed(runId, stepIndex - 1, toolSearchName);
 }
 

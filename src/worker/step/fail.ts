@@ -8,6 +8,7 @@ import type { JobOutcome } from "../job-context.js";
 import type { JobDeps } from "../job-deps.js";
 import type { PreparedStep } from "./start.js";
 import type { StepEventSink } from "./step-event-sink.js";
+import type { RunId } from "../../ids.js";
 
 export interface FailedAttempt {
   job: Pick<Job, "attemptsMade" | "opts">;
@@ -51,7 +52,7 @@ export async function failStep(deps: Pick<JobDeps, "unitOfWork" | "logger">, att
  * S10); anything else may carry internals (a driver's message, SQL, a
  * connection string), so it is named only by the run, and logged whole.
  */
-function describeFailure(error: unknown, runId: string): string {
+function describeFailure(error: unknown, runId: RunId): string {
   if (isFoyaError(error)) return storableText(error.message).slice(0, 2000);
   return `the model step failed on an internal error; the operator can find it in the log under run ${runId}`;
 }

@@ -2,6 +2,7 @@ import type { MessagePosition } from "../../core/history.js";
 import { historyOrigin } from "../../store/runs.js";
 import type { HistoryEntry } from "../../store/messages.js";
 import type { Store } from "../../store/store.js";
+import type { SessionId, TenantId } from "../../ids.js";
 
 /**
  * A worker's copy of the histories it served last, so a step's claim reads
@@ -16,11 +17,11 @@ import type { Store } from "../../store/store.js";
  */
 export interface HistoryCache {
   /** The position after which a step of this session needs to read. */
-  after(scope: { tenantId: string; sessionId: string }): MessagePosition;
+  after(scope: { tenantId: TenantId; sessionId: SessionId }): MessagePosition;
   /** The whole history, given what the claim read after `after`; `messages` reads it all when the copy cannot be used. */
   extend(
     messages: HistoryReads,
-    run: { tenantId: string; sessionId: string; ordinal: number },
+    run: { tenantId: TenantId; sessionId: SessionId; ordinal: number },
     after: MessagePosition,
     fresh: HistoryEntry[],
   ): Promise<HistoryEntry[]>;
@@ -30,7 +31,7 @@ export interface HistoryCache {
 export type HistoryReads = Pick<Store["messages"], "loadHistory">;
 
 interface Cached {
-  tenantId: string;
+  tenantId: TenantId;
   entries: HistoryEntry[];
   /** About how many characters the entries hold, for the process-wide budget. */
   chars: number;
@@ -43,13 +44,13 @@ interface Cached {
 export function createHistoryCache(options: { maxSessions?: number; maxChars?: number } = {}): HistoryCache {
   const maxSessions = options.maxSessions ?? 512;
   const maxChars = options.maxChars ?? 64 * 1024 * 1024;
-  const sessions = new Map<string, Cached>();
+  const sessions = new Map<SessionId, Cached>();
   let totalChars = 0;
-  const usable = (scope: { tenantId: string; sessionId: string }) => {
+  const usable = (scope: { tenantId: TenantId; sessionId: SessionId }) => {
     const cached = sessions.get(scope.sessionId);
     return cached && cached.tenantId === scope.tenantId ? cached : undefined;
   };
-  const drop = (sessionId: string) => {
+  const drop = (sessionId: SessionId) => {
     const cached = sessions.get(sessionId);
     if (!cached) return;
     totalChars -= cached.chars;

@@ -1,5 +1,6 @@
 import type { Usage } from "../../providers/provider.js";
 import type { JobDeps } from "../job-deps.js";
+import type { TenantId } from "../../ids.js";
 
 /**
  * The model request as operators see it (SPEC X8): a span of its own, its latency in
@@ -8,7 +9,7 @@ import type { JobDeps } from "../job-deps.js";
  */
 export function observeModelRequest(
   deps: Pick<JobDeps, "tracing" | "metrics">,
-  request: { profile: string; model: string; tenantId: string; signal: AbortSignal },
+  request: { profile: string; model: string; tenantId: TenantId; signal: AbortSignal },
   usage: () => Usage | undefined,
   work: () => Promise<void>,
 ): Promise<void> {

@@ -3,6 +3,7 @@ import type { ApprovalMode } from "../../core/session.js";
 import type { ScopedTools } from "../../mcp/tool-catalog.js";
 import type { ClaimedRun } from "../../store/runs.js";
 import type { SessionRow } from "../session-context-cache.js";
+import type { ProjectId } from "../../ids.js";
 
 /** What every transaction of one batch attempt needs to know about it, known once the batch is claimed. */
 export interface BatchScope {
@@ -10,7 +11,7 @@ export interface BatchScope {
   stepRef: StepRef;
   session: SessionRow;
   approvalMode: ApprovalMode;
-  projectId: string;
+  projectId: ProjectId;
   workspaceDir: string;
   tools: ScopedTools;
   /** The tools the model was offered in the step that made these calls. */

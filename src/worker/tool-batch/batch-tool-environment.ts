@@ -8,6 +8,7 @@ import { createCallProcesses } from "../../tools/shell/create-call-processes.js"
 import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
 import type { WorkspaceFiles } from "../../workspace/workspace-files.js";
 import type { ApprovalMode } from "../../core/session.js";
+import type { TenantId } from "../../ids.js";
 
 /** Where and as whom every call of one batch works (SPEC S6, S7, S8); built once per batch attempt. */
 export interface BatchToolEnvironment {
@@ -32,7 +33,7 @@ export type EnvironmentDeps = Pick<
  */
 export async function batchToolEnvironment(
   services: EnvironmentDeps,
-  input: { tenantId: string; approvalMode: ApprovalMode; workspacePath: string },
+  input: { tenantId: TenantId; approvalMode: ApprovalMode; workspacePath: string },
 ): Promise<BatchToolEnvironment> {
   const { config } = services;
   const settings = await services.tenantSettings.get(input.tenantId);

@@ -9,6 +9,7 @@ import { settleProjectLayers, type ProjectLayers } from "../roll-forward-layers.
 import type { SessionContextCache } from "../session-context-cache.js";
 import type { BatchScope } from "./batch-attempt.js";
 import { callSlotRetryMs } from "./start-calls.js";
+import type { RunId, TenantId } from "../../ids.js";
 
 /** What the claim uses. */
 export interface BatchClaimContext {
@@ -41,7 +42,11 @@ export async function claimToolBatch(context: BatchClaimContext, data: ToolBatch
   const layers = await settleLayersOfRun(context, runId);
   if (layers.kind === "wait") return { kind: "busy", retryInMs: layers.retryInMs };
   const callQuota = await toolCallQuota(context, runId);
-  if (callQuota.limit > 0 && (await deps.store.toolCallSlots.runningCallsOf(callQuota.tenantId)) >= callQuota.limit)
+  if (
+    callQuota.tenantId !== null &&
+    callQuota.limit > 0 &&
+    (await deps.store.toolCallSlots.runningCallsOf(callQuota.tenantId)) >= callQuota.limit
+  )
     return { kind: "busy", retryInMs: callSlotRetryMs() };
   // One statement also reads the calls and the rules; the gate's writes (rare) and the running marks follow, fenced.
   const next: NextJob = { kind: "batch", stepIndex, ...(data.resume !== undefined ? { resume: data.resume } : {}) };
@@ -53,7 +58,7 @@ export async function claimToolBatch(context: BatchClaimContext, data: ToolBatch
 }
 
 /** Settles the interrupted commands' layers of a run's project on this host (see `settleProjectLayers`). */
-async function settleLayersOfRun(context: BatchClaimContext, runId: string): Promise<ProjectLayers> {
+async function settleLayersOfRun(context: BatchClaimContext, runId: RunId): Promise<ProjectLayers> {
   const { deps } = context;
   if (!deps.callLayers.ok) return { kind: "clear" };
   const scope = await context.sessionContexts.scopeOfRun(runId);
@@ -63,10 +68,10 @@ async function settleLayersOfRun(context: BatchClaimContext, runId: string): Pro
 }
 
 /** The tenant's `toolCalls` quota for a run's batches; 0 (no limit) for a run that is gone (its claim then finds it gone). */
-async function toolCallQuota(context: BatchClaimContext, runId: string): Promise<{ tenantId: string; limit: number }> {
+async function toolCallQuota(context: BatchClaimContext, runId: RunId): Promise<{ tenantId: TenantId | null; limit: number }> {
   const { deps } = context;
   const scope = await context.sessionContexts.scopeOfRun(runId);
-  if (!scope) return { tenantId: "", limit: 0 };
+  if (!scope) return { tenantId: null, limit: 0 };
   const settings = await deps.tenantSettings.get(scope.tenantId);
   return { tenantId: scope.tenantId, limit: effectiveQuotas(deps.config, settings).toolCalls };
 }

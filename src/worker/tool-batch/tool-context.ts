@@ -14,6 +14,7 @@ import type { SessionRow } from "../session-context-cache.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { batchToolEnvironment, type BatchToolEnvironment, type EnvironmentDeps } from "./batch-tool-environment.js";
 import type { ToolContextFor } from "./run-call.js";
+import { type ProjectId, parseId } from "../../ids.js";
 
 export type ToolContextDeps = Pick<JobDeps, "store" | "unitOfWork" | "bus" | "config" | "failpoints" | "logger">;
 
@@ -21,7 +22,7 @@ export type ToolContextDeps = Pick<JobDeps, "store" | "unitOfWork" | "bus" | "co
 export interface ToolContextScope {
   run: ClaimedRun;
   session: SessionRow;
-  projectId: string;
+  projectId: ProjectId;
   stepRef: StepRef;
   /** The tools exposed to the model in the step that made the calls. */
   stepTools: readonly string[];
@@ -103,7 +104,11 @@ function commandsOf(
   processes: () => CallProcesses,
 ): ToolContext["commands"] {
   const { run } = scope;
-  const find = (id: string) => deps.store.commands.findCommand(run.tenantId, id, run.sessionId);
+  // A command id comes from the model: one of another shape names no command.
+  const find = async (raw: string) => {
+    const id = parseId("cmd", raw);
+    return id === null ? undefined : deps.store.commands.findCommand(run.tenantId, id, run.sessionId);
+  };
   return {
     start: (command) =>
       scope.commands.start({ tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id, command, processes: processes() }),
