@@ -1,4 +1,4 @@
-// Dependency rules of src/ (issue #20 item 8): dependencies point down. Run by `npm run check:deps`
+// Dependency rules of src/: dependencies point down. Run by `npm run check:deps`
 // (part of `npm test`). Paths are relative to the repository root; type-only imports count.
 
 /** Entry points: run by node or tsx, imported by nobody. */
@@ -19,7 +19,8 @@ const compositionRoots = "^src/(services|process|main)\\.ts$|^src/api/|^src/work
 
 /**
  * Modules outside src/store that query Postgres themselves (drizzle's builders on the
- * schema's tables, or pg). Frozen list: a new module may not join it (issue #20, item 8).
+ * schema's tables, or pg). Frozen list: a new module may not join it
+ * (docs/decisions/0005-the-store-is-the-door-to-sql.md).
  * The one left opens its own connection on purpose: the start-up probe (`select 1`), before
  * any store exists. (A worker's liveness record, which a busy shared pool must not starve,
  * opens a store of its own: src/store/open-store.ts.)

@@ -1,5 +1,5 @@
 /**
- * Core benchmark (issue #14 item 3): the cost of one agent step in Foya against the
+ * Core benchmark: the cost of one agent step in Foya against the
  * floor under it and a peer beside it, measured in the same run, in under 3 minutes.
  *
  *   npm run bench:core        (= tsx bench/core-bench.ts)

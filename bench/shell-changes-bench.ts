@@ -103,7 +103,7 @@ async function once(workspace: string, command: string, recorded: boolean): Prom
 }
 
 /**
- * A call that rewrote `files` files (issue 27: 200,000 froze its worker for 637 s): the layer's
+ * A call that rewrote `files` files (200,000 of them once froze a worker for 637 s): the layer's
  * upper folder is written directly, as the overlay would have left it, then settled as the call's
  * end does. Measures the settle's wall time and how late a timer due every 10 ms fires meanwhile
  * (what any other request of the process waits at most).

@@ -95,7 +95,7 @@ try {
   }
   const row = (name: string, entry: (typeof report)[string]) =>
     `${name.padEnd(28)} ${[entry.doorUs.p50, entry.doorUs.p99, entry.legacyUs.p50, entry.legacyUs.p99].map((v) => v.toFixed(1).padStart(10)).join(" ")} ${`x${entry.ratioP50}`.padStart(8)}`;
-  console.log(`workspace door vs the pre-#12 access, ${runs} runs each (${listRuns} for the listing), microseconds`);
+  console.log(`workspace door vs the access by name it replaced, ${runs} runs each (${listRuns} for the listing), microseconds`);
   console.log(
     `${"".padEnd(28)} ${["door p50", "door p99", "before p50", "before p99"].map((h) => h.padStart(10)).join(" ")} ${"p50 ratio".padStart(8)}`,
   );

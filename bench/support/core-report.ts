@@ -33,7 +33,7 @@ export interface CoreReport {
   date: string;
 }
 
-/** The goals of issue #14 the report is read against. */
+/** The goals the report is read against: Foya near the bare chain, well ahead of the peer, and scaling out. */
 const coreGoals = {
   /** Single run: Foya's p50 at most this many times the bare chain's. */
   stepMsP50OverFloorMax: 3,
@@ -152,7 +152,7 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
     "",
     table(rows),
     "",
-    "goals (issue #14):",
+    "goals:",
     table(goalRows),
     "",
     "each round (order A B B A):",

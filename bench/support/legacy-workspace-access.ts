@@ -3,7 +3,8 @@ import path from "node:path";
 import { glob } from "tinyglobby";
 
 /**
- * The workspace access the service had before issue #12, kept only as the
+ * The workspace access the service had before the workspace door
+ * (docs/decisions/0006-the-workspace-door.md), kept only as the
  * benchmark's baseline (bench/workspace-door-bench.ts): resolve a path by
  * real paths, then reopen it by name (the check-then-use race the workspace
  * door removed), and glob with tinyglobby. Not used by the service.

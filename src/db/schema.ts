@@ -219,7 +219,8 @@ export const runs = pgTable(
 /**
  * Written on every agent step, only by fenced statements that insert a row for a parent row they
  * have just updated (the run, the session's event counter): no foreign keys, which would cost
- * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1;
+ * docs/architecture/store.md, "Tables without foreign keys").
  */
 export const steps = pgTable(
   "steps",
@@ -253,7 +254,8 @@ export const steps = pgTable(
 /**
  * Written on every agent step, only by fenced statements that insert a row for a parent row they
  * have just updated (the run, the session's event counter): no foreign keys, which would cost
- * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1;
+ * docs/architecture/store.md, "Tables without foreign keys").
  */
 export const messages = pgTable(
   "messages",
@@ -276,7 +278,8 @@ export const messages = pgTable(
 /**
  * Written on every agent step, only by fenced statements that insert a row for a parent row they
  * have just updated (the run, the session's event counter): no foreign keys, which would cost
- * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1;
+ * docs/architecture/store.md, "Tables without foreign keys").
  */
 export const toolCalls = pgTable(
   "tool_calls",
@@ -328,7 +331,8 @@ export const toolCalls = pgTable(
 /**
  * Written on every agent step, only by fenced statements that insert a row for a parent row they
  * have just updated (the run, the session's event counter): no foreign keys, which would cost
- * a lookup per inserted row on the hot path and could not fail there (SPEC D1, issue #14).
+ * a lookup per inserted row on the hot path and could not fail there (SPEC D1;
+ * docs/architecture/store.md, "Tables without foreign keys").
  */
 export const events = pgTable(
   "events",

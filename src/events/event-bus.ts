@@ -75,7 +75,8 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
 
   return {
     // One message per session per commit, the commit's events as one array in sequence order:
-    // a step publishes once, not once per event, and needs no pipeline (issue #14).
+    // a step publishes once, not once per event, and needs no pipeline (docs/performance.md,
+    // "Cost per agent step").
     async publish(events) {
       if (events.length === 0) return;
       const bySession = new Map<SessionId, SessionEvent[]>();

@@ -19,7 +19,8 @@ import type { TextCost } from "./glob.js";
  * Identical rules count once (`compiled-policy.ts` keeps one). Measured on the loaded 2-core
  * build machine (`test/gateway/policy-cost.unit.test.ts`), the costliest admitted set of each
  * shape judges a 4 KiB path in 1-3 ms of CPU, once V8 has optimized the matcher; the same
- * sets took seconds before the budget (issue #27: 21 s).
+ * sets took seconds before the budget (a step job judged for 21 s;
+ * docs/decisions/0015-policy-cost-budget.md).
  */
 export const policyBudget = 3_000_000;
 

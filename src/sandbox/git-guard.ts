@@ -5,8 +5,7 @@ import { viaDescriptor } from "../workspace/descriptor-walk.js";
 import { openSandboxTree, type SandboxTree } from "./sandbox-tree.js";
 
 /**
- * The git metadata of a sandboxed call (SPEC S11; issue #12 item 4, issue #27
- * finding 1): in every repository the workspace held when the call was
+ * The git metadata of a sandboxed call (SPEC S11): in every repository the workspace held when the call was
  * planned, nested ones included, `hooks`, `config`, `config.worktree` and
  * `commondir` are read-only and the git folder cannot be renamed away (it is
  * bound onto itself); a `.git` file (a worktree's or submodule's pointer) is

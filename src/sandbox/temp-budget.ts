@@ -5,7 +5,7 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 
 /**
- * A tenant's temporary space on one host (SPEC S7; issue #27). Each sandbox's
+ * A tenant's temporary space on one host (SPEC S7). Each sandbox's
  * `/tmp`, `/var/tmp` and `/dev/shm` are tmpfs: host memory that no rlimit
  * counts. Each is sized for its call, and together the sandboxes of one tenant
  * (its foreground calls, background commands and stdio MCP servers, on every

@@ -147,7 +147,7 @@ export interface ToolRefusal {
 export type AnyTool = Tool<never>;
 
 /**
- * A tool whose arguments are defined once, in zod (issue #20): `parameters` is a strict
+ * A tool whose arguments are defined once, in zod: `parameters` is a strict
  * `z.object`, the arguments `run` and the other hooks receive are its type, and the JSON
  * Schema the model sees is derived from it once, here, at definition time.
  */

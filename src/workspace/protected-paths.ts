@@ -1,6 +1,6 @@
 /**
  * Git metadata that makes git run code or read configuration from elsewhere
- * (SPEC S11, issue #12 item 4): hooks, config (`core.fsmonitor`,
+ * (SPEC S11): hooks, config (`core.fsmonitor`,
  * `core.hooksPath`, filter drivers), worktree config, and the pointer files
  * that move a repository's common folder (`commondir`, `gitdir`, a `.git`
  * file). Protected in every repository of the workspace, nested ones,

@@ -6,7 +6,7 @@ import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 import { spawnWorker, type WorkerProcess } from "./warm-workers.js";
 
 /**
- * The data loss of issue 27 (SPEC X7, D3): runs of bash steps that each append two lines to one
+ * A data loss the service once had (SPEC X7, D3): runs of bash steps that each append two lines to one
  * file, with workers SIGKILLed in the middle of a command. The killed worker's layer holds the
  * file as the interrupted command left it; the run carries on (`onInterrupted: continue`) on the
  * other worker. A layer applied late, over the later steps, erased their lines. Here each kill

@@ -7,7 +7,7 @@ import { processGroup } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 /**
- * A worker short of file descriptors (issue 27, SPEC X7, T4): one call's spawn that met EMFILE was an
+ * A worker short of file descriptors (SPEC X7, T4): one call's spawn that met EMFILE was an
  * unheard `error` event that ended the whole process, and applying a call that touched 20,000
  * folders held one descriptor per folder. The worker is a real process; its limit is lowered from
  * outside with prlimit, as an operator's ulimit or a crowded host would.

@@ -14,8 +14,8 @@ import { leastCpuMs } from "../helpers/cpu-time.js";
 import { longCommand, longPaths, longUrl, ruleShapes, worstAdmitted, type RuleShape } from "./worst-policies.js";
 
 /**
- * The bound the issue states (#27: "the worst admitted policy judges a 4 KiB path in ≤ 10 ms,
- * worker and API"), asserted as CPU time, the least of five runs (`cpu-time.ts` says why):
+ * The bound of a judgment (SPEC S9, docs/decisions/0015-policy-cost-budget.md: the worst admitted
+ * policy judges a 4 KiB path in ≤ 10 ms, in the worker and the API), asserted as CPU time, the least of five runs (`cpu-time.ts` says why):
  * wall time on the loaded 2-core machine these tests share includes waiting for a core. The
  * worst shape measured here takes about 3 ms under that load, so 10 ms is the requirement
  * with room, not a tuned figure.

@@ -14,9 +14,9 @@ import { longPaths, ruleShapes, worstAdmitted, type RuleShape } from "./worst-po
 
 /**
  * What the worker's jobs do with a policy, watched from the event loop (SPEC S9: "no rule
- * can stall a process"; #27: a step job took 21 s and a batch job 43 s, and BullMQ lost
- * their locks). Judging: the longest stretch of CPU between two turns of the loop stays
- * within the 10 ms the issue states for a judgment (the least of three rounds, each on rules
+ * can stall a process"; before the policy cost budget a step job took 21 s and a batch job
+ * 43 s, and BullMQ lost their locks). Judging: the longest stretch of CPU between two turns of the loop stays
+ * within the 10 ms bound of a judgment (`policy-cost.unit.test.ts`) (the least of three rounds, each on rules
  * of its own: `cpu-time.ts` says why). Compiling new rules: the loop gets a turn at least
  * every 16 rules (the CPU of those stretches is not asserted: compiling allocates, and a
  * young-generation collection under this machine's load is a pause of 5-15 ms of its own).

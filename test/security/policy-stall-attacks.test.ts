@@ -7,7 +7,7 @@ import { useTestEnv } from "../helpers/test-env.js";
 import { longPaths, ruleShapes, worstAdmitted, type RuleShape } from "../gateway/worst-policies.js";
 import { attempt, watch } from "./escape-ledger.js";
 
-// A tenant's policies built to stall the processes that judge them (SPEC S9, issue #27): the
+// A tenant's policies built to stall the processes that judge them (SPEC S9): the
 // API that stores and judges them, the worker whose step and batch jobs judge every call. The
 // worker is a process of its own, so that what this process's event loop does is the API's.
 const { env, client } = useTestEnv();

@@ -5,7 +5,7 @@ import { useTestEnv } from "../helpers/test-env.js";
 import { killAll, livingWith, uniqueMarker } from "../sandbox/host-processes.js";
 import { attempt, watch, type Canary } from "./escape-ledger.js";
 
-// A sandbox's /tmp, /var/tmp and /dev/shm are tmpfs: host memory no rlimit counts (SPEC S7; issue #27). Each sandbox
+// A sandbox's /tmp, /var/tmp and /dev/shm are tmpfs: host memory no rlimit counts (SPEC S7). Each sandbox
 // gets a share of its tenant's temporary-space budget on the host, background commands a small one, and together they
 // never hold more than the budget, on the real worker.
 const { env, client } = useTestEnv({ worker: true });

@@ -9,7 +9,7 @@ import { type AnyTool, defineTool, textResult, toolParameters } from "../../src/
 
 /**
  * Built-in tools define their arguments once, in zod; the JSON Schema the model sees is derived
- * from it (issue #20). These tests hold the derived schemas to SPEC R2 (the same bytes every step,
+ * from it. These tests hold the derived schemas to SPEC R2 (the same bytes every step,
  * in every process) and to what the hand-written schemas they replaced accepted and refused (T5).
  */
 
