@@ -93,12 +93,23 @@ async function runUnitOfWork<T>(deps: UnitOfWorkDeps, work: (fx: Effects) => Pro
     });
   });
   options.afterCommit?.();
-  for (const action of committed) action(deps.metrics);
+  // A count that throws (a metrics bug) must not hold back the run's job or its events: every
+  // effect is tried, and the unit answers with the first failure only once all of them settled.
+  const failures: unknown[] = [];
+  for (const action of committed) {
+    try {
+      action(deps.metrics);
+    } catch (error) {
+      failures.push(error);
+    }
+  }
   // Independent of each other: clients order events by sequence number, jobs claim through Postgres.
-  await Promise.all([
+  const sent = await Promise.allSettled([
     deps.bus.publish(published),
     ...cancels.map((runId) => deps.bus.publishCancel(runId)),
     deps.dispatcher.dispatch(dispatches),
   ]);
+  for (const outcome of sent) if (outcome.status === "rejected") failures.push(outcome.reason);
+  if (failures.length > 0) throw failures[0];
   return value;
 }
