@@ -2,7 +2,7 @@ import type { EventBody } from "./events.js";
 import type { HistoryMessage, ResultPart } from "./history.js";
 import type { TerminalToolCallStatus } from "./tool-call-status.js";
 import type { FileChangeRecord } from "./file-change-record.js";
-import type { FileChangeId } from "../ids.js";
+import type { FileChangeId } from "./ids.js";
 
 export interface CallOutcome {
   status: TerminalToolCallStatus;

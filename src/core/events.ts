@@ -1,7 +1,7 @@
 import type { RunStatus, TerminalRunStatus } from "./run-status.js";
 import type { ToolCallStatus, TerminalToolCallStatus } from "./tool-call-status.js";
 import type { NotAppliedReason } from "./file-change-record.js";
-import type { ApprovalId, RunId, SessionId } from "../ids.js";
+import type { ApprovalId, RunId, SessionId } from "./ids.js";
 
 /**
  * Events clients see (SPEC L4, D5, X1). Each is persisted with a per-session

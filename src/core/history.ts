@@ -1,5 +1,5 @@
 import type { TerminalToolCallStatus } from "./tool-call-status.js";
-import type { ArtifactId } from "../ids.js";
+import type { ArtifactId } from "./ids.js";
 
 /**
  * Canonical history as stored in `messages.content`. Provider adapters translate

@@ -1,4 +1,4 @@
-import type { RunId, TenantId } from "../ids.js";
+import type { RunId, TenantId } from "./ids.js";
 /**
  * What a run needs next (SPEC D1): stored on the run row (the outbox) and turned
  * into a BullMQ job whose id is derived from the work (src/queue/job-types.ts).

@@ -1,4 +1,4 @@
-import type { RunId, SessionId } from "../ids.js";
+import type { RunId, SessionId } from "./ids.js";
 /** The body of every delivery, as the outbox trigger stores it (drizzle/0006_webhook_outbox.sql). */
 export interface WebhookPayload {
   type: string;

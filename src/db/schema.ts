@@ -25,10 +25,12 @@ import type { ProcessLimits } from "../core/process-limits.js";
 import type { ApprovalMode, OnInterrupted, RunMode, SessionTask } from "../core/session.js";
 import type { ApprovalStatus, CommandStatus, StepStatus, WebhookDeliveryStatus } from "../core/statuses.js";
 import type { NotAppliedReason } from "../core/file-change-record.js";
+import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
 import type {
   ApiKeyId,
   ApprovalId,
   ArtifactId,
+  CheckpointId,
   AttemptId,
   CallId,
   CommandId,
@@ -42,7 +44,7 @@ import type {
   StepId,
   TenantId,
   WebhookId,
-} from "../ids.js";
+} from "../core/ids.js";
 
 /**
  * Canonical state. Every row carries `tenant_id` (SPEC D8). Status columns hold
@@ -418,6 +420,70 @@ export const fileChanges = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index("file_changes_session_idx").on(t.sessionId)],
+);
+
+/**
+ * A project's workspace as it stood after a tool batch (SPEC W1): a delta against the previous
+ * checkpoint of the project, or a full tree every few checkpoints so a rebuild reads a bounded
+ * chain. Content is in `content_blobs` (shared with file changes, one row per tenant and digest).
+ * Written in the transaction that closes the batch: a checkpoint is whole or absent.
+ */
+export const workspaceCheckpoints = pgTable(
+  "workspace_checkpoints",
+  {
+    id: text("id").$type<CheckpointId>().primaryKey(),
+    tenantId: text("tenant_id")
+      .$type<TenantId>()
+      .notNull()
+      .references(() => tenants.id),
+    projectId: text("project_id")
+      .$type<ProjectId>()
+      .notNull()
+      .references(() => projects.id),
+    sessionId: text("session_id").$type<SessionId>(),
+    runId: text("run_id").$type<RunId>(),
+    stepIndex: integer("step_index"),
+    /** 1, 2, … per project: the order checkpoints were taken in. */
+    seq: integer("seq").notNull(),
+    /** The checkpoint this one is a delta against; null for a full tree. */
+    baseId: text("base_id").$type<CheckpointId>(),
+    reason: text("reason").$type<CheckpointReason>().notNull(),
+    /** Entries and file bytes of the whole tree (not only the delta). */
+    entryCount: integer("entry_count").notNull(),
+    fileBytes: bigint("file_bytes", { mode: "number" }).notNull(),
+    /** sha256 of the whole tree's logical entries, sorted: what a rebuilt folder is verified against. */
+    treeDigest: text("tree_digest").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("workspace_checkpoints_project_seq_idx").on(t.projectId, t.seq),
+    index("workspace_checkpoints_session_idx").on(t.sessionId),
+  ],
+);
+
+/**
+ * The entries of a checkpoint: for a full one the whole tree, for a delta what was added or changed
+ * (`removed` false) and what went away (`removed` true). `path` is the entry's path key
+ * (src/workspace/checkpoint). The stat fields are the capturing host's, for its next capture only.
+ */
+export const checkpointEntries = pgTable(
+  "checkpoint_entries",
+  {
+    checkpointId: text("checkpoint_id")
+      .$type<CheckpointId>()
+      .notNull()
+      .references(() => workspaceCheckpoints.id, { onDelete: "cascade" }),
+    path: text("path").notNull(),
+    removed: boolean("removed").notNull().default(false),
+    kind: text("kind").$type<CheckpointEntryKind>(),
+    mode: integer("mode"),
+    size: bigint("size", { mode: "number" }),
+    sha256: text("sha256"),
+    /** A symlink's target, as a path key. */
+    target: text("target"),
+    stat: jsonb("stat").$type<{ dev: number; ino: number; mtimeNs: string; ctimeNs: string } | null>(),
+  },
+  (t) => [primaryKey({ columns: [t.checkpointId, t.path] })],
 );
 
 /**

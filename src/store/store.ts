@@ -6,6 +6,7 @@ import { apiKeysRepository } from "./api-keys.js";
 import { approvalsRepository } from "./approvals.js";
 import { artifactsRepository } from "./artifacts.js";
 import { blobsRepository } from "./blobs.js";
+import { checkpointsRepository } from "./checkpoints.js";
 import { commandsRepository } from "./commands.js";
 import { eventsRepository } from "./events.js";
 import { fileChangesRepository } from "./file-changes.js";
@@ -38,6 +39,7 @@ const repositories = {
   approvals: approvalsRepository,
   artifacts: artifactsRepository,
   blobs: blobsRepository,
+  checkpoints: checkpointsRepository,
   commands: commandsRepository,
   events: eventsRepository,
   fileChanges: fileChangesRepository,

@@ -1,0 +1,169 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
+import type { Database } from "../db/client.js";
+import { checkpointEntries, workspaceCheckpoints } from "../db/schema.js";
+import { type CheckpointId, newId, type ProjectId, type RunId, type SessionId, type TenantId } from "../ids.js";
+import { repository } from "./repository.js";
+
+/**
+ * Workspace checkpoints (SPEC W1): a project's tree after each tool batch that could change it,
+ * stored as deltas with a full tree every `fullEvery` checkpoints. Rows only: the bytes are
+ * content blobs, put before the checkpoint's transaction (content-addressed, so a blob a crashed
+ * attempt left behind is just a blob).
+ */
+export type CheckpointRow = typeof workspaceCheckpoints.$inferSelect;
+
+export interface CheckpointStat {
+  dev: number;
+  ino: number;
+  mtimeNs: string;
+  ctimeNs: string;
+}
+
+/** One entry as a tree holds it. */
+export interface StoredEntry {
+  path: string;
+  kind: CheckpointEntryKind;
+  mode: number;
+  size: number;
+  sha256: string | null;
+  target: string | null;
+  stat: CheckpointStat | null;
+}
+
+/** A delta's entry: one added or changed, or a path that went away. */
+export type StoredChange = ({ removed: false } & StoredEntry) | { removed: true; path: string };
+
+/** A full tree every this many checkpoints: a rebuild reads one full tree and at most this many deltas less one. */
+export const fullCheckpointEvery = 16;
+
+const entriesPerInsert = 2000;
+
+export interface NewCheckpoint {
+  tenantId: TenantId;
+  projectId: ProjectId;
+  sessionId: SessionId | null;
+  runId: RunId | null;
+  stepIndex: number | null;
+  reason: CheckpointReason;
+  entryCount: number;
+  fileBytes: number;
+  treeDigest: string;
+}
+
+/**
+ * Serializes checkpoints of one project (two sessions of a project may close batches at once):
+ * held until the transaction ends, so `latest` read after it is the base the new one is written on.
+ */
+async function lockProjectCheckpoints(tx: Database, projectId: ProjectId): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:checkpoints:${projectId}`}))`);
+}
+
+async function latestCheckpoint(db: Database, tenantId: TenantId, projectId: ProjectId): Promise<CheckpointRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(workspaceCheckpoints)
+    .where(and(eq(workspaceCheckpoints.tenantId, tenantId), eq(workspaceCheckpoints.projectId, projectId)))
+    .orderBy(desc(workspaceCheckpoints.seq))
+    .limit(1);
+  return row;
+}
+
+async function checkpointOfTenant(db: Database, tenantId: TenantId, id: CheckpointId): Promise<CheckpointRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(workspaceCheckpoints)
+    .where(and(eq(workspaceCheckpoints.id, id), eq(workspaceCheckpoints.tenantId, tenantId)));
+  return row;
+}
+
+/**
+ * Writes a checkpoint: a delta against `base` when given and the chain since the last full tree
+ * is shorter than `fullCheckpointEvery`, otherwise the whole tree. The caller passes both forms'
+ * inputs (the delta and a way to list the whole tree) so the choice stays here.
+ */
+async function insertCheckpoint(
+  tx: Database,
+  header: NewCheckpoint,
+  body: { base: CheckpointRow | undefined; changes: readonly StoredChange[]; whole: () => readonly StoredEntry[] },
+): Promise<CheckpointRow> {
+  const { base } = body;
+  const chain = base ? await deltasSinceFull(tx, base.id) : 0;
+  const asDelta = base !== undefined && chain + 1 < fullCheckpointEvery;
+  const id = newId("ckp");
+  const [row] = await tx
+    .insert(workspaceCheckpoints)
+    .values({ id, ...header, seq: (base?.seq ?? 0) + 1, baseId: asDelta ? base.id : null })
+    .returning();
+  const rows = asDelta ? body.changes : body.whole().map((entry) => ({ removed: false as const, ...entry }));
+  for (let start = 0; start < rows.length; start += entriesPerInsert) {
+    await tx.insert(checkpointEntries).values(rows.slice(start, start + entriesPerInsert).map((change) => entryRow(id, change)));
+  }
+  return row as CheckpointRow;
+}
+
+function entryRow(checkpointId: CheckpointId, change: StoredChange): typeof checkpointEntries.$inferInsert {
+  if (change.removed) return { checkpointId, path: change.path, removed: true };
+  const { path, kind, mode, size, sha256, target, stat } = change;
+  return { checkpointId, path, removed: false, kind, mode, size, sha256, target, stat };
+}
+
+/** How many deltas lie between this checkpoint and the full tree it builds on (0 for a full one). */
+async function deltasSinceFull(db: Database, id: CheckpointId): Promise<number> {
+  const result = await db.execute<{ deltas: number }>(sql`
+    with recursive chain as (
+      select id, base_id, 0 as depth from ${workspaceCheckpoints} where id = ${id}
+      union all
+      select c.id, c.base_id, chain.depth + 1 from ${workspaceCheckpoints} c join chain on c.id = chain.base_id
+    )
+    select (count(*) - 1)::int as deltas from chain`);
+  return result.rows[0]?.deltas ?? 0;
+}
+
+/**
+ * The whole tree of a checkpoint: its full base's entries with every delta since applied in
+ * order. Read in one statement, the chain ordered from the full tree to this checkpoint.
+ */
+async function checkpointTree(db: Database, id: CheckpointId): Promise<Map<string, StoredEntry>> {
+  const result = await db.execute<{
+    depth: number;
+    path: string;
+    removed: boolean;
+    kind: CheckpointEntryKind | null;
+    mode: number | null;
+    size: string | number | null;
+    sha256: string | null;
+    target: string | null;
+    stat: CheckpointStat | null;
+  }>(sql`
+    with recursive chain as (
+      select id, base_id, 0 as depth from ${workspaceCheckpoints} where id = ${id}
+      union all
+      select c.id, c.base_id, chain.depth + 1 from ${workspaceCheckpoints} c join chain on c.id = chain.base_id
+    )
+    select chain.depth, e.path, e.removed, e.kind, e.mode, e.size, e.sha256, e.target, e.stat
+    from chain join ${checkpointEntries} e on e.checkpoint_id = chain.id
+    order by chain.depth desc`);
+  const tree = new Map<string, StoredEntry>();
+  for (const row of result.rows) {
+    if (row.removed) {
+      tree.delete(row.path);
+      continue;
+    }
+    tree.set(row.path, {
+      path: row.path,
+      kind: row.kind as CheckpointEntryKind,
+      mode: row.mode ?? 0,
+      size: Number(row.size ?? 0),
+      sha256: row.sha256,
+      target: row.target,
+      stat: row.stat,
+    });
+  }
+  return tree;
+}
+
+/** `store.checkpoints`. */
+export const checkpointsRepository = repository({
+  db: { lockProjectCheckpoints, latestCheckpoint, checkpointOfTenant, insertCheckpoint, checkpointTree },
+});
