@@ -30,6 +30,16 @@ const allowed: Record<string, string> = {
   "src/sandbox/service-dir.ts": "finds the service's own install folder to hide it",
   "src/sandbox/sandbox-tree.ts": "walks a started sandbox's own tree from /proc/<init>/root, one real folder at a time",
   "src/sandbox/temp-budget.ts": "the per-host ledger of each tenant's temporary space, root's, outside every workspace",
+  "src/workspace/checkpoint/captured-file-reader.ts":
+    "the door: reads a captured file again for the checkpoint's blob store, through held folders, answered only while it hashes to its digest",
+  "src/workspace/checkpoint/entry-writers.ts":
+    "the door: a rebuild writes each folder, file (O_CREAT | O_EXCL | O_NOFOLLOW) and link in a parent held by descriptor, links only when they stay inside",
+  "src/workspace/checkpoint/file-digest.ts":
+    "the door: hashes a workspace file for a checkpoint, opened O_PATH | O_NOFOLLOW in a held folder and read through its own descriptor",
+  "src/workspace/checkpoint/materialize.ts":
+    "the door: rebuilds a checkpoint only into an empty folder it holds open, and sets folders' modes through their held descriptors",
+  "src/workspace/checkpoint/tree-capture.ts":
+    "the door: a workspace's whole tree for a checkpoint, walked from held descriptors, never through a symlink, FIFOs and devices never opened",
   "src/workspace/descriptor-walk.ts": "the door: descriptor-relative resolution",
   "src/workspace/folder-handles.ts":
     "the door: folders held by descriptor, a bounded set, each reached one real folder at a time, never through a symlink",
