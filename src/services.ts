@@ -34,6 +34,7 @@ import { loadToolModules } from "./tools/load-tool-modules.js";
 import type { AnyTool } from "./tools/tool.js";
 import { createToolCatalog, type ToolCatalog } from "./mcp/tool-catalog.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js";
+import { createKnownTrees, type KnownTrees } from "./checkpoints/known-trees.js";
 
 /**
  * The composition root: every shared dependency is built here once and handed
@@ -66,6 +67,7 @@ export interface Services {
   tenantSettings: TenantSettingsCache;
   /** Hands workspaces made before per-tenant uids to their tenant's uid, once per process. */
   workspaceOwnership: WorkspaceOwnership;
+  knownTrees: KnownTrees;
   executor: ToolExecutor;
   /** Per project: the tools above plus its MCP servers' tools (SPEC M1), from `mcp`. Jobs use this. */
   catalog: ToolCatalog;
@@ -162,6 +164,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     identityMode: identityMode(config.sandbox.toolUidBase),
     tenantSettings: createTenantSettingsCache(store),
     workspaceOwnership: createWorkspaceOwnership(),
+    knownTrees: createKnownTrees(),
   };
   const mcpViaWorkers = createMcpConnectionsViaWorkers({
     connection: redis,

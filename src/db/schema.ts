@@ -481,7 +481,7 @@ export const checkpointEntries = pgTable(
     sha256: text("sha256"),
     /** A symlink's target, as a path key. */
     target: text("target"),
-    stat: jsonb("stat").$type<{ dev: number; ino: number; mtimeNs: string; ctimeNs: string } | null>(),
+    stat: jsonb("stat").$type<{ dev: string; ino: string; mtimeNs: string; ctimeNs: string } | null>(),
   },
   (t) => [primaryKey({ columns: [t.checkpointId, t.path] })],
 );

@@ -13,9 +13,10 @@ import { repository } from "./repository.js";
  */
 export type CheckpointRow = typeof workspaceCheckpoints.$inferSelect;
 
+/** The capturing host's stat of a file, as decimal strings (64-bit values). */
 export interface CheckpointStat {
-  dev: number;
-  ino: number;
+  dev: string;
+  ino: string;
   mtimeNs: string;
   ctimeNs: string;
 }
@@ -78,22 +79,25 @@ async function checkpointOfTenant(db: Database, tenantId: TenantId, id: Checkpoi
 }
 
 /**
- * Writes a checkpoint: a delta against `base` when given and the chain since the last full tree
- * is shorter than `fullCheckpointEvery`, otherwise the whole tree. The caller passes both forms'
- * inputs (the delta and a way to list the whole tree) so the choice stays here.
+ * Writes a checkpoint, under the project's checkpoint lock: a delta against `baseId` when that is
+ * still the project's latest checkpoint and the chain since the last full tree is shorter than
+ * `fullCheckpointEvery`; otherwise the whole tree (another session's checkpoint landed since the
+ * capture, or the chain is long). The caller passes both forms so the choice stays here.
  */
 async function insertCheckpoint(
   tx: Database,
   header: NewCheckpoint,
-  body: { base: CheckpointRow | undefined; changes: readonly StoredChange[]; whole: () => readonly StoredEntry[] },
+  body: { baseId: CheckpointId | null; changes: readonly StoredChange[]; whole: () => readonly StoredEntry[] },
 ): Promise<CheckpointRow> {
-  const { base } = body;
+  await lockProjectCheckpoints(tx, header.projectId);
+  const latest = await latestCheckpoint(tx, header.tenantId, header.projectId);
+  const base = latest !== undefined && latest.id === body.baseId ? latest : undefined;
   const chain = base ? await deltasSinceFull(tx, base.id) : 0;
   const asDelta = base !== undefined && chain + 1 < fullCheckpointEvery;
   const id = newId("ckp");
   const [row] = await tx
     .insert(workspaceCheckpoints)
-    .values({ id, ...header, seq: (base?.seq ?? 0) + 1, baseId: asDelta ? base.id : null })
+    .values({ id, ...header, seq: (latest?.seq ?? 0) + 1, baseId: asDelta ? base.id : null })
     .returning();
   const rows = asDelta ? body.changes : body.whole().map((entry) => ({ removed: false as const, ...entry }));
   for (let start = 0; start < rows.length; start += entriesPerInsert) {
@@ -165,5 +169,5 @@ async function checkpointTree(db: Database, id: CheckpointId): Promise<Map<strin
 
 /** `store.checkpoints`. */
 export const checkpointsRepository = repository({
-  db: { lockProjectCheckpoints, latestCheckpoint, checkpointOfTenant, insertCheckpoint, checkpointTree },
+  db: { latestCheckpoint, checkpointOfTenant, insertCheckpoint, checkpointTree },
 });

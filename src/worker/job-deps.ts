@@ -18,6 +18,7 @@ import type { ToolExecutor } from "../tools/execute-tool-call.js";
 import type { ToolRegistry } from "../tools/tool-registry.js";
 import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { WorkspaceOwnership } from "../workspace/project-workspace.js";
+import type { KnownTrees } from "../checkpoints/known-trees.js";
 
 /**
  * Everything the worker's modules may be handed, one field per shared dependency. The
@@ -53,4 +54,6 @@ export interface JobDeps {
   callLayers: CallLayerSupport;
   identityMode: IdentityMode;
   workspaceOwnership: WorkspaceOwnership;
+  /** The last checkpointed tree of each project this process captured (SPEC W1). */
+  knownTrees: KnownTrees;
 }

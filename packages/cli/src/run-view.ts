@@ -64,6 +64,9 @@ export class RunView {
       case "subagent_start":
         this.notice(style.dim(`sub-agent started: foya events ${event.data.childSessionId} --follow`));
         return;
+      case "workspace_restored":
+        this.notice(style.yellow(`workspace rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`));
+        return;
       case "tasks_updated":
         for (const task of event.data.tasks)
           this.notice(style.dim(`  [${task.status === "done" ? "x" : task.status === "in_progress" ? "~" : " "}] ${task.title}`));

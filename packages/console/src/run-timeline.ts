@@ -100,6 +100,7 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
     case "step_end":
     case "subagent_start":
     case "tasks_updated":
+    case "workspace_restored":
       break;
     default: {
       const exhaustive: never = event;

@@ -14,6 +14,7 @@ const eventTypes = [
   "run_status",
   "subagent_start",
   "tasks_updated",
+  "workspace_restored",
   "run_end",
 ] as const satisfies readonly FoyaEventType[];
 // Fails the type check when the service gains an event type this list lacks.

@@ -18,6 +18,11 @@ export interface BatchScope {
   stepTools: readonly string[];
   /** The tenant's `toolCalls` quota (SPEC X5); 0: no limit. */
   callQuota: number;
+  /**
+   * A call of this batch may change the workspace (a tool that writes or runs commands): the batch
+   * then closes in the settle transaction, with its checkpoint (SPEC W1), never in a call's commit.
+   */
+  checkpoint: boolean;
 }
 
 /**

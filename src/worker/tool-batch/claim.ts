@@ -94,5 +94,16 @@ export async function scopeOfBatch(
     tools,
     stepTools: extra.stepTools,
     callQuota: claim.callQuota,
+    checkpoint: extra.calls.some((call) => changesWorkspace(tools, call.name)),
   };
+}
+
+/**
+ * Tools that write, run commands, or say nothing of what they do (an MCP tool without annotations
+ * may write in the workspace its server runs in). A read or network tool changes no file; an
+ * unknown tool runs nothing (its call fails as unknown).
+ */
+function changesWorkspace(tools: ScopedTools, name: string): boolean {
+  const sideEffect = tools.registry.get(name)?.sideEffect;
+  return sideEffect === "write" || sideEffect === "exec" || sideEffect === "other";
 }

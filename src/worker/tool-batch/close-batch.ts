@@ -9,8 +9,16 @@ import type { JobDeps } from "../job-deps.js";
  * (or fails it at the step limit). Guarded by fence and `next_job`, so only one
  * transaction can do it. Answers whether the batch is closed.
  */
-export async function closeBatchIfDone(fx: Effects, deps: Pick<JobDeps, "config">, run: ClaimedRun, stepIndex: number): Promise<boolean> {
+export async function closeBatchIfDone(
+  fx: Effects,
+  deps: Pick<JobDeps, "config">,
+  run: ClaimedRun,
+  stepIndex: number,
+  beforeClosing?: () => Promise<void>,
+): Promise<boolean> {
   if ((await fx.store.toolCalls.openCallsOfBatch(run.id, stepIndex)).length > 0) return false;
+  // In the same transaction as the close: a closed batch has its checkpoint (SPEC W1).
+  await beforeClosing?.();
   const nextIndex = stepIndex + 1;
   const { maxStepsPerRun } = deps.config.runs;
   if (nextIndex >= maxStepsPerRun) {

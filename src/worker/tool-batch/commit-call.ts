@@ -15,15 +15,17 @@ export type CommittedCall = "committed" | "finished" | "stale";
  * Phase 3 of the tool-batch job (process.ts), the call's commit: stores one call's result (SPEC L2, T3) with `answerCall`, only
  * if this attempt still owns the call (fence). If no other call of the batch is open and the
  * run may take another step, the same statement hands the run to that step; otherwise the
- * settle transaction (settle.ts) closes the batch.
+ * settle transaction (settle.ts) closes the batch. A batch that may have changed the workspace
+ * (`mayClose` false) always closes there, with its checkpoint (SPEC W1).
  */
 export async function commitCall(
   deps: CommitCallDeps,
   run: ClaimedRun,
   call: CallRow,
   result: StoredToolResult,
-  stepRef: StepRef,
+  batch: { stepRef: StepRef; mayClose: boolean },
 ): Promise<CommittedCall> {
+  const { stepRef } = batch;
   const fileChanges = (result.fileChanges ?? []).map((change) => ({ ...change, id: newId("fch") }));
   const outcome = {
     status: result.isError ? "failed" : "succeeded",
@@ -34,7 +36,7 @@ export async function commitCall(
     fileChanges,
   } as const;
   const next = { kind: "step", stepIndex: call.stepIndex + 1 } as const;
-  const handOff = next.stepIndex < deps.config.runs.maxStepsPerRun ? { fence: run.fence, current: run.nextJob, next } : undefined;
+  const handOff = batch.mayClose && next.stepIndex < deps.config.runs.maxStepsPerRun ? { fence: run.fence, current: run.nextJob, next } : undefined;
   // The tool has run: its result waits out a Postgres outage rather than being lost to one.
   const answered = await commitThroughOutage(
     () =>

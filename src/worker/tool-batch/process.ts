@@ -9,6 +9,7 @@ import { planFirstGroups } from "./plan.js";
 import { runGroups } from "./run-groups.js";
 import { settleBatch } from "./settle.js";
 import { toolContextsOf } from "./tool-context.js";
+import { ensureWorkspacePresent } from "./workspace-present.js";
 
 /**
  * The tool-batch job: the tool calls of one model response, phase by phase as
@@ -28,6 +29,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   return holdingLease(context.leases, owner, () =>
     withRunAbort(context.aborts, scope.run.id, async (signal) => {
       const attempt = { ...scope, owner, signal, started: new Set<string>() };
+      if (!(await ensureWorkspacePresent(deps, attempt))) return { kind: "stale" }; // 1b. the workspace is there (W1)
       let plan = await planFirstGroups(deps, attempt, claim.extra); // 1. gate, plan, first window started
       if (plan === null) return { kind: "stale" };
       const contextFor = await toolContextsOf(deps, context.commands, attempt);

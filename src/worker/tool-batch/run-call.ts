@@ -36,7 +36,7 @@ export async function runCall(
     grant,
     await storeResultArtifacts(deps.store, { tenantId: run.tenantId, sessionId: run.sessionId }, executed),
   );
-  const committed = await commitCall(deps, run, call, result, attempt.stepRef);
+  const committed = await commitCall(deps, run, call, result, { stepRef: attempt.stepRef, mayClose: !attempt.checkpoint });
   return { committed, endBatch: result.endBatch === true };
 }
 

@@ -10,11 +10,18 @@ import type { BatchAttempt } from "./batch-attempt.js";
 import { closeBatchIfDone } from "./close-batch.js";
 import { planRunnable, type RunnablePlan } from "./plan.js";
 import { markWithinQuota, startingWindow } from "./start-calls.js";
+import { commitCheckpoint, type PreparedCheckpoint, prepareCheckpoint, rememberCheckpoint } from "../../checkpoints/take-checkpoint.js";
+import type { CheckpointRow } from "../../store/checkpoints.js";
 
 /** `more`: calls approved while this job ran, planned, their first window marked running: back to phase 2. */
 export type SettleOutcome = { kind: "ended"; outcome: JobOutcome } | { kind: "more"; plan: RunnablePlan };
 
-type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: RunnablePlan; started: readonly string[] };
+type Settled =
+  | { kind: "closed"; checkpoint: CheckpointRow | null }
+  | { kind: "parked" }
+  | { kind: "more"; plan: RunnablePlan; started: readonly string[] };
+
+export type SettleDeps = Pick<JobDeps, "unitOfWork" | "config" | "store" | "knownTrees" | "logger">;
 
 /**
  * Phase 4 of the tool-batch job (process.ts), the settle transaction, reached when the last commit
@@ -22,14 +29,14 @@ type Settled = { kind: "closed" } | { kind: "parked" } | { kind: "more"; plan: R
  * approved meanwhile, closes the batch when nothing is open, and otherwise parks the run
  * with no job (D6): the next decision re-arms it.
  */
-export async function settleBatch(
-  deps: Pick<JobDeps, "unitOfWork" | "config">,
-  attempt: BatchAttempt,
-  endBatch: boolean,
-): Promise<SettleOutcome> {
-  const settled = await deps.unitOfWork.transactFenced((fx) => settleUnderLock(fx, deps, attempt, endBatch));
+export async function settleBatch(deps: SettleDeps, attempt: BatchAttempt, endBatch: boolean): Promise<SettleOutcome> {
+  const prepared = attempt.checkpoint ? await prepareBatchCheckpoint(deps, attempt) : null;
+  const settled = await deps.unitOfWork.transactFenced((fx) => settleUnderLock(fx, deps, attempt, endBatch, prepared));
   if (settled === null) return { kind: "ended", outcome: { kind: "stale" } };
-  if (settled.kind === "closed") return { kind: "ended", outcome: { kind: "committed", detail: "batch done" } };
+  if (settled.kind === "closed") {
+    if (settled.checkpoint && prepared) rememberCheckpoint(deps, settled.checkpoint, prepared);
+    return { kind: "ended", outcome: { kind: "committed", detail: "batch done" } };
+  }
   if (settled.kind === "parked")
     return { kind: "ended", outcome: { kind: "committed", detail: "parked: waiting for approval or sub-agents" } };
   for (const id of settled.started) attempt.started.add(id);
@@ -41,7 +48,13 @@ export async function settleBatch(
  * by its own transaction, never by neither. The policies are read again: a policy changed
  * while the batch ran applies to the calls it plans now.
  */
-async function settleUnderLock(fx: Effects, deps: Pick<JobDeps, "config">, batch: BatchAttempt, endBatch: boolean): Promise<Settled> {
+async function settleUnderLock(
+  fx: Effects,
+  deps: Pick<JobDeps, "config">,
+  batch: BatchAttempt,
+  endBatch: boolean,
+  prepared: PreparedCheckpoint | null,
+): Promise<Settled> {
   const { run, stepRef } = batch;
   if (!(await fx.store.runs.lockHeldRun(run))) throw new StaleWorkError();
   if (endBatch) await skipRemaining(fx, run, stepRef);
@@ -56,7 +69,11 @@ async function settleUnderLock(fx: Effects, deps: Pick<JobDeps, "config">, batch
     const marked = await markWithinQuota(fx, batch, startingWindow(plan.groups[0]));
     return { kind: "more", plan, started: marked.map((call) => call.id) };
   }
-  if (await closeBatchIfDone(fx, deps, run, stepRef.index)) return { kind: "closed" };
+  let checkpoint: CheckpointRow | null = null;
+  const commitTree = async () => {
+    if (prepared) checkpoint = await commitCheckpoint(fx.store, prepared);
+  };
+  if (await closeBatchIfDone(fx, deps, run, stepRef.index, commitTree)) return { kind: "closed", checkpoint };
   await parkBatch(fx, run, stepRef, plan.waitsForApproval);
   return { kind: "parked" };
 }
@@ -89,5 +106,31 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
       step: stepRef,
     });
     fx.track(answered.events);
+  }
+}
+
+/**
+ * The batch's tree, captured once its calls have all ended and before the transaction that closes
+ * it. A capture that fails (the folder unreadable, the run cancelled meanwhile) does not keep the
+ * batch open: its results are committed, and the next batch's checkpoint holds its changes.
+ */
+async function prepareBatchCheckpoint(deps: Pick<SettleDeps, "store" | "knownTrees" | "logger">, batch: BatchAttempt): Promise<PreparedCheckpoint> {
+  const { run } = batch;
+  const scope = {
+    tenantId: run.tenantId,
+    projectId: batch.projectId,
+    sessionId: run.sessionId,
+    runId: run.id,
+    stepIndex: batch.stepRef.index,
+    workspaceDir: batch.workspaceDir,
+    reason: "batch" as const,
+  };
+  try {
+    const prepared = await prepareCheckpoint(deps, scope, batch.signal);
+    if (prepared.kind === "skipped") deps.logger.warn({ runId: run.id, reason: prepared.reason }, "the batch's workspace checkpoint was not taken");
+    return prepared;
+  } catch (error) {
+    deps.logger.error({ err: error, runId: run.id }, "capturing the batch's workspace checkpoint failed");
+    return { kind: "skipped", reason: "failed" };
   }
 }

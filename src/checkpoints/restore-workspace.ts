@@ -1,0 +1,51 @@
+import type { ProcessIdentity } from "../core/process-identity.js";
+import type { ProjectId, TenantId } from "../ids.js";
+import type { CheckpointRow } from "../store/checkpoints.js";
+import type { Store } from "../store/store.js";
+import { createEmptyWorkspaceFolder, rebuildWorkspaceFolder, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
+import type { KnownTrees } from "./known-trees.js";
+import { treeDigest, treeOfStored } from "./stored-tree.js";
+
+/**
+ * A project whose workspace folder is gone (a lost disk, a new host, an operator's mistake) is
+ * rebuilt from its latest checkpoint before any call of the next batch runs (SPEC W1).
+ */
+export interface RestoreDeps {
+  store: Pick<Store, "checkpoints" | "blobs">;
+  knownTrees: KnownTrees;
+}
+
+export type Restored =
+  | { kind: "present" }
+  /** Missing with no checkpoint to rebuild from: made empty, as a new project's. */
+  | { kind: "no_checkpoint" }
+  | { kind: "restored"; checkpoint: CheckpointRow; files: number; refusedLinks: number };
+
+export class WorkspaceRestoreError extends Error {}
+
+export async function restoreMissingWorkspace(
+  deps: RestoreDeps,
+  scope: { tenantId: TenantId; projectId: ProjectId; workspaceDir: string; identity: ProcessIdentity | null },
+  signal?: AbortSignal,
+): Promise<Restored> {
+  if (workspaceFolderPresent(scope.workspaceDir)) return { kind: "present" };
+  const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+  if (!latest) {
+    createEmptyWorkspaceFolder(scope.workspaceDir, scope.identity);
+    return { kind: "no_checkpoint" };
+  }
+  const { entries } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
+  // The rows must add up to the tree that was captured: a chain read wrong is never written out.
+  if (treeDigest(entries) !== latest.treeDigest) throw new WorkspaceRestoreError(`checkpoint ${latest.id} does not add up to its tree`);
+  const owner = scope.identity ? { uid: scope.identity.uid, gid: scope.identity.gid } : {};
+  const rebuilt = await rebuildWorkspaceFolder(scope.workspaceDir, entries, {
+    blob: async (sha256) => (await deps.store.blobs.getBlob(scope.tenantId, sha256)) ?? null,
+    ...owner,
+    ...(signal ? { signal } : {}),
+  });
+  if (rebuilt.kind === "failed") throw new WorkspaceRestoreError(`rebuilding the workspace from ${latest.id} failed: ${rebuilt.message}`);
+  if (rebuilt.kind === "already_present") return { kind: "present" };
+  // The rebuilt files have new inodes and times: the next capture hashes them once.
+  deps.knownTrees.forget(scope.projectId);
+  return { kind: "restored", checkpoint: latest, files: rebuilt.files, refusedLinks: rebuilt.refusedLinks };
+}
