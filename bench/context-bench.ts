@@ -38,6 +38,7 @@ import { loadConfig } from "../src/config.js";
 import { compileMessages } from "../src/context/compile-request.js";
 import { projectionLimit } from "../src/context/project-results.js";
 import type { HistoryMessage, MessagePosition } from "../src/core/history.js";
+import type { ProjectId, SessionId, TenantId } from "../src/ids.js";
 import { createServices, type Services } from "../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../src/worker/worker-runtime.js";
 import { createBenchEnv, type BenchEnv } from "./support/bench-env.js";
@@ -83,8 +84,8 @@ function expectStatus<T>(response: ApiResponse<T>, status: number, what: string)
 
 interface Tenant {
   key: string;
-  tenantId: string;
-  projectId: string;
+  tenantId: TenantId;
+  projectId: ProjectId;
 }
 
 async function newTenant(app: App, adminToken: string, pool: pg.Pool): Promise<Tenant> {
@@ -94,17 +95,17 @@ async function newTenant(app: App, adminToken: string, pool: pg.Pool): Promise<T
     "tenant creation",
   );
   const project = expectStatus(
-    await call<{ id: string }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "context-bench" }),
+    await call<{ id: ProjectId }>(app, tenant.apiKey, "POST", "/v1/projects", { name: "context-bench" }),
     201,
     "project creation",
   );
-  const { rows } = await pool.query<{ tenant_id: string }>("select tenant_id from projects where id = $1", [project.id]);
+  const { rows } = await pool.query<{ tenant_id: TenantId }>("select tenant_id from projects where id = $1", [project.id]);
   return { key: tenant.apiKey, tenantId: rows[0]!.tenant_id, projectId: project.id };
 }
 
-async function newSession(app: App, tenant: Tenant): Promise<string> {
+async function newSession(app: App, tenant: Tenant): Promise<SessionId> {
   return expectStatus(
-    await call<{ id: string }>(app, tenant.key, "POST", "/v1/sessions", { projectId: tenant.projectId }),
+    await call<{ id: SessionId }>(app, tenant.key, "POST", "/v1/sessions", { projectId: tenant.projectId }),
     201,
     "session creation",
   ).id;
@@ -197,7 +198,7 @@ function syntheticHistory(): SyntheticHistory {
   return { rows, largeResults, largeBytes, smallResults };
 }
 
-async function insertHistory(pool: pg.Pool, tenantId: string, sessionId: string, history: SyntheticHistory): Promise<void> {
+async function insertHistory(pool: pg.Pool, tenantId: TenantId, sessionId: SessionId, history: SyntheticHistory): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("begin");

@@ -108,8 +108,7 @@ const windowMs = (records: ReadonlyArray<{ requestedAt: number; endedAt: number 
 // --- one measurement of each kind -------------------------------------------
 
 async function foyaSingleRun(driver: FoyaDriver, steps: number): Promise<number[]> {
-  const [session] = await driver.createSessions(1);
-  const records = await driver.runAll([session as string], steps, timeLeft());
+  const records = await driver.runAll(await driver.createSessions(1), steps, timeLeft());
   assertCompleted(records);
   return stepTimings(records).interval;
 }

@@ -26,10 +26,10 @@ const identity = toolIdentity(identityMode(1_000_000_000), 90_000_002);
 const workspace = await createWorkspaceFolder(workspacesDir, ["tenant", "project"], identity);
 const stored = new Map<string, number>();
 const context: ToolContext = {
-  tenantId: "ten",
-  sessionId: "ses",
-  runId: "run",
-  projectId: "prj",
+  tenantId: "ten_bench",
+  sessionId: "ses_bench",
+  runId: "run_bench",
+  projectId: "prj_bench",
   workspace: projectWorkspaceFiles(workspacesDir, workspace),
   // Output capture through the sandbox every call uses; the sandbox's own cost is bench/sandbox-bench.ts.
   processes: createCallProcesses({

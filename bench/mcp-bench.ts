@@ -20,7 +20,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 import { createLogger } from "../src/logger.js";
-import type { McpServerConfig } from "../src/mcp/mcp-config.js";
+import type { McpScope, McpServerConfig } from "../src/mcp/mcp-config.js";
 import { createMcpConnections, type McpConnections } from "../src/mcp/mcp-connections.js";
 import { mapMcpTools } from "../src/mcp/mcp-tools.js";
 import { defaultProcessLimits } from "../src/core/process-limits.js";
@@ -45,7 +45,7 @@ const workspacesDir = await realpath(await mkdtemp(path.join(tmpdir(), "foya-ben
 const identity = toolIdentity(identityMode(1_000_000_000), 90_000_004);
 const workspace = await createWorkspaceFolder(workspacesDir, ["tenant", "project"], identity);
 const logger = createLogger("silent");
-const scope = { tenantId: "ten_bench", projectId: "prj_bench" };
+const scope: McpScope = { tenantId: "ten_bench", projectId: "prj_bench" };
 
 const runner = createSandbox({
   bwrapPath: "bwrap",
@@ -84,8 +84,8 @@ const remote: McpServerConfig = {
 
 const context = {
   tenantId: "ten_bench",
-  sessionId: "ses",
-  runId: "run",
+  sessionId: "ses_bench",
+  runId: "run_bench",
   projectId: "prj_bench",
   approvalMode: "full_access",
   provider: { profile: "scripted", model: "scripted" },

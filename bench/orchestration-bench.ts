@@ -161,8 +161,8 @@ function probeSummary(probe: ProbeStats): ProcessSummary {
 
 async function foyaLatencyPhase(driver: FoyaDriver, services: Services, worker: BenchProcess): Promise<LatencyPhase> {
   const sessions = await driver.createSessions(settings.latencyRuns + 1);
-  const [warmupSession, ...measuredSessions] = sessions;
-  await driver.runAll([warmupSession as string], settings.warmupSteps, timeLeft());
+  const [, ...measuredSessions] = sessions;
+  await driver.runAll(sessions.slice(0, 1), settings.warmupSteps, timeLeft());
 
   const started = performance.now();
   const m = await measured([worker], async () => {

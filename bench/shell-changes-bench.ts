@@ -89,7 +89,7 @@ async function once(workspace: string, command: string, recorded: boolean): Prom
       ? {
           layers,
           workspacesDir,
-          owner: { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "c" },
+          owner: { tenantId: "ten_t", sessionId: "ses_s", runId: "run_r", toolCallId: "call_c" },
           onError: (message) => console.error(message),
         }
       : null,
@@ -116,7 +116,7 @@ async function largeLayer(files: number): Promise<{ files: number; settleMs: num
     writeFileSync(path.join(workspace, `d${Math.floor(f / perFolder)}`, `f${f}`), `before ${f}\n`);
   }
   await new Promise((resolve) => setTimeout(resolve, 20));
-  const layer = layers.open(workspace, { tenantId: "t", sessionId: "s", runId: "r", toolCallId: "large" });
+  const layer = layers.open(workspace, { tenantId: "ten_t", sessionId: "ses_s", runId: "run_r", toolCallId: "call_large" });
   if (!layer) throw new Error("no layer over the large workspace");
   for (let f = 0; f < files; f++) {
     if (f % perFolder === 0) mkdirSync(path.join(layer.folders.upperDir, `d${f / perFolder}`));

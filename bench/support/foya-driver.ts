@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { App } from "../../src/api/app-env.js";
 import type { SessionEvent } from "../../src/core/events.js";
+import type { RunId, SessionId } from "../../src/ids.js";
 import type { Services } from "../../src/services.js";
 
 /**
@@ -21,8 +22,8 @@ export interface ObservedEvent {
 }
 
 export interface RunRecord {
-  sessionId: string;
-  runId: string;
+  sessionId: SessionId;
+  runId: RunId;
   /** Agent steps scripted (tool steps; the closing text step is extra). */
   toolSteps: number;
   requestedAt: number;
@@ -80,10 +81,10 @@ export class FoyaDriver {
     return new FoyaDriver(app, services, tenant.apiKey, project.id);
   }
 
-  async createSessions(count: number): Promise<string[]> {
-    const ids: string[] = [];
+  async createSessions(count: number): Promise<SessionId[]> {
+    const ids: SessionId[] = [];
     for (let i = 0; i < count; i++) {
-      const session = await call<{ id: string }>(this.app, this.key, "POST", "/v1/sessions", { projectId: this.projectId });
+      const session = await call<{ id: SessionId }>(this.app, this.key, "POST", "/v1/sessions", { projectId: this.projectId });
       ids.push(expectStatus(session, 201, "session creation").id);
     }
     return ids;
@@ -94,14 +95,14 @@ export class FoyaDriver {
    * steps, and waits until every run has ended (or `timeoutMs` passes).
    * Subscriptions are in place before the first run starts.
    */
-  async runAll(sessionIds: readonly string[], toolSteps: number, timeoutMs: number): Promise<RunRecord[]> {
+  async runAll(sessionIds: readonly SessionId[], toolSteps: number, timeoutMs: number): Promise<RunRecord[]> {
     const input = noopScript(toolSteps);
     const observers = await Promise.all(sessionIds.map((sessionId) => this.observe(sessionId)));
     try {
       const records = await Promise.all(
         observers.map(async (observer) => {
           const requestedAt = performance.now();
-          const run = await call<{ id: string }>(this.app, this.key, "POST", `/v1/sessions/${observer.sessionId}/runs`, { input });
+          const run = await call<{ id: RunId }>(this.app, this.key, "POST", `/v1/sessions/${observer.sessionId}/runs`, { input });
           const runId = expectStatus(run, 202, "run creation").id;
           const end = await withTimeout(observer.ended, timeoutMs, `run ${runId} did not end within ${timeoutMs} ms`);
           return {
@@ -121,8 +122,8 @@ export class FoyaDriver {
     }
   }
 
-  private async observe(sessionId: string): Promise<{
-    sessionId: string;
+  private async observe(sessionId: SessionId): Promise<{
+    sessionId: SessionId;
     events: ObservedEvent[];
     ended: Promise<{ at: number; status: string }>;
     stop(): void;

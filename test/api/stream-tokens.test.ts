@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStreamTokens } from "../../src/api/stream-token.js";
+import type { ApiKeyId } from "../../src/ids.js";
 import type { ApiClient } from "../helpers/api-client.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
@@ -51,7 +52,7 @@ describe("event stream tokens (SPEC E3: API keys never travel in URLs)", () => {
   it("E3: an expired, another session's, forged or differently signed token is refused 401", async () => {
     const { sessionId } = await tenant.newSession();
     const { sessionId: otherSession } = await tenant.newSession();
-    const [key] = await env.query<{ id: string }>("select id from api_keys where tenant_id = $1", [tenant.tenantId]);
+    const [key] = await env.query<{ id: ApiKeyId }>("select id from api_keys where tenant_id = $1", [tenant.tenantId]);
     const claims = { tenantId: tenant.tenantId!, apiKeyId: key!.id, sessionId };
     const own = createStreamTokens(env.config.api.streamTokenSecret);
     const valid = own.mint(claims).token;

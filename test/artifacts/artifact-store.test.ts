@@ -4,14 +4,15 @@ import { normalizeMediaType, sniffImageMediaType } from "../../src/artifacts/med
 import { storeResultArtifacts } from "../../src/artifacts/store-result-artifacts.js";
 import { compileMessages } from "../../src/context/compile-request.js";
 import type { HistoryMessage } from "../../src/core/history.js";
+import type { ArtifactId, SessionId, TenantId } from "../../src/ids.js";
 import { tinyPng } from "../fixtures/test-tools.js";
 import { useTestEnv } from "../helpers/test-env.js";
 
 const { env, client } = useTestEnv();
 
-async function newScope(c = client): Promise<{ tenantId: string; sessionId: string }> {
+async function newScope(c = client): Promise<{ tenantId: TenantId; sessionId: SessionId }> {
   const { sessionId } = await c.newSession();
-  const [row] = await env.query<{ tenant_id: string }>("select tenant_id from sessions where id = $1", [sessionId]);
+  const [row] = await env.query<{ tenant_id: TenantId }>("select tenant_id from sessions where id = $1", [sessionId]);
   return { tenantId: row!.tenant_id, sessionId };
 }
 
@@ -60,7 +61,7 @@ describe("storing result bytes", () => {
     expect(stored.isError).toBeUndefined();
     const rows = await env.query("select id from artifacts where session_id = $1", [scope.sessionId]);
     expect(rows).toHaveLength(2);
-    const found = await env.services.store.artifacts.findArtifact(scope.tenantId, (first as { artifactId: string }).artifactId);
+    const found = await env.services.store.artifacts.findArtifact(scope.tenantId, (first as { artifactId: ArtifactId }).artifactId);
     expect(found?.bytes.equals(tinyPng)).toBe(true);
   });
 
@@ -104,7 +105,7 @@ const entries = (history: HistoryMessage[]) =>
 const resultLimit = 100_000;
 
 describe("context compiler", () => {
-  const toolMessage = (artifactIds: string[]): HistoryMessage => ({
+  const toolMessage = (artifactIds: ArtifactId[]): HistoryMessage => ({
     role: "tool",
     callId: "c1",
     name: "shot",

@@ -5,6 +5,7 @@ import path from "node:path";
 import { execa } from "execa";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { TenantId } from "../../src/ids.js";
 import { ApiClient, script, textOf } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { spawnNodeProcess, type SpawnedProcess } from "../helpers/processes.js";
@@ -93,7 +94,7 @@ describe("production build", () => {
     await service.waitForOutput(/FOYA_WORKER_ID=\S+/, 30_000);
 
     const admin = ApiClient.forUrl(url as string, adminToken);
-    const created = await admin.post<{ tenant: { id: string }; apiKey: string }>("/v1/tenants", { name: "compiled" });
+    const created = await admin.post<{ tenant: { id: TenantId }; apiKey: string }>("/v1/tenants", { name: "compiled" });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const tenant = ApiClient.forUrl(url as string, created.body.apiKey, created.body.tenant.id);
     const { sessionId } = await tenant.newSession();

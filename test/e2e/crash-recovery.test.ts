@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunId } from "../../src/ids.js";
 import { jobIdFor } from "../../src/queue/job-types.js";
 import { readMarkers } from "../fixtures/test-tools.js";
 import { ApiClient, script, waitFor } from "../helpers/api-client.js";
@@ -267,7 +268,7 @@ describe("crash recovery", () => {
       sessionId,
       script([[{ text: "a" }, { tool: "marker_sleep", args: { marker: "d4", sleepMs: 300 } }], [{ text: "b" }]]),
     );
-    const runId: string = run.body.id;
+    const runId: RunId = run.body.id;
     const { dispatcher } = env.services;
     // Duplicate deliveries of the same work under other job ids, while the originals run.
     for (let copy = 1; copy <= 3; copy++) {

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../src/core/events.js";
+import type { SessionId } from "../../src/ids.js";
 import { readMarkers } from "../fixtures/test-tools.js";
 import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
@@ -65,7 +66,7 @@ afterAll(async () => {
 });
 
 /** Every event of a session with its arrival time, from before the run starts. */
-async function recordEvents(sessionId: string): Promise<{ events: Array<{ at: number; event: SessionEvent }>; stop(): void }> {
+async function recordEvents(sessionId: SessionId): Promise<{ events: Array<{ at: number; event: SessionEvent }>; stop(): void }> {
   const events: Array<{ at: number; event: SessionEvent }> = [];
   const stop = await env.services.bus.subscribe(sessionId, (event) => events.push({ at: performance.now(), event }));
   return { events, stop };

@@ -1,4 +1,5 @@
 import type { App } from "../../src/api/app-env.js";
+import type { ProjectId, SessionId, TenantId } from "../../src/ids.js";
 
 export interface ApiResponse<T> {
   status: number;
@@ -12,14 +13,14 @@ export class ApiClient {
     private readonly send: (path: string, init: RequestInit) => Promise<Response>,
     readonly key: string,
     /** The key's tenant, when the client was made for one (`TestEnv.newTenant`). */
-    readonly tenantId?: string,
+    readonly tenantId?: TenantId,
   ) {}
 
-  static forApp(app: App, key: string, tenantId?: string): ApiClient {
+  static forApp(app: App, key: string, tenantId?: TenantId): ApiClient {
     return new ApiClient(async (path, init) => app.request(path, init), key, tenantId);
   }
 
-  static forUrl(baseUrl: string, key: string, tenantId?: string): ApiClient {
+  static forUrl(baseUrl: string, key: string, tenantId?: TenantId): ApiClient {
     return new ApiClient((path, init) => fetch(`${baseUrl}${path}`, init), key, tenantId);
   }
 
@@ -54,10 +55,10 @@ export class ApiClient {
   }
 
   /** Project + session in one go; answers the session id. */
-  async newSession(sessionOptions: Record<string, unknown> = {}): Promise<{ projectId: string; sessionId: string }> {
-    const project = await this.post<{ id: string }>("/v1/projects", { name: "test project" });
+  async newSession(sessionOptions: Record<string, unknown> = {}): Promise<{ projectId: ProjectId; sessionId: SessionId }> {
+    const project = await this.post<{ id: ProjectId }>("/v1/projects", { name: "test project" });
     if (project.status !== 201) throw new Error(`project creation failed: ${JSON.stringify(project.body)}`);
-    const session = await this.post<{ id: string }>("/v1/sessions", { projectId: project.body.id, ...sessionOptions });
+    const session = await this.post<{ id: SessionId }>("/v1/sessions", { projectId: project.body.id, ...sessionOptions });
     if (session.status !== 201) throw new Error(`session creation failed: ${JSON.stringify(session.body)}`);
     return { projectId: project.body.id, sessionId: session.body.id };
   }

@@ -5,7 +5,7 @@ import pg from "pg";
 import { inject } from "vitest";
 import { openDatabase } from "../../src/db/client.js";
 import { runMigrations } from "../../src/db/migrate.js";
-import { newId } from "../../src/ids.js";
+import { newId, type ProjectId, type SessionId, type TenantId } from "../../src/ids.js";
 import { createStore, type Store } from "../../src/store/store.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -19,7 +19,7 @@ export interface StoreDb {
   /** Plain SQL on the test database, to look at rows (and, rarely, to put one in a state no statement reaches). */
   query<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
   /** A new tenant with a project and a session, for one test. */
-  newSession(): Promise<{ tenantId: string; projectId: string; sessionId: string }>;
+  newSession(): Promise<{ tenantId: TenantId; projectId: ProjectId; sessionId: SessionId }>;
   close(): Promise<void>;
 }
 

@@ -16,6 +16,7 @@ import { startHttpServer, type HttpServer } from "../../src/api/http-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createServices, type CreateServicesOptions, type Services } from "../../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
+import type { TenantId } from "../../src/ids.js";
 import { ApiClient } from "./api-client.js";
 import { dropDatabase, takeDatabase } from "./test-databases.js";
 
@@ -115,7 +116,7 @@ export async function createTestEnv(
     app,
     admin: ApiClient.forApp(app, config.api.adminToken ?? ""),
     async newTenant(name = "tenant", options = {}) {
-      const created = await testEnv.admin.post<{ tenant: { id: string }; apiKey: string }>("/v1/tenants", { name });
+      const created = await testEnv.admin.post<{ tenant: { id: TenantId }; apiKey: string }>("/v1/tenants", { name });
       if (created.status !== 201) throw new Error(`tenant creation failed: ${JSON.stringify(created.body)}`);
       const tenantId = created.body.tenant.id;
       if (options.fullAccess) {

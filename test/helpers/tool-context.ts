@@ -71,10 +71,10 @@ export function toolContext(overrides: ToolContextOverrides): ToolContext {
       limits: { ...defaultProcessLimits, ...limits },
     });
   return {
-    tenantId: "ten",
-    sessionId: "ses",
-    runId: "run",
-    projectId: "prj",
+    tenantId: "ten_test",
+    sessionId: "ses_test",
+    runId: "run_test",
+    projectId: "prj_test",
     approvalMode: confinement.kind === "full_access" ? "full_access" : "auto",
     workspace: openWorkspaceFiles({
       root: workspaceDir,

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProjectId, TenantId } from "../../src/ids.js";
 import { ApiClient, waitFor } from "../helpers/api-client.js";
 import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
@@ -18,7 +19,7 @@ const timeoutMs = 6_000;
 let env: TestEnv;
 let api: FoyaProcess;
 let owner: ApiClient;
-let projectId: string;
+let projectId: ProjectId;
 const processes = processGroup();
 
 /** Real processes: an API-only process (src/api/main.ts) and, from the second test on, a worker process. */
@@ -31,7 +32,7 @@ beforeAll(async () => {
   const tenant = await env.newTenant("owner");
   api = await processes.start("api", env.env);
   owner = ApiClient.forUrl(api.url as string, tenant.key, tenant.tenantId);
-  const project = await owner.post<{ id: string }>("/v1/projects", { name: "mcp project" });
+  const project = await owner.post<{ id: ProjectId }>("/v1/projects", { name: "mcp project" });
   expect(project.status).toBe(201);
   projectId = project.body.id;
 });
@@ -154,7 +155,7 @@ describe("MCP servers are reached from an API-only process through workers", () 
     }
     // Past the API's checks, as a forged job would be: the worker looks the server up by the request's tenant.
     const forged = await env.services.mcpViaWorkers.listResources(
-      { tenantId: otherTenant.tenantId as string, projectId },
+      { tenantId: otherTenant.tenantId as TenantId, projectId },
       { name: "isolated", transport: { kind: "http", url: "http://unused.invalid/mcp", headers: {} } },
     );
     expect(forged).toEqual({ ok: false, errorCode: "mcp_unavailable", message: 'The MCP server "isolated" is not configured.' });

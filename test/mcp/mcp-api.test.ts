@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import type { ProjectId, TenantId } from "../../src/ids.js";
 import { waitFor } from "../helpers/api-client.js";
 import { useTestEnv } from "../helpers/test-env.js";
 import { groupAlive, sandboxedMcpOverrides } from "./mcp-test-helpers.js";
@@ -15,8 +16,8 @@ function everythingTransport(envVars: Record<string, string> = {}) {
   return { kind: "stdio", command: process.execPath, args: [everythingEntry, "stdio"], env: envVars };
 }
 
-async function newProject(api = client): Promise<string> {
-  const project = await api.post<{ id: string }>("/v1/projects", { name: "mcp project" });
+async function newProject(api = client): Promise<ProjectId> {
+  const project = await api.post<{ id: ProjectId }>("/v1/projects", { name: "mcp project" });
   expect(project.status).toBe(201);
   return project.body.id;
 }
@@ -237,8 +238,8 @@ describe("MCP servers through the API", () => {
   });
 });
 
-async function tenantOf(projectId: string): Promise<string> {
-  const [row] = await env.query<{ tenant_id: string }>("select tenant_id from projects where id = $1", [projectId]);
+async function tenantOf(projectId: ProjectId): Promise<TenantId> {
+  const [row] = await env.query<{ tenant_id: TenantId }>("select tenant_id from projects where id = $1", [projectId]);
   if (!row) throw new Error(`no project ${projectId}`);
   return row.tenant_id;
 }

@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newId } from "../../src/ids.js";
 import type { McpServerConfig } from "../../src/mcp/mcp-config.js";
 import { createMcpConnectionsViaWorkers } from "../../src/mcp/mcp-connections-via-workers.js";
 import { mcpRequestQueueName } from "../../src/mcp/mcp-request.js";
@@ -49,7 +49,7 @@ describe("MCP requests asked of workers", () => {
       pickupMs: 300,
     });
     try {
-      const scope = { tenantId: randomUUID(), projectId: null };
+      const scope = { tenantId: newId("ten"), projectId: null };
       const outcome = await connections.listResources(scope, { name: "late" } as McpServerConfig);
       expect(outcome).toEqual({ ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } });
     } finally {

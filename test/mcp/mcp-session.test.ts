@@ -7,6 +7,7 @@ import { z } from "zod";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import type { TenantId } from "../../src/ids.js";
 import { script, textOf, waitFor, type ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { useTestEnv } from "../helpers/test-env.js";
@@ -189,7 +190,8 @@ describe("MCP tools in sessions", () => {
     try {
       const { projectId } = await client.newSession();
       const created = await client.post("/v1/mcp-servers", { name: "faulty", projectId, transport: stdio(faultyEntry) });
-      const tenantId = (await env.query<{ tenant_id: string }>("select tenant_id from projects where id = $1", [projectId]))[0]!.tenant_id;
+      const [owner] = await env.query<{ tenant_id: TenantId }>("select tenant_id from projects where id = $1", [projectId]);
+      const tenantId = owner!.tenant_id;
       const before = await catalog.forProject({ tenantId, projectId });
       expect(before.registry.get("mcp__faulty__ok")).toBeDefined();
       const pid = mcp.status({ tenantId, projectId }, "faulty").pid;

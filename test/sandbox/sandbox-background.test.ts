@@ -3,6 +3,7 @@ import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CommandId, RunId, SessionId, TenantId } from "../../src/ids.js";
 import type { Confinement } from "../../src/sandbox/confinement.js";
 import type { ProcessLimits } from "../../src/core/process-limits.js";
 import { createSandbox, type SandboxRunner } from "../../src/sandbox/sandbox-runner.js";
@@ -19,7 +20,7 @@ const { env, client } = useTestEnv();
 const toolPath = "/usr/local/bin:/usr/bin:/bin";
 const markers = new Set<string>();
 let commands: BackgroundCommands;
-let owner: { tenantId: string; sessionId: string; runId: string; cwd: string };
+let owner: { tenantId: TenantId; sessionId: SessionId; runId: RunId; cwd: string };
 let identity: ProcessIdentity;
 let outside: string;
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
   commands = startBackgroundCommands({ store: env.services.store, workerId: "sandbox-test", leaseMs: 2000, onError: () => {} });
   const { sessionId } = await client.newSession();
   const run = await client.startRun(sessionId, script([[{ text: "ok" }]]));
-  const [row] = await env.query<{ tenant_id: string }>("select tenant_id from runs where id = $1", [run.body.id]);
+  const [row] = await env.query<{ tenant_id: TenantId }>("select tenant_id from runs where id = $1", [run.body.id]);
   owner = { tenantId: row!.tenant_id, sessionId, runId: run.body.id, cwd: await env.workspaceOf(sessionId) };
   identity = toolIdentity(env.services.identityMode, (await env.services.tenantSettings.get(owner.tenantId)).toolUidSlot);
 });
@@ -84,8 +85,8 @@ describe("sandboxed background commands", () => {
     markers.add(marker);
     try {
       const capped = { backgroundCommands: 2, backgroundSeconds: 600 };
-      const first = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, capped)) as { id: string };
-      const second = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, other, capped)) as { id: string };
+      const first = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, capped)) as { id: CommandId };
+      const second = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, other, capped)) as { id: CommandId };
       expect(first.id && second.id).toBeTruthy();
       // A third, on either worker, is refused before anything is recorded.
       for (const on of [commands, other])
@@ -99,7 +100,7 @@ describe("sandboxed background commands", () => {
       await ended(second.id);
       // Past its lifetime a command is killed, and its output says why.
       const short = (await start(`sleep ${marker}`, sandboxed(false), env.services.sandbox, commands, { backgroundSeconds: 1 })) as {
-        id: string;
+        id: CommandId;
       };
       const done = await ended(short.id);
       expect(done).toMatchObject({ status: "killed" });
@@ -114,7 +115,7 @@ describe("sandboxed background commands", () => {
     const target = path.join(outside, "bg.txt");
     const started = await start(`echo made > made.txt && echo pwned > ${target}`);
     expect(started).toHaveProperty("id");
-    const done = await ended((started as { id: string }).id);
+    const done = await ended((started as { id: CommandId }).id);
     expect(done).toMatchObject({ status: "failed", exit_code: 1 });
     expect(done.output).toContain("No such file or directory");
     expect(await readFile(path.join(owner.cwd, "made.txt"), "utf8")).toBe("made\n");
@@ -122,14 +123,14 @@ describe("sandboxed background commands", () => {
   });
 
   it("B2: a command killed by a signal inside the sandbox is reported killed, not as an exit code", async () => {
-    const started = (await start("echo started; kill -9 $$")) as { id: string };
+    const started = (await start("echo started; kill -9 $$")) as { id: CommandId };
     expect(await ended(started.id)).toMatchObject({ status: "killed", signal: "SIGKILL", exit_code: null });
   });
 
   it("C1: cancelling a sandboxed background command kills its whole process tree", async () => {
     const marker = uniqueMarker();
     markers.add(marker);
-    const started = (await start(`sleep ${marker} & (sleep ${marker} &); setsid sleep ${marker} & wait`)) as { id: string };
+    const started = (await start(`sleep ${marker} & (sleep ${marker} &); setsid sleep ${marker} & wait`)) as { id: CommandId };
     await waitFor(async () => (await survivorsAfter(marker, 0)).length >= 4, 10_000, "the process tree to start");
     expect(commands.cancel(started.id)).toBe(true);
     expect(await ended(started.id)).toMatchObject({ status: "cancelled" });
@@ -140,7 +141,7 @@ describe("sandboxed background commands", () => {
     const started = (await start(
       "cat /proc/net/route; exec 3<>/dev/tcp/127.0.0.1/5432 && echo postgres; exec 3<>/dev/tcp/10.0.2.2/6379 && echo redis",
       sandboxed(true),
-    )) as { id: string };
+    )) as { id: CommandId };
     const done = await ended(started.id);
     expect(done).toMatchObject({ status: "failed", exit_code: 1 });
     expect(done.output).toMatch(/^tap0\t00000000\t0202000A/m);
@@ -152,7 +153,7 @@ describe("sandboxed background commands", () => {
     // Cancelled while it runs: the command's tree and slirp4netns are gone.
     const marker = uniqueMarker();
     markers.add(marker);
-    const running = (await start(`sleep ${marker} & setsid sleep ${marker} & wait`, sandboxed(true))) as { id: string };
+    const running = (await start(`sleep ${marker} & setsid sleep ${marker} & wait`, sandboxed(true))) as { id: CommandId };
     await waitFor(async () => (await survivorsAfter(marker, 0)).length >= 4, 10_000, "the process tree to start");
     expect((await livingSlirp4netns()).length).toBeGreaterThanOrEqual(1);
     expect(commands.cancel(running.id)).toBe(true);
@@ -183,7 +184,7 @@ describe("sandboxed background commands", () => {
       });
       expect(await env.query("select id from commands where owner_worker = 'sandbox-test-no-slirp'")).toEqual([]);
       // Without the network grant it is not needed.
-      const plain = (await start("echo ran", sandboxed(false), runner, broken)) as { id: string };
+      const plain = (await start("echo ran", sandboxed(false), runner, broken)) as { id: CommandId };
       await waitFor(async () => (await row(plain.id))?.status === "exited", 20_000, "the command without network");
     } finally {
       await broken.stop();

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProjectId, SessionId, TenantId } from "../../src/ids.js";
 import { useTestEnv } from "../helpers/test-env.js";
 import { attempt, watch, type Canary } from "./escape-ledger.js";
 
@@ -66,10 +67,10 @@ const attacks = (): Array<[string, string]> => [
   ["PATH", dir],
 ];
 
-async function projectOf(): Promise<{ tenantId: string; projectId: string; sessionId: string }> {
+async function projectOf(): Promise<{ tenantId: TenantId; projectId: ProjectId; sessionId: SessionId }> {
   const { projectId, sessionId } = await client.newSession();
-  const [row] = await env.query<{ tenant_id: string }>("select tenant_id from projects where id = $1", [projectId]);
-  return { tenantId: row?.tenant_id as string, projectId, sessionId };
+  const [row] = await env.query<{ tenant_id: TenantId }>("select tenant_id from projects where id = $1", [projectId]);
+  return { tenantId: row?.tenant_id as TenantId, projectId, sessionId };
 }
 
 describe("escape suite: a stdio MCP server's environment", () => {

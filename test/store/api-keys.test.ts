@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ApiKeyId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 
 /** `store.apiKeys`: a key is found by its hash only while it is not revoked (SPEC D8), and only for its tenant. */
@@ -13,13 +14,13 @@ afterAll(async () => db?.close());
 async function tenantWithKey() {
   const hash = randomBytes(16).toString("hex");
   const tenant = await db.store.tenants.insertTenantWithKey("t", { hash, prefix: "foya_t" });
-  const [key] = await db.query<{ id: string }>("select id from api_keys where tenant_id = $1", [tenant.id]);
+  const [key] = await db.query<{ id: ApiKeyId }>("select id from api_keys where tenant_id = $1", [tenant.id]);
   if (!key) throw new Error("no key");
   return { tenantId: tenant.id, keyId: key.id, hash };
 }
 
 /** No statement revokes a key yet (the operator does it in SQL): set the column the lookups guard on. */
-const revoke = (keyId: string) => db.query("update api_keys set revoked_at = now() where id = $1", [keyId]);
+const revoke = (keyId: ApiKeyId) => db.query("update api_keys set revoked_at = now() where id = $1", [keyId]);
 
 describe("store.apiKeys", () => {
   it("D8: a live key is found by its hash, never by its id or another string", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newId } from "../../src/ids.js";
+import { newId, type ApprovalId } from "../../src/ids.js";
 import type { CallRow } from "../../src/store/runs.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { claimedBatch, type Batch } from "./run-fixtures.js";
@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.close());
 
-async function ask(batch: Batch, call: CallRow, expiresInMs = 60_000): Promise<string> {
+async function ask(batch: Batch, call: CallRow, expiresInMs = 60_000): Promise<ApprovalId> {
   const id = newId("apr");
   const asked = await db.store.transaction((tx) =>
     tx.toolCalls.askApproval(call.id, {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newId } from "../../src/ids.js";
+import { newId, type CommandId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { placedRun, type PlacedRun } from "./run-fixtures.js";
 
@@ -13,7 +13,7 @@ afterAll(async () => db?.close());
 
 const output = (text: string) => ({ output: text, outputBytes: text.length, outputLines: 1 });
 
-async function start(placed: PlacedRun, owner: string, allowed = 5, leaseMs = 30_000): Promise<string | undefined> {
+async function start(placed: PlacedRun, owner: string, allowed = 5, leaseMs = 30_000): Promise<CommandId | undefined> {
   const id = newId("cmd");
   const row = {
     id,
@@ -27,7 +27,7 @@ async function start(placed: PlacedRun, owner: string, allowed = 5, leaseMs = 30
   return (await db.store.commands.recordCommandUnderCap(row, allowed)) ? id : undefined;
 }
 
-const stateOf = async (id: string) =>
+const stateOf = async (id: CommandId) =>
   (await db.query<{ status: string; output: string }>("select status, output from commands where id = $1", [id]))[0];
 
 describe("store.commands", () => {
@@ -40,7 +40,7 @@ describe("store.commands", () => {
 
   it("B2, B4: only the owning worker writes a running command's output and end; a lost command is not written as running", async () => {
     const placed = await placedRun(db);
-    const id = (await start(placed, "w-owner")) as string;
+    const id = (await start(placed, "w-owner")) as CommandId;
     await db.store.commands.flushCommandOutput("w-other", id, output("intruder"), 30_000);
     await db.store.commands.flushCommandOutput("w-owner", id, output("half"), 30_000);
     expect(await stateOf(id)).toEqual({ status: "running", output: "half" });
@@ -56,8 +56,8 @@ describe("store.commands", () => {
 
   it("B4: a command whose lease lapsed is lost; one whose owner renews is not", async () => {
     const placed = await placedRun(db);
-    const lapsed = (await start(placed, "w-gone", 5, -1000)) as string;
-    const renewed = (await start(placed, "w-live", 5, -1000)) as string;
+    const lapsed = (await start(placed, "w-gone", 5, -1000)) as CommandId;
+    const renewed = (await start(placed, "w-live", 5, -1000)) as CommandId;
     await db.store.commands.renewCommandLeases("w-live", [renewed], 30_000);
     await db.store.commands.markLostCommands();
     expect((await stateOf(lapsed))?.status).toBe("lost");

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewEvent } from "../../src/core/events.js";
+import type { RunId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { placedRun } from "./run-fixtures.js";
 
@@ -11,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.close());
 
-const status = (runId: string): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
+const status = (runId: RunId): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
 
 describe("store.events", () => {
   it("D5: appended events get gap-free sequence numbers per session, in order, and read back after any of them", async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FileChangeRecord } from "../../src/core/file-change-record.js";
+import type { FileChangeId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { type Batch, claimedBatch } from "./run-fixtures.js";
 
@@ -31,7 +32,10 @@ async function recordChange(batch: Batch, path: string) {
     { tenantId: batch.tenantId, sessionId: batch.sessionId, runId: batch.run.id, toolCallId: call.id },
     [record(path)],
   );
-  const [row] = await db.query<{ id: string }>("select id from file_changes where session_id = $1 and path = $2", [batch.sessionId, path]);
+  const [row] = await db.query<{ id: FileChangeId }>("select id from file_changes where session_id = $1 and path = $2", [
+    batch.sessionId,
+    path,
+  ]);
   if (!row) throw new Error("no file change");
   return row.id;
 }

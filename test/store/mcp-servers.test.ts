@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { McpServerInput } from "../../src/store/mcp-servers.js";
-import { newId } from "../../src/ids.js";
+import { newId, type ProjectId, type TenantId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 
 /** `store.mcpServers`: server configurations (SPEC M1), unique by name per scope, every lookup by tenant (D8). */
@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.close());
 
-const server = (tenantId: string, projectId: string | null, name: string, command = "echo"): McpServerInput => ({
+const server = (tenantId: TenantId, projectId: ProjectId | null, name: string, command = "echo"): McpServerInput => ({
   tenantId,
   projectId,
   name,

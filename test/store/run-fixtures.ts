@@ -1,4 +1,5 @@
 import type { NextJob } from "../../src/core/next-job.js";
+import type { ProjectId, RunId, SessionId, TenantId } from "../../src/ids.js";
 import { historyOrigin, type CallRow, type ClaimedRun, type RunRow } from "../../src/store/runs.js";
 import type { StoreDb } from "../helpers/store-db.js";
 
@@ -14,9 +15,9 @@ export const batchJob: NextJob = { kind: "batch", stepIndex: 0 };
 
 export interface PlacedRun {
   run: RunRow & { ordinal: number };
-  tenantId: string;
-  projectId: string;
-  sessionId: string;
+  tenantId: TenantId;
+  projectId: ProjectId;
+  sessionId: SessionId;
 }
 
 /** A new session's run, given its place and its first step job (the outbox). */
@@ -75,7 +76,7 @@ export async function claimedBatch(db: StoreDb, names: readonly string[], owner 
 }
 
 /** The run's row as Postgres has it now. */
-export async function runRow(db: StoreDb, runId: string): Promise<RunRow> {
+export async function runRow(db: StoreDb, runId: RunId): Promise<RunRow> {
   const row = await db.store.runs.readRun(runId);
   if (!row) throw new Error(`no run ${runId}`);
   return row;

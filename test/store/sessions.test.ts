@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newId } from "../../src/ids.js";
+import { newId, type ProjectId, type TenantId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { placedRun } from "./run-fixtures.js";
 
@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(async () => db?.close());
 
 /** Another session of the same project. */
-async function siblingSession(scope: { tenantId: string; projectId: string }) {
+async function siblingSession(scope: { tenantId: TenantId; projectId: ProjectId }) {
   const row = await db.store.sessions.insertSession({
     id: newId("ses"),
     tenantId: scope.tenantId,

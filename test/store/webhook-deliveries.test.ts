@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewEvent } from "../../src/core/events.js";
+import type { DeliveryId, RunId, TenantId, WebhookId } from "../../src/ids.js";
 import type { AttemptOutcome } from "../../src/store/webhook-deliveries.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { placedRun } from "./run-fixtures.js";
@@ -15,12 +16,12 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.close());
 
-const status = (runId: string): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
+const status = (runId: RunId): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
 const failure: AttemptOutcome = { ok: false, statusCode: 500, error: "server error", durationMs: 12 };
 const success: AttemptOutcome = { ok: true, statusCode: 200, error: null, durationMs: 7 };
 
 /** A webhook on run_status events and the pending delivery one event made. */
-async function pendingDelivery(): Promise<{ tenantId: string; webhookId: string; deliveryId: string }> {
+async function pendingDelivery(): Promise<{ tenantId: TenantId; webhookId: WebhookId; deliveryId: DeliveryId }> {
   const { run, tenantId, sessionId } = await placedRun(db);
   const webhook = await db.store.webhooks.createWebhook({
     tenantId,
@@ -30,12 +31,12 @@ async function pendingDelivery(): Promise<{ tenantId: string; webhookId: string;
     secret: "s3cret",
   });
   await db.store.events.appendEvents(tenantId, sessionId, [status(run.id)]);
-  const [row] = await db.query<{ id: string }>("select id from webhook_deliveries where webhook_id = $1", [webhook.id]);
+  const [row] = await db.query<{ id: DeliveryId }>("select id from webhook_deliveries where webhook_id = $1", [webhook.id]);
   if (!row) throw new Error("the trigger made no delivery");
   return { tenantId, webhookId: webhook.id, deliveryId: row.id };
 }
 
-async function deliveryRow(id: string) {
+async function deliveryRow(id: DeliveryId) {
   const [row] = await db.query<{ status: string; attempts: number; enqueued_at: Date | null; delivered_at: Date | null }>(
     "select status, attempts, enqueued_at, delivered_at from webhook_deliveries where id = $1",
     [id],
@@ -43,7 +44,7 @@ async function deliveryRow(id: string) {
   return row;
 }
 
-const attemptCount = async (deliveryId: string) =>
+const attemptCount = async (deliveryId: DeliveryId) =>
   (await db.query("select 1 from webhook_attempts where delivery_id = $1", [deliveryId])).length;
 
 describe("store.webhookDeliveries claims", () => {

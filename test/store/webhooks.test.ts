@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NewEvent } from "../../src/core/events.js";
+import type { RunId, TenantId } from "../../src/ids.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { placedRun } from "./run-fixtures.js";
 
@@ -11,8 +12,8 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.close());
 
-const status = (runId: string): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
-const subscription = (tenantId: string, eventTypes = ["run_status"]) => ({
+const status = (runId: RunId): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
+const subscription = (tenantId: TenantId, eventTypes = ["run_status"]) => ({
   tenantId,
   url: "https://hooks.invalid/x",
   eventTypes,
@@ -69,7 +70,7 @@ describe("store.webhooks", () => {
     const outcome = { ok: false, statusCode: 503, error: "busy", durationMs: 1 };
     for (let i = 0; i < 2; i++)
       await db.store.webhookDeliveries.recordAttempt({
-        deliveryId: oldest?.id ?? "",
+        deliveryId: oldest?.id ?? "whd_missing",
         outcome,
         startedAt: new Date(),
         maxAttempts: 5,

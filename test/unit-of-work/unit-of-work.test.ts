@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import type { NewEvent, SessionEvent } from "../../src/core/events.js";
 import type { DispatchRequest, NextJob } from "../../src/core/next-job.js";
+import type { RunId, SessionId } from "../../src/ids.js";
 import { createEventBus, type EventBus } from "../../src/events/event-bus.js";
 import { createMetrics } from "../../src/observability/metrics.js";
 import { createDispatcher, type Dispatcher } from "../../src/queue/dispatcher.js";
@@ -48,9 +49,11 @@ afterAll(async () => {
 });
 
 const stepJob: NextJob = { kind: "step", stepIndex: 0 };
+/** A run id no row has: what a test holds until its transaction made the run. */
+const noRun: RunId = "run_none";
 const batchJob: NextJob = { kind: "batch", stepIndex: 0 };
-const status = (runId: string): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
-const text = (runId: string, delta: string): NewEvent => ({
+const status = (runId: RunId): NewEvent => ({ runId, step: null, body: { type: "run_status", status: "running" } });
+const text = (runId: RunId, delta: string): NewEvent => ({
   runId,
   step: { index: 0, attempt: 1 },
   body: { type: "text_delta", text: delta },
@@ -158,7 +161,7 @@ async function jobExists(request: DispatchRequest): Promise<boolean> {
 }
 
 /** A subscriber to a session's events on the real bus: `take(n)` waits for the first n to arrive. */
-async function sessionSubscriber(sessionId: string): Promise<{ take(count: number): Promise<SessionEvent[]>; stop(): void }> {
+async function sessionSubscriber(sessionId: SessionId): Promise<{ take(count: number): Promise<SessionEvent[]>; stop(): void }> {
   const received: SessionEvent[] = [];
   let arrived = () => {};
   const stop = await bus.subscribe(sessionId, (event) => {
@@ -181,7 +184,7 @@ describe("unit of work: effects after the commit", () => {
     const subscriber = await sessionSubscriber(session.sessionId);
     const cancels: string[] = [];
     const stopCancels = await bus.onCancel((runId) => cancels.push(runId));
-    let runId = "";
+    let runId: RunId = noRun;
     let next: NextJob = stepJob;
     const answer = await unitOfWork.transact(
       async (fx) => {
@@ -229,7 +232,7 @@ describe("unit of work: effects after the commit", () => {
   it("D5, X4: a transaction that throws leaves no rows, runs none of its effects and rejects with the work's error", async () => {
     const { unitOfWork, log } = watched();
     const session = await db.newSession();
-    let runId = "";
+    let runId: RunId = noRun;
     await expect(
       unitOfWork.transact(
         async (fx) => {
@@ -258,7 +261,7 @@ describe("unit of work: effects after the commit", () => {
     const holder = await claimedStep(db, placed, "worker-b/job-1");
     expect(holder.fence).toBe(gone.fence + 1);
 
-    const stepOf = (held: { id: string; fence: number }) =>
+    const stepOf = (held: { id: RunId; fence: number }) =>
       unitOfWork.transactFenced(async (fx) => {
         await fx.emit(placed.tenantId, placed.sessionId, [text(placed.run.id, `from fence ${held.fence}`)]);
         fx.dispatch(dispatchOf(placed, batchJob));
@@ -298,7 +301,7 @@ describe("unit of work: effects after the commit", () => {
   it("D4: a transaction retried after a conflict runs only the effects of the attempt that committed, once", async () => {
     const { unitOfWork, log } = watched();
     const session = await db.newSession();
-    const runIds: string[] = [];
+    const runIds: RunId[] = [];
     const answer = await unitOfWork.transact(async (fx) => {
       const attempt = runIds.length + 1;
       const run = await fx.store.runs.insertRun({ tenantId: session.tenantId, sessionId: session.sessionId, input: `attempt ${attempt}` });
@@ -319,7 +322,7 @@ describe("unit of work: effects after the commit", () => {
     // The first attempt's event rolled back with its sequence number: the committed one is 1 again.
     expect(log.slice(3).sort()).toEqual([`dispatch step-${second}-0`, "publish run_start 1"].sort());
     expect(await rowsOfSession(session.sessionId)).toEqual({ runs: 1, events: 1, eventSeq: 1 });
-    expect(await jobExists({ runId: first ?? "", tenantId: session.tenantId, next: stepJob, redispatches: 0 })).toBe(false);
+    expect(await jobExists({ runId: first ?? noRun, tenantId: session.tenantId, next: stepJob, redispatches: 0 })).toBe(false);
   });
 });
 

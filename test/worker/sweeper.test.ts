@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunId, SessionId } from "../../src/ids.js";
 import { jobIdFor } from "../../src/queue/job-types.js";
 import { sweepOnce } from "../../src/worker/sweeper.js";
 import { script, type ApiClient } from "../helpers/api-client.js";
@@ -15,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.close());
 
-async function acceptedRun(input: string): Promise<{ sessionId: string; runId: string }> {
+async function acceptedRun(input: string): Promise<{ sessionId: SessionId; runId: RunId }> {
   const { sessionId } = await client.newSession();
   const run = await client.startRun(sessionId, input);
   return { sessionId, runId: run.body.id };

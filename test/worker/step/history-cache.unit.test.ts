@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { SessionId, TenantId } from "../../../src/ids.js";
 import type { HistoryEntry } from "../../../src/store/messages.js";
 import { historyOrigin } from "../../../src/store/runs.js";
 import { createHistoryCache, type HistoryReads } from "../../../src/worker/step/history-cache.js";
@@ -17,7 +18,7 @@ function userMessage(runOrdinal: number, text: string): HistoryEntry {
 describe("a worker's history copies", () => {
   it("D1: a copy grows by what the claim read, and is never shared across tenants", async () => {
     const cache = createHistoryCache();
-    const run = { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 };
+    const run: { tenantId: TenantId; sessionId: SessionId; ordinal: number } = { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 };
     const first = userMessage(1, "hello");
     expect(await cache.extend(noReads, run, historyOrigin, [first])).toEqual([first]);
     expect(cache.after(run)).toEqual(first.position);
