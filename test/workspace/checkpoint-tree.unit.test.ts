@@ -14,7 +14,7 @@ import { materializeTree } from "../../src/workspace/checkpoint/materialize.js";
 import { captureTree } from "../../src/workspace/checkpoint/tree-capture.js";
 import { applyDelta, diffTrees } from "../../src/workspace/checkpoint/tree-delta.js";
 import type { CapturedTree, TreeEntries, TreeEntry } from "../../src/workspace/checkpoint/tree-entry.js";
-import { sortedTree } from "../../src/workspace/checkpoint/tree-order.js";
+import { compareTreeKeys, compareTreePaths, sortedTree } from "../../src/workspace/checkpoint/tree-order.js";
 import { verifyTree } from "../../src/workspace/checkpoint/verify-tree.js";
 
 /**
@@ -175,7 +175,7 @@ describe("capturing and rebuilding a workspace's tree", () => {
     const after = await captureTree(ws, { previous: again });
     expect(after.hashed).toBe(1);
     expect(after.fresh).toEqual([{ kind: "file", path: "d7/f42", mode: 0o644, size: 10, sha256: sha256("FILE 7/42\n") }]);
-    expect(diffTrees(again.entries, after.entries)).toEqual({ upserts: after.fresh, removed: [] });
+    expect(await diffTrees(again.entries, after.entries)).toEqual({ upserts: after.fresh, removed: [] });
     expect(after.entries).toEqual((await captureTree(ws)).entries);
   });
 
@@ -209,8 +209,8 @@ describe("capturing and rebuilding a workspace's tree", () => {
       const cold = await captureTree(ws);
       expect(next.entries).toEqual(cold.entries);
       reused += cold.hashed - next.hashed;
-      const delta = diffTrees(previous.entries, next.entries);
-      const applied = applyDelta(previous.entries, delta);
+      const delta = await diffTrees(previous.entries, next.entries);
+      const applied = await applyDelta(previous.entries, delta);
       expect(applied).toEqual(next.entries);
       expect([...applied.keys()]).toEqual([...next.entries.keys()]);
       previous = next;
@@ -222,27 +222,39 @@ describe("capturing and rebuilding a workspace's tree", () => {
 });
 
 describe("diffTrees and applyDelta", () => {
-  it("W1: applyDelta(a, diffTrees(a, b)) equals b, order included, over 300 seeded random pairs of trees", () => {
+  it("W1: applyDelta(a, diffTrees(a, b)) equals b, order included, over 300 seeded random pairs of trees", async () => {
     const random = seeded(7);
     for (let run = 0; run < 300; run++) {
       const a = randomTree(random, 1 + Math.floor(random() * 40));
       const b = editTree(a, random, Math.floor(random() * 10));
-      const delta = diffTrees(a, b);
-      const applied = applyDelta(a, delta);
+      const delta = await diffTrees(a, b);
+      const applied = await applyDelta(a, delta);
       expect(applied).toEqual(b);
       expect([...applied.keys()]).toEqual([...b.keys()]);
-      expect(diffTrees(b, b)).toEqual({ upserts: [], removed: [] });
+      expect(await diffTrees(b, b)).toEqual({ upserts: [], removed: [] });
+      // A base out of tree order (not one a capture makes) still gives the tree in order.
+      expect([...(await applyDelta(new Map([...a].reverse()), delta)).keys()]).toEqual([...b.keys()]);
       for (const removed of delta.removed) expect(b.has(removed)).toBe(false);
     }
   });
 
-  it("W1: paths and targets of any bytes round-trip through their texts, and each has exactly one text", () => {
+  it("W1: paths and targets of any bytes round-trip through their texts, each has exactly one text, and texts sort as their bytes", () => {
     const random = seeded(99);
+    const pool = [..."ab/%", "\u00e9", "\uf000", "\u{1f600}"].map((text) => Buffer.from(text));
+    const randomBytes = () =>
+      Buffer.concat(
+        Array.from({ length: Math.floor(random() * 8) }, () =>
+          random() < 0.5 ? Buffer.from([Math.floor(random() * 256)]) : pick(random, pool),
+        ),
+      );
+    let previous = Buffer.alloc(0);
     for (let run = 0; run < 2000; run++) {
-      const bytes = Buffer.from(Array.from({ length: Math.floor(random() * 12) }, () => Math.floor(random() * 256)));
+      const bytes = randomBytes();
       const text = encodeByteText(bytes);
       expect(decodeByteText(text)).toEqual(bytes);
       expect(JSON.parse(JSON.stringify(text))).toBe(text);
+      expect(Math.sign(compareTreeKeys(text, encodeByteText(previous)))).toBe(Math.sign(compareTreePaths(bytes, previous)));
+      previous = bytes;
     }
     expect(encodeByteText(Buffer.from("café/a b"))).toBe("café/a b");
     expect(encodeByteText(Buffer.from([0x63, 0x61, 0x66, 0xe9]))).toBe("%bytes:caf%E9");
@@ -347,7 +359,7 @@ function seeded(seed: number): () => number {
 }
 
 const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-const names = ["a", "b", "c", "a-b", "é", "%bytes:z", "\ufeff"];
+const names = ["a", "b", "c", "a-b", "é", "%bytes:z", "\ufeff", "\u{1f600}", "\uf000"];
 
 function randomTree(random: () => number, size: number): TreeEntries {
   const entries = new Map<string, TreeEntry>();

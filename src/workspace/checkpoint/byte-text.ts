@@ -33,6 +33,11 @@ export function encodeByteText(bytes: Uint8Array): string {
   return escaped;
 }
 
+/** Whether a byte text is the escaped form (its bytes are not plain UTF-8 text). */
+export function isEscapedText(text: string): boolean {
+  return text.startsWith(marker);
+}
+
 /** The bytes a byte text stands for; null when it is not one `encodeByteText` makes. */
 export function decodeByteText(text: string): Buffer | null {
   const decoded = text.startsWith(marker) ? unescapeBytes(text) : Buffer.from(text, "utf8");

@@ -1,27 +1,56 @@
+import { timeSlices } from "../../core/time-slices.js";
 import type { TreeDelta, TreeEntries, TreeEntry } from "./tree-entry.js";
-import { sortedPaths, sortedTree } from "./tree-order.js";
+import { compareTreeKeys, sortedPaths, sortedTree } from "./tree-order.js";
 
 /**
  * Checkpoints as deltas (SPEC W1): a step's tree is its parent's with the
  * delta applied, so a checkpoint stores what changed, not the whole tree.
- * `applyDelta(a, diffTrees(a, b))` equals `b`, order included.
+ * `applyDelta(a, await diffTrees(a, b))` equals `b`, order included.
+ *
+ * Both are linear and give the event loop turns: a tree is as large as a
+ * tenant makes it (500,000 entries take about half a second each way).
  */
-export function diffTrees(previous: TreeEntries, next: TreeEntries): TreeDelta {
+export async function diffTrees(previous: TreeEntries, next: TreeEntries, options: { signal?: AbortSignal } = {}): Promise<TreeDelta> {
+  const turn = turns(options.signal);
   const upserts: TreeEntry[] = [];
-  for (const [path, entry] of next) {
-    const was = previous.get(path);
+  for (const entry of next.values()) {
+    const was = previous.get(entry.path);
     if (!was || !sameEntry(was, entry)) upserts.push(entry);
+    await turn();
   }
   const removed: string[] = [];
-  for (const path of previous.keys()) if (!next.has(path)) removed.push(path);
-  // `next` is in tree order already; the removed paths come from `previous`, in its order.
+  for (const path of previous.keys()) {
+    if (!next.has(path)) removed.push(path);
+    await turn();
+  }
+  // `next` is in tree order already, and so are the removed paths, from `previous` (a sort of sorted paths is linear).
   return { upserts, removed: sortedPaths(removed) };
 }
 
-export function applyDelta(base: TreeEntries, delta: TreeDelta): TreeEntries {
-  const gone = new Set(delta.removed);
-  const kept = [...base.values()].filter((entry) => !gone.has(entry.path));
-  return sortedTree([...kept, ...delta.upserts]);
+/** Linear in the base's size: the upserts are sorted and merged into the base, which is in tree order (a base out of order is sorted). */
+export async function applyDelta(base: TreeEntries, delta: TreeDelta, options: { signal?: AbortSignal } = {}): Promise<TreeEntries> {
+  const turn = turns(options.signal);
+  const upserts = [...sortedTree(delta.upserts).values()];
+  const replaced = new Set(delta.removed);
+  for (const entry of upserts) replaced.add(entry.path);
+  const merged = new Map<string, TreeEntry>();
+  let previous: string | null = null;
+  let inOrder = true;
+  const keep = (entry: TreeEntry) => {
+    if (previous !== null && compareTreeKeys(previous, entry.path) >= 0) inOrder = false;
+    previous = entry.path;
+    merged.set(entry.path, entry);
+  };
+  let next = 0;
+  for (const entry of base.values()) {
+    if (replaced.has(entry.path)) continue;
+    while (next < upserts.length && compareTreeKeys((upserts[next] as TreeEntry).path, entry.path) < 0) keep(upserts[next++] as TreeEntry);
+    keep(entry);
+    if (!inOrder) break;
+    await turn();
+  }
+  while (inOrder && next < upserts.length) keep(upserts[next++] as TreeEntry);
+  return inOrder ? merged : sortedTree([...base.values()].filter((entry) => !replaced.has(entry.path)).concat(upserts));
 }
 
 /** Whether two entries are the same in every logical field. */
@@ -37,6 +66,17 @@ export function sameEntry(a: TreeEntry, b: TreeEntry): boolean {
     default:
       return unreachable(a);
   }
+}
+
+/** A turn of the event loop every so often, when the slice is spent; an abort is seen there. */
+function turns(signal: AbortSignal | undefined): () => Promise<void> {
+  const slices = timeSlices();
+  let count = 0;
+  return async () => {
+    if (++count % 1024 !== 0 || !slices.spent()) return;
+    signal?.throwIfAborted();
+    await slices.pause();
+  };
 }
 
 function unreachable(entry: never): never {
