@@ -7,7 +7,8 @@ export type FailpointName =
   | "api.after_run_commit"
   | "worker.after_subagent_start"
   | "worker.step_job_taken"
-  | "worker.project_removal_slice";
+  | "worker.project_removal_slice"
+  | "worker.checkpoint_rows_written";
 
 export interface Failpoints {
   hit(name: FailpointName): void;

@@ -51,7 +51,7 @@ export async function prepareCheckpoint(deps: CheckpointDeps, scope: CheckpointS
     const captured = await captureTree(scope.workspaceDir, { previous, ...(signal ? { signal } : {}) });
     if (captured.truncated) return { kind: "skipped", reason: "truncated" };
     if (!(await storeFreshBlobs(deps, scope, captured, signal))) continue;
-    const delta = diffTrees(previous.entries, captured.entries);
+    const delta = await diffTrees(previous.entries, captured.entries, signal ? { signal } : {});
     let fileBytes = 0;
     for (const entry of captured.entries.values()) if (entry.kind === "file") fileBytes += entry.size;
     return {
@@ -104,7 +104,12 @@ function emptyCapture(): CapturedTree {
 }
 
 /** The blobs of the files the capture found new; false when one changed since it was hashed. */
-async function storeFreshBlobs(deps: CheckpointDeps, scope: CheckpointScope, captured: CapturedTree, signal?: AbortSignal): Promise<boolean> {
+async function storeFreshBlobs(
+  deps: CheckpointDeps,
+  scope: CheckpointScope,
+  captured: CapturedTree,
+  signal?: AbortSignal,
+): Promise<boolean> {
   if (captured.fresh.length === 0) return true;
   const reader = openCapturedFileReader(scope.workspaceDir, signal ? { signal } : {});
   try {

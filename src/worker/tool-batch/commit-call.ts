@@ -36,7 +36,8 @@ export async function commitCall(
     fileChanges,
   } as const;
   const next = { kind: "step", stepIndex: call.stepIndex + 1 } as const;
-  const handOff = batch.mayClose && next.stepIndex < deps.config.runs.maxStepsPerRun ? { fence: run.fence, current: run.nextJob, next } : undefined;
+  const handOff =
+    batch.mayClose && next.stepIndex < deps.config.runs.maxStepsPerRun ? { fence: run.fence, current: run.nextJob, next } : undefined;
   // The tool has run: its result waits out a Postgres outage rather than being lost to one.
   const answered = await commitThroughOutage(
     () =>

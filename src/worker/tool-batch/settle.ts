@@ -21,7 +21,7 @@ type Settled =
   | { kind: "parked" }
   | { kind: "more"; plan: RunnablePlan; started: readonly string[] };
 
-export type SettleDeps = Pick<JobDeps, "unitOfWork" | "config" | "store" | "knownTrees" | "logger">;
+export type SettleDeps = Pick<JobDeps, "unitOfWork" | "config" | "store" | "knownTrees" | "logger" | "failpoints">;
 
 /**
  * Phase 4 of the tool-batch job (process.ts), the settle transaction, reached when the last commit
@@ -50,7 +50,7 @@ export async function settleBatch(deps: SettleDeps, attempt: BatchAttempt, endBa
  */
 async function settleUnderLock(
   fx: Effects,
-  deps: Pick<JobDeps, "config">,
+  deps: Pick<JobDeps, "config" | "failpoints">,
   batch: BatchAttempt,
   endBatch: boolean,
   prepared: PreparedCheckpoint | null,
@@ -72,6 +72,7 @@ async function settleUnderLock(
   let checkpoint: CheckpointRow | null = null;
   const commitTree = async () => {
     if (prepared) checkpoint = await commitCheckpoint(fx.store, prepared);
+    deps.failpoints.hit("worker.checkpoint_rows_written");
   };
   if (await closeBatchIfDone(fx, deps, run, stepRef.index, commitTree)) return { kind: "closed", checkpoint };
   await parkBatch(fx, run, stepRef, plan.waitsForApproval);
@@ -114,7 +115,10 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
  * it. A capture that fails (the folder unreadable, the run cancelled meanwhile) does not keep the
  * batch open: its results are committed, and the next batch's checkpoint holds its changes.
  */
-async function prepareBatchCheckpoint(deps: Pick<SettleDeps, "store" | "knownTrees" | "logger">, batch: BatchAttempt): Promise<PreparedCheckpoint> {
+async function prepareBatchCheckpoint(
+  deps: Pick<SettleDeps, "store" | "knownTrees" | "logger">,
+  batch: BatchAttempt,
+): Promise<PreparedCheckpoint> {
   const { run } = batch;
   const scope = {
     tenantId: run.tenantId,
@@ -127,7 +131,8 @@ async function prepareBatchCheckpoint(deps: Pick<SettleDeps, "store" | "knownTre
   };
   try {
     const prepared = await prepareCheckpoint(deps, scope, batch.signal);
-    if (prepared.kind === "skipped") deps.logger.warn({ runId: run.id, reason: prepared.reason }, "the batch's workspace checkpoint was not taken");
+    if (prepared.kind === "skipped")
+      deps.logger.warn({ runId: run.id, reason: prepared.reason }, "the batch's workspace checkpoint was not taken");
     return prepared;
   } catch (error) {
     deps.logger.error({ err: error, runId: run.id }, "capturing the batch's workspace checkpoint failed");

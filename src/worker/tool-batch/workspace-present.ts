@@ -23,10 +23,18 @@ export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt
     attempt.signal,
   );
   if (restored.kind !== "restored") return true;
-  deps.logger.warn({ runId: run.id, checkpointId: restored.checkpoint.id }, "the workspace folder was missing: rebuilt from its checkpoint");
+  deps.logger.warn(
+    { runId: run.id, checkpointId: restored.checkpoint.id },
+    "the workspace folder was missing: rebuilt from its checkpoint",
+  );
   const told = await deps.unitOfWork.transactFenced(async (fx) => {
     if (!(await fx.store.runs.lockHeldRun(run))) throw new StaleWorkError();
-    const body = { type: "workspace_restored" as const, checkpointId: restored.checkpoint.id, checkpointSeq: restored.checkpoint.seq, files: restored.files };
+    const body = {
+      type: "workspace_restored" as const,
+      checkpointId: restored.checkpoint.id,
+      checkpointSeq: restored.checkpoint.seq,
+      files: restored.files,
+    };
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body }]);
     return true;
   });

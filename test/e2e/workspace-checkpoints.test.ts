@@ -1,0 +1,242 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { treeOfStored } from "../../src/checkpoints/stored-tree.js";
+import type { CheckpointId, RunId, SessionId, TenantId } from "../../src/ids.js";
+import { materializeTree } from "../../src/workspace/checkpoint/materialize.js";
+import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
+import { processGroup } from "../helpers/processes.js";
+import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
+
+/**
+ * Workspace checkpoints (SPEC W1): after every batch that may change the workspace, the tree is
+ * in Postgres; each checkpoint rebuilds the workspace exactly as it stood after its step, and a
+ * workspace folder that is gone is rebuilt from its latest checkpoint before the next batch runs.
+ */
+const run = promisify(execFile);
+let env: TestEnv;
+let client: ApiClient;
+let scratch: string;
+const processes = processGroup();
+const startWorker = (extra: Record<string, string> = {}) => processes.start("worker", { ...env.env, ...extra });
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  client = await env.newTenant();
+  scratch = await mkdtemp(path.join(env.config.workspaces.dir, "..", "checkpoint-copies-"));
+});
+afterAll(async () => {
+  await processes.killAll();
+  await rm(scratch, { recursive: true, force: true });
+  await env?.close();
+});
+
+type Call = { tool: string; args: Record<string, unknown> };
+
+/**
+ * One turn: the model makes these calls in one step, then answers; resolves with the run once it
+ * completed. What the gateway asks about (rm -rf, a background command) a person approves.
+ */
+async function turn(sessionId: SessionId, calls: Call[]): Promise<RunId> {
+  const started = await client.startRun(sessionId, script([calls, [{ text: "done" }]]));
+  expect(started.status).toBe(202);
+  const runId = started.body.id as RunId;
+  const ended = await waitFor(
+    async () => {
+      const current = (await client.get(`/v1/runs/${runId}`)).body;
+      if (current.status === "awaiting_approval") {
+        const pending = await client.get(`/v1/approvals?runId=${runId}&status=pending`);
+        for (const approval of pending.body.approvals) await client.post(`/v1/approvals/${approval.id}`, { decision: "approve" });
+      }
+      return ["completed", "failed", "cancelled", "interrupted"].includes(current.status) ? current : null;
+    },
+    60_000,
+    `run ${runId} to end`,
+  );
+  expect(ended.status, JSON.stringify(ended)).toBe("completed");
+  return runId;
+}
+
+const bash = (command: string, background = false): Call => ({ tool: "bash", args: background ? { command, background } : { command } });
+const write = (file: string, content: string): Call => ({ tool: "write", args: { path: file, content } });
+const edit = (file: string, from: string, to: string): Call => ({ tool: "edit", args: { path: file, old_string: from, new_string: to } });
+const remove = (file: string): Call => ({ tool: "delete", args: { path: file } });
+const git = "git -c user.email=agent@example.com -c user.name=agent";
+
+/** Thirty turns of write, edit, delete and bash: git, an npm-like tree, rm -rf, chmod, links inside, a background command. */
+const turns: Call[][] = [
+  [write("README.md", "# demo\n"), write("src/main.js", "console.log('one');\n")],
+  [bash(`git init -q && ${git} add -A && ${git} commit -qm one`)],
+  [edit("src/main.js", "one", "two")],
+  [
+    bash(
+      "mkdir -p node_modules/left-pad/lib node_modules/.bin && printf 'module.exports = 1;\\n' > node_modules/left-pad/lib/index.js && printf '{\"name\":\"left-pad\"}\\n' > node_modules/left-pad/package.json",
+    ),
+  ],
+  [bash("printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod 755 run.sh")],
+  [bash("ln -s src/main.js main-link.js && ln -s ../left-pad node_modules/.bin/left-pad && ln -s missing-inside dangling")],
+  [write("notes/a.txt", "a\n"), write("notes/b.txt", "b\n")],
+  [bash(`${git} add -A && ${git} commit -qm two`)],
+  [remove("notes/a.txt")],
+  [bash("mkdir -p empty/inner && chmod 700 empty")],
+  [bash("chmod 600 README.md")],
+  [edit("README.md", "# demo", "# demo, edited")],
+  [bash("rm -rf node_modules")],
+  [bash("mkdir -p node_modules/pkg && for i in 1 2 3 4 5 6 7 8; do echo $i > node_modules/pkg/f$i.js; done")],
+  [
+    write("src/util.js", "export const x = 1;\n"),
+    edit("src/main.js", "two", "three"),
+    write("bg.sh", "sleep 3; echo background > bg.txt\n"),
+  ],
+  [bash("sh bg.sh", true)],
+  [write("wait.txt", "the background command may still run\n")],
+  [bash(`${git} add -A && ${git} commit -qm three && ${git} tag v1`)],
+  [bash("mv notes docs && chmod 640 docs/b.txt")],
+  [remove("wait.txt")],
+  [bash("dd if=/dev/urandom of=blob.bin bs=1024 count=300 status=none")],
+  [bash("cp blob.bin blob-copy.bin && truncate -s 100 blob.bin")],
+  [edit("src/util.js", "x = 1", "x = 2")],
+  [bash("rm -f main-link.js && ln -s src/util.js main-link.js")],
+  [bash("mkdir -p a/b/c/d/e && echo deep > a/b/c/d/e/f.txt && chmod 711 a/b")],
+  [bash(`${git} rm -q --cached blob-copy.bin && ${git} commit -qm four`)],
+  [write("empty-file", "")],
+  [bash("rm -rf a && chmod 4755 run.sh")],
+  [bash(`${git} gc -q --prune=now`)],
+  [write("final.txt", "thirty\n")],
+];
+
+/** A folder's tree as plain fs sees it: path, kind, permission bits, content digest or link target. */
+async function snapshot(root: string): Promise<string[]> {
+  const lines: string[] = [];
+  const walk = async (relative: string) => {
+    const names = (await readdir(path.join(root, relative))).sort();
+    for (const name of names) {
+      const rel = relative ? `${relative}/${name}` : name;
+      const full = path.join(root, rel);
+      const info = await lstat(full);
+      const mode = (info.mode & 0o7777).toString(8);
+      if (info.isSymbolicLink()) lines.push(`l ${rel} -> ${await readlink(full)}`);
+      else if (info.isDirectory()) {
+        lines.push(`d ${rel} ${mode}`);
+        await walk(rel);
+      } else
+        lines.push(
+          `f ${rel} ${mode} ${createHash("sha256")
+            .update(await readFile(full))
+            .digest("hex")}`,
+        );
+    }
+  };
+  await walk("");
+  return lines;
+}
+
+async function checkpointOfRun(runId: RunId): Promise<{ id: CheckpointId; seq: number }> {
+  const rows = await env.query<{ id: CheckpointId; seq: number }>("select id, seq from workspace_checkpoints where run_id = $1", [runId]);
+  expect(rows).toHaveLength(1);
+  return rows[0] as { id: CheckpointId; seq: number };
+}
+
+async function materialize(checkpointId: CheckpointId, tenantId: TenantId, into: string): Promise<void> {
+  const { entries } = treeOfStored(await env.services.store.checkpoints.checkpointTree(checkpointId));
+  await mkdir(into);
+  const written = await materializeTree(into, entries, {
+    blob: async (sha256) => (await env.services.store.blobs.getBlob(tenantId, sha256)) ?? null,
+  });
+  expect(written.ok, JSON.stringify(written)).toBe(true);
+}
+
+describe("workspace checkpoints", () => {
+  it("W1: each of 30 steps mixing write, edit, delete, git, an npm-like tree, rm -rf, chmod, links and a background command materializes byte- and mode-identical to the workspace after it", async () => {
+    await startWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const steps: Array<{ runId: RunId; copy: string }> = [];
+    for (const [index, calls] of turns.entries()) {
+      const runId = await turn(sessionId, calls);
+      const copy = path.join(scratch, `step-${index + 1}`);
+      await run("cp", ["-a", workspace, copy]);
+      steps.push({ runId, copy });
+      // The background command writes after its batch's checkpoint; the next turns wait for it, so later copies hold it.
+      if (index === 15)
+        await waitFor(async () => (await lstat(path.join(workspace, "bg.txt")).catch(() => null)) !== null, 20_000, "bg.txt");
+    }
+    const seqs: number[] = [];
+    for (const [index, step] of steps.entries()) {
+      const checkpoint = await checkpointOfRun(step.runId);
+      seqs.push(checkpoint.seq);
+      const rebuilt = path.join(scratch, `rebuilt-${index + 1}`);
+      await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
+      expect(await snapshot(rebuilt), `step ${index + 1}`).toEqual(await snapshot(step.copy));
+    }
+    expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => index + 1));
+    // The background command's file is in the checkpoints after it ended, though no tool of Foya wrote it.
+    expect((await snapshot(steps[16]!.copy)).some((line) => line.startsWith("f bg.txt"))).toBe(true);
+    // Deltas in between, a full tree every 16: storage follows what changed, not the workspace's size.
+    const kinds = await env.query<{ full: boolean; entries: number }>(
+      `select c.base_id is null as full, (select count(*)::int from checkpoint_entries e where e.checkpoint_id = c.id) as entries
+       from workspace_checkpoints c join runs r on r.id = c.run_id where r.session_id = $1 order by c.seq`,
+      [sessionId],
+    );
+    expect(kinds.map((row) => row.full)).toEqual(kinds.map((_, index) => index % 16 === 0));
+    const total = kinds.at(-1)!;
+    expect(total.full).toBe(false);
+    await processes.killAll();
+  }, 240_000);
+
+  it("W1: a workspace folder deleted between two turns is rebuilt from its latest checkpoint before the next batch runs, with a workspace_restored event", async () => {
+    await startWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const first = await turn(sessionId, [
+      write("kept.txt", "kept\n"),
+      bash("mkdir -p sub && echo inner > sub/inner.txt && chmod 640 sub/inner.txt"),
+    ]);
+    const before = await snapshot(workspace);
+    await rm(workspace, { recursive: true, force: true });
+    const second = await turn(sessionId, [bash("cat kept.txt sub/inner.txt > both.txt")]);
+    expect(await readFile(path.join(workspace, "both.txt"), "utf8")).toBe("kept\ninner\n");
+    expect((await snapshot(workspace)).filter((line) => !line.includes("both.txt"))).toEqual(before);
+    const events = await env.query<{ type: string; data: { checkpointSeq: number; files: number } }>(
+      "select type, data from events where session_id = $1 and type = 'workspace_restored'",
+      [sessionId],
+    );
+    const restoredFrom = await checkpointOfRun(first);
+    expect(events).toEqual([{ type: "workspace_restored", data: expect.objectContaining({ checkpointSeq: restoredFrom.seq, files: 2 }) }]);
+    // The restored workspace's next checkpoint is taken as usual.
+    expect((await checkpointOfRun(second)).seq).toBe(restoredFrom.seq + 1);
+    await processes.killAll();
+  }, 120_000);
+
+  it("W1: a worker SIGKILLed with a checkpoint's rows written but not committed leaves no checkpoint; the next worker closes the batch with a correct one", async () => {
+    await startWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    await turn(sessionId, [write("one.txt", "one\n")]);
+    await processes.killAll();
+    const crashing = await startWorker({ FOYA_FAILPOINTS: "worker.checkpoint_rows_written" });
+    const started = await client.startRun(
+      sessionId,
+      script([[write("two.txt", "two\n"), bash("echo three > three.txt")], [{ text: "done" }]]),
+    );
+    expect((await crashing.exited).signal).toBe("SIGKILL");
+    const runId = started.body.id as RunId;
+    expect(await env.query("select id from workspace_checkpoints where run_id = $1", [runId])).toEqual([]);
+    const afterCrash = await snapshot(workspace);
+    await startWorker();
+    expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
+    const checkpoint = await checkpointOfRun(runId);
+    expect(checkpoint.seq).toBe(2);
+    const rebuilt = path.join(scratch, "after-crash");
+    await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
+    expect(await snapshot(rebuilt)).toEqual(afterCrash);
+    expect(afterCrash.map((line) => line.split(" ")[1])).toEqual(["one.txt", "three.txt", "two.txt"]);
+    // Every call ran once: the crash came after their results were committed.
+    const calls = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [runId]);
+    expect(calls.map((call) => call.status).sort()).toEqual(["succeeded", "succeeded"]);
+    await writeFile(path.join(scratch, "done"), "");
+  }, 120_000);
+});
