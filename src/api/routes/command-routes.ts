@@ -70,7 +70,7 @@ const cancelCommand = createRoute({
 
 export function registerCommandRoutes(app: App, services: ApiServices): void {
   app.openapi(listCommands, async (c) => {
-    const session = await findSession(services.store, c.get("tenantId"), idOf("cmd", c.req.valid("param").id, "command"));
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
     const rows = await services.store.commands.commandsOfSession(session.id);
     return c.json({ commands: rows.map(serialize) }, 200);
   });

@@ -90,7 +90,7 @@ const revert = createRoute({
 
 export function registerFileChangeRoutes(app: App, services: ApiServices): void {
   app.openapi(listChanges, async (c) => {
-    const session = await findSession(services.store, c.get("tenantId"), idOf("fch", c.req.valid("param").id, "file change"));
+    const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
     const rows = await services.store.fileChanges.fileChangesOfSession(session.id);
     return c.json({ fileChanges: rows.map(serialize) }, 200);
   });
