@@ -1,5 +1,6 @@
 import type { FileChangeRecord } from "./file-change-record.js";
 import type { ResultPart } from "./history.js";
+import type { RunId } from "./ids.js";
 
 /**
  * The data of the tool contract (SPEC T1-T5) that the folders below src/tools share:
@@ -50,7 +51,7 @@ export interface ToolResult {
    * `running` with the child named on it, nothing is committed for it now, and the parent
    * run parks without holding a worker until the child's end delivers the result.
    */
-  awaitChildRun?: string;
+  awaitChildRun?: RunId;
 }
 
 /** A result as stored and sent to the model: bytes replaced by artifact references. */

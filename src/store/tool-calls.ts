@@ -141,7 +141,7 @@ async function markCallsRunning(
  */
 interface AnswerParams extends HandOffParams {
   /** The call's row id. */
-  callId: string;
+  callId: CallId;
   status: string;
   /** The result preview (JSON). */
   result: string;
@@ -341,7 +341,7 @@ async function succeededCallNamed(tx: Database, runId: RunId, stepIndex: number,
  * Params: the call, the batch attempt's fence, where the events go and the events. Result: the events appended (none when not owned).
  */
 const progressStatement = statement<
-  { callId: string; execFence: number; tenantId: TenantId; sessionId: SessionId; events: string },
+  { callId: CallId; execFence: number; tenantId: TenantId; sessionId: SessionId; events: string },
   AppendedRow
 >(
   "append_call_progress",

@@ -126,7 +126,7 @@ function detailOf(outcome: JobOutcome): Record<string, unknown> {
  * duration, and its outcome counted by tool and tenant (both bounded labels). A call that hands
  * its work to a sub-agent counts as `sub_agent`; its result arrives with the child's end.
  */
-export function observeToolCall<T extends { isError?: boolean; awaitChildRun?: string }>(
+export function observeToolCall<T extends { isError?: boolean; awaitChildRun?: RunId }>(
   services: { metrics: Metrics; tracing: Tracing },
   call: { tenantId: TenantId; callId: string; name: string },
   work: () => Promise<T>,
