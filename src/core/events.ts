@@ -64,8 +64,11 @@ export type EventBody =
   | { type: "run_status"; status: RunStatus | "recovering"; reason?: string }
   /** An `agent` call started a sub-agent (A1): its session and run, whose own events tell what it does. */
   | { type: "subagent_start"; callId: string; childSessionId: SessionId; childRunId: RunId; depth: number }
-  /** The workspace folder was missing and was rebuilt from the project's latest checkpoint before the batch ran (W1). */
-  | { type: "workspace_restored"; checkpointId: string; checkpointSeq: number; files: number }
+  /**
+   * The workspace folder was missing, or differed from the project's latest checkpoint with nothing
+   * of the project's own to explain it, and was rebuilt from that checkpoint before the batch ran (W1).
+   */
+  | { type: "workspace_restored"; reason: "missing" | "damaged"; checkpointId: string; checkpointSeq: number; files: number }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
 

@@ -1,7 +1,7 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
 import type { Database } from "../db/client.js";
-import { checkpointEntries, workspaceCheckpoints } from "../db/schema.js";
+import { checkpointEntries, commands, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
 import { type CheckpointId, newId, type ProjectId, type RunId, type SessionId, type TenantId } from "../ids.js";
 import { repository } from "./repository.js";
 
@@ -167,7 +167,30 @@ async function checkpointTree(db: Database, id: CheckpointId): Promise<Map<strin
   return tree;
 }
 
+/**
+ * Whether anything of the project's own may have changed its workspace since this checkpoint: a
+ * background command still running or ended since, or a tool call that ended since (this batch's
+ * own, on a redelivery after a crash, included) or is running in another batch. Then a workspace
+ * that differs from the checkpoint holds that work, not damage. The asking batch's calls marked
+ * `running` at its claim have not started yet.
+ */
+async function workSince(db: Database, checkpoint: CheckpointRow, asking: { runId: RunId; stepIndex: number }): Promise<boolean> {
+  const since = checkpoint.createdAt.toISOString();
+  const result = await db.execute<{ ran: boolean }>(sql`
+    select exists (
+      select 1 from ${commands} c join ${sessions} s on s.id = c.session_id
+      where s.project_id = ${checkpoint.projectId} and c.tenant_id = ${checkpoint.tenantId}
+        and (c.status = 'running' or c.ended_at >= ${since}::timestamptz)
+    ) or exists (
+      select 1 from ${toolCalls} tc join ${sessions} s on s.id = tc.session_id
+      where s.project_id = ${checkpoint.projectId} and tc.tenant_id = ${checkpoint.tenantId}
+        and (tc.ended_at >= ${since}::timestamptz
+          or (tc.status = 'running' and not (tc.run_id = ${asking.runId} and tc.step_index = ${asking.stepIndex})))
+    ) as ran`);
+  return result.rows[0]?.ran === true;
+}
+
 /** `store.checkpoints`. */
 export const checkpointsRepository = repository({
-  db: { latestCheckpoint, checkpointOfTenant, insertCheckpoint, checkpointTree },
+  db: { latestCheckpoint, workSince, checkpointOfTenant, insertCheckpoint, checkpointTree },
 });

@@ -135,7 +135,10 @@ async function snapshot(root: string): Promise<string[]> {
 }
 
 async function checkpointOfRun(runId: RunId): Promise<{ id: CheckpointId; seq: number }> {
-  const rows = await env.query<{ id: CheckpointId; seq: number }>("select id, seq from workspace_checkpoints where run_id = $1", [runId]);
+  const rows = await env.query<{ id: CheckpointId; seq: number }>(
+    "select id, seq from workspace_checkpoints where run_id = $1 and reason = 'batch'",
+    [runId],
+  );
   expect(rows).toHaveLength(1);
   return rows[0] as { id: CheckpointId; seq: number };
 }
@@ -172,8 +175,16 @@ describe("workspace checkpoints", () => {
       await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
       expect(await snapshot(rebuilt), `step ${index + 1}`).toEqual(await snapshot(step.copy));
     }
-    expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => index + 1));
-    // The background command's file is in the checkpoints after it ended, though no tool of Foya wrote it.
+    // One checkpoint per batch, in order, and one more before step 17's batch: what the background command wrote after
+    // its batch closed was caught up as a checkpoint of its own before the next batch ran, not taken for damage.
+    expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => (index < 16 ? index + 1 : index + 2)));
+    const caughtUp = await env.query<{ id: CheckpointId; seq: number }>(
+      "select id, seq from workspace_checkpoints where run_id = $1 and reason = 'catch_up'",
+      [steps[16]!.runId],
+    );
+    expect(caughtUp.map((row) => row.seq)).toEqual([17]);
+    const caughtTree = await env.services.store.checkpoints.checkpointTree(caughtUp[0]!.id);
+    expect(caughtTree.get("bg.txt")).toMatchObject({ kind: "file", size: "background\n".length });
     expect((await snapshot(steps[16]!.copy)).some((line) => line.startsWith("f bg.txt"))).toBe(true);
     // Deltas in between, a full tree every 16: storage follows what changed, not the workspace's size.
     const kinds = await env.query<{ full: boolean; entries: number }>(
@@ -182,6 +193,7 @@ describe("workspace checkpoints", () => {
       [sessionId],
     );
     expect(kinds.map((row) => row.full)).toEqual(kinds.map((_, index) => index % 16 === 0));
+    expect(kinds).toHaveLength(turns.length + 1);
     const total = kinds.at(-1)!;
     expect(total.full).toBe(false);
     await processes.killAll();
@@ -205,9 +217,37 @@ describe("workspace checkpoints", () => {
       [sessionId],
     );
     const restoredFrom = await checkpointOfRun(first);
-    expect(events).toEqual([{ type: "workspace_restored", data: expect.objectContaining({ checkpointSeq: restoredFrom.seq, files: 2 }) }]);
+    expect(events).toEqual([
+      { type: "workspace_restored", data: expect.objectContaining({ reason: "missing", checkpointSeq: restoredFrom.seq, files: 2 }) },
+    ]);
     // The restored workspace's next checkpoint is taken as usual.
     expect((await checkpointOfRun(second)).seq).toBe(restoredFrom.seq + 1);
+    await processes.killAll();
+  }, 120_000);
+
+  it("W1: a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
+    await startWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const first = await turn(sessionId, [write("data.txt", "right\n"), write("other.txt", "kept\n")]);
+    const before = await snapshot(workspace);
+    await writeFile(path.join(workspace, "data.txt"), "damaged\n");
+    await rm(path.join(workspace, "other.txt"));
+    await writeFile(path.join(workspace, "stray.txt"), "never written by a tool\n");
+    await turn(sessionId, [bash("cat data.txt other.txt > seen.txt")]);
+    expect(await readFile(path.join(workspace, "seen.txt"), "utf8")).toBe("right\nkept\n");
+    expect((await snapshot(workspace)).filter((line) => !line.includes("seen.txt"))).toEqual(before);
+    const events = await env.query<{ data: { reason: string; checkpointSeq: number } }>(
+      "select data from events where session_id = $1 and type = 'workspace_restored'",
+      [sessionId],
+    );
+    expect(events.map((event) => event.data)).toEqual([
+      expect.objectContaining({ reason: "damaged", checkpointSeq: (await checkpointOfRun(first)).seq }),
+    ]);
+    // Nothing of the damaged folder is left beside the workspace.
+    expect((await readdir(path.dirname(workspace))).filter((name) => name.startsWith(path.basename(workspace)))).toEqual([
+      path.basename(workspace),
+    ]);
     await processes.killAll();
   }, 120_000);
 
@@ -229,7 +269,16 @@ describe("workspace checkpoints", () => {
     await startWorker();
     expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
     const checkpoint = await checkpointOfRun(runId);
-    expect(checkpoint.seq).toBe(2);
+    // The redelivered batch found its own calls' files beside the first checkpoint: caught up (seq 2), never taken for damage.
+    const ofRun = await env.query<{ seq: number; reason: string }>(
+      "select seq, reason from workspace_checkpoints where run_id = $1 order by seq",
+      [runId],
+    );
+    expect(ofRun).toEqual([
+      { seq: 2, reason: "catch_up" },
+      { seq: 3, reason: "batch" },
+    ]);
+    expect(checkpoint.seq).toBe(3);
     const rebuilt = path.join(scratch, "after-crash");
     await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
     expect(await snapshot(rebuilt)).toEqual(afterCrash);

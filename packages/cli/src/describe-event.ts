@@ -35,7 +35,7 @@ export function describeEvent(event: FoyaEvent): string {
     case "subagent_start":
       return `session ${event.data.childSessionId} run ${event.data.childRunId} (depth ${event.data.depth})`;
     case "workspace_restored":
-      return `rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`;
+      return `${event.data.reason}: rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`;
     case "tasks_updated":
       return event.data.tasks.map((task) => `${task.title} (${task.status})`).join("; ");
     case "run_end":

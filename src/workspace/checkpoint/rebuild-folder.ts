@@ -68,3 +68,17 @@ export async function rebuildWorkspaceFolder(
     if (workspaceFolderPresent(staging)) await removeTreeGradually(staging, { sliceMs: 50 });
   }
 }
+
+/**
+ * Moves a damaged workspace folder out of the way so the rebuild can take its place: renamed to a
+ * sibling (one rename, so no call sees a half-moved folder), removed once the rebuild stands.
+ */
+export function setWorkspaceFolderAside(workspaceDir: string): string {
+  const aside = `${workspaceDir}.damaged-${randomBytes(6).toString("hex")}`;
+  renameSync(workspaceDir, aside);
+  return aside;
+}
+
+export async function removeFolderAside(aside: string): Promise<void> {
+  await removeTreeGradually(aside, { sliceMs: 50 });
+}

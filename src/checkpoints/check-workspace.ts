@@ -1,0 +1,86 @@
+import type { ProcessIdentity } from "../core/process-identity.js";
+import type { ProjectId, RunId, SessionId, TenantId } from "../ids.js";
+import type { CheckpointRow } from "../store/checkpoints.js";
+import type { Store } from "../store/store.js";
+import { removeFolderAside, setWorkspaceFolderAside, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
+import { captureTree } from "../workspace/checkpoint/tree-capture.js";
+import { diffTrees } from "../workspace/checkpoint/tree-delta.js";
+import type { CapturedTree } from "../workspace/checkpoint/tree-entry.js";
+import type { KnownTrees } from "./known-trees.js";
+import { restoreMissingWorkspace } from "./restore-workspace.js";
+import { treeOfStored } from "./stored-tree.js";
+import { commitCheckpoint, prepareCheckpoint, rememberCheckpoint } from "./take-checkpoint.js";
+
+/**
+ * Before a run's first batch, the workspace is what the store says it is (SPEC W1). A missing
+ * folder is rebuilt from the latest checkpoint. A folder that differs from it is either the
+ * project's own work since (a background command, another run's batch not yet checkpointed),
+ * which is checkpointed now (`caught_up`), or damage, which is set aside and rebuilt. Within a
+ * run only its own calls change the workspace, and each such batch is checkpointed as it closes.
+ */
+export interface CheckWorkspaceDeps {
+  store: Pick<Store, "checkpoints" | "blobs" | "transaction">;
+  knownTrees: KnownTrees;
+}
+
+export interface CheckWorkspaceScope {
+  tenantId: TenantId;
+  projectId: ProjectId;
+  sessionId: SessionId;
+  runId: RunId;
+  stepIndex: number;
+  workspaceDir: string;
+  identity: ProcessIdentity | null;
+  /**
+   * Compare a present folder with the checkpoint: for batches that may change the workspace only.
+   * A batch of reads costs one `lstat` here, no query: the hot path stays as it was.
+   */
+  compare: boolean;
+}
+
+export type WorkspaceCheck =
+  | { kind: "as_stored" }
+  | { kind: "caught_up"; checkpoint: CheckpointRow }
+  | { kind: "restored"; reason: "missing" | "damaged"; checkpoint: CheckpointRow; files: number; differences: number };
+
+export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorkspaceScope, signal?: AbortSignal): Promise<WorkspaceCheck> {
+  if (!workspaceFolderPresent(scope.workspaceDir)) {
+    const restored = await restoreMissingWorkspace(deps, scope, signal);
+    return restored.kind === "restored" ? { ...restored, kind: "restored", reason: "missing", differences: 0 } : { kind: "as_stored" };
+  }
+  if (!scope.compare) return { kind: "as_stored" };
+  const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+  if (!latest || latest.runId === scope.runId) return { kind: "as_stored" };
+  const previous = await storedTree(deps, latest);
+  const captured = await captureTree(scope.workspaceDir, { previous, ...(signal ? { signal } : {}) });
+  if (captured.truncated) return { kind: "as_stored" };
+  const delta = await diffTrees(previous.entries, captured.entries, signal ? { signal } : {});
+  const differences = delta.upserts.length + delta.removed.length;
+  if (differences === 0) {
+    // Fresh stamps for this host: the batch's own checkpoint then hashes only what its calls change.
+    deps.knownTrees.remember(scope.projectId, latest.id, captured);
+    return { kind: "as_stored" };
+  }
+  if (await deps.store.checkpoints.workSince(latest, scope)) return catchUp(deps, scope, signal);
+  const aside = setWorkspaceFolderAside(scope.workspaceDir);
+  const restored = await restoreMissingWorkspace(deps, scope, signal);
+  await removeFolderAside(aside);
+  if (restored.kind !== "restored") return { kind: "as_stored" };
+  return { kind: "restored", reason: "damaged", checkpoint: restored.checkpoint, files: restored.files, differences };
+}
+
+async function storedTree(deps: CheckWorkspaceDeps, latest: CheckpointRow): Promise<CapturedTree> {
+  const known = deps.knownTrees.get(latest.projectId, latest.id);
+  if (known) return known;
+  const { entries, stamps } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
+  return { entries, stamps, fresh: [], skipped: [], hashed: 0, truncated: false };
+}
+
+/** The project's own work since the latest checkpoint becomes a checkpoint of its own, before the batch's calls run. */
+async function catchUp(deps: CheckWorkspaceDeps, scope: CheckWorkspaceScope, signal?: AbortSignal): Promise<WorkspaceCheck> {
+  const prepared = await prepareCheckpoint(deps, { ...scope, reason: "catch_up" }, signal);
+  const row = await deps.store.transaction((tx) => commitCheckpoint(tx, prepared));
+  if (!row) return { kind: "as_stored" };
+  rememberCheckpoint(deps, row, prepared);
+  return { kind: "caught_up", checkpoint: row };
+}
