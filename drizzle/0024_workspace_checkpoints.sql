@@ -1,5 +1,6 @@
 CREATE TABLE "checkpoint_entries" (
 	"checkpoint_id" text NOT NULL,
+	"tenant_id" text NOT NULL,
 	"path" text NOT NULL,
 	"removed" boolean DEFAULT false NOT NULL,
 	"kind" text,

@@ -473,6 +473,8 @@ export const checkpointEntries = pgTable(
       .$type<CheckpointId>()
       .notNull()
       .references(() => workspaceCheckpoints.id, { onDelete: "cascade" }),
+    /** Every row carries its tenant (D8), as the checkpoint does. */
+    tenantId: text("tenant_id").$type<TenantId>().notNull(),
     path: text("path").notNull(),
     removed: boolean("removed").notNull().default(false),
     kind: text("kind").$type<CheckpointEntryKind>(),

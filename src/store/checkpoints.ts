@@ -101,15 +101,17 @@ async function insertCheckpoint(
     .returning();
   const rows = asDelta ? body.changes : body.whole().map((entry) => ({ removed: false as const, ...entry }));
   for (let start = 0; start < rows.length; start += entriesPerInsert) {
-    await tx.insert(checkpointEntries).values(rows.slice(start, start + entriesPerInsert).map((change) => entryRow(id, change)));
+    await tx
+      .insert(checkpointEntries)
+      .values(rows.slice(start, start + entriesPerInsert).map((change) => entryRow(id, header.tenantId, change)));
   }
   return row as CheckpointRow;
 }
 
-function entryRow(checkpointId: CheckpointId, change: StoredChange): typeof checkpointEntries.$inferInsert {
-  if (change.removed) return { checkpointId, path: change.path, removed: true };
+function entryRow(checkpointId: CheckpointId, tenantId: TenantId, change: StoredChange): typeof checkpointEntries.$inferInsert {
+  if (change.removed) return { checkpointId, tenantId, path: change.path, removed: true };
   const { path, kind, mode, size, sha256, target, stat } = change;
-  return { checkpointId, path, removed: false, kind, mode, size, sha256, target, stat };
+  return { checkpointId, tenantId, path, removed: false, kind, mode, size, sha256, target, stat };
 }
 
 /** How many deltas lie between this checkpoint and the full tree it builds on (0 for a full one). */
