@@ -21,7 +21,7 @@ export type Restored =
   | { kind: "no_checkpoint" }
   | { kind: "restored"; checkpoint: CheckpointRow; files: number; refusedLinks: number };
 
-export class WorkspaceRestoreError extends Error {}
+class WorkspaceRestoreError extends Error {}
 
 export async function restoreMissingWorkspace(
   deps: RestoreDeps,

@@ -65,7 +65,9 @@ export class RunView {
         this.notice(style.dim(`sub-agent started: foya events ${event.data.childSessionId} --follow`));
         return;
       case "workspace_restored":
-        this.notice(style.yellow(`workspace ${event.data.reason}: rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`));
+        this.notice(
+          style.yellow(`workspace ${event.data.reason}: rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`),
+        );
         return;
       case "tasks_updated":
         for (const task of event.data.tasks)
