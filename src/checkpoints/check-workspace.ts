@@ -13,10 +13,12 @@ import { commitCheckpoint, prepareCheckpoint, rememberCheckpoint } from "./take-
 
 /**
  * Before a run's first batch, the workspace is what the store says it is (SPEC W1). A missing
- * folder is rebuilt from the latest checkpoint. A folder that differs from it is either the
- * project's own work since (a background command, another run's batch not yet checkpointed),
- * which is checkpointed now (`caught_up`), or damage, which is set aside and rebuilt. Within a
- * run only its own calls change the workspace, and each such batch is checkpointed as it closes.
+ * folder is rebuilt from the latest checkpoint. A folder that differs from it holds the project's
+ * own work since (a background command, another run's batch not yet checkpointed), which is
+ * checkpointed now (`caught_up`), or changes from outside: a person's edit, kept the same way by
+ * default, or damage, set aside and rebuilt where the operator said nothing else touches
+ * workspaces (`outOfBand: "repair"`). Within a run only its own calls change the workspace, and
+ * each such batch is checkpointed as it closes.
  */
 export interface CheckWorkspaceDeps {
   store: Pick<Store, "checkpoints" | "blobs" | "transaction">;
@@ -36,6 +38,8 @@ export interface CheckWorkspaceScope {
    * A batch of reads costs one `lstat` here, no query: the hot path stays as it was.
    */
   compare: boolean;
+  /** Changes no tool of Foya made: kept as a checkpoint, or repaired (`FOYA_WORKSPACE_OUT_OF_BAND_CHANGES`). */
+  outOfBand: "keep" | "repair";
 }
 
 export type WorkspaceCheck =
@@ -61,7 +65,7 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
     deps.knownTrees.remember(scope.projectId, latest.id, captured);
     return { kind: "as_stored" };
   }
-  if (await deps.store.checkpoints.workSince(latest, scope)) return catchUp(deps, scope, signal);
+  if (scope.outOfBand === "keep" || (await deps.store.checkpoints.workSince(latest, scope))) return catchUp(deps, scope, signal);
   const aside = setWorkspaceFolderAside(scope.workspaceDir);
   const restored = await restoreMissingWorkspace(deps, scope, signal);
   await removeFolderAside(aside);

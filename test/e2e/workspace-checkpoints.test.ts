@@ -225,8 +225,27 @@ describe("workspace checkpoints", () => {
     await processes.killAll();
   }, 120_000);
 
-  it("W1: a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
+  it("W1: by default a person's edit between two turns is kept: checkpointed as a catch-up before the next batch, never rebuilt over", async () => {
     await startWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    await turn(sessionId, [write("data.txt", "written by the model\n")]);
+    await writeFile(path.join(workspace, "data.txt"), "edited by a person\n");
+    const second = await turn(sessionId, [bash("cp data.txt seen.txt")]);
+    expect(await readFile(path.join(workspace, "seen.txt"), "utf8")).toBe("edited by a person\n");
+    const ofRun = await env.query<{ id: CheckpointId; reason: string }>(
+      "select id, reason from workspace_checkpoints where run_id = $1 order by seq",
+      [second],
+    );
+    expect(ofRun.map((row) => row.reason)).toEqual(["catch_up", "batch"]);
+    const caught = await env.services.store.checkpoints.checkpointTree(ofRun[0]!.id);
+    expect(caught.get("data.txt")?.size).toBe("edited by a person\n".length);
+    expect(await env.query("select 1 from events where session_id = $1 and type = 'workspace_restored'", [sessionId])).toEqual([]);
+    await processes.killAll();
+  }, 120_000);
+
+  it("W1: where nothing but Foya touches workspaces, a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
+    await startWorker({ FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const first = await turn(sessionId, [write("data.txt", "right\n"), write("other.txt", "kept\n")]);

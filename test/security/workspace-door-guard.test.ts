@@ -40,6 +40,8 @@ const allowed: Record<string, string> = {
     "the door: rebuilds a checkpoint only into an empty folder it holds open, and sets folders' modes through their held descriptors",
   "src/workspace/checkpoint/tree-capture.ts":
     "the door: a workspace's whole tree for a checkpoint, walked from held descriptors, never through a symlink, FIFOs and devices never opened",
+  "src/workspace/checkpoint/rebuild-folder.ts":
+    "rebuilds a workspace in a fresh sibling folder and renames it into place; sets a damaged one aside and removes it",
   "src/workspace/descriptor-walk.ts": "the door: descriptor-relative resolution",
   "src/workspace/folder-handles.ts":
     "the door: folders held by descriptor, a bounded set, each reached one real folder at a time, never through a symlink",

@@ -4,7 +4,10 @@ import { StaleWorkError } from "../../store/transact.js";
 import type { JobDeps } from "../job-deps.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 
-export type WorkspacePresentDeps = Pick<JobDeps, "store" | "unitOfWork" | "knownTrees" | "tenantSettings" | "identityMode" | "logger">;
+export type WorkspacePresentDeps = Pick<
+  JobDeps,
+  "store" | "unitOfWork" | "knownTrees" | "tenantSettings" | "identityMode" | "logger" | "config"
+>;
 
 /**
  * Phase 1b of the tool-batch job (process.ts): before any call runs, the project's workspace is
@@ -26,6 +29,7 @@ export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt
     workspaceDir: attempt.workspaceDir,
     identity,
     compare: attempt.checkpoint,
+    outOfBand: deps.config.workspaces.outOfBandChanges,
   };
   const restored = await checkWorkspace(deps, scope, attempt.signal);
   if (restored.kind !== "restored") return true;
