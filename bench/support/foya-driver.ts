@@ -62,7 +62,8 @@ export class FoyaDriver {
     private readonly app: App,
     private readonly services: Services,
     private readonly key: string,
-    private readonly projectId: string,
+    /** The project every session of this driver belongs to (its own tenant's only one). */
+    readonly projectId: string,
   ) {}
 
   /** A tenant and a project to hold the benchmark's sessions. */
@@ -92,11 +93,16 @@ export class FoyaDriver {
 
   /**
    * Starts one run per session, all at once, each scripted for `toolSteps` agent
-   * steps, and waits until every run has ended (or `timeoutMs` passes).
+   * steps (by default one no-op call each; `input` is another scripted-provider input
+   * of that many tool steps), and waits until every run has ended (or `timeoutMs` passes).
    * Subscriptions are in place before the first run starts.
    */
-  async runAll(sessionIds: readonly SessionId[], toolSteps: number, timeoutMs: number): Promise<RunRecord[]> {
-    const input = noopScript(toolSteps);
+  async runAll(
+    sessionIds: readonly SessionId[],
+    toolSteps: number,
+    timeoutMs: number,
+    input: string = noopScript(toolSteps),
+  ): Promise<RunRecord[]> {
     const observers = await Promise.all(sessionIds.map((sessionId) => this.observe(sessionId)));
     try {
       const records = await Promise.all(

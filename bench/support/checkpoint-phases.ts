@@ -1,0 +1,152 @@
+import { closeSync, constants, lstatSync, openSync, readdirSync } from "node:fs";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { treeDigest, treeOfStored, changesOf } from "../../src/checkpoints/stored-tree.js";
+import {
+  type CheckpointDeps,
+  type CheckpointScope,
+  commitCheckpoint,
+  type PreparedCheckpoint,
+} from "../../src/checkpoints/take-checkpoint.js";
+import type { CheckpointRow } from "../../src/store/checkpoints.js";
+import type { Store } from "../../src/store/store.js";
+import { openCapturedFileReader } from "../../src/workspace/checkpoint/captured-file-reader.js";
+import { captureTree } from "../../src/workspace/checkpoint/tree-capture.js";
+import { O_PATH } from "../../src/workspace/descriptor-walk.js";
+import { diffTrees } from "../../src/workspace/checkpoint/tree-delta.js";
+import type { CapturedTree } from "../../src/workspace/checkpoint/tree-entry.js";
+
+/**
+ * Where a checkpoint's time goes: the steps of `prepareCheckpoint` (src/checkpoints/take-checkpoint.ts)
+ * called one by one, in its order and with its arguments, each timed, then `commitCheckpoint` in a
+ * transaction of its own. The bench times the real functions for its totals; this only says which
+ * step dominates. It keeps to the one-attempt path (a file changing during the capture throws here).
+ */
+export interface CheckpointPhases {
+  /** The project's latest checkpoint row. */
+  latestMs: number;
+  /** The previous tree: the in-process cache (warm) or the checkpoint's chain read from Postgres (cold). */
+  previousTreeMs: number;
+  /** captureTree: the descriptor walk, an lstat per entry, the changed files hashed. */
+  captureMs: number;
+  /** The changed files read again and put as blobs, one INSERT each. */
+  blobsMs: number;
+  /** diffTrees against the previous tree. */
+  deltaMs: number;
+  /** treeDigest over the whole tree, the byte count and the delta as rows. */
+  digestMs: number;
+  /** commitCheckpoint in its own transaction: lock, latest, chain length, the rows. */
+  commitMs: number;
+  totalMs: number;
+  hashed: number;
+  full: boolean;
+}
+
+export async function timedCheckpointPhases(
+  deps: CheckpointDeps & { store: Pick<Store, "checkpoints" | "blobs" | "transaction"> },
+  scope: CheckpointScope,
+): Promise<{ phases: CheckpointPhases; row: CheckpointRow; prepared: PreparedCheckpoint }> {
+  let lapAt = performance.now();
+  const started = lapAt;
+  const lap = () => {
+    const now = performance.now();
+    const ms = now - lapAt;
+    lapAt = now;
+    return ms;
+  };
+  const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+  if (!latest) throw new Error("the phases are timed on a project that has a checkpoint already");
+  const latestMs = lap();
+  let previous: CapturedTree | undefined = deps.knownTrees.get(latest.projectId, latest.id);
+  if (!previous) {
+    const { entries, stamps } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
+    previous = { entries, stamps, fresh: [], skipped: [], hashed: 0, truncated: false };
+  }
+  const previousTreeMs = lap();
+  const captured = await captureTree(scope.workspaceDir, { previous });
+  const captureMs = lap();
+  const reader = openCapturedFileReader(scope.workspaceDir);
+  try {
+    for (const file of captured.fresh) {
+      const bytes = await reader.read(file);
+      if (bytes === null) throw new Error(`${file.path} changed while its checkpoint was taken`);
+      await deps.store.blobs.putBlob(scope.tenantId, bytes);
+    }
+  } finally {
+    reader.close();
+  }
+  const blobsMs = lap();
+  const delta = await diffTrees(previous.entries, captured.entries);
+  const deltaMs = lap();
+  let fileBytes = 0;
+  for (const entry of captured.entries.values()) if (entry.kind === "file") fileBytes += entry.size;
+  const prepared: PreparedCheckpoint = {
+    kind: "ready",
+    header: {
+      tenantId: scope.tenantId,
+      projectId: scope.projectId,
+      sessionId: scope.sessionId,
+      runId: scope.runId,
+      stepIndex: scope.stepIndex,
+      reason: scope.reason,
+      entryCount: captured.entries.size,
+      fileBytes,
+      treeDigest: treeDigest(captured.entries),
+    },
+    baseId: latest.id,
+    changes: changesOf(delta, captured.stamps),
+    captured,
+  };
+  const digestMs = lap();
+  const row = await deps.store.transaction((tx) => commitCheckpoint(tx, prepared));
+  if (!row) throw new Error("a ready checkpoint committed no row");
+  const commitMs = lap();
+  return {
+    phases: {
+      latestMs,
+      previousTreeMs,
+      captureMs,
+      blobsMs,
+      deltaMs,
+      digestMs,
+      commitMs,
+      totalMs: performance.now() - started,
+      hashed: captured.hashed,
+      full: row.baseId === null,
+    },
+    row,
+    prepared,
+  };
+}
+
+/** The floor under any whole-tree capture: readdir and lstat of every entry by path, nothing kept. */
+export function lstatWalk(at: string): number {
+  let count = 0;
+  for (const name of readdirSync(at)) {
+    const inner = path.join(at, name);
+    count++;
+    if (lstatSync(inner).isDirectory()) count += lstatWalk(inner);
+  }
+  return count;
+}
+
+/**
+ * The same walk the way the capture reaches entries (SPEC S6): each folder held by an `O_PATH`
+ * descriptor, every name listed and lstat'ed through `/proc/self/fd/<fd>/<name>`, with bigint
+ * stats; nothing kept, nothing hashed.
+ */
+export function descriptorLstatWalk(at: string | number): number {
+  const fd = typeof at === "number" ? at : openSync(at, O_PATH | constants.O_DIRECTORY);
+  let count = 0;
+  try {
+    for (const name of readdirSync(`/proc/self/fd/${fd}`)) {
+      count++;
+      const stats = lstatSync(`/proc/self/fd/${fd}/${name}`, { bigint: true });
+      if (stats.isDirectory())
+        count += descriptorLstatWalk(openSync(`/proc/self/fd/${fd}/${name}`, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return count;
+}
