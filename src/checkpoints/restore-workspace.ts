@@ -39,7 +39,8 @@ export async function restoreMissingWorkspace(
   if (treeDigest(entries) !== latest.treeDigest) throw new WorkspaceRestoreError(`checkpoint ${latest.id} does not add up to its tree`);
   const owner = scope.identity ? { uid: scope.identity.uid, gid: scope.identity.gid } : {};
   const rebuilt = await rebuildWorkspaceFolder(scope.workspaceDir, entries, {
-    blob: async (sha256) => (await deps.store.blobs.getBlob(scope.tenantId, sha256)) ?? null,
+    blob: coalescedBlobs((digests) => deps.store.blobs.getBlobs(scope.tenantId, digests)),
+    blobsAhead: blobsInFlight,
     ...owner,
     ...(signal ? { signal } : {}),
   });
@@ -49,3 +50,26 @@ export async function restoreMissingWorkspace(
   deps.knownTrees.forget(scope.projectId);
   return { kind: "restored", checkpoint: latest, files: rebuilt.files, refusedLinks: rebuilt.refusedLinks };
 }
+
+/** Blobs asked for ahead of the writes; those asked in one turn of the event loop go in one query. */
+const blobsInFlight = 32;
+
+function coalescedBlobs(fetch: (digests: readonly string[]) => Promise<Map<string, Buffer>>): (sha256: string) => Promise<Buffer | null> {
+  let batch: Array<{ sha256: string; resolve: (bytes: Buffer | null) => void; reject: (error: unknown) => void }> = [];
+  const flush = async () => {
+    const asked = batch;
+    batch = [];
+    try {
+      const found = await fetch(asked.map((request) => request.sha256));
+      for (const request of asked) request.resolve(found.get(request.sha256) ?? null);
+    } catch (error) {
+      for (const request of asked) request.reject(error);
+    }
+  };
+  return (sha256) =>
+    new Promise((resolve, reject) => {
+      if (batch.length === 0) queueMicrotask(() => void flush());
+      batch.push({ sha256, resolve, reject });
+    });
+}
+

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import { createHash } from "node:crypto";
 import type { DbExecutor } from "../db/client.js";
 import { contentBlobs } from "../db/schema.js";
@@ -31,7 +31,17 @@ async function getBlob(db: DbExecutor, tenantId: TenantId, digest: string): Prom
   return row?.bytes;
 }
 
+/** Several blobs of a tenant in one query (a rebuild asks for many at once); a digest not stored is absent from the map. */
+async function getBlobs(db: DbExecutor, tenantId: TenantId, digests: readonly string[]): Promise<Map<string, Buffer>> {
+  if (digests.length === 0) return new Map();
+  const rows = await db
+    .select({ sha256: contentBlobs.sha256, bytes: contentBlobs.bytes })
+    .from(contentBlobs)
+    .where(and(eq(contentBlobs.tenantId, tenantId), inArray(contentBlobs.sha256, [...new Set(digests)])));
+  return new Map(rows.map((row) => [row.sha256, row.bytes]));
+}
+
 /** `store.blobs`. */
 export const blobsRepository = repository({
-  db: { putBlob, getBlob },
+  db: { putBlob, getBlob, getBlobs },
 });

@@ -5,7 +5,9 @@ import { emptySha256 } from "./tree-entry.js";
  * W1): the store answers over the network, and waiting for each blob just
  * before its file is written would make a rebuild of 10,000 files 10,000
  * round trips long. Answers come back in the order of `digests`. The empty
- * file's blob is never asked for.
+ * file's blob is never asked for. The window is refilled once half of it is
+ * used, all at once, so a fetcher that coalesces what is asked in one turn
+ * makes one query per half window.
  */
 export interface BlobWindow {
   /** The next digest's blob (null when the store has none). */
@@ -26,10 +28,10 @@ export function blobWindow(digests: readonly string[], fetch: (sha256: string) =
   };
   return {
     async next() {
-      fill();
+      if (pending.length === 0) fill();
       const answer = pending.shift();
       if (!answer) throw new Error("blobWindow: more blobs asked for than digests given");
-      fill();
+      if (pending.length <= Math.floor(ahead / 2)) fill();
       return answer;
     },
   };

@@ -40,7 +40,7 @@ export function createEmptyWorkspaceFolder(workspaceDir: string, owner: { uid: n
 export async function rebuildWorkspaceFolder(
   workspaceDir: string,
   tree: TreeEntries,
-  options: Pick<MaterializeOptions, "blob" | "uid" | "gid" | "signal">,
+  options: Pick<MaterializeOptions, "blob" | "blobsAhead" | "uid" | "gid" | "signal">,
 ): Promise<RebuildResult> {
   const staging = `${workspaceDir}.rebuild-${randomBytes(6).toString("hex")}`;
   mkdirSync(path.dirname(workspaceDir), { recursive: true, mode: 0o711 });
