@@ -567,7 +567,7 @@ const settingsSchema = z.object({
         "Entries of a project's trash (`GET /v1/projects/:id/trash`) older than this many days are deleted for good; `0` keeps them.",
       ),
       outOfBandChanges: choice("FOYA_WORKSPACE_OUT_OF_BAND_CHANGES", ["keep", "repair"], "keep").describe(
-        "What a run's first batch that may change the workspace does with changes no tool of Foya made since the latest checkpoint (a person's edit, a disk's damage): `keep` checkpoints them as they are; `repair` rebuilds the workspace from the checkpoint (for deployments where nothing but Foya touches workspaces). A missing workspace folder is rebuilt either way.",
+        "Changes no tool of Foya made since the latest checkpoint (a person's edit, a disk's damage): `keep` makes them part of the next batch's checkpoint; `repair` has a run's first batch that may change the workspace compare it with the checkpoint and rebuild it over such changes (for deployments where nothing but Foya touches workspaces). A missing workspace folder is rebuilt either way.",
       ),
     })
     .describe("Workspaces"),

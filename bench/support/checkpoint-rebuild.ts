@@ -12,7 +12,7 @@ import { round } from "./stats.js";
 
 /**
  * A lost workspace rebuilt from Postgres (SPEC W1) by `restoreMissingWorkspace`, with its reads
- * timed: the tree (one statement) and the blobs (one SELECT each, `blobsAhead` in flight, see
+ * timed: the tree (one statement) and the blobs (one SELECT per batch of those asked together, see
  * src/workspace/checkpoint/blob-window.ts). Then, untimed in the figure: a full capture of the
  * result (about what the rebuild's own verify pass costs, and the proof it matches the
  * checkpoint), `cp -a` of the result (the disk's speed at that moment), and the same blobs
@@ -128,11 +128,11 @@ function timedRestoreStore(store: Store) {
       },
       blobs: {
         ...store.blobs,
-        getBlob: async (tenantId: TenantId, sha256: string) => {
+        getBlobs: async (tenantId: TenantId, digests: readonly string[]) => {
           const fetch = { startedAt: performance.now(), answeredAt: 0 };
           fetches.push(fetch);
           try {
-            return await store.blobs.getBlob(tenantId, sha256);
+            return await store.blobs.getBlobs(tenantId, digests);
           } finally {
             fetch.answeredAt = performance.now();
           }

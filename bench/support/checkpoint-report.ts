@@ -166,7 +166,7 @@ export function printCheckpointReport(report: CheckpointReport): void {
     `\n4. rebuild of ${r.files} files (${round(r.bytes / 1e6)} MB, ${r.chainDeltas} deltas on a full tree) from Postgres: ${r.ms} ms (budget ${settings.rebuildBudgetMs} ms: ${report.budgets.rebuild10kMs.met ? "met" : "NOT met"})`,
   );
   console.log(
-    `   tree read ${r.treeReadMs} ms; ${r.blobFetches} blob SELECTs (8 in flight): the writes waited ~${r.waitedForBlobsMs} ms for them; ` +
+    `   tree read ${r.treeReadMs} ms; ${r.blobFetches} blob SELECTs (of up to 32 blobs each): the writes waited ~${r.waitedForBlobsMs} ms for them; ` +
       `the same blobs fetched alone ${r.fetchOnlyMs} ms; a full capture of the result (≈ the rebuild's own verify pass) ${r.fullCaptureMs} ms; cp -a of the result ${r.cpMs} ms`,
   );
   const b = report.budgets.addedP50Ms10k;

@@ -12,13 +12,13 @@ import { treeOfStored } from "./stored-tree.js";
 import { commitCheckpoint, prepareCheckpoint, rememberCheckpoint } from "./take-checkpoint.js";
 
 /**
- * Before a run's first batch, the workspace is what the store says it is (SPEC W1). A missing
- * folder is rebuilt from the latest checkpoint. A folder that differs from it holds the project's
- * own work since (a background command, another run's batch not yet checkpointed), which is
- * checkpointed now (`caught_up`), or changes from outside: a person's edit, kept the same way by
- * default, or damage, set aside and rebuilt where the operator said nothing else touches
- * workspaces (`outOfBand: "repair"`). Within a run only its own calls change the workspace, and
- * each such batch is checkpointed as it closes.
+ * Before a batch, the workspace is what the store says it is (SPEC W1). A missing folder is
+ * rebuilt from the latest checkpoint. By default, changes made since the latest checkpoint by
+ * anything but the batch's calls (a background command, a person) are simply part of the batch's
+ * own checkpoint. Where the operator said nothing but Foya touches workspaces (`outOfBand:
+ * "repair"`), a run's first batch that may change the workspace compares it with the checkpoint:
+ * differences the project's own work explains are checkpointed first (`caught_up`); anything else
+ * is damage, set aside and rebuilt.
  */
 export interface CheckWorkspaceDeps {
   store: Pick<Store, "checkpoints" | "blobs" | "transaction">;
@@ -52,7 +52,9 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
     const restored = await restoreMissingWorkspace(deps, scope, signal);
     return restored.kind === "restored" ? { ...restored, kind: "restored", reason: "missing", differences: 0 } : { kind: "as_stored" };
   }
-  if (!scope.compare) return { kind: "as_stored" };
+  // Kept changes need no look before the batch: its own checkpoint, taken as it closes, holds
+  // them with the calls' changes (one walk of the tree per batch, not two).
+  if (!scope.compare || scope.outOfBand === "keep") return { kind: "as_stored" };
   const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
   if (!latest || latest.runId === scope.runId) return { kind: "as_stored" };
   const previous = await storedTree(deps, latest);
@@ -65,7 +67,7 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
     deps.knownTrees.remember(scope.projectId, latest.id, captured);
     return { kind: "as_stored" };
   }
-  if (scope.outOfBand === "keep" || (await deps.store.checkpoints.workSince(latest, scope))) return catchUp(deps, scope, signal);
+  if (await deps.store.checkpoints.workSince(latest, scope)) return catchUp(deps, scope, signal);
   const aside = setWorkspaceFolderAside(scope.workspaceDir);
   const restored = await restoreMissingWorkspace(deps, scope, signal);
   await removeFolderAside(aside);

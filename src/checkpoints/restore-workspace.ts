@@ -72,4 +72,3 @@ function coalescedBlobs(fetch: (digests: readonly string[]) => Promise<Map<strin
       batch.push({ sha256, resolve, reject });
     });
 }
-

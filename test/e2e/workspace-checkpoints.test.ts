@@ -175,17 +175,12 @@ describe("workspace checkpoints", () => {
       await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
       expect(await snapshot(rebuilt), `step ${index + 1}`).toEqual(await snapshot(step.copy));
     }
-    // One checkpoint per batch, in order, and one more before step 17's batch: what the background command wrote after
-    // its batch closed was caught up as a checkpoint of its own before the next batch ran, not taken for damage.
-    expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => (index < 16 ? index + 1 : index + 2)));
-    const caughtUp = await env.query<{ id: CheckpointId; seq: number }>(
-      "select id, seq from workspace_checkpoints where run_id = $1 and reason = 'catch_up'",
-      [steps[16]!.runId],
-    );
-    expect(caughtUp.map((row) => row.seq)).toEqual([17]);
-    const caughtTree = await env.services.store.checkpoints.checkpointTree(caughtUp[0]!.id);
-    expect(caughtTree.get("bg.txt")).toMatchObject({ kind: "file", size: "background\n".length });
-    expect((await snapshot(steps[16]!.copy)).some((line) => line.startsWith("f bg.txt"))).toBe(true);
+    // One checkpoint per batch, in order. What the background command wrote after its batch closed is in the next
+    // batch's checkpoint (step 17), though no tool of Foya wrote it.
+    expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => index + 1));
+    const step17 = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(steps[16]!.runId)).id);
+    expect(step17.get("bg.txt")).toMatchObject({ kind: "file", size: "background\n".length });
+    expect((await snapshot(steps[15]!.copy)).some((line) => line.startsWith("f bg.txt"))).toBe(false);
     // Deltas in between, a full tree every 16: storage follows what changed, not the workspace's size.
     const kinds = await env.query<{ full: boolean; entries: number }>(
       `select c.base_id is null as full, (select count(*)::int from checkpoint_entries e where e.checkpoint_id = c.id) as entries
@@ -193,7 +188,7 @@ describe("workspace checkpoints", () => {
       [sessionId],
     );
     expect(kinds.map((row) => row.full)).toEqual(kinds.map((_, index) => index % 16 === 0));
-    expect(kinds).toHaveLength(turns.length + 1);
+    expect(kinds).toHaveLength(turns.length);
     const total = kinds.at(-1)!;
     expect(total.full).toBe(false);
     await processes.killAll();
@@ -225,7 +220,7 @@ describe("workspace checkpoints", () => {
     await processes.killAll();
   }, 120_000);
 
-  it("W1: by default a person's edit between two turns is kept: checkpointed as a catch-up before the next batch, never rebuilt over", async () => {
+  it("W1: by default a person's edit between two turns is kept: in the next batch's checkpoint, never rebuilt over", async () => {
     await startWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
@@ -237,7 +232,7 @@ describe("workspace checkpoints", () => {
       "select id, reason from workspace_checkpoints where run_id = $1 order by seq",
       [second],
     );
-    expect(ofRun.map((row) => row.reason)).toEqual(["catch_up", "batch"]);
+    expect(ofRun.map((row) => row.reason)).toEqual(["batch"]);
     const caught = await env.services.store.checkpoints.checkpointTree(ofRun[0]!.id);
     expect(caught.get("data.txt")?.size).toBe("edited by a person\n".length);
     expect(await env.query("select 1 from events where session_id = $1 and type = 'workspace_restored'", [sessionId])).toEqual([]);
@@ -270,13 +265,15 @@ describe("workspace checkpoints", () => {
     await processes.killAll();
   }, 120_000);
 
-  it("W1: a worker SIGKILLed with a checkpoint's rows written but not committed leaves no checkpoint; the next worker closes the batch with a correct one", async () => {
-    await startWorker();
+  it("W1: a worker SIGKILLed with a checkpoint's rows written but not committed leaves no checkpoint; the next worker closes the batch with a correct one, never taking the batch's own files for damage", async () => {
+    // Under `repair`, the strictest setting: the redelivered batch compares the workspace with the checkpoint.
+    const repair = { FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" };
+    await startWorker(repair);
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     await turn(sessionId, [write("one.txt", "one\n")]);
     await processes.killAll();
-    const crashing = await startWorker({ FOYA_FAILPOINTS: "worker.checkpoint_rows_written" });
+    const crashing = await startWorker({ ...repair, FOYA_FAILPOINTS: "worker.checkpoint_rows_written" });
     const started = await client.startRun(
       sessionId,
       script([[write("two.txt", "two\n"), bash("echo three > three.txt")], [{ text: "done" }]]),
@@ -285,7 +282,7 @@ describe("workspace checkpoints", () => {
     const runId = started.body.id as RunId;
     expect(await env.query("select id from workspace_checkpoints where run_id = $1", [runId])).toEqual([]);
     const afterCrash = await snapshot(workspace);
-    await startWorker();
+    await startWorker(repair);
     expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
     const checkpoint = await checkpointOfRun(runId);
     // The redelivered batch found its own calls' files beside the first checkpoint: caught up (seq 2), never taken for damage.
