@@ -194,6 +194,31 @@ describe("workspace checkpoints", () => {
     await processes.killAll();
   }, 240_000);
 
+  it("W1, X5: what checkpoints keep counts in the tenant's storageBytes, and its quota refuses the next run", async () => {
+    await startWorker();
+    const tenant = await env.newTenant("checkpoint storage");
+    const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
+    const before = (await tenant.get("/v1/usage")).body.usage.storageBytes as number;
+    // Under node_modules file-change records only summarize: the 300 KB are kept by the checkpoint alone.
+    const started = await tenant.startRun(
+      sessionId,
+      script([[bash("mkdir -p node_modules/big && head -c 300000 /dev/urandom > node_modules/big/blob.bin")], [{ text: "done" }]]),
+    );
+    expect((await tenant.waitForRun(started.body.id, 60_000)).status).toBe("completed");
+    const after = (await tenant.get("/v1/usage")).body.usage.storageBytes as number;
+    expect(after - before).toBeGreaterThanOrEqual(300_000);
+    expect(await env.query("select path from file_changes where session_id = $1 and path like 'node_modules/big/%'", [sessionId])).toEqual(
+      [],
+    );
+    const patch = (quotas: object) => env.admin.request("PATCH", `/v1/tenants/${tenant.tenantId}`, { quotas });
+    await patch({ storageBytes: 100_000 });
+    const refused = await tenant.startRun(sessionId, script([[{ text: "more" }]]));
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(/its storageBytes quota is 100000/);
+    await patch({ storageBytes: null });
+    await processes.killAll();
+  }, 120_000);
+
   it("W1: a workspace folder deleted between two turns is rebuilt from its latest checkpoint before the next batch runs, with a workspace_restored event", async () => {
     await startWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
