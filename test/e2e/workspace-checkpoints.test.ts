@@ -22,6 +22,17 @@ let client: ApiClient;
 let scratch: string;
 const processes = processGroup();
 const startWorker = (extra: Record<string, string> = {}) => processes.start("worker", { ...env.env, ...extra });
+let defaultWorker: Awaited<ReturnType<typeof startWorker>> | undefined;
+/** One worker with the default settings, shared by the tests that need nothing else (a worker start costs a second of CPU). */
+async function useDefaultWorker(): Promise<void> {
+  if (defaultWorker) return;
+  defaultWorker = await startWorker();
+}
+/** For a test that starts workers of its own: none of the others is left. */
+async function stopWorkers(): Promise<void> {
+  await processes.killAll();
+  defaultWorker = undefined;
+}
 
 beforeAll(async () => {
   env = await createTestEnv();
@@ -154,7 +165,7 @@ async function materialize(checkpointId: CheckpointId, tenantId: TenantId, into:
 
 describe("workspace checkpoints", () => {
   it("W1: each of 30 steps mixing write, edit, delete, git, an npm-like tree, rm -rf, chmod, links and a background command materializes byte- and mode-identical to the workspace after it", async () => {
-    await startWorker();
+    await useDefaultWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const steps: Array<{ runId: RunId; copy: string }> = [];
@@ -191,11 +202,43 @@ describe("workspace checkpoints", () => {
     expect(kinds).toHaveLength(turns.length);
     const total = kinds.at(-1)!;
     expect(total.full).toBe(false);
-    await processes.killAll();
   }, 240_000);
 
+  it("W1, D3: a batch closed as interrupted after its worker was SIGKILLed mid-command has its checkpoint, holding what the command wrote before", async () => {
+    await useDefaultWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    await turn(sessionId, [write("before.txt", "before\n")]);
+    await stopWorkers();
+    const worker = await startWorker();
+    const started = await client.startRun(sessionId, script([[bash("echo partial > written.txt && sleep 60")], [{ text: "never" }]]));
+    const runId = started.body.id as RunId;
+    // The command's write sits in its layer until the call is settled; wait for its content there.
+    const layers = path.join(env.config.workspaces.dir, ".calls");
+    await waitFor(
+      async () => {
+        for (const name of await readdir(layers).catch(() => [] as string[]))
+          if ((await readFile(path.join(layers, name, "upper", "written.txt"), "utf8").catch(() => "")) === "partial\n") return true;
+        return false;
+      },
+      20_000,
+      "the command to write in its layer",
+    );
+    worker.kill("SIGKILL");
+    await worker.exited;
+    defaultWorker = await startWorker();
+    expect((await client.waitForRun(runId, 30_000)).status).toBe("interrupted");
+    const checkpoint = await checkpointOfRun(runId);
+    const tree = await env.services.store.checkpoints.checkpointTree(checkpoint.id);
+    expect(tree.get("written.txt")).toMatchObject({ kind: "file", size: "partial\n".length });
+    expect(tree.get("before.txt")).toMatchObject({ kind: "file" });
+    const rebuilt = path.join(scratch, "interrupted");
+    await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
+    expect(await snapshot(rebuilt)).toEqual(await snapshot(workspace));
+  }, 120_000);
+
   it("W1, X5: what checkpoints keep counts in the tenant's storageBytes, and its quota refuses the next run", async () => {
-    await startWorker();
+    await useDefaultWorker();
     const tenant = await env.newTenant("checkpoint storage");
     const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
     const before = (await tenant.get("/v1/usage")).body.usage.storageBytes as number;
@@ -216,11 +259,10 @@ describe("workspace checkpoints", () => {
     expect(refused.status).toBe(429);
     expect(refused.body.error.message).toMatch(/its storageBytes quota is 100000/);
     await patch({ storageBytes: null });
-    await processes.killAll();
   }, 120_000);
 
   it("W1: a workspace folder deleted between two turns is rebuilt from its latest checkpoint before the next batch runs, with a workspace_restored event", async () => {
-    await startWorker();
+    await useDefaultWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const first = await turn(sessionId, [
@@ -242,11 +284,10 @@ describe("workspace checkpoints", () => {
     ]);
     // The restored workspace's next checkpoint is taken as usual.
     expect((await checkpointOfRun(second)).seq).toBe(restoredFrom.seq + 1);
-    await processes.killAll();
   }, 120_000);
 
   it("W1: by default a person's edit between two turns is kept: in the next batch's checkpoint, never rebuilt over", async () => {
-    await startWorker();
+    await useDefaultWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     await turn(sessionId, [write("data.txt", "written by the model\n")]);
@@ -261,10 +302,10 @@ describe("workspace checkpoints", () => {
     const caught = await env.services.store.checkpoints.checkpointTree(ofRun[0]!.id);
     expect(caught.get("data.txt")?.size).toBe("edited by a person\n".length);
     expect(await env.query("select 1 from events where session_id = $1 and type = 'workspace_restored'", [sessionId])).toEqual([]);
-    await processes.killAll();
   }, 120_000);
 
   it("W1: where nothing but Foya touches workspaces, a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
+    await stopWorkers();
     await startWorker({ FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
@@ -293,6 +334,7 @@ describe("workspace checkpoints", () => {
   it("W1: a worker SIGKILLed with a checkpoint's rows written but not committed leaves no checkpoint; the next worker closes the batch with a correct one, never taking the batch's own files for damage", async () => {
     // Under `repair`, the strictest setting: the redelivered batch compares the workspace with the checkpoint.
     const repair = { FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" };
+    await stopWorkers();
     await startWorker(repair);
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);

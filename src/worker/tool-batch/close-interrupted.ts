@@ -6,6 +6,10 @@ import type { JobOutcome } from "../job-context.js";
 import type { JobDeps } from "../job-deps.js";
 import type { ClaimedBatch } from "./claim.js";
 import { closeBatchIfDone } from "./close-batch.js";
+import { prepareBatchCheckpoint } from "./settle.js";
+import { commitCheckpoint, rememberCheckpoint } from "../../checkpoints/take-checkpoint.js";
+import type { CheckpointRow } from "../../store/checkpoints.js";
+import type { BatchScope } from "./batch-attempt.js";
 
 /**
  * Whether a call of the batch was running when its worker stopped (D3). A call waiting on its
@@ -16,10 +20,25 @@ export function hasInterruptedCall(claimed: BatchClaim): boolean {
   return claimed.calls.some((call) => call.status === "running" && call.childRunId === null && !claimed.startedIds.has(call.id));
 }
 
-/** Closes a batch found interrupted at its claim, in one fenced transaction (D3, D10). */
-export async function closeInterrupted(deps: Pick<JobDeps, "unitOfWork" | "config">, claim: ClaimedBatch): Promise<JobOutcome> {
-  const after = await deps.unitOfWork.transactFenced((fx) => closeInterruptedBatch(fx, deps, claim.run, claim.stepIndex));
+/**
+ * Closes a batch found interrupted at its claim, in one fenced transaction (D3, D10). The layer of
+ * its interrupted shell call was settled before the claim, so a batch that may have changed the
+ * workspace closes with its checkpoint, as any other (W1).
+ */
+export async function closeInterrupted(
+  deps: Pick<JobDeps, "unitOfWork" | "config" | "store" | "knownTrees" | "logger">,
+  claim: ClaimedBatch,
+  scope: BatchScope,
+): Promise<JobOutcome> {
+  const prepared = scope.checkpoint ? await prepareBatchCheckpoint(deps, scope) : null;
+  let checkpoint: CheckpointRow | null = null;
+  const after = await deps.unitOfWork.transactFenced(async (fx) => {
+    const closed = await closeInterruptedBatch(fx, deps, claim.run, claim.stepIndex);
+    if (prepared) checkpoint = await commitCheckpoint(fx.store, prepared);
+    return closed;
+  });
   if (after === null) return { kind: "stale" };
+  if (checkpoint && prepared) rememberCheckpoint(deps, checkpoint, prepared);
   return after === "continued"
     ? { kind: "committed", detail: "carried on after an interrupted call" }
     : { kind: "gone", reason: "interrupted" };

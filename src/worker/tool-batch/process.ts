@@ -24,8 +24,8 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   const claim = await claimToolBatch(context, job.data, owner); // 1. claim
   if (claim.kind === "busy") return delayJob(job, token, claim.retryInMs);
   if (claim.kind === "gone") return claim;
-  if (hasInterruptedCall(claim.extra)) return closeInterrupted(deps, claim);
   const scope = await scopeOfBatch(context, claim, tools);
+  if (hasInterruptedCall(claim.extra)) return closeInterrupted(deps, claim, scope);
   return holdingLease(context.leases, owner, () =>
     withRunAbort(context.aborts, scope.run.id, async (signal) => {
       const attempt = { ...scope, owner, signal, started: new Set<string>() };

@@ -115,9 +115,9 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
  * it. A capture that fails (the folder unreadable, the run cancelled meanwhile) does not keep the
  * batch open: its results are committed, and the next batch's checkpoint holds its changes.
  */
-async function prepareBatchCheckpoint(
+export async function prepareBatchCheckpoint(
   deps: Pick<SettleDeps, "store" | "knownTrees" | "logger">,
-  batch: BatchAttempt,
+  batch: Pick<BatchAttempt, "run" | "projectId" | "stepRef" | "workspaceDir"> & { signal?: AbortSignal },
 ): Promise<PreparedCheckpoint> {
   const { run } = batch;
   const scope = {
