@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
 import type { Database } from "../db/client.js";
 import { checkpointEntries, commands, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
@@ -192,7 +192,17 @@ async function workSince(db: Database, checkpoint: CheckpointRow, asking: { runI
   return result.rows[0]?.ran === true;
 }
 
+/** A session's checkpoints, oldest first (bounded: a session's batches are bounded by its runs' step limits). */
+async function checkpointsOfSession(db: Database, tenantId: TenantId, sessionId: SessionId): Promise<CheckpointRow[]> {
+  return db
+    .select()
+    .from(workspaceCheckpoints)
+    .where(and(eq(workspaceCheckpoints.tenantId, tenantId), eq(workspaceCheckpoints.sessionId, sessionId)))
+    .orderBy(asc(workspaceCheckpoints.seq))
+    .limit(10_000);
+}
+
 /** `store.checkpoints`. */
 export const checkpointsRepository = repository({
-  db: { latestCheckpoint, workSince, checkpointOfTenant, insertCheckpoint, checkpointTree },
+  db: { latestCheckpoint, checkpointsOfSession, workSince, checkpointOfTenant, insertCheckpoint, checkpointTree },
 });

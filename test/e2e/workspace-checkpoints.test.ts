@@ -282,8 +282,33 @@ describe("workspace checkpoints", () => {
     expect(events).toEqual([
       { type: "workspace_restored", data: expect.objectContaining({ reason: "missing", checkpointSeq: restoredFrom.seq, files: 2 }) },
     ]);
-    // The restored workspace's next checkpoint is taken as usual.
+    // The restored workspace's next checkpoint is taken as usual; the session lists both, with their runs and steps.
     expect((await checkpointOfRun(second)).seq).toBe(restoredFrom.seq + 1);
+    const listed = await client.get(`/v1/sessions/${sessionId}/checkpoints`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.checkpoints).toEqual([
+      expect.objectContaining({
+        id: restoredFrom.id,
+        seq: restoredFrom.seq,
+        runId: first,
+        stepIndex: 0,
+        reason: "batch",
+        full: true,
+        entryCount: 3,
+        fileBytes: 11,
+      }),
+      expect.objectContaining({
+        seq: restoredFrom.seq + 1,
+        runId: second,
+        stepIndex: 0,
+        reason: "batch",
+        full: false,
+        entryCount: 4,
+        fileBytes: 22,
+      }),
+    ]);
+    const other = await env.newTenant("another");
+    expect((await other.get(`/v1/sessions/${sessionId}/checkpoints`)).status).toBe(404);
   }, 120_000);
 
   it("W1: by default a person's edit between two turns is kept: in the next batch's checkpoint, never rebuilt over", async () => {
