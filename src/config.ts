@@ -566,6 +566,9 @@ const settingsSchema = z.object({
       trashRetentionDays: int("FOYA_TRASH_RETENTION_DAYS", 30, { min: 0, max: maxDays }).describe(
         "Entries of a project's trash (`GET /v1/projects/:id/trash`) older than this many days are deleted for good; `0` keeps them.",
       ),
+      checkpointMaxFileBytes: int("FOYA_CHECKPOINT_MAX_FILE_BYTES", 64 * 1024 * 1024, { min: 0, max: maxBytes, unit: "bytes" }).describe(
+        "Largest file whose content a workspace checkpoint keeps (read whole into the worker's memory to be stored). A larger file is kept by size and digest only, and a rebuild leaves it out and says so (`workspace_restored`'s `filesNotRestored`).",
+      ),
       outOfBandChanges: choice("FOYA_WORKSPACE_OUT_OF_BAND_CHANGES", ["keep", "repair"], "keep").describe(
         "Changes no tool of Foya made since the latest checkpoint (a person's edit, a disk's damage): `keep` makes them part of the next batch's checkpoint; `repair` has a run's first batch that may change the workspace compare it with the checkpoint and rebuild it over such changes (for deployments where nothing but Foya touches workspaces). A missing workspace folder is rebuilt either way.",
       ),

@@ -23,6 +23,7 @@ import { commitCheckpoint, prepareCheckpoint, rememberCheckpoint } from "./take-
 export interface CheckWorkspaceDeps {
   store: Pick<Store, "checkpoints" | "blobs" | "transaction">;
   knownTrees: KnownTrees;
+  maxFileBytes: number;
 }
 
 export interface CheckWorkspaceScope {
@@ -45,12 +46,20 @@ export interface CheckWorkspaceScope {
 export type WorkspaceCheck =
   | { kind: "as_stored" }
   | { kind: "caught_up"; checkpoint: CheckpointRow }
-  | { kind: "restored"; reason: "missing" | "damaged"; checkpoint: CheckpointRow; files: number; differences: number };
+  | {
+      kind: "restored";
+      reason: "missing" | "damaged";
+      checkpoint: CheckpointRow;
+      files: number;
+      differences: number;
+      /** Files whose content the checkpoint did not keep (too large): left out of the rebuild. */
+      notRestored: string[];
+    };
 
 export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorkspaceScope, signal?: AbortSignal): Promise<WorkspaceCheck> {
   if (!workspaceFolderPresent(scope.workspaceDir)) {
     const restored = await restoreMissingWorkspace(deps, scope, signal);
-    return restored.kind === "restored" ? { ...restored, kind: "restored", reason: "missing", differences: 0 } : { kind: "as_stored" };
+    return restored.kind === "restored" ? { ...restored, reason: "missing", differences: 0 } : { kind: "as_stored" };
   }
   // Kept changes need no look before the batch: its own checkpoint, taken as it closes, holds
   // them with the calls' changes (one walk of the tree per batch, not two).
@@ -72,7 +81,7 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   const restored = await restoreMissingWorkspace(deps, scope, signal);
   await removeFolderAside(aside);
   if (restored.kind !== "restored") return { kind: "as_stored" };
-  return { kind: "restored", reason: "damaged", checkpoint: restored.checkpoint, files: restored.files, differences };
+  return { ...restored, reason: "damaged", differences };
 }
 
 async function storedTree(deps: CheckWorkspaceDeps, latest: CheckpointRow): Promise<CapturedTree> {

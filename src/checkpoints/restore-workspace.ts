@@ -5,6 +5,7 @@ import type { Store } from "../store/store.js";
 import { createEmptyWorkspaceFolder, rebuildWorkspaceFolder, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
 import type { KnownTrees } from "./known-trees.js";
 import { treeDigest, treeOfStored } from "./stored-tree.js";
+import type { TreeEntries, TreeEntry } from "../workspace/checkpoint/tree-entry.js";
 
 /**
  * A project whose workspace folder is gone (a lost disk, a new host, an operator's mistake) is
@@ -19,7 +20,7 @@ export type Restored =
   | { kind: "present" }
   /** Missing with no checkpoint to rebuild from: made empty, as a new project's. */
   | { kind: "no_checkpoint" }
-  | { kind: "restored"; checkpoint: CheckpointRow; files: number; refusedLinks: number };
+  | { kind: "restored"; checkpoint: CheckpointRow; files: number; refusedLinks: number; notRestored: string[] };
 
 class WorkspaceRestoreError extends Error {}
 
@@ -37,8 +38,9 @@ export async function restoreMissingWorkspace(
   const { entries } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
   // The rows must add up to the tree that was captured: a chain read wrong is never written out.
   if (treeDigest(entries) !== latest.treeDigest) throw new WorkspaceRestoreError(`checkpoint ${latest.id} does not add up to its tree`);
+  const { writable, notRestored } = await keptContent(deps, scope.tenantId, entries);
   const owner = scope.identity ? { uid: scope.identity.uid, gid: scope.identity.gid } : {};
-  const rebuilt = await rebuildWorkspaceFolder(scope.workspaceDir, entries, {
+  const rebuilt = await rebuildWorkspaceFolder(scope.workspaceDir, writable, {
     blob: coalescedBlobs((digests) => deps.store.blobs.getBlobs(scope.tenantId, digests)),
     blobsAhead: blobsInFlight,
     ...owner,
@@ -48,7 +50,28 @@ export async function restoreMissingWorkspace(
   if (rebuilt.kind === "already_present") return { kind: "present" };
   // The rebuilt files have new inodes and times: the next capture hashes them once.
   deps.knownTrees.forget(scope.projectId);
-  return { kind: "restored", checkpoint: latest, files: rebuilt.files, refusedLinks: rebuilt.refusedLinks };
+  return { kind: "restored", checkpoint: latest, files: rebuilt.files, refusedLinks: rebuilt.refusedLinks, notRestored };
+}
+
+/**
+ * The tree without the files whose content the store does not hold (larger than
+ * `FOYA_CHECKPOINT_MAX_FILE_BYTES` when they were checkpointed): the rebuild writes everything
+ * else and names what it left out, rather than failing whole.
+ */
+async function keptContent(
+  deps: RestoreDeps,
+  tenantId: TenantId,
+  entries: TreeEntries,
+): Promise<{ writable: TreeEntries; notRestored: string[] }> {
+  const digests = [...entries.values()].flatMap((entry) => (entry.kind === "file" && entry.size > 0 ? [entry.sha256] : []));
+  const stored = await deps.store.blobs.storedDigests(tenantId, digests);
+  const notRestored: string[] = [];
+  const writable = new Map<string, TreeEntry>();
+  for (const [path, entry] of entries) {
+    if (entry.kind === "file" && entry.size > 0 && !stored.has(entry.sha256)) notRestored.push(path);
+    else writable.set(path, entry);
+  }
+  return { writable, notRestored };
 }
 
 /** Blobs asked for ahead of the writes; those asked in one turn of the event loop go in one query. */

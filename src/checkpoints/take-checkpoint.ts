@@ -18,6 +18,8 @@ import { changesOf, storedOf, treeDigest, treeOfStored } from "./stored-tree.js"
 export interface CheckpointDeps {
   store: Pick<Store, "checkpoints" | "blobs">;
   knownTrees: KnownTrees;
+  /** Larger files are kept by size and digest only: their content is never read whole into memory. */
+  maxFileBytes: number;
 }
 
 export interface CheckpointScope {
@@ -87,7 +89,7 @@ export async function commitCheckpoint(tx: StoreTx, prepared: PreparedCheckpoint
 }
 
 /** After the commit: the next capture of this project on this host starts from this tree. */
-export function rememberCheckpoint(deps: CheckpointDeps, row: CheckpointRow, prepared: PreparedCheckpoint): void {
+export function rememberCheckpoint(deps: Pick<CheckpointDeps, "knownTrees">, row: CheckpointRow, prepared: PreparedCheckpoint): void {
   if (prepared.kind === "ready") deps.knownTrees.remember(row.projectId, row.id, prepared.captured);
 }
 
@@ -114,6 +116,7 @@ async function storeFreshBlobs(
   const reader = openCapturedFileReader(scope.workspaceDir, signal ? { signal } : {});
   try {
     for (const file of captured.fresh) {
+      if (file.size > deps.maxFileBytes) continue;
       const bytes = await reader.read(file);
       if (bytes === null) return false;
       await deps.store.blobs.putBlob(scope.tenantId, bytes);

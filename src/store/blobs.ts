@@ -41,7 +41,17 @@ async function getBlobs(db: DbExecutor, tenantId: TenantId, digests: readonly st
   return new Map(rows.map((row) => [row.sha256, row.bytes]));
 }
 
+/** Which of these digests the tenant has a blob for (one query, no content read). */
+async function storedDigests(db: DbExecutor, tenantId: TenantId, digests: readonly string[]): Promise<Set<string>> {
+  if (digests.length === 0) return new Set();
+  const rows = await db
+    .select({ sha256: contentBlobs.sha256 })
+    .from(contentBlobs)
+    .where(and(eq(contentBlobs.tenantId, tenantId), inArray(contentBlobs.sha256, [...new Set(digests)])));
+  return new Set(rows.map((row) => row.sha256));
+}
+
 /** `store.blobs`. */
 export const blobsRepository = repository({
-  db: { putBlob, getBlob, getBlobs },
+  db: { putBlob, getBlob, getBlobs, storedDigests },
 });

@@ -329,6 +329,34 @@ describe("workspace checkpoints", () => {
     expect(await env.query("select 1 from events where session_id = $1 and type = 'workspace_restored'", [sessionId])).toEqual([]);
   }, 120_000);
 
+  it("W1: a file over FOYA_CHECKPOINT_MAX_FILE_BYTES is never read whole into memory for a checkpoint: kept by size and digest, left out of a rebuild, and named in workspace_restored", async () => {
+    await stopWorkers();
+    await startWorker({ FOYA_CHECKPOINT_MAX_FILE_BYTES: "4096" });
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    // Under node_modules, where the command's file-change records keep no content either.
+    const first = await turn(sessionId, [
+      bash("mkdir -p node_modules/x && head -c 20000 /dev/urandom > node_modules/x/big.bin && echo small > small.txt"),
+    ]);
+    const tree = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(first)).id);
+    const big = tree.get("node_modules/x/big.bin");
+    expect(big).toMatchObject({ kind: "file", size: 20_000 });
+    expect(await env.services.store.blobs.getBlob(client.tenantId as TenantId, big!.sha256!)).toBeUndefined();
+    await rm(workspace, { recursive: true, force: true });
+    await turn(sessionId, [bash("cat small.txt > again.txt")]);
+    expect(await readFile(path.join(workspace, "again.txt"), "utf8")).toBe("small\n");
+    await expect(lstat(path.join(workspace, "node_modules/x/big.bin"))).rejects.toThrow();
+    expect((await lstat(path.join(workspace, "node_modules/x"))).isDirectory()).toBe(true);
+    const events = await env.query<{ data: { reason: string; filesNotRestored: string[]; files: number } }>(
+      "select data from events where session_id = $1 and type = 'workspace_restored'",
+      [sessionId],
+    );
+    expect(events.map((event) => event.data)).toEqual([
+      expect.objectContaining({ reason: "missing", files: 1, filesNotRestored: ["node_modules/x/big.bin"] }),
+    ]);
+    await stopWorkers();
+  }, 120_000);
+
   it("W1: where nothing but Foya touches workspaces, a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
     await stopWorkers();
     await startWorker({ FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" });

@@ -82,7 +82,15 @@ export type FoyaEventBody =
    * The workspace folder was missing, or differed from the project's latest checkpoint with nothing
    * of the project's own to explain it, and was rebuilt from that checkpoint before the batch ran (W1).
    */
-  | { type: "workspace_restored"; reason: "missing" | "damaged"; checkpointId: string; checkpointSeq: number; files: number }
+  | {
+      type: "workspace_restored";
+      reason: "missing" | "damaged";
+      checkpointId: string;
+      checkpointSeq: number;
+      files: number;
+      /** Files the checkpoint kept by size and digest only (too large to store): not written back. At most 100 listed. */
+      filesNotRestored: string[];
+    }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
 

@@ -116,7 +116,7 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
  * batch open: its results are committed, and the next batch's checkpoint holds its changes.
  */
 export async function prepareBatchCheckpoint(
-  deps: Pick<SettleDeps, "store" | "knownTrees" | "logger">,
+  deps: Pick<SettleDeps, "store" | "knownTrees" | "logger" | "config">,
   batch: Pick<BatchAttempt, "run" | "projectId" | "stepRef" | "workspaceDir"> & { signal?: AbortSignal },
 ): Promise<PreparedCheckpoint> {
   const { run } = batch;
@@ -130,7 +130,7 @@ export async function prepareBatchCheckpoint(
     reason: "batch" as const,
   };
   try {
-    const prepared = await prepareCheckpoint(deps, scope, batch.signal);
+    const prepared = await prepareCheckpoint({ ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes }, scope, batch.signal);
     if (prepared.kind === "skipped")
       deps.logger.warn({ runId: run.id, reason: prepared.reason }, "the batch's workspace checkpoint was not taken");
     return prepared;

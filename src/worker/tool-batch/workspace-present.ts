@@ -31,16 +31,24 @@ export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt
     compare: attempt.checkpoint,
     outOfBand: deps.config.workspaces.outOfBandChanges,
   };
-  const restored = await checkWorkspace(deps, scope, attempt.signal);
+  const restored = await checkWorkspace({ ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes }, scope, attempt.signal);
   if (restored.kind !== "restored") return true;
-  const { checkpoint, reason, files, differences } = restored;
+  const { checkpoint, reason, files, differences, notRestored } = restored;
   deps.logger.warn(
     { runId: run.id, checkpointId: checkpoint.id, reason, differences },
     "the workspace folder was rebuilt from its checkpoint",
   );
   const told = await deps.unitOfWork.transactFenced(async (fx) => {
     if (!(await fx.store.runs.lockHeldRun(run))) throw new StaleWorkError();
-    const body = { type: "workspace_restored" as const, reason, checkpointId: checkpoint.id, checkpointSeq: checkpoint.seq, files };
+    const filesNotRestored = notRestored.slice(0, 100);
+    const body = {
+      type: "workspace_restored" as const,
+      reason,
+      checkpointId: checkpoint.id,
+      checkpointSeq: checkpoint.seq,
+      files,
+      filesNotRestored,
+    };
     await fx.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: stepRef, body }]);
     return true;
   });

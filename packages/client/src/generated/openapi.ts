@@ -2221,6 +2221,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Workspace checkpoints of a session, oldest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Checkpoints */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            checkpoints: components["schemas"]["Checkpoint"][];
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/commands": {
         parameters: {
             query?: never;
@@ -4789,6 +4876,25 @@ export interface components {
         };
         FileChangeWithDiff: components["schemas"]["FileChange"] & {
             diff: string;
+        };
+        Checkpoint: {
+            id: string;
+            /** @description 1, 2, … per project, in the order they were taken. */
+            seq: number;
+            runId: string | null;
+            stepIndex: number | null;
+            /**
+             * @description `batch`: after a tool batch; `catch_up`: changes the project's own work made since, taken before a batch.
+             * @enum {string}
+             */
+            reason: "batch" | "catch_up" | "before_rewind";
+            /** @description A whole tree; otherwise a delta against the checkpoint before it. */
+            full: boolean;
+            entryCount: number;
+            fileBytes: number;
+            /** @description sha256 of the whole tree's entries: equal trees, equal digests. */
+            treeDigest: string;
+            createdAt: string;
         };
         Command: {
             id: string;
