@@ -117,6 +117,7 @@ function timedRestoreStore(store: Store) {
       return waited;
     },
     store: {
+      projects: store.projects,
       checkpoints: {
         ...store.checkpoints,
         checkpointTree: async (id: CheckpointId) => {

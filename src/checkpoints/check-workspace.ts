@@ -21,7 +21,7 @@ import { commitCheckpoint, prepareCheckpoint, rememberCheckpoint } from "./take-
  * is damage, set aside and rebuilt.
  */
 export interface CheckWorkspaceDeps {
-  store: Pick<Store, "checkpoints" | "blobs" | "transaction">;
+  store: Pick<Store, "checkpoints" | "blobs" | "projects" | "transaction">;
   knownTrees: KnownTrees;
   maxFileBytes: number;
 }

@@ -12,7 +12,7 @@ import type { TreeEntries, TreeEntry } from "../workspace/checkpoint/tree-entry.
  * rebuilt from its latest checkpoint before any call of the next batch runs (SPEC W1).
  */
 export interface RestoreDeps {
-  store: Pick<Store, "checkpoints" | "blobs">;
+  store: Pick<Store, "checkpoints" | "blobs" | "projects">;
   knownTrees: KnownTrees;
 }
 
@@ -20,6 +20,7 @@ export type Restored =
   | { kind: "present" }
   /** Missing with no checkpoint to rebuild from: made empty, as a new project's. */
   | { kind: "no_checkpoint" }
+  | { kind: "project_deleted" }
   | { kind: "restored"; checkpoint: CheckpointRow; files: number; refusedLinks: number; notRestored: string[] };
 
 class WorkspaceRestoreError extends Error {}
@@ -30,6 +31,8 @@ export async function restoreMissingWorkspace(
   signal?: AbortSignal,
 ): Promise<Restored> {
   if (workspaceFolderPresent(scope.workspaceDir)) return { kind: "present" };
+  // A deleted project's folder is gone on purpose: never brought back (its calls fail as for any missing folder).
+  if (!(await deps.store.projects.findOwnedProject(scope.tenantId, scope.projectId))) return { kind: "project_deleted" };
   const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
   if (!latest) {
     createEmptyWorkspaceFolder(scope.workspaceDir, scope.identity);

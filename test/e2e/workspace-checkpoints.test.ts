@@ -4,6 +4,8 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } fro
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKnownTrees } from "../../src/checkpoints/known-trees.js";
+import { restoreMissingWorkspace } from "../../src/checkpoints/restore-workspace.js";
 import { treeOfStored } from "../../src/checkpoints/stored-tree.js";
 import type { CheckpointId, RunId, SessionId, TenantId } from "../../src/ids.js";
 import { materializeTree } from "../../src/workspace/checkpoint/materialize.js";
@@ -309,6 +311,21 @@ describe("workspace checkpoints", () => {
     ]);
     const other = await env.newTenant("another");
     expect((await other.get(`/v1/sessions/${sessionId}/checkpoints`)).status).toBe(404);
+  }, 120_000);
+
+  it("W1: a deleted project's missing workspace is never brought back from its checkpoints", async () => {
+    await useDefaultWorker();
+    const { projectId, sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    await turn(sessionId, [write("secret.txt", "gone with the project\n")]);
+    expect((await client.delete(`/v1/projects/${projectId}`)).status).toBe(204);
+    await waitFor(async () => (await lstat(workspace).catch(() => null)) === null, 30_000, "the project's files to be removed");
+    const restored = await restoreMissingWorkspace(
+      { store: env.services.store, knownTrees: createKnownTrees() },
+      { tenantId: client.tenantId as TenantId, projectId, workspaceDir: workspace, identity: null },
+    );
+    expect(restored.kind).toBe("project_deleted");
+    await expect(lstat(workspace)).rejects.toThrow();
   }, 120_000);
 
   it("W1: by default a person's edit between two turns is kept: in the next batch's checkpoint, never rebuilt over", async () => {
