@@ -1,20 +1,20 @@
 import { closeSync, constants, lstatSync, openSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { treeDigest, treeOfStored, changesOf } from "../../src/checkpoints/stored-tree.js";
 import {
   type CheckpointDeps,
   type CheckpointScope,
   commitCheckpoint,
   type PreparedCheckpoint,
+  previousTree,
+  readyCheckpoint,
+  storeFreshBlobs,
 } from "../../src/checkpoints/take-checkpoint.js";
 import type { CheckpointRow } from "../../src/store/checkpoints.js";
 import type { Store } from "../../src/store/store.js";
-import { openCapturedFileReader } from "../../src/workspace/checkpoint/captured-file-reader.js";
 import { captureTree } from "../../src/workspace/checkpoint/tree-capture.js";
 import { O_PATH } from "../../src/workspace/descriptor-walk.js";
 import { diffTrees } from "../../src/workspace/checkpoint/tree-delta.js";
-import type { CapturedTree } from "../../src/workspace/checkpoint/tree-entry.js";
 
 /**
  * Where a checkpoint's time goes: the steps of `prepareCheckpoint` (src/checkpoints/take-checkpoint.ts)
@@ -57,46 +57,15 @@ export async function timedCheckpointPhases(
   const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
   if (!latest) throw new Error("the phases are timed on a project that has a checkpoint already");
   const latestMs = lap();
-  let previous: CapturedTree | undefined = deps.knownTrees.get(latest.projectId, latest.id);
-  if (!previous) {
-    const { entries, stamps } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
-    previous = { entries, stamps, fresh: [], skipped: [], hashed: 0, truncated: false };
-  }
+  const previous = await previousTree(deps, latest);
   const previousTreeMs = lap();
   const captured = await captureTree(scope.workspaceDir, { previous });
   const captureMs = lap();
-  const reader = openCapturedFileReader(scope.workspaceDir);
-  try {
-    for (const file of captured.fresh) {
-      const bytes = await reader.read(file);
-      if (bytes === null) throw new Error(`${file.path} changed while its checkpoint was taken`);
-      await deps.store.blobs.putBlob(scope.tenantId, bytes);
-    }
-  } finally {
-    reader.close();
-  }
+  if (!(await storeFreshBlobs(deps, scope, captured))) throw new Error("a file changed while its checkpoint was taken");
   const blobsMs = lap();
   const delta = await diffTrees(previous.entries, captured.entries);
   const deltaMs = lap();
-  let fileBytes = 0;
-  for (const entry of captured.entries.values()) if (entry.kind === "file") fileBytes += entry.size;
-  const prepared: PreparedCheckpoint = {
-    kind: "ready",
-    header: {
-      tenantId: scope.tenantId,
-      projectId: scope.projectId,
-      sessionId: scope.sessionId,
-      runId: scope.runId,
-      stepIndex: scope.stepIndex,
-      reason: scope.reason,
-      entryCount: captured.entries.size,
-      fileBytes,
-      treeDigest: treeDigest(captured.entries),
-    },
-    baseId: latest.id,
-    changes: changesOf(delta, captured.stamps),
-    captured,
-  };
+  const prepared = readyCheckpoint(scope, latest.id, captured, delta);
   const digestMs = lap();
   const row = await deps.store.transaction((tx) => commitCheckpoint(tx, prepared));
   if (!row) throw new Error("a ready checkpoint committed no row");

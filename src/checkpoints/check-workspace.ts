@@ -5,11 +5,9 @@ import type { Store } from "../store/store.js";
 import { removeFolderAside, setWorkspaceFolderAside, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
 import { captureTree } from "../workspace/checkpoint/tree-capture.js";
 import { diffTrees } from "../workspace/checkpoint/tree-delta.js";
-import type { CapturedTree } from "../workspace/checkpoint/tree-entry.js";
 import type { KnownTrees } from "./known-trees.js";
 import { restoreMissingWorkspace } from "./restore-workspace.js";
-import { treeOfStored } from "./stored-tree.js";
-import { commitCheckpoint, prepareCheckpoint, rememberCheckpoint } from "./take-checkpoint.js";
+import { commitCheckpoint, prepareCheckpoint, previousTree, rememberCheckpoint } from "./take-checkpoint.js";
 
 /**
  * Before a batch, the workspace is what the store says it is (SPEC W1). A missing folder is
@@ -66,7 +64,7 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   if (!scope.compare || scope.outOfBand === "keep") return { kind: "as_stored" };
   const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
   if (!latest || latest.runId === scope.runId) return { kind: "as_stored" };
-  const previous = await storedTree(deps, latest);
+  const previous = await previousTree(deps, latest);
   const captured = await captureTree(scope.workspaceDir, { previous, ...(signal ? { signal } : {}) });
   if (captured.truncated) return { kind: "as_stored" };
   const delta = await diffTrees(previous.entries, captured.entries, signal ? { signal } : {});
@@ -82,13 +80,6 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   await removeFolderAside(aside);
   if (restored.kind !== "restored") return { kind: "as_stored" };
   return { ...restored, reason: "damaged", differences };
-}
-
-async function storedTree(deps: CheckWorkspaceDeps, latest: CheckpointRow): Promise<CapturedTree> {
-  const known = deps.knownTrees.get(latest.projectId, latest.id);
-  if (known) return known;
-  const { entries, stamps } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
-  return { entries, stamps, fresh: [], skipped: [], hashed: 0, truncated: false };
 }
 
 /** The project's own work since the latest checkpoint becomes a checkpoint of its own, before the batch's calls run. */

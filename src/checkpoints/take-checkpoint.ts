@@ -5,7 +5,7 @@ import type { Store, StoreTx } from "../store/store.js";
 import { openCapturedFileReader } from "../workspace/checkpoint/captured-file-reader.js";
 import { captureTree } from "../workspace/checkpoint/tree-capture.js";
 import { diffTrees } from "../workspace/checkpoint/tree-delta.js";
-import type { CapturedTree } from "../workspace/checkpoint/tree-entry.js";
+import type { CapturedTree, TreeDelta } from "../workspace/checkpoint/tree-entry.js";
 import type { KnownTrees } from "./known-trees.js";
 import { changesOf, storedOf, treeDigest, treeOfStored } from "./stored-tree.js";
 
@@ -54,27 +54,38 @@ export async function prepareCheckpoint(deps: CheckpointDeps, scope: CheckpointS
     if (captured.truncated) return { kind: "skipped", reason: "truncated" };
     if (!(await storeFreshBlobs(deps, scope, captured, signal))) continue;
     const delta = await diffTrees(previous.entries, captured.entries, signal ? { signal } : {});
-    let fileBytes = 0;
-    for (const entry of captured.entries.values()) if (entry.kind === "file") fileBytes += entry.size;
-    return {
-      kind: "ready",
-      header: {
-        tenantId: scope.tenantId,
-        projectId: scope.projectId,
-        sessionId: scope.sessionId,
-        runId: scope.runId,
-        stepIndex: scope.stepIndex,
-        reason: scope.reason,
-        entryCount: captured.entries.size,
-        fileBytes,
-        treeDigest: treeDigest(captured.entries),
-      },
-      baseId: latest?.id ?? null,
-      changes: changesOf(delta, captured.stamps),
-      captured,
-    };
+    return readyCheckpoint(scope, latest?.id ?? null, captured, delta);
   }
   return { kind: "skipped", reason: "changing" };
+}
+
+/** The rows a capture becomes: the header of the whole tree and the delta against `baseId`'s tree. */
+export function readyCheckpoint(
+  scope: CheckpointScope,
+  baseId: CheckpointId | null,
+  captured: CapturedTree,
+  delta: TreeDelta,
+): PreparedCheckpoint {
+  let fileBytes = 0;
+  for (const entry of captured.entries.values()) if (entry.kind === "file") fileBytes += entry.size;
+  const { tenantId, projectId, sessionId, runId, stepIndex, reason } = scope;
+  return {
+    kind: "ready",
+    header: {
+      tenantId,
+      projectId,
+      sessionId,
+      runId,
+      stepIndex,
+      reason,
+      entryCount: captured.entries.size,
+      fileBytes,
+      treeDigest: treeDigest(captured.entries),
+    },
+    baseId,
+    changes: changesOf(delta, captured.stamps),
+    captured,
+  };
 }
 
 /** Inside the closing transaction. Answers the row, or null when the preparation kept nothing. */
@@ -93,7 +104,11 @@ export function rememberCheckpoint(deps: Pick<CheckpointDeps, "knownTrees">, row
   if (prepared.kind === "ready") deps.knownTrees.remember(row.projectId, row.id, prepared.captured);
 }
 
-async function previousTree(deps: CheckpointDeps, latest: CheckpointRow | undefined): Promise<CapturedTree> {
+/** The tree of the project's latest checkpoint, with this host's stamps when it captured it last. */
+export async function previousTree(
+  deps: Pick<CheckpointDeps, "store" | "knownTrees">,
+  latest: CheckpointRow | undefined,
+): Promise<CapturedTree> {
   if (latest === undefined) return emptyCapture();
   const known = deps.knownTrees.get(latest.projectId, latest.id);
   if (known) return known;
@@ -106,7 +121,7 @@ function emptyCapture(): CapturedTree {
 }
 
 /** The blobs of the files the capture found new; false when one changed since it was hashed. */
-async function storeFreshBlobs(
+export async function storeFreshBlobs(
   deps: CheckpointDeps,
   scope: CheckpointScope,
   captured: CapturedTree,
