@@ -5,5 +5,9 @@
  */
 export type CheckpointEntryKind = "file" | "directory" | "symlink";
 
-/** Why a checkpoint was taken. */
-export type CheckpointReason = "batch" | "catch_up" | "before_rewind";
+/**
+ * Why a checkpoint was taken. `batch`: after a tool batch; `catch_up`: the project's own changes
+ * since, before a batch; `before_rewind`: the folder as it stood when a rewind was asked for;
+ * `rewind` and `fork`: an earlier tree made the latest again (W2), not captured from a folder.
+ */
+export type CheckpointReason = "batch" | "catch_up" | "before_rewind" | "rewind" | "fork";

@@ -16,7 +16,8 @@ export type IdPrefix =
   | "whd"
   | "wha"
   | "mcp"
-  | "ckp";
+  | "ckp"
+  | "brn";
 
 /**
  * An id's type carries its prefix, so one kind of id passed where another is expected (a
@@ -43,6 +44,7 @@ export type DeliveryId = Id<"whd">;
 export type AttemptId = Id<"wha">;
 export type McpServerId = Id<"mcp">;
 export type CheckpointId = Id<"ckp">;
+export type BranchId = Id<"brn">;
 
 /** The id `raw` names when it has the prefix `prefix` and the shape ids have; otherwise null (an unknown id, to the caller). */
 export function parseId<P extends IdPrefix>(prefix: P, raw: unknown): Id<P> | null {

@@ -26,10 +26,12 @@ import type { ApprovalMode, OnInterrupted, RunMode, SessionTask } from "../core/
 import type { ApprovalStatus, CommandStatus, StepStatus, WebhookDeliveryStatus } from "../core/statuses.js";
 import type { NotAppliedReason } from "../core/file-change-record.js";
 import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
+import type { ForkOrigin, HistoryPoint } from "../core/branch.js";
 import type {
   ApiKeyId,
   ApprovalId,
   ArtifactId,
+  BranchId,
   CheckpointId,
   AttemptId,
   CallId,
@@ -118,6 +120,11 @@ export const projects = pgTable(
     /** The worker removing them now; its claim holds until `removal_lease_until`, then another worker resumes. */
     removalOwner: text("removal_owner"),
     removalLeaseUntil: tstz("removal_lease_until"),
+    /**
+     * Set by a rewind (SPEC W2): the checkpoint the folder must be rebuilt from before the next
+     * batch of the project runs; cleared by the worker that did it.
+     */
+    workspaceResetTo: text("workspace_reset_to").$type<CheckpointId>(),
   },
   (t) => [
     index("projects_tenant_idx").on(t.tenantId),
@@ -162,6 +169,10 @@ export const sessions = pgTable(
     depth: integer("depth").notNull().default(0),
     /** The default of the session's runs (SPEC D10). */
     onInterrupted: text("on_interrupted").$type<OnInterrupted>().notNull().default("end"),
+    /** A fork's source: the session and point it was copied from (SPEC W2). */
+    forkedFrom: jsonb("forked_from").$type<ForkOrigin | null>(),
+    /** Bumped by every rewind: a worker's copy of the history of an older epoch is read again. */
+    historyEpoch: integer("history_epoch").notNull().default(0),
     deletedAt: tstz("deleted_at"),
     createdAt: createdAt(),
   },
@@ -205,6 +216,8 @@ export const runs = pgTable(
     /** How often the run went on after an interrupted call (D10); past the limit it ends `interrupted`. */
     interruptions: integer("interruptions").notNull().default(0),
     error: jsonb("error").$type<{ code: string; message: string } | null>(),
+    /** Set aside by a rewind (SPEC W2): the run stays readable, out of the session's history. */
+    branchId: text("branch_id").$type<BranchId>(),
     createdAt: createdAt(),
     updatedAt: tstz("updated_at").notNull().defaultNow(),
     endedAt: tstz("ended_at"),
@@ -272,6 +285,8 @@ export const messages = pgTable(
     callIndex: integer("call_index").notNull(),
     role: text("role").$type<HistoryMessage["role"]>().notNull(),
     content: jsonb("content").$type<HistoryMessage>().notNull(),
+    /** Set aside by a rewind (SPEC W2): kept, and out of the history every reader sees. */
+    branchId: text("branch_id").$type<BranchId>(),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("messages_position_idx").on(t.sessionId, t.runOrdinal, t.stepIndex, t.part, t.callIndex)],
@@ -486,6 +501,36 @@ export const checkpointEntries = pgTable(
     stat: jsonb("stat").$type<{ dev: string; ino: string; mtimeNs: string; ctimeNs: string } | null>(),
   },
   (t) => [primaryKey({ columns: [t.checkpointId, t.path] })],
+);
+
+/**
+ * What a rewind set aside (SPEC W2): the history after `at` (whole runs by `runs.branch_id`, the
+ * rest of a cut run by `messages.branch_id`) and the tree the workspace had then, so a later
+ * rewind can bring both back.
+ */
+export const sessionBranches = pgTable(
+  "session_branches",
+  {
+    id: text("id").$type<BranchId>().primaryKey(),
+    tenantId: text("tenant_id")
+      .$type<TenantId>()
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text("session_id")
+      .$type<SessionId>()
+      .notNull()
+      .references(() => sessions.id),
+    at: jsonb("at").$type<HistoryPoint>().notNull(),
+    /** The workspace when the rewind was asked for: where bringing the branch back returns to. */
+    tipCheckpointId: text("tip_checkpoint_id").$type<CheckpointId>(),
+    /** The checkpoint the rewind made the latest (the tree at `at`). */
+    rewoundToCheckpointId: text("rewound_to_checkpoint_id").$type<CheckpointId>(),
+    messageCount: integer("message_count").notNull(),
+    /** Set when a later rewind brought this branch back into the session. */
+    restoredAt: tstz("restored_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("session_branches_session_idx").on(t.sessionId)],
 );
 
 /**

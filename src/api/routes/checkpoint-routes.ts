@@ -15,8 +15,9 @@ const CheckpointSchema = z
     seq: z.number().int().openapi({ description: "1, 2, … per project, in the order they were taken." }),
     runId: z.string().nullable(),
     stepIndex: z.number().int().nullable(),
-    reason: z.enum(["batch", "catch_up", "before_rewind"]).openapi({
-      description: "`batch`: after a tool batch; `catch_up`: changes the project's own work made since, taken before a batch.",
+    reason: z.enum(["batch", "catch_up", "before_rewind", "rewind", "fork"]).openapi({
+      description:
+        "`batch`: after a tool batch; `catch_up`: changes the project's own work made since, taken before a batch; `before_rewind`: the folder when a rewind was asked for; `rewind`, `fork`: an earlier tree made the latest again.",
     }),
     full: z.boolean().openapi({ description: "A whole tree; otherwise a delta against the checkpoint before it." }),
     entryCount: z.number().int(),
