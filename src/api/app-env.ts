@@ -38,4 +38,5 @@ export type ApiServices = Pick<
   | "runsTools"
   | "metrics"
   | "tracing"
+  | "knownTrees"
 >;

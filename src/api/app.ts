@@ -23,6 +23,7 @@ import { registerApprovalRoutes } from "./routes/approval-routes.js";
 import { registerArtifactRoutes } from "./routes/artifact-routes.js";
 import { registerCommandRoutes } from "./routes/command-routes.js";
 import { registerCheckpointRoutes } from "./routes/checkpoint-routes.js";
+import { registerBranchRoutes } from "./routes/branch-routes.js";
 import { registerFileChangeRoutes } from "./routes/file-change-routes.js";
 import { registerMcpRoutes } from "./routes/mcp-routes.js";
 import { registerHealthRoutes } from "./routes/health-routes.js";
@@ -152,6 +153,7 @@ export function createApp(services: ApiServices): App {
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);
   registerCheckpointRoutes(app, services);
+  registerBranchRoutes(app, services);
   registerCommandRoutes(app, services);
   registerApprovalRoutes(app, services);
   registerPolicyRoutes(app, services);

@@ -1,5 +1,5 @@
 import type { ProcessIdentity } from "../core/process-identity.js";
-import type { ProjectId, RunId, SessionId, TenantId } from "../ids.js";
+import type { CheckpointId, ProjectId, RunId, SessionId, TenantId } from "../ids.js";
 import type { CheckpointRow } from "../store/checkpoints.js";
 import type { Store } from "../store/store.js";
 import { removeFolderAside, setWorkspaceFolderAside, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
@@ -39,6 +39,8 @@ export interface CheckWorkspaceScope {
   compare: boolean;
   /** Changes no tool of Foya made: kept as a checkpoint, or repaired (`FOYA_WORKSPACE_OUT_OF_BAND_CHANGES`). */
   outOfBand: "keep" | "repair";
+  /** A rewind's or a fork's order (SPEC W2): the folder is rebuilt from the project's latest checkpoint, this one or later. */
+  resetTo: CheckpointId | null;
 }
 
 export type WorkspaceCheck =
@@ -46,7 +48,7 @@ export type WorkspaceCheck =
   | { kind: "caught_up"; checkpoint: CheckpointRow }
   | {
       kind: "restored";
-      reason: "missing" | "damaged";
+      reason: "missing" | "damaged" | "rewound";
       checkpoint: CheckpointRow;
       files: number;
       differences: number;
@@ -55,6 +57,7 @@ export type WorkspaceCheck =
     };
 
 export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorkspaceScope, signal?: AbortSignal): Promise<WorkspaceCheck> {
+  if (scope.resetTo !== null) return resetWorkspace(deps, { ...scope, resetTo: scope.resetTo }, signal);
   if (!workspaceFolderPresent(scope.workspaceDir)) {
     const restored = await restoreMissingWorkspace(deps, scope, signal);
     return restored.kind === "restored" ? { ...restored, reason: "missing", differences: 0 } : { kind: "as_stored" };
@@ -80,6 +83,25 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   await removeFolderAside(aside);
   if (restored.kind !== "restored") return { kind: "as_stored" };
   return { ...restored, reason: "damaged", differences };
+}
+
+/**
+ * Carries out a rewind's or a fork's order: whatever the folder holds is set aside, the tree of the
+ * project's latest checkpoint (the order's, or a later one another session took since) is written
+ * in its place, and the order is cleared. A worker that dies on the way leaves the order standing:
+ * the next batch does it again.
+ */
+async function resetWorkspace(
+  deps: CheckWorkspaceDeps,
+  scope: CheckWorkspaceScope & { resetTo: CheckpointId },
+  signal?: AbortSignal,
+): Promise<WorkspaceCheck> {
+  const aside = workspaceFolderPresent(scope.workspaceDir) ? setWorkspaceFolderAside(scope.workspaceDir) : null;
+  const restored = await restoreMissingWorkspace(deps, scope, signal);
+  if (aside) await removeFolderAside(aside);
+  await deps.store.projects.clearWorkspaceReset(scope.tenantId, scope.projectId, scope.resetTo);
+  if (restored.kind !== "restored") return { kind: "as_stored" };
+  return { ...restored, reason: "rewound", differences: 0 };
 }
 
 /** The project's own work since the latest checkpoint becomes a checkpoint of its own, before the batch's calls run. */

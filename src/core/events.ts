@@ -1,7 +1,8 @@
 import type { RunStatus, TerminalRunStatus } from "./run-status.js";
 import type { ToolCallStatus, TerminalToolCallStatus } from "./tool-call-status.js";
 import type { NotAppliedReason } from "./file-change-record.js";
-import type { ApprovalId, RunId, SessionId } from "./ids.js";
+import type { HistoryPoint, NotUndoneCall } from "./branch.js";
+import type { ApprovalId, BranchId, CheckpointId, RunId, SessionId } from "./ids.js";
 
 /**
  * Events clients see (SPEC L4, D5, X1). Each is persisted with a per-session
@@ -66,16 +67,40 @@ export type EventBody =
   | { type: "subagent_start"; callId: string; childSessionId: SessionId; childRunId: RunId; depth: number }
   /**
    * The workspace folder was missing, or differed from the project's latest checkpoint with nothing
-   * of the project's own to explain it, and was rebuilt from that checkpoint before the batch ran (W1).
+   * of the project's own to explain it (W1), or a rewind or fork made an earlier tree the latest (W2),
+   * and was rebuilt from that checkpoint before the batch ran.
    */
   | {
       type: "workspace_restored";
-      reason: "missing" | "damaged";
+      reason: "missing" | "damaged" | "rewound";
       checkpointId: string;
       checkpointSeq: number;
       files: number;
       /** Files the checkpoint kept by size and digest only (too large to store): not written back. At most 100 listed. */
       filesNotRestored: string[];
+    }
+  /**
+   * A rewind (W2): the history after `at` was set aside as branch `branchId` (and a branch set aside
+   * earlier came back, when named), and the workspace returns to checkpoint `checkpointId` before the
+   * next batch. `notUndone`: calls set aside whose effects no checkpoint takes back (at most 100).
+   */
+  | {
+      type: "session_rewound";
+      branchId: BranchId;
+      at: HistoryPoint;
+      checkpointId: CheckpointId;
+      tipCheckpointId: CheckpointId | null;
+      restoredBranchId: BranchId | null;
+      messagesSetAside: number;
+      notUndone: NotUndoneCall[];
+    }
+  /** This session is a fork (W2): its history up to here was copied from `fromSessionId` at `at`. */
+  | {
+      type: "session_forked";
+      fromSessionId: SessionId;
+      at: HistoryPoint;
+      checkpointId: CheckpointId;
+      notUndone: NotUndoneCall[];
     }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };

@@ -114,6 +114,39 @@ function entryRow(checkpointId: CheckpointId, tenantId: TenantId, change: Stored
   return { checkpointId, tenantId, path, removed: false, kind, mode, size, sha256, target, stat };
 }
 
+/**
+ * Makes an earlier tree the project's latest (SPEC W2: a rewind, or a fork's first checkpoint):
+ * a full checkpoint whose entries are `source`'s whole tree, resolved in one statement (each
+ * path's entry from the nearest checkpoint of the chain, removals dropped); with no source, an
+ * empty tree. The header carries the source's totals and digest. Host stamps are not copied: the
+ * folder is rebuilt from it, with new inodes.
+ */
+async function copyCheckpoint(tx: Database, source: CheckpointId | null, header: NewCheckpoint): Promise<CheckpointRow> {
+  await lockProjectCheckpoints(tx, header.projectId);
+  const latest = await latestCheckpoint(tx, header.tenantId, header.projectId);
+  const id = newId("ckp");
+  const [row] = await tx
+    .insert(workspaceCheckpoints)
+    .values({ id, ...header, seq: (latest?.seq ?? 0) + 1, baseId: null })
+    .returning();
+  if (source !== null) {
+    await tx.execute(sql`
+      with recursive chain as (
+        select id, base_id, 0 as depth from ${workspaceCheckpoints} where id = ${source} and tenant_id = ${header.tenantId}
+        union all
+        select c.id, c.base_id, chain.depth + 1 from ${workspaceCheckpoints} c join chain on c.id = chain.base_id
+      ),
+      nearest as (
+        select distinct on (e.path) e.path, e.removed, e.kind, e.mode, e.size, e.sha256, e.target
+        from chain join ${checkpointEntries} e on e.checkpoint_id = chain.id and e.tenant_id = ${header.tenantId}
+        order by e.path, chain.depth
+      )
+      insert into ${checkpointEntries} (checkpoint_id, tenant_id, path, removed, kind, mode, size, sha256, target, stat)
+      select ${id}, ${header.tenantId}, path, false, kind, mode, size, sha256, target, null from nearest where not removed`);
+  }
+  return row as CheckpointRow;
+}
+
 /** How many deltas lie between this checkpoint and the full tree it builds on (0 for a full one). */
 async function deltasSinceFull(db: Database, id: CheckpointId): Promise<number> {
   const result = await db.execute<{ deltas: number }>(sql`
@@ -204,5 +237,5 @@ async function checkpointsOfSession(db: Database, tenantId: TenantId, sessionId:
 
 /** `store.checkpoints`. */
 export const checkpointsRepository = repository({
-  db: { latestCheckpoint, checkpointsOfSession, workSince, checkpointOfTenant, insertCheckpoint, checkpointTree },
+  db: { latestCheckpoint, checkpointsOfSession, workSince, checkpointOfTenant, insertCheckpoint, copyCheckpoint, checkpointTree },
 });

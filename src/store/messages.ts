@@ -1,5 +1,5 @@
 import type { HistoryMessage, MessagePosition } from "../core/history.js";
-import { and, asc, desc, eq } from "drizzle-orm";
+import { and, asc, desc, eq, isNull } from "drizzle-orm";
 import type { Database, DbExecutor } from "../db/client.js";
 import { messages, runs } from "../db/schema.js";
 import { type RunId, type SessionId, type TenantId, newId } from "../ids.js";
@@ -56,6 +56,7 @@ const loadHistoryStatement = statement<
           ${col(messages.part)} as part, ${col(messages.callIndex)} as call_index
    from ${tbl(messages)}
    where ${col(messages.sessionId)} = :sessionId and ${col(messages.tenantId)} = :tenantId and ${col(messages.runOrdinal)} <= :upToRunOrdinal
+     and ${col(messages.branchId)} is null
      and (${position}) > (:afterRunOrdinal::int, :afterStepIndex::int, :afterPart::int, :afterCallIndex::int)
    order by ${position}`,
 );
@@ -105,6 +106,7 @@ async function toolMessageAt(
         eq(messages.stepIndex, position.stepIndex),
         eq(messages.part, 2),
         eq(messages.callIndex, position.callIndex),
+        isNull(messages.branchId),
       ),
     );
   return row?.content;
@@ -122,12 +124,12 @@ async function lastAssistantMessageOfRun(tx: Database, runId: RunId): Promise<Hi
   return last?.content;
 }
 
-/** A session's whole history, in history order (`GET /v1/sessions/:id/messages`). */
+/** A session's whole history (without what rewinds set aside), in history order (`GET /v1/sessions/:id/messages`). */
 async function messagesOfSession(db: DbExecutor, sessionId: SessionId): Promise<Array<typeof messages.$inferSelect>> {
   return db
     .select()
     .from(messages)
-    .where(eq(messages.sessionId, sessionId))
+    .where(and(eq(messages.sessionId, sessionId), isNull(messages.branchId)))
     .orderBy(asc(messages.runOrdinal), asc(messages.stepIndex), asc(messages.part), asc(messages.callIndex));
 }
 

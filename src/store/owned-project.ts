@@ -3,7 +3,7 @@ import type { ApprovalPolicy } from "../core/policy.js";
 import type { Database, DbExecutor } from "../db/client.js";
 import { projects, tenants } from "../db/schema.js";
 import { repository } from "./repository.js";
-import type { ProjectId, TenantId } from "../ids.js";
+import type { CheckpointId, ProjectId, TenantId } from "../ids.js";
 
 /**
  * The one condition that makes a project this tenant's (SPEC D8): its id, its tenant, and not
@@ -39,7 +39,7 @@ async function findOwnedProject(db: DbExecutor, tenantId: TenantId, id: ProjectI
 /** Inserts a new project of a tenant (SPEC D8: every row belongs to a tenant) and answers its row. */
 async function insertProject(
   db: DbExecutor,
-  values: { id: ProjectId; tenantId: TenantId; name: string; workspacePath: string },
+  values: { id: ProjectId; tenantId: TenantId; name: string; workspacePath: string; policy?: ApprovalPolicy },
 ): Promise<typeof projects.$inferSelect | undefined> {
   const [project] = await db.insert(projects).values(values).returning();
   return project;
@@ -69,6 +69,27 @@ async function setProjectPolicyAdmitted(
 }
 
 /** `store.projects`. */
+/** Orders the project's folder rebuilt from this checkpoint before its next batch (SPEC W2: a rewind, a fork). */
+async function orderWorkspaceReset(db: DbExecutor, tenantId: TenantId, projectId: ProjectId, checkpointId: CheckpointId): Promise<void> {
+  await db.update(projects).set({ workspaceResetTo: checkpointId }).where(ownedProject(tenantId, projectId));
+}
+
+/** Clears the order once carried out; an order given since (another rewind) stays. */
+async function clearWorkspaceReset(db: DbExecutor, tenantId: TenantId, projectId: ProjectId, checkpointId: CheckpointId): Promise<void> {
+  await db
+    .update(projects)
+    .set({ workspaceResetTo: null })
+    .where(and(eq(projects.tenantId, tenantId), eq(projects.id, projectId), eq(projects.workspaceResetTo, checkpointId)));
+}
+
 export const projectsRepository = repository({
-  db: { ownedProjectWorkspace, markProjectDeleted, findOwnedProject, insertProject, setProjectPolicyAdmitted },
+  db: {
+    ownedProjectWorkspace,
+    markProjectDeleted,
+    findOwnedProject,
+    insertProject,
+    setProjectPolicyAdmitted,
+    orderWorkspaceReset,
+    clearWorkspaceReset,
+  },
 });

@@ -3,7 +3,7 @@ import type { HistoryMessage, MessagePosition } from "../core/history.js";
 import type { NextJob } from "../core/next-job.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import { claimableRunStatuses, type RunStatus } from "../core/run-status.js";
-import { messages, runs, steps, toolCalls } from "../db/schema.js";
+import { messages, projects, runs, sessions, steps, toolCalls } from "../db/schema.js";
 import { appendedColumns, appendedEvents, appendEventsText, type AppendedRow } from "./events.js";
 import { decidedApprovalsJson, gateRulesOf, policiesColumns, policiesJoin, type StoredApproval } from "./gate-rules.js";
 import type { HistoryEntry } from "./messages.js";
@@ -11,7 +11,7 @@ import { run, statement } from "./named-sql.js";
 import type { CallRow, ClaimedRun, RunRow } from "./run-rows.js";
 import { col, literals, rowFromJson, rowOf, tbl, type Queryable } from "./sql-text.js";
 import { callsRunningSet, mayStartRunning } from "./tool-calls.js";
-import type { RunId } from "../ids.js";
+import type { CheckpointId, RunId } from "../ids.js";
 
 /**
  * Claims of a run by its jobs (SPEC D4): the step job's and the batch job's, each one
@@ -64,14 +64,15 @@ const position = [messages.runOrdinal, messages.stepIndex, messages.part, messag
  */
 const claimStepStatement = statement<
   ClaimParams & { afterRunOrdinal: number; afterStepIndex: number; afterPart: number; afterCallIndex: number },
-  RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy }
+  RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy; historyEpoch: number }
 >(
   "claim_step",
   `with ${claimCte}
-   select c.*, ${policiesColumns}, coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} = :stepIndex), 0) as "stepAttempt",
+   select c.*, ${policiesColumns}, se.${col(sessions.historyEpoch)} as "historyEpoch", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} = :stepIndex), 0) as "stepAttempt",
      coalesce((select jsonb_agg(jsonb_build_array(m.${col(messages.content)}, ${position}) order by ${position})
                from ${tbl(messages)} m
                where m.${col(messages.sessionId)} = c."sessionId" and m.${col(messages.tenantId)} = c."tenantId" and m.${col(messages.runOrdinal)} <= c."ordinal"
+                 and m.${col(messages.branchId)} is null
                  and (${position}) > (:afterRunOrdinal::int, :afterStepIndex::int, :afterPart::int, :afterCallIndex::int)), '[]'::jsonb) as history
    from claimed c
    ${policiesJoin("c")}`,
@@ -101,6 +102,7 @@ const claimBatchStatement = statement<
     projectPolicy: ApprovalPolicy;
     decided: StoredApproval[];
     startedIds: string[];
+    workspaceResetTo: CheckpointId | null;
   } & AppendedRow
 >(
   "claim_batch",
@@ -126,7 +128,8 @@ const claimBatchStatement = statement<
    select c.*, ${appendedColumns}, (select coalesce(jsonb_agg(st.id), '[]'::jsonb) from started st) as "startedIds", s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
      coalesce((select jsonb_agg(to_jsonb(tc) order by tc.${col(toolCalls.callIndex)})
                from ${tbl(toolCalls)} tc where tc.${col(toolCalls.stepId)} = s.${col(steps.id)}), '[]'::jsonb) as calls,
-     ${policiesColumns}, ${decidedApprovalsJson(`tc.${col(toolCalls.stepId)} = s.${col(steps.id)}`)} as decided
+     ${policiesColumns}, ${decidedApprovalsJson(`tc.${col(toolCalls.stepId)} = s.${col(steps.id)}`)} as decided,
+     p.${col(projects.workspaceResetTo)} as "workspaceResetTo"
    from claimed c
    left join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
    ${policiesJoin("c")}`,
@@ -158,6 +161,8 @@ export interface StepClaim {
   history: HistoryEntry[];
   /** The tenant's and the project's approval policies, as this claim read them. */
   policies: ApprovalPolicy[];
+  /** The session's history epoch: a rewind bumps it, and a copy of the history from another epoch is stale. */
+  historyEpoch: number;
 }
 
 export interface BatchClaim {
@@ -170,6 +175,8 @@ export interface BatchClaim {
   startedEvents: SessionEvent[];
   policies: ApprovalPolicy[];
   decided: Map<string, StoredApproval>;
+  /** A rewind's or a fork's order: the workspace folder must be rebuilt from this checkpoint before any call runs (W2). */
+  workspaceResetTo: CheckpointId | null;
 }
 
 export interface ClaimRequest {
@@ -203,9 +210,10 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
     afterCallIndex: after.callIndex,
   });
   if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, history, tenantPolicy, projectPolicy, ...claimed } = row;
+  const { stepAttempt, history, tenantPolicy, projectPolicy, historyEpoch, ...claimed } = row;
   return claimedOrGone(claimed, {
     attempt: stepAttempt + 1,
+    historyEpoch,
     policies: [tenantPolicy, projectPolicy],
     history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({
       message,
@@ -217,7 +225,19 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
 export async function claimBatch(on: Queryable, request: ClaimRequest & { startPreGranted: boolean }): Promise<Claim<BatchClaim>> {
   const [row] = await run(on, claimBatchStatement, { ...claimParams(request), startPreGranted: request.startPreGranted });
   if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, stepTools, calls, tenantPolicy, projectPolicy, decided, startedIds, last_seq, appended_at, ...claimed } = row;
+  const {
+    stepAttempt,
+    stepTools,
+    calls,
+    tenantPolicy,
+    projectPolicy,
+    decided,
+    startedIds,
+    last_seq,
+    appended_at,
+    workspaceResetTo,
+    ...claimed
+  } = row;
   const started = new Set(startedIds);
   const attempt = stepAttempt ?? 1;
   // The calls were read before the statement's own marks: those it started are running under its fence.
@@ -237,6 +257,7 @@ export async function claimBatch(on: Queryable, request: ClaimRequest & { startP
     ),
     startedIds: started,
     startedEvents: appendedEvents(claimed.sessionId, startEvents, { last_seq, appended_at }),
+    workspaceResetTo,
     ...gateRulesOf({ tenantPolicy, projectPolicy, decided }),
   });
 }

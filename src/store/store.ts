@@ -6,6 +6,7 @@ import { apiKeysRepository } from "./api-keys.js";
 import { approvalsRepository } from "./approvals.js";
 import { artifactsRepository } from "./artifacts.js";
 import { blobsRepository } from "./blobs.js";
+import { branchesRepository } from "./branches.js";
 import { checkpointsRepository } from "./checkpoints.js";
 import { commandsRepository } from "./commands.js";
 import { eventsRepository } from "./events.js";
@@ -38,6 +39,7 @@ const repositories = {
   apiKeys: apiKeysRepository,
   approvals: approvalsRepository,
   artifacts: artifactsRepository,
+  branches: branchesRepository,
   blobs: blobsRepository,
   checkpoints: checkpointsRepository,
   commands: commandsRepository,

@@ -1,5 +1,6 @@
 import type { FoyaEvent } from "@foya/client";
 import { oneLine } from "./one-line.js";
+import { pointText } from "./point-text.js";
 
 /** One event as one line of a log tail: what happened, with the ids to act on. */
 export function describeEvent(event: FoyaEvent): string {
@@ -36,6 +37,10 @@ export function describeEvent(event: FoyaEvent): string {
       return `session ${event.data.childSessionId} run ${event.data.childRunId} (depth ${event.data.depth})`;
     case "workspace_restored":
       return `${event.data.reason}: rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`;
+    case "session_rewound":
+      return `to ${pointText(event.data.at)}; branch ${event.data.branchId}, ${event.data.messagesSetAside} messages set aside, ${event.data.notUndone.length} calls not undone`;
+    case "session_forked":
+      return `from ${event.data.fromSessionId} at ${pointText(event.data.at)}`;
     case "tasks_updated":
       return event.data.tasks.map((task) => `${task.title} (${task.status})`).join("; ");
     case "run_end":

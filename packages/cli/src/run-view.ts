@@ -1,5 +1,6 @@
 import type { FoyaEvent } from "@foya/client";
 import { oneLine } from "./one-line.js";
+import { pointText } from "./point-text.js";
 import type { Output } from "./output.js";
 
 const clearLine = "\r\x1b[2K";
@@ -68,6 +69,16 @@ export class RunView {
         this.notice(
           style.yellow(`workspace ${event.data.reason}: rebuilt from checkpoint ${event.data.checkpointSeq} (${event.data.files} files)`),
         );
+        return;
+      case "session_rewound": {
+        const { branchId, at, notUndone } = event.data;
+        this.notice(style.yellow(`session rewound to ${pointText(at)}; what followed is branch ${branchId}`));
+        if (notUndone.length > 0)
+          this.notice(style.dim(`  not undone: ${notUndone.map((call) => `${call.name} (${call.reason})`).join(", ")}`));
+        return;
+      }
+      case "session_forked":
+        this.notice(style.dim(`forked from session ${event.data.fromSessionId} at ${pointText(event.data.at)}`));
         return;
       case "tasks_updated":
         for (const task of event.data.tasks)

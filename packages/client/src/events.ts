@@ -13,6 +13,23 @@ import type { components } from "./generated/openapi.js";
  */
 
 export type RunStatus = components["schemas"]["Run"]["status"];
+
+/** A place in a session's history: after step `stepIndex` of the run at `runOrdinal`, or after the whole run (null). */
+export interface HistoryPoint {
+  runOrdinal: number;
+  stepIndex: number | null;
+}
+
+/** A call a fork or a rewind left behind whose effects no checkpoint takes back (network, MCP, sub-agents, background or Full Access commands). */
+export interface NotUndoneCall {
+  toolCallId: string;
+  callId: string;
+  runId: string;
+  stepIndex: number;
+  name: string;
+  reason: "network" | "mcp" | "unknown_effects" | "background_command" | "full_access" | "sub_agent";
+  stillRunning: boolean;
+}
 export type TerminalRunStatus = Exclude<RunStatus, "queued" | "running" | "awaiting_approval">;
 export type ToolCallStatus =
   | "queued"
@@ -80,17 +97,35 @@ export type FoyaEventBody =
   | { type: "subagent_start"; callId: string; childSessionId: string; childRunId: string; depth: number }
   /**
    * The workspace folder was missing, or differed from the project's latest checkpoint with nothing
-   * of the project's own to explain it, and was rebuilt from that checkpoint before the batch ran (W1).
+   * of the project's own to explain it (W1), or a rewind or fork made an earlier tree the latest (W2),
+   * and was rebuilt from that checkpoint before the batch ran.
    */
   | {
       type: "workspace_restored";
-      reason: "missing" | "damaged";
+      reason: "missing" | "damaged" | "rewound";
       checkpointId: string;
       checkpointSeq: number;
       files: number;
       /** Files the checkpoint kept by size and digest only (too large to store): not written back. At most 100 listed. */
       filesNotRestored: string[];
     }
+  /**
+   * A rewind (W2): the history after `at` was set aside as branch `branchId` (a branch set aside
+   * earlier came back, when named), and the workspace returns to checkpoint `checkpointId` before the
+   * next batch. `notUndone`: calls set aside whose effects no checkpoint takes back (at most 100).
+   */
+  | {
+      type: "session_rewound";
+      branchId: string;
+      at: HistoryPoint;
+      checkpointId: string;
+      tipCheckpointId: string | null;
+      restoredBranchId: string | null;
+      messagesSetAside: number;
+      notUndone: NotUndoneCall[];
+    }
+  /** This session is a fork (W2): its history up to here was copied from `fromSessionId` at `at`. */
+  | { type: "session_forked"; fromSessionId: string; at: HistoryPoint; checkpointId: string; notUndone: NotUndoneCall[] }
   | { type: "tasks_updated"; tasks: Array<{ title: string; status: "pending" | "in_progress" | "done" }> }
   | { type: "run_end"; status: TerminalRunStatus; error?: { code: string; message: string } };
 

@@ -101,6 +101,8 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
     case "subagent_start":
     case "tasks_updated":
     case "workspace_restored":
+    case "session_rewound":
+    case "session_forked":
       break;
     default: {
       const exhaustive: never = event;

@@ -15,6 +15,8 @@ const eventTypes = [
   "subagent_start",
   "tasks_updated",
   "workspace_restored",
+  "session_rewound",
+  "session_forked",
   "run_end",
 ] as const satisfies readonly FoyaEventType[];
 // Fails the type check when the service gains an event type this list lacks.

@@ -13,7 +13,8 @@ import type { SessionId, TenantId } from "../../ids.js";
  * message its run had before is committed, and whatever is written later
  * (this step's answer, its calls' results, a cancelled step's partial text,
  * the next run's input) sits at a later position. Messages are never updated
- * or removed while a session lives.
+ * or removed while a session lives, except by a rewind (SPEC W2), which sets history aside and
+ * bumps the session's epoch: a copy of another epoch is read again whole.
  */
 export interface HistoryCache {
   /** The position after which a step of this session needs to read. */
@@ -22,7 +23,7 @@ export interface HistoryCache {
   extend(
     messages: HistoryReads,
     run: { tenantId: TenantId; sessionId: SessionId; ordinal: number },
-    after: MessagePosition,
+    read: { after: MessagePosition; epoch: number },
     fresh: HistoryEntry[],
   ): Promise<HistoryEntry[]>;
 }
@@ -32,6 +33,7 @@ export type HistoryReads = Pick<Store["messages"], "loadHistory">;
 
 interface Cached {
   tenantId: TenantId;
+  epoch: number;
   entries: HistoryEntry[];
   /** About how many characters the entries hold, for the process-wide budget. */
   chars: number;
@@ -60,10 +62,10 @@ export function createHistoryCache(options: { maxSessions?: number; maxChars?: n
     after(scope) {
       return usable(scope)?.entries.at(-1)?.position ?? historyOrigin;
     },
-    async extend(messages, run, after, fresh) {
+    async extend(messages, run, { after, epoch }, fresh) {
       const cached = usable(run);
       const base = cached?.entries.at(-1)?.position ?? historyOrigin;
-      const appended = cached !== undefined && samePosition(base, after);
+      const appended = cached !== undefined && cached.epoch === epoch && samePosition(base, after);
       // Another step of the session moved the copy meanwhile (a redelivery): read it all again.
       const entries = appended
         ? [...cached.entries, ...fresh]
@@ -73,7 +75,7 @@ export function createHistoryCache(options: { maxSessions?: number; maxChars?: n
       const chars = (appended ? cached.chars : 0) + charsOf(appended ? fresh : entries);
       drop(run.sessionId);
       if (chars <= maxChars) {
-        sessions.set(run.sessionId, { tenantId: run.tenantId, entries, chars });
+        sessions.set(run.sessionId, { tenantId: run.tenantId, epoch, entries, chars });
         totalChars += chars;
         // The session served longest ago leaves first.
         for (const oldest of sessions.keys()) {

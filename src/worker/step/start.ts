@@ -48,7 +48,12 @@ export async function prepareStep(context: StepStartContext, claim: ClaimedStep,
   const { run, extra } = claim;
   const { session, project } = await context.sessionContexts.get(run.sessionId);
   // History is read here so the step's tool snapshot can say whether a projected result needs history_read_tool_result (O3).
-  const history = await context.histories.extend(deps.store.messages, run, claim.historyAfter, extra.history);
+  const history = await context.histories.extend(
+    deps.store.messages,
+    run,
+    { after: claim.historyAfter, epoch: extra.historyEpoch },
+    extra.history,
+  );
   const resultLimit = projectionLimit(
     deps.providers.capabilities(session.providerProfile).contextWindow,
     config.runs.contextResultMaxChars,

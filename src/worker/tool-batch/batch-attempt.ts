@@ -3,7 +3,7 @@ import type { ApprovalMode } from "../../core/session.js";
 import type { ScopedTools } from "../../mcp/tool-catalog.js";
 import type { ClaimedRun } from "../../store/runs.js";
 import type { SessionRow } from "../session-context-cache.js";
-import type { ProjectId } from "../../ids.js";
+import type { CheckpointId, ProjectId } from "../../ids.js";
 
 /** What every transaction of one batch attempt needs to know about it, known once the batch is claimed. */
 export interface BatchScope {
@@ -23,6 +23,8 @@ export interface BatchScope {
    * then closes in the settle transaction, with its checkpoint (SPEC W1), never in a call's commit.
    */
   checkpoint: boolean;
+  /** A rewind's or a fork's order, read by the claim: rebuild the folder from this checkpoint first (SPEC W2). */
+  workspaceResetTo: CheckpointId | null;
 }
 
 /**

@@ -95,6 +95,7 @@ export async function scopeOfBatch(
     stepTools: extra.stepTools,
     callQuota: claim.callQuota,
     checkpoint: extra.calls.some((call) => changesWorkspace(tools, call.name)),
+    workspaceResetTo: extra.workspaceResetTo,
   };
 }
 

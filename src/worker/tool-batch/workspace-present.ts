@@ -29,6 +29,7 @@ export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt
     workspaceDir: attempt.workspaceDir,
     identity,
     compare: attempt.checkpoint,
+    resetTo: attempt.workspaceResetTo,
     outOfBand: deps.config.workspaces.outOfBandChanges,
   };
   const restored = await checkWorkspace({ ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes }, scope, attempt.signal);

@@ -20,23 +20,36 @@ describe("a worker's history copies", () => {
     const cache = createHistoryCache();
     const run: { tenantId: TenantId; sessionId: SessionId; ordinal: number } = { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 };
     const first = userMessage(1, "hello");
-    expect(await cache.extend(noReads, run, historyOrigin, [first])).toEqual([first]);
+    expect(await cache.extend(noReads, run, { after: historyOrigin, epoch: 0 }, [first])).toEqual([first]);
     expect(cache.after(run)).toEqual(first.position);
     const second = userMessage(2, "again");
-    expect(await cache.extend(noReads, { ...run, ordinal: 2 }, first.position, [second])).toEqual([first, second]);
+    expect(await cache.extend(noReads, { ...run, ordinal: 2 }, { after: first.position, epoch: 0 }, [second])).toEqual([first, second]);
     expect(cache.after({ tenantId: "ten_b", sessionId: "ses_1" })).toEqual(historyOrigin);
   });
 
   it("D1: copies stay within the memory budget, and a history larger than it is not kept", async () => {
     const cache = createHistoryCache({ maxChars: 1_000 });
     const big = userMessage(1, "x".repeat(600));
-    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 }, historyOrigin, [big]);
-    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_2", ordinal: 1 }, historyOrigin, [big]);
+    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_1", ordinal: 1 }, { after: historyOrigin, epoch: 0 }, [big]);
+    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_2", ordinal: 1 }, { after: historyOrigin, epoch: 0 }, [big]);
     // The second pushed the first out: together they exceed the budget.
     expect(cache.after({ tenantId: "ten_a", sessionId: "ses_1" })).toEqual(historyOrigin);
     expect(cache.after({ tenantId: "ten_a", sessionId: "ses_2" })).toEqual(big.position);
     const huge = userMessage(1, "y".repeat(2_000));
-    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_3", ordinal: 1 }, historyOrigin, [huge]);
+    await cache.extend(noReads, { tenantId: "ten_a", sessionId: "ses_3", ordinal: 1 }, { after: historyOrigin, epoch: 0 }, [huge]);
     expect(cache.after({ tenantId: "ten_a", sessionId: "ses_3" })).toEqual(historyOrigin);
+  });
+
+  it("W2: after a rewind (a new history epoch) the copy is read again whole, not extended", async () => {
+    const cache = createHistoryCache();
+    const run: { tenantId: TenantId; sessionId: SessionId; ordinal: number } = { tenantId: "ten_a", sessionId: "ses_1", ordinal: 3 };
+    const kept = userMessage(1, "kept");
+    const setAside = userMessage(2, "set aside by the rewind");
+    await cache.extend(noReads, run, { after: historyOrigin, epoch: 0 }, [kept, setAside]);
+    const next = userMessage(3, "after the rewind");
+    const reads: HistoryReads = { loadHistory: async () => [kept, next] };
+    // The claim read after the stale copy's end; what it read is not enough and is not used.
+    expect(await cache.extend(reads, run, { after: setAside.position, epoch: 1 }, [next])).toEqual([kept, next]);
+    expect(await cache.extend(noReads, { ...run, ordinal: 4 }, { after: next.position, epoch: 1 }, [])).toEqual([kept, next]);
   });
 });

@@ -2308,6 +2308,390 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new session in a new project from a point of this session's committed history, with the workspace as it stood then; no tool runs again */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        at: components["schemas"]["BranchPoint"];
+                    };
+                };
+            };
+            responses: {
+                /** @description Forked */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            session: components["schemas"]["Session"];
+                            projectId: string;
+                            checkpointId: string;
+                            runs: {
+                                from: string;
+                                to: string;
+                                ordinal: number;
+                                cancelled: boolean;
+                            }[];
+                            notUndone: components["schemas"]["NotUndoneCall"][];
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/rewind": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take an idle session back to a point: later history becomes a branch, the workspace returns to that point before the next batch */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A point as for a fork, or `branchId`: back to the tip of a branch an earlier rewind set aside. */
+                        at: {
+                            runId: string;
+                            stepIndex?: number;
+                        } | {
+                            stepIndex: number;
+                        } | {
+                            messageId: string;
+                        } | {
+                            branchId: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Rewound */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            branch: components["schemas"]["Branch"];
+                            checkpointId: string;
+                            tipCheckpointId: string | null;
+                            restoredBranchId: string | null;
+                            notUndone: components["schemas"]["NotUndoneCall"][];
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/branches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What rewinds of this session set aside, newest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Branches */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            branches: components["schemas"]["Branch"][];
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/branches/{branchId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The messages a rewind set aside, in history order (read-only) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    branchId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Messages */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            messages: components["schemas"]["Message"][];
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found, or owned by another tenant */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The request body is over the route's limit (payload_too_large) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Too many requests with this API key (rate_limited), or too many failed authentications with this credential or from this address (auth_locked_out); see Retry-After */
+                429: {
+                    headers: {
+                        /** @description Seconds until the limit's window ends */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/commands": {
         parameters: {
             query?: never;
@@ -4884,10 +5268,10 @@ export interface components {
             runId: string | null;
             stepIndex: number | null;
             /**
-             * @description `batch`: after a tool batch; `catch_up`: changes the project's own work made since, taken before a batch.
+             * @description `batch`: after a tool batch; `catch_up`: changes the project's own work made since, taken before a batch; `before_rewind`: the folder when a rewind was asked for; `rewind`, `fork`: an earlier tree made the latest again.
              * @enum {string}
              */
-            reason: "batch" | "catch_up" | "before_rewind";
+            reason: "batch" | "catch_up" | "before_rewind" | "rewind" | "fork";
             /** @description A whole tree; otherwise a delta against the checkpoint before it. */
             full: boolean;
             entryCount: number;
@@ -4895,6 +5279,45 @@ export interface components {
             /** @description sha256 of the whole tree's entries: equal trees, equal digests. */
             treeDigest: string;
             createdAt: string;
+        };
+        /** @description A call after the point whose effects no checkpoint takes back: they happened outside the workspace's files. */
+        NotUndoneCall: {
+            toolCallId: string;
+            callId: string;
+            runId: string;
+            stepIndex: number;
+            name: string;
+            /** @enum {string} */
+            reason: "network" | "mcp" | "unknown_effects" | "background_command" | "full_access" | "sub_agent";
+            stillRunning: boolean;
+        };
+        /** @description `runId`: after that run (or after its step `stepIndex`); `stepIndex` alone: a step of the latest run; `messageId`: a user message goes back to just before its run (edit and resend), any other message to the end of its step. */
+        BranchPoint: {
+            runId: string;
+            stepIndex?: number;
+        } | {
+            stepIndex: number;
+        } | {
+            messageId: string;
+        };
+        Branch: {
+            id: string;
+            at: components["schemas"]["HistoryPoint"];
+            /** @description Whole runs set aside (a run cut by the point keeps its place; its later steps are here). */
+            runIds: string[];
+            messageCount: number;
+            /** @description The workspace when the rewind was asked for. */
+            tipCheckpointId: string | null;
+            rewoundToCheckpointId: string | null;
+            /** @description Set once a later rewind brought this branch back. */
+            restoredAt: string | null;
+            createdAt: string;
+        };
+        HistoryPoint: {
+            /** @description The run's place in the session (1, 2, …); 0: the start. */
+            runOrdinal: number;
+            /** @description After this step of the run (its tool results included); null: after the whole run. */
+            stepIndex: number | null;
         };
         Command: {
             id: string;
