@@ -36,19 +36,25 @@ export function createPostgresBlobStore(store: Pick<Store, "blobs">, options: Po
       let index = 0;
       for await (const chunk of fixedChunks(content, start.chunkBytes)) {
         written += chunk.length;
-        // Longer than announced: the file grew. The header stays incomplete; a later put rewrites its chunks.
-        if (written > expected.size) return { kind: "mismatch" };
+        // Longer than announced: the file grew.
+        if (written > expected.size) return dropped(store, tenantId, expected.sha256);
         hash.update(chunk);
         await blobs.putBlobChunk(tenantId, expected.sha256, index, chunk);
         options.afterChunk?.(index);
         index++;
       }
-      if (written !== expected.size || hash.digest("hex") !== expected.sha256) return { kind: "mismatch" };
+      if (written !== expected.size || hash.digest("hex") !== expected.sha256) return dropped(store, tenantId, expected.sha256);
       await blobs.completeBlob(tenantId, expected.sha256);
       return { kind: "stored" };
     },
     ...createPostgresBlobReader(store),
   };
+}
+
+/** Content that was not the blob announced leaves nothing: its incomplete header and chunks go (a changing file's digest is seldom put again). */
+async function dropped(store: Pick<Store, "blobs">, tenantId: TenantId, digest: string): Promise<BlobPut> {
+  await store.blobs.dropIncompleteBlob(tenantId, digest);
+  return { kind: "mismatch" };
 }
 
 /** The reading half, which needs no settings: a rebuild reads each blob at the chunk length it was stored with. */

@@ -131,6 +131,13 @@ async function completeBlob(db: DbExecutor, tenantId: TenantId, digest: string):
     .where(and(eq(contentBlobs.tenantId, tenantId), eq(contentBlobs.sha256, digest)));
 }
 
+/** A chunked blob whose content did not match (a file that changed while read) is dropped, chunks and all, while still incomplete. */
+async function dropIncompleteBlob(db: DbExecutor, tenantId: TenantId, digest: string): Promise<void> {
+  await db
+    .delete(contentBlobs)
+    .where(and(eq(contentBlobs.tenantId, tenantId), eq(contentBlobs.sha256, digest), eq(contentBlobs.complete, false)));
+}
+
 /** Chunks `from` to `from + count - 1` of a complete blob, in order (fewer at its end). */
 async function blobChunks(db: DbExecutor, tenantId: TenantId, digest: string, from: number, count: number): Promise<Buffer[]> {
   const rows = await db
@@ -185,5 +192,16 @@ async function storedDigests(db: DbExecutor, tenantId: TenantId, digests: readon
 
 /** `store.blobs`. */
 export const blobsRepository = repository({
-  db: { putBlob, putWholeBlob, beginChunkedBlob, putBlobChunk, completeBlob, blobChunks, getBlob, getBlobs, storedDigests },
+  db: {
+    putBlob,
+    putWholeBlob,
+    beginChunkedBlob,
+    putBlobChunk,
+    completeBlob,
+    dropIncompleteBlob,
+    blobChunks,
+    getBlob,
+    getBlobs,
+    storedDigests,
+  },
 });

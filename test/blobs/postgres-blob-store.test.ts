@@ -79,7 +79,9 @@ describe("the Postgres blob store", () => {
     const small = Buffer.from("small");
     expect(await blobs.put(tenantId, { sha256: digestOf(small), size: 5 }, pieces(Buffer.from("other")))).toEqual({ kind: "mismatch" });
     expect(await blobs.has(tenantId, [expected.sha256, digestOf(small)])).toEqual(new Set());
-    // The right content then replaces every chunk the wrong one left.
+    // Nothing left behind, nor counted: no header, no chunk.
+    expect(await db.query("select 1 from content_blob_chunks where tenant_id = $1", [tenantId])).toEqual([]);
+    expect(Number(await db.store.tenantAdmission.storedBytes(tenantId))).toBe(0);
     expect(await blobs.put(tenantId, expected, pieces(content))).toEqual({ kind: "stored" });
     const opened = (await blobs.open(tenantId, [expected.sha256])).get(expected.sha256);
     expect((await readAll(opened!.chunks())).equals(content)).toBe(true);
