@@ -220,7 +220,7 @@ async function main(): Promise<void> {
     const direct: Record<number, DirectFigures> = {};
     const directStorage: Record<number, StorageFigures> = {};
     for (const subject of subjects) {
-      const deps: CheckpointDeps = { store, knownTrees: createKnownTrees(), maxFileBytes: 64 * 1024 * 1024 };
+      const deps: CheckpointDeps = { store, knownTrees: createKnownTrees(), maxFileBytes: 0, config, logger: services.logger };
       const scope: CheckpointScope = {
         tenantId: subject.tenantId,
         projectId: subject.projectId,
@@ -261,10 +261,7 @@ async function main(): Promise<void> {
         const isWarm = i < settings.phases;
         changeOneFile();
         if (!isWarm) deps.knownTrees.forget(subject.projectId);
-        const { phases, row, prepared } = await timedCheckpointPhases(
-          { store, knownTrees: deps.knownTrees, maxFileBytes: deps.maxFileBytes },
-          scope,
-        );
+        const { phases, row, prepared } = await timedCheckpointPhases({ ...deps, store }, scope);
         rememberCheckpoint(deps, row, prepared);
         (isWarm ? phasesWarm : phasesCold).push(phases);
       }

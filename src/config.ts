@@ -566,8 +566,11 @@ const settingsSchema = z.object({
       trashRetentionDays: int("FOYA_TRASH_RETENTION_DAYS", 30, { min: 0, max: maxDays }).describe(
         "Entries of a project's trash (`GET /v1/projects/:id/trash`) older than this many days are deleted for good; `0` keeps them.",
       ),
-      checkpointMaxFileBytes: int("FOYA_CHECKPOINT_MAX_FILE_BYTES", 64 * 1024 * 1024, { min: 0, max: maxBytes, unit: "bytes" }).describe(
-        "Largest file whose content a workspace checkpoint keeps (read whole into the worker's memory to be stored). A larger file is kept by size and digest only, and a rebuild leaves it out and says so (`workspace_restored`'s `filesNotRestored`).",
+      checkpointMaxFileBytes: int("FOYA_CHECKPOINT_MAX_FILE_BYTES", 0, { min: 0, max: maxBytes, unit: "bytes" }).describe(
+        "Largest file whose content a workspace checkpoint keeps; `0`: no limit (content is streamed to the store in chunks, never held whole in memory; the tenant's `storageBytes` quota bounds it). A larger file is kept by size and digest only, and a rebuild leaves it out and says so (`workspace_restored`'s `filesNotRestored`).",
+      ),
+      blobChunkBytes: int("FOYA_BLOB_CHUNK_BYTES", 1024 * 1024, { min: 4096, max: 64 * 1024 * 1024, unit: "bytes" }).describe(
+        "Length of the chunks a large blob (a checkpointed file) is kept in, one Postgres row each; a blob up to this length is one row. Blobs already stored keep their chunk length.",
       ),
       outOfBandChanges: choice("FOYA_WORKSPACE_OUT_OF_BAND_CHANGES", ["keep", "repair"], "keep").describe(
         "Changes no tool of Foya made since the latest checkpoint (a person's edit, a disk's damage): `keep` makes them part of the next batch's checkpoint; `repair` has a run's first batch that may change the workspace compare it with the checkpoint and rebuild it over such changes (for deployments where nothing but Foya touches workspaces). A missing workspace folder is rebuilt either way.",

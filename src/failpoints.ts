@@ -8,7 +8,8 @@ export type FailpointName =
   | "worker.after_subagent_start"
   | "worker.step_job_taken"
   | "worker.project_removal_slice"
-  | "worker.checkpoint_rows_written";
+  | "worker.checkpoint_rows_written"
+  | "worker.checkpoint_blob_chunk_written";
 
 export interface Failpoints {
   hit(name: FailpointName): void;

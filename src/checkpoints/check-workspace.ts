@@ -5,9 +5,8 @@ import type { Store } from "../store/store.js";
 import { removeFolderAside, setWorkspaceFolderAside, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
 import { captureTree } from "../workspace/checkpoint/tree-capture.js";
 import { diffTrees } from "../workspace/checkpoint/tree-delta.js";
-import type { KnownTrees } from "./known-trees.js";
 import { restoreMissingWorkspace } from "./restore-workspace.js";
-import { commitCheckpoint, prepareCheckpoint, previousTree, rememberCheckpoint } from "./take-checkpoint.js";
+import { type CheckpointDeps, commitCheckpoint, prepareCheckpoint, previousTree, rememberCheckpoint } from "./take-checkpoint.js";
 
 /**
  * Before a batch, the workspace is what the store says it is (SPEC W1). A missing folder is
@@ -18,10 +17,8 @@ import { commitCheckpoint, prepareCheckpoint, previousTree, rememberCheckpoint }
  * differences the project's own work explains are checkpointed first (`caught_up`); anything else
  * is damage, set aside and rebuilt.
  */
-export interface CheckWorkspaceDeps {
-  store: Pick<Store, "checkpoints" | "blobs" | "projects" | "transaction">;
-  knownTrees: KnownTrees;
-  maxFileBytes: number;
+export interface CheckWorkspaceDeps extends Omit<CheckpointDeps, "store"> {
+  store: Pick<Store, "checkpoints" | "blobs" | "projects" | "transaction" | "tenants">;
 }
 
 export interface CheckWorkspaceScope {

@@ -1,3 +1,5 @@
+import type { BlobStore, OpenedBlob } from "../blobs/blob-store.js";
+import { createBlobReader } from "../blobs/create-blob-store.js";
 import type { ProcessIdentity } from "../core/process-identity.js";
 import type { ProjectId, TenantId } from "../ids.js";
 import type { CheckpointRow } from "../store/checkpoints.js";
@@ -6,6 +8,7 @@ import { createEmptyWorkspaceFolder, rebuildWorkspaceFolder, workspaceFolderPres
 import type { KnownTrees } from "./known-trees.js";
 import { treeDigest, treeOfStored } from "./stored-tree.js";
 import type { TreeEntries, TreeEntry } from "../workspace/checkpoint/tree-entry.js";
+import type { BlobContent } from "../workspace/checkpoint/entry-writers.js";
 
 /**
  * A project whose workspace folder is gone (a lost disk, a new host, an operator's mistake) is
@@ -41,10 +44,11 @@ export async function restoreMissingWorkspace(
   const { entries } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
   // The rows must add up to the tree that was captured: a chain read wrong is never written out.
   if (treeDigest(entries) !== latest.treeDigest) throw new WorkspaceRestoreError(`checkpoint ${latest.id} does not add up to its tree`);
-  const { writable, notRestored } = await keptContent(deps, scope.tenantId, entries);
+  const blobs = createBlobReader(deps.store);
+  const { writable, notRestored } = await keptContent(blobs, scope.tenantId, entries);
   const owner = scope.identity ? { uid: scope.identity.uid, gid: scope.identity.gid } : {};
   const rebuilt = await rebuildWorkspaceFolder(scope.workspaceDir, writable, {
-    blob: coalescedBlobs((digests) => deps.store.blobs.getBlobs(scope.tenantId, digests)),
+    blob: coalescedBlobs((digests) => blobs.open(scope.tenantId, digests)),
     blobsAhead: blobsInFlight,
     ...owner,
     ...(signal ? { signal } : {}),
@@ -57,17 +61,17 @@ export async function restoreMissingWorkspace(
 }
 
 /**
- * The tree without the files whose content the store does not hold (larger than
- * `FOYA_CHECKPOINT_MAX_FILE_BYTES` when they were checkpointed): the rebuild writes everything
- * else and names what it left out, rather than failing whole.
+ * The tree without the files whose content the store does not hold (past the tenant's
+ * storageBytes quota, or past `FOYA_CHECKPOINT_MAX_FILE_BYTES`, when they were checkpointed):
+ * the rebuild writes everything else and names what it left out, rather than failing whole.
  */
 async function keptContent(
-  deps: RestoreDeps,
+  blobs: Pick<BlobStore, "has">,
   tenantId: TenantId,
   entries: TreeEntries,
 ): Promise<{ writable: TreeEntries; notRestored: string[] }> {
   const digests = [...entries.values()].flatMap((entry) => (entry.kind === "file" && entry.size > 0 ? [entry.sha256] : []));
-  const stored = await deps.store.blobs.storedDigests(tenantId, digests);
+  const stored = await blobs.has(tenantId, digests);
   const notRestored: string[] = [];
   const writable = new Map<string, TreeEntry>();
   for (const [path, entry] of entries) {
@@ -80,14 +84,20 @@ async function keptContent(
 /** Blobs asked for ahead of the writes; those asked in one turn of the event loop go in one query. */
 const blobsInFlight = 32;
 
-function coalescedBlobs(fetch: (digests: readonly string[]) => Promise<Map<string, Buffer>>): (sha256: string) => Promise<Buffer | null> {
-  let batch: Array<{ sha256: string; resolve: (bytes: Buffer | null) => void; reject: (error: unknown) => void }> = [];
+/** A small blob comes whole with the answer; a chunked one as a stream, read when its file is written. */
+function coalescedBlobs(
+  fetch: (digests: readonly string[]) => Promise<Map<string, OpenedBlob>>,
+): (sha256: string) => Promise<BlobContent | null> {
+  let batch: Array<{ sha256: string; resolve: (blob: BlobContent | null) => void; reject: (error: unknown) => void }> = [];
   const flush = async () => {
     const asked = batch;
     batch = [];
     try {
       const found = await fetch(asked.map((request) => request.sha256));
-      for (const request of asked) request.resolve(found.get(request.sha256) ?? null);
+      for (const request of asked) {
+        const opened = found.get(request.sha256);
+        request.resolve(opened ? (opened.bytes ?? opened) : null);
+      }
     } catch (error) {
       for (const request of asked) request.reject(error);
     }

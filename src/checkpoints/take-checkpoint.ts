@@ -1,4 +1,9 @@
+import { createBlobStore } from "../blobs/create-blob-store.js";
+import type { Config } from "../config.js";
 import type { CheckpointReason } from "../core/checkpoint.js";
+import type { Failpoints } from "../failpoints.js";
+import type { Logger } from "../logger.js";
+import { effectiveQuotas, readTenantSettings } from "../tenants/tenant-settings.js";
 import type { CheckpointId, ProjectId, RunId, SessionId, TenantId } from "../ids.js";
 import type { CheckpointRow, NewCheckpoint, StoredChange, StoredEntry } from "../store/checkpoints.js";
 import type { Store, StoreTx } from "../store/store.js";
@@ -16,10 +21,14 @@ import { changesOf, storedOf, treeDigest, treeOfStored } from "./stored-tree.js"
  * closes the batch, so a checkpoint is whole or absent and a closed batch always has one.
  */
 export interface CheckpointDeps {
-  store: Pick<Store, "checkpoints" | "blobs">;
+  store: Pick<Store, "checkpoints" | "blobs" | "tenants">;
   knownTrees: KnownTrees;
-  /** Larger files are kept by size and digest only: their content is never read whole into memory. */
+  /** Larger files are kept by size and digest only; 0: no limit (content is streamed in chunks, never read whole into memory). */
   maxFileBytes: number;
+  /** The chunk length of large blobs, and the tenant's storageBytes quota that bounds what checkpoints keep. */
+  config: Pick<Config, "quotas"> & { workspaces: Pick<Config["workspaces"], "blobChunkBytes"> };
+  logger: Pick<Logger, "warn">;
+  failpoints?: Failpoints;
 }
 
 export interface CheckpointScope {
@@ -120,24 +129,57 @@ function emptyCapture(): CapturedTree {
   return { entries: new Map(), stamps: new Map(), fresh: [], skipped: [], hashed: 0, truncated: false };
 }
 
-/** The blobs of the files the capture found new; false when one changed since it was hashed. */
+/**
+ * The blobs of the files the capture found new, each streamed from its descriptor into the blob
+ * store (its digest checked on the way in); false when one changed since it was hashed. Content
+ * the store holds already is not read. A file whose blob would take the tenant past its
+ * storageBytes quota is kept by size and digest only (a rebuild names it in `filesNotRestored`),
+ * and the checkpoint is still taken: the batch closes as always.
+ */
 export async function storeFreshBlobs(
   deps: CheckpointDeps,
   scope: CheckpointScope,
   captured: CapturedTree,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  if (captured.fresh.length === 0) return true;
+  const fresh = captured.fresh.filter((file) => deps.maxFileBytes === 0 || file.size <= deps.maxFileBytes);
+  if (fresh.length === 0) return true;
+  const blobs = createBlobStore(deps.store, deps.config, (index) => {
+    if (index === 1) deps.failpoints?.hit("worker.checkpoint_blob_chunk_written");
+  });
+  const present = await blobs.has(
+    scope.tenantId,
+    fresh.map((file) => file.sha256),
+  );
+  const limitBytes = await storageQuota(deps, scope.tenantId);
+  const overQuota: string[] = [];
   const reader = openCapturedFileReader(scope.workspaceDir, signal ? { signal } : {});
   try {
-    for (const file of captured.fresh) {
-      if (file.size > deps.maxFileBytes) continue;
-      const bytes = await reader.read(file);
-      if (bytes === null) return false;
-      await deps.store.blobs.putBlob(scope.tenantId, bytes);
+    for (const file of fresh) {
+      if (present.has(file.sha256)) continue;
+      const put = await blobs.put(scope.tenantId, file, reader.stream(file), { limitBytes });
+      if (put.kind === "mismatch") return false;
+      if (put.kind === "over_quota") overQuota.push(file.path);
     }
-    return true;
   } finally {
     reader.close();
   }
+  if (overQuota.length > 0)
+    deps.logger.warn(
+      {
+        tenantId: scope.tenantId,
+        projectId: scope.projectId,
+        runId: scope.runId,
+        limitBytes,
+        files: overQuota.slice(0, 20),
+        count: overQuota.length,
+      },
+      "the checkpoint keeps these files by digest only: their content would pass the tenant's storageBytes quota",
+    );
+  return true;
+}
+
+async function storageQuota(deps: Pick<CheckpointDeps, "store" | "config">, tenantId: TenantId): Promise<number> {
+  const settings = await readTenantSettings(deps.store, tenantId);
+  return settings ? effectiveQuotas(deps.config, settings).storageBytes : deps.config.quotas.storageBytes;
 }

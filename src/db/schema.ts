@@ -2,7 +2,9 @@ import { sql } from "drizzle-orm";
 import {
   bigint,
   boolean,
+  check,
   customType,
+  foreignKey,
   index,
   integer,
   jsonb,
@@ -375,11 +377,35 @@ export const contentBlobs = pgTable(
       .notNull()
       .references(() => tenants.id),
     sha256: text("sha256").notNull(),
+    /** The whole content's length, counted in the tenant's storageBytes from the moment the row exists (a chunked blob's too). */
     size: bigint("size", { mode: "number" }).notNull(),
-    bytes: bytea("bytes").notNull(),
+    /** The content, for a blob kept in this one row; null for a chunked one (`content_blob_chunks`). */
+    bytes: bytea("bytes"),
+    /** A chunked blob's chunk length (every chunk but the last is this long); null for a one-row blob. */
+    chunkBytes: integer("chunk_bytes"),
+    /** False while a chunked blob's chunks are written: such a blob is never read, and the next put of its content finishes it. */
+    complete: boolean("complete").notNull().default(true),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.sha256] })],
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.sha256] }),
+    check("content_blobs_bytes_or_chunks", sql`${t.bytes} is not null or ${t.chunkBytes} is not null`),
+  ],
+);
+
+/** The chunks of a large blob (SPEC W1), in order from 0; every row carries its tenant. */
+export const contentBlobChunks = pgTable(
+  "content_blob_chunks",
+  {
+    tenantId: text("tenant_id").$type<TenantId>().notNull(),
+    sha256: text("sha256").notNull(),
+    chunkIndex: integer("chunk_index").notNull(),
+    bytes: bytea("bytes").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.sha256, t.chunkIndex] }),
+    foreignKey({ columns: [t.tenantId, t.sha256], foreignColumns: [contentBlobs.tenantId, contentBlobs.sha256] }).onDelete("cascade"),
+  ],
 );
 
 export const artifacts = pgTable(

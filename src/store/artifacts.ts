@@ -81,7 +81,8 @@ async function findArtifact(db: DbExecutor, tenantId: TenantId, id: ArtifactId):
     .from(artifacts)
     .innerJoin(contentBlobs, and(eq(contentBlobs.tenantId, artifacts.tenantId), eq(contentBlobs.sha256, artifacts.sha256)))
     .where(and(eq(artifacts.id, id), eq(artifacts.tenantId, tenantId)));
-  return row;
+  // An artifact's put always leaves the bytes in the blob's row (over a chunked one too).
+  return row?.bytes ? { ...row, bytes: row.bytes } : undefined;
 }
 
 /** Reads a session's artifacts with their bytes; what the context compiler uses to materialize images (I3). */
@@ -101,7 +102,7 @@ function artifactReader(db: DbExecutor, scope: ArtifactScope): ArtifactReader {
         .where(
           and(eq(artifacts.tenantId, scope.tenantId), eq(artifacts.sessionId, scope.sessionId), inArray(artifacts.id, [...new Set(ids)])),
         );
-      return new Map(rows.map((row) => [row.id, { mediaType: row.mediaType, bytes: row.bytes }]));
+      return new Map(rows.flatMap((row) => (row.bytes ? [[row.id, { mediaType: row.mediaType, bytes: row.bytes }] as const] : [])));
     },
   };
 }

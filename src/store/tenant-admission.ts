@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
-import { artifacts, contentBlobs, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
+import { runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
+import { tenantStoredBytes } from "./blobs.js";
 import type { RunRow } from "./run-rows.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
@@ -100,11 +101,10 @@ async function tokensToday(tx: Database, tenantId: TenantId): Promise<number> {
   return Number(rows[0]?.tokens ?? 0);
 }
 
-/** Bytes the tenant keeps in file-change contents and artifacts. */
+/** Bytes the tenant keeps in content blobs (file-change contents, checkpoints' files, chunked or not, complete or being written) and artifacts. */
 async function storedBytes(tx: Database, tenantId: TenantId): Promise<number> {
   const { rows } = await tx.execute<{ bytes: string }>(sql`
-    select ((select coalesce(sum(${contentBlobs.size}), 0) from ${contentBlobs} where ${contentBlobs.tenantId} = ${tenantId})
-          + (select coalesce(sum(${artifacts.size}), 0) from ${artifacts} where ${artifacts.tenantId} = ${tenantId}))::text as bytes`);
+    select ${tenantStoredBytes(tenantId)}::text as bytes`);
   return Number(rows[0]?.bytes ?? 0);
 }
 

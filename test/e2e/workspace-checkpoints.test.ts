@@ -374,6 +374,105 @@ describe("workspace checkpoints", () => {
     await stopWorkers();
   }, 120_000);
 
+  /** The sha256 of a workspace file, read by plain fs. */
+  const digestOfFile = async (file: string) =>
+    createHash("sha256")
+      .update(await readFile(file))
+      .digest("hex");
+  const chunkRows = async (tenantId: string, sha256: string) =>
+    (
+      await env.query<{ count: number; longest: number | null }>(
+        "select count(*)::int as count, max(octet_length(bytes))::int as longest from content_blob_chunks where tenant_id = $1 and sha256 = $2",
+        [tenantId, sha256],
+      )
+    )[0];
+  const restoredEvents = async (sessionId: SessionId) =>
+    (
+      await env.query<{ data: { reason: string; filesNotRestored: string[]; files: number } }>(
+        "select data from events where session_id = $1 and type = 'workspace_restored'",
+        [sessionId],
+      )
+    ).map((event) => event.data);
+  // Under node_modules, where a command's file-change records keep no content: the checkpoint alone stores it.
+  const bigFile = (bytes: number) =>
+    bash(`mkdir -p node_modules/big && head -c ${bytes} /dev/urandom > node_modules/big/blob.bin && echo small > small.txt`);
+
+  it("W1: a file twenty chunks long is checkpointed in chunks, no row holding more than one, and a rebuild streams it back byte-identical", async () => {
+    await stopWorkers();
+    await startWorker({ FOYA_BLOB_CHUNK_BYTES: String(256 * 1024) });
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const first = await turn(sessionId, [bigFile(5 * 1024 * 1024)]);
+    const digest = await digestOfFile(path.join(workspace, "node_modules/big/blob.bin"));
+    const tree = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(first)).id);
+    expect(tree.get("node_modules/big/blob.bin")).toMatchObject({ kind: "file", size: 5 * 1024 * 1024, sha256: digest });
+    expect(await chunkRows(client.tenantId as string, digest)).toEqual({ count: 20, longest: 256 * 1024 });
+    const before = await snapshot(workspace);
+    await rm(workspace, { recursive: true, force: true });
+    await turn(sessionId, [bash("sha256sum node_modules/big/blob.bin > sum.txt")]);
+    expect(await readFile(path.join(workspace, "sum.txt"), "utf8")).toBe(`${digest}  node_modules/big/blob.bin\n`);
+    expect((await snapshot(workspace)).filter((line) => !line.includes("sum.txt"))).toEqual(before);
+    expect(await restoredEvents(sessionId)).toEqual([expect.objectContaining({ reason: "missing", files: 2, filesNotRestored: [] })]);
+    await stopWorkers();
+  }, 120_000);
+
+  it("W1: a large blob whose writer was SIGKILLed half-way is never used; the next worker's checkpoint finishes it and the rebuild is byte-identical", async () => {
+    await stopWorkers();
+    const crashing = await startWorker({
+      FOYA_BLOB_CHUNK_BYTES: String(256 * 1024),
+      FOYA_FAILPOINTS: "worker.checkpoint_blob_chunk_written",
+    });
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const started = await client.startRun(sessionId, script([[bigFile(3 * 1024 * 1024)], [{ text: "done" }]]));
+    expect((await crashing.exited).signal).toBe("SIGKILL");
+    const runId = started.body.id as RunId;
+    const digest = await digestOfFile(path.join(workspace, "node_modules/big/blob.bin"));
+    // Two chunks of twelve written, then the kill: the header says incomplete, and nothing reads it.
+    expect(
+      await env.query("select complete, chunk_bytes from content_blobs where tenant_id = $1 and sha256 = $2", [client.tenantId, digest]),
+    ).toEqual([{ complete: false, chunk_bytes: 256 * 1024 }]);
+    expect((await chunkRows(client.tenantId as string, digest))?.count).toBe(2);
+    expect(await env.services.store.blobs.storedDigests(client.tenantId as TenantId, [digest])).toEqual(new Set());
+    expect(await env.query("select id from workspace_checkpoints where run_id = $1", [runId])).toEqual([]);
+    // A worker with the default chunk length takes the blob over at the length it was started with.
+    await startWorker();
+    expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
+    await checkpointOfRun(runId);
+    expect(
+      await env.query("select complete, chunk_bytes from content_blobs where tenant_id = $1 and sha256 = $2", [client.tenantId, digest]),
+    ).toEqual([{ complete: true, chunk_bytes: 256 * 1024 }]);
+    expect((await chunkRows(client.tenantId as string, digest))?.count).toBe(12);
+    const before = await snapshot(workspace);
+    await rm(workspace, { recursive: true, force: true });
+    await turn(sessionId, [bash("cat small.txt > again.txt")]);
+    expect((await snapshot(workspace)).filter((line) => !line.includes("again.txt"))).toEqual(before);
+    await stopWorkers();
+  }, 120_000);
+
+  it("W1, X5: a file whose content would pass the tenant's storageBytes is kept by digest only; the batch closes with its checkpoint, and a rebuild names the file", async () => {
+    await useDefaultWorker();
+    const tenant = await env.newTenant("checkpoint quota");
+    await env.admin.request("PATCH", `/v1/tenants/${tenant.tenantId}`, { quotas: { storageBytes: 2 * 1024 * 1024 } });
+    const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const first = await tenant.startRun(sessionId, script([[bigFile(3 * 1024 * 1024)], [{ text: "done" }]]));
+    expect((await tenant.waitForRun(first.body.id, 60_000)).status).toBe("completed");
+    const digest = await digestOfFile(path.join(workspace, "node_modules/big/blob.bin"));
+    const tree = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(first.body.id)).id);
+    expect(tree.get("node_modules/big/blob.bin")).toMatchObject({ kind: "file", sha256: digest });
+    expect(await env.query("select 1 from content_blobs where tenant_id = $1 and sha256 = $2", [tenant.tenantId, digest])).toEqual([]);
+    expect((await tenant.get("/v1/usage")).body.usage.storageBytes).toBeLessThan(2 * 1024 * 1024);
+    await rm(workspace, { recursive: true, force: true });
+    const second = await tenant.startRun(sessionId, script([[bash("cat small.txt > again.txt")], [{ text: "done" }]]));
+    expect((await tenant.waitForRun(second.body.id, 60_000)).status).toBe("completed");
+    expect(await readFile(path.join(workspace, "again.txt"), "utf8")).toBe("small\n");
+    await expect(lstat(path.join(workspace, "node_modules/big/blob.bin"))).rejects.toThrow();
+    expect(await restoredEvents(sessionId)).toEqual([
+      expect.objectContaining({ reason: "missing", files: 1, filesNotRestored: ["node_modules/big/blob.bin"] }),
+    ]);
+  }, 120_000);
+
   it("W1: where nothing but Foya touches workspaces, a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
     await stopWorkers();
     await startWorker({ FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" });

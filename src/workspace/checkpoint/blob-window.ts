@@ -9,13 +9,17 @@ import { emptySha256 } from "./tree-entry.js";
  * used, all at once, so a fetcher that coalesces what is asked in one turn
  * makes one query per half window.
  */
-export interface BlobWindow {
+export interface BlobWindow<Blob> {
   /** The next digest's blob (null when the store has none). */
-  next(): Promise<Buffer | null>;
+  next(): Promise<Blob | Buffer | null>;
 }
 
-export function blobWindow(digests: readonly string[], fetch: (sha256: string) => Promise<Buffer | null>, ahead: number): BlobWindow {
-  const pending: Promise<Buffer | null>[] = [];
+export function blobWindow<Blob>(
+  digests: readonly string[],
+  fetch: (sha256: string) => Promise<Blob | null>,
+  ahead: number,
+): BlobWindow<Blob> {
+  const pending: Promise<Blob | Buffer | null>[] = [];
   let started = 0;
   const fill = () => {
     while (started < digests.length && pending.length < Math.max(1, ahead)) {

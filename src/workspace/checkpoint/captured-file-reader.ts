@@ -2,7 +2,7 @@ import { fstatSync } from "node:fs";
 import { timeSlices } from "../../core/time-slices.js";
 import { childPath, type EntryPath, rootPath } from "../entry-path.js";
 import { openFolderHandles } from "../folder-handles.js";
-import { readingContext, readVerified } from "./file-digest.js";
+import { readingContext, readPieces, readVerified } from "./file-digest.js";
 import type { FileEntry } from "./tree-entry.js";
 import { splitNames } from "./tree-path.js";
 
@@ -15,6 +15,12 @@ import { splitNames } from "./tree-path.js";
  */
 export interface CapturedFileReader {
   read(entry: FileEntry): Promise<Buffer | null>;
+  /**
+   * The file's bytes as they are read, never whole in memory (a large file streamed to the blob
+   * store): empty when it is gone, at most one byte past its captured size. Its digest is the
+   * consumer's to check: content that does not hash to `entry.sha256` changed since.
+   */
+  stream(entry: FileEntry): AsyncIterable<Buffer>;
   close(): void;
 }
 
@@ -49,6 +55,14 @@ export function openCapturedFileReader(root: string, options: { signal?: AbortSi
       const fd = folders.folder(folderPath(names));
       if (fd === null) return null;
       return readVerified(fd, name, context, entry);
+    },
+    async *stream(entry) {
+      const names = splitNames(entry.path);
+      const name = names?.pop();
+      if (!names || !name) return;
+      const fd = folders.folder(folderPath(names));
+      if (fd === null) return;
+      yield* readPieces(fd, name, context, entry);
     },
     close: () => folders.close(),
   };

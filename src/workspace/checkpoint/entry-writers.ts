@@ -48,30 +48,76 @@ export function writeFolder(context: WriteContext, planned: PlannedEntry): Write
   return written;
 }
 
-export async function writeFile(context: WriteContext, planned: PlannedEntry, blob: Buffer | null): Promise<WriteOutcome> {
+/** A file's content for a rebuild: whole in memory, or streamed chunk by chunk (a large file, never held whole). */
+export type BlobContent = Buffer | StreamedBlob;
+
+export interface StreamedBlob {
+  size: number;
+  /** The content in order; may throw (a store's read error: `code` "blob_corrupt" is answered as a digest mismatch). */
+  chunks(): AsyncIterable<Buffer>;
+}
+
+export async function writeFile(context: WriteContext, planned: PlannedEntry, blob: BlobContent | null): Promise<WriteOutcome> {
   const entry = planned.entry;
   if (entry.kind !== "file") throw new Error("writeFile: not a file entry");
   if (blob === null) return { kind: "failed", error: "missing_blob", message: `The store has no blob ${entry.sha256}.` };
-  if (blob.length !== entry.size || (await digestInSlices(blob, context)) !== entry.sha256)
-    return { kind: "failed", error: "digest_mismatch", message: `The blob given for ${entry.sha256} does not hash to it.` };
+  const whole = Buffer.isBuffer(blob);
+  if ((whole ? blob.length : blob.size) !== entry.size || (whole && (await digestInSlices(blob, context)) !== entry.sha256))
+    return mismatch(entry.sha256);
   const parent = parentOf(context, planned);
   if (typeof parent === "string") return ioFailed(parent);
   const name = planned.names[planned.names.length - 1] as Buffer;
   const fd = openSync(viaDescriptorBytes(parent.fd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0o600);
   try {
-    for (let offset = 0; offset < blob.length; ) {
-      offset += writeSync(fd, blob, offset, Math.min(chunkBytes, blob.length - offset), offset);
-      if (context.slices.spent()) {
-        context.signal?.throwIfAborted();
-        await context.slices.pause();
-      }
-    }
+    if (whole) await writeWhole(context, fd, blob);
+    // Streamed bytes are checked as they are written: a file that does not add up fails the rebuild (its folder is dropped).
+    else if ((await writeStreamed(context, fd, blob)) !== entry.sha256) return mismatch(entry.sha256);
     if (context.owner) fchownSync(fd, context.owner.uid, context.owner.gid);
     fchmodSync(fd, entry.mode);
   } finally {
     closeSync(fd);
   }
   return written;
+}
+
+async function writeWhole(context: WriteContext, fd: number, blob: Buffer): Promise<void> {
+  for (let offset = 0; offset < blob.length; ) {
+    offset += writeSync(fd, blob, offset, Math.min(chunkBytes, blob.length - offset), offset);
+    await giveTurn(context);
+  }
+}
+
+/** Writes the chunks as they come and answers their sha256 (null when the store found its blob corrupt). */
+async function writeStreamed(context: WriteContext, fd: number, blob: StreamedBlob): Promise<string | null> {
+  const hash = createHash("sha256");
+  let position = 0;
+  try {
+    for await (const chunk of blob.chunks()) {
+      hash.update(chunk);
+      for (let offset = 0; offset < chunk.length; ) {
+        const count = writeSync(fd, chunk, offset, chunk.length - offset, position);
+        offset += count;
+        position += count;
+      }
+      if (position > blob.size) return null;
+      await giveTurn(context);
+    }
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === "blob_corrupt") return null;
+    throw error;
+  }
+  return position === blob.size ? hash.digest("hex") : null;
+}
+
+async function giveTurn(context: WriteContext): Promise<void> {
+  if (context.slices.spent()) {
+    context.signal?.throwIfAborted();
+    await context.slices.pause();
+  }
+}
+
+function mismatch(sha256: string): WriteOutcome {
+  return { kind: "failed", error: "digest_mismatch", message: `The blob given for ${sha256} does not hash to it.` };
 }
 
 export function writeLink(context: WriteContext, planned: PlannedEntry): WriteOutcome {

@@ -108,6 +108,38 @@ export async function readVerified(
 }
 
 /**
+ * The file's bytes in pieces as they are read through its descriptor (a large file is never held
+ * whole): nothing when it is gone or no longer a regular file of `size` bytes, and at most one
+ * byte past `size`, so the reader (the blob store) sees a file that grew. The consumer checks the
+ * digest. Each piece is a buffer of its own.
+ */
+export async function* readPieces(
+  folderFd: number,
+  name: Buffer,
+  context: ReadingContext,
+  expected: { size: number },
+): AsyncIterable<Buffer> {
+  const fd = openRegular(folderFd, name, context.ownerUid);
+  if (typeof fd !== "number") return;
+  try {
+    if (fstatSync(fd).size !== expected.size) return;
+    for (let total = 0; total <= expected.size; ) {
+      const piece = Buffer.allocUnsafe(Math.min(chunkBytes, expected.size + 1 - total));
+      const bytesRead = readSync(fd, piece, 0, piece.length, total);
+      if (bytesRead === 0) return;
+      total += bytesRead;
+      yield piece.subarray(0, bytesRead);
+      if (context.slices.spent()) {
+        context.signal?.throwIfAborted();
+        await context.slices.pause();
+      }
+    }
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+/**
  * Opens `name` for reading if it is a regular file now, checked on the
  * descriptor, not the name. A file with a second hard link is read only when
  * the workspace's owner owns it (it could read it anyway): another link may

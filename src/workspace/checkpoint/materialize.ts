@@ -4,7 +4,7 @@ import { closeQuietly } from "../descriptor-walk.js";
 import { rootPath, viaDescriptorBytes } from "../entry-path.js";
 import { openFolderHandles } from "../folder-handles.js";
 import { blobWindow } from "./blob-window.js";
-import { type WriteContext, type WriteOutcome, writeFile, writeFolder, writeLink } from "./entry-writers.js";
+import { type BlobContent, type WriteContext, type WriteOutcome, writeFile, writeFolder, writeLink } from "./entry-writers.js";
 import type { LinkRefusal } from "./link-confinement.js";
 import type { TreeEntries } from "./tree-entry.js";
 import { type PlannedEntry, planTree } from "./tree-plan.js";
@@ -21,8 +21,11 @@ import { type PlannedEntry, planTree } from "./tree-plan.js";
  * Nothing is synced to disk: a rebuild cut by a crash is simply done again.
  */
 export interface MaterializeOptions {
-  /** The blob of a digest, or null when the store has none. Called in tree order, a few ahead (`blobsAhead`). */
-  blob(sha256: string): Promise<Buffer | null>;
+  /**
+   * The blob of a digest, or null when the store has none. Called in tree order, a few ahead
+   * (`blobsAhead`): a large blob should come as a stream, read only when its file is written.
+   */
+  blob(sha256: string): Promise<BlobContent | null>;
   /** Owner of everything written (the tenant's tool identity); both or neither. Needs root. */
   uid?: number;
   gid?: number;
