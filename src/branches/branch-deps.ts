@@ -2,6 +2,7 @@ import type { KnownTrees } from "../checkpoints/known-trees.js";
 import { treeDigest } from "../checkpoints/stored-tree.js";
 import type { HistoryPoint, NotUndoneCall } from "../core/branch.js";
 import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { CheckpointId, SessionId, TenantId } from "../ids.js";
 import type { CheckpointRow, NewCheckpoint } from "../store/checkpoints.js";
@@ -16,7 +17,8 @@ export interface BranchDeps {
   unitOfWork: UnitOfWork;
   tools: Pick<ToolRegistry, "get">;
   knownTrees: KnownTrees;
-  config: Pick<Config, "workspaces">;
+  config: Pick<Config, "workspaces" | "quotas">;
+  logger: Pick<Logger, "warn">;
 }
 
 /** The session and its project, this tenant's and live (D8: anything else is not found). */

@@ -43,7 +43,13 @@ export async function rewindSession(deps: BranchDeps, input: { tenantId: TenantI
   const notUndone = await notUndoneAfter(deps, { ...scope, fullAccess: session.approvalMode === "full_access" }, target.point);
   const prepared = workspaceFolderPresent(project.workspacePath)
     ? await prepareCheckpoint(
-        { store: deps.store, knownTrees: deps.knownTrees, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes },
+        {
+          store: deps.store,
+          knownTrees: deps.knownTrees,
+          maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes,
+          config: deps.config,
+          logger: deps.logger,
+        },
         { ...scope, runId: null, stepIndex: null, workspaceDir: project.workspacePath, reason: "before_rewind" },
       )
     : null;
