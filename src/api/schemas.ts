@@ -228,6 +228,14 @@ export const SessionSchema = z
     }),
     depth: z.number().int().openapi({ description: "Sub-agent levels above this session; 0 for a session a client created." }),
     tasks: z.array(z.object({ title: z.string(), status: z.enum(["pending", "in_progress", "done"]) })),
+    forkedFrom: z
+      .object({
+        sessionId: z.string(),
+        at: z.object({ runOrdinal: z.number().int(), stepIndex: z.number().int().nullable() }),
+        checkpointId: z.string().nullable(),
+      })
+      .nullable()
+      .openapi({ description: "A fork's source session and the point of its history it was copied at (SPEC W2)." }),
     deleted: z.boolean(),
     createdAt: z.string(),
   })
@@ -256,6 +264,10 @@ export const RunSchema = z
     onInterrupted: z.enum(onInterruptedChoices),
     interruptions: z.number().int().openapi({ description: "How often the run carried on after an interrupted call (SPEC D10)." }),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    branchId: z
+      .string()
+      .nullable()
+      .openapi({ description: "Set when a rewind set this run aside (SPEC W2): it is out of the session's history, in that branch." }),
     createdAt: z.string(),
     endedAt: z.string().nullable(),
   })

@@ -13,6 +13,7 @@ export function serializeRun(run: typeof runs.$inferSelect) {
     onInterrupted: run.onInterrupted,
     interruptions: run.interruptions,
     error: run.error ?? null,
+    branchId: run.branchId,
     createdAt: run.createdAt.toISOString(),
     endedAt: run.endedAt ? run.endedAt.toISOString() : null,
   };
@@ -33,6 +34,7 @@ export function serializeSession(session: typeof sessions.$inferSelect) {
     parent: session.parentRunId ? { sessionId: session.parentSessionId, runId: session.parentRunId, callId: session.parentCallId } : null,
     depth: session.depth,
     tasks: session.tasks,
+    forkedFrom: session.forkedFrom,
     deleted: session.deletedAt !== null,
     createdAt: session.createdAt.toISOString(),
   };

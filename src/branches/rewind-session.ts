@@ -114,6 +114,10 @@ async function tipOf(
   prepared: PreparedCheckpoint | null,
 ): Promise<CheckpointId | null> {
   const latest = await fx.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+  // A batch checkpointed since the capture: the capture is no longer the tip (the caller may try again).
+  if (prepared?.kind === "ready" && prepared.baseId !== (latest?.id ?? null)) {
+    throw new FoyaError("conflict", "the workspace changed while the rewind was prepared: try again");
+  }
   if (prepared?.kind === "ready" && (latest === undefined || prepared.changes.length > 0)) {
     return (await commitCheckpoint(fx.store, prepared))?.id ?? null;
   }

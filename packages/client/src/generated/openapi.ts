@@ -5120,6 +5120,15 @@ export interface components {
                 /** @enum {string} */
                 status: "pending" | "in_progress" | "done";
             }[];
+            /** @description A fork's source session and the point of its history it was copied at (SPEC W2). */
+            forkedFrom: {
+                sessionId: string;
+                at: {
+                    runOrdinal: number;
+                    stepIndex: number | null;
+                };
+                checkpointId: string | null;
+            } | null;
             deleted: boolean;
             createdAt: string;
         };
@@ -5178,6 +5187,8 @@ export interface components {
                 code: string;
                 message: string;
             } | null;
+            /** @description Set when a rewind set this run aside (SPEC W2): it is out of the session's history, in that branch. */
+            branchId: string | null;
             createdAt: string;
             endedAt: string | null;
         };
