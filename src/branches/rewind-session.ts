@@ -41,18 +41,7 @@ export async function rewindSession(deps: BranchDeps, input: { tenantId: TenantI
   const scope = { tenantId: input.tenantId, sessionId: session.id, projectId: project.id };
   const target = await targetOf(deps, scope, input.at);
   const notUndone = await notUndoneAfter(deps, { ...scope, fullAccess: session.approvalMode === "full_access" }, target.point);
-  const prepared = workspaceFolderPresent(project.workspacePath)
-    ? await prepareCheckpoint(
-        {
-          store: deps.store,
-          knownTrees: deps.knownTrees,
-          maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes,
-          config: deps.config,
-          logger: deps.logger,
-        },
-        { ...scope, runId: null, stepIndex: null, workspaceDir: project.workspacePath, reason: "before_rewind" },
-      )
-    : null;
+  const prepared = await captureTip(deps, { ...scope, workspaceDir: project.workspacePath });
   const totals = await treeTotals(deps.store, input.tenantId, target.tree);
   return deps.unitOfWork.transact(async (fx) => {
     const idle = await fx.store.branches.lockIdleSession(input.tenantId, session.id);
@@ -86,6 +75,31 @@ export async function rewindSession(deps: BranchDeps, input: { tenantId: TenantI
     await announce(fx, { ...scope, runId: target.pointRunId }, { branch, checkpoint, tipCheckpointId: tip, restoredBranchId, notUndone });
     return { branch, checkpoint, tipCheckpointId: tip, restoredBranchId, notUndone };
   });
+}
+
+/**
+ * The folder as it stands, prepared as a `before_rewind` checkpoint (blobs stored, rows not yet).
+ * A process that cannot read it (not the workspace's owner) or a folder that is gone gives none:
+ * the project's latest checkpoint is then the tip.
+ */
+async function captureTip(
+  deps: BranchDeps,
+  scope: { tenantId: TenantId; sessionId: SessionId; projectId: ProjectId; workspaceDir: string },
+): Promise<PreparedCheckpoint | null> {
+  if (!workspaceFolderPresent(scope.workspaceDir)) return null;
+  const { store, knownTrees, config, logger } = deps;
+  try {
+    return await prepareCheckpoint(
+      { store, knownTrees, maxFileBytes: config.workspaces.checkpointMaxFileBytes, config, logger },
+      { ...scope, runId: null, stepIndex: null, reason: "before_rewind" },
+    );
+  } catch (error) {
+    logger.warn(
+      { err: error, projectId: scope.projectId },
+      "the workspace could not be read before a rewind; its latest checkpoint is the tip",
+    );
+    return null;
+  }
 }
 
 async function targetOf(
