@@ -96,6 +96,14 @@ describe("tenant isolation", () => {
       ).body.id,
     };
     const entryId = (await owner.get(`/v1/projects/${busyProject}/trash`)).body.entries?.[0]?.id as string | undefined;
+    // A branch of the owner's session, as a rewind leaves one (that session is busy: it cannot rewind now).
+    const branchId = "brn_isolation-test";
+    await env.query("insert into session_branches (id, tenant_id, session_id, at, message_count) values ($1, $2, $3, $4, 0)", [
+      branchId,
+      owner.tenantId,
+      busy,
+      JSON.stringify({ runOrdinal: 1, stepIndex: null }),
+    ]);
     for (const [kind, id] of Object.entries({ ...owned, entryId })) expect(id, `the owner's ${kind}`).toBeTruthy();
     // Bodies that pass each route's schema, so the refusal is the ownership check's, not validation's.
     const bodies: Record<string, unknown> = {
@@ -103,6 +111,8 @@ describe("tenant isolation", () => {
       "POST /v1/approvals/{id}": { decision: "deny", reason: "not yours" },
       "PUT /v1/projects/{id}/policy": { rules: { allow: ["bash"] } },
       "POST /v1/projects/{id}/mcp/{server}/prompts/{prompt}": { arguments: {} },
+      "POST /v1/sessions/{id}/fork": { at: { runId: run.body.id } },
+      "POST /v1/sessions/{id}/rewind": { at: { branchId } },
     };
     // Admin routes take the admin token, never a tenant's key (the test below).
     const adminOnly = new Set(["/v1/tenants/{id}"]);
@@ -113,7 +123,17 @@ describe("tenant isolation", () => {
       const kind = template.split("/")[2] as string;
       const concrete = template.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
         const value =
-          name === "id" ? owned[kind] : name === "entryId" ? entryId : name === "server" ? "owned" : name === "prompt" ? "any" : undefined;
+          name === "id"
+            ? owned[kind]
+            : name === "entryId"
+              ? entryId
+              : name === "branchId"
+                ? branchId
+                : name === "server"
+                  ? "owned"
+                  : name === "prompt"
+                    ? "any"
+                    : undefined;
         if (!value) throw new Error(`no owner's id for {${name}} in ${template}: add one to this test`);
         return value;
       });

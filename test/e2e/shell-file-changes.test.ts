@@ -256,7 +256,7 @@ open('deep.txt', 'w').write('bottom')" && echo plain > plain.txt`;
     const [started] = await runCalls(sessionId, [
       {
         tool: "bash",
-        args: { command: "sleep 1 && echo made > bg-new.txt && echo more >> edited.txt && mv old.txt /tmp/old", background: true },
+        args: { command: "sleep 2 && echo made > bg-new.txt && echo more >> edited.txt && mv old.txt /tmp/old", background: true },
       },
     ]);
     const id = /Started background command (cmd_\S+)\./.exec(started!.text)?.[1];
