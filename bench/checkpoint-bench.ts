@@ -56,6 +56,7 @@ import { startFoyaWorker } from "./support/bench-workers.js";
 import { type CheckpointPhases, descriptorLstatWalk, lstatWalk, timedCheckpointPhases } from "./support/checkpoint-phases.js";
 import { envInt } from "./support/env-int.js";
 import { FoyaDriver, stepTimings } from "./support/foya-driver.js";
+import { type BatchKind, type BatchKindFigures, printBatchKinds, timeBatchKinds } from "./support/checkpoint-batch-kinds.js";
 import { rebuildFigures } from "./support/checkpoint-rebuild.js";
 import {
   type CheckpointReport,
@@ -80,11 +81,15 @@ const settings = {
   direct: envInt("BENCH_CHECKPOINT_DIRECT", 32, 500),
   cold: envInt("BENCH_CHECKPOINT_COLD", 12, 200),
   phases: envInt("BENCH_CHECKPOINT_PHASES", 16, 200),
+  /** Checkpoints per batch kind (door write, layered bash call, background command) and size. */
+  kinds: envInt("BENCH_CHECKPOINT_KINDS", 48, 500),
   /** Bytes written by each one-file change. */
   changeBytes: 10_000,
   waitTimeoutMs: 120_000,
   /** The issue's budgets: added p50 for one changed file in 10,000 files, and a rebuild of them. */
   addedBudgetMs: 5,
+  /** A batch with a background command running (the folder walked), per 10,000 files. */
+  walkBudgetMs: 60,
   rebuildBudgetMs: 10_000,
 };
 
@@ -218,6 +223,7 @@ async function main(): Promise<void> {
     opened = openStore(config.database.url);
     const store = opened.store;
     const direct: Record<number, DirectFigures> = {};
+    const batchKinds: Record<number, Record<BatchKind, BatchKindFigures>> = {};
     const directStorage: Record<number, StorageFigures> = {};
     for (const subject of subjects) {
       const deps: CheckpointDeps = { store, knownTrees: createKnownTrees(), maxFileBytes: 0, config, logger: services.logger };
@@ -265,6 +271,17 @@ async function main(): Promise<void> {
         rememberCheckpoint(deps, row, prepared);
         (isWarm ? phasesWarm : phasesCold).push(phases);
       }
+      log(`${subject.size} files: ${settings.kinds} checkpoints after a door write, a layered bash call, a background command`);
+      batchKinds[subject.size] = await timeBatchKinds(
+        { ...deps, store },
+        scope,
+        {
+          workspacesDir: config.workspaces.dir,
+          middleFile: subject.workspace.middleFile,
+          text: (head) => textOfSize(settings.changeBytes, head),
+        },
+        settings.kinds,
+      );
       const walks: number[] = [];
       const descriptorWalks: number[] = [];
       for (let i = 0; i < 7; i++) {
@@ -339,6 +356,7 @@ async function main(): Promise<void> {
     log("cleaning up");
     await cleanup(10_000);
     printCheckpointReport(report);
+    printBatchKinds(batchKinds, settings);
     const file = path.join(benchRoot, "results", "checkpoints.json");
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);

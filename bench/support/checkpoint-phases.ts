@@ -10,6 +10,7 @@ import {
   readyCheckpoint,
   storeFreshBlobs,
 } from "../../src/checkpoints/take-checkpoint.js";
+import { updateIndex } from "../../src/checkpoints/tree-digest.js";
 import type { CheckpointRow } from "../../src/store/checkpoints.js";
 import type { Store } from "../../src/store/store.js";
 import { captureTree } from "../../src/workspace/checkpoint/tree-capture.js";
@@ -33,7 +34,7 @@ export interface CheckpointPhases {
   blobsMs: number;
   /** diffTrees against the previous tree. */
   deltaMs: number;
-  /** treeDigest over the whole tree, the byte count and the delta as rows. */
+  /** The tree digest's folders above the changed entries digested again, and the delta as rows. */
   digestMs: number;
   /** commitCheckpoint in its own transaction: lock, latest, chain length, the rows. */
   commitMs: number;
@@ -54,10 +55,11 @@ export async function timedCheckpointPhases(
     lapAt = now;
     return ms;
   };
-  const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+  const { latest, clock } = await deps.store.checkpoints.latestCheckpointAt(scope.tenantId, scope.projectId);
   if (!latest) throw new Error("the phases are timed on a project that has a checkpoint already");
   const latestMs = lap();
-  const previous = await previousTree(deps, latest);
+  const base = await previousTree(deps, latest);
+  const previous = base.tree;
   const previousTreeMs = lap();
   const captured = await captureTree(scope.workspaceDir, { previous });
   const captureMs = lap();
@@ -65,7 +67,8 @@ export async function timedCheckpointPhases(
   const blobsMs = lap();
   const delta = await diffTrees(previous.entries, captured.entries);
   const deltaMs = lap();
-  const prepared = readyCheckpoint(scope, latest.id, captured, delta);
+  const index = updateIndex(base.index, previous.entries, captured.entries, delta);
+  const prepared = readyCheckpoint(scope, latest.id, captured, delta, { index, capturedAfter: clock, baseDeltas: base.deltasSinceFull });
   const digestMs = lap();
   const row = await deps.store.transaction((tx) => commitCheckpoint(tx, prepared));
   if (!row) throw new Error("a ready checkpoint committed no row");

@@ -10,7 +10,7 @@ export interface Distribution {
 }
 
 /** Nearest-rank percentile of an ascending-sorted list (p in 0..100). */
-function percentile(sorted: readonly number[], p: number): number {
+export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] as number;

@@ -1,5 +1,5 @@
 import type { KnownTrees } from "../checkpoints/known-trees.js";
-import { treeDigest } from "../checkpoints/stored-tree.js";
+import { treeDigest } from "../checkpoints/tree-digest.js";
 import type { HistoryPoint, NotUndoneCall } from "../core/branch.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";

@@ -62,16 +62,17 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   // Kept changes need no look before the batch: its own checkpoint, taken as it closes, holds
   // them with the calls' changes (one walk of the tree per batch, not two).
   if (!scope.compare || scope.outOfBand === "keep") return { kind: "as_stored" };
-  const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+  const { latest, clock } = await deps.store.checkpoints.latestCheckpointAt(scope.tenantId, scope.projectId);
   if (!latest || latest.runId === scope.runId) return { kind: "as_stored" };
-  const previous = await previousTree(deps, latest);
-  const captured = await captureTree(scope.workspaceDir, { previous, ...(signal ? { signal } : {}) });
+  const base = await previousTree(deps, latest);
+  const captured = await captureTree(scope.workspaceDir, { previous: base.tree, ...(signal ? { signal } : {}) });
   if (captured.truncated) return { kind: "as_stored" };
-  const delta = await diffTrees(previous.entries, captured.entries, signal ? { signal } : {});
+  const delta = await diffTrees(base.tree.entries, captured.entries, signal ? { signal } : {});
   const differences = delta.upserts.length + delta.removed.length;
   if (differences === 0) {
     // Fresh stamps for this host: the batch's own checkpoint then hashes only what its calls change.
-    deps.knownTrees.remember(scope.projectId, latest.id, captured);
+    const { index, deltasSinceFull } = base;
+    deps.knownTrees.remember(scope.projectId, latest.id, { tree: captured, index, capturedAfter: clock, deltasSinceFull });
     return { kind: "as_stored" };
   }
   if (await deps.store.checkpoints.workSince(latest, scope)) return catchUp(deps, scope, signal);

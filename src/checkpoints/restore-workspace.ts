@@ -6,7 +6,8 @@ import type { CheckpointRow } from "../store/checkpoints.js";
 import type { Store } from "../store/store.js";
 import { createEmptyWorkspaceFolder, rebuildWorkspaceFolder, workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
 import type { KnownTrees } from "./known-trees.js";
-import { treeDigest, treeOfStored } from "./stored-tree.js";
+import { treeOfStored } from "./stored-tree.js";
+import { treeMatchesDigest } from "./tree-digest.js";
 import type { TreeEntries, TreeEntry } from "../workspace/checkpoint/tree-entry.js";
 import type { BlobContent } from "../workspace/checkpoint/entry-writers.js";
 
@@ -43,7 +44,8 @@ export async function restoreMissingWorkspace(
   }
   const { entries } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
   // The rows must add up to the tree that was captured: a chain read wrong is never written out.
-  if (treeDigest(entries) !== latest.treeDigest) throw new WorkspaceRestoreError(`checkpoint ${latest.id} does not add up to its tree`);
+  if (!treeMatchesDigest(entries, latest.treeDigest))
+    throw new WorkspaceRestoreError(`checkpoint ${latest.id} does not add up to its tree`);
   const blobs = createBlobReader(deps.store);
   const { writable, notRestored } = await keptContent(blobs, scope.tenantId, entries);
   const owner = scope.identity ? { uid: scope.identity.uid, gid: scope.identity.gid } : {};

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { CheckpointStat, StoredChange, StoredEntry } from "../store/checkpoints.js";
 import { sortedTree } from "../workspace/checkpoint/tree-order.js";
 import type { FileStamp, TreeDelta, TreeEntries, TreeEntry } from "../workspace/checkpoint/tree-entry.js";
@@ -42,24 +41,6 @@ export function changesOf(delta: TreeDelta, stamps: ReadonlyMap<string, FileStam
     ...delta.upserts.map((entry) => ({ removed: false as const, ...storedOf(entry, stamps.get(entry.path)) })),
     ...delta.removed.map((path) => ({ removed: true as const, path })),
   ];
-}
-
-/**
- * sha256 over the tree's logical entries in tree order, one JSON line each: equal for equal trees
- * wherever they were captured, so a rebuilt folder is checked against the checkpoint it came from.
- */
-export function treeDigest(entries: TreeEntries): string {
-  const hash = createHash("sha256");
-  for (const entry of sortedTree(entries.values()).values()) {
-    const line =
-      entry.kind === "file"
-        ? ["f", entry.path, entry.mode, entry.size, entry.sha256]
-        : entry.kind === "directory"
-          ? ["d", entry.path, entry.mode]
-          : ["l", entry.path, entry.target];
-    hash.update(`${JSON.stringify(line)}\n`);
-  }
-  return hash.digest("hex");
 }
 
 function statOf(stamp: FileStamp): CheckpointStat {

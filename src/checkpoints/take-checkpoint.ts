@@ -5,18 +5,21 @@ import type { Failpoints } from "../failpoints.js";
 import type { Logger } from "../logger.js";
 import { effectiveQuotas, readTenantSettings } from "../tenants/tenant-settings.js";
 import type { CheckpointId, ProjectId, RunId, SessionId, TenantId } from "../ids.js";
-import type { CheckpointRow, NewCheckpoint, StoredChange, StoredEntry } from "../store/checkpoints.js";
+import { type CheckpointRow, fullCheckpointEvery, type NewCheckpoint, type StoredChange, type StoredEntry } from "../store/checkpoints.js";
 import type { Store, StoreTx } from "../store/store.js";
 import { openCapturedFileReader } from "../workspace/checkpoint/captured-file-reader.js";
 import { captureTree } from "../workspace/checkpoint/tree-capture.js";
 import { diffTrees } from "../workspace/checkpoint/tree-delta.js";
+import { captureChangedPaths } from "../workspace/checkpoint/tree-update.js";
 import type { CapturedTree, TreeDelta } from "../workspace/checkpoint/tree-entry.js";
-import type { KnownTrees } from "./known-trees.js";
-import { changesOf, storedOf, treeDigest, treeOfStored } from "./stored-tree.js";
+import type { KnownTree, KnownTrees } from "./known-trees.js";
+import { changesOf, storedOf, treeOfStored } from "./stored-tree.js";
+import { indexTree, type TreeIndex, updateIndex } from "./tree-digest.js";
 
 /**
- * Taking a workspace checkpoint (SPEC W1) in two halves: `prepareCheckpoint` walks the folder and
- * stores the new content as blobs, outside any transaction (content-addressed: a blob a crashed
+ * Taking a workspace checkpoint (SPEC W1) in two halves: `prepareCheckpoint` captures the tree
+ * (from the paths the batch's calls changed when it can, else by walking the folder) and stores
+ * the new content as blobs, outside any transaction (content-addressed: a blob a crashed
  * attempt left is only a blob); `commitCheckpoint` writes the rows inside the transaction that
  * closes the batch, so a checkpoint is whole or absent and a closed batch always has one.
  */
@@ -41,6 +44,20 @@ export interface CheckpointScope {
   reason: CheckpointReason;
 }
 
+/**
+ * What a batch's calls say they changed (SPEC W1). With it, and nothing else at work on the
+ * project since its latest checkpoint, the checkpoint applies these paths to that tree instead of
+ * walking the folder.
+ */
+export interface BatchChanges {
+  /** Every path the calls changed (byte texts, symlinks inside resolved); null when some change is not known path by path. */
+  paths: ReadonlySet<string> | null;
+  /** The calls this attempt ran (tool_calls ids): their changes are `paths`. */
+  ownCalls: readonly string[];
+  /** Whether calls of this tool change nothing in a workspace (reads, fetches). */
+  changesNothing(toolName: string): boolean;
+}
+
 export type PreparedCheckpoint =
   | {
       kind: "ready";
@@ -48,24 +65,77 @@ export type PreparedCheckpoint =
       baseId: CheckpointId | null;
       changes: StoredChange[];
       captured: CapturedTree;
+      index: TreeIndex;
+      /** The database's clock before the capture began (`KnownTree.capturedAfter`). */
+      capturedAfter: string;
+      /** Deltas between the base and its full tree. */
+      baseDeltas: number;
+      /** Built from the calls' changed paths on the base's tree: valid on that base only. */
+      fromChangedPaths: boolean;
     }
   /** Not kept: the tree was too large to walk whole, or a file kept changing while it was read. */
   | { kind: "skipped"; reason: "truncated" | "changing" | "failed" };
 
+/** The tree a checkpoint starts from, and what this process knows of it. */
+export interface CheckpointBase {
+  tree: CapturedTree;
+  index: TreeIndex;
+  deltasSinceFull: number;
+  /** Held by this process since it captured it (`knownTrees`); undefined when read back from Postgres. */
+  known: KnownTree | undefined;
+}
+
 /** Reads of a file that changed between its capture and its read, before the checkpoint is given up. */
 const captureAttempts = 3;
 
-export async function prepareCheckpoint(deps: CheckpointDeps, scope: CheckpointScope, signal?: AbortSignal): Promise<PreparedCheckpoint> {
-  const latest = await deps.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
-  const previous = await previousTree(deps, latest);
+export async function prepareCheckpoint(
+  deps: CheckpointDeps,
+  scope: CheckpointScope,
+  signal?: AbortSignal,
+  batch?: BatchChanges,
+): Promise<PreparedCheckpoint> {
+  const { latest, clock } = await deps.store.checkpoints.latestCheckpointAt(scope.tenantId, scope.projectId);
+  const base = await previousTree(deps, latest);
+  const fromPaths = batch ? await fromChangedPaths(deps, { scope, latest, base, clock, signal }, batch) : null;
+  if (fromPaths) return fromPaths;
   for (let attempt = 0; attempt < captureAttempts; attempt++) {
-    const captured = await captureTree(scope.workspaceDir, { previous, ...(signal ? { signal } : {}) });
+    const captured = await captureTree(scope.workspaceDir, { previous: base.tree, ...(signal ? { signal } : {}) });
     if (captured.truncated) return { kind: "skipped", reason: "truncated" };
     if (!(await storeFreshBlobs(deps, scope, captured, signal))) continue;
-    const delta = await diffTrees(previous.entries, captured.entries, signal ? { signal } : {});
-    return readyCheckpoint(scope, latest?.id ?? null, captured, delta);
+    const delta = await diffTrees(base.tree.entries, captured.entries, signal ? { signal } : {});
+    const index = updateIndex(base.index, base.tree.entries, captured.entries, delta);
+    return readyCheckpoint(scope, latest?.id ?? null, captured, delta, { index, capturedAfter: clock, baseDeltas: base.deltasSinceFull });
   }
   return { kind: "skipped", reason: "changing" };
+}
+
+/**
+ * The checkpoint from the calls' changed paths, or null for a walk of the whole folder: allowed only
+ * when the base is this process's own capture of the project's latest checkpoint, the checkpoint
+ * to write is a delta (a full one, every `fullCheckpointEvery`, walks the folder: a person's edit
+ * is seen there at the latest), and nothing but this attempt's calls may have changed the folder
+ * since the base was captured (no background command, no other call that is not a read, no late
+ * or reverted file change). Any doubt is a walk.
+ */
+async function fromChangedPaths(
+  deps: CheckpointDeps,
+  at: { scope: CheckpointScope; latest: CheckpointRow | undefined; base: CheckpointBase; clock: string; signal: AbortSignal | undefined },
+  batch: BatchChanges,
+): Promise<PreparedCheckpoint | null> {
+  const { scope, latest, base, signal } = at;
+  const { known } = base;
+  if (!latest || !known || batch.paths === null || known.deltasSinceFull + 1 >= fullCheckpointEvery) return null;
+  const work = await deps.store.checkpoints.workSinceClock(scope, known.capturedAfter, batch.ownCalls);
+  if (work.commands || work.files || !work.callNames.every((name) => batch.changesNothing(name))) return null;
+  const update = await captureChangedPaths(scope.workspaceDir, known.tree, known.index.children, batch.paths, signal ? { signal } : {});
+  if (update.kind === "doubt" || !(await storeFreshBlobs(deps, scope, update.captured, signal))) return null;
+  const index = updateIndex(known.index, known.tree.entries, update.captured.entries, update.delta);
+  return readyCheckpoint(scope, latest.id, update.captured, update.delta, {
+    index,
+    capturedAfter: at.clock,
+    baseDeltas: known.deltasSinceFull,
+    fromChangedPaths: true,
+  });
 }
 
 /** The rows a capture becomes: the header of the whole tree and the delta against `baseId`'s tree. */
@@ -74,9 +144,8 @@ export function readyCheckpoint(
   baseId: CheckpointId | null,
   captured: CapturedTree,
   delta: TreeDelta,
+  tree: { index: TreeIndex; capturedAfter: string; baseDeltas: number; fromChangedPaths?: boolean },
 ): PreparedCheckpoint {
-  let fileBytes = 0;
-  for (const entry of captured.entries.values()) if (entry.kind === "file") fileBytes += entry.size;
   const { tenantId, projectId, sessionId, runId, stepIndex, reason } = scope;
   return {
     kind: "ready",
@@ -88,12 +157,16 @@ export function readyCheckpoint(
       stepIndex,
       reason,
       entryCount: captured.entries.size,
-      fileBytes,
-      treeDigest: treeDigest(captured.entries),
+      fileBytes: tree.index.fileBytes,
+      treeDigest: tree.index.digests.get("") as string,
     },
     baseId,
     changes: changesOf(delta, captured.stamps),
     captured,
+    index: tree.index,
+    capturedAfter: tree.capturedAfter,
+    baseDeltas: tree.baseDeltas,
+    fromChangedPaths: tree.fromChangedPaths === true,
   };
 }
 
@@ -105,24 +178,32 @@ export async function commitCheckpoint(tx: StoreTx, prepared: PreparedCheckpoint
     baseId: prepared.baseId,
     changes: prepared.changes,
     whole: (): StoredEntry[] => [...captured.entries.values()].map((entry) => storedOf(entry, captured.stamps.get(entry.path))),
+    onlyOnBase: prepared.fromChangedPaths,
   });
 }
 
 /** After the commit: the next capture of this project on this host starts from this tree. */
 export function rememberCheckpoint(deps: Pick<CheckpointDeps, "knownTrees">, row: CheckpointRow, prepared: PreparedCheckpoint): void {
-  if (prepared.kind === "ready") deps.knownTrees.remember(row.projectId, row.id, prepared.captured);
+  if (prepared.kind !== "ready") return;
+  deps.knownTrees.remember(row.projectId, row.id, {
+    tree: prepared.captured,
+    index: prepared.index,
+    capturedAfter: prepared.capturedAfter,
+    deltasSinceFull: row.baseId === null ? 0 : prepared.baseDeltas + 1,
+  });
 }
 
 /** The tree of the project's latest checkpoint, with this host's stamps when it captured it last. */
 export async function previousTree(
   deps: Pick<CheckpointDeps, "store" | "knownTrees">,
   latest: CheckpointRow | undefined,
-): Promise<CapturedTree> {
-  if (latest === undefined) return emptyCapture();
+): Promise<CheckpointBase> {
+  if (latest === undefined) return { tree: emptyCapture(), index: indexTree(new Map()), deltasSinceFull: 0, known: undefined };
   const known = deps.knownTrees.get(latest.projectId, latest.id);
-  if (known) return known;
+  if (known) return { tree: known.tree, index: known.index, deltasSinceFull: known.deltasSinceFull, known };
   const { entries, stamps } = treeOfStored(await deps.store.checkpoints.checkpointTree(latest.id));
-  return { entries, stamps, fresh: [], skipped: [], hashed: 0, truncated: false };
+  const tree: CapturedTree = { entries, stamps, fresh: [], skipped: [], hashed: 0, truncated: false };
+  return { tree, index: indexTree(entries), deltasSinceFull: await deps.store.checkpoints.deltasSinceFull(latest.id), known: undefined };
 }
 
 function emptyCapture(): CapturedTree {

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
 import type { Database } from "../db/client.js";
-import { checkpointEntries, commands, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
+import { checkpointEntries, commands, fileChanges, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
 import { type CheckpointId, newId, type ProjectId, type RunId, type SessionId, type TenantId } from "../ids.js";
 import { repository } from "./repository.js";
 
@@ -70,6 +70,33 @@ async function latestCheckpoint(db: Database, tenantId: TenantId, projectId: Pro
   return row;
 }
 
+/**
+ * The project's latest checkpoint and the database's clock as it was read: work that ended before
+ * that moment is in a capture that starts after it. The clock is a timestamptz text (microseconds).
+ */
+async function latestCheckpointAt(
+  db: Database,
+  tenantId: TenantId,
+  projectId: ProjectId,
+): Promise<{ latest: CheckpointRow | undefined; clock: string }> {
+  const [row] = await db
+    .select({ checkpoint: workspaceCheckpoints, clock: sql<string>`clock_timestamp()::text` })
+    .from(workspaceCheckpoints)
+    .where(and(eq(workspaceCheckpoints.tenantId, tenantId), eq(workspaceCheckpoints.projectId, projectId)))
+    .orderBy(desc(workspaceCheckpoints.seq))
+    .limit(1);
+  if (row) return { latest: row.checkpoint, clock: row.clock };
+  const result = await db.execute<{ clock: string }>(sql`select clock_timestamp()::text as clock`);
+  return { latest: undefined, clock: (result.rows[0] as { clock: string }).clock };
+}
+
+/** A checkpoint written only as a delta on its base was asked for, and the base is no longer the project's latest. */
+export class CheckpointBaseMovedError extends Error {
+  constructor(baseId: CheckpointId | null) {
+    super(`checkpoint base ${baseId ?? "(none)"} is no longer the project's latest`);
+  }
+}
+
 async function checkpointOfTenant(db: Database, tenantId: TenantId, id: CheckpointId): Promise<CheckpointRow | undefined> {
   const [row] = await db
     .select()
@@ -87,11 +114,18 @@ async function checkpointOfTenant(db: Database, tenantId: TenantId, id: Checkpoi
 async function insertCheckpoint(
   tx: Database,
   header: NewCheckpoint,
-  body: { baseId: CheckpointId | null; changes: readonly StoredChange[]; whole: () => readonly StoredEntry[] },
+  body: {
+    baseId: CheckpointId | null;
+    changes: readonly StoredChange[];
+    whole: () => readonly StoredEntry[];
+    /** The tree is `baseId`'s with changes applied, not a capture of the whole folder: refused (`CheckpointBaseMovedError`) on any other base. */
+    onlyOnBase?: boolean;
+  },
 ): Promise<CheckpointRow> {
   await lockProjectCheckpoints(tx, header.projectId);
   const latest = await latestCheckpoint(tx, header.tenantId, header.projectId);
   const base = latest !== undefined && latest.id === body.baseId ? latest : undefined;
+  if (body.onlyOnBase && (latest?.id ?? null) !== body.baseId) throw new CheckpointBaseMovedError(body.baseId);
   const chain = base ? await deltasSinceFull(tx, base.id) : 0;
   const asDelta = base !== undefined && chain + 1 < fullCheckpointEvery;
   const id = newId("ckp");
@@ -225,6 +259,45 @@ async function workSince(db: Database, checkpoint: CheckpointRow, asking: { runI
   return result.rows[0]?.ran === true;
 }
 
+/**
+ * What may have changed the project's workspace since `since` (a `latestCheckpointAt` clock) other
+ * than the calls `ownCalls` (tool_calls ids): a background command running or ended since, a file
+ * change recorded since by another call (an interrupted command's layer, applied late) or reverted
+ * since (a revert's transaction stamps its start, before its writes: 10 s of slack), and the tool
+ * names of other calls running or ended since, for the caller to judge (reads change nothing).
+ */
+async function workSinceClock(
+  db: Database,
+  scope: { tenantId: TenantId; projectId: ProjectId },
+  since: string,
+  ownCalls: readonly string[],
+): Promise<{ commands: boolean; files: boolean; callNames: string[] }> {
+  const own = sql`array[${sql.join(
+    ownCalls.map((id) => sql`${id}`),
+    sql`, `,
+  )}]::text[]`;
+  const result = await db.execute<{ commands: boolean; files: boolean; call_names: string[] }>(sql`
+    with project_sessions as (
+      select id from ${sessions} where project_id = ${scope.projectId} and tenant_id = ${scope.tenantId}
+    )
+    select
+      exists (
+        select 1 from ${commands} c where c.session_id in (select id from project_sessions)
+          and (c.status = 'running' or c.ended_at >= ${since}::timestamptz)
+      ) as commands,
+      exists (
+        select 1 from ${fileChanges} fc where fc.session_id in (select id from project_sessions)
+          and ((fc.created_at >= ${since}::timestamptz and not (fc.tool_call_id = any(${own})))
+            or fc.reverted_at >= ${since}::timestamptz - interval '10 seconds')
+      ) as files,
+      array(
+        select distinct tc.name from ${toolCalls} tc where tc.session_id in (select id from project_sessions)
+          and (tc.status = 'running' or tc.ended_at >= ${since}::timestamptz) and not (tc.id = any(${own}))
+      ) as call_names`);
+  const row = result.rows[0];
+  return { commands: row?.commands !== false, files: row?.files !== false, callNames: row?.call_names ?? [] };
+}
+
 /** A session's checkpoints, oldest first (bounded: a session's batches are bounded by its runs' step limits). */
 async function checkpointsOfSession(db: Database, tenantId: TenantId, sessionId: SessionId): Promise<CheckpointRow[]> {
   return db
@@ -237,5 +310,16 @@ async function checkpointsOfSession(db: Database, tenantId: TenantId, sessionId:
 
 /** `store.checkpoints`. */
 export const checkpointsRepository = repository({
-  db: { latestCheckpoint, checkpointsOfSession, workSince, checkpointOfTenant, insertCheckpoint, copyCheckpoint, checkpointTree },
+  db: {
+    latestCheckpoint,
+    latestCheckpointAt,
+    checkpointsOfSession,
+    workSince,
+    workSinceClock,
+    deltasSinceFull,
+    checkpointOfTenant,
+    insertCheckpoint,
+    copyCheckpoint,
+    checkpointTree,
+  },
 });

@@ -122,6 +122,13 @@ export interface Tool<Args = unknown> {
   argumentsSchema?: z.ZodObject;
   exposure: Exposure;
   sideEffect: SideEffect;
+  /**
+   * Every change its calls make in the workspace goes through their context's door or through
+   * foreground processes on a layer (SPEC W1, X7), which say what they changed: the batch's
+   * checkpoint may then capture those paths alone. Absent: a tool that writes or runs things
+   * makes its batch's checkpoint walk the whole folder.
+   */
+  reportsWorkspaceChanges?: boolean;
   /** Parallel capability (P1); may look at the call's arguments. Absent means serial. */
   parallel?: boolean | ((args: Args) => boolean);
   /** What the approval gateway judges; absent means the tool is judged by its side-effect class alone. */

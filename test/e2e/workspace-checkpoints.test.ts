@@ -8,6 +8,7 @@ import { createKnownTrees } from "../../src/checkpoints/known-trees.js";
 import { restoreMissingWorkspace } from "../../src/checkpoints/restore-workspace.js";
 import { treeOfStored } from "../../src/checkpoints/stored-tree.js";
 import type { CheckpointId, RunId, SessionId, TenantId } from "../../src/ids.js";
+import { fullCheckpointEvery } from "../../src/store/checkpoints.js";
 import { materializeTree } from "../../src/workspace/checkpoint/materialize.js";
 import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { processGroup } from "../helpers/processes.js";
@@ -206,6 +207,41 @@ describe("workspace checkpoints", () => {
     expect(total.full).toBe(false);
   }, 240_000);
 
+  it("W1: batches whose calls say what they changed (door writes, a layered bash call) alternate with a background command, and every checkpoint still equals the folder after its step", async () => {
+    await useDefaultWorker();
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const mixed: Call[][] = [
+      [write("a.txt", "a\n"), write("deep/er/b.txt", "b\n")],
+      [write("c.txt", "c\n")],
+      [bash("mkdir -p d/e && echo x > d/e/f.txt && chmod 700 d && rm a.txt && chmod 600 c.txt")],
+      [edit("c.txt", "c", "see")],
+      [bash("sleep 2; echo bg > bg.txt; mkdir -p bg-dir && echo in > bg-dir/in.txt", true)],
+      [write("while-running.txt", "the background command runs\n")],
+      [remove("deep")],
+      [write("after.txt", "the background command ended\n")],
+      [bash("ln -s c.txt link && mv d dd && rm -rf bg-dir")],
+      [edit("after.txt", "ended", "ended long ago")],
+      [write("dd/e/g.txt", "g\n"), remove("c.txt")],
+      [bash("echo more >> dd/e/f.txt && mkdir -p new/one/two && echo n > new/one/two/n.txt")],
+    ];
+    const steps: Array<{ runId: RunId; copy: string }> = [];
+    for (const [index, calls] of mixed.entries()) {
+      const runId = await turn(sessionId, calls);
+      const copy = path.join(scratch, `mixed-${index + 1}`);
+      await run("cp", ["-a", workspace, copy]);
+      steps.push({ runId, copy });
+      if (index === 5)
+        await waitFor(async () => (await lstat(path.join(workspace, "bg-dir")).catch(() => null)) !== null, 20_000, "bg-dir");
+    }
+    for (const [index, step] of steps.entries()) {
+      const checkpoint = await checkpointOfRun(step.runId);
+      const rebuilt = path.join(scratch, `mixed-rebuilt-${index + 1}`);
+      await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
+      expect(await snapshot(rebuilt), `step ${index + 1}`).toEqual(await snapshot(step.copy));
+    }
+  }, 240_000);
+
   it("W1, D3: a batch closed as interrupted after its worker was SIGKILLed mid-command has its checkpoint, holding what the command wrote before", async () => {
     await useDefaultWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
@@ -328,7 +364,7 @@ describe("workspace checkpoints", () => {
     await expect(lstat(workspace)).rejects.toThrow();
   }, 120_000);
 
-  it("W1: by default a person's edit between two turns is kept: in the next batch's checkpoint, never rebuilt over", async () => {
+  it("W1: by default a person's edit between two turns is kept: never rebuilt over, and in the checkpoints from the next full one on", async () => {
     await useDefaultWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
@@ -336,15 +372,26 @@ describe("workspace checkpoints", () => {
     await writeFile(path.join(workspace, "data.txt"), "edited by a person\n");
     const second = await turn(sessionId, [bash("cp data.txt seen.txt")]);
     expect(await readFile(path.join(workspace, "seen.txt"), "utf8")).toBe("edited by a person\n");
-    const ofRun = await env.query<{ id: CheckpointId; reason: string }>(
-      "select id, reason from workspace_checkpoints where run_id = $1 order by seq",
-      [second],
-    );
-    expect(ofRun.map((row) => row.reason)).toEqual(["batch"]);
-    const caught = await env.services.store.checkpoints.checkpointTree(ofRun[0]!.id);
+    // A batch whose calls said what they changed captures those paths only: the edit is seen by the next walk of the whole
+    // folder, at the latest the next full checkpoint (every `fullCheckpointEvery`).
+    const secondTree = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(second)).id);
+    expect(secondTree.get("seen.txt")?.size).toBe("edited by a person\n".length);
+    expect(secondTree.get("data.txt")?.size).toBe("written by the model\n".length);
+    let full: CheckpointId | undefined;
+    for (let index = 0; index < fullCheckpointEvery && full === undefined; index++) {
+      const runId = await turn(sessionId, [write(`later-${index}.txt`, `${index}\n`)]);
+      const [row] = await env.query<{ id: CheckpointId; base_id: string | null }>(
+        "select id, base_id from workspace_checkpoints where run_id = $1 order by seq",
+        [runId],
+      );
+      if (row?.base_id === null) full = row.id;
+    }
+    expect(full).toBeDefined();
+    const caught = await env.services.store.checkpoints.checkpointTree(full as CheckpointId);
     expect(caught.get("data.txt")?.size).toBe("edited by a person\n".length);
+    expect(await readFile(path.join(workspace, "data.txt"), "utf8")).toBe("edited by a person\n");
     expect(await env.query("select 1 from events where session_id = $1 and type = 'workspace_restored'", [sessionId])).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 
   it("W1: a file over FOYA_CHECKPOINT_MAX_FILE_BYTES is never read whole into memory for a checkpoint: kept by size and digest, left out of a rebuild, and named in workspace_restored", async () => {
     await stopWorkers();

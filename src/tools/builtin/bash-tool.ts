@@ -39,6 +39,7 @@ export const bashTool = defineTool({
   parameters: bashArguments,
   exposure: "direct",
   sideEffect: "exec",
+  reportsWorkspaceChanges: true,
   approvalSubject: (args) => ({ kind: "command", command: args.command, background: args.background === true }),
   async run(context, args) {
     if (context.approvalMode !== "full_access") {

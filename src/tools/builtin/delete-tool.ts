@@ -29,6 +29,7 @@ export const deleteTool = defineTool({
   parameters: z.object({ path: z.string().min(1).max(4096).describe("Path relative to the workspace root.") }).strict(),
   exposure: "direct",
   sideEffect: "write",
+  reportsWorkspaceChanges: true,
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   async refusal(context, args) {
     const refused = await doorRefusal(() => context.workspace.check(args.path, "remove"));

@@ -63,6 +63,7 @@ export const editTool = defineTool({
   parameters: editArguments,
   exposure: "direct",
   sideEffect: "write",
+  reportsWorkspaceChanges: true,
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   refusal: (context, args) => doorRefusal(() => context.workspace.check(args.path, "write")),
   async previewDiff(context, args) {

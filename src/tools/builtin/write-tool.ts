@@ -15,6 +15,7 @@ export const writeTool = defineTool({
     .strict(),
   exposure: "direct",
   sideEffect: "write",
+  reportsWorkspaceChanges: true,
   approvalSubject: (args) => ({ kind: "path", path: args.path }),
   refusal: (context, args) => doorRefusal(() => context.workspace.check(args.path, "write")),
   async previewDiff(context, args) {

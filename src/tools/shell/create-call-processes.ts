@@ -5,7 +5,7 @@ import type { CallProcesses } from "../call-processes.js";
 import type { CallLayer, CallLayerOwner, CallLayers } from "../../sandbox/overlay/call-layers.js";
 import { prepareShell, type PreparedLayer, type SandboxStartObserver } from "./spawn-shell.js";
 import { compareManifests, takeManifest } from "../../workspace/workspace-manifest.js";
-import { settleLayer } from "./settle-layer.js";
+import { changedPathsOf, settleLayer } from "./settle-layer.js";
 import type { ProcessIdentity } from "../../core/process-identity.js";
 
 /** What a worker needs to run calls on a layer over the workspace (SPEC X7). */
@@ -70,7 +70,7 @@ export function createCallProcesses(options: {
           try {
             const settled = await settleLayer(layer, { blobs, workspacesDir: layering.workspacesDir });
             layering.layers.discard(layer);
-            return settled;
+            return { ...settled, changedPaths: changedPathsOf(settled.plan) };
           } catch (error) {
             // The upper folder stays, given up to the host: the project's next batch settles it before running anything.
             layering.layers.release(layer.dir);

@@ -2,7 +2,8 @@ import { applyLayer, type ApplyOutcome } from "../../sandbox/overlay/apply-upper
 import { workspaceExists, type CallLayer } from "../../sandbox/overlay/call-layers.js";
 import { planLayer, type LayerPlan } from "../../sandbox/overlay/upper-changes.js";
 import { timeSlices } from "../../core/time-slices.js";
-import { childPath, rootPath } from "../../workspace/entry-path.js";
+import { bytesOf, childPath, rootPath } from "../../workspace/entry-path.js";
+import { encodeByteText } from "../../workspace/checkpoint/byte-text.js";
 import { openFolderHandles } from "../../workspace/folder-handles.js";
 import { projectTrashRoot, trashPlacer } from "../../workspace/project-trash.js";
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
@@ -66,6 +67,13 @@ export async function settleLayer(
     upper.close();
     workspace.close();
   }
+}
+
+/** The workspace paths an applied plan may have changed, as tree paths (SPEC W1): what it removed, placed, or changed the mode of. */
+export function changedPathsOf(plan: LayerPlan | null): string[] | null {
+  if (plan === null) return null;
+  const entries = [...plan.removals, ...plan.preserved, ...plan.modes.map((change) => change.entry), ...plan.moves.flat()];
+  return entries.map((entry) => encodeByteText(bytesOf(entry)));
 }
 
 const listed = (paths: readonly string[], limit = 10) => `${paths.slice(0, limit).join(", ")}${paths.length > limit ? ", ..." : ""}`;

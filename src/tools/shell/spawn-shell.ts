@@ -53,7 +53,12 @@ export interface PreparedShell {
 
 export interface PreparedLayer {
   /** Records what the command changed and applies it to the workspace; keeps the layer for roll-forward if that fails. */
-  settle(blobs: { put(content: Buffer): Promise<string> }): Promise<{ records: FileChangeRecord[]; note: string | null }>;
+  settle(blobs: { put(content: Buffer): Promise<string> }): Promise<{
+    records: FileChangeRecord[];
+    note: string | null;
+    /** The workspace paths the apply may have changed (a folder with what is under it); null when not known path by path. */
+    changedPaths: string[] | null;
+  }>;
   /** For a command that never started: drops the empty layer. */
   discard(): void;
 }

@@ -4,6 +4,7 @@ import type { ScopedTools } from "../../mcp/tool-catalog.js";
 import type { ClaimedRun } from "../../store/runs.js";
 import type { SessionRow } from "../session-context-cache.js";
 import type { CheckpointId, ProjectId } from "../../ids.js";
+import type { WorkspaceChangeLog } from "./workspace-changes.js";
 
 /** What every transaction of one batch attempt needs to know about it, known once the batch is claimed. */
 export interface BatchScope {
@@ -36,4 +37,6 @@ export interface BatchAttempt extends BatchScope {
   owner: string;
   signal: AbortSignal;
   started: Set<string>;
+  /** What this attempt's calls changed in the workspace, for its checkpoint (SPEC W1). */
+  changes: WorkspaceChangeLog;
 }

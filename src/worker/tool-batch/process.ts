@@ -9,6 +9,7 @@ import { planFirstGroups } from "./plan.js";
 import { runGroups } from "./run-groups.js";
 import { settleBatch } from "./settle.js";
 import { toolContextsOf } from "./tool-context.js";
+import { createWorkspaceChangeLog } from "./workspace-changes.js";
 import { ensureWorkspacePresent } from "./workspace-present.js";
 
 /**
@@ -28,7 +29,9 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   if (hasInterruptedCall(claim.extra)) return closeInterrupted(deps, claim, scope);
   return holdingLease(context.leases, owner, () =>
     withRunAbort(context.aborts, scope.run.id, async (signal) => {
-      const attempt = { ...scope, owner, signal, started: new Set<string>() };
+      // A batch that takes no checkpoint but changed files anyway (a read tool appending a marker) leaves this host's tree stale.
+      const forget = scope.checkpoint ? undefined : () => deps.knownTrees.forget(scope.projectId);
+      const attempt = { ...scope, owner, signal, started: new Set<string>(), changes: createWorkspaceChangeLog(forget) };
       if (!(await ensureWorkspacePresent(deps, attempt))) return { kind: "stale" }; // 1b. the workspace is there (W1)
       let plan = await planFirstGroups(deps, attempt, claim.extra); // 1. gate, plan, first window started
       if (plan === null) return { kind: "stale" };

@@ -10,8 +10,15 @@ import type { BatchAttempt } from "./batch-attempt.js";
 import { closeBatchIfDone } from "./close-batch.js";
 import { planRunnable, type RunnablePlan } from "./plan.js";
 import { markWithinQuota, startingWindow } from "./start-calls.js";
-import { commitCheckpoint, type PreparedCheckpoint, prepareCheckpoint, rememberCheckpoint } from "../../checkpoints/take-checkpoint.js";
-import type { CheckpointRow } from "../../store/checkpoints.js";
+import {
+  type BatchChanges,
+  commitCheckpoint,
+  type PreparedCheckpoint,
+  prepareCheckpoint,
+  rememberCheckpoint,
+} from "../../checkpoints/take-checkpoint.js";
+import { CheckpointBaseMovedError, type CheckpointRow } from "../../store/checkpoints.js";
+import { changesNothing } from "./workspace-changes.js";
 
 /** `more`: calls approved while this job ran, planned, their first window marked running: back to phase 2. */
 export type SettleOutcome = { kind: "ended"; outcome: JobOutcome } | { kind: "more"; plan: RunnablePlan };
@@ -30,8 +37,17 @@ export type SettleDeps = Pick<JobDeps, "unitOfWork" | "config" | "store" | "know
  * with no job (D6): the next decision re-arms it.
  */
 export async function settleBatch(deps: SettleDeps, attempt: BatchAttempt, endBatch: boolean): Promise<SettleOutcome> {
-  const prepared = attempt.checkpoint ? await prepareBatchCheckpoint(deps, attempt) : null;
-  const settled = await deps.unitOfWork.transactFenced((fx) => settleUnderLock(fx, deps, attempt, endBatch, prepared));
+  let prepared = attempt.checkpoint ? await prepareBatchCheckpoint(deps, attempt, changesOfAttempt(attempt)) : null;
+  const settle = () => deps.unitOfWork.transactFenced((fx) => settleUnderLock(fx, deps, attempt, endBatch, prepared));
+  let settled: Settled | null;
+  try {
+    settled = await settle();
+  } catch (error) {
+    if (!(error instanceof CheckpointBaseMovedError)) throw error;
+    // Another session's checkpoint landed since: the changed paths no longer apply to the latest tree, the whole folder is walked.
+    prepared = await prepareBatchCheckpoint(deps, attempt);
+    settled = await settle();
+  }
   if (settled === null) return { kind: "ended", outcome: { kind: "stale" } };
   if (settled.kind === "closed") {
     if (settled.checkpoint && prepared) rememberCheckpoint(deps, settled.checkpoint, prepared);
@@ -118,6 +134,7 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
 export async function prepareBatchCheckpoint(
   deps: Pick<SettleDeps, "store" | "knownTrees" | "logger" | "config">,
   batch: Pick<BatchAttempt, "run" | "projectId" | "stepRef" | "workspaceDir"> & { signal?: AbortSignal },
+  changes?: BatchChanges,
 ): Promise<PreparedCheckpoint> {
   const { run } = batch;
   const scope = {
@@ -130,7 +147,8 @@ export async function prepareBatchCheckpoint(
     reason: "batch" as const,
   };
   try {
-    const prepared = await prepareCheckpoint({ ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes }, scope, batch.signal);
+    const checkpointDeps = { ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes };
+    const prepared = await prepareCheckpoint(checkpointDeps, scope, batch.signal, changes);
     if (prepared.kind === "skipped")
       deps.logger.warn({ runId: run.id, reason: prepared.reason }, "the batch's workspace checkpoint was not taken");
     return prepared;
@@ -138,4 +156,13 @@ export async function prepareBatchCheckpoint(
     deps.logger.error({ err: error, runId: run.id }, "capturing the batch's workspace checkpoint failed");
     return { kind: "skipped", reason: "failed" };
   }
+}
+
+/** What the attempt's calls changed, for a checkpoint from their paths (SPEC W1). */
+function changesOfAttempt(attempt: BatchAttempt): BatchChanges {
+  return {
+    paths: attempt.changes.paths(),
+    ownCalls: [...attempt.started],
+    changesNothing: (name) => changesNothing(attempt.tools, name),
+  };
 }

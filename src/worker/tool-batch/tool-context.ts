@@ -14,6 +14,7 @@ import type { SessionRow } from "../session-context-cache.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { batchToolEnvironment, type BatchToolEnvironment, type EnvironmentDeps } from "./batch-tool-environment.js";
 import type { ToolContextFor } from "./run-call.js";
+import { changesAreReported, observedProcesses, observedWorkspace, type WorkspaceChangeLog } from "./workspace-changes.js";
 import { type ProjectId, parseId } from "../../ids.js";
 
 export type ToolContextDeps = Pick<JobDeps, "store" | "unitOfWork" | "bus" | "config" | "failpoints" | "logger">;
@@ -30,6 +31,9 @@ export interface ToolContextScope {
   signal: AbortSignal;
   provider: { profile: string; model: string };
   environment: BatchToolEnvironment;
+  /** The environment's door, noting what it changes in `changes`. */
+  workspace: ToolContext["workspace"];
+  changes: WorkspaceChangeLog;
   commands: BackgroundCommands;
 }
 
@@ -42,13 +46,15 @@ function createToolContext(deps: ToolContextDeps, scope: ToolContextScope, call:
   const { run, session, stepRef, environment } = scope;
   const owner = { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id, toolCallId: call.id };
   const isTool = (name: string) => scope.tools.registry.get(name) !== undefined;
+  if (!changesAreReported(scope.tools, call.name)) scope.changes.unknown();
+  const processes = () => observedProcesses(environment.processesFor(grant, owner), scope.changes);
   return {
     tenantId: run.tenantId,
     sessionId: run.sessionId,
     runId: run.id,
     projectId: scope.projectId,
-    workspace: environment.workspace,
-    processes: environment.processesFor(grant, owner),
+    workspace: scope.workspace,
+    processes: processes(),
     approvalMode: session.approvalMode,
     provider: scope.provider,
     exposedTools: scope.stepTools,
@@ -62,7 +68,7 @@ function createToolContext(deps: ToolContextDeps, scope: ToolContextScope, call:
     subagents: { start: (request) => startSubAgent(deps, { run, session, call, stepRef, isTool }, request) },
     history: { readToolResult: (reference) => readToolResult(deps.store, run, reference) },
     tasks: { replace: (tasks) => replaceTasks(deps, scope, tasks) },
-    commands: commandsOf(deps, scope, () => environment.processesFor(grant, owner)),
+    commands: commandsOf(deps, scope, processes),
     reportProgress: (message) => reportProgress(deps, scope, call, message),
   };
 }
@@ -81,7 +87,8 @@ export async function toolContextsOf(
     workspacePath: attempt.workspaceDir,
   });
   const model = { profile: provider.profile, model: session.model ?? provider.defaultModel };
-  const scope: ToolContextScope = { ...attempt, provider: model, environment, commands };
+  const workspace = observedWorkspace(environment.workspace, attempt.changes);
+  const scope: ToolContextScope = { ...attempt, provider: model, environment, workspace, commands };
   return (call, grant) => createToolContext(deps, scope, call, grant);
 }
 

@@ -28,11 +28,13 @@ export interface CaptureOptions {
 
 const defaultMaxEntries = 500_000;
 
-interface CaptureRun {
+/** One capture's state; `tree-update.ts` runs the same steps over the changed paths only. */
+export interface CaptureRun {
   folders: FolderHandles;
   reading: ReadingContext;
   previous: CapturedTree | null;
-  previousDigests: ReadonlySet<string>;
+  /** Digests `previous` holds; null: a file is fresh when its digest differs from `previous`'s entry at its path. */
+  previousDigests: ReadonlySet<string> | null;
   maxEntries: number;
   entries: Map<string, TreeEntry>;
   stamps: Map<string, FileStamp>;
@@ -52,9 +54,8 @@ interface Frame {
 export async function captureTree(root: string, options: CaptureOptions = {}): Promise<CapturedTree> {
   const folders = openFolderHandles(root);
   try {
-    const ownerUid = fstatSync(folders.folder(rootPath) as number).uid;
-    const run = startRun(folders, readingContext(ownerUid, timeSlices(), options.signal), options);
-    const truncated = await walk(run);
+    const run = startRun(folders, options, "tree");
+    const truncated = await walk(run, rootPath);
     const { entries, stamps, fresh, skipped, hashed } = run;
     return { entries, stamps, fresh, skipped, hashed, truncated };
   } finally {
@@ -62,10 +63,16 @@ export async function captureTree(root: string, options: CaptureOptions = {}): P
   }
 }
 
-function startRun(folders: FolderHandles, reading: ReadingContext, options: CaptureOptions): CaptureRun {
+/** A capture over `folders`; `freshness` says how a new digest is told (`CaptureRun.previousDigests`). */
+export function startRun(folders: FolderHandles, options: CaptureOptions, freshness: "tree" | "path"): CaptureRun {
+  const ownerUid = fstatSync(folders.folder(rootPath) as number).uid;
+  const reading = readingContext(ownerUid, timeSlices(), options.signal);
   const previous = options.previous ?? null;
-  const previousDigests = new Set<string>();
-  for (const entry of previous?.entries.values() ?? []) if (entry.kind === "file") previousDigests.add(entry.sha256);
+  let previousDigests: Set<string> | null = null;
+  if (freshness === "tree") {
+    previousDigests = new Set<string>();
+    for (const entry of previous?.entries.values() ?? []) if (entry.kind === "file") previousDigests.add(entry.sha256);
+  }
   return {
     folders,
     reading,
@@ -81,10 +88,10 @@ function startRun(folders: FolderHandles, reading: ReadingContext, options: Capt
   };
 }
 
-/** Depth first, siblings in byte order; answers whether it stopped at `maxEntries`. */
-async function walk(run: CaptureRun): Promise<boolean> {
+/** Below the folder `from`, depth first, siblings in byte order; answers whether it stopped at `maxEntries`. */
+export async function walk(run: CaptureRun, from: EntryPath): Promise<boolean> {
   const { slices, signal } = run.reading;
-  const frames: Frame[] = [{ at: rootPath, names: listFolder(run.folders, rootPath), next: 0 }];
+  const frames: Frame[] = [{ at: from, names: listFolder(run.folders, from), next: 0 }];
   while (frames.length > 0) {
     const frame = frames[frames.length - 1] as Frame;
     const name = frame.names[frame.next++];
@@ -116,7 +123,7 @@ function listFolder(folders: FolderHandles, at: EntryPath): Buffer[] {
 }
 
 /** Records one entry; answers whether it is a folder to enter. */
-async function captureEntry(run: CaptureRun, at: EntryPath): Promise<boolean> {
+export async function captureEntry(run: CaptureRun, at: EntryPath): Promise<boolean> {
   const parent = at.parent as EntryPath;
   const folderFd = run.folders.folder(parent);
   if (folderFd === null) return false;
@@ -173,10 +180,16 @@ async function hashFile(run: CaptureRun, folderFd: number, name: Buffer, path: s
 function keepFile(run: CaptureRun, entry: FileEntry, stamp: FileStamp | null): void {
   run.entries.set(entry.path, entry);
   if (stamp) run.stamps.set(entry.path, stamp);
-  if (!run.previousDigests.has(entry.sha256) && !run.freshDigests.has(entry.sha256)) {
+  const known = run.previousDigests === null ? sameDigestAsBefore(run, entry) : run.previousDigests.has(entry.sha256);
+  if (!known && !run.freshDigests.has(entry.sha256)) {
     run.freshDigests.add(entry.sha256);
     run.fresh.push(entry);
   }
+}
+
+function sameDigestAsBefore(run: CaptureRun, entry: FileEntry): boolean {
+  const was = run.previous?.entries.get(entry.path);
+  return was?.kind === "file" && was.sha256 === entry.sha256;
 }
 
 function stampOf(stats: BigIntStats): FileStamp {

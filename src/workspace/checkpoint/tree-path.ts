@@ -1,4 +1,4 @@
-import { decodeByteText, encodeByteText } from "./byte-text.js";
+import { decodeByteText, encodeByteText, isEscapedText } from "./byte-text.js";
 
 /**
  * A tree path's names as bytes (SPEC W1). Trees may come back from the store,
@@ -28,6 +28,17 @@ export function joinNames(names: readonly Buffer[]): string {
     parts.push(name);
   }
   return encodeByteText(Buffer.concat(parts));
+}
+
+/** The folder holding a tree path, `""` for the root; an escaped path's parent is its bytes' parent, spelled as `encodeByteText` spells it. */
+export function parentPath(path: string): string {
+  if (!isEscapedText(path)) {
+    const slash = path.lastIndexOf("/");
+    return slash < 0 ? "" : path.slice(0, slash);
+  }
+  const bytes = decodeByteText(path);
+  const slash = bytes ? bytes.lastIndexOf(0x2f) : -1;
+  return bytes && slash >= 0 ? encodeByteText(bytes.subarray(0, slash)) : "";
 }
 
 /** `.` or `..`. */
