@@ -23,6 +23,8 @@ export interface KnownTrees {
   get(projectId: ProjectId, checkpointId: CheckpointId): KnownTree | undefined;
   remember(projectId: ProjectId, checkpointId: CheckpointId, known: KnownTree): void;
   forget(projectId: ProjectId): void;
+  /** Whatever this process holds for the project, before the latest checkpoint is known (to ask about it meanwhile). */
+  peek(projectId: ProjectId): { checkpointId: CheckpointId; known: KnownTree } | undefined;
 }
 
 export function createKnownTrees(maxProjects = 64): KnownTrees {
@@ -42,5 +44,6 @@ export function createKnownTrees(maxProjects = 64): KnownTrees {
       }
     },
     forget: (projectId) => void trees.delete(projectId),
+    peek: (projectId) => trees.get(projectId),
   };
 }

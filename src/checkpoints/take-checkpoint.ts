@@ -5,7 +5,14 @@ import type { Failpoints } from "../failpoints.js";
 import type { Logger } from "../logger.js";
 import { effectiveQuotas, readTenantSettings } from "../tenants/tenant-settings.js";
 import type { CheckpointId, ProjectId, RunId, SessionId, TenantId } from "../ids.js";
-import { type CheckpointRow, fullCheckpointEvery, type NewCheckpoint, type StoredChange, type StoredEntry } from "../store/checkpoints.js";
+import {
+  type CheckpointRow,
+  fullCheckpointEvery,
+  type NewCheckpoint,
+  type StoredChange,
+  type StoredEntry,
+  type WorkSince,
+} from "../store/checkpoints.js";
 import type { Store, StoreTx } from "../store/store.js";
 import { openCapturedFileReader } from "../workspace/checkpoint/captured-file-reader.js";
 import { captureTree } from "../workspace/checkpoint/tree-capture.js";
@@ -72,6 +79,12 @@ export type PreparedCheckpoint =
       baseDeltas: number;
       /** Built from the calls' changed paths on the base's tree: valid on that base only. */
       fromChangedPaths: boolean;
+      /**
+       * Content not yet seen in the blob store (the fast path does not ask: the calls' file-change
+       * records stored it): checked by the commit, stored by `storePreparedBlobs` when missing.
+       */
+      requiredDigests: string[];
+      workspaceDir: string;
     }
   /** Not kept: the tree was too large to walk whole, or a file kept changing while it was read. */
   | { kind: "skipped"; reason: "truncated" | "changing" | "failed" };
@@ -94,9 +107,14 @@ export async function prepareCheckpoint(
   signal?: AbortSignal,
   batch?: BatchChanges,
 ): Promise<PreparedCheckpoint> {
-  const { latest, clock } = await deps.store.checkpoints.latestCheckpointAt(scope.tenantId, scope.projectId);
+  // What happened since this process's tree of the project is asked in the same statement as which
+  // checkpoint is the latest: the answer counts only if that tree is the latest's.
+  const peeked = batch?.paths ? deps.knownTrees.peek(scope.projectId) : undefined;
+  const known = peeked && batch ? { since: peeked.known.capturedAfter, ownCalls: batch.ownCalls } : null;
+  const { latest, clock, work } = await deps.store.checkpoints.latestWithWorkSince(scope, known);
   const base = await previousTree(deps, latest);
-  const fromPaths = batch ? await fromChangedPaths(deps, { scope, latest, base, clock, signal }, batch) : null;
+  const since = peeked && base.known === peeked.known ? work : null;
+  const fromPaths = batch && since ? await fromChangedPaths(deps, { scope, latest, base, clock, since, signal }, batch) : null;
   if (fromPaths) return fromPaths;
   for (let attempt = 0; attempt < captureAttempts; attempt++) {
     const captured = await captureTree(scope.workspaceDir, { previous: base.tree, ...(signal ? { signal } : {}) });
@@ -119,23 +137,55 @@ export async function prepareCheckpoint(
  */
 async function fromChangedPaths(
   deps: CheckpointDeps,
-  at: { scope: CheckpointScope; latest: CheckpointRow | undefined; base: CheckpointBase; clock: string; signal: AbortSignal | undefined },
+  at: {
+    scope: CheckpointScope;
+    latest: CheckpointRow | undefined;
+    base: CheckpointBase;
+    clock: string;
+    /** The work since the known tree was captured (`latestWithWorkSince`). */
+    since: WorkSince;
+    signal: AbortSignal | undefined;
+  },
   batch: BatchChanges,
 ): Promise<PreparedCheckpoint | null> {
-  const { scope, latest, base, signal } = at;
+  const { scope, latest, base, signal, since: work } = at;
   const { known } = base;
   if (!latest || !known || batch.paths === null || known.deltasSinceFull + 1 >= fullCheckpointEvery) return null;
-  const work = await deps.store.checkpoints.workSinceClock(scope, known.capturedAfter, batch.ownCalls);
   if (work.commands || work.files || !work.callNames.every((name) => batch.changesNothing(name))) return null;
-  const update = await captureChangedPaths(scope.workspaceDir, known.tree, known.index.children, batch.paths, signal ? { signal } : {});
-  if (update.kind === "doubt" || !(await storeFreshBlobs(deps, scope, update.captured, signal))) return null;
-  const index = updateIndex(known.index, known.tree.entries, update.captured.entries, update.delta);
+  // The known tree is updated in place (cheaper than a copy), so it is this process's no longer
+  // until the checkpoint commits (`rememberCheckpoint`); a commit that refuses it makes a walk,
+  // which reads the latest tree back from Postgres.
+  deps.knownTrees.forget(scope.projectId);
+  const options = { reusePrevious: true, ...(signal ? { signal } : {}) };
+  const update = await captureChangedPaths(scope.workspaceDir, known.tree, known.index.children, batch.paths, options);
+  if (update.kind === "doubt") {
+    deps.knownTrees.remember(scope.projectId, latest.id, known);
+    return null;
+  }
+  const index = updateIndex(known.index, update.before, update.captured.entries, update.delta);
   return readyCheckpoint(scope, latest.id, update.captured, update.delta, {
     index,
     capturedAfter: at.clock,
     baseDeltas: known.deltasSinceFull,
     fromChangedPaths: true,
+    requiredDigests: keptContent(deps, update.captured).map((file) => file.sha256),
   });
+}
+
+/** The captured files whose content a checkpoint keeps (all, unless `maxFileBytes` sets a ceiling). */
+function keptContent(deps: Pick<CheckpointDeps, "maxFileBytes">, captured: CapturedTree) {
+  return captured.fresh.filter((file) => deps.maxFileBytes === 0 || file.size <= deps.maxFileBytes);
+}
+
+/**
+ * Stores the content a fast-path checkpoint's commit found missing (`CheckpointBlobsMissingError`);
+ * false when a file changed since it was captured (the checkpoint is then taken again by a walk).
+ */
+export async function storePreparedBlobs(deps: CheckpointDeps, prepared: PreparedCheckpoint, signal?: AbortSignal): Promise<boolean> {
+  if (prepared.kind !== "ready") return true;
+  const { tenantId, projectId, sessionId, runId, stepIndex, reason } = prepared.header;
+  const scope = { tenantId, projectId, sessionId, runId, stepIndex, reason, workspaceDir: prepared.workspaceDir };
+  return storeFreshBlobs(deps, scope, prepared.captured, signal);
 }
 
 /** The rows a capture becomes: the header of the whole tree and the delta against `baseId`'s tree. */
@@ -144,7 +194,7 @@ export function readyCheckpoint(
   baseId: CheckpointId | null,
   captured: CapturedTree,
   delta: TreeDelta,
-  tree: { index: TreeIndex; capturedAfter: string; baseDeltas: number; fromChangedPaths?: boolean },
+  tree: { index: TreeIndex; capturedAfter: string; baseDeltas: number; fromChangedPaths?: boolean; requiredDigests?: string[] },
 ): PreparedCheckpoint {
   const { tenantId, projectId, sessionId, runId, stepIndex, reason } = scope;
   return {
@@ -167,6 +217,8 @@ export function readyCheckpoint(
     capturedAfter: tree.capturedAfter,
     baseDeltas: tree.baseDeltas,
     fromChangedPaths: tree.fromChangedPaths === true,
+    requiredDigests: tree.requiredDigests ?? [],
+    workspaceDir: scope.workspaceDir,
   };
 }
 
@@ -179,6 +231,7 @@ export async function commitCheckpoint(tx: StoreTx, prepared: PreparedCheckpoint
     changes: prepared.changes,
     whole: (): StoredEntry[] => [...captured.entries.values()].map((entry) => storedOf(entry, captured.stamps.get(entry.path))),
     onlyOnBase: prepared.fromChangedPaths,
+    requiredDigests: prepared.requiredDigests,
   });
 }
 
@@ -223,7 +276,7 @@ export async function storeFreshBlobs(
   captured: CapturedTree,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  const fresh = captured.fresh.filter((file) => deps.maxFileBytes === 0 || file.size <= deps.maxFileBytes);
+  const fresh = keptContent(deps, captured);
   if (fresh.length === 0) return true;
   const blobs = createBlobStore(deps.store, deps.config, (index) => {
     if (index === 1) deps.failpoints?.hit("worker.checkpoint_blob_chunk_written");
@@ -232,12 +285,14 @@ export async function storeFreshBlobs(
     scope.tenantId,
     fresh.map((file) => file.sha256),
   );
+  // Most often every one is stored already: the calls' file-change records put the same content.
+  const missing = fresh.filter((file) => !present.has(file.sha256));
+  if (missing.length === 0) return true;
   const limitBytes = await storageQuota(deps, scope.tenantId);
   const overQuota: string[] = [];
   const reader = openCapturedFileReader(scope.workspaceDir, signal ? { signal } : {});
   try {
-    for (const file of fresh) {
-      if (present.has(file.sha256)) continue;
+    for (const file of missing) {
       const put = await blobs.put(scope.tenantId, file, reader.stream(file), { limitBytes });
       if (put.kind === "mismatch") return false;
       if (put.kind === "over_quota") overQuota.push(file.path);

@@ -58,7 +58,7 @@ export function indexTree(entries: TreeEntries): TreeIndex {
  * changed entry, and their parents, are digested again. `delta.removed` lists every path that went,
  * those below a removed folder included (as `diffTrees` and the capture of changed paths give it).
  */
-export function updateIndex(index: TreeIndex, previous: TreeEntries, entries: TreeEntries, delta: TreeDelta): TreeIndex {
+export function updateIndex(index: TreeIndex, previous: Pick<TreeEntries, "get">, entries: TreeEntries, delta: TreeDelta): TreeIndex {
   const children = new Map(index.children);
   const digests = new Map(index.digests);
   const copied = new Set<string>();

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
 import type { Database } from "../db/client.js";
-import { checkpointEntries, commands, fileChanges, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
+import { checkpointEntries, contentBlobs, commands, fileChanges, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
 import { type CheckpointId, newId, type ProjectId, type RunId, type SessionId, type TenantId } from "../ids.js";
 import { repository } from "./repository.js";
 
@@ -97,6 +97,13 @@ export class CheckpointBaseMovedError extends Error {
   }
 }
 
+/** A checkpoint's content was not all in the blob store when it was to be written: the caller stores it, then writes again. */
+export class CheckpointBlobsMissingError extends Error {
+  constructor(missing: number) {
+    super(`${missing} blob(s) of the checkpoint are not stored`);
+  }
+}
+
 async function checkpointOfTenant(db: Database, tenantId: TenantId, id: CheckpointId): Promise<CheckpointRow | undefined> {
   const [row] = await db
     .select()
@@ -120,8 +127,11 @@ async function insertCheckpoint(
     whole: () => readonly StoredEntry[];
     /** The tree is `baseId`'s with changes applied, not a capture of the whole folder: refused (`CheckpointBaseMovedError`) on any other base. */
     onlyOnBase?: boolean;
+    /** Content the checkpoint needs and the caller did not see stored: refused (`CheckpointBlobsMissingError`) unless all are. */
+    requiredDigests?: readonly string[];
   },
 ): Promise<CheckpointRow> {
+  if (body.onlyOnBase && body.baseId !== null) return insertOnBase(tx, header, body.baseId, body.changes, body.requiredDigests ?? []);
   await lockProjectCheckpoints(tx, header.projectId);
   const latest = await latestCheckpoint(tx, header.tenantId, header.projectId);
   const base = latest !== undefined && latest.id === body.baseId ? latest : undefined;
@@ -140,6 +150,64 @@ async function insertCheckpoint(
       .values(rows.slice(start, start + entriesPerInsert).map((change) => entryRow(id, header.tenantId, change)));
   }
   return row as CheckpointRow;
+}
+
+/**
+ * A delta on a base the caller knows is still short of a full tree (the fast path of a batch whose
+ * calls said what they changed): the project's lock, the header and its entries in one statement,
+ * written only when `baseId` is the project's latest. The statement's snapshot is taken before its
+ * lock is granted: a checkpoint committed while it waited is not seen by `base`, but its `seq`
+ * then collides with this one's (unique per project), which is the same answer: the base moved.
+ */
+async function insertOnBase(
+  tx: Database,
+  header: NewCheckpoint,
+  baseId: CheckpointId,
+  changes: readonly StoredChange[],
+  requiredDigests: readonly string[],
+): Promise<CheckpointRow> {
+  const id = newId("ckp");
+  const entries = JSON.stringify(
+    changes.map((change) => (change.removed ? { path: change.path, removed: true } : { ...change, removed: false })),
+  );
+  const query = sql`
+    with locked as (select pg_advisory_xact_lock(hashtext(${`foya:checkpoints:${header.projectId}`})) as granted),
+    base as (
+      select c.id, c.seq from ${workspaceCheckpoints} c, locked
+      where c.tenant_id = ${header.tenantId} and c.project_id = ${header.projectId} order by c.seq desc limit 1
+    ),
+    missing as (
+      select count(*)::int as n from unnest(${`{${requiredDigests.join(",")}}`}::text[]) as d(sha256)
+      where not exists (select 1 from ${contentBlobs} b where b.tenant_id = ${header.tenantId} and b.sha256 = d.sha256 and b.complete)
+    ),
+    header as (
+      insert into ${workspaceCheckpoints} (id, tenant_id, project_id, session_id, run_id, step_index, seq, base_id, reason, entry_count, file_bytes, tree_digest)
+      select ${id}, ${header.tenantId}, ${header.projectId}, ${header.sessionId}, ${header.runId}, ${header.stepIndex}, base.seq + 1, base.id,
+        ${header.reason}, ${header.entryCount}, ${header.fileBytes}, ${header.treeDigest}
+      from base, missing where base.id = ${baseId} and missing.n = 0
+      returning id, tenant_id as "tenantId", project_id as "projectId", session_id as "sessionId", run_id as "runId",
+        step_index as "stepIndex", seq, base_id as "baseId", reason, entry_count as "entryCount", file_bytes::float8 as "fileBytes",
+        tree_digest as "treeDigest", created_at as "createdAt"
+    ),
+    entries as (
+      insert into ${checkpointEntries} (checkpoint_id, tenant_id, path, removed, kind, mode, size, sha256, target, stat)
+      select h.id, ${header.tenantId}, e.path, e.removed, e.kind, e.mode, e.size, e.sha256, e.target, e.stat
+      from header h, jsonb_to_recordset(${entries}::jsonb)
+        as e(path text, removed boolean, kind text, mode integer, size bigint, sha256 text, target text, stat jsonb)
+    )
+    select header.*, (select n from missing) as missing_blobs from (select 1) one left join header on true`;
+  const result = await tx.execute<CheckpointRow & { missing_blobs: number }>(query).catch((error: unknown) => {
+    throw isUniqueViolation(error) ? new CheckpointBaseMovedError(baseId) : error;
+  });
+  const { missing_blobs: missingBlobs, ...row } = result.rows[0] ?? { missing_blobs: 0 };
+  if (missingBlobs > 0) throw new CheckpointBlobsMissingError(missingBlobs);
+  if (!("id" in row) || row.id === null) throw new CheckpointBaseMovedError(baseId);
+  return { ...row, createdAt: new Date(row.createdAt) } as CheckpointRow;
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
+  return (error as { code?: unknown } | null)?.code === "23505" || cause?.code === "23505";
 }
 
 function entryRow(checkpointId: CheckpointId, tenantId: TenantId, change: StoredChange): typeof checkpointEntries.$inferInsert {
@@ -266,18 +334,50 @@ async function workSince(db: Database, checkpoint: CheckpointRow, asking: { runI
  * since (a revert's transaction stamps its start, before its writes: 10 s of slack), and the tool
  * names of other calls running or ended since, for the caller to judge (reads change nothing).
  */
-async function workSinceClock(
+export interface WorkSince {
+  commands: boolean;
+  files: boolean;
+  callNames: string[];
+}
+
+/**
+ * `latestCheckpointAt` and, when the caller holds a tree of the project, `workSinceClock` since it
+ * was captured, in one round trip: what a batch's checkpoint asks before its capture.
+ */
+async function latestWithWorkSince(
   db: Database,
   scope: { tenantId: TenantId; projectId: ProjectId },
-  since: string,
-  ownCalls: readonly string[],
-): Promise<{ commands: boolean; files: boolean; callNames: string[] }> {
+  known: { since: string; ownCalls: readonly string[] } | null,
+): Promise<{ latest: CheckpointRow | undefined; clock: string; work: WorkSince | null }> {
+  if (known === null) return { ...(await latestCheckpointAt(db, scope.tenantId, scope.projectId)), work: null };
+  const result = await db.execute<
+    Record<keyof CheckpointRow, unknown> & { clock: string; commands: boolean; files: boolean; call_names: string[] }
+  >(sql`
+    with work as (select * from (with ${workSinceParts(scope, known.since, known.ownCalls)}) w)
+    select l.*, clock_timestamp()::text as clock, work.commands, work.files, work.call_names
+    from work left join lateral (
+      select c.id, c.tenant_id as "tenantId", c.project_id as "projectId", c.session_id as "sessionId", c.run_id as "runId",
+        c.step_index as "stepIndex", c.seq, c.base_id as "baseId", c.reason, c.entry_count as "entryCount",
+        c.file_bytes::float8 as "fileBytes", c.tree_digest as "treeDigest", c.created_at as "createdAt"
+      from ${workspaceCheckpoints} c where c.tenant_id = ${scope.tenantId} and c.project_id = ${scope.projectId}
+      order by c.seq desc limit 1
+    ) l on true`);
+  const row = result.rows[0];
+  if (!row) throw new Error("the latest checkpoint query answered no row");
+  const { clock, commands, files, call_names, ...checkpoint } = row;
+  const latest =
+    checkpoint.id === null ? undefined : ({ ...checkpoint, createdAt: new Date(checkpoint.createdAt as string) } as CheckpointRow);
+  return { latest, clock, work: { commands: commands !== false, files: files !== false, callNames: call_names ?? [] } };
+}
+
+/** `WorkSince` as the parts of a statement after `with`, selecting `commands`, `files` and `call_names`. */
+function workSinceParts(scope: { tenantId: TenantId; projectId: ProjectId }, since: string, ownCalls: readonly string[]) {
   const own = sql`array[${sql.join(
     ownCalls.map((id) => sql`${id}`),
     sql`, `,
   )}]::text[]`;
-  const result = await db.execute<{ commands: boolean; files: boolean; call_names: string[] }>(sql`
-    with project_sessions as (
+  return sql`
+    project_sessions as (
       select id from ${sessions} where project_id = ${scope.projectId} and tenant_id = ${scope.tenantId}
     )
     select
@@ -293,9 +393,7 @@ async function workSinceClock(
       array(
         select distinct tc.name from ${toolCalls} tc where tc.session_id in (select id from project_sessions)
           and (tc.status = 'running' or tc.ended_at >= ${since}::timestamptz) and not (tc.id = any(${own}))
-      ) as call_names`);
-  const row = result.rows[0];
-  return { commands: row?.commands !== false, files: row?.files !== false, callNames: row?.call_names ?? [] };
+      ) as call_names`;
 }
 
 /** A session's checkpoints, oldest first (bounded: a session's batches are bounded by its runs' step limits). */
@@ -315,7 +413,7 @@ export const checkpointsRepository = repository({
     latestCheckpointAt,
     checkpointsOfSession,
     workSince,
-    workSinceClock,
+    latestWithWorkSince,
     deltasSinceFull,
     checkpointOfTenant,
     insertCheckpoint,

@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CheckpointId, newId, type ProjectId, type SessionId, type TenantId } from "../../src/ids.js";
 import {
+  CheckpointBaseMovedError,
+  CheckpointBlobsMissingError,
   type CheckpointRow,
   type CheckpointStat,
   fullCheckpointEvery,
@@ -323,6 +325,39 @@ describe("store.checkpoints", () => {
     expect({ seq: next.seq, baseId: next.baseId }).toEqual({ seq: 6, baseId: crossed.id });
     expect(await rowsOf(next.id)).toEqual([{ path: "src/e.ts", removed: true }]);
     expect(await db.store.checkpoints.checkpointTree(next.id)).toEqual(project.tree);
+  });
+
+  it("W1: a delta built on a known base (the fast path) is written in one statement only on that base, and only when the content it names is stored", async () => {
+    const project = await newProject();
+    const first = await take(project, startTree);
+    const change = file("src/a.ts", "fast path\n");
+    const tree = applied(project.tree, [change]);
+    const onBase = (baseId: CheckpointId, requiredDigests: string[]) =>
+      db.store.transaction((tx) =>
+        tx.checkpoints.insertCheckpoint(header(project, tree), {
+          baseId,
+          changes: [change],
+          whole: () => [],
+          onlyOnBase: true,
+          requiredDigests,
+        }),
+      );
+    // Its content is not in the blob store: refused, nothing written.
+    const digest = (change as { sha256: string }).sha256;
+    await expect(onBase(first.id, [digest])).rejects.toBeInstanceOf(CheckpointBlobsMissingError);
+    expect((await db.store.checkpoints.latestCheckpoint(project.tenantId, project.projectId))?.id).toBe(first.id);
+    await db.store.blobs.putBlob(project.tenantId, Buffer.from("fast path\n"));
+    const written = await onBase(first.id, [digest]);
+    expect({ seq: written.seq, baseId: written.baseId, digest: written.treeDigest }).toEqual({
+      seq: 2,
+      baseId: first.id,
+      digest: header(project, tree).treeDigest,
+    });
+    expect(await rowsOf(written.id)).toEqual([{ path: "src/a.ts", removed: false }]);
+    expect(await db.store.checkpoints.checkpointTree(written.id)).toEqual(tree);
+    // On a base that is no longer the latest: refused, for the caller to walk the folder.
+    await expect(onBase(first.id, [])).rejects.toBeInstanceOf(CheckpointBaseMovedError);
+    expect((await db.store.checkpoints.latestCheckpoint(project.tenantId, project.projectId))?.id).toBe(written.id);
   });
 
   it("W1: two sessions' checkpoints of one project in concurrent transactions take turns on its lock: seqs n+1 and n+2, the second whole", async () => {

@@ -16,8 +16,9 @@ import {
   type PreparedCheckpoint,
   prepareCheckpoint,
   rememberCheckpoint,
+  storePreparedBlobs,
 } from "../../checkpoints/take-checkpoint.js";
-import { CheckpointBaseMovedError, type CheckpointRow } from "../../store/checkpoints.js";
+import { CheckpointBaseMovedError, CheckpointBlobsMissingError, type CheckpointRow } from "../../store/checkpoints.js";
 import { changesNothing } from "./workspace-changes.js";
 
 /** `more`: calls approved while this job ran, planned, their first window marked running: back to phase 2. */
@@ -43,9 +44,7 @@ export async function settleBatch(deps: SettleDeps, attempt: BatchAttempt, endBa
   try {
     settled = await settle();
   } catch (error) {
-    if (!(error instanceof CheckpointBaseMovedError)) throw error;
-    // Another session's checkpoint landed since: the changed paths no longer apply to the latest tree, the whole folder is walked.
-    prepared = await prepareBatchCheckpoint(deps, attempt);
+    prepared = await checkpointAfterRefusal(deps, attempt, prepared, error);
     settled = await settle();
   }
   if (settled === null) return { kind: "ended", outcome: { kind: "stale" } };
@@ -131,6 +130,28 @@ async function skipRemaining(fx: Effects, run: ClaimedRun, stepRef: StepRef): Pr
  * it. A capture that fails (the folder unreadable, the run cancelled meanwhile) does not keep the
  * batch open: its results are committed, and the next batch's checkpoint holds its changes.
  */
+/**
+ * The checkpoint to write after the settle's commit refused the prepared one: the same, once the
+ * content it found missing is stored (the calls' records did not store it); otherwise a walk of the
+ * folder (another session's checkpoint landed since and the changed paths no longer apply, or a
+ * file changed since its capture). Any other failure is the caller's.
+ */
+async function checkpointAfterRefusal(
+  deps: SettleDeps,
+  attempt: BatchAttempt,
+  prepared: PreparedCheckpoint | null,
+  error: unknown,
+): Promise<PreparedCheckpoint> {
+  const missing = error instanceof CheckpointBlobsMissingError;
+  if (!missing && !(error instanceof CheckpointBaseMovedError)) throw error;
+  if (missing && prepared && (await storePreparedBlobs(checkpointDeps(deps), prepared, attempt.signal))) return prepared;
+  return prepareBatchCheckpoint(deps, attempt);
+}
+
+function checkpointDeps(deps: Pick<SettleDeps, "store" | "knownTrees" | "logger" | "config">) {
+  return { ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes };
+}
+
 export async function prepareBatchCheckpoint(
   deps: Pick<SettleDeps, "store" | "knownTrees" | "logger" | "config">,
   batch: Pick<BatchAttempt, "run" | "projectId" | "stepRef" | "workspaceDir"> & { signal?: AbortSignal },
@@ -147,8 +168,7 @@ export async function prepareBatchCheckpoint(
     reason: "batch" as const,
   };
   try {
-    const checkpointDeps = { ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes };
-    const prepared = await prepareCheckpoint(checkpointDeps, scope, batch.signal, changes);
+    const prepared = await prepareCheckpoint(checkpointDeps(deps), scope, batch.signal, changes);
     if (prepared.kind === "skipped")
       deps.logger.warn({ runId: run.id, reason: prepared.reason }, "the batch's workspace checkpoint was not taken");
     return prepared;

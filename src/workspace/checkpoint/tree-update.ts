@@ -19,7 +19,15 @@ import { parentPath, splitNames } from "./tree-path.js";
  * cannot be taken as given (a path that is no tree path, a capture past `maxEntries`): the caller
  * then walks the whole tree.
  */
-export type ChangedCapture = { kind: "captured"; captured: CapturedTree; delta: TreeDelta } | { kind: "doubt"; reason: string };
+export type ChangedCapture =
+  | {
+      kind: "captured";
+      captured: CapturedTree;
+      delta: TreeDelta;
+      /** What the changed paths held before (`previous`'s entries, as they were even when updated in place). */
+      before: Pick<TreeEntries, "get">;
+    }
+  | { kind: "doubt"; reason: string };
 
 /** What the update needs of the previous tree beside its entries: each folder's paths (`TreeIndex.children`). */
 export type FolderListing = ReadonlyMap<string, readonly string[]>;
@@ -29,7 +37,16 @@ export async function captureChangedPaths(
   previous: CapturedTree,
   listing: FolderListing,
   changed: Iterable<string>,
-  options: { maxEntries?: number; signal?: AbortSignal } = {},
+  options: {
+    maxEntries?: number;
+    signal?: AbortSignal;
+    /**
+     * `previous` may be updated in place when no path is new (the common batch: files rewritten):
+     * a copy of a 10,000-entry tree costs more than the rest of the update. The caller must hold
+     * no other use of `previous` then.
+     */
+    reusePrevious?: boolean;
+  } = {},
 ): Promise<ChangedCapture> {
   const targets = targetsOf(changed);
   if (targets === null) return { kind: "doubt", reason: "a changed path is not a tree path" };
@@ -51,7 +68,13 @@ export async function captureChangedPaths(
       }
     }
     const delta = deltaOf(previous.entries, listing, run, rootsTaken);
-    return { kind: "captured", captured: nextCapture(previous, run, delta), delta };
+    const reuse = options.reusePrevious === true && delta.upserts.every((entry) => previous.entries.has(entry.path));
+    if (!reuse) return { kind: "captured", captured: nextCapture(previous, run, delta), delta, before: previous.entries };
+    const replaced = new Map(
+      [...delta.upserts.map((entry) => entry.path), ...delta.removed].map((path) => [path, previous.entries.get(path)]),
+    );
+    const before = { get: (path: string) => (replaced.has(path) ? replaced.get(path) : previous.entries.get(path)) };
+    return { kind: "captured", captured: updatedCapture(previous, run, delta), delta, before };
   } finally {
     folders.close();
   }
@@ -118,6 +141,24 @@ function nextCapture(previous: CapturedTree, run: CaptureRun, delta: TreeDelta):
   }
   const stamps = new Map<string, FileStamp>(previous.stamps);
   for (const path of gone) stamps.delete(path);
+  for (const path of run.entries.keys()) {
+    const stamp = run.stamps.get(path);
+    if (stamp) stamps.set(path, stamp);
+    else stamps.delete(path);
+  }
+  return { entries, stamps, fresh: run.fresh, skipped: run.skipped, hashed: run.hashed, truncated: false };
+}
+
+/** `previous` itself with the delta applied: only entries it holds change or go, so its tree order stays. */
+function updatedCapture(previous: CapturedTree, run: CaptureRun, delta: TreeDelta): CapturedTree {
+  // Read-only to every other reader: the caller gave this one its tree (`reusePrevious`).
+  const entries = previous.entries as Map<string, TreeEntry>;
+  const stamps = previous.stamps as Map<string, FileStamp>;
+  for (const path of delta.removed) {
+    entries.delete(path);
+    stamps.delete(path);
+  }
+  for (const entry of delta.upserts) entries.set(entry.path, entry);
   for (const path of run.entries.keys()) {
     const stamp = run.stamps.get(path);
     if (stamp) stamps.set(path, stamp);
