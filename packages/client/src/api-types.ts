@@ -16,9 +16,6 @@ export type Message = Schemas["Message"];
 export type BranchPoint = Schemas["BranchPoint"];
 /** A rewind's target: a point as for a fork, or back to the tip of a branch an earlier rewind set aside. */
 export type RewindPoint = BranchPoint | { branchId: string };
-/** A place in a session's history: after step `stepIndex` of the run at `runOrdinal` (null: the whole run; ordinal 0: the start). */
-export type HistoryPoint = Schemas["HistoryPoint"];
 export type Branch = Schemas["Branch"];
-export type NotUndoneCall = Schemas["NotUndoneCall"];
 export type Forked = paths["/v1/sessions/{id}/fork"]["post"]["responses"][201]["content"]["application/json"];
 export type Rewound = paths["/v1/sessions/{id}/rewind"]["post"]["responses"][200]["content"]["application/json"];
