@@ -2,7 +2,7 @@ import type { FoyaClient } from "@foya/client";
 import { inHistory } from "./rewind-fold.js";
 import type { RunView } from "./run-timeline.js";
 import { StatusBadge } from "./status-badge.js";
-import { StepSection } from "./step-view.js";
+import { StepSection } from "./step-section.js";
 import { UserMessageView, type UserMessage } from "./user-message.js";
 
 /** One run as it streams: its input, its status, and each model step with its text and tool calls. */
