@@ -205,6 +205,9 @@ describe("foya, the CLI", () => {
     expect(notUndone).toMatch(/^not undone: 1 call /);
     expect(call).toMatch(new RegExp(`^ {2}bash \\(background_command\\)( \\(still running\\))? {2}run ${run.id} step 1 `));
     const forkId = headline!.split(" ")[0]!;
+    expect((await foya(cli, "session", "show", forkId)).stdout).toMatch(
+      new RegExp(`^ {2}forked from +${sessionId} at step 0 of run 1$`, "m"),
+    );
     expect((await tenant.messages(forkId)).map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
     const asJson = JSON.parse((await foya(cli, "fork", sessionId, "--step", "1", "--json")).stdout);
     expect(asJson).toMatchObject({ session: { id: expect.stringMatching(/^ses_/) }, notUndone: [] });

@@ -1,17 +1,22 @@
+import type { HistoryPoint } from "@foya/client";
 import { Link } from "./link.js";
 import { pointText } from "./point-text.js";
 import type { SessionHistory } from "./session-history.js";
 
-/** Where the session's history was bent: the fork it came from, and its latest rewind. */
-export function HistoryNotice(props: { history: SessionHistory }) {
-  const { forkedFrom, lastRewind } = props.history;
+/**
+ * Where the session's history was bent: the fork it came from, and its latest rewind. A fork at
+ * the very start copies no run and so has no session_forked event: the session's own record says it.
+ */
+export function HistoryNotice(props: { history: SessionHistory; sessionForkedFrom: { sessionId: string; at: HistoryPoint } | null }) {
+  const { lastRewind } = props.history;
+  const forkedFrom = props.history.forkedFrom ?? (props.sessionForkedFrom && { ...props.sessionForkedFrom, notUndone: null });
   return (
     <>
       {forkedFrom && (
         <p class="notice forked">
           Forked from <Link to={{ screen: "session", sessionId: forkedFrom.sessionId }}>{forkedFrom.sessionId}</Link> at{" "}
           {pointText(forkedFrom.at)}
-          {notUndone(forkedFrom.notUndone)}
+          {forkedFrom.notUndone === null ? "." : notUndone(forkedFrom.notUndone)}
         </p>
       )}
       {lastRewind && (

@@ -63,7 +63,7 @@ export function SessionPage(props: { client: FoyaClient; sessionId: string }) {
           {session.data.providerProfile}
         </p>
       )}
-      <HistoryNotice history={history} />
+      <HistoryNotice history={history} sessionForkedFrom={session.data?.forkedFrom ?? null} />
       <RunForm client={client} sessionId={sessionId} />
       {streamError && <p class="error">event stream: {streamError} (retrying)</p>}
       <div class="columns">
