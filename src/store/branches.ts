@@ -296,9 +296,10 @@ async function branchesOfSession(db: Database, tenantId: TenantId, sessionId: Se
   const rows = await db
     .select({
       branch: sessionBranches,
+      // The branch's id qualified by hand: in a select list drizzle renders a column bare ("id"), which here would be r.id.
       runIds: sql<
         RunId[]
-      >`coalesce((select jsonb_agg(r.id order by r.ordinal) from ${runs} r where r.branch_id = ${sessionBranches.id}), '[]'::jsonb)`,
+      >`coalesce((select jsonb_agg(r.id order by r.ordinal) from ${runs} r where r.branch_id = ${sessionBranches}.${sql.identifier(sessionBranches.id.name)}), '[]'::jsonb)`,
     })
     .from(sessionBranches)
     .where(and(eq(sessionBranches.tenantId, tenantId), eq(sessionBranches.sessionId, sessionId)))

@@ -186,6 +186,72 @@ describe("foya, the CLI", () => {
     expect((await foya(cli, "--help")).stdout).toMatch(/Exit codes: 0 ok/);
   });
 
+  it("E2, W2: fork prints the new session and the calls not undone; rewind to a user message sets its run aside as a branch that branches lists and rewind --branch brings back", async () => {
+    const sessionId = await newSession();
+    const steps = [
+      [{ tool: "write", args: { path: "a.txt", content: "one\n" } }],
+      [{ tool: "bash", args: { command: "sleep 0.2", background: true } }],
+      [{ text: "done" }],
+    ];
+    const started = await tenant.startRun(sessionId, script(steps));
+    const run = await tenant.waitForRun(started.body.id);
+    expect(run.status).toBe("completed");
+
+    // After step 0: the background command of step 1 is listed, its effects outside the files.
+    const forked = await foya(cli, "fork", sessionId, "--run", run.id, "--step", "0");
+    expect(forked.exitCode, forked.stderr).toBe(0);
+    const [headline, notUndone, call] = forked.stdout.split("\n");
+    expect(headline).toMatch(new RegExp(`^(ses_\\S+) \\(project prj_\\S+\\), forked from ${sessionId}$`));
+    expect(notUndone).toMatch(/^not undone: 1 call /);
+    expect(call).toMatch(new RegExp(`^ {2}bash \\(background_command\\)( \\(still running\\))? {2}run ${run.id} step 1 `));
+    const forkId = headline!.split(" ")[0]!;
+    expect((await foya(cli, "session", "show", forkId)).stdout).toMatch(
+      new RegExp(`^ {2}forked from +${sessionId} at step 0 of run 1$`, "m"),
+    );
+    expect((await tenant.messages(forkId)).map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
+    const asJson = JSON.parse((await foya(cli, "fork", sessionId, "--step", "1", "--json")).stdout);
+    expect(asJson).toMatchObject({ session: { id: expect.stringMatching(/^ses_/) }, notUndone: [] });
+
+    // Edit and resend, the rewind half: back to just before the run, which becomes a branch.
+    const userMessage = (await tenant.messages(sessionId)).find((message) => message.role === "user");
+    const rewound = await foya(cli, "rewind", sessionId, "--message", userMessage.id);
+    expect(rewound.exitCode, rewound.stderr).toBe(0);
+    const [, branchId] = /what followed is branch (brn_\S+) \(1 run, 6 messages\)$/m.exec(rewound.stdout) ?? [];
+    expect(rewound.stdout).toMatch(new RegExp(`^rewound ${sessionId} to the start; `));
+    expect(rewound.stdout).toMatch(/^not undone: 1 call /m);
+    expect(await tenant.messages(sessionId)).toEqual([]);
+    const listed = await foya(cli, "branches", sessionId);
+    expect(listed.stdout).toMatch(new RegExp(`^${branchId} {2}after the start: 1 run, 6 messages {2}\\S+\n$`));
+
+    const back = JSON.parse((await foya(cli, "rewind", sessionId, "--branch", branchId!, "--json")).stdout);
+    expect(back).toMatchObject({ restoredBranchId: branchId, branch: { runIds: [] } });
+    expect((await tenant.messages(sessionId)).length).toBe(6);
+    const branches = JSON.parse((await foya(cli, "branches", sessionId, "--json")).stdout) as Array<{
+      id: string;
+      restoredAt: string | null;
+    }>;
+    expect(branches.map((branch) => [branch.id, branch.restoredAt !== null])).toEqual([
+      [back.branch.id, false],
+      [branchId, true],
+    ]);
+
+    // Refused by the API: nothing follows the run's end (1); an unknown session (4); a wrong point (2, before any request).
+    const nothingAfter = await foya(cli, "rewind", sessionId, "--run", run.id);
+    expect(nothingAfter.exitCode).toBe(1);
+    expect(nothingAfter.stderr).toMatch(/HTTP 409/);
+    expect((await foya(cli, "fork", "ses_doesnotexist", "--step", "0")).exitCode).toBe(4);
+    const usage = [
+      ["fork", sessionId],
+      ["fork", sessionId, "--message", "msg_x", "--step", "1"],
+      ["fork", sessionId, "--step", "last"],
+      ["fork", sessionId, "--branch", "brn_x"],
+      ["rewind", sessionId, "--branch", "brn_x", "--run", run.id],
+      ["branches"],
+    ];
+    const wrong = await Promise.all(usage.map((args) => foya(cli, ...args)));
+    for (const [index, result] of wrong.entries()) expect(result.exitCode, usage[index]!.join(" ")).toBe(2);
+  });
+
   it("E2: login writes the config with mode 0600 and later commands use it", async () => {
     const own: CliEnv = { FOYA_CONFIG_DIR: path.join(configDirs, "login") };
     const configFile = path.join(own.FOYA_CONFIG_DIR, "config.json");

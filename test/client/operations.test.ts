@@ -162,3 +162,71 @@ describe("@foya/client approvals, file changes, errors and webhooks", () => {
     }
   });
 });
+
+describe("@foya/client forks, rewinds and branches", () => {
+  const write = (file: string, content: string) => ({ tool: "write", args: { path: file, content } });
+
+  it("E1, W2: fork at a step gives a new session with the history up to it; rewind to a user message, resend, list the branch, read its messages and bring it back", async () => {
+    const sessionId = await newSession(sdk, "auto");
+    const first = await sdk.runs.start(sessionId, script([[write("a.txt", "one\n")], [{ text: "first" }]]));
+    expect((await sdk.runs.wait(first.id, { timeoutMs: 30_000 })).status).toBe("completed");
+    const second = await sdk.runs.start(sessionId, script([[write("b.txt", "two\n")], [write("c.txt", "three\n")], [{ text: "second" }]]));
+    expect((await sdk.runs.wait(second.id, { timeoutMs: 30_000 })).status).toBe("completed");
+    const history = await sdk.sessions.messages(sessionId);
+
+    // Fork after step 0 of the second run: its input, step 0 and its result; nothing of step 1.
+    const forked = await sdk.sessions.fork(sessionId, { runId: second.id, stepIndex: 0 });
+    expect(forked.session.id).not.toBe(sessionId);
+    expect(forked).toMatchObject({ projectId: forked.session.projectId, notUndone: [], checkpointId: expect.any(String) });
+    expect(forked.runs.map((run) => [run.from, run.cancelled])).toEqual([
+      [first.id, false],
+      [second.id, true],
+    ]);
+    const forkHistory = await sdk.sessions.messages(forked.session.id);
+    const secondInput = history.findIndex((message) => message.runId === second.id && message.role === "user");
+    expect(forkHistory.map((message) => message.content)).toEqual(history.slice(0, secondInput + 3).map((message) => message.content));
+    const forkEvents = (await sdk.events.list(forked.session.id, { limit: 1000 })).events;
+    expect(forkEvents.at(-1)).toMatchObject({
+      type: "session_forked",
+      data: { fromSessionId: sessionId, at: { runOrdinal: 2, stepIndex: 0 } },
+    });
+
+    // Edit and resend: back to just before the second run, then a new run in its place.
+    const userMessage = history[secondInput]!;
+    expect(userMessage.content).toMatchObject({ role: "user" });
+    const rewound = await sdk.sessions.rewind(sessionId, { messageId: userMessage.id });
+    expect(rewound).toMatchObject({
+      restoredBranchId: null,
+      notUndone: [],
+      branch: { at: { runOrdinal: 1, stepIndex: null }, runIds: [second.id] },
+    });
+    const resent = await sdk.runs.start(sessionId, script([[{ text: "edited" }]]));
+    expect((await sdk.runs.wait(resent.id, { timeoutMs: 30_000 })).status).toBe("completed");
+    expect([...new Set((await sdk.sessions.messages(sessionId)).map((message) => message.runId))]).toEqual([first.id, resent.id]);
+
+    const [branch] = await sdk.sessions.branches(sessionId);
+    expect(branch).toMatchObject({ id: rewound.branch.id, runIds: [second.id], restoredAt: null, messageCount: 6 });
+    const setAside = await sdk.sessions.branchMessages(sessionId, branch!.id);
+    expect(setAside.map((message) => message.content)).toEqual(history.slice(secondInput).map((message) => message.content));
+
+    // Bring it back: the second run returns, the resent one is set aside; a branch comes back once.
+    const back = await sdk.sessions.rewind(sessionId, { branchId: branch!.id });
+    expect(back).toMatchObject({ restoredBranchId: branch!.id, branch: { runIds: [resent.id] } });
+    expect([...new Set((await sdk.sessions.messages(sessionId)).map((message) => message.runId))]).toEqual([first.id, second.id]);
+    expect(await thrown(sdk.sessions.rewind(sessionId, { branchId: branch!.id }))).toMatchObject({ status: 409, code: "conflict" });
+    expect((await sdk.sessions.branches(sessionId)).map((listed) => [listed.id, listed.restoredAt !== null])).toEqual([
+      [back.branch.id, false],
+      [branch!.id, true],
+    ]);
+  });
+
+  it("E1, W2: fork, rewind and branches of an unknown session, or a point nothing follows, throw FoyaApiError", async () => {
+    expect(await thrown(sdk.sessions.fork("ses_doesnotexist", { stepIndex: 0 }))).toMatchObject({ status: 404, code: "not_found" });
+    expect(await thrown(sdk.sessions.branches("ses_doesnotexist"))).toMatchObject({ status: 404 });
+    const sessionId = await newSession(sdk, "auto");
+    const run = await sdk.runs.start(sessionId, script([[{ text: "only" }]]));
+    await sdk.runs.wait(run.id, { timeoutMs: 30_000 });
+    expect(await thrown(sdk.sessions.rewind(sessionId, { runId: run.id }))).toMatchObject({ status: 409 });
+    expect(await thrown(sdk.sessions.branchMessages(sessionId, "brn_doesnotexist"))).toMatchObject({ status: 404 });
+  });
+});

@@ -103,7 +103,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.getByRole("link", { name: sessionId }).click();
     const run = page.locator(".run").first();
     await run.locator('header [data-status="completed"]').waitFor({ timeout: 30_000 });
-    await run.getByText("The note is written.").waitFor();
+    await run.locator(".assistant-text").getByText("The note is written.").waitFor();
     await expect(run.locator('.tool-call [data-status="succeeded"]').count()).resolves.toBe(1);
     await screenshot("run-view");
 
@@ -158,5 +158,92 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       }),
     ).resolves.toBe(1);
     expect(requested.some((url) => /\/v1\/artifacts\/art_/.test(url))).toBe(true);
+  });
+  it('E3, W2: "Fork from here" on a step opens the new session, which shows the history up to that step and where it came from', async () => {
+    const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
+    const steps = [
+      [{ tool: "write", args: { path: "a.txt", content: "one\n" } }],
+      [{ tool: "write", args: { path: "b.txt", content: "two\n" } }],
+      [{ text: "both written" }],
+    ];
+    const started = await tenant.startRun(sessionId, script(steps));
+    expect((await tenant.waitForRun(started.body.id)).status).toBe("completed");
+
+    await signIn();
+    await page.getByRole("link", { name: sessionId }).click();
+    const source = page.locator(`[data-run-id="${started.body.id}"]`);
+    await source.locator(".assistant-text").getByText("both written").waitFor();
+    await source.locator('.step[data-step-index="0"]').getByRole("button", { name: "Fork from here" }).click();
+    await page.waitForURL((url) => /\/console\/sessions\/ses_/.test(url.pathname) && !url.pathname.endsWith(sessionId));
+    const forkId = new URL(page.url()).pathname.split("/").at(-1)!;
+
+    await expect(page.locator(".notice.forked").textContent()).resolves.toContain(`Forked from ${sessionId} at step 0 of run 1`);
+    // The copied run up to step 0: its input, the write of a.txt; it ends there (cancelled: the rest stays in the source).
+    const copied = page.locator(".run");
+    await copied.locator('header [data-status="cancelled"]').waitFor();
+    await expect(copied.count()).resolves.toBe(1);
+    await expect(copied.locator(".user-text").textContent()).resolves.toBe(script(steps));
+    await expect(copied.locator(".tool-call").count()).resolves.toBe(1);
+    await expect(copied.locator(".tool-call pre.diff").textContent()).resolves.toContain("+one");
+    await expect(copied.locator('.step[data-step-index="1"]').count()).resolves.toBe(0);
+    await screenshot("forked-session");
+
+    expect((await tenant.messages(forkId)).map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
+    expect((await tenant.messages(sessionId)).length).toBe(6);
+  });
+
+  it('E3, W2: "Edit and resend" on a user message sets its run aside and a new run with the edited text takes its place; Bring back restores it', async () => {
+    const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
+    const first = await tenant.startRun(
+      sessionId,
+      script([[{ tool: "write", args: { path: "keep.txt", content: "keep\n" } }], [{ text: "one" }]]),
+    );
+    expect((await tenant.waitForRun(first.body.id)).status).toBe("completed");
+    const second = await tenant.startRun(
+      sessionId,
+      script([[{ tool: "write", args: { path: "drop.txt", content: "drop\n" } }], [{ text: "two" }]]),
+    );
+    expect((await tenant.waitForRun(second.body.id)).status).toBe("completed");
+
+    await signIn();
+    await page.getByRole("link", { name: sessionId }).click();
+    const old = page.locator(`[data-run-id="${second.body.id}"]`);
+    await old.locator(".assistant-text").getByText("two", { exact: true }).waitFor();
+    await old.getByRole("button", { name: "Edit and resend" }).click();
+    const edited = script([[{ text: "the edited answer" }]]);
+    await old.getByLabel("Edited message").fill(edited);
+    await screenshot("edit-and-resend");
+    await old.getByRole("button", { name: "Resend" }).click();
+
+    // The old run leaves the history; the new one follows the first run.
+    await old.waitFor({ state: "detached" });
+    const fresh = page.locator(".run").first();
+    await fresh.locator(".assistant-text").getByText("the edited answer").waitFor();
+    await fresh.locator('header [data-status="completed"]').waitFor();
+    const freshId = (await fresh.getAttribute("data-run-id"))!;
+    expect([first.body.id, second.body.id]).not.toContain(freshId);
+    await expect(fresh.locator(".user-text").textContent()).resolves.toBe(edited);
+    await expect(page.locator(".run").count()).resolves.toBe(2);
+    await expect(page.locator(".notice.rewound").textContent()).resolves.toMatch(
+      /^Rewound to the end of run 1: .* is branch brn_\S+; no call after that point had effects outside the workspace\.$/,
+    );
+    const [branch] = (await tenant.get(`/v1/sessions/${sessionId}/branches`)).body.branches;
+    expect(branch).toMatchObject({ runIds: [second.body.id], restoredAt: null });
+    const listed = page.locator(`[data-branch-id="${branch.id}"]`);
+    await expect(listed.textContent()).resolves.toContain("1 run, 4 messages set aside");
+    expect([...new Set((await tenant.messages(sessionId)).map((message) => message.runId))]).toEqual([first.body.id, freshId]);
+    // The set-aside run's change is no longer in the workspace: nothing to revert.
+    const dropped = page.locator(".file-changes li", { hasText: "drop.txt" });
+    await dropped.getByText("set aside").waitFor();
+    await expect(dropped.getByRole("button", { name: "Revert", exact: true }).count()).resolves.toBe(0);
+    await screenshot("rewound-session");
+
+    // Bring back: the old run returns, the resent one is set aside in turn.
+    await listed.getByRole("button", { name: "Bring back" }).click();
+    await page.locator(`[data-run-id="${second.body.id}"]`).waitFor();
+    await page.locator(`[data-run-id="${freshId}"]`).waitFor({ state: "detached" });
+    await listed.getByText("brought back").waitFor();
+    await expect(page.locator("[data-branch-id]").count()).resolves.toBe(2);
+    expect([...new Set((await tenant.messages(sessionId)).map((message) => message.runId))]).toEqual([first.body.id, second.body.id]);
   });
 });

@@ -178,7 +178,7 @@ describe("fork and rewind", () => {
 
     // The branch is listed with what it set aside; its messages stay readable.
     const listed = (await client.get(`/v1/sessions/${sessionId}/branches`)).body.branches;
-    expect(listed.map((b: { id: string }) => b.id)).toEqual([branch.id]);
+    expect(listed.map((b: { id: string; runIds: string[] }) => [b.id, b.runIds])).toEqual([[branch.id, [second.id]]]);
     const setAside = (await client.get(`/v1/sessions/${sessionId}/branches/${branch.id}/messages`)).body.messages;
     expect(setAside.map((m: { runId: string }) => m.runId)).toEqual(Array(setAside.length).fill(second.id));
 

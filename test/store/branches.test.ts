@@ -109,7 +109,10 @@ describe("store.branches", () => {
         messageCount: 4,
       }),
     );
+    const listed = async () => (await db.store.branches.branchesOfSession(s.tenantId, s.sessionId)).map((row) => [row.id, row.runIds]);
+    expect(await listed()).toEqual([[branchId, [s.second.id]]]);
     await db.store.transaction((tx) => tx.branches.bringBack(branch));
+    expect(await listed()).toEqual([[branchId, []]]);
     expect(await texts(s.tenantId, s.sessionId)).toEqual(["hello", "one", "result", "two", "result", "again", "done"]);
     expect(await epoch()).toBe((before ?? 0) + 2);
     expect((await db.store.branches.branchOfSession(s.tenantId, s.sessionId, branchId))?.restoredAt).not.toBeNull();

@@ -6,12 +6,15 @@ import { createEventsApi, type EventsApi } from "./events-api.js";
 import { createFileChangesApi, type FileChangesApi } from "./file-changes-api.js";
 import type { paths } from "./generated/openapi.js";
 import { createRunsApi, type RunsApi } from "./runs-api.js";
+import { createSessionsApi, type SessionsApi } from "./sessions-api.js";
 import { verifyWebhook } from "./verify-webhook.js";
 
 export interface FoyaClient {
   /** Every route, typed from the OpenAPI document: `api.GET("/v1/sessions/{id}", { params: { path: { id } } })`. */
   api: FoyaApi;
   runs: RunsApi;
+  /** History, forks, rewinds and their branches. */
+  sessions: SessionsApi;
   events: EventsApi;
   approvals: ApprovalsApi;
   fileChanges: FileChangesApi;
@@ -25,6 +28,7 @@ export function createFoyaClient(options: FoyaClientOptions): FoyaClient {
   return {
     api,
     runs: createRunsApi(api, transport),
+    sessions: createSessionsApi(api),
     events: createEventsApi(api, transport),
     approvals: createApprovalsApi(api),
     fileChanges: createFileChangesApi(api),

@@ -12,18 +12,35 @@ export interface ToolCallView {
   preview?: string;
   diff?: string;
   fileChanges: Array<{ id: string; path: string }>;
+  /** The model step that made the call. */
+  stepIndex: number;
+  /** The branch a rewind set it aside into (its step came after the point). */
+  setAsideBy?: string;
+}
+
+/** One model step's text; a retried step (higher attempt) replaces what its earlier attempt streamed (SPEC X1). */
+export interface StepView {
+  index: number;
+  attempt: number;
+  text: string;
+  /** Its step_end arrived: the model's part is done (its calls may still run). */
+  ended: boolean;
+  setAsideBy?: string;
 }
 
 export interface RunView {
   runId: string;
+  /** The run's place in the session (run_start), which rewinds and forks name points by. */
+  ordinal?: number;
   status: RunStatus | "recovering";
-  /** Text per model step; a retried step (higher attempt) replaces what its earlier attempt streamed (SPEC X1). */
-  steps: Array<{ index: number; attempt: number; text: string }>;
+  steps: StepView[];
   calls: ToolCallView[];
   error?: string;
+  /** The branch a rewind set the whole run aside into; gone from the session's history until brought back. */
+  setAsideBy?: string;
 }
 
-/** The session's runs, oldest first. */
+/** The session's runs, oldest first (those set aside by a rewind included, marked). */
 export type Timeline = RunView[];
 
 /** Folds one event into the timeline; returns a new timeline (the old one is not changed). */
@@ -45,11 +62,12 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
   switch (event.type) {
     case "run_start":
       run.status = "running";
+      run.ordinal = event.data.ordinal;
       break;
     case "step_start": {
       const { stepIndex, attempt } = event.data;
       run.steps = run.steps.filter((step) => step.index !== stepIndex);
-      run.steps.push({ index: stepIndex, attempt, text: "" });
+      run.steps.push({ index: stepIndex, attempt, text: "", ended: false });
       // Calls streamed by a void attempt went with it.
       if (attempt > 1) run.calls = run.calls.filter((call) => call.status !== "queued");
       break;
@@ -59,11 +77,18 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
       const at = run.steps.findIndex((candidate) => step && candidate.index === step.index && candidate.attempt === step.attempt);
       const found = run.steps[at];
       if (found) run.steps[at] = { ...found, text: found.text + event.data.text };
-      else if (!step) run.steps.push({ index: -1, attempt: 0, text: event.data.text });
+      else if (!step) run.steps.push({ index: -1, attempt: 0, text: event.data.text, ended: false });
       break;
     }
     case "tool_begin":
-      run.calls.push({ callId: event.data.callId, name: event.data.name, status: "queued", argumentsText: "", fileChanges: [] });
+      run.calls.push({
+        callId: event.data.callId,
+        name: event.data.name,
+        status: "queued",
+        argumentsText: "",
+        fileChanges: [],
+        stepIndex: event.step?.index ?? -1,
+      });
       break;
     case "tool_update":
       updateCall(event.data.callId, (call) => ({
@@ -98,9 +123,13 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
       if (event.data.error) run.error = `${event.data.error.code}: ${event.data.error.message}`;
       break;
     case "step_end":
+      run.steps = run.steps.map((step) => (step.index === event.data.stepIndex ? { ...step, ended: true } : step));
+      break;
     case "subagent_start":
     case "tasks_updated":
     case "workspace_restored":
+      break;
+    // They concern the whole session's history: session-history.ts folds them.
     case "session_rewound":
     case "session_forked":
       break;

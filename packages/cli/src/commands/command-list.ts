@@ -1,4 +1,5 @@
 import { approvalsCommand } from "./approvals.js";
+import { branchesCommand, forkCommand, rewindCommand } from "./branches.js";
 import type { Command } from "./command.js";
 import { approveCommand, denyCommand } from "./decide.js";
 import { eventsCommand } from "./events.js";
@@ -21,4 +22,7 @@ export const commands: readonly Command[] = [
   diffCommand,
   revertCommand,
   eventsCommand,
+  forkCommand,
+  rewindCommand,
+  branchesCommand,
 ];

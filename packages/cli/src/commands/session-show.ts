@@ -1,5 +1,6 @@
 import { FoyaApiError } from "@foya/client";
 import { exitCodes } from "../exit-codes.js";
+import { pointText } from "../point-text.js";
 import type { Command } from "./command.js";
 import { argument } from "./option-values.js";
 
@@ -27,6 +28,7 @@ export const sessionShowCommand: Command = {
       ["active run", session.activeRunId ?? "none"],
       ["last event", String(session.lastEventSeq)],
     ];
+    if (session.forkedFrom) rows.push(["forked from", `${session.forkedFrom.sessionId} at ${pointText(session.forkedFrom.at)}`]);
     for (const [label, value] of rows) input.output.line(`  ${style.dim(label.padEnd(14))}${value}`);
     return exitCodes.ok;
   },
