@@ -28,10 +28,19 @@ afterEach(async () => {
 async function expectSameAsWalk(change: () => Promise<void>, changed: string[]): Promise<void> {
   const before = await captureTree(root);
   const index = indexTree(before.entries);
+  // A second capture of the same tree, for the update that may change it in place.
+  const reusable = await captureTree(root);
   await change();
   const update = await captureChangedPaths(root, before, index.children, changed);
   if (update.kind !== "captured") throw new Error(update.reason);
+  const reused = await captureChangedPaths(root, reusable, index.children, changed, { reusePrevious: true });
+  if (reused.kind !== "captured") throw new Error(reused.reason);
   const walked = await captureTree(root, { previous: before });
+  expect([...reused.captured.entries.values()]).toEqual([...walked.entries.values()]);
+  expect(reused.delta).toEqual(update.delta);
+  expect(updateIndex(index, reused.before, reused.captured.entries, reused.delta)).toEqual(
+    updateIndex(index, before.entries, update.captured.entries, update.delta),
+  );
   expect([...update.captured.entries.values()]).toEqual([...walked.entries.values()]);
   const walkedDelta = await diffTrees(before.entries, walked.entries);
   expect(update.delta).toEqual(walkedDelta);
@@ -44,6 +53,14 @@ async function expectSameAsWalk(change: () => Promise<void>, changed: string[]):
 }
 
 describe("checkpoint from changed paths", () => {
+  it("W1: files rewritten in place (no new path): the tree updated in place is the walk's", async () => {
+    await expectSameAsWalk(async () => {
+      await writeFile(path.join(root, "src/lib/a.js"), "a, again\n");
+      await writeFile(path.join(root, "top.txt"), "top, again\n");
+      await rm(path.join(root, "src/b.js"));
+    }, ["src/lib/a.js", "top.txt", "src/b.js"]);
+  });
+
   it("W1: a file rewritten and one created under new folders", async () => {
     await expectSameAsWalk(async () => {
       await writeFile(path.join(root, "src/lib/a.js"), "a, rewritten\n");

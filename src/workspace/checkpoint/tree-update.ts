@@ -68,8 +68,12 @@ export async function captureChangedPaths(
       }
     }
     const delta = deltaOf(previous.entries, listing, run, rootsTaken);
-    const reuse = options.reusePrevious === true && delta.upserts.every((entry) => previous.entries.has(entry.path));
-    if (!reuse) return { kind: "captured", captured: nextCapture(previous, run, delta), delta, before: previous.entries };
+    if (options.reusePrevious !== true)
+      return { kind: "captured", captured: nextCapture(previous, run, delta), delta, before: previous.entries };
+    const added = delta.upserts.filter((entry) => !previous.entries.has(entry.path));
+    // New paths need their places in tree order: the entries are copied (the stamps still updated in place).
+    if (added.length > 0)
+      return { kind: "captured", captured: withAddedPaths(previous, run, delta, added), delta, before: previous.entries };
     const replaced = new Map(
       [...delta.upserts.map((entry) => entry.path), ...delta.removed].map((path) => [path, previous.entries.get(path)]),
     );
@@ -149,21 +153,45 @@ function nextCapture(previous: CapturedTree, run: CaptureRun, delta: TreeDelta):
   return { entries, stamps, fresh: run.fresh, skipped: run.skipped, hashed: run.hashed, truncated: false };
 }
 
-/** `previous` itself with the delta applied: only entries it holds change or go, so its tree order stays. */
-function updatedCapture(previous: CapturedTree, run: CaptureRun, delta: TreeDelta): CapturedTree {
-  // Read-only to every other reader: the caller gave this one its tree (`reusePrevious`).
-  const entries = previous.entries as Map<string, TreeEntry>;
-  const stamps = previous.stamps as Map<string, FileStamp>;
-  for (const path of delta.removed) {
-    entries.delete(path);
-    stamps.delete(path);
+/**
+ * `previous` with the delta applied, its entries copied with the new paths in their places (paths
+ * compared only until the last new one is placed) and its stamps updated in place.
+ */
+function withAddedPaths(previous: CapturedTree, run: CaptureRun, delta: TreeDelta, added: readonly TreeEntry[]): CapturedTree {
+  const gone = new Set(delta.removed);
+  const changed = new Map(delta.upserts.map((entry) => [entry.path, entry]));
+  const entries = new Map<string, TreeEntry>();
+  let next = 0;
+  for (const entry of previous.entries.values()) {
+    while (next < added.length && compareTreeKeys((added[next] as TreeEntry).path, entry.path) < 0) {
+      const fresh = added[next++] as TreeEntry;
+      entries.set(fresh.path, fresh);
+    }
+    if (!gone.has(entry.path)) entries.set(entry.path, changed.get(entry.path) ?? entry);
   }
-  for (const entry of delta.upserts) entries.set(entry.path, entry);
+  for (; next < added.length; next++) entries.set((added[next] as TreeEntry).path, added[next] as TreeEntry);
+  const stamps = previous.stamps as Map<string, FileStamp>;
+  updateStamps(stamps, run, gone);
+  return { entries, stamps, fresh: run.fresh, skipped: run.skipped, hashed: run.hashed, truncated: false };
+}
+
+function updateStamps(stamps: Map<string, FileStamp>, run: CaptureRun, gone: Iterable<string>): void {
+  for (const path of gone) stamps.delete(path);
   for (const path of run.entries.keys()) {
     const stamp = run.stamps.get(path);
     if (stamp) stamps.set(path, stamp);
     else stamps.delete(path);
   }
+}
+
+/** `previous` itself with the delta applied: only entries it holds change or go, so its tree order stays. */
+function updatedCapture(previous: CapturedTree, run: CaptureRun, delta: TreeDelta): CapturedTree {
+  // Read-only to every other reader: the caller gave this one its tree (`reusePrevious`).
+  const entries = previous.entries as Map<string, TreeEntry>;
+  const stamps = previous.stamps as Map<string, FileStamp>;
+  for (const path of delta.removed) entries.delete(path);
+  for (const entry of delta.upserts) entries.set(entry.path, entry);
+  updateStamps(stamps, run, delta.removed);
   return { entries, stamps, fresh: run.fresh, skipped: run.skipped, hashed: run.hashed, truncated: false };
 }
 
