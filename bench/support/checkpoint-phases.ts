@@ -28,7 +28,7 @@ export interface CheckpointPhases {
   latestMs: number;
   /** The previous tree: the in-process cache (warm) or the checkpoint's chain read from Postgres (cold). */
   previousTreeMs: number;
-  /** captureTree: the descriptor walk, an lstat per entry, the changed files hashed. */
+  /** captureTree: one `find` listing of the tree (a descriptor walk below 1,000 entries), the changed files hashed. */
   captureMs: number;
   /** The changed files read again and put as blobs, one INSERT each. */
   blobsMs: number;

@@ -4,6 +4,7 @@ import { bytesOf, childPath, type EntryPath, rootPath, viaDescriptorBytes } from
 import { type FolderHandles, openFolderHandles } from "../folder-handles.js";
 import { encodeByteText } from "./byte-text.js";
 import { hashFileIn, type ReadingContext, readingContext } from "./file-digest.js";
+import { type ListedEntry, listTree, type StatListing } from "./stat-listing.js";
 import type { CapturedTree, FileEntry, FileStamp, SkippedEntry, TreeEntry } from "./tree-entry.js";
 
 /**
@@ -18,23 +19,35 @@ import type { CapturedTree, FileEntry, FileStamp, SkippedEntry, TreeEntry } from
  * previous digest unread: only what moved is hashed (`hashed` counts them).
  * The event loop gets a turn whenever a slice is spent; `signal` aborts
  * between slices (the capture then throws its reason).
+ *
+ * With a previous capture of `listFromEntries` entries or more, the stats come
+ * from one `find` process (`stat-listing.ts`), which lstats a large tree in
+ * about half the time; the files whose stamp moved are still opened and read
+ * by descriptor. Both ways give the same tree; when the listing is not to be
+ * had, the descriptor walk runs.
  */
 export interface CaptureOptions {
   previous?: CapturedTree;
   /** Entries kept at most before the capture stops, `truncated`. Default 500,000. */
   maxEntries?: number;
   signal?: AbortSignal;
+  /** How the entries are listed: `find`, or the descriptor walk; by default as `listFromEntries` says. */
+  lister?: "find" | "descriptors";
 }
 
 const defaultMaxEntries = 500_000;
+/** Below this many entries in the previous capture, starting a process costs more than the listing saves. */
+const listFromEntries = 1_000;
 
 /** One capture's state; `tree-update.ts` runs the same steps over the changed paths only. */
 export interface CaptureRun {
   folders: FolderHandles;
   reading: ReadingContext;
   previous: CapturedTree | null;
-  /** Digests `previous` holds; null: a file is fresh when its digest differs from `previous`'s entry at its path. */
-  previousDigests: ReadonlySet<string> | null;
+  /** `tree`: a file is fresh when `previous` holds no file of its digest; `path`: when its digest differs from `previous`'s entry at its path. */
+  freshness: "tree" | "path";
+  /** For `tree`: the digests `previous` holds, gathered when a file is first hashed (most walks reuse every digest). */
+  previousDigests: Set<string> | null;
   maxEntries: number;
   entries: Map<string, TreeEntry>;
   stamps: Map<string, FileStamp>;
@@ -55,7 +68,17 @@ export async function captureTree(root: string, options: CaptureOptions = {}): P
   const folders = openFolderHandles(root);
   try {
     const run = startRun(folders, options, "tree");
-    const truncated = await walk(run, rootPath);
+    const lister = options.lister ?? ((options.previous?.entries.size ?? 0) >= listFromEntries ? "find" : "descriptors");
+    const listing =
+      lister === "find"
+        ? await listTree(root, {
+            maxRecords: run.maxEntries,
+            onEntry: (entry) => noteKept(run, entry),
+            ...(options.signal ? { signal: options.signal } : {}),
+          })
+        : null;
+    options.signal?.throwIfAborted();
+    const truncated = listing ? await walkListing(run, listing) : await walk(run, rootPath);
     const { entries, stamps, fresh, skipped, hashed } = run;
     return { entries, stamps, fresh, skipped, hashed, truncated };
   } finally {
@@ -68,16 +91,12 @@ export function startRun(folders: FolderHandles, options: CaptureOptions, freshn
   const ownerUid = fstatSync(folders.folder(rootPath) as number).uid;
   const reading = readingContext(ownerUid, timeSlices(), options.signal);
   const previous = options.previous ?? null;
-  let previousDigests: Set<string> | null = null;
-  if (freshness === "tree") {
-    previousDigests = new Set<string>();
-    for (const entry of previous?.entries.values() ?? []) if (entry.kind === "file") previousDigests.add(entry.sha256);
-  }
   return {
     folders,
     reading,
     previous,
-    previousDigests,
+    freshness,
+    previousDigests: null,
     maxEntries: options.maxEntries ?? defaultMaxEntries,
     entries: new Map(),
     stamps: new Map(),
@@ -108,6 +127,107 @@ export async function walk(run: CaptureRun, from: EntryPath): Promise<boolean> {
     }
   }
   return false;
+}
+
+/** `walk` over a `find` listing: the same entries in the same order, files whose stamp moved read by descriptor. */
+async function walkListing(run: CaptureRun, listing: StatListing): Promise<boolean> {
+  const { slices, signal } = run.reading;
+  const frames: { at: EntryPath; entries: ListedEntry[]; next: number }[] = [{ at: rootPath, entries: listing.top, next: 0 }];
+  while (frames.length > 0) {
+    const frame = frames[frames.length - 1] as (typeof frames)[number];
+    const entry = frame.entries[frame.next++];
+    if (entry === undefined) {
+      frames.pop();
+      continue;
+    }
+    if (run.entries.size >= run.maxEntries) return true;
+    if ((await captureListed(run, frame.at, entry)) && entry.children)
+      frames.push({ at: childPath(frame.at, nameOf(entry)), entries: entry.children, next: 0 });
+    if (slices.spent()) {
+      signal?.throwIfAborted();
+      await slices.pause();
+    }
+  }
+  return false;
+}
+
+/**
+ * Runs as find's records arrive: the entry's path text, and the previous capture's entry when it
+ * is still what the record says (a folder of the same mode, a link to the same target, a file of
+ * the same stamp), so that the ordered pass after the listing mostly copies references.
+ */
+function noteKept(run: CaptureRun, listed: ListedEntry): void {
+  const path = listed.text;
+  const was = run.previous?.entries.get(path);
+  if (was === undefined) return;
+  if (listed.type === "d") {
+    if (was.kind === "directory" && was.mode === listed.mode) listed.kept = was;
+  } else if (listed.type === "l") {
+    if (was.kind === "symlink" && listed.target.length > 0 && was.target === encodeByteText(listed.target)) listed.kept = was;
+  } else if (listed.type === "f" && was.kind === "file") {
+    const stamp = run.previous?.stamps.get(path);
+    if (stamp && sameListedStamp(listed, stamp)) {
+      listed.kept = was.mode === listed.mode ? was : { ...was, mode: listed.mode };
+      listed.keptStamp = stamp;
+    }
+  }
+}
+
+/** `captureEntry` for a listed entry (`noteKept` saw it first); answers whether it is a folder to enter. */
+async function captureListed(run: CaptureRun, parent: EntryPath, listed: ListedEntry): Promise<boolean> {
+  const { text: path, mode, kept } = listed;
+  switch (listed.type) {
+    case "d":
+      run.entries.set(path, kept ?? { kind: "directory", path, mode });
+      return true;
+    case "l":
+      // Empty: find could not read it (replaced since its lstat), as `readLink`'s null.
+      if (listed.target.length > 0) run.entries.set(path, kept ?? { kind: "symlink", path, target: encodeByteText(listed.target) });
+      return false;
+    case "f":
+      break;
+    default:
+      run.skipped.push({ path, reason: "special", type: listedSpecialTypes[listed.type] ?? "block_device" });
+      return false;
+  }
+  if (listed.nlink > 1 && listed.uid !== run.reading.ownerUid) {
+    run.skipped.push({ path, reason: "hard_link" });
+    return false;
+  }
+  if (kept && listed.keptStamp) {
+    // Its digest is `previous`'s: never fresh. The objects are shared, never changed.
+    run.entries.set(path, kept);
+    run.stamps.set(path, listed.keptStamp);
+    return false;
+  }
+  const folderFd = run.folders.folder(parent);
+  if (folderFd !== null) await hashFile(run, folderFd, nameOf(listed), path);
+  return false;
+}
+
+const listedSpecialTypes: Record<string, SpecialType> = { p: "fifo", s: "socket", c: "character_device", b: "block_device" };
+
+function nameOf(listed: ListedEntry): Buffer {
+  return listed.path.subarray(listed.path.lastIndexOf(slash) + 1);
+}
+
+const slash = 0x2f;
+
+/** Whether find's stat is the stamp, field for field, exactly (a field find did not give exactly never matches). */
+function sameListedStamp(listed: ListedEntry, stamp: FileStamp): boolean {
+  // Number() of a bigint is exact below 2^53, and a listed number is below 10^15, so equal numbers are equal values.
+  return (
+    listed.size >= 0 &&
+    Number(stamp.size) === listed.size &&
+    Number(stamp.ino) === listed.ino &&
+    Number(stamp.dev) === listed.dev &&
+    sameTime(stamp.mtimeNs, listed.mtimeSec, listed.mtimeNsec) &&
+    sameTime(stamp.ctimeNs, listed.ctimeSec, listed.ctimeNsec)
+  );
+}
+
+function sameTime(ns: bigint, seconds: number, nanoseconds: number): boolean {
+  return seconds >= 0 && nanoseconds >= 0 && ns === BigInt(seconds) * 1_000_000_000n + BigInt(nanoseconds);
 }
 
 /** A folder's names in byte order; none when it is gone or no longer a real folder (a live workspace changed meanwhile). */
@@ -180,11 +300,19 @@ async function hashFile(run: CaptureRun, folderFd: number, name: Buffer, path: s
 function keepFile(run: CaptureRun, entry: FileEntry, stamp: FileStamp | null): void {
   run.entries.set(entry.path, entry);
   if (stamp) run.stamps.set(entry.path, stamp);
-  const known = run.previousDigests === null ? sameDigestAsBefore(run, entry) : run.previousDigests.has(entry.sha256);
+  const known = run.freshness === "path" ? sameDigestAsBefore(run, entry) : previousDigestsOf(run).has(entry.sha256);
   if (!known && !run.freshDigests.has(entry.sha256)) {
     run.freshDigests.add(entry.sha256);
     run.fresh.push(entry);
   }
+}
+
+function previousDigestsOf(run: CaptureRun): Set<string> {
+  if (run.previousDigests) return run.previousDigests;
+  const digests = new Set<string>();
+  for (const entry of run.previous?.entries.values() ?? []) if (entry.kind === "file") digests.add(entry.sha256);
+  run.previousDigests = digests;
+  return digests;
 }
 
 function sameDigestAsBefore(run: CaptureRun, entry: FileEntry): boolean {
@@ -207,7 +335,9 @@ function readLink(folderFd: number, name: Buffer): Buffer | null {
   }
 }
 
-function specialType(stats: BigIntStats): "fifo" | "socket" | "character_device" | "block_device" {
+type SpecialType = "fifo" | "socket" | "character_device" | "block_device";
+
+function specialType(stats: BigIntStats): SpecialType {
   if (stats.isFIFO()) return "fifo";
   if (stats.isSocket()) return "socket";
   return stats.isCharacterDevice() ? "character_device" : "block_device";

@@ -15,14 +15,17 @@ export async function diffTrees(previous: TreeEntries, next: TreeEntries, option
   const upserts: TreeEntry[] = [];
   for (const entry of next.values()) {
     const was = previous.get(entry.path);
-    if (!was || !sameEntry(was, entry)) upserts.push(entry);
-    await turn();
+    // A capture shares the entries whose stamps did not move with `previous`.
+    if (was !== entry && (!was || !sameEntry(was, entry))) upserts.push(entry);
+    if (turn.due()) await turn.pause();
   }
   const removed: string[] = [];
-  for (const path of previous.keys()) {
-    if (!next.has(path)) removed.push(path);
-    await turn();
-  }
+  // When `previous` holds no more paths than those of `next` it shares, none went: no second pass.
+  if (previous.size !== next.size - upserts.length + upserts.filter((entry) => previous.has(entry.path)).length)
+    for (const path of previous.keys()) {
+      if (!next.has(path)) removed.push(path);
+      if (turn.due()) await turn.pause();
+    }
   // `next` is in tree order already, and so are the removed paths, from `previous` (a sort of sorted paths is linear).
   return { upserts, removed: sortedPaths(removed) };
 }
@@ -47,7 +50,7 @@ export async function applyDelta(base: TreeEntries, delta: TreeDelta, options: {
     while (next < upserts.length && compareTreeKeys((upserts[next] as TreeEntry).path, entry.path) < 0) keep(upserts[next++] as TreeEntry);
     keep(entry);
     if (!inOrder) break;
-    await turn();
+    if (turn.due()) await turn.pause();
   }
   while (inOrder && next < upserts.length) keep(upserts[next++] as TreeEntry);
   return inOrder ? merged : sortedTree([...base.values()].filter((entry) => !replaced.has(entry.path)).concat(upserts));
@@ -68,14 +71,16 @@ export function sameEntry(a: TreeEntry, b: TreeEntry): boolean {
   }
 }
 
-/** A turn of the event loop every so often, when the slice is spent; an abort is seen there. */
-function turns(signal: AbortSignal | undefined): () => Promise<void> {
+/** A turn of the event loop every so often, when the slice is spent; an abort is seen there. Asked per entry, so no promise unless due. */
+function turns(signal: AbortSignal | undefined): { due(): boolean; pause(): Promise<void> } {
   const slices = timeSlices();
   let count = 0;
-  return async () => {
-    if (++count % 1024 !== 0 || !slices.spent()) return;
-    signal?.throwIfAborted();
-    await slices.pause();
+  return {
+    due: () => ++count % 1024 === 0 && slices.spent(),
+    async pause() {
+      signal?.throwIfAborted();
+      await slices.pause();
+    },
   };
 }
 
