@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, type SQL, sql } from "drizzle-orm";
 import type { CheckpointEntryKind, CheckpointReason } from "../core/checkpoint.js";
 import type { Database } from "../db/client.js";
-import { checkpointEntries, contentBlobs, commands, fileChanges, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
+import { checkpointEntries, commands, contentBlobs, fileChanges, runs, sessions, toolCalls, workspaceCheckpoints } from "../db/schema.js";
 import { type CheckpointId, newId, type ProjectId, type RunId, type SessionId, type TenantId } from "../ids.js";
 import { repository } from "./repository.js";
 
@@ -319,8 +319,8 @@ async function workSince(db: Database, checkpoint: CheckpointRow, asking: { runI
       where s.project_id = ${checkpoint.projectId} and c.tenant_id = ${checkpoint.tenantId}
         and (c.status = 'running' or c.ended_at >= ${since}::timestamptz)
     ) or exists (
-      select 1 from ${toolCalls} tc join ${sessions} s on s.id = tc.session_id
-      where s.project_id = ${checkpoint.projectId} and tc.tenant_id = ${checkpoint.tenantId}
+      select 1 from ${toolCalls} tc
+      where tc.run_id in (${runsNotEndedBefore(sql`(select id from ${sessions} where project_id = ${checkpoint.projectId} and tenant_id = ${checkpoint.tenantId})`, since)})
         and (tc.ended_at >= ${since}::timestamptz
           or (tc.status = 'running' and not (tc.run_id = ${asking.runId} and tc.step_index = ${asking.stepIndex})))
     ) as ran`);
@@ -370,6 +370,15 @@ async function latestWithWorkSince(
   return { latest, clock, work: { commands: commands !== false, files: files !== false, callNames: call_names ?? [] } };
 }
 
+/**
+ * The runs of these sessions that had not ended by `since`: the only ones whose calls can have run
+ * or ended since (a call ends before or with its run). Found by the runs' session index, so a
+ * project's calls are never looked for in the whole `tool_calls` table.
+ */
+function runsNotEndedBefore(sessionIds: SQL, since: string): SQL {
+  return sql`select r.id from ${runs} r where r.session_id in ${sessionIds} and (r.ended_at is null or r.ended_at >= ${since}::timestamptz)`;
+}
+
 /** `WorkSince` as the parts of a statement after `with`, selecting `commands`, `files` and `call_names`. */
 function workSinceParts(scope: { tenantId: TenantId; projectId: ProjectId }, since: string, ownCalls: readonly string[]) {
   const own = sql`array[${sql.join(
@@ -391,7 +400,8 @@ function workSinceParts(scope: { tenantId: TenantId; projectId: ProjectId }, sin
             or fc.reverted_at >= ${since}::timestamptz - interval '10 seconds')
       ) as files,
       array(
-        select distinct tc.name from ${toolCalls} tc where tc.session_id in (select id from project_sessions)
+        select distinct tc.name from ${toolCalls} tc
+        where tc.run_id in (${runsNotEndedBefore(sql`(select id from project_sessions)`, since)})
           and (tc.status = 'running' or tc.ended_at >= ${since}::timestamptz) and not (tc.id = any(${own}))
       ) as call_names`;
 }
