@@ -9,7 +9,8 @@ export type FailpointName =
   | "worker.step_job_taken"
   | "worker.project_removal_slice"
   | "worker.checkpoint_rows_written"
-  | "worker.checkpoint_blob_chunk_written";
+  | "worker.checkpoint_blob_chunk_written"
+  | "worker.workspace_reset_rebuilt";
 
 export interface Failpoints {
   hit(name: FailpointName): void;

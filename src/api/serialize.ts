@@ -1,5 +1,5 @@
 import type { Config } from "../config.js";
-import type { projects, runs, sessions, tenants } from "../db/schema.js";
+import type { messages, projects, runs, sessions, tenants } from "../db/schema.js";
 import { effectiveQuotas, effectiveToolLimits, tenantSettingsOf, toolUidOf } from "../tenants/tenant-settings.js";
 
 /** Row → response body; one place decides what leaves the service. */
@@ -37,6 +37,17 @@ export function serializeSession(session: typeof sessions.$inferSelect) {
     forkedFrom: session.forkedFrom,
     deleted: session.deletedAt !== null,
     createdAt: session.createdAt.toISOString(),
+  };
+}
+
+/** A history message as `GET /v1/sessions/:id/messages` and a branch's messages answer it. */
+export function serializeMessage(row: typeof messages.$inferSelect) {
+  return {
+    id: row.id,
+    runId: row.runId,
+    role: row.role,
+    content: row.content as unknown as Record<string, unknown>,
+    createdAt: row.createdAt.toISOString(),
   };
 }
 

@@ -97,6 +97,7 @@ async function resetWorkspace(
   const aside = workspaceFolderPresent(scope.workspaceDir) ? setWorkspaceFolderAside(scope.workspaceDir) : null;
   const restored = await restoreMissingWorkspace(deps, scope, signal);
   if (aside) await removeFolderAside(aside);
+  deps.failpoints?.hit("worker.workspace_reset_rebuilt");
   await deps.store.projects.clearWorkspaceReset(scope.tenantId, scope.projectId, scope.resetTo);
   if (restored.kind !== "restored") return { kind: "as_stored" };
   return { ...restored, reason: "rewound", differences: 0 };

@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
-import { lstat, readdir, readFile, readlink } from "node:fs/promises";
+import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunId, SessionId } from "../../src/ids.js";
 import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { readSse } from "../helpers/sse-client.js";
+import { folderSnapshot } from "../helpers/folder-snapshot.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 /**
@@ -45,31 +45,6 @@ async function play(tenant: ApiClient, sessionId: SessionId, steps: Action[][]):
   );
 }
 
-/** A folder's tree: path, kind, permission bits, content digest or link target. */
-async function snapshot(root: string): Promise<string[]> {
-  const lines: string[] = [];
-  const walk = async (relative: string) => {
-    for (const name of (await readdir(path.join(root, relative))).sort()) {
-      const rel = relative ? `${relative}/${name}` : name;
-      const full = path.join(root, rel);
-      const info = await lstat(full);
-      const mode = (info.mode & 0o7777).toString(8);
-      if (info.isSymbolicLink()) lines.push(`l ${rel} -> ${await readlink(full)}`);
-      else if (info.isDirectory()) {
-        lines.push(`d ${rel} ${mode}`);
-        await walk(rel);
-      } else
-        lines.push(
-          `f ${rel} ${mode} ${createHash("sha256")
-            .update(await readFile(full))
-            .digest("hex")}`,
-        );
-    }
-  };
-  await walk("");
-  return lines;
-}
-
 const write = (file: string, content: string): Action => ({ tool: "write", args: { path: file, content } });
 const bash = (command: string, background = false): Action => ({ tool: "bash", args: background ? { command, background } : { command } });
 const read = (file: string): Action => ({ tool: "read", args: { path: file } });
@@ -91,7 +66,7 @@ describe("fork and rewind", () => {
     expect(run.status).toBe("completed");
     const source = await env.workspaceOf(sessionId);
     await waitFor(async () => (await lstat(path.join(source, "bg.txt")).catch(() => null)) !== null, 20_000, "bg.txt");
-    const sourceBefore = await snapshot(source);
+    const sourceBefore = await folderSnapshot(source);
 
     const forked = await client.post(`/v1/sessions/${sessionId}/fork`, { at: { runId: run.id, stepIndex: 10 } });
     expect(forked.status, JSON.stringify(forked.body)).toBe(201);
@@ -134,13 +109,13 @@ describe("fork and rewind", () => {
     expect(forkFolder).not.toBe(source);
     const tools = await client.toolMessages(fork.id);
     expect(JSON.stringify(tools.at(-2).content)).toContain("10");
-    const files = (await snapshot(forkFolder)).map((line) => line.split(" ")[1]);
+    const files = (await folderSnapshot(forkFolder)).map((line) => line.split(" ")[1]);
     expect(files).toEqual(["counter.txt", "fork-only.txt", "steps", ...Array.from({ length: 11 }, (_, k) => `steps/${k}.txt`).sort()]);
     expect(await readFile(path.join(forkFolder, "counter.txt"), "utf8")).toBe("10\n");
     const restored = (await client.events(fork.id)).find((event) => event.type === "workspace_restored");
     expect(restored?.data).toMatchObject({ reason: "rewound", checkpointId: forked.body.checkpointId, files: 12 });
     // The source did not move.
-    expect(await snapshot(source)).toEqual(sourceBefore);
+    expect(await folderSnapshot(source)).toEqual(sourceBefore);
     expect((await client.messages(sessionId)).length).toBe(sourceMessages.length);
   }, 180_000);
 
@@ -154,7 +129,7 @@ describe("fork and rewind", () => {
     ]);
     expect([first.status, second.status]).toEqual(["completed", "completed"]);
     const folder = await env.workspaceOf(sessionId);
-    const before = await snapshot(folder);
+    const before = await folderSnapshot(folder);
     const lastSeqBefore = (await client.get(`/v1/sessions/${sessionId}`)).body.lastEventSeq as number;
     const stream = readSse(`${server.url}/v1/sessions/${sessionId}/events`, client.key, {
       lastEventId: 0,
@@ -173,7 +148,7 @@ describe("fork and rewind", () => {
     expect((await client.messages(sessionId)).map((m) => m.runId)).toEqual([first.id, first.id, first.id, first.id]);
     const third = await play(client, sessionId, [[read("a.txt"), write("c.txt", "three\n")], [{ text: "third" }]]);
     expect(third.status).toBe("completed");
-    expect((await snapshot(folder)).map((line) => line.split(" ")[1])).toEqual(["a.txt", "c.txt"]);
+    expect((await folderSnapshot(folder)).map((line) => line.split(" ")[1])).toEqual(["a.txt", "c.txt"]);
     expect(await readFile(path.join(folder, "a.txt"), "utf8")).toBe("one\n");
 
     // The branch is listed with what it set aside; its messages stay readable.
@@ -189,7 +164,7 @@ describe("fork and rewind", () => {
     expect(back.body.checkpointId).not.toBe(rewound.body.checkpointId);
     const fourth = await play(client, sessionId, [[read("b.txt")], [{ text: "fourth" }]]);
     expect(fourth.status).toBe("completed");
-    expect(await snapshot(folder)).toEqual(before);
+    expect(await folderSnapshot(folder)).toEqual(before);
     const history = (await client.messages(sessionId)).map((m) => m.runId);
     expect([...new Set(history)]).toEqual([first.id, second.id, fourth.id]);
     const branches = (await client.get(`/v1/sessions/${sessionId}/branches`)).body.branches;

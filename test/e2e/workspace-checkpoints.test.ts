@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { fullCheckpointEvery } from "../../src/store/checkpoints.js";
 import { materializeTree } from "../../src/workspace/checkpoint/materialize.js";
 import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { processGroup } from "../helpers/processes.js";
+import { folderSnapshot } from "../helpers/folder-snapshot.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 /**
@@ -122,32 +123,6 @@ const turns: Call[][] = [
   [write("final.txt", "thirty\n")],
 ];
 
-/** A folder's tree as plain fs sees it: path, kind, permission bits, content digest or link target. */
-async function snapshot(root: string): Promise<string[]> {
-  const lines: string[] = [];
-  const walk = async (relative: string) => {
-    const names = (await readdir(path.join(root, relative))).sort();
-    for (const name of names) {
-      const rel = relative ? `${relative}/${name}` : name;
-      const full = path.join(root, rel);
-      const info = await lstat(full);
-      const mode = (info.mode & 0o7777).toString(8);
-      if (info.isSymbolicLink()) lines.push(`l ${rel} -> ${await readlink(full)}`);
-      else if (info.isDirectory()) {
-        lines.push(`d ${rel} ${mode}`);
-        await walk(rel);
-      } else
-        lines.push(
-          `f ${rel} ${mode} ${createHash("sha256")
-            .update(await readFile(full))
-            .digest("hex")}`,
-        );
-    }
-  };
-  await walk("");
-  return lines;
-}
-
 async function checkpointOfRun(runId: RunId): Promise<{ id: CheckpointId; seq: number }> {
   const rows = await env.query<{ id: CheckpointId; seq: number }>(
     "select id, seq from workspace_checkpoints where run_id = $1 and reason = 'batch'",
@@ -187,14 +162,14 @@ describe("workspace checkpoints", () => {
       seqs.push(checkpoint.seq);
       const rebuilt = path.join(scratch, `rebuilt-${index + 1}`);
       await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
-      expect(await snapshot(rebuilt), `step ${index + 1}`).toEqual(await snapshot(step.copy));
+      expect(await folderSnapshot(rebuilt), `step ${index + 1}`).toEqual(await folderSnapshot(step.copy));
     }
     // One checkpoint per batch, in order. What the background command wrote after its batch closed is in the next
     // batch's checkpoint (step 17), though no tool of Foya wrote it.
     expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => index + 1));
     const step17 = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(steps[16]!.runId)).id);
     expect(step17.get("bg.txt")).toMatchObject({ kind: "file", size: "background\n".length });
-    expect((await snapshot(steps[15]!.copy)).some((line) => line.startsWith("f bg.txt"))).toBe(false);
+    expect((await folderSnapshot(steps[15]!.copy)).some((line) => line.startsWith("f bg.txt"))).toBe(false);
     // Deltas in between, a full tree every 16: storage follows what changed, not the workspace's size.
     const kinds = await env.query<{ full: boolean; entries: number }>(
       `select c.base_id is null as full, (select count(*)::int from checkpoint_entries e where e.checkpoint_id = c.id) as entries
@@ -238,7 +213,7 @@ describe("workspace checkpoints", () => {
       const checkpoint = await checkpointOfRun(step.runId);
       const rebuilt = path.join(scratch, `mixed-rebuilt-${index + 1}`);
       await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
-      expect(await snapshot(rebuilt), `step ${index + 1}`).toEqual(await snapshot(step.copy));
+      expect(await folderSnapshot(rebuilt), `step ${index + 1}`).toEqual(await folderSnapshot(step.copy));
     }
   }, 240_000);
 
@@ -272,7 +247,7 @@ describe("workspace checkpoints", () => {
     expect(tree.get("before.txt")).toMatchObject({ kind: "file" });
     const rebuilt = path.join(scratch, "interrupted");
     await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
-    expect(await snapshot(rebuilt)).toEqual(await snapshot(workspace));
+    expect(await folderSnapshot(rebuilt)).toEqual(await folderSnapshot(workspace));
   }, 120_000);
 
   it("W1, X5: what checkpoints keep counts in the tenant's storageBytes, and its quota refuses the next run", async () => {
@@ -307,11 +282,11 @@ describe("workspace checkpoints", () => {
       write("kept.txt", "kept\n"),
       bash("mkdir -p sub && echo inner > sub/inner.txt && chmod 640 sub/inner.txt"),
     ]);
-    const before = await snapshot(workspace);
+    const before = await folderSnapshot(workspace);
     await rm(workspace, { recursive: true, force: true });
     const second = await turn(sessionId, [bash("cat kept.txt sub/inner.txt > both.txt")]);
     expect(await readFile(path.join(workspace, "both.txt"), "utf8")).toBe("kept\ninner\n");
-    expect((await snapshot(workspace)).filter((line) => !line.includes("both.txt"))).toEqual(before);
+    expect((await folderSnapshot(workspace)).filter((line) => !line.includes("both.txt"))).toEqual(before);
     const events = await env.query<{ type: string; data: { checkpointSeq: number; files: number } }>(
       "select type, data from events where session_id = $1 and type = 'workspace_restored'",
       [sessionId],
@@ -454,11 +429,11 @@ describe("workspace checkpoints", () => {
     const tree = await env.services.store.checkpoints.checkpointTree((await checkpointOfRun(first)).id);
     expect(tree.get("node_modules/big/blob.bin")).toMatchObject({ kind: "file", size: 5 * 1024 * 1024, sha256: digest });
     expect(await chunkRows(client.tenantId as string, digest)).toEqual({ count: 20, longest: 256 * 1024 });
-    const before = await snapshot(workspace);
+    const before = await folderSnapshot(workspace);
     await rm(workspace, { recursive: true, force: true });
     await turn(sessionId, [bash("sha256sum node_modules/big/blob.bin > sum.txt")]);
     expect(await readFile(path.join(workspace, "sum.txt"), "utf8")).toBe(`${digest}  node_modules/big/blob.bin\n`);
-    expect((await snapshot(workspace)).filter((line) => !line.includes("sum.txt"))).toEqual(before);
+    expect((await folderSnapshot(workspace)).filter((line) => !line.includes("sum.txt"))).toEqual(before);
     expect(await restoredEvents(sessionId)).toEqual([expect.objectContaining({ reason: "missing", files: 2, filesNotRestored: [] })]);
     await stopWorkers();
   }, 120_000);
@@ -490,10 +465,10 @@ describe("workspace checkpoints", () => {
       await env.query("select complete, chunk_bytes from content_blobs where tenant_id = $1 and sha256 = $2", [client.tenantId, digest]),
     ).toEqual([{ complete: true, chunk_bytes: 256 * 1024 }]);
     expect((await chunkRows(client.tenantId as string, digest))?.count).toBe(12);
-    const before = await snapshot(workspace);
+    const before = await folderSnapshot(workspace);
     await rm(workspace, { recursive: true, force: true });
     await turn(sessionId, [bash("cat small.txt > again.txt")]);
-    expect((await snapshot(workspace)).filter((line) => !line.includes("again.txt"))).toEqual(before);
+    expect((await folderSnapshot(workspace)).filter((line) => !line.includes("again.txt"))).toEqual(before);
     await stopWorkers();
   }, 120_000);
 
@@ -526,13 +501,13 @@ describe("workspace checkpoints", () => {
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const first = await turn(sessionId, [write("data.txt", "right\n"), write("other.txt", "kept\n")]);
-    const before = await snapshot(workspace);
+    const before = await folderSnapshot(workspace);
     await writeFile(path.join(workspace, "data.txt"), "damaged\n");
     await rm(path.join(workspace, "other.txt"));
     await writeFile(path.join(workspace, "stray.txt"), "never written by a tool\n");
     await turn(sessionId, [bash("cat data.txt other.txt > seen.txt")]);
     expect(await readFile(path.join(workspace, "seen.txt"), "utf8")).toBe("right\nkept\n");
-    expect((await snapshot(workspace)).filter((line) => !line.includes("seen.txt"))).toEqual(before);
+    expect((await folderSnapshot(workspace)).filter((line) => !line.includes("seen.txt"))).toEqual(before);
     const events = await env.query<{ data: { reason: string; checkpointSeq: number } }>(
       "select data from events where session_id = $1 and type = 'workspace_restored'",
       [sessionId],
@@ -564,7 +539,7 @@ describe("workspace checkpoints", () => {
     expect((await crashing.exited).signal).toBe("SIGKILL");
     const runId = started.body.id as RunId;
     expect(await env.query("select id from workspace_checkpoints where run_id = $1", [runId])).toEqual([]);
-    const afterCrash = await snapshot(workspace);
+    const afterCrash = await folderSnapshot(workspace);
     await startWorker(repair);
     expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
     const checkpoint = await checkpointOfRun(runId);
@@ -580,7 +555,7 @@ describe("workspace checkpoints", () => {
     expect(checkpoint.seq).toBe(3);
     const rebuilt = path.join(scratch, "after-crash");
     await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
-    expect(await snapshot(rebuilt)).toEqual(afterCrash);
+    expect(await folderSnapshot(rebuilt)).toEqual(afterCrash);
     expect(afterCrash.map((line) => line.split(" ")[1])).toEqual(["one.txt", "three.txt", "two.txt"]);
     // Every call ran once: the crash came after their results were committed.
     const calls = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [runId]);

@@ -15,21 +15,10 @@ import type { components } from "./generated/openapi.js";
 export type RunStatus = components["schemas"]["Run"]["status"];
 
 /** A place in a session's history: after step `stepIndex` of the run at `runOrdinal`, or after the whole run (null). */
-export interface HistoryPoint {
-  runOrdinal: number;
-  stepIndex: number | null;
-}
+export type HistoryPoint = components["schemas"]["HistoryPoint"];
 
 /** A call a fork or a rewind left behind whose effects no checkpoint takes back (network, MCP, sub-agents, background or Full Access commands). */
-export interface NotUndoneCall {
-  toolCallId: string;
-  callId: string;
-  runId: string;
-  stepIndex: number;
-  name: string;
-  reason: "network" | "mcp" | "unknown_effects" | "background_command" | "full_access" | "sub_agent";
-  stillRunning: boolean;
-}
+export type NotUndoneCall = components["schemas"]["NotUndoneCall"];
 export type TerminalRunStatus = Exclude<RunStatus, "queued" | "running" | "awaiting_approval">;
 export type ToolCallStatus =
   | "queued"

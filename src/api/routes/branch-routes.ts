@@ -9,7 +9,7 @@ import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, MessageSchema, SessionSchema } from "../schemas.js";
-import { serializeSession } from "../serialize.js";
+import { serializeMessage, serializeSession } from "../serialize.js";
 import { findSession, idOf } from "./find-owned.js";
 
 /**
@@ -231,13 +231,6 @@ export function registerBranchRoutes(app: App, services: ApiServices): void {
     const branch = await services.store.branches.branchOfSession(session.tenantId, session.id, idOf("brn", branchId, "branch"));
     if (!branch) throw notFound("branch");
     const rows = await services.store.branches.messagesOfBranch(session.tenantId, branch.id);
-    const messages = rows.map((row) => ({
-      id: row.id,
-      runId: row.runId,
-      role: row.role,
-      content: row.content as unknown as Record<string, unknown>,
-      createdAt: row.createdAt.toISOString(),
-    }));
-    return c.json({ messages }, 200);
+    return c.json({ messages: rows.map(serializeMessage) }, 200);
   });
 }

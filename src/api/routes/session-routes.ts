@@ -5,7 +5,7 @@ import { deleteSession } from "../../runs/delete-session.js";
 import { fullAccessRefusal, readTenantSettings } from "../../tenants/tenant-settings.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, fullAccessRefusedResponse, IdParam, MessageSchema, SessionCreateSchema, SessionSchema } from "../schemas.js";
-import { serializeSession } from "../serialize.js";
+import { serializeMessage, serializeSession } from "../serialize.js";
 import { findProject, findSession, idOf } from "./find-owned.js";
 
 const createSession = createRoute({
@@ -107,17 +107,6 @@ export function registerSessionRoutes(app: App, services: ApiServices): void {
   app.openapi(listMessages, async (c) => {
     const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
     const rows = await services.store.messages.messagesOfSession(session.id);
-    return c.json(
-      {
-        messages: rows.map((row) => ({
-          id: row.id,
-          runId: row.runId,
-          role: row.role,
-          content: row.content as unknown as Record<string, unknown>,
-          createdAt: row.createdAt.toISOString(),
-        })),
-      },
-      200,
-    );
+    return c.json({ messages: rows.map(serializeMessage) }, 200);
   });
 }

@@ -6,7 +6,7 @@ import type { BatchAttempt } from "./batch-attempt.js";
 
 export type WorkspacePresentDeps = Pick<
   JobDeps,
-  "store" | "unitOfWork" | "knownTrees" | "tenantSettings" | "identityMode" | "logger" | "config"
+  "store" | "unitOfWork" | "knownTrees" | "tenantSettings" | "identityMode" | "logger" | "config" | "failpoints"
 >;
 
 /**
