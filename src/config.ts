@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -199,6 +200,16 @@ const optionalText = (env: EnvNames, options: TextOptions = {}) => {
   const { allowed, schema } = textIn(options.minLength);
   return setting(schema.optional(), env, { default: options.shown ?? "unset", allowed, secret: options.secret, optional: true });
 };
+
+/** A host's id names its queue (`tools-<host>`): letters, digits, `.`, `_`, `-` (BullMQ refuses `:`). */
+const hostIdPattern = /^[A-Za-z0-9._-]{1,64}$/;
+const hostIdAllowed = "1-64 letters, digits, `.`, `_` or `-`";
+const hostId = (env: EnvNames) =>
+  setting(
+    fromText(hostIdAllowed, (text) => (hostIdPattern.test(text) ? text : undefined)).optional(),
+    env,
+    { default: "the machine's hostname", allowed: hostIdAllowed, optional: true },
+  );
 
 const absolutePath = fromText("a non-empty path", (text) => (text.length > 0 ? path.resolve(text) : undefined));
 
@@ -413,6 +424,9 @@ const settingsSchema = z.object({
       shutdownGraceMs: int("FOYA_SHUTDOWN_GRACE_MS", 10_000, { min: 0, max: maxTimerMs }).describe(
         "How long a draining process (SIGTERM) lets running jobs finish before it hands them back, in milliseconds.",
       ),
+      hostId: hostId("FOYA_HOST_ID").describe(
+        "The host this worker belongs to (SPEC W3): workers of one host share its workspace root (`FOYA_WORKSPACES_DIR`, on its local disk) and its tool-batch queue; a project's batches run on the one host it is placed on.",
+      ),
       heartbeatFile: optionalFilePath("FOYA_WORKER_HEARTBEAT_FILE").describe(
         "A file a worker rewrites (its pid and the time) every second once it serves; `node dist/health/worker-healthcheck.js` (in development `npx tsx src/health/worker-healthcheck.ts`) exits 0 while it is under 10 s old and its pid runs (the compose worker's health check).",
       ),
@@ -561,7 +575,10 @@ const settingsSchema = z.object({
   workspaces: z
     .object({
       dir: filePath("FOYA_WORKSPACES_DIR", ".data/workspaces").describe(
-        "Where project workspaces are created; shared by the API and every worker, at the same path.",
+        "This host's workspace root, on its local disk: the folders of the projects placed on it (SPEC W3). Shared by nothing but the workers of the same host; the API needs none.",
+      ),
+      diskBudgetBytes: int("FOYA_WORKSPACES_DISK_BUDGET_BYTES", 0, { min: 0, max: maxBytes, unit: "bytes" }).describe(
+        "Bytes of workspaces (by their latest checkpoints) this host keeps; over it, the projects idle longest (no active run, no background command) are evicted from its disk and rebuilt from their checkpoints where their next batch is placed; `0`: no limit.",
       ),
       trashRetentionDays: int("FOYA_TRASH_RETENTION_DAYS", 30, { min: 0, max: maxDays }).describe(
         "Entries of a project's trash (`GET /v1/projects/:id/trash`) older than this many days are deleted for good; `0` keeps them.",
@@ -870,4 +887,11 @@ export function loadConfig(env: Env = process.env): Config {
   };
   for (const group of Object.values(config)) Object.freeze(group);
   return Object.freeze(config);
+}
+
+/** This process's host (SPEC W3): `FOYA_HOST_ID`, else the machine's hostname made fit for a queue name. */
+export function hostIdOf(config: Pick<Config, "workers">): string {
+  if (config.workers.hostId) return config.workers.hostId;
+  const name = hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64);
+  return name === "" ? "host" : name;
 }

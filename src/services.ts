@@ -1,6 +1,6 @@
 import path from "node:path";
 import { Redis } from "ioredis";
-import type { Config } from "./config.js";
+import { hostIdOf, type Config } from "./config.js";
 import { openStore } from "./store/open-store.js";
 import type { Store } from "./store/store.js";
 import { createUnitOfWork, type UnitOfWork } from "./unit-of-work/unit-of-work.js";
@@ -141,6 +141,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
     connection: redis,
     prefix: config.redis.queuePrefix,
     stepAttempts: config.runs.stepAttempts,
+    hostId: hostIdOf(config),
+    place: (runId) => store.placements.placeProject({ runId }, config.workers.livenessTimeoutMs),
     load,
     traceCarrier: () => tracing.carrier(),
   });

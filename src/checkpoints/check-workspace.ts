@@ -38,6 +38,8 @@ export interface CheckWorkspaceScope {
   outOfBand: "keep" | "repair";
   /** A rewind's or a fork's order (SPEC W2): the folder is rebuilt from the project's latest checkpoint, this one or later. */
   resetTo: CheckpointId | null;
+  /** The project was just placed on this host (SPEC W3): a missing folder is a move, not a loss. */
+  moved: boolean;
 }
 
 export type WorkspaceCheck =
@@ -45,7 +47,7 @@ export type WorkspaceCheck =
   | { kind: "caught_up"; checkpoint: CheckpointRow }
   | {
       kind: "restored";
-      reason: "missing" | "damaged" | "rewound";
+      reason: "missing" | "damaged" | "rewound" | "moved";
       checkpoint: CheckpointRow;
       files: number;
       differences: number;
@@ -57,7 +59,7 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   if (scope.resetTo !== null) return resetWorkspace(deps, { ...scope, resetTo: scope.resetTo }, signal);
   if (!workspaceFolderPresent(scope.workspaceDir)) {
     const restored = await restoreMissingWorkspace(deps, scope, signal);
-    return restored.kind === "restored" ? { ...restored, reason: "missing", differences: 0 } : { kind: "as_stored" };
+    return restored.kind === "restored" ? { ...restored, reason: scope.moved ? "moved" : "missing", differences: 0 } : { kind: "as_stored" };
   }
   // Kept changes need no look before the batch: its own checkpoint, taken as it closes, holds
   // them with the calls' changes (one walk of the tree per batch, not two).

@@ -72,7 +72,8 @@ export type EventBody =
    */
   | {
       type: "workspace_restored";
-      reason: "missing" | "damaged" | "rewound";
+      /** `moved`: the project was placed on this host (SPEC W3) and its workspace rebuilt here. */
+      reason: "missing" | "damaged" | "rewound" | "moved";
       checkpointId: string;
       checkpointSeq: number;
       files: number;

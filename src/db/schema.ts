@@ -560,6 +560,32 @@ export const sessionBranches = pgTable(
 );
 
 /**
+ * Where a project's workspace lives (SPEC W3): one host at a time. `epoch` grows at every
+ * placement, so a batch job or a request for an earlier placement is refused (fenced like runs),
+ * and a host holding a copy of an earlier epoch knows it is stale. The placement holds while its
+ * host has a live worker (the hosts' liveness records are its lease); a host found dead has its
+ * placements deleted in the transaction that takes over its work.
+ */
+export const projectPlacements = pgTable(
+  "project_placements",
+  {
+    projectId: text("project_id")
+      .$type<ProjectId>()
+      .primaryKey()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    tenantId: text("tenant_id")
+      .$type<TenantId>()
+      .notNull()
+      .references(() => tenants.id),
+    /** Null once released (its host found dead, or the project evicted): the next batch places it again, at `epoch + 1`. */
+    hostId: text("host_id"),
+    epoch: bigint("epoch", { mode: "number" }).notNull(),
+    placedAt: tstz("placed_at").notNull().defaultNow(),
+  },
+  (t) => [index("project_placements_host_idx").on(t.hostId)],
+);
+
+/**
  * One row per worker process (SPEC D9): its liveness record. The worker renews `last_seen_at`
  * every second; a sweeper that finds it stale marks it `lost` (one sweeper wins) and takes
  * over its runs and background commands at once instead of waiting for their leases.

@@ -1,13 +1,19 @@
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import type { StepJobData, ToolBatchJobData } from "./job-types.js";
-import { jobIdFor, stepQueueName, toolQueueName } from "./job-types.js";
+import { hostToolQueueName, jobIdFor, stepQueueName } from "./job-types.js";
 import type { TenantLoad } from "./tenant-load.js";
-import type { DispatchRequest, NextJob } from "../core/next-job.js";
+import type { DispatchRequest } from "../core/next-job.js";
+
+/** Where a run's project is placed (SPEC W3), placing it if needed; undefined when no host is live. */
+export type PlaceRun = (runId: DispatchRequest["runId"]) => Promise<{ hostId: string; epoch: number } | undefined>;
 
 export interface Dispatcher {
   readonly stepQueue: Queue<StepJobData>;
+  /** The tool-batch queue of this process's own host. */
   readonly toolQueue: Queue<ToolBatchJobData>;
+  /** A host's tool-batch queue (opened once, kept). */
+  toolQueueOf(hostId: string): Queue<ToolBatchJobData>;
   dispatch(requests: readonly DispatchRequest[]): Promise<void>;
   /** BullMQ's view of the job a request maps to ("waiting", "prioritized", "active", "completed", "unknown", ...) and the worker processing it (`processedBy`, the worker's id), if any. */
   jobHolder(request: Omit<DispatchRequest, "tenantId">): Promise<{ state: string; processedBy: string | null }>;
@@ -18,16 +24,30 @@ export function createDispatcher(options: {
   connection: Redis;
   prefix: string;
   stepAttempts: number;
+  /** This process's host: `toolQueue`. */
+  hostId: string;
+  /** Batches go to the queue of their project's host. */
+  place: PlaceRun;
   load?: TenantLoad;
   /** The active trace as a `traceparent`, carried in job data so the job's spans continue it (SPEC X8). */
   traceCarrier?: () => string | undefined;
 }): Dispatcher {
   const queueOptions = { connection: options.connection, prefix: options.prefix };
   const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
-  const toolQueue = new Queue<ToolBatchJobData>(toolQueueName, queueOptions);
   // Connection errors are the shared connection's, logged by its own listener (src/services.ts);
   // a queue without a listener would print each one to stderr as well.
-  for (const queue of [stepQueue, toolQueue]) queue.on("error", () => {});
+  stepQueue.on("error", () => {});
+  const toolQueues = new Map<string, Queue<ToolBatchJobData>>();
+  const toolQueueOf = (hostId: string) => {
+    let queue = toolQueues.get(hostId);
+    if (!queue) {
+      queue = new Queue<ToolBatchJobData>(hostToolQueueName(hostId), queueOptions);
+      queue.on("error", () => {});
+      toolQueues.set(hostId, queue);
+    }
+    return queue;
+  };
+  const toolQueue = toolQueueOf(options.hostId);
   // Finished jobs are kept for a while so that a duplicate enqueue of the same work is
   // refused by BullMQ itself; the handlers are idempotent against Postgres beyond that window.
   const common: JobsOptions = {
@@ -36,37 +56,57 @@ export function createDispatcher(options: {
     backoff: { type: "exponential", delay: 250 },
   };
 
-  const queueFor = (next: NextJob) => (next.kind === "step" ? stepQueue : toolQueue);
+  const withOptions = (request: DispatchRequest, jobId: string): JobsOptions => {
+    const attempts = request.next.kind === "step" ? options.stepAttempts : 3;
+    // Every job gets a priority (BullMQ serves jobs without one first, so all or none).
+    const priority = options.load?.priority(request.tenantId);
+    return { ...common, jobId, attempts, ...(priority === undefined ? {} : { priority }) };
+  };
+
+  const dispatchOne = async (request: DispatchRequest) => {
+    const trace = options.traceCarrier?.();
+    const data = {
+      runId: request.runId,
+      stepIndex: request.next.stepIndex,
+      ...(trace ? { trace } : {}),
+    };
+    if (request.next.kind === "step") {
+      await stepQueue.add("step", data, withOptions(request, jobIdFor(request.runId, request.next, request.redispatches)));
+      return;
+    }
+    // No live host: the run keeps its outbox entry and the sweeper enqueues it once one is back.
+    const placement = await options.place(request.runId);
+    if (!placement) return;
+    const batch: ToolBatchJobData = {
+      ...data,
+      ...(request.next.resume !== undefined ? { resume: request.next.resume } : {}),
+      placement,
+    };
+    const jobId = jobIdFor(request.runId, request.next, request.redispatches, placement.epoch);
+    await toolQueueOf(placement.hostId).add("batch", batch, withOptions(request, jobId));
+  };
 
   return {
     stepQueue,
     toolQueue,
+    toolQueueOf,
     async dispatch(requests) {
-      await Promise.all(
-        requests.map((request) => {
-          const trace = options.traceCarrier?.();
-          const data = {
-            runId: request.runId,
-            stepIndex: request.next.stepIndex,
-            ...(request.next.kind === "batch" && request.next.resume !== undefined ? { resume: request.next.resume } : {}),
-            ...(trace ? { trace } : {}),
-          };
-          const jobId = jobIdFor(request.runId, request.next, request.redispatches);
-          const attempts = request.next.kind === "step" ? options.stepAttempts : 3;
-          // Every job gets a priority (BullMQ serves jobs without one first, so all or none).
-          const priority = options.load?.priority(request.tenantId);
-          const jobOptions = { ...common, jobId, attempts, ...(priority === undefined ? {} : { priority }) };
-          return request.next.kind === "step" ? stepQueue.add("step", data, jobOptions) : toolQueue.add("batch", data, jobOptions);
-        }),
-      );
+      await Promise.all(requests.map(dispatchOne));
     },
     async jobHolder(request) {
-      const job = await queueFor(request.next).getJob(jobIdFor(request.runId, request.next, request.redispatches));
+      let job;
+      if (request.next.kind === "step") job = await stepQueue.getJob(jobIdFor(request.runId, request.next, request.redispatches));
+      else {
+        // Looked for where its project is placed now: a job left on a host it moved away from is lost work.
+        const placement = await options.place(request.runId);
+        if (!placement) return { state: "unknown", processedBy: null };
+        job = await toolQueueOf(placement.hostId).getJob(jobIdFor(request.runId, request.next, request.redispatches, placement.epoch));
+      }
       if (!job) return { state: "unknown", processedBy: null };
       return { state: await job.getState(), processedBy: job.processedBy ?? null };
     },
     async close() {
-      await Promise.all([stepQueue.close(), toolQueue.close()]);
+      await Promise.all([stepQueue.close(), ...[...toolQueues.values()].map((queue) => queue.close())]);
     },
   };
 }

@@ -3,7 +3,7 @@ import type { HistoryMessage, MessagePosition } from "../core/history.js";
 import type { NextJob } from "../core/next-job.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import { claimableRunStatuses, type RunStatus } from "../core/run-status.js";
-import { messages, projects, runs, sessions, steps, toolCalls } from "../db/schema.js";
+import { messages, projectPlacements, projects, runs, sessions, steps, toolCalls } from "../db/schema.js";
 import { appendedColumns, appendedEvents, appendEventsText, type AppendedRow } from "./events.js";
 import { decidedApprovalsJson, gateRulesOf, policiesColumns, policiesJoin, type StoredApproval } from "./gate-rules.js";
 import type { HistoryEntry } from "./messages.js";
@@ -33,14 +33,24 @@ const R = {
  * this job (`next_job`), and no other live lease holds it. Bumps the fence, so
  * whoever held the run before can no longer commit (D4). Params: `ClaimParams`.
  */
-const claimCte = `
+const claimCteWith = (guard = "") => `
   claimed as (
     update ${tbl(runs)} set ${R.fence} = ${R.fence} + 1, ${R.leaseOwner} = :owner,
       ${R.leaseUntil} = now() + make_interval(secs => :leaseSeconds::float8), ${R.status} = 'running', ${R.updatedAt} = now()
     where ${R.id} = :runId and ${R.status} in (${literals(claimableRunStatuses)}) and ${R.nextJob} = :job::jsonb
-      and (${R.leaseUntil} is null or ${R.leaseUntil} < now() or ${R.leaseOwner} = :owner)
+      and (${R.leaseUntil} is null or ${R.leaseUntil} < now() or ${R.leaseOwner} = :owner)${guard}
     returning ${rowOf(runs)}
   )`;
+const claimCte = claimCteWith();
+
+/**
+ * The batch claim's placement fence (SPEC W3): the run's project is placed on the claiming
+ * worker's host at the job's epoch. A job routed by an earlier placement (its host was found
+ * dead, the project evicted) claims nothing: the placement's mover enqueued its successor.
+ */
+const placedHere = `
+      and exists (select 1 from ${tbl(sessions)} pse join ${tbl(projectPlacements)} pp on pp.${col(projectPlacements.projectId)} = pse.${col(sessions.projectId)}
+        where pse.${col(sessions.id)} = ${tbl(runs)}.${col(runs.sessionId)} and pp.${col(projectPlacements.hostId)} = :hostId and pp.${col(projectPlacements.epoch)} = :placementEpoch::bigint)`;
 
 /** What every claim takes: the run, the job's lease owner and length, the job (JSON) and its step. */
 interface ClaimParams {
@@ -93,7 +103,7 @@ type HistoryRow = [HistoryMessage, number, number, MessagePosition["part"], numb
  * or `startPreGranted` is false (the tenant's calls take slots of its `toolCalls` quota one by one, SPEC X5).
  */
 const claimBatchStatement = statement<
-  ClaimParams & { startPreGranted: boolean },
+  ClaimParams & { startPreGranted: boolean; hostId: string; placementEpoch: number },
   RunRow & {
     stepAttempt: number | null;
     stepTools: string[] | null;
@@ -106,7 +116,7 @@ const claimBatchStatement = statement<
   } & AppendedRow
 >(
   "claim_batch",
-  `with ${claimCte},
+  `with ${claimCteWith(placedHere)},
    step_row as (
      select s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt from ${tbl(steps)} s join claimed c on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
    ),
@@ -140,10 +150,14 @@ const claimBatchStatement = statement<
  * Guard: none (a read). Params: the run.
  * Result: why a claim did not match: the run's status, its next job, and how long another lease still lives.
  */
-const claimStateStatement = statement<{ runId: RunId }, { status: RunStatus; next_job: NextJob | null; live_ms: number | null }>(
+const claimStateStatement = statement<
+  { runId: RunId; hostId: string | null; placementEpoch: number | null },
+  { status: RunStatus; next_job: NextJob | null; live_ms: number | null; placed_here: boolean }
+>(
   "claim_state",
   `select ${R.status} as status, ${R.nextJob} as next_job,
-     case when ${R.leaseUntil} > now() then (extract(epoch from (${R.leaseUntil} - now())) * 1000)::int end as live_ms
+     case when ${R.leaseUntil} > now() then (extract(epoch from (${R.leaseUntil} - now())) * 1000)::int end as live_ms,
+     (:hostId::text is null or true ${placedHere}) as placed_here
    from ${tbl(runs)} where ${R.id} = :runId`,
 );
 
@@ -222,9 +236,17 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
   });
 }
 
-export async function claimBatch(on: Queryable, request: ClaimRequest & { startPreGranted: boolean }): Promise<Claim<BatchClaim>> {
-  const [row] = await run(on, claimBatchStatement, { ...claimParams(request), startPreGranted: request.startPreGranted });
-  if (!row) return explainMissedClaim(on, request);
+export async function claimBatch(
+  on: Queryable,
+  request: ClaimRequest & { startPreGranted: boolean; placement: { hostId: string; epoch: number } },
+): Promise<Claim<BatchClaim>> {
+  const [row] = await run(on, claimBatchStatement, {
+    ...claimParams(request),
+    startPreGranted: request.startPreGranted,
+    hostId: request.placement.hostId,
+    placementEpoch: request.placement.epoch,
+  });
+  if (!row) return explainMissedClaim(on, request, request.placement);
   const {
     stepAttempt,
     stepTools,
@@ -270,11 +292,17 @@ function claimedOrGone<Extra>(row: RunRow, extra: Extra): Claim<Extra> {
 async function explainMissedClaim(
   on: Queryable,
   request: ClaimRequest,
+  placement?: { hostId: string; epoch: number },
 ): Promise<{ kind: "busy"; retryInMs: number } | { kind: "gone"; reason: string }> {
-  const [state] = await run(on, claimStateStatement, { runId: request.runId });
+  const [state] = await run(on, claimStateStatement, {
+    runId: request.runId,
+    hostId: placement?.hostId ?? null,
+    placementEpoch: placement?.epoch ?? null,
+  });
   if (!state) return { kind: "gone", reason: "run does not exist" };
   if (!(claimableRunStatuses as readonly string[]).includes(state.status)) return { kind: "gone", reason: `run is ${state.status}` };
   if (!sameJob(state.next_job, request.next)) return { kind: "gone", reason: "run does not need this job" };
+  if (!state.placed_here) return { kind: "gone", reason: "the project is placed elsewhere now" };
   if (state.live_ms !== null) return { kind: "busy", retryInMs: state.live_ms + 50 };
   return { kind: "gone", reason: "claim lost a race" };
 }

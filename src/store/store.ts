@@ -27,6 +27,7 @@ import { toolCallsRepository } from "./tool-calls.js";
 import { webhookDeliveriesRepository } from "./webhook-deliveries.js";
 import { webhooksRepository } from "./webhooks.js";
 import { workersRepository } from "./workers.js";
+import { placementsRepository } from "./placements.js";
 
 /**
  * The store as one object, in the shape of bullmq's `IQueueBackend`: one repository per store
@@ -60,6 +61,7 @@ const repositories = {
   webhookDeliveries: webhookDeliveriesRepository,
   webhooks: webhooksRepository,
   workers: workersRepository,
+  placements: placementsRepository,
 };
 
 /** Every repository of the store, bound to one set of handles. */

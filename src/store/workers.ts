@@ -64,17 +64,22 @@ async function stopWorker(on: Queryable, id: string): Promise<void> {
  * Result: the workers this caller marked `lost`, with how long they had been silent. Exactly one
  * caller wins each, so only one sweeper takes over a dead worker's work.
  */
-const claimLostWorkersStatement = statement<{ silentSeconds: number; self: string; limit: number }, { id: string; silentMs: number }>(
+const claimLostWorkersStatement = statement<{ silentSeconds: number; self: string; limit: number }, { id: string; host: string; silentMs: number }>(
   "claim_lost_workers",
   `update ${tbl(workers)} w set ${W.stoppedAt} = now(), ${W.stopReason} = 'lost'
    where w.${W.id} in (
      select ${W.id} from ${tbl(workers)}
      where ${W.stoppedAt} is null and ${W.lastSeenAt} < now() - make_interval(secs => :silentSeconds::float8) and ${W.id} <> :self
      order by ${W.lastSeenAt} limit :limit for update skip locked)
-   returning w.${W.id} as "id", (extract(epoch from now() - w.${W.lastSeenAt}) * 1000)::float8 as "silentMs"`,
+   returning w.${W.id} as "id", w.${col(workers.host)} as "host", (extract(epoch from now() - w.${W.lastSeenAt}) * 1000)::float8 as "silentMs"`,
 );
 
-function claimLostWorkers(on: Queryable, silentForMs: number, self: string, limit = 20): Promise<Array<{ id: string; silentMs: number }>> {
+function claimLostWorkers(
+  on: Queryable,
+  silentForMs: number,
+  self: string,
+  limit = 20,
+): Promise<Array<{ id: string; host: string; silentMs: number }>> {
   return run(on, claimLostWorkersStatement, { silentSeconds: silentForMs / 1000, self, limit });
 }
 

@@ -10,6 +10,8 @@ import type { HistoryCache } from "./step/history-cache.js";
 export interface JobContext {
   deps: JobDeps;
   workerId: string;
+  /** The host this worker belongs to (SPEC W3): its tool-batch queue and workspace root. */
+  hostId: string;
   leases: LeaseKeeper;
   aborts: RunAborts;
   sessionContexts: SessionContextCache;

@@ -7,6 +7,7 @@ import { pruneTrash } from "../workspace/project-trash.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import type { JobDeps } from "./job-deps.js";
 import type { NextJob } from "../core/next-job.js";
+import type { RunId } from "../ids.js";
 
 /** What the sweeper uses. */
 export type SweeperDeps = SweepDeps & Pick<JobDeps, "bus" | "metrics" | "logger" | "callLayers">;
@@ -87,11 +88,14 @@ async function takeOverDeadWorkers(
   const taken = { workers: 0, runs: 0, commands: 0 };
   if (!self.liveness.trustsItsView()) return taken;
   await services.unitOfWork.transact(async (fx) => {
-    const lost = await fx.store.workers.claimLostWorkers(services.config.workers.livenessTimeoutMs, self.workerId);
+    const { livenessTimeoutMs } = services.config.workers;
+    const lost = await fx.store.workers.claimLostWorkers(livenessTimeoutMs, self.workerId);
+    const moved = new Set<RunId>();
     for (const worker of lost) {
       const reason = `its worker ${worker.id} stopped renewing its liveness record ${(worker.silentMs / 1000).toFixed(1)} s ago`;
       services.logger.warn({ workerId: worker.id, silentMs: Math.round(worker.silentMs) }, "worker found dead; taking over its work");
       for (const run of await fx.store.runs.releaseRunsOfWorker(worker.id)) {
+        moved.add(run.id);
         await fx.emit(run.tenantId, run.sessionId, [
           { runId: run.id, step: null, body: { type: "run_status", status: "recovering", reason } },
         ]);
@@ -101,8 +105,31 @@ async function takeOverDeadWorkers(
       taken.commands += await fx.store.commands.markCommandsOfWorkerLost(worker.id);
       taken.workers++;
     }
+    // A host with no live worker left is dead (SPEC W3): its projects move, in this transaction.
+    for (const host of new Set(lost.map((worker) => worker.host)))
+      taken.runs += await releaseDeadHost(fx, { hostId: host, livenessTimeoutMs, moved });
   });
   return taken;
+}
+
+/**
+ * Releases the placements of a host that has no live worker left (SPEC W3) and enqueues again the
+ * batches its queue held for them, under a new id: each is placed on a live host (the dispatch
+ * places it), which rebuilds the workspace from its latest checkpoint before running anything.
+ * Calls that were running there were interrupted with their worker, above. Answers how many runs moved.
+ */
+async function releaseDeadHost(fx: Effects, host: { hostId: string; livenessTimeoutMs: number; moved: Set<RunId> }): Promise<number> {
+  const released = await fx.store.placements.releaseHostPlacements(host.hostId, host.livenessTimeoutMs);
+  if (released.length === 0) return 0;
+  let moved = 0;
+  for (const runId of await fx.store.placements.batchRunsOfProjects(released.map((placement) => placement.projectId))) {
+    // Those held by the dead workers were enqueued again with their release.
+    if (host.moved.has(runId)) continue;
+    const run = await fx.store.runs.readRun(runId);
+    if (!run?.nextJob || run.nextJob.kind !== "batch") continue;
+    if (await redispatchOrFail(fx, { ...run, nextJob: run.nextJob })) moved++;
+  }
+  return moved;
 }
 
 /** Records of workers ended this long ago are deleted. */

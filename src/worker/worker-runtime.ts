@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
 import { Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { stepQueueName, toolQueueName, type StepJobData, type ToolBatchJobData } from "../queue/job-types.js";
+import { hostToolQueueName, stepQueueName, toolQueueName, type StepJobData, type ToolBatchJobData } from "../queue/job-types.js";
 import type { Services } from "../services.js";
+import { hostIdOf } from "../config.js";
+import { prepareHostRoot } from "../workspace/project-workspace.js";
 import { startWebhookDelivery } from "../webhooks/webhook-runtime.js";
 import { describeConfinement } from "../sandbox/confinement-report.js";
 import { startMcpRequestWorker } from "./mcp-request-worker.js";
@@ -30,11 +31,13 @@ export interface WorkerRuntime {
 /** A worker process's composition root: its bookkeeping, its two job workers and what runs beside them. */
 export async function startWorkerRuntime(services: Services): Promise<WorkerRuntime> {
   const { config, logger } = services;
-  const host = hostname();
+  const host = hostIdOf(config);
+  await prepareHostRoot(config.workspaces.dir);
   const workerId = `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const context: JobContext = {
     deps: services,
     workerId,
+    hostId: host,
     leases: startLeaseKeeper(services.store, config.workers.leaseMs, (error) => logger.warn({ err: error }, "lease renewal failed")),
     aborts: createRunAborts(),
     sessionContexts: createSessionContextCache(services.store),
@@ -135,8 +138,9 @@ async function startJobWorkers(services: Services, context: JobContext, running:
     (job, token) => counted(stepQueueName, () => observeJob(telemetry, stepQueueName, job, () => processStepJob(context, job, token))),
     workerOptions(config.workers.stepConcurrency),
   );
+  // This host's queue only: a project's batches run where its workspace is (SPEC W3).
   const toolWorker = new Worker<ToolBatchJobData>(
-    toolQueueName,
+    hostToolQueueName(context.hostId),
     (job, token) => counted(toolQueueName, () => observeJob(telemetry, toolQueueName, job, () => processToolBatchJob(context, job, token))),
     workerOptions(config.workers.toolConcurrency),
   );

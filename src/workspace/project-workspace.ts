@@ -85,6 +85,11 @@ async function handOver(workspace: string, owner: ProcessIdentity): Promise<void
   await chmod(workspace, 0o700);
 }
 
+/** A host's workspace root, made when missing: tenants' processes pass through it to their own workspace. */
+export async function prepareHostRoot(workspacesDir: string): Promise<void> {
+  await ensurePassable(workspacesDir);
+}
+
 /** A folder above workspaces: others may pass through it (to reach their own workspace) but not list it. */
 async function ensurePassable(folder: string): Promise<void> {
   await mkdir(folder, { recursive: true, mode: 0o711 });

@@ -219,7 +219,7 @@ describe("crash recovery", () => {
     const done = await client.waitForRun(run.body.id, 30_000);
     expect(done.status).toBe("completed");
     const ids = await jobIdsOf(run.body.id);
-    expect(ids).toContain(`batch-${run.body.id}-0`);
+    expect(ids).toContain(`batch-${run.body.id}-0-e1`);
     expect(ids.filter((id) => /-r\d+$/.test(id))).toEqual([]);
     expect(await readMarkers(await env.workspaceOf(sessionId), "long")).toHaveLength(1);
   });

@@ -23,6 +23,9 @@ export interface StoreDb {
   close(): Promise<void>;
 }
 
+/** Where `newSession` places its project: what store tests claim batches with. */
+export const testPlacement = { hostId: "test-host", epoch: 1 };
+
 export async function createStoreDb(): Promise<StoreDb> {
   const adminUrl = inject("databaseUrl");
   const databaseName = `foya_test_${randomBytes(5).toString("hex")}`;
@@ -58,6 +61,13 @@ export async function createStoreDb(): Promise<StoreDb> {
         runMode: "normal",
       });
       if (!session) throw new Error("session insert returned nothing");
+      // Batches claim their run only where the project is placed (SPEC W3).
+      await handle.pool.query("insert into project_placements (project_id, tenant_id, host_id, epoch) values ($1, $2, $3, $4)", [
+        project.id,
+        tenant.id,
+        testPlacement.hostId,
+        testPlacement.epoch,
+      ]);
       return { tenantId: tenant.id, projectId: project.id, sessionId: session.id };
     },
     async close() {

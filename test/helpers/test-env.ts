@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -141,6 +141,10 @@ export async function createTestEnv(
         [sessionId],
       );
       if (!rows[0]) throw new Error(`no session ${sessionId}`);
+      // The project's first host makes the folder for its first batch (SPEC W3); a test that writes
+      // files before that makes it here, and the first placement adopts it.
+      await mkdir(path.dirname(rows[0].workspace_path), { recursive: true, mode: 0o711 });
+      await mkdir(rows[0].workspace_path, { recursive: true, mode: 0o700 });
       return rows[0].workspace_path;
     },
     async query(text, values) {

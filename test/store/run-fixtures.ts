@@ -1,7 +1,7 @@
 import type { NextJob } from "../../src/core/next-job.js";
 import type { ProjectId, RunId, SessionId, TenantId } from "../../src/ids.js";
 import { historyOrigin, type CallRow, type ClaimedRun, type RunRow } from "../../src/store/runs.js";
-import type { StoreDb } from "../helpers/store-db.js";
+import { testPlacement, type StoreDb } from "../helpers/store-db.js";
 
 /**
  * Runs in the states the contract tests start from, reached through the store's own statements
@@ -70,6 +70,7 @@ export async function claimedBatch(db: StoreDb, names: readonly string[], owner 
     owner,
     leaseMs,
     startPreGranted: false,
+    placement: testPlacement,
   });
   if (claim.kind !== "claimed") throw new Error(`batch claim ${claim.kind}`);
   return { ...placed, held: claim.run, calls: claim.extra.calls };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
+import { createStoreDb, testPlacement, type StoreDb } from "../helpers/store-db.js";
 import { batchJob, claimedBatch, claimedStep, leaseMs, placedRun, runRow, stepJob } from "./run-fixtures.js";
 
 /** `store.runs`: each guarded statement of a run's claims, leases and transitions, on Postgres. */
@@ -46,6 +46,7 @@ describe("store.runs claims", () => {
       owner: "w/j",
       leaseMs,
       startPreGranted: false,
+      placement: testPlacement,
     });
     expect(wrongJob).toEqual({ kind: "gone", reason: "run does not need this job" });
     expect(await db.store.runs.finishRun(placed.run.id, "cancelled", {})).toBe(true);

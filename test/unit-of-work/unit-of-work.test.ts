@@ -37,7 +37,13 @@ beforeAll(async () => {
   db = await createStoreDb();
   redis = new Redis(redisUrl, redisOptions);
   bus = createEventBus({ publisher: redis, createSubscriber: () => new Redis(redisUrl, redisOptions), prefix });
-  dispatcher = createDispatcher({ connection: redis, prefix, stepAttempts: config.runs.stepAttempts });
+  dispatcher = createDispatcher({
+    connection: redis,
+    prefix,
+    stepAttempts: config.runs.stepAttempts,
+    hostId: "test-host",
+    place: async () => ({ hostId: "test-host", epoch: 1 }),
+  });
 });
 
 afterAll(async () => {
@@ -157,7 +163,8 @@ async function rowsOfSession(sessionId: string): Promise<{ runs: number; events:
 
 async function jobExists(request: DispatchRequest): Promise<boolean> {
   const queue = request.next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue;
-  return (await queue.getJob(jobIdFor(request.runId, request.next, request.redispatches))) !== undefined;
+  const epoch = request.next.kind === "batch" ? 1 : undefined;
+  return (await queue.getJob(jobIdFor(request.runId, request.next, request.redispatches, epoch))) !== undefined;
 }
 
 /** A subscriber to a session's events on the real bus: `take(n)` waits for the first n to arrive. */

@@ -91,7 +91,7 @@ export type FoyaEventBody =
    */
   | {
       type: "workspace_restored";
-      reason: "missing" | "damaged" | "rewound";
+      reason: "missing" | "damaged" | "rewound" | "moved";
       checkpointId: string;
       checkpointSeq: number;
       files: number;

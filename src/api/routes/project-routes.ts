@@ -1,8 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { newId } from "../../ids.js";
-import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { deleteProject } from "../../runs/delete-project.js";
-import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
+import { hostWorkspacePath } from "../../workspace/host-copies.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, ProjectCreateSchema, ProjectSchema } from "../schemas.js";
 import { serializeProject } from "../serialize.js";
@@ -37,13 +36,8 @@ export function registerProjectRoutes(app: App, services: ApiServices): void {
     const { name } = c.req.valid("json");
     const tenantId = c.get("tenantId");
     const id = newId("prj");
-    // The workspace belongs to the tenant's tool uid from the start (SPEC S7); nobody else may enter it.
-    const settings = await services.tenantSettings.get(tenantId);
-    const workspacePath = await createWorkspaceFolder(
-      services.config.workspaces.dir,
-      [tenantId, id],
-      toolIdentity(services.identityMode, settings.toolUidSlot),
-    );
+    // No folder is made here (SPEC W3): the host the project is placed on makes it for its first batch.
+    const workspacePath = hostWorkspacePath(services.config.workspaces.dir, { tenantId, projectId: id });
     const project = await services.store.projects.insertProject({ id, tenantId, name, workspacePath });
     if (!project) throw new Error("project insert returned nothing");
     return c.json(serializeProject(project), 201);

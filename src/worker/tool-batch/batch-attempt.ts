@@ -26,6 +26,8 @@ export interface BatchScope {
   checkpoint: boolean;
   /** A rewind's or a fork's order, read by the claim: rebuild the folder from this checkpoint first (SPEC W2). */
   workspaceResetTo: CheckpointId | null;
+  /** The project's placement on this host the claim was fenced by (SPEC W3). */
+  placement: { hostId: string; epoch: number };
 }
 
 /**

@@ -10,11 +10,14 @@ import type { SessionContextCache } from "../session-context-cache.js";
 import type { BatchScope } from "./batch-attempt.js";
 import { callSlotRetryMs } from "./start-calls.js";
 import type { RunId, TenantId } from "../../ids.js";
+import { hostWorkspacePath } from "../../workspace/host-copies.js";
 
 /** What the claim uses. */
 export interface BatchClaimContext {
   deps: Pick<JobDeps, "store" | "config" | "callLayers" | "logger" | "tenantSettings">;
   sessionContexts: SessionContextCache;
+  /** The worker's host: the batch claims its run only where the project is placed (SPEC W3). */
+  hostId: string;
 }
 
 export interface ClaimedBatch {
@@ -24,6 +27,8 @@ export interface ClaimedBatch {
   extra: BatchClaim;
   /** The tenant's `toolCalls` quota (SPEC X5); 0: no limit. */
   callQuota: number;
+  /** The placement the claim was fenced by: this host, at this epoch. */
+  placement: { hostId: string; epoch: number };
 }
 
 /** `busy`: another lease holds the run, an interrupted command's changes are being settled, or the tenant is at its call quota. */
@@ -39,6 +44,9 @@ export type BatchJobClaim = ClaimedBatch | { kind: "busy"; retryInMs: number } |
 export async function claimToolBatch(context: BatchClaimContext, data: ToolBatchJobData, owner: string): Promise<BatchJobClaim> {
   const { deps } = context;
   const { runId, stepIndex } = data;
+  const placement = data.placement ?? (await deps.store.placements.placeProject({ runId }, deps.config.workers.livenessTimeoutMs));
+  // A job enqueued by hand, or routed before a move: the sweeper enqueues the run's batch where its project is.
+  if (!placement || placement.hostId !== context.hostId) return { kind: "gone", reason: "the project is placed on another host" };
   const layers = await settleLayersOfRun(context, runId);
   if (layers.kind === "wait") return { kind: "busy", retryInMs: layers.retryInMs };
   const callQuota = await toolCallQuota(context, runId);
@@ -52,9 +60,10 @@ export async function claimToolBatch(context: BatchClaimContext, data: ToolBatch
   const next: NextJob = { kind: "batch", stepIndex, ...(data.resume !== undefined ? { resume: data.resume } : {}) };
   const leaseMs = deps.config.workers.leaseMs;
   const claim = await withRetry(() =>
-    deps.store.runs.claimBatch({ runId, stepIndex, next, owner, leaseMs, startPreGranted: callQuota.limit === 0 }),
+    deps.store.runs.claimBatch({ runId, stepIndex, next, owner, leaseMs, startPreGranted: callQuota.limit === 0, placement }),
   );
-  return claim.kind === "claimed" ? { ...claim, stepIndex, callQuota: callQuota.limit } : claim;
+  const { hostId, epoch } = placement;
+  return claim.kind === "claimed" ? { ...claim, stepIndex, callQuota: callQuota.limit, placement: { hostId, epoch } } : claim;
 }
 
 /** Settles the interrupted commands' layers of a run's project on this host (see `settleProjectLayers`). */
@@ -63,8 +72,7 @@ async function settleLayersOfRun(context: BatchClaimContext, runId: RunId): Prom
   if (!deps.callLayers.ok) return { kind: "clear" };
   const scope = await context.sessionContexts.scopeOfRun(runId);
   if (!scope) return { kind: "clear" };
-  const { project } = await context.sessionContexts.get(scope.sessionId);
-  return settleProjectLayers(deps, project.workspacePath);
+  return settleProjectLayers(deps, hostWorkspacePath(deps.config.workspaces.dir, scope));
 }
 
 /** The tenant's `toolCalls` quota for a run's batches; 0 (no limit) for a run that is gone (its claim then finds it gone). */
@@ -78,24 +86,26 @@ async function toolCallQuota(context: BatchClaimContext, runId: RunId): Promise<
 
 /** The claimed batch's scope; session and project rows come from the worker's cache. */
 export async function scopeOfBatch(
-  context: { sessionContexts: SessionContextCache },
+  context: { sessionContexts: SessionContextCache; deps: Pick<JobDeps, "config"> },
   claim: ClaimedBatch,
   tools: ScopedTools,
 ): Promise<BatchScope> {
   const { run, extra } = claim;
   const { session, project } = await context.sessionContexts.get(run.sessionId);
+  const workspaceDir = hostWorkspacePath(context.deps.config.workspaces.dir, { tenantId: run.tenantId, projectId: project.id });
   return {
     run,
     stepRef: { index: claim.stepIndex, attempt: extra.stepAttempt },
     session,
     approvalMode: session.approvalMode,
     projectId: project.id,
-    workspaceDir: project.workspacePath,
+    workspaceDir,
     tools,
     stepTools: extra.stepTools,
     callQuota: claim.callQuota,
     checkpoint: extra.calls.some((call) => changesWorkspace(tools, call.name)),
     workspaceResetTo: extra.workspaceResetTo,
+    placement: claim.placement,
   };
 }
 
