@@ -205,11 +205,11 @@ const optionalText = (env: EnvNames, options: TextOptions = {}) => {
 const hostIdPattern = /^[A-Za-z0-9._-]{1,64}$/;
 const hostIdAllowed = "1-64 letters, digits, `.`, `_` or `-`";
 const hostId = (env: EnvNames) =>
-  setting(
-    fromText(hostIdAllowed, (text) => (hostIdPattern.test(text) ? text : undefined)).optional(),
-    env,
-    { default: "the machine's hostname", allowed: hostIdAllowed, optional: true },
-  );
+  setting(fromText(hostIdAllowed, (text) => (hostIdPattern.test(text) ? text : undefined)).optional(), env, {
+    default: "the machine's hostname",
+    allowed: hostIdAllowed,
+    optional: true,
+  });
 
 const absolutePath = fromText("a non-empty path", (text) => (text.length > 0 ? path.resolve(text) : undefined));
 
@@ -892,6 +892,8 @@ export function loadConfig(env: Env = process.env): Config {
 /** This process's host (SPEC W3): `FOYA_HOST_ID`, else the machine's hostname made fit for a queue name. */
 export function hostIdOf(config: Pick<Config, "workers">): string {
   if (config.workers.hostId) return config.workers.hostId;
-  const name = hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64);
+  const name = hostname()
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .slice(0, 64);
   return name === "" ? "host" : name;
 }

@@ -59,7 +59,9 @@ export async function checkWorkspace(deps: CheckWorkspaceDeps, scope: CheckWorks
   if (scope.resetTo !== null) return resetWorkspace(deps, { ...scope, resetTo: scope.resetTo }, signal);
   if (!workspaceFolderPresent(scope.workspaceDir)) {
     const restored = await restoreMissingWorkspace(deps, scope, signal);
-    return restored.kind === "restored" ? { ...restored, reason: scope.moved ? "moved" : "missing", differences: 0 } : { kind: "as_stored" };
+    return restored.kind === "restored"
+      ? { ...restored, reason: scope.moved ? "moved" : "missing", differences: 0 }
+      : { kind: "as_stored" };
   }
   // Kept changes need no look before the batch: its own checkpoint, taken as it closes, holds
   // them with the calls' changes (one walk of the tree per batch, not two).

@@ -1,4 +1,4 @@
-import { commands, projectPlacements, projects, runs, sessions, workers } from "../db/schema.js";
+import { commands, projectPlacements, projects, runs, sessions, workers, workspaceCheckpoints } from "../db/schema.js";
 import { activeRunStatuses } from "../core/run-status.js";
 import { col, literals, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
@@ -119,17 +119,18 @@ async function placementOf(
  * a live host may be silent. Result: the projects released, with their tenants. Their next batch
  * is placed again, at the next epoch.
  */
-const releaseHostPlacementsStatement = statement<
-  { hostId: string; silentSeconds: number },
-  { projectId: ProjectId; tenantId: TenantId }
->(
+const releaseHostPlacementsStatement = statement<{ hostId: string; silentSeconds: number }, { projectId: ProjectId; tenantId: TenantId }>(
   "release_host_placements",
   `update ${tbl(projectPlacements)} set ${P.hostId} = null
    where ${P.hostId} = :hostId and not exists (select 1 from (${liveHostsText}) l where l.host_id = :hostId)
    returning ${P.projectId} as "projectId", ${P.tenantId} as "tenantId"`,
 );
 
-function releaseHostPlacements(on: Queryable, hostId: string, silentForMs: number): Promise<Array<{ projectId: ProjectId; tenantId: TenantId }>> {
+function releaseHostPlacements(
+  on: Queryable,
+  hostId: string,
+  silentForMs: number,
+): Promise<Array<{ projectId: ProjectId; tenantId: TenantId }>> {
   return run(on, releaseHostPlacementsStatement, { hostId, silentSeconds: silentForMs / 1000 });
 }
 
@@ -187,7 +188,23 @@ async function batchRunsOfProjects(on: Queryable, projectIds: readonly ProjectId
   return (await run(on, batchRunsOfProjectsStatement, { projectIds })).map((row) => row.id);
 }
 
+/**
+ * copySizes
+ * Guard: none (a read). Params: projects. Result: each one's bytes by its latest checkpoint (0 without one).
+ */
+const copySizesStatement = statement<{ projectIds: readonly ProjectId[] }, { projectId: ProjectId; bytes: number }>(
+  "copy_sizes",
+  `select p.id as "projectId", coalesce((select wc.${col(workspaceCheckpoints.fileBytes)} from ${tbl(workspaceCheckpoints)} wc
+       where wc.${col(workspaceCheckpoints.projectId)} = p.id order by wc.${col(workspaceCheckpoints.seq)} desc limit 1), 0)::float8 as bytes
+   from unnest(:projectIds::text[]) as p(id)`,
+);
+
+async function copySizes(on: Queryable, projectIds: readonly ProjectId[]): Promise<Map<ProjectId, number>> {
+  if (projectIds.length === 0) return new Map();
+  return new Map((await run(on, copySizesStatement, { projectIds })).map((row) => [row.projectId, row.bytes]));
+}
+
 /** `store.placements`. */
 export const placementsRepository = repository({
-  pg: { placeProject, placementOf, releaseHostPlacements, evictPlacement, hostPlacements, batchRunsOfProjects },
+  pg: { placeProject, placementOf, releaseHostPlacements, evictPlacement, hostPlacements, batchRunsOfProjects, copySizes },
 });

@@ -64,7 +64,10 @@ async function stopWorker(on: Queryable, id: string): Promise<void> {
  * Result: the workers this caller marked `lost`, with how long they had been silent. Exactly one
  * caller wins each, so only one sweeper takes over a dead worker's work.
  */
-const claimLostWorkersStatement = statement<{ silentSeconds: number; self: string; limit: number }, { id: string; host: string; silentMs: number }>(
+const claimLostWorkersStatement = statement<
+  { silentSeconds: number; self: string; limit: number },
+  { id: string; host: string; silentMs: number }
+>(
   "claim_lost_workers",
   `update ${tbl(workers)} w set ${W.stoppedAt} = now(), ${W.stopReason} = 'lost'
    where w.${W.id} in (

@@ -16,6 +16,7 @@ import { startBackgroundCommands } from "./background-commands.js";
 import { rollForwardLayers } from "./roll-forward-layers.js";
 import { startSweeper } from "./sweeper.js";
 import { startProjectRemoval } from "./project-removal.js";
+import { startHostEviction } from "./host-eviction.js";
 import { processStepJob } from "./step/process.js";
 import { processToolBatchJob } from "./tool-batch/process.js";
 import { createHistoryCache } from "./step/history-cache.js";
@@ -60,7 +61,7 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   });
   const stopListeners = await listenForStops(services, context);
   const jobs = await startJobWorkers(services, context, running);
-  const beside = await startBesideJobs(services, { workerId, liveness });
+  const beside = await startBesideJobs(services, { workerId, hostId: host, liveness });
   return {
     workerId,
     async close() {
@@ -171,7 +172,10 @@ async function drainWorkers(services: Services, context: JobContext, workers: re
 }
 
 /** What runs beside the jobs: layer roll-forward, the sweeper, project removal, webhooks and MCP requests. */
-async function startBesideJobs(services: Services, self: { workerId: string; liveness: Liveness }): Promise<{ close(): Promise<void> }> {
+async function startBesideJobs(
+  services: Services,
+  self: { workerId: string; hostId: string; liveness: Liveness },
+): Promise<{ close(): Promise<void> }> {
   const { logger } = services;
   if (!services.callLayers.ok)
     logger.warn({ reason: services.callLayers.reason }, "what shell commands change is not recorded on this worker (SPEC X7)");
@@ -182,6 +186,8 @@ async function startBesideJobs(services: Services, self: { workerId: string; liv
   const sweeper = startSweeper(services, self);
   // Beside the sweeper, not in it: a large tree takes seconds to remove and must not hold back recovery.
   const projectRemoval = startProjectRemoval(services, self);
+  // Idle projects' copies over this host's disk budget go; their checkpoints bring them back (W3).
+  const eviction = startHostEviction(services, self);
   const webhooks = await startWebhookDelivery(services);
   // MCP listings, resources and prompts the API asks for: the API process starts no server.
   const mcpRequests = await startMcpRequestWorker(services);
@@ -191,7 +197,7 @@ async function startBesideJobs(services: Services, self: { workerId: string; liv
     async close() {
       sweeper.stop();
       // Drain in parallel with the step and tool workers, under the same grace.
-      await Promise.all([projectRemoval.stop(), webhooks.close(), mcpRequests.close()]);
+      await Promise.all([projectRemoval.stop(), eviction.stop(), webhooks.close(), mcpRequests.close()]);
     },
   };
 }

@@ -11,6 +11,7 @@ import { settleBatch } from "./settle.js";
 import { toolContextsOf } from "./tool-context.js";
 import { createWorkspaceChangeLog } from "./workspace-changes.js";
 import { ensureWorkspacePresent } from "./workspace-present.js";
+import { claimHostCopy } from "../../workspace/host-copies.js";
 
 /**
  * The tool-batch job: the tool calls of one model response, phase by phase as
@@ -26,13 +27,23 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
   if (claim.kind === "busy") return delayJob(job, token, claim.retryInMs);
   if (claim.kind === "gone") return claim;
   const scope = await scopeOfBatch(context, claim, tools);
-  if (hasInterruptedCall(claim.extra)) return closeInterrupted(deps, claim, scope);
+  // 1a. The host's copy must be this placement's (W3): a copy of an earlier one is set aside, never used.
+  const copy = await claimHostCopy(
+    deps.config.workspaces.dir,
+    { tenantId: scope.run.tenantId, projectId: scope.projectId },
+    scope.placement.epoch,
+  );
+  // What an interrupted batch changed is in a copy only if the batch ran in this one; on a dead host it is lost with it.
+  const ranHere = copy.kind === "current" || copy.kind === "adopted";
+  if (hasInterruptedCall(claim.extra) && ranHere) return closeInterrupted(deps, claim, scope);
   return holdingLease(context.leases, owner, () =>
     withRunAbort(context.aborts, scope.run.id, async (signal) => {
       // A batch that takes no checkpoint but changed files anyway (a read tool appending a marker) leaves this host's tree stale.
       const forget = scope.checkpoint ? undefined : () => deps.knownTrees.forget(scope.projectId);
       const attempt = { ...scope, owner, signal, started: new Set<string>(), changes: createWorkspaceChangeLog(forget) };
-      if (!(await ensureWorkspacePresent(deps, attempt))) return { kind: "stale" }; // 1b. the workspace is there (W1)
+      if (!(await ensureWorkspacePresent(deps, attempt, copy))) return { kind: "stale" }; // 1b. the workspace is there (W1)
+      // Interrupted on a host that is gone: closed here, on the copy rebuilt from the latest checkpoint (nothing new to keep).
+      if (hasInterruptedCall(claim.extra)) return closeInterrupted(deps, claim, { ...scope, checkpoint: false });
       let plan = await planFirstGroups(deps, attempt, claim.extra); // 1. gate, plan, first window started
       if (plan === null) return { kind: "stale" };
       const contextFor = await toolContextsOf(deps, context.commands, attempt);

@@ -1,5 +1,5 @@
 import { checkWorkspace } from "../../checkpoints/check-workspace.js";
-import { claimHostCopy } from "../../workspace/host-copies.js";
+import type { ClaimedCopy } from "../../workspace/host-copies.js";
 import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { StaleWorkError } from "../../store/transact.js";
 import type { JobDeps } from "../job-deps.js";
@@ -12,19 +12,13 @@ export type WorkspacePresentDeps = Pick<
 
 /**
  * Phase 1b of the tool-batch job (process.ts): before any call runs, the host's copy of the
- * project's workspace belongs to the placement the batch was claimed under (SPEC W3), and it is
- * what the store says (`checkWorkspace`, SPEC W1). A folder that is gone, or damaged, is rebuilt
+ * project's workspace (claimed for the batch's placement in phase 1a, SPEC W3) is what the store
+ * says (`checkWorkspace`, SPEC W1). A folder that is gone, or damaged, is rebuilt
  * from the project's latest checkpoint and the session is told (`workspace_restored`); with no
  * checkpoint a missing folder starts empty. Answers false when the batch was taken over meanwhile.
  */
-export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt: BatchAttempt): Promise<boolean> {
+export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt: BatchAttempt, copy: ClaimedCopy): Promise<boolean> {
   const { run, stepRef } = attempt;
-  // The host's copy must be this placement's (SPEC W3): a copy of an earlier one is set aside, never used.
-  const copy = await claimHostCopy(
-    deps.config.workspaces.dir,
-    { tenantId: run.tenantId, projectId: attempt.projectId },
-    attempt.placement.epoch,
-  );
   const settings = await deps.tenantSettings.get(run.tenantId);
   // Owned by the tenant's tool uid when the worker can hand files over (it runs as root).
   const identity = process.getuid?.() === 0 ? toolIdentity(deps.identityMode, settings.toolUidSlot) : null;
