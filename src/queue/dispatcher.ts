@@ -1,12 +1,16 @@
 import { Queue, type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "../net/redis-connection.js";
 import type { StepJobData, ToolBatchJobData } from "./job-types.js";
-import { jobIdFor, stepQueueName, toolQueueName } from "./job-types.js";
+import { jobIdFor, queueName, stepQueueNames, stepShardOf, toolQueueName } from "./job-types.js";
 import type { TenantLoad } from "./tenant-load.js";
 import type { DispatchRequest, NextJob } from "../core/next-job.js";
+import type { RunId } from "../ids.js";
 
 export interface Dispatcher {
-  readonly stepQueue: Queue<StepJobData>;
+  /** The step queue's shards (`FOYA_STEP_QUEUE_SHARDS`), each on a Redis Cluster slot of its own. */
+  readonly stepQueues: readonly Queue<StepJobData>[];
+  /** The shard a run's step jobs go to. */
+  stepQueueFor(runId: RunId): Queue<StepJobData>;
   readonly toolQueue: Queue<ToolBatchJobData>;
   dispatch(requests: readonly DispatchRequest[]): Promise<void>;
   /** BullMQ's view of the job a request maps to ("waiting", "prioritized", "active", "completed", "unknown", ...) and the worker processing it (`processedBy`, the worker's id), if any. */
@@ -15,19 +19,21 @@ export interface Dispatcher {
 }
 
 export function createDispatcher(options: {
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   stepAttempts: number;
+  /** Step queue shards, at least 1. */
+  stepShards: number;
   load?: TenantLoad;
   /** The active trace as a `traceparent`, carried in job data so the job's spans continue it (SPEC X8). */
   traceCarrier?: () => string | undefined;
 }): Dispatcher {
   const queueOptions = { connection: options.connection, prefix: options.prefix };
-  const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
-  const toolQueue = new Queue<ToolBatchJobData>(toolQueueName, queueOptions);
+  const stepQueues = stepQueueNames(options.stepShards).map((name) => new Queue<StepJobData>(name, queueOptions));
+  const toolQueue = new Queue<ToolBatchJobData>(queueName(toolQueueName), queueOptions);
   // Connection errors are the shared connection's, logged by its own listener (src/services.ts);
   // a queue without a listener would print each one to stderr as well.
-  for (const queue of [stepQueue, toolQueue]) queue.on("error", () => {});
+  for (const queue of [...stepQueues, toolQueue]) queue.on("error", () => {});
   // Finished jobs are kept for a while so that a duplicate enqueue of the same work is
   // refused by BullMQ itself; the handlers are idempotent against Postgres beyond that window.
   const common: JobsOptions = {
@@ -36,10 +42,12 @@ export function createDispatcher(options: {
     backoff: { type: "exponential", delay: 250 },
   };
 
-  const queueFor = (next: NextJob) => (next.kind === "step" ? stepQueue : toolQueue);
+  const stepQueueFor = (runId: RunId) => stepQueues[stepShardOf(runId, stepQueues.length)] as Queue<StepJobData>;
+  const queueFor = (runId: RunId, next: NextJob) => (next.kind === "step" ? stepQueueFor(runId) : toolQueue);
 
   return {
-    stepQueue,
+    stepQueues,
+    stepQueueFor,
     toolQueue,
     async dispatch(requests) {
       await Promise.all(
@@ -56,17 +64,19 @@ export function createDispatcher(options: {
           // Every job gets a priority (BullMQ serves jobs without one first, so all or none).
           const priority = options.load?.priority(request.tenantId);
           const jobOptions = { ...common, jobId, attempts, ...(priority === undefined ? {} : { priority }) };
-          return request.next.kind === "step" ? stepQueue.add("step", data, jobOptions) : toolQueue.add("batch", data, jobOptions);
+          return request.next.kind === "step"
+            ? stepQueueFor(request.runId).add("step", data, jobOptions)
+            : toolQueue.add("batch", data, jobOptions);
         }),
       );
     },
     async jobHolder(request) {
-      const job = await queueFor(request.next).getJob(jobIdFor(request.runId, request.next, request.redispatches));
+      const job = await queueFor(request.runId, request.next).getJob(jobIdFor(request.runId, request.next, request.redispatches));
       if (!job) return { state: "unknown", processedBy: null };
       return { state: await job.getState(), processedBy: job.processedBy ?? null };
     },
     async close() {
-      await Promise.all([stepQueue.close(), toolQueue.close()]);
+      await Promise.all([...stepQueues, toolQueue].map((queue) => queue.close()));
     },
   };
 }

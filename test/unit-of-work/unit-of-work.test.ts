@@ -37,7 +37,7 @@ beforeAll(async () => {
   db = await createStoreDb();
   redis = new Redis(redisUrl, redisOptions);
   bus = createEventBus({ publisher: redis, createSubscriber: () => new Redis(redisUrl, redisOptions), prefix });
-  dispatcher = createDispatcher({ connection: redis, prefix, stepAttempts: config.runs.stepAttempts });
+  dispatcher = createDispatcher({ connection: redis, prefix, stepAttempts: config.runs.stepAttempts, stepShards: 1 });
 });
 
 afterAll(async () => {
@@ -156,7 +156,7 @@ async function rowsOfSession(sessionId: string): Promise<{ runs: number; events:
 }
 
 async function jobExists(request: DispatchRequest): Promise<boolean> {
-  const queue = request.next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue;
+  const queue = request.next.kind === "step" ? dispatcher.stepQueueFor(request.runId) : dispatcher.toolQueue;
   return (await queue.getJob(jobIdFor(request.runId, request.next, request.redispatches))) !== undefined;
 }
 
