@@ -182,8 +182,9 @@ async function foyaLatencyPhase(driver: FoyaDriver, services: Services, worker: 
     steps: record.toolSteps,
     firstId: (step) => `step-${record.runId}-${step}`,
     secondId: (step) => `batch-${record.runId}-${step}`,
+    firstQueue: services.dispatcher.stepQueueFor(record.runId),
   }));
-  const jobs = await cycleSegments(services.dispatcher.stepQueue, services.dispatcher.toolQueue, refs);
+  const jobs = await cycleSegments(services.dispatcher.stepQueues[0]!, services.dispatcher.toolQueue, refs);
 
   return {
     runs: records.length,

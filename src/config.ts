@@ -319,6 +319,18 @@ const optionalUrl = (env: EnvNames, options: { secret?: boolean } = {}) =>
     { default: "unset", allowed: "an http or https URL", secret: options.secret, optional: true },
   );
 
+/**
+ * The prefix of every Redis key: no `{` or `}`, as the first `{...}` of a key is its Redis Cluster
+ * hash tag, and the tags are Foya's own (a queue's name, a session, a tenant).
+ */
+const queuePrefix = (env: EnvNames, fallback: string) => {
+  const allowed = "a non-empty text without `{` or `}`";
+  return setting(fromText(allowed, (text) => (text.length > 0 && !/[{}]/.test(text) ? text : undefined)).default(fallback), env, {
+    default: code(fallback),
+    allowed,
+  });
+};
+
 /** `src/config.ts` and `dist/config.js` both sit one level below the checkout's root. */
 const consoleBuild = path.join(path.dirname(fileURLToPath(import.meta.url)), "../packages/console/dist");
 
@@ -341,10 +353,16 @@ const settingsSchema = z.object({
   redis: z
     .object({
       url: text("REDIS_URL", "redis://127.0.0.1:6379", { secret: true }).describe(
-        "Redis connection URL (queues, pub/sub, shared counters).",
+        "Redis connection URL (queues, pub/sub, shared counters). With `FOYA_REDIS_CLUSTER`, the cluster's seed nodes: one URL or several, comma-separated (`redis://10.0.0.1:6379,redis://10.0.0.2:6379`); the other nodes are found from them, and the first URL with a user or password gives the credentials for every node.",
       ),
-      queuePrefix: text("FOYA_QUEUE_PREFIX", "foya", { minLength: 1 }).describe(
+      cluster: flag("FOYA_REDIS_CLUSTER", false).describe(
+        'Redis is a Redis Cluster: connections follow its slots, and events, cancels and MCP notices use sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`). Every key is hash-tagged either way (docs/operations.md, "Redis Cluster").',
+      ),
+      queuePrefix: queuePrefix("FOYA_QUEUE_PREFIX", "foya").describe(
         "Prefix of this deployment's BullMQ queues, pub/sub channels and Redis keys; tests use one per file.",
+      ),
+      stepQueueShards: int("FOYA_STEP_QUEUE_SHARDS", 1, { min: 1, max: 1024 }).describe(
+        "Step queues, each its own hash tag and so its own Redis Cluster slot; a run's steps all go to the shard its id picks, so they keep their order. Every worker consumes every shard, each with `FOYA_STEP_CONCURRENCY` / shards (rounded up) of its slots. `1` is one queue; a cluster deployment sets about 2 per master node. All processes of a deployment must agree on it.",
       ),
     })
     .describe("Redis"),
@@ -827,6 +845,11 @@ function crossFieldProblems(s: Settings): string[] {
   if (s.mcp.requestPickupMs > s.mcp.requestTimeoutMs) {
     problems.push(
       `FOYA_MCP_REQUEST_PICKUP_MS is ${s.mcp.requestPickupMs}; it must be at most FOYA_MCP_REQUEST_TIMEOUT_MS (${s.mcp.requestTimeoutMs}), by which the API answers anyway`,
+    );
+  }
+  if (!s.redis.cluster && s.redis.url.includes(",")) {
+    problems.push(
+      "REDIS_URL lists several nodes; it must be one URL unless FOYA_REDIS_CLUSTER is true (several are a Redis Cluster's seed nodes)",
     );
   }
   return problems;

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { Redis } from "ioredis";
 import { hostIdOf, type Config } from "./config.js";
 import { openStore } from "./store/open-store.js";
 import type { Store } from "./store/store.js";
@@ -15,8 +14,10 @@ import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections
 import { createMcpConnectionsViaWorkers } from "./mcp/mcp-connections-via-workers.js";
 import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { refusedHost } from "./net/address-guard.js";
+import { createRedisConnection, type RedisConnection } from "./net/redis-connection.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
+import { stepQueueName, toolQueueName } from "./queue/job-types.js";
 import { createTenantLoad } from "./queue/tenant-load.js";
 import { findServiceDir } from "./sandbox/service-dir.js";
 import { sandboxFromConfig } from "./sandbox/sandbox-from-config.js";
@@ -47,8 +48,8 @@ export interface Services {
   store: Store;
   /** Store transactions with their effects after commit: events published, jobs enqueued, cancels broadcast, counts. */
   unitOfWork: UnitOfWork;
-  /** Command connection shared by queues and publishers. */
-  redis: Redis;
+  /** Command connection shared by queues and publishers: one Redis server, or a cluster (`FOYA_REDIS_CLUSTER`). */
+  redis: RedisConnection;
   bus: EventBus;
   dispatcher: Dispatcher;
   tools: ToolRegistry;
@@ -124,12 +125,11 @@ export async function createServices(config: Config, options: CreateServicesOpti
     ...(config.tracing.otlpUrl ? { otlpUrl: config.tracing.otlpUrl } : {}),
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
   });
-  const redisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true };
-  const redis = new Redis(config.redis.url, redisOptions);
+  const redis = createRedisConnection(config.redis);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const bus = createEventBus({
     publisher: redis,
-    createSubscriber: () => new Redis(config.redis.url, redisOptions),
+    createSubscriber: () => createRedisConnection(config.redis, { subscriber: true }),
     prefix: config.redis.queuePrefix,
   });
   // Jobs of a tenant with fewer working runs are served first (SPEC X5).
@@ -141,6 +141,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     connection: redis,
     prefix: config.redis.queuePrefix,
     stepAttempts: config.runs.stepAttempts,
+    stepShards: config.redis.stepQueueShards,
     hostId: hostIdOf(config),
     place: (runId) => store.placements.placeProject({ runId }, config.workers.livenessTimeoutMs),
     load,
@@ -149,7 +150,10 @@ export async function createServices(config: Config, options: CreateServicesOpti
   // Shared state looks the same from every process: a worker-only process leaves it to the API's scrape.
   if (role !== "worker") {
     registerStateGauges(metrics, {
-      queues: [dispatcher.stepQueue, dispatcher.toolQueue],
+      queues: [
+        ...dispatcher.stepQueues.map((queue) => ({ label: stepQueueName, queue })),
+        { label: toolQueueName, queue: dispatcher.toolQueue },
+      ],
       pendingApprovals: () => store.approvals.countPendingApprovals(),
       liveWorkers: async () => (await store.workers.liveWorkers(config.workers.livenessTimeoutMs)).length,
       projectsWithFilesLeft: () => store.projectRemoval.countProjectsWithFilesLeft(),

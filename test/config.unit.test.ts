@@ -320,7 +320,9 @@ describe("settings: one schema, documented, never clamped", () => {
   it("a sample of each group: out-of-range and malformed values are refused with messages naming the variable", () => {
     const refused: Array<[Record<string, string>, string]> = [
       [{ FOYA_MIGRATE_ON_START: "yes" }, 'FOYA_MIGRATE_ON_START is "yes"; it must be `true` or `false`'],
-      [{ FOYA_QUEUE_PREFIX: "" }, 'FOYA_QUEUE_PREFIX is ""; it must be a non-empty text'],
+      [{ FOYA_QUEUE_PREFIX: "" }, 'FOYA_QUEUE_PREFIX is ""; it must be a non-empty text without `{` or `}`'],
+      [{ FOYA_QUEUE_PREFIX: "{foya}" }, 'FOYA_QUEUE_PREFIX is "{foya}"; it must be a non-empty text without `{` or `}`'],
+      [{ FOYA_STEP_QUEUE_SHARDS: "0" }, 'FOYA_STEP_QUEUE_SHARDS is "0"; it must be an integer from 1 to 1024'],
       [{ PORT: "65536" }, 'PORT is "65536"; it must be an integer from 0 to 65535'],
       [{ FOYA_SSE_KEEPALIVE_MS: "99" }, 'FOYA_SSE_KEEPALIVE_MS is "99"; it must be an integer from 100 to 2147483647'],
       [{ FOYA_LEASE_MS: "2147483648" }, 'FOYA_LEASE_MS is "2147483648"; it must be an integer from 500 to 2147483647'],
@@ -389,6 +391,10 @@ describe("settings: one schema, documented, never clamped", () => {
     expect(problemOf({ FOYA_MCP_REQUEST_TENANT_CONCURRENCY: "5" })).toBe(
       "invalid configuration: FOYA_MCP_REQUEST_TENANT_CONCURRENCY is 5; it must be at most FOYA_MCP_REQUEST_CONCURRENCY (4), the slots it is a share of",
     );
+    expect(problemOf({ REDIS_URL: "redis://a:6379,redis://b:6379" })).toBe(
+      "invalid configuration: REDIS_URL lists several nodes; it must be one URL unless FOYA_REDIS_CLUSTER is true (several are a Redis Cluster's seed nodes)",
+    );
+    expect(loadConfig({ REDIS_URL: "redis://a:6379,redis://b:6379", FOYA_REDIS_CLUSTER: "true" }).redis.cluster).toBe(true);
     expect(problemOf({ FOYA_API_MAX_INPUT_BODY_BYTES: "1000" })).toMatch(
       /^invalid configuration: FOYA_API_MAX_INPUT_BODY_BYTES is 1000; it must be at least FOYA_API_MAX_BODY_BYTES \(1048576\)/,
     );

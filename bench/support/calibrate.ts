@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "../../src/net/redis-connection.js";
 import type pg from "pg";
 import { distribution, round } from "./stats.js";
 
@@ -31,7 +31,7 @@ async function timeSequential(count: number, work: () => Promise<unknown>): Prom
   return { times, cpuMs: (used.user + used.system) / 1000 / count };
 }
 
-export async function calibrate(pool: pg.Pool, redis: Redis, count = 1000): Promise<Calibration> {
+export async function calibrate(pool: pg.Pool, redis: RedisConnection, count = 1000): Promise<Calibration> {
   const client = await pool.connect();
   try {
     const pgTimes = await timeSequential(count, () => client.query("select 1"));

@@ -39,6 +39,8 @@ export interface ChainRef {
   steps: number;
   firstId(step: number): string;
   secondId(step: number): string;
+  /** The queue of this chain's first jobs, when not `first` (Foya's step queue shard of the run). */
+  firstQueue?: Queue;
 }
 
 export async function cycleSegments(first: Queue, second: Queue, chains: readonly ChainRef[]): Promise<CycleSegments> {
@@ -46,9 +48,9 @@ export async function cycleSegments(first: Queue, second: Queue, chains: readonl
   for (const chain of chains) {
     for (let step = 0; step < chain.steps; step++) {
       const [a, b, next] = await Promise.all([
-        jobTimes(first, chain.firstId(step)),
+        jobTimes(chain.firstQueue ?? first, chain.firstId(step)),
         jobTimes(second, chain.secondId(step)),
-        jobTimes(first, chain.firstId(step + 1)),
+        jobTimes(chain.firstQueue ?? first, chain.firstId(step + 1)),
       ]);
       if (!a || !b || !next) {
         segments.missing++;

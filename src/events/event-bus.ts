@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import type { SessionEvent } from "../core/events.js";
+import { isCluster, slotTag, type RedisConnection } from "../net/redis-connection.js";
 import { type CommandId, type ProjectId, parseId, type RunId, type SessionId, type TenantId } from "../ids.js";
 
 /**
@@ -7,6 +7,11 @@ import { type CommandId, type ProjectId, parseId, type RunId, type SessionId, ty
  * subscriber connection per process, shared by every listener; Postgres stays
  * the source of truth, so a lost message is only a latency cost (readers fill
  * gaps from the event log).
+ *
+ * On a Redis Cluster (`FOYA_REDIS_CLUSTER`) it is sharded pub/sub: `SPUBLISH` reaches only the
+ * shard that owns the channel's slot, where its subscribers listen (`SSUBSCRIBE`), instead of
+ * every node of the cluster. The per-session and per-process channels carry their id as a hash
+ * tag, so they spread over the shards.
  */
 export interface EventBus {
   publish(events: readonly SessionEvent[]): Promise<void>;
@@ -32,20 +37,27 @@ export interface McpServerRef {
   name: string;
 }
 
-export function createEventBus(options: { publisher: Redis; createSubscriber: () => Redis; prefix: string }): EventBus {
+/**
+ * `publisher` is the shared command connection; `createSubscriber` makes the subscriber (on a
+ * cluster, one made for sharded subscriptions). A cluster publisher makes the bus sharded.
+ */
+export function createEventBus(options: { publisher: RedisConnection; createSubscriber: () => RedisConnection; prefix: string }): EventBus {
   const { publisher, prefix } = options;
-  const sessionChannel = (sessionId: SessionId) => `${prefix}:events:${sessionId}`;
+  const sharded = isCluster(publisher);
+  const sessionChannel = (sessionId: SessionId) => `${prefix}:events:${slotTag(sessionId)}`;
   const cancelChannel = `${prefix}:cancel`;
   const commandCancelChannel = `${prefix}:command-cancel`;
-  const mcpReplyChannel = (replyTo: string) => `${prefix}:mcp-replies:${replyTo}`;
+  const mcpReplyChannel = (replyTo: string) => `${prefix}:mcp-replies:${slotTag(replyTo)}`;
   const mcpServerStopChannel = `${prefix}:mcp-server-stop`;
   const listeners = new Map<string, Set<(payload: string) => void>>();
-  let subscriber: Redis | undefined;
+  let subscriber: RedisConnection | undefined;
 
-  function ensureSubscriber(): Redis {
+  const send = (channel: string, message: string) => (sharded ? publisher.spublish(channel, message) : publisher.publish(channel, message));
+
+  function ensureSubscriber(): RedisConnection {
     if (!subscriber) {
       subscriber = options.createSubscriber();
-      subscriber.on("message", (channel: string, message: string) => {
+      subscriber.on(sharded ? "smessage" : "message", (channel: string, message: string) => {
         for (const listener of listeners.get(channel) ?? []) listener(message);
       });
       subscriber.on("error", () => {});
@@ -59,7 +71,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
     if (!set) {
       set = new Set();
       listeners.set(channel, set);
-      await connection.subscribe(channel);
+      await (sharded ? connection.ssubscribe(channel) : connection.subscribe(channel));
     }
     set.add(listener);
     return () => {
@@ -68,7 +80,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
       current.delete(listener);
       if (current.size === 0) {
         listeners.delete(channel);
-        void connection.unsubscribe(channel).catch(() => {});
+        void (sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch(() => {});
       }
     };
   }
@@ -85,7 +97,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
         if (list) list.push(event);
         else bySession.set(event.sessionId, [event]);
       }
-      await Promise.all([...bySession].map(([sessionId, list]) => publisher.publish(sessionChannel(sessionId), JSON.stringify(list))));
+      await Promise.all([...bySession].map(([sessionId, list]) => send(sessionChannel(sessionId), JSON.stringify(list))));
     },
     subscribe(sessionId, listener) {
       return listen(sessionChannel(sessionId), (payload) => {
@@ -93,7 +105,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
       });
     },
     async publishCancel(runId) {
-      await publisher.publish(cancelChannel, runId);
+      await send(cancelChannel, runId);
     },
     onCancel(listener) {
       // What Redis delivers is a string; only a run id is passed on.
@@ -103,7 +115,7 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
       });
     },
     async publishCommandCancel(commandId) {
-      await publisher.publish(commandCancelChannel, commandId);
+      await send(commandCancelChannel, commandId);
     },
     onCommandCancel(listener) {
       return listen(commandCancelChannel, (payload) => {
@@ -112,16 +124,13 @@ export function createEventBus(options: { publisher: Redis; createSubscriber: ()
       });
     },
     async publishMcpReply(replyTo, jobId) {
-      await publisher.publish(mcpReplyChannel(replyTo), jobId);
+      await send(mcpReplyChannel(replyTo), jobId);
     },
     onMcpReply(replyTo, listener) {
       return listen(mcpReplyChannel(replyTo), listener);
     },
     async publishMcpServerStop(server) {
-      await publisher.publish(
-        mcpServerStopChannel,
-        JSON.stringify({ tenantId: server.tenantId, projectId: server.projectId, name: server.name }),
-      );
+      await send(mcpServerStopChannel, JSON.stringify({ tenantId: server.tenantId, projectId: server.projectId, name: server.name }));
     },
     onMcpServerStop(listener) {
       return listen(mcpServerStopChannel, (payload) => listener(JSON.parse(payload) as McpServerRef));

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "../net/redis-connection.js";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { ToolResult } from "../tools/tool.js";
@@ -11,7 +11,7 @@ import { mcpRequestQueueName, type McpOperation, type McpRequest, type McpReques
 
 export interface McpConnectionsViaWorkersOptions {
   /** The shared command connection: the queue and the reply keys. */
-  connection: Redis;
+  connection: RedisConnection;
   bus: Pick<EventBus, "onMcpReply" | "publishMcpReply" | "publishMcpServerStop">;
   prefix: string;
   /** How long a request may take, from enqueue to reply (`FOYA_MCP_REQUEST_TIMEOUT_MS`). */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import { slotTag, type RedisConnection } from "../net/redis-connection.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { McpOutcome } from "./mcp-connections.js";
 import { maxMcpReplyBytes } from "./mcp-request.js";
@@ -16,9 +16,9 @@ export interface McpReplies {
   take(jobId: string): Promise<McpOutcome<unknown> | undefined>;
 }
 
-export function createMcpReplies(options: { redis: Redis; bus: Pick<EventBus, "publishMcpReply">; prefix: string }): McpReplies {
+export function createMcpReplies(options: { redis: RedisConnection; bus: Pick<EventBus, "publishMcpReply">; prefix: string }): McpReplies {
   const { redis, bus, prefix } = options;
-  const key = (jobId: string) => `${prefix}:mcp-reply:${jobId}`;
+  const key = (jobId: string) => `${prefix}:mcp-reply:${slotTag(jobId)}`;
   return {
     async deliver(replyTo, jobId, reply, ttlMs) {
       let text = JSON.stringify(reply);

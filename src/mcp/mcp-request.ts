@@ -1,6 +1,7 @@
 import type { GetPromptResult, Prompt, ReadResourceResult, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { type ProjectId, type TenantId, parseId } from "../ids.js";
+import { queueName } from "../queue/job-types.js";
 
 /**
  * What the API asks a worker about one MCP server (SPEC M2, E4). The API process starts no
@@ -15,7 +16,8 @@ import { type ProjectId, type TenantId, parseId } from "../ids.js";
  * but unanswered within `FOYA_MCP_REQUEST_TIMEOUT_MS` answers 504 `mcp_timeout`.
  */
 
-export const mcpRequestQueueName = "mcp-requests";
+/** The BullMQ name of the `mcp-requests` queue (hash-tagged, src/queue/job-types.ts). */
+export const mcpRequestQueueName = queueName("mcp-requests");
 
 /** One operation; arguments are small values from the HTTP request, never configuration or secrets. */
 export type McpRequest =

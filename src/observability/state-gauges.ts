@@ -3,7 +3,8 @@ import { Gauge } from "prom-client";
 import type { Metrics } from "./metrics.js";
 
 export interface StateSources {
-  queues: readonly Queue[];
+  /** Queues by the label their gauges carry; the shards of one queue share a label and are summed. */
+  queues: readonly { label: string; queue: Queue }[];
   /** Approvals waiting for a person's decision, across every tenant. */
   pendingApprovals(): Promise<number>;
   /** Worker processes whose liveness record is fresh (silent for less than the liveness timeout, SPEC D9). */
@@ -39,11 +40,15 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     labelNames: ["queue", "state"],
     registers,
     collect: guarded<"queue" | "state">(async (gauge) => {
-      gauge.reset();
-      for (const queue of sources.queues) {
+      const totals = new Map<string, Record<string, number>>();
+      for (const { label, queue } of sources.queues) {
         const counts = await queue.getJobCounts(...depthStates);
-        for (const state of depthStates) gauge.set({ queue: queue.name, state }, counts[state] ?? 0);
+        const total = totals.get(label) ?? {};
+        for (const state of depthStates) total[state] = (total[state] ?? 0) + (counts[state] ?? 0);
+        totals.set(label, total);
       }
+      gauge.reset();
+      for (const [label, total] of totals) for (const state of depthStates) gauge.set({ queue: label, state }, total[state] ?? 0);
     }),
   });
   new Gauge({
@@ -52,14 +57,20 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
     labelNames: ["queue"],
     registers,
     collect: guarded<"queue">(async (gauge) => {
-      for (const queue of sources.queues) {
+      const oldestByLabel = new Map<string, number>();
+      for (const { label, queue } of sources.queues) {
         // Waiting jobs are FIFO (asc: the oldest first). Prioritized ones (every Foya job has a priority) are
         // ordered by priority, so the oldest can be anywhere: the first 1,000 are looked at, which admission
         // (at most each tenant's activeRuns jobs queued) makes the whole set in all but huge deployments.
         const jobs = [...(await queue.getJobs(["waiting"], 0, 0, true)), ...(await queue.getJobs(["prioritized"], 0, 999, true))];
-        const oldest = Math.min(...jobs.map((job) => job.timestamp + (job.opts.delay ?? 0)));
-        gauge.set({ queue: queue.name }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
+        const oldest = Math.min(
+          oldestByLabel.get(label) ?? Number.POSITIVE_INFINITY,
+          ...jobs.map((job) => job.timestamp + (job.opts.delay ?? 0)),
+        );
+        oldestByLabel.set(label, oldest);
       }
+      for (const [label, oldest] of oldestByLabel)
+        gauge.set({ queue: label }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
     }),
   });
   new Gauge({

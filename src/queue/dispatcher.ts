@@ -1,15 +1,19 @@
 import { Queue, type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "../net/redis-connection.js";
 import type { StepJobData, ToolBatchJobData } from "./job-types.js";
-import { hostToolQueueName, jobIdFor, stepQueueName } from "./job-types.js";
+import { hostToolQueueName, jobIdFor, stepQueueNames, stepShardOf } from "./job-types.js";
 import type { TenantLoad } from "./tenant-load.js";
 import type { DispatchRequest } from "../core/next-job.js";
+import type { RunId } from "../ids.js";
 
 /** Where a run's project is placed (SPEC W3), placing it if needed; undefined when no host is live. */
 export type PlaceRun = (runId: DispatchRequest["runId"]) => Promise<{ hostId: string; epoch: number } | undefined>;
 
 export interface Dispatcher {
-  readonly stepQueue: Queue<StepJobData>;
+  /** The step queue's shards (`FOYA_STEP_QUEUE_SHARDS`), each on a Redis Cluster slot of its own. */
+  readonly stepQueues: readonly Queue<StepJobData>[];
+  /** The shard a run's step jobs go to. */
+  stepQueueFor(runId: RunId): Queue<StepJobData>;
   /** The tool-batch queue of this process's own host. */
   readonly toolQueue: Queue<ToolBatchJobData>;
   /** A host's tool-batch queue (opened once, kept). */
@@ -21,9 +25,11 @@ export interface Dispatcher {
 }
 
 export function createDispatcher(options: {
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   stepAttempts: number;
+  /** Step queue shards, at least 1. */
+  stepShards: number;
   /** This process's host: `toolQueue`. */
   hostId: string;
   /** Batches go to the queue of their project's host. */
@@ -33,10 +39,10 @@ export function createDispatcher(options: {
   traceCarrier?: () => string | undefined;
 }): Dispatcher {
   const queueOptions = { connection: options.connection, prefix: options.prefix };
-  const stepQueue = new Queue<StepJobData>(stepQueueName, queueOptions);
+  const stepQueues = stepQueueNames(options.stepShards).map((name) => new Queue<StepJobData>(name, queueOptions));
   // Connection errors are the shared connection's, logged by its own listener (src/services.ts);
   // a queue without a listener would print each one to stderr as well.
-  stepQueue.on("error", () => {});
+  for (const queue of stepQueues) queue.on("error", () => {});
   const toolQueues = new Map<string, Queue<ToolBatchJobData>>();
   const toolQueueOf = (hostId: string) => {
     let queue = toolQueues.get(hostId);
@@ -55,6 +61,7 @@ export function createDispatcher(options: {
     removeOnFail: { count: 5000 },
     backoff: { type: "exponential", delay: 250 },
   };
+  const stepQueueFor = (runId: RunId) => stepQueues[stepShardOf(runId, stepQueues.length)] as Queue<StepJobData>;
 
   const withOptions = (request: DispatchRequest, jobId: string): JobsOptions => {
     const attempts = request.next.kind === "step" ? options.stepAttempts : 3;
@@ -71,7 +78,8 @@ export function createDispatcher(options: {
       ...(trace ? { trace } : {}),
     };
     if (request.next.kind === "step") {
-      await stepQueue.add("step", data, withOptions(request, jobIdFor(request.runId, request.next, request.redispatches)));
+      const jobId = jobIdFor(request.runId, request.next, request.redispatches);
+      await stepQueueFor(request.runId).add("step", data, withOptions(request, jobId));
       return;
     }
     // No live host: the run keeps its outbox entry and the sweeper enqueues it once one is back.
@@ -87,7 +95,8 @@ export function createDispatcher(options: {
   };
 
   return {
-    stepQueue,
+    stepQueues,
+    stepQueueFor,
     toolQueue,
     toolQueueOf,
     async dispatch(requests) {
@@ -95,7 +104,8 @@ export function createDispatcher(options: {
     },
     async jobHolder(request) {
       let job;
-      if (request.next.kind === "step") job = await stepQueue.getJob(jobIdFor(request.runId, request.next, request.redispatches));
+      if (request.next.kind === "step")
+        job = await stepQueueFor(request.runId).getJob(jobIdFor(request.runId, request.next, request.redispatches));
       else {
         // Looked for where its project is placed now: a job left on a host it moved away from is lost work.
         const placement = await options.place(request.runId);
@@ -106,7 +116,7 @@ export function createDispatcher(options: {
       return { state: await job.getState(), processedBy: job.processedBy ?? null };
     },
     async close() {
-      await Promise.all([stepQueue.close(), ...[...toolQueues.values()].map((queue) => queue.close())]);
+      await Promise.all([...stepQueues, ...toolQueues.values()].map((queue) => queue.close()));
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { NextJob } from "../core/next-job.js";
 import type { RunId } from "../ids.js";
+import { slotTag } from "../net/redis-connection.js";
 
 /**
  * Job payloads carry ids only (SPEC D1). `NextJob` (src/core/next-job.ts) is what a
@@ -28,12 +29,45 @@ export interface ToolBatchJobData {
   trace?: string;
 }
 
+/** The kinds of job queues, as metrics, logs and liveness records name them. */
 export const stepQueueName = "steps";
 export const toolQueueName = "tools";
 
-/** A host's tool-batch queue (SPEC W3): only the workers of that host take its jobs. */
+/** A host's tool-batch queue (SPEC W3), as BullMQ names it: only the workers of that host take its jobs. */
 export function hostToolQueueName(hostId: string): string {
-  return `${toolQueueName}-${hostId}`;
+  return queueName(`${toolQueueName}-${hostId}`);
+}
+
+/**
+ * The BullMQ name of a queue: its base name as a Redis Cluster hash tag. BullMQ's keys are
+ * `<prefix>:<name>:<suffix>` and its Lua scripts touch several of one queue's keys at once, so
+ * they must share a slot; the tag puts every key of one queue on one slot, and different queues
+ * (and shards, and per-host queues such as `tools-<hostId>`) on different slots. BullMQ forbids
+ * `:` in a name.
+ */
+export function queueName(base: string): string {
+  if (base.includes(":") || /[{}]/.test(base)) throw new Error(`a queue's base name has no ':', '{' or '}': ${JSON.stringify(base)}`);
+  return slotTag(base);
+}
+
+/** The step queues' BullMQ names: `{steps}` alone, or `{steps-0}` ... `{steps-<shards - 1>}`. */
+export function stepQueueNames(shards: number): string[] {
+  return shards <= 1 ? [queueName(stepQueueName)] : Array.from({ length: shards }, (_, shard) => queueName(`${stepQueueName}-${shard}`));
+}
+
+/**
+ * The step shard of a run's jobs: fixed by its id, so a run's steps (one after another) stay in
+ * one queue, in order, and a session's runs (one active at a time) follow each other in order too.
+ */
+export function stepShardOf(runId: RunId, shards: number): number {
+  if (shards <= 1) return 0;
+  // FNV-1a: cheap, stable across processes and versions, spread well enough over a few shards.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < runId.length; i++) {
+    hash ^= runId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % shards;
 }
 
 /**

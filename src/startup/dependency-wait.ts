@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { Redis } from "ioredis";
+import { createRedisConnection, isCluster, type RedisSettings } from "../net/redis-connection.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Dependency, StartupStatus } from "./startup-status.js";
@@ -67,7 +67,7 @@ export async function waitForDependencies(
   options.status?.waiting("redis", true);
   await Promise.all([
     retryWhileUnavailable("postgres", () => probePostgres(config.database.url), { ...options, secrets: urlSecrets(config.database.url) }),
-    retryWhileUnavailable("redis", () => probeRedis(config.redis.url), { ...options, secrets: urlSecrets(config.redis.url) }),
+    retryWhileUnavailable("redis", () => probeRedis(config.redis), { ...options, secrets: urlSecrets(config.redis.url) }),
   ]);
 }
 
@@ -88,16 +88,12 @@ async function probePostgres(url: string, timeoutMs = 3000): Promise<void> {
   }
 }
 
-/** One connection (ready: not loading its data set) and `PING`, then closed. */
-async function probeRedis(url: string, timeoutMs = 3000): Promise<void> {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null,
-  });
+/**
+ * One connection (ready: not loading its data set) and `PING`, then closed. A cluster must
+ * also say `cluster_state:ok`: one whose slots are not all served refuses some of Foya's keys.
+ */
+async function probeRedis(settings: RedisSettings, timeoutMs = 3000): Promise<void> {
+  const redis = createRedisConnection(settings, { probeTimeoutMs: timeoutMs });
   // connect() rejects with "Connection is closed."; the reason (ECONNREFUSED, ...) comes as an event.
   let reason: unknown;
   redis.on("error", (error: unknown) => {
@@ -108,6 +104,11 @@ async function probeRedis(url: string, timeoutMs = 3000): Promise<void> {
       (async () => {
         await redis.connect();
         await redis.ping();
+        if (isCluster(redis)) {
+          const info = await redis.cluster("INFO");
+          const state = /cluster_state:(\w+)/.exec(String(info))?.[1];
+          if (state !== "ok") throw new Error(`the Redis Cluster's state is ${state ?? "unknown"}, not ok`);
+        }
       })(),
       timeoutMs,
     );
@@ -165,12 +166,15 @@ export function isConnectionError(error: unknown): boolean {
 
 /** The password of a connection string, as written and decoded: never logged. */
 export function urlSecrets(url: string): string[] {
-  try {
-    const password = new URL(url).password;
-    return password ? [password, decodeURIComponent(password)] : [];
-  } catch {
-    return [];
-  }
+  // A Redis Cluster's REDIS_URL lists several nodes, comma-separated.
+  return url.split(",").flatMap((part) => {
+    try {
+      const password = new URL(part.trim()).password;
+      return password ? [password, decodeURIComponent(password)] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /**

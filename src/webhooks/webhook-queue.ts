@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "../net/redis-connection.js";
+import { queueName } from "../queue/job-types.js";
 import type { DeliveryId } from "../ids.js";
 
 /** Job data carries the delivery id only; the payload and the secret stay in Postgres. */
@@ -7,10 +8,11 @@ export interface WebhookJobData {
   deliveryId: DeliveryId;
 }
 
-export const webhookQueueName = "webhooks";
+/** The BullMQ name of the `webhooks` queue (hash-tagged, src/queue/job-types.ts). */
+export const webhookQueueName = queueName("webhooks");
 
 export interface WebhookQueueOptions {
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   attempts: number;
   backoffMs: number;

@@ -1,5 +1,5 @@
 import { Worker, type Job } from "bullmq";
-import { Redis } from "ioredis";
+import { createRedisConnection, type RedisConnection } from "../net/redis-connection.js";
 import type { Config } from "../config.js";
 import type { Store } from "../store/store.js";
 import type { Logger } from "../logger.js";
@@ -18,7 +18,7 @@ export interface WebhookDeps {
   config: Config;
   store: Store;
   /** Command connection shared by queues and publishers. */
-  redis: Redis;
+  redis: RedisConnection;
   logger: Logger;
   metrics: Metrics;
 }
@@ -34,7 +34,7 @@ export async function startWebhookDelivery(services: WebhookDeps): Promise<Webho
     backoffMs: config.webhooks.backoffMs,
   });
   const shutdown = new AbortController();
-  const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  const connection = createRedisConnection(config.redis);
   connection.on("error", (error) => logger.warn({ err: error }, "webhook worker redis error"));
   // Each attempt counted by outcome (SPEC X8): delivered, failed (retried or given up), or nothing to do.
   const attempt = async (job: Job<WebhookJobData>) => {

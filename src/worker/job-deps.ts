@@ -1,4 +1,3 @@
-import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Failpoints } from "../failpoints.js";
@@ -9,6 +8,7 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { ProviderRegistry } from "../providers/provider-registry.js";
 import type { Dispatcher } from "../queue/dispatcher.js";
+import type { RedisConnection } from "../net/redis-connection.js";
 import type { CallLayerSupport } from "../sandbox/overlay/call-layers.js";
 import type { SandboxRunner } from "../sandbox/sandbox-runner.js";
 import type { Store } from "../store/store.js";
@@ -36,7 +36,7 @@ export interface JobDeps {
   /** Transactions over the store (`fx.store.*`) whose events, jobs and cancels go out once they have committed. */
   unitOfWork: UnitOfWork;
   /** The command connection queues share (the MCP request worker's replies). */
-  redis: Redis;
+  redis: RedisConnection;
   bus: EventBus;
   dispatcher: Dispatcher;
   metrics: Metrics;

@@ -1,5 +1,5 @@
 import { DelayedError, Worker, type Job } from "bullmq";
-import { Redis } from "ioredis";
+import { createRedisConnection } from "../net/redis-connection.js";
 import type { McpOutcome } from "../mcp/mcp-connections.js";
 import { createMcpReplies, type McpReplies } from "../mcp/mcp-replies.js";
 import { mcpRequestJobDataSchema, mcpRequestQueueName, type McpRequestJobData } from "../mcp/mcp-request.js";
@@ -29,7 +29,7 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
   const replies = createMcpReplies({ redis: services.redis, bus: services.bus, prefix: config.redis.queuePrefix });
   const shutdown = new AbortController();
   const shares = tenantShares(config.mcp.requestTenantConcurrency);
-  const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  const connection = createRedisConnection(config.redis);
   connection.on("error", (error) => logger.warn({ err: error }, "MCP request worker redis error"));
   const worker = new Worker<McpRequestJobData>(
     mcpRequestQueueName,

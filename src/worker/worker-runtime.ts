@@ -1,7 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { Worker } from "bullmq";
-import { Redis } from "ioredis";
-import { hostToolQueueName, stepQueueName, toolQueueName, type StepJobData, type ToolBatchJobData } from "../queue/job-types.js";
+import { createRedisConnection, type RedisConnection } from "../net/redis-connection.js";
+import {
+  hostToolQueueName,
+  stepQueueName,
+  stepQueueNames,
+  toolQueueName,
+  type StepJobData,
+  type ToolBatchJobData,
+} from "../queue/job-types.js";
 import type { Services } from "../services.js";
 import { hostIdOf } from "../config.js";
 import { prepareHostRoot } from "../workspace/project-workspace.js";
@@ -101,7 +108,11 @@ interface JobWorkers {
   disconnect(): void;
 }
 
-/** The step and tool-batch workers, each on a connection of its own. */
+/**
+ * The step and tool-batch workers, each kind on a connection of its own. One step worker per
+ * step queue shard, all on one connection (each holds its own blocking connection beside it),
+ * each with its share of `FOYA_STEP_CONCURRENCY` (rounded up).
+ */
 async function startJobWorkers(services: Services, context: JobContext, running: Record<string, number>): Promise<JobWorkers> {
   const { config, logger } = services;
   const telemetry: JobTelemetry = {
@@ -117,39 +128,46 @@ async function startJobWorkers(services: Services, context: JobContext, running:
       running[queue] = (running[queue] ?? 0) - 1;
     });
   };
-  const connections: Redis[] = [];
-  const workerOptions = (concurrency: number) => {
-    const connection = new Redis(config.redis.url, { maxRetriesPerRequest: null });
+  const connections: RedisConnection[] = [];
+  const newConnection = () => {
+    const connection = createRedisConnection(config.redis);
     connection.on("error", (error) => logger.warn({ err: error }, "worker redis error"));
     connections.push(connection);
-    return {
-      connection,
-      // BullMQ records it on each job it takes (processedBy): the sweeper can tell a job held by a dead worker.
-      name: context.workerId,
-      prefix: config.redis.queuePrefix,
-      concurrency,
-      lockDuration: config.workers.leaseMs,
-      stalledInterval: config.workers.stalledIntervalMs,
-      // Handlers are idempotent against Postgres, so a job may stall and come back often.
-      maxStalledCount: 10,
-    };
+    return connection;
   };
-  const stepWorker = new Worker<StepJobData>(
-    stepQueueName,
-    (job, token) => counted(stepQueueName, () => observeJob(telemetry, stepQueueName, job, () => processStepJob(context, job, token))),
-    workerOptions(config.workers.stepConcurrency),
+  const workerOptions = (concurrency: number, connection: RedisConnection) => ({
+    connection,
+    // BullMQ records it on each job it takes (processedBy): the sweeper can tell a job held by a dead worker.
+    name: context.workerId,
+    prefix: config.redis.queuePrefix,
+    concurrency,
+    lockDuration: config.workers.leaseMs,
+    stalledInterval: config.workers.stalledIntervalMs,
+    // Handlers are idempotent against Postgres, so a job may stall and come back often.
+    maxStalledCount: 10,
+  });
+  const stepShards = stepQueueNames(config.redis.stepQueueShards);
+  const stepConnection = newConnection();
+  const stepWorkers = stepShards.map(
+    (name) =>
+      new Worker<StepJobData>(
+        name,
+        (job, token) => counted(stepQueueName, () => observeJob(telemetry, stepQueueName, job, () => processStepJob(context, job, token))),
+        workerOptions(Math.ceil(config.workers.stepConcurrency / stepShards.length), stepConnection),
+      ),
   );
   // This host's queue only: a project's batches run where its workspace is (SPEC W3).
   const toolWorker = new Worker<ToolBatchJobData>(
     hostToolQueueName(context.hostId),
     (job, token) => counted(toolQueueName, () => observeJob(telemetry, toolQueueName, job, () => processToolBatchJob(context, job, token))),
-    workerOptions(config.workers.toolConcurrency),
+    workerOptions(config.workers.toolConcurrency, newConnection()),
   );
   // A job's own failures are logged by observeJob, with its ids; these are the worker's.
-  for (const worker of [stepWorker, toolWorker]) worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
-  await Promise.all([stepWorker.waitUntilReady(), toolWorker.waitUntilReady()]);
+  const workers = [...stepWorkers, toolWorker];
+  for (const worker of workers) worker.on("error", (error) => logger.warn({ err: error }, "worker error"));
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   return {
-    close: () => drainWorkers(services, context, [stepWorker, toolWorker]),
+    close: () => drainWorkers(services, context, workers),
     disconnect: () => {
       for (const connection of connections) connection.disconnect();
     },

@@ -76,14 +76,14 @@ describe("open SSE streams per tenant", () => {
     expect((await openStream(tenant, otherSession)).status).toBe(429);
 
     for (const stream of [open[1]!, reopened, neighbours]) stream.close();
-    const slots = `${env.config.redis.queuePrefix}:limits:streams:${tenant.tenantId}`;
+    const slots = `${env.config.redis.queuePrefix}:limits:streams:{${tenant.tenantId}}`;
     await waitFor(async () => (await env.services.redis.zcard(slots)) === 0, 3_000, "every slot to be freed");
   });
 
   it("S10: a slot whose process died lapses, so the tenant is not locked out for good", async () => {
     const tenant = await env.newTenant("crashed");
     const { sessionId } = await tenant.newSession();
-    const slots = `${env.config.redis.queuePrefix}:limits:streams:${tenant.tenantId}`;
+    const slots = `${env.config.redis.queuePrefix}:limits:streams:{${tenant.tenantId}}`;
     // Two slots left behind by a process that died: they lapse a moment from now.
     const lapse = Date.now() + 1_000;
     await env.services.redis.zadd(slots, lapse, "dead-1", lapse, "dead-2");

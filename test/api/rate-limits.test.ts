@@ -97,7 +97,7 @@ describe("per-key rate limits", () => {
     const tenant = await direct.newTenant("counted");
     for (const path of ["/v1/projects", "/v1/sessions/ses_x", "/v1/webhooks", "/v1/approvals", "/v1/mcp-servers"]) await tenant.get(path);
     const keyId = (await direct.query<{ id: string }>("select id from api_keys where tenant_id = $1", [tenant.tenantId]))[0]!.id;
-    expect(await direct.services.redis.get(`${direct.config.redis.queuePrefix}:limits:requests:${keyId}`)).toBe("5");
+    expect(await direct.services.redis.get(`${direct.config.redis.queuePrefix}:limits:requests:{${keyId}}`)).toBe("5");
   });
 });
 

@@ -52,7 +52,8 @@ describe("waiting for approval across processes", () => {
     expect(await readMarkers(workspace, "d6-asks")).toHaveLength(0);
 
     // Nothing is held while it waits: no job of either queue is active or waiting, and the run has no lease.
-    const { stepQueue, toolQueue } = env.services.dispatcher;
+    const { toolQueue } = env.services.dispatcher;
+    const stepQueue = env.services.dispatcher.stepQueueFor(run.body.id);
     const live = [
       ...(await stepQueue.getJobs(["active", "waiting", "delayed", "prioritized"])),
       ...(await toolQueue.getJobs(["active", "waiting", "delayed", "prioritized"])),

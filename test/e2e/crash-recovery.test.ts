@@ -29,7 +29,8 @@ async function stopAll(): Promise<void> {
 
 /** Ids of every job BullMQ holds for a run, in either queue. */
 async function jobIdsOf(runId: string): Promise<string[]> {
-  const { stepQueue, toolQueue } = env.services.dispatcher;
+  const { toolQueue } = env.services.dispatcher;
+  const stepQueue = env.services.dispatcher.stepQueueFor(runId as RunId);
   const states = ["completed", "failed", "waiting", "prioritized", "active", "delayed"] as const;
   const jobs = [...(await stepQueue.getJobs([...states])), ...(await toolQueue.getJobs([...states]))];
   return jobs.filter((job) => job?.data.runId === runId).map((job) => job.id as string);
@@ -272,7 +273,7 @@ describe("crash recovery", () => {
     const { dispatcher } = env.services;
     // Duplicate deliveries of the same work under other job ids, while the originals run.
     for (let copy = 1; copy <= 3; copy++) {
-      await dispatcher.stepQueue.add("step", { runId, stepIndex: 0 }, { jobId: `dup-step-${runId}-${copy}` });
+      await dispatcher.stepQueueFor(runId).add("step", { runId, stepIndex: 0 }, { jobId: `dup-step-${runId}-${copy}` });
     }
     await waitFor(async () => (await readMarkers(workspace, "d4")).length === 1, 20_000, "the tool to start");
     for (let copy = 1; copy <= 3; copy++) {
@@ -289,7 +290,7 @@ describe("crash recovery", () => {
       { kind: "batch", stepIndex: 0 },
       { kind: "step", stepIndex: 1 },
     ] as const) {
-      const job = await (next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue).add(
+      const job = await (next.kind === "step" ? dispatcher.stepQueueFor(runId) : dispatcher.toolQueue).add(
         next.kind,
         { runId, stepIndex: next.stepIndex },
         {
@@ -300,7 +301,7 @@ describe("crash recovery", () => {
     }
     const duplicates = await Promise.all(
       [1, 2, 3].flatMap((copy) => [
-        dispatcher.stepQueue.getJob(`dup-step-${runId}-${copy}`),
+        dispatcher.stepQueueFor(runId).getJob(`dup-step-${runId}-${copy}`),
         dispatcher.toolQueue.getJob(`dup-batch-${runId}-${copy}`),
       ]),
     );

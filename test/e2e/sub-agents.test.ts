@@ -43,7 +43,8 @@ describe("sub-agents", () => {
     );
     const parked = await runRow(run.body.id);
     expect(parked).toMatchObject({ status: "running", next_job: null, lease_owner: null });
-    const { stepQueue, toolQueue } = env.services.dispatcher;
+    const { toolQueue } = env.services.dispatcher;
+    const stepQueue = env.services.dispatcher.stepQueueFor(run.body.id);
     const live = [
       ...(await stepQueue.getJobs(["active", "waiting", "delayed"])),
       ...(await toolQueue.getJobs(["active", "waiting", "delayed"])),

@@ -151,7 +151,7 @@ export async function createTestEnv(
       return (await pool.query(text, values)).rows;
     },
     async settled(timeoutMs = 20_000) {
-      const queues = [services.dispatcher.stepQueue, services.dispatcher.toolQueue, webhookQueue];
+      const queues = [...services.dispatcher.stepQueues, services.dispatcher.toolQueue, webhookQueue];
       const busy = async () => {
         for (const queue of queues) {
           const counts = await queue.getJobCounts("waiting", "prioritized", "delayed", "active");
@@ -173,8 +173,9 @@ export async function createTestEnv(
       for (const close of closers) await close().catch(() => {});
       await webhookQueue.close();
       await services.close();
-      // The Redis this environment used: an override (a test's own server) or the suite's.
-      await dropRedisPrefix(env.REDIS_URL ?? redisUrl, env.FOYA_QUEUE_PREFIX as string);
+      // The Redis this environment used: an override (a test's own server) or the suite's. A test's
+      // own Redis Cluster (test/helpers/redis-cluster.ts) goes away whole, with its nodes.
+      if (env.FOYA_REDIS_CLUSTER !== "true") await dropRedisPrefix(env.REDIS_URL ?? redisUrl, env.FOYA_QUEUE_PREFIX as string);
       dropDatabase(runDatabases, database.name);
       // rm -rf walks by descriptor: a test's workspace may hold a tree deeper than a path can name.
       await execa("rm", ["-rf", "--", workspaces]);

@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProjectId, TenantId } from "../../src/ids.js";
+import { mcpRequestQueueName } from "../../src/mcp/mcp-request.js";
 import { ApiClient, waitFor } from "../helpers/api-client.js";
 import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
@@ -94,7 +95,7 @@ describe("MCP servers are reached from an API-only process through workers", () 
     expect(elapsed).toBeLessThan(pickupMs + 3_000);
     expect(processesWith(token)).toEqual([]);
     // Withdrawn, so a worker that starts later does not run it for nobody.
-    expect(await env.services.redis.keys(`${env.config.redis.queuePrefix}:mcp-requests:mcp-*`)).toEqual([]);
+    expect(await env.services.redis.keys(`${env.config.redis.queuePrefix}:${mcpRequestQueueName}:mcp-*`)).toEqual([]);
     // An API-only process confines nothing, so its readiness says nothing about confinement.
     const ready = await fetch(`${api.url}/readyz`);
     expect(ready.status).toBe(200);

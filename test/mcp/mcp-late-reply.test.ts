@@ -26,7 +26,7 @@ beforeAll(async () => {
     mcpRequestQueueName,
     async (job) => {
       const reply = { ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } };
-      await env.services.redis.set(`${prefix}:mcp-reply:${job.id}`, JSON.stringify(reply), "PX", 60_000);
+      await env.services.redis.set(`${prefix}:mcp-reply:{${job.id}}`, JSON.stringify(reply), "PX", 60_000);
     },
     { connection, prefix, removeOnComplete: { count: 0 } },
   );

@@ -41,6 +41,7 @@ beforeAll(async () => {
     connection: redis,
     prefix,
     stepAttempts: config.runs.stepAttempts,
+    stepShards: 1,
     hostId: "test-host",
     place: async () => ({ hostId: "test-host", epoch: 1 }),
   });
@@ -162,7 +163,7 @@ async function rowsOfSession(sessionId: string): Promise<{ runs: number; events:
 }
 
 async function jobExists(request: DispatchRequest): Promise<boolean> {
-  const queue = request.next.kind === "step" ? dispatcher.stepQueue : dispatcher.toolQueue;
+  const queue = request.next.kind === "step" ? dispatcher.stepQueueFor(request.runId) : dispatcher.toolQueue;
   const epoch = request.next.kind === "batch" ? 1 : undefined;
   return (await queue.getJob(jobIdFor(request.runId, request.next, request.redispatches, epoch))) !== undefined;
 }

@@ -33,11 +33,11 @@ describe("sweeper", () => {
   it("X4: re-dispatches a run whose job was lost, under a new job id", async () => {
     const { runId } = await acceptedRun("lost");
     const original = jobIdFor(runId, { kind: "step", stepIndex: 0 }, 0);
-    await (await env.services.dispatcher.stepQueue.getJob(original))!.remove();
+    await (await env.services.dispatcher.stepQueueFor(runId).getJob(original))!.remove();
     expect(await sweepOnce(env.services)).toBeGreaterThanOrEqual(1);
     const [row] = await env.query<{ redispatches: number }>("select redispatches from runs where id = $1", [runId]);
     expect(row!.redispatches).toBe(1);
-    const again = await env.services.dispatcher.stepQueue.getJob(jobIdFor(runId, { kind: "step", stepIndex: 0 }, 1));
+    const again = await env.services.dispatcher.stepQueueFor(runId).getJob(jobIdFor(runId, { kind: "step", stepIndex: 0 }, 1));
     expect(again?.data).toEqual({ runId, stepIndex: 0 });
     // Swept again while that job waits: nothing more happens.
     await sweepOnce(env.services);

@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import type { ApiLimits } from "../../config.js";
 import { FoyaError } from "../../errors.js";
 import type { AppEnv } from "../app-env.js";
+import { slotTag } from "../../net/redis-connection.js";
 import { retryAfterSeconds, type FixedWindowCounter } from "./fixed-window-counter.js";
 
 /**
@@ -11,7 +12,7 @@ import { retryAfterSeconds, type FixedWindowCounter } from "./fixed-window-count
 export function apiKeyRateLimit(counter: FixedWindowCounter, limits: ApiLimits, keyPrefix: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (limits.rateLimit > 0) {
-      const { count, resetInMs } = await counter.hit(`${keyPrefix}:limits:requests:${c.get("apiKeyId")}`, limits.rateWindowMs);
+      const { count, resetInMs } = await counter.hit(`${keyPrefix}:limits:requests:${slotTag(c.get("apiKeyId"))}`, limits.rateWindowMs);
       if (count > limits.rateLimit) {
         const retryAfter = retryAfterSeconds(resetInMs);
         throw new FoyaError(

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { Redis } from "ioredis";
+import { slotTag, type RedisConnection } from "../../net/redis-connection.js";
 import type { ApiLimits } from "../../config.js";
 import { FoyaError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
@@ -53,17 +53,18 @@ const maxVouched = 10_000;
 
 export function createAuthFailureLockout(deps: {
   counter: FixedWindowCounter;
-  redis: Redis;
+  redis: RedisConnection;
   logger: Logger;
   limits: ApiLimits;
   keyPrefix: string;
 }): AuthFailureLockout {
   const { counter, limits, keyPrefix } = deps;
   const base = `${keyPrefix}:limits:auth-failures`;
-  const addressKey = (c: Context, scope: CredentialScope) => `${base}:${scope}:${clientAddress(c, limits.trustProxyHops)}`;
+  // The scope and address are the hash tag: a pair's key and its address's share a slot, so `check` peeks at both in one pipeline.
+  const addressKey = (c: Context, scope: CredentialScope) => `${base}:${slotTag(`${scope}:${clientAddress(c, limits.trustProxyHops)}`)}`;
   // 128 bits of the digest are plenty to tell credentials apart, and keep keys short.
   const pairKey = (c: Context, credential: PresentedCredential) => `${addressKey(c, credential.scope)}:${credential.digest.slice(0, 32)}`;
-  const knownKey = (credential: PresentedCredential) => `${keyPrefix}:limits:auth-known:${credential.digest.slice(0, 32)}`;
+  const knownKey = (credential: PresentedCredential) => `${keyPrefix}:limits:auth-known:${slotTag(credential.digest.slice(0, 32))}`;
   const vouchedAt = new Map<string, number>();
 
   const lockedOut = (count: WindowCount, limit: number, what: string): FoyaError | undefined => {

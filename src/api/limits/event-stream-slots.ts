@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import { slotTag, type RedisConnection } from "../../net/redis-connection.js";
 import type { Logger } from "../../logger.js";
 import { withDeadline } from "./fixed-window-counter.js";
 import type { TenantId } from "../../ids.js";
@@ -41,7 +41,7 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return 1`;
 
 export function createEventStreamSlots(options: {
-  redis: Redis;
+  redis: RedisConnection;
   logger: Logger;
   keyPrefix: string;
   max: number;
@@ -52,7 +52,7 @@ export function createEventStreamSlots(options: {
   return {
     async acquire(tenantId) {
       if (max <= 0) return unlimited;
-      const key = `${options.keyPrefix}:limits:streams:${tenantId}`;
+      const key = `${options.keyPrefix}:limits:streams:${slotTag(tenantId)}`;
       const member = randomBytes(9).toString("base64url");
       try {
         if ((await withDeadline(redis.eval(acquireScript, 1, key, member, max, ttlMs))) !== 1) return null;

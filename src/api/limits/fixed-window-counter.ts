@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "../../net/redis-connection.js";
 import type { Logger } from "../../logger.js";
 
 /**
@@ -9,7 +9,10 @@ import type { Logger } from "../../logger.js";
 export interface FixedWindowCounter {
   /** Counts one more; answers the count in the current window and the milliseconds left in it. */
   hit(key: string, windowMs: number): Promise<WindowCount>;
-  /** Current counts without adding to them (0 where no window is open), in one round trip, in the order of `keys`. */
+  /**
+   * Current counts without adding to them (0 where no window is open), in one round trip, in the
+   * order of `keys`, which must share a hash tag: on a Redis Cluster a pipeline reaches one slot.
+   */
   peekMany(keys: readonly string[]): Promise<WindowCount[]>;
 }
 
@@ -33,7 +36,7 @@ return {count, ttl}`;
  */
 const redisDeadlineMs = 1000;
 
-export function createFixedWindowCounter(redis: Redis, logger: Logger): FixedWindowCounter {
+export function createFixedWindowCounter(redis: RedisConnection, logger: Logger): FixedWindowCounter {
   const run = async (script: string, key: string, args: Array<string | number>): Promise<WindowCount> => {
     try {
       const answer = await withDeadline(redis.eval(script, 1, key, ...args));
