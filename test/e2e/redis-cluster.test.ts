@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunId } from "../../src/ids.js";
-import { jobIdFor, queueName, stepQueueNames, toolQueueName } from "../../src/queue/job-types.js";
+import { hostToolQueueName, jobIdFor, stepQueueNames } from "../../src/queue/job-types.js";
+import { hostIdOf } from "../../src/config.js";
 import { mcpRequestQueueName } from "../../src/mcp/mcp-request.js";
 import { webhookQueueName } from "../../src/webhooks/webhook-queue.js";
 import { readMarkers } from "../fixtures/test-tools.js";
@@ -227,7 +228,8 @@ describe.skipIf(unavailable !== undefined)(
 
     it("W4: every key of one queue shares one slot, and the queues and step shards spread over slots and nodes", async () => {
       const prefix = env.config.redis.queuePrefix;
-      const names = [...stepQueueNames(shards), queueName(toolQueueName), webhookQueueName, mcpRequestQueueName];
+      const toolQueue = hostToolQueueName(hostIdOf(env.config));
+      const names = [...stepQueueNames(shards), toolQueue, webhookQueueName, mcpRequestQueueName];
       expect(names).toContain("{steps-3}");
       // Asked of Redis itself: one slot per queue, a different one for each.
       const slots = await Promise.all(names.map((name) => slotOf(`${prefix}:${name}:wait`)));
@@ -250,7 +252,7 @@ describe.skipIf(unavailable !== undefined)(
         if (!queue || !names.includes(queue)) continue;
         slotsByQueue.set(queue, (slotsByQueue.get(queue) ?? new Set()).add(await slotOf(key)));
       }
-      expect(slotsByQueue.get(queueName(toolQueueName))?.size).toBe(1);
+      expect(slotsByQueue.get(toolQueue)?.size).toBe(1);
       expect([...slotsByQueue.keys()].filter((queue) => queue.startsWith("{steps-")).length).toBeGreaterThan(1);
       for (const [queue, queueSlots] of slotsByQueue) expect([queue, queueSlots.size]).toEqual([queue, 1]);
     });
