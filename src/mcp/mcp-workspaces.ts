@@ -29,8 +29,10 @@ export function mcpSandbox(options: {
       const identity = toolIdentity(options.identityMode, settings.toolUidSlot);
       const limits = effectiveToolLimits(options.config, settings);
       if (scope.projectId !== null) {
-        const workspacePath = await options.store.projects.ownedProjectWorkspace(scope.tenantId, scope.projectId);
-        if (workspacePath === undefined) throw new Error(`project ${scope.projectId} does not exist`);
+        if ((await options.store.projects.ownedProjectWorkspace(scope.tenantId, scope.projectId)) === undefined)
+          throw new Error(`project ${scope.projectId} does not exist`);
+        // This host's copy of the project (SPEC W3), where its batches run; made if it has none yet.
+        const workspacePath = await createWorkspaceFolder(options.config.workspaces.dir, [scope.tenantId, scope.projectId], identity);
         await options.workspaceOwnership.ensure(workspacePath, identity);
         return { workspaceDir: workspacePath, identity, limits };
       }
