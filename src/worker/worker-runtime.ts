@@ -12,6 +12,7 @@ import {
 import type { Services } from "../services.js";
 import { hostIdOf } from "../config.js";
 import { prepareHostRoot } from "../workspace/project-workspace.js";
+import { removeSetAside } from "../workspace/host-copies.js";
 import { startWebhookDelivery } from "../webhooks/webhook-runtime.js";
 import { describeConfinement } from "../sandbox/confinement-report.js";
 import { startMcpRequestWorker } from "./mcp-request-worker.js";
@@ -41,6 +42,8 @@ export async function startWorkerRuntime(services: Services): Promise<WorkerRunt
   const { config, logger } = services;
   const host = hostIdOf(config);
   await prepareHostRoot(config.workspaces.dir);
+  // Copies a killed process was removing when it died; off the start-up path, like any removal.
+  void removeSetAside(config.workspaces.dir).catch((error: unknown) => logger.warn({ err: error }, "removing set-aside copies failed"));
   const workerId = `${host}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const context: JobContext = {
     deps: services,
