@@ -254,6 +254,17 @@ export const RunCreateSchema = z
   .strict()
   .openapi("RunCreate");
 
+const tokenCount = (description: string) => z.number().int().nonnegative().openapi({ description });
+
+const ModelUsageSchema = z
+  .object({
+    inputTokens: tokenCount("Prompt tokens, cached ones included."),
+    outputTokens: tokenCount("Tokens the model produced."),
+    cacheReadTokens: tokenCount("Of the prompt tokens, those the provider read from its prompt cache (SPEC PR4)."),
+    cacheWriteTokens: tokenCount("Of the prompt tokens, those the provider wrote to its prompt cache (Anthropic reports them)."),
+  })
+  .openapi("ModelUsage");
+
 export const RunSchema = z
   .object({
     id: z.string(),
@@ -268,6 +279,7 @@ export const RunSchema = z
       .string()
       .nullable()
       .openapi({ description: "Set when a rewind set this run aside (SPEC W2): it is out of the session's history, in that branch." }),
+    usage: ModelUsageSchema.openapi({ description: "Model tokens of the run's steps, summed (the last attempt of each step)." }),
     createdAt: z.string(),
     endedAt: z.string().nullable(),
   })

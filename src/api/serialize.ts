@@ -1,9 +1,12 @@
 import type { Config } from "../config.js";
 import type { messages, projects, runs, sessions, tenants } from "../db/schema.js";
+import type { ModelUsage } from "../store/model-usage.js";
 import { effectiveQuotas, effectiveToolLimits, tenantSettingsOf, toolUidOf } from "../tenants/tenant-settings.js";
 
-/** Row → response body; one place decides what leaves the service. */
-export function serializeRun(run: typeof runs.$inferSelect) {
+const noUsage: ModelUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+
+/** Row → response body; one place decides what leaves the service. `usage` is the run's summed step usage; none for a run that ran no step. */
+export function serializeRun(run: typeof runs.$inferSelect, usage: ModelUsage = noUsage) {
   return {
     id: run.id,
     sessionId: run.sessionId,
@@ -14,6 +17,7 @@ export function serializeRun(run: typeof runs.$inferSelect) {
     interruptions: run.interruptions,
     error: run.error ?? null,
     branchId: run.branchId,
+    usage,
     createdAt: run.createdAt.toISOString(),
     endedAt: run.endedAt ? run.endedAt.toISOString() : null,
   };

@@ -18,6 +18,8 @@ export interface Metrics {
   readonly jobWait: Histogram<"queue">;
   readonly modelRequestDuration: Histogram<"profile" | "outcome">;
   readonly modelTokens: Counter<"profile" | "kind" | "tenant">;
+  /** Input tokens the provider read from (`read`) or wrote to (`write`) its prompt cache; part of the `input` tokens above. */
+  readonly modelCacheTokens: Counter<"profile" | "kind" | "tenant">;
   readonly toolCalls: Counter<"tool" | "outcome" | "tenant">;
   readonly toolCallDuration: Histogram<"tool">;
   /** From the approval's request to a person's (or the expiry's) decision. */
@@ -80,6 +82,12 @@ export function createMetrics(options: MetricsOptions): Metrics {
     modelTokens: new Counter({
       name: "foya_model_tokens_total",
       help: "Model tokens the providers reported, by profile, kind (input, output) and tenant.",
+      labelNames: ["profile", "kind", "tenant"],
+      registers,
+    }),
+    modelCacheTokens: new Counter({
+      name: "foya_model_cache_tokens_total",
+      help: "Input tokens the providers reported as read from (kind read) or written to (kind write) their prompt cache, by profile and tenant.",
       labelNames: ["profile", "kind", "tenant"],
       registers,
     }),

@@ -12,6 +12,7 @@ import type {
 import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
 import { asNumber, asRecord, asString } from "./wire-fields.js";
 import { postStream } from "./post-stream.js";
+import { markCacheBreakpoints, type CacheMark } from "./anthropic-cache-breakpoints.js";
 
 /**
  * Adapter for the Anthropic Messages API (PR1). Like the Chat Completions
@@ -75,13 +76,13 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Mode
 // ---------------------------------------------------------------------------
 // Request mapping
 
-type WireImage = { type: "image"; source: { type: "base64"; media_type: string; data: string } };
-type WireText = { type: "text"; text: string };
+type WireImage = { type: "image"; source: { type: "base64"; media_type: string; data: string } } & CacheMark;
+type WireText = { type: "text"; text: string } & CacheMark;
 type WireBlock =
   | WireText
   | WireImage
-  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> }
-  | { type: "tool_result"; tool_use_id: string; content?: Array<WireText | WireImage>; is_error: boolean };
+  | ({ type: "tool_use"; id: string; name: string; input: Record<string, unknown> } & CacheMark)
+  | ({ type: "tool_result"; tool_use_id: string; content?: Array<WireText | WireImage>; is_error: boolean } & CacheMark);
 
 interface WireMessage {
   role: "user" | "assistant";
@@ -92,25 +93,31 @@ interface WireRequest {
   model: string;
   max_tokens: number;
   stream: true;
-  system?: string;
-  messages: WireMessage[];
-  tools?: readonly AnthropicTool[];
   tool_choice?: { type: "auto"; disable_parallel_tool_use: true };
+  tools?: ReadonlyArray<AnthropicTool & CacheMark>;
+  system?: WireText[];
+  messages: WireMessage[];
 }
 
+/**
+ * Keys go in the order the API caches a prompt (tools, system, messages), so the body of
+ * one step, up to its last message, is a byte prefix of the next step's (SPEC PR4); cache
+ * breakpoints are then marked on it (anthropic-cache-breakpoints.ts).
+ */
 function toWireRequest(request: ProviderRequest, defaultModel: string, maxTokens: number): WireRequest {
+  const hasTools = request.tools.length > 0;
   const wire: WireRequest = {
     model: request.model || defaultModel,
     max_tokens: maxTokens,
     stream: true,
+    ...(hasTools && request.parallelToolCalls === false ? { tool_choice: { type: "auto", disable_parallel_tool_use: true } } : {}),
+    // Left out when empty, like the Chat Completions adapter does.
+    ...(hasTools ? { tools: toAnthropicTools(request.tools) } : {}),
+    // A block rather than a string: only a block can carry a cache breakpoint.
+    ...(request.system ? { system: [{ type: "text", text: request.system }] } : {}),
     messages: toWireMessages(request.messages),
   };
-  if (request.system) wire.system = request.system;
-  // Left out when empty, like the Chat Completions adapter does.
-  if (request.tools.length > 0) {
-    wire.tools = toAnthropicTools(request.tools);
-    if (request.parallelToolCalls === false) wire.tool_choice = { type: "auto", disable_parallel_tool_use: true };
-  }
+  markCacheBreakpoints(wire);
   return wire;
 }
 

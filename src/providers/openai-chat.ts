@@ -75,9 +75,9 @@ interface WireRequest {
   model: string;
   stream: true;
   stream_options: { include_usage: true };
-  messages: WireMessage[];
-  tools?: readonly OpenAIFunctionTool[];
   parallel_tool_calls?: false;
+  tools?: readonly OpenAIFunctionTool[];
+  messages: WireMessage[];
 }
 
 function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequest {
@@ -96,19 +96,19 @@ function toWireRequest(request: ProviderRequest, defaultModel: string): WireRequ
     if (message.role === "tool") turnImages.push(...toolImageParts(message));
   }
   flushImages();
-  const wire: WireRequest = {
+  const hasTools = request.tools.length > 0;
+  // Servers cache a prompt's prefix on their own (OpenAI's automatic caching): tools go before
+  // the messages, so the body of one step, up to its last message, is a byte prefix of the next's (PR4).
+  return {
     model: request.model || defaultModel,
     stream: true,
     stream_options: { include_usage: true },
+    // Only the refusal is sent: servers that do not know the flag keep their default.
+    ...(hasTools && request.parallelToolCalls === false ? { parallel_tool_calls: false } : {}),
+    // Some servers reject an empty tools array, so the key is left out instead.
+    ...(hasTools ? { tools: toOpenAITools(request.tools) } : {}),
     messages,
   };
-  // Some servers reject an empty tools array, so the key is left out instead.
-  if (request.tools.length > 0) {
-    wire.tools = toOpenAITools(request.tools);
-    // Only the refusal is sent: servers that do not know the flag keep their default.
-    if (request.parallelToolCalls === false) wire.parallel_tool_calls = false;
-  }
-  return wire;
 }
 
 function toWireMessage(message: RequestMessage): WireMessage {

@@ -33,8 +33,9 @@ export interface ProviderRequest {
   /** Compiled history, oldest first; tool messages follow their assistant message in call order. */
   messages: RequestMessage[];
   /**
-   * Already sorted by name (SPEC R2); adapters keep the order. The same frozen
-   * list comes back while the exposed set is unchanged, so renderings can be cached.
+   * In the run's order: sorted by name at its first step (SPEC R2), tools that joined later
+   * at the end (PR4). Adapters keep the order. The same frozen list comes back while the
+   * exposed list is unchanged, so renderings can be cached.
    */
   tools: readonly FunctionToolSchema[];
   /** Optional system prompt, sent first. */

@@ -68,17 +68,27 @@ const position = [messages.runOrdinal, messages.stepIndex, messages.part, messag
 /**
  * claimStep
  * Guard: the claim above. Params: `ClaimParams`, and the history position the worker already has (`after*`).
- * Result: the run, the attempt the step reached before (0 for none), the run's history after that
+ * Result: the run, the attempt the step reached before (0 for none), the tools the run's previous
+ * step offered in their order (PR4: the step keeps that order), the run's history after that
  * position, and the tenant's and project's approval policies (the step's commit judges its calls
  * by them to start the batch's first group with its claim): all in one round trip.
  */
 const claimStepStatement = statement<
   ClaimParams & { afterRunOrdinal: number; afterStepIndex: number; afterPart: number; afterCallIndex: number },
-  RunRow & { stepAttempt: number; history: HistoryRow[]; tenantPolicy: ApprovalPolicy; projectPolicy: ApprovalPolicy; historyEpoch: number }
+  RunRow & {
+    stepAttempt: number;
+    previousTools: string[];
+    history: HistoryRow[];
+    tenantPolicy: ApprovalPolicy;
+    projectPolicy: ApprovalPolicy;
+    historyEpoch: number;
+  }
 >(
   "claim_step",
   `with ${claimCte}
    select c.*, ${policiesColumns}, se.${col(sessions.historyEpoch)} as "historyEpoch", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} = :stepIndex), 0) as "stepAttempt",
+     coalesce((select s.${col(steps.tools)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} < :stepIndex
+               order by s.${col(steps.index)} desc limit 1), '[]'::jsonb) as "previousTools",
      coalesce((select jsonb_agg(jsonb_build_array(m.${col(messages.content)}, ${position}) order by ${position})
                from ${tbl(messages)} m
                where m.${col(messages.sessionId)} = c."sessionId" and m.${col(messages.tenantId)} = c."tenantId" and m.${col(messages.runOrdinal)} <= c."ordinal"
@@ -177,6 +187,8 @@ export interface StepClaim {
   policies: ApprovalPolicy[];
   /** The session's history epoch: a rewind bumps it, and a copy of the history from another epoch is stale. */
   historyEpoch: number;
+  /** The tools the run's previous step offered, in their order; empty for the run's first step (PR4). */
+  previousTools: string[];
 }
 
 export interface BatchClaim {
@@ -224,10 +236,11 @@ export async function claimStep(on: Queryable, request: ClaimRequest & { history
     afterCallIndex: after.callIndex,
   });
   if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, history, tenantPolicy, projectPolicy, historyEpoch, ...claimed } = row;
+  const { stepAttempt, previousTools, history, tenantPolicy, projectPolicy, historyEpoch, ...claimed } = row;
   return claimedOrGone(claimed, {
     attempt: stepAttempt + 1,
     historyEpoch,
+    previousTools,
     policies: [tenantPolicy, projectPolicy],
     history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({
       message,

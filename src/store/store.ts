@@ -14,6 +14,7 @@ import { fileChangesRepository } from "./file-changes.js";
 import { healthRepository } from "./health.js";
 import { mcpServersRepository } from "./mcp-servers.js";
 import { messagesRepository } from "./messages.js";
+import { modelUsageRepository } from "./model-usage.js";
 import { projectsRepository } from "./owned-project.js";
 import { projectRemovalRepository } from "./project-removal.js";
 import type { Handles } from "./repository.js";
@@ -49,6 +50,7 @@ const repositories = {
   health: healthRepository,
   mcpServers: mcpServersRepository,
   messages: messagesRepository,
+  modelUsage: modelUsageRepository,
   projects: projectsRepository,
   projectRemoval: projectRemovalRepository,
   runs: runsRepository,

@@ -90,7 +90,8 @@ describe("exposure and tool_search", () => {
     const [search] = await toolResults(run.body.id);
     expect(search!.text).toContain("calendar_list_events");
     expect(search!.text).not.toContain("calendar_create_event");
-    expect((await stepTools(run.body.id))[1]).toEqual(["calendar_list_events", "tool_search"]);
+    // An activated tool joins at the end of the run's list, not in name order (PR4: the request's prefix stays the same).
+    expect((await stepTools(run.body.id))[1]).toEqual(["tool_search", "calendar_list_events"]);
 
     const plain = await client.newSession({ toolAllowList: ["read", "write"] });
     const other = await client.startRun(plain.sessionId, script([[{ text: "hi" }]]));

@@ -85,8 +85,8 @@ export function finishChunk(reason: string): object {
   return completionChunk({}, reason);
 }
 
-/** The `include_usage` chunk: sent last, with no choices. */
-export function usageChunk(prompt: number, completion: number): object {
+/** The `include_usage` chunk: sent last, with no choices; `cached` of the prompt tokens came from the prompt cache, as OpenAI reports it. */
+export function usageChunk(prompt: number, completion: number, cached?: number): object {
   return {
     id: "chatcmpl-wire-test",
     object: "chat.completion.chunk",
@@ -94,6 +94,11 @@ export function usageChunk(prompt: number, completion: number): object {
     model: "wire-test-model",
     system_fingerprint: "fp_wire_test",
     choices: [],
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+      ...(cached !== undefined ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    },
   };
 }

@@ -225,7 +225,8 @@ describe("Anthropic Messages provider", () => {
       model: "claude-sonnet",
       max_tokens: 1024,
       stream: true,
-      system: "You are Foya.",
+      // Cache breakpoints (PR4): system, the end of the previous step's request, the last block.
+      system: [{ type: "text", text: "You are Foya.", cache_control: { type: "ephemeral" } }],
       tools: [
         { name: "list_dir", description: "List a directory", input_schema: { type: "object", properties: {} } },
         { name: "read_file", description: "Read a file", input_schema: { type: "object", required: ["path"] } },
@@ -263,11 +264,11 @@ describe("Anthropic Messages provider", () => {
               is_error: false,
             },
             { type: "tool_result", tool_use_id: "toolu_3", content: [{ type: "text", text: "invalid arguments" }], is_error: true },
-            { type: "text", text: "Also check c.txt" },
+            { type: "text", text: "Also check c.txt", cache_control: { type: "ephemeral" } },
           ],
         },
         { role: "assistant", content: [{ type: "text", text: "Done." }] },
-        { role: "user", content: [{ type: "text", text: "Thanks" }] },
+        { role: "user", content: [{ type: "text", text: "Thanks", cache_control: { type: "ephemeral" } }] },
       ],
     });
   });
@@ -300,12 +301,12 @@ describe("Anthropic Messages provider", () => {
         role: "user",
         content: [
           { type: "text", text: "one" },
-          { type: "text", text: "two" },
+          { type: "text", text: "two", cache_control: { type: "ephemeral" } },
         ],
       },
       { role: "assistant", content: [{ type: "tool_use", id: "toolu_9", name: "noop", input: {} }] },
       // Empty text blocks are rejected by the API; a result without content is allowed.
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", is_error: false }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", is_error: false, cache_control: { type: "ephemeral" } }] },
     ]);
   });
 
@@ -325,6 +326,44 @@ describe("Anthropic Messages provider", () => {
     expect(server.requests[0]!.body.tool_choice).toEqual({ type: "auto", disable_parallel_tool_use: true });
     expect(server.requests[1]!.body).not.toHaveProperty("tool_choice");
     expect(server.requests[2]!.body).not.toHaveProperty("tool_choice");
+  });
+
+  it("PR4: Anthropic: without a system prompt the last tool carries the tools' cache breakpoint, on a copy: the shared rendering stays unmarked", async () => {
+    const tools = Object.freeze([
+      Object.freeze({ name: "a_tool", description: "first", parameters: { type: "object" } }),
+      Object.freeze({ name: "b_tool", description: "second", parameters: { type: "object" } }),
+    ]);
+    const { provider, server } = await setup({ events: textResponse("ok") });
+    const request: ProviderRequest = {
+      model: "",
+      tools,
+      messages: [
+        { role: "user", text: "go" },
+        { role: "assistant", text: "", toolCalls: [{ callId: "toolu_1", name: "a_tool", argumentsRaw: "{}" }] },
+        { role: "tool", callId: "toolu_1", name: "a_tool", isError: false, content: [{ type: "text", text: "done" }] },
+      ],
+    };
+    await collect(provider.stream(request, signal()));
+    await collect(provider.stream(request, signal()));
+    const [first, second] = server.requests;
+    expect(first!.body.tools).toEqual([
+      { name: "a_tool", description: "first", input_schema: { type: "object" } },
+      { name: "b_tool", description: "second", input_schema: { type: "object" }, cache_control: { type: "ephemeral" } },
+    ]);
+    expect(first!.body.messages.map((m: { content: object[] }) => m.content.at(-1))).toEqual([
+      { type: "text", text: "go", cache_control: { type: "ephemeral" } },
+      { type: "tool_use", id: "toolu_1", name: "a_tool", input: {} },
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_1",
+        content: [{ type: "text", text: "done" }],
+        is_error: false,
+        cache_control: { type: "ephemeral" },
+      },
+    ]);
+    // The same request renders to the same bytes again: nothing was marked twice or left over.
+    expect(second!.text).toBe(first!.text);
+    expect(first!.text.split("cache_control").length - 1).toBe(3);
   });
 
   it("PR1: Anthropic: reports input, output, cache read and cache write tokens; inputTokens is the whole prompt", async () => {

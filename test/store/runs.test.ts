@@ -71,6 +71,8 @@ describe("store.runs claims", () => {
     const whole = await claim({ runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 }, "1");
     if (whole.kind !== "claimed") throw new Error(whole.kind);
     expect(whole.extra.attempt).toBe(1);
+    // The run's first step: no previous step whose tool order to keep (PR4).
+    expect(whole.extra.previousTools).toEqual([]);
     expect(whole.extra.history).toEqual([{ message: { role: "user", text: "hello" }, position: input }]);
     await db.store.runs.releaseRunsOfWorker("w");
     const after = await claim(input, "2");

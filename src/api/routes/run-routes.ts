@@ -99,12 +99,12 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
   app.openapi(getRun, async (c) => {
     const run = await services.store.runs.runOfTenant(c.get("tenantId"), idOf("run", c.req.valid("param").id, "run"));
     if (!run) throw notFound("run");
-    return c.json(serializeRun(run), 200);
+    return c.json(serializeRun(run, await services.store.modelUsage.usageOfRun(run.tenantId, run.id)), 200);
   });
 
   app.openapi(cancel, async (c) => {
     const run = await cancelRun(services, { tenantId: c.get("tenantId"), runId: idOf("run", c.req.valid("param").id, "run") });
-    return c.json(serializeRun(run), 200);
+    return c.json(serializeRun(run, await services.store.modelUsage.usageOfRun(run.tenantId, run.id)), 200);
   });
 
   app.openapi(listEvents, async (c) => {

@@ -18,6 +18,8 @@ const UsageSchema = z
       activeRuns: count("Runs admitted and queued for a worker or running now (against quotas.activeRuns)."),
       queuedRuns: count("Runs waiting for a slot or behind their session's active run (against quotas.queuedRuns)."),
       tokensToday: count("Model tokens recorded since midnight UTC (against quotas.tokensPerDay)."),
+      cacheReadTokensToday: count("Of today's input tokens, those the providers read from their prompt caches (SPEC PR4)."),
+      cacheWriteTokensToday: count("Of today's input tokens, those the providers wrote to their prompt caches."),
       storageBytes: count("Bytes of file-change contents and artifacts kept (against quotas.storageBytes)."),
       backgroundCommands: count("Background commands running now (against backgroundCommandsLimit)."),
       toolCalls: count("Tool calls running now across every worker (against quotas.toolCalls)."),
@@ -41,7 +43,7 @@ export function registerUsageRoutes(app: App, services: ApiServices): void {
     const [activeRuns, queuedRuns, tokens, bytes, runningCommands, toolCalls] = await Promise.all([
       store.tenantAdmission.countWorkingRuns(tenantId),
       store.tenantAdmission.countWaitingRuns(tenantId),
-      store.tenantAdmission.tokensToday(tenantId),
+      store.modelUsage.usageOfTenantToday(tenantId),
       store.tenantAdmission.storedBytes(tenantId),
       store.commands.countRunningCommands(tenantId),
       services.store.toolCallSlots.runningCallsOf(tenantId),
@@ -50,7 +52,17 @@ export function registerUsageRoutes(app: App, services: ApiServices): void {
       {
         quotas: effectiveQuotas(services.config, settings),
         backgroundCommandsLimit: effectiveToolLimits(services.config, settings).backgroundCommands,
-        usage: { activeRuns, queuedRuns, tokensToday: tokens, storageBytes: bytes, backgroundCommands: runningCommands, toolCalls },
+        usage: {
+          activeRuns,
+          queuedRuns,
+          // The same sum as the daily quota's (tenantAdmission.tokensToday).
+          tokensToday: tokens.inputTokens + tokens.outputTokens,
+          cacheReadTokensToday: tokens.cacheReadTokens,
+          cacheWriteTokensToday: tokens.cacheWriteTokens,
+          storageBytes: bytes,
+          backgroundCommands: runningCommands,
+          toolCalls,
+        },
       },
       200,
     );

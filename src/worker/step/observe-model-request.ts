@@ -4,7 +4,8 @@ import type { TenantId } from "../../ids.js";
 
 /**
  * The model request as operators see it (SPEC X8): a span of its own, its latency in
- * `foya_model_request_seconds` (outcome ok, error or cancelled) and the tokens it reported.
+ * `foya_model_request_seconds` (outcome ok, error or cancelled) and the tokens it reported, with
+ * how many of the input tokens the provider's prompt cache served or took (PR4).
  * `usage` is read once `work` has ended, however it ended.
  */
 export function observeModelRequest(
@@ -22,7 +23,13 @@ export function observeModelRequest(
       await work();
       outcome = "ok";
       const used = usage();
-      if (used) span.setAttributes({ "gen_ai.usage.input_tokens": used.inputTokens, "gen_ai.usage.output_tokens": used.outputTokens });
+      if (used)
+        span.setAttributes({
+          "gen_ai.usage.input_tokens": used.inputTokens,
+          "gen_ai.usage.output_tokens": used.outputTokens,
+          ...(used.cacheReadTokens !== undefined ? { "gen_ai.usage.cache_read.input_tokens": used.cacheReadTokens } : {}),
+          ...(used.cacheWriteTokens !== undefined ? { "gen_ai.usage.cache_creation.input_tokens": used.cacheWriteTokens } : {}),
+        });
     } finally {
       metrics.modelRequestDuration.observe(
         { profile, outcome: request.signal.aborted ? "cancelled" : outcome },
@@ -33,6 +40,8 @@ export function observeModelRequest(
         const tenant = metrics.tenantLabel(request.tenantId);
         metrics.modelTokens.inc({ profile, kind: "input", tenant }, used.inputTokens);
         metrics.modelTokens.inc({ profile, kind: "output", tenant }, used.outputTokens);
+        if (used.cacheReadTokens) metrics.modelCacheTokens.inc({ profile, kind: "read", tenant }, used.cacheReadTokens);
+        if (used.cacheWriteTokens) metrics.modelCacheTokens.inc({ profile, kind: "write", tenant }, used.cacheWriteTokens);
       }
     }
   });

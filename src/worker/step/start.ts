@@ -8,6 +8,7 @@ import type { ClaimedRun } from "../../store/runs.js";
 import type { StepAttempt } from "../../store/steps.js";
 import { withRetry } from "../../store/transact.js";
 import { historyReadToolName } from "../../tools/builtin/history-read-tool.js";
+import { keepToolOrder } from "../../tools/keep-tool-order.js";
 import type { AnyTool } from "../../tools/tool.js";
 import type { JobDeps } from "../job-deps.js";
 import type { ProjectRow, SessionContextCache, SessionRow } from "../session-context-cache.js";
@@ -25,6 +26,7 @@ export interface PreparedStep {
   history: HistoryEntry[];
   /** Results longer than this are projected for this model (O3). */
   resultLimit: number;
+  /** In the run's order (PR4): name-sorted at its first step, tools that joined later at the end. */
   exposed: readonly AnyTool[];
   tools: ScopedTools;
   /** The tenant's and project's approval policies as the claim read them (the commit pre-grants by them). */
@@ -59,10 +61,13 @@ export async function prepareStep(context: StepStartContext, claim: ClaimedStep,
     config.runs.contextResultMaxChars,
   );
   const projected = oversizedResults(history, resultLimit);
-  const exposed = dropAgentAtDepthLimit(
-    tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []),
-    session,
-    config.runs.agentMaxDepth,
+  const exposed = keepToolOrder(
+    dropAgentAtDepthLimit(
+      tools.registry.exposedFor(session, run.activatedTools, projected.length > 0 ? [historyReadToolName] : []),
+      session,
+      config.runs.agentMaxDepth,
+    ),
+    extra.previousTools,
   );
   const step: StepAttempt = { index: claim.stepIndex, attempt: extra.attempt, tools: exposed.map((tool) => tool.name) };
   const stepRef = { index: step.index, attempt: step.attempt };

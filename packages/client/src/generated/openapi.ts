@@ -5081,6 +5081,10 @@ export interface components {
                 queuedRuns: number;
                 /** @description Model tokens recorded since midnight UTC (against quotas.tokensPerDay). */
                 tokensToday: number;
+                /** @description Of today's input tokens, those the providers read from their prompt caches (SPEC PR4). */
+                cacheReadTokensToday: number;
+                /** @description Of today's input tokens, those the providers wrote to their prompt caches. */
+                cacheWriteTokensToday: number;
                 /** @description Bytes of file-change contents and artifacts kept (against quotas.storageBytes). */
                 storageBytes: number;
                 /** @description Background commands running now (against backgroundCommandsLimit). */
@@ -5189,8 +5193,20 @@ export interface components {
             } | null;
             /** @description Set when a rewind set this run aside (SPEC W2): it is out of the session's history, in that branch. */
             branchId: string | null;
+            usage: components["schemas"]["ModelUsage"];
             createdAt: string;
             endedAt: string | null;
+        };
+        /** @description Model tokens of the run's steps, summed (the last attempt of each step). */
+        ModelUsage: {
+            /** @description Prompt tokens, cached ones included. */
+            inputTokens: number;
+            /** @description Tokens the model produced. */
+            outputTokens: number;
+            /** @description Of the prompt tokens, those the provider read from its prompt cache (SPEC PR4). */
+            cacheReadTokens: number;
+            /** @description Of the prompt tokens, those the provider wrote to its prompt cache (Anthropic reports them). */
+            cacheWriteTokens: number;
         };
         RunCreate: {
             input: string;
