@@ -92,6 +92,24 @@ export class FoyaDriver {
   }
 
   /**
+   * One session in each of `count` new projects of this driver's tenant: each project is placed
+   * on a host of its own choosing (SPEC W3), where the sessions of one project share one host.
+   */
+  async createSessionsInNewProjects(count: number): Promise<Array<{ sessionId: SessionId; projectId: string }>> {
+    const made: Array<{ sessionId: SessionId; projectId: string }> = [];
+    for (let i = 0; i < count; i++) {
+      const project = expectStatus(
+        await call<{ id: string }>(this.app, this.key, "POST", "/v1/projects", { name: `bench ${i}` }),
+        201,
+        "project creation",
+      );
+      const session = await call<{ id: SessionId }>(this.app, this.key, "POST", "/v1/sessions", { projectId: project.id });
+      made.push({ sessionId: expectStatus(session, 201, "session creation").id, projectId: project.id });
+    }
+    return made;
+  }
+
+  /**
    * Starts one run per session, all at once, each scripted for `toolSteps` agent
    * steps (by default one no-op call each; `input` is another scripted-provider input
    * of that many tool steps), and waits until every run has ended (or `timeoutMs` passes).
