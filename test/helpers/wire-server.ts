@@ -15,6 +15,8 @@ export interface RecordedRequest {
   // Tests assert on arbitrary paths of the JSON the adapter sent; typing it would only add casts.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
+  /** The body as it came over the wire, for byte-for-byte checks. */
+  rawBody: string;
   headers: IncomingHttpHeaders;
   /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
   outcome: Promise<"completed" | "aborted">;
@@ -48,7 +50,13 @@ export async function startWireServer(
     req.on("end", () => {
       void (async () => {
         const text = Buffer.concat(parts).toString("utf8");
-        const request = { method: req.method ?? "", url: req.url ?? "", body: text ? JSON.parse(text) : undefined, headers: req.headers };
+        const request = {
+          method: req.method ?? "",
+          url: req.url ?? "",
+          body: text ? JSON.parse(text) : undefined,
+          rawBody: text,
+          headers: req.headers,
+        };
         requests.push({ ...request, outcome });
         await respond(res, await respondTo(request));
       })().catch((error: unknown) => {
