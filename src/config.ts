@@ -37,19 +37,32 @@ const providerProfileSchema = z.discriminatedUnion("kind", [
     timeoutMs: z.number().int().positive().default(120_000),
     capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
   }),
-  z.object({
-    name: z.string().min(1),
-    kind: z.literal("anthropic-messages"),
-    /** Without the version prefix, e.g. `https://api.anthropic.com`; the adapter adds `/v1/messages`. */
-    baseUrl: z.url(),
-    model: z.string().min(1),
-    apiKeyEnv: z.string().optional(),
-    apiKey: z.string().optional(),
-    /** The Messages API requires an output limit on every request. */
-    maxTokens: z.number().int().positive().default(8192),
-    timeoutMs: z.number().int().positive().default(120_000),
-    capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
-  }),
+  z
+    .object({
+      name: z.string().min(1),
+      kind: z.literal("anthropic-messages"),
+      /** Without the version prefix, e.g. `https://api.anthropic.com`; the adapter adds `/v1/messages`. */
+      baseUrl: z.url(),
+      model: z.string().min(1),
+      apiKeyEnv: z.string().optional(),
+      apiKey: z.string().optional(),
+      /** The Messages API requires an output limit on every request. */
+      maxTokens: z.number().int().positive().default(8192),
+      /**
+       * Extended thinking (SPEC PR5): each request asks for it with this budget, which the API wants
+       * at least 1,024 and below `maxTokens`. Unset: the model does not think.
+       */
+      thinking: z
+        .object({ budgetTokens: z.number().int().min(1024) })
+        .strict()
+        .optional(),
+      timeoutMs: z.number().int().positive().default(120_000),
+      capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+    })
+    .refine((profile) => !profile.thinking || profile.thinking.budgetTokens < profile.maxTokens, {
+      message: "thinking.budgetTokens must be below maxTokens",
+      path: ["thinking", "budgetTokens"],
+    }),
 ]);
 
 export type ProviderProfileConfig = z.infer<typeof providerProfileSchema>;

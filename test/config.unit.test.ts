@@ -36,6 +36,19 @@ describe("configuration", () => {
     expect(() => loadConfig({ FOYA_PROVIDERS_FILE: file })).toThrow(/defined twice/);
   });
 
+  it("PR5: an Anthropic profile takes a thinking budget of at least 1,024 tokens, below its maxTokens", async () => {
+    const folder = await mkdtemp(path.join(tmpdir(), "foya-config-"));
+    const withThinking = async (budgetTokens: number) => {
+      const file = path.join(folder, `providers-${budgetTokens}.json`);
+      const profile = { name: "claude", kind: "anthropic-messages", baseUrl: "http://127.0.0.1:9", model: "m", maxTokens: 4096 };
+      await writeFile(file, JSON.stringify({ profiles: [{ ...profile, thinking: { budgetTokens } }] }));
+      return () => loadConfig({ FOYA_PROVIDERS_FILE: file });
+    };
+    expect((await withThinking(2048))().providers.profiles.at(-1)).toMatchObject({ thinking: { budgetTokens: 2048 } });
+    expect(await withThinking(4096)).toThrow(/budgetTokens must be below maxTokens/);
+    expect(await withThinking(512)).toThrow(/budgetTokens/);
+  });
+
   it("S8: Full Access is off unless the deployment allows it", () => {
     expect(loadConfig({}).sandbox.fullAccessAllowed).toBe(false);
     expect(loadConfig({ FOYA_ALLOW_FULL_ACCESS: "false" }).sandbox.fullAccessAllowed).toBe(false);

@@ -15,6 +15,11 @@ export type EventBody =
   | { type: "run_start"; runId: RunId; ordinal: number }
   | { type: "step_start"; stepIndex: number; attempt: number; tools: string[] }
   | { type: "text_delta"; text: string }
+  /**
+   * The model's reasoning as it streams (SPEC PR5), apart from its answer; `redacted`: an encrypted
+   * block went by here, whose content no one sees (`text` is empty).
+   */
+  | { type: "thinking_delta"; text: string; redacted?: true }
   | { type: "tool_begin"; callId: string; name: string; callIndex: number; status: "queued" }
   | { type: "tool_update"; callId: string; argumentsDelta?: string; status?: ToolCallStatus; progress?: string }
   | {

@@ -3,7 +3,7 @@ import type { ArtifactId } from "./ids.js";
 
 /**
  * Canonical history as stored in `messages.content`. Provider adapters translate
- * it; nothing here is provider specific. A tool message exists for every call id
+ * it; nothing here is provider specific but `ReasoningBlock`. A tool message exists for every call id
  * of an assistant message once its batch is done, so the history is valid for
  * every provider (SPEC D3, P6).
  */
@@ -19,9 +19,25 @@ export interface AssistantToolCall {
   argumentsRaw: string;
 }
 
+/**
+ * Reasoning that came with an assistant message (SPEC PR5), the one provider-specific part of
+ * history: kept exactly as the provider sent it, because Anthropic refuses a tool-use
+ * continuation whose thinking blocks or signatures differ from what it streamed. `format` names
+ * the adapter that made the block; only that adapter sends it back, the others leave it out.
+ */
+export type ReasoningBlock =
+  /** An Anthropic block in its wire shape: text and signature each the concatenation of their deltas; redacted ones encrypted. */
+  | {
+      format: "anthropic-messages";
+      wire: { type: "thinking"; thinking: string; signature: string } | { type: "redacted_thinking"; data: string };
+    }
+  /** The reasoning text of an OpenAI-compatible server, under the message field it came in (`reasoning_content`, `reasoning`). */
+  | { format: "openai-chat"; field: string; text: string };
+
 export type HistoryMessage =
   | { role: "user"; text: string }
-  | { role: "assistant"; text: string; toolCalls: AssistantToolCall[] }
+  /** `reasoning` only when the model sent some (PR5); it is sent back before the text and calls. */
+  | { role: "assistant"; text: string; toolCalls: AssistantToolCall[]; reasoning?: ReasoningBlock[] }
   | {
       role: "tool";
       callId: string;

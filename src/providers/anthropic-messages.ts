@@ -13,12 +13,23 @@ import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
 import { asNumber, asRecord, asString } from "./wire-fields.js";
 import { postStream } from "./post-stream.js";
 import { markCacheBreakpoints, type CacheMark } from "./anthropic-cache-breakpoints.js";
+import {
+  applyThinkingDelta,
+  endThinking,
+  startThinking,
+  thinkingParameter,
+  wireThinkingBlocks,
+  type ThinkingOptions,
+  type ThinkingState,
+  type WireThinkingBlock,
+} from "./anthropic-thinking.js";
 
 /**
  * Adapter for the Anthropic Messages API (PR1). Like the Chat Completions
  * adapter it speaks only the streaming wire format and maps it onto the same
  * provider contract: text deltas, tool calls announced before their argument
  * text, argument text passed on exactly as streamed (SPEC T2), one finish.
+ * Thinking blocks are kept whole and sent back unchanged (SPEC PR5, anthropic-thinking.ts).
  */
 
 export interface AnthropicProviderOptions {
@@ -29,6 +40,8 @@ export interface AnthropicProviderOptions {
   model: string;
   /** The API requires an output limit on every request. */
   maxTokens?: number;
+  /** Extended thinking (SPEC PR5): the budget must be below `maxTokens`. */
+  thinking?: ThinkingOptions;
   /** Deadline for the whole response, headers to last event. */
   timeoutMs?: number;
   /** Injected for tests; defaults to the global fetch. */
@@ -48,6 +61,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Mode
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const maxTokens = options.maxTokens ?? defaultMaxTokens;
   const fetchFn = options.fetch ?? fetch;
+  const { thinking } = options;
+  if (thinking && thinking.budgetTokens >= maxTokens)
+    throw new FoyaError("provider_config", `profile "${options.profile}": thinking.budgetTokens must be below maxTokens (${maxTokens})`);
 
   return {
     profile: options.profile,
@@ -63,7 +79,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Mode
           fetch: fetchFn,
           url,
           headers,
-          body: toWireRequest(request, options.model, maxTokens),
+          body: toWireRequest(request, options.model, maxTokens, thinking),
           timeoutMs,
           signal,
         },
@@ -81,6 +97,7 @@ type WireText = { type: "text"; text: string } & CacheMark;
 type WireBlock =
   | WireText
   | WireImage
+  | (WireThinkingBlock & CacheMark)
   | ({ type: "tool_use"; id: string; name: string; input: Record<string, unknown> } & CacheMark)
   | ({ type: "tool_result"; tool_use_id: string; content?: Array<WireText | WireImage>; is_error: boolean } & CacheMark);
 
@@ -93,6 +110,8 @@ interface WireRequest {
   model: string;
   max_tokens: number;
   stream: true;
+  /** With it the request sets no `temperature` (the API refuses the pair); none is ever sent. */
+  thinking?: { type: "enabled"; budget_tokens: number };
   tool_choice?: { type: "auto"; disable_parallel_tool_use: true };
   tools?: ReadonlyArray<AnthropicTool & CacheMark>;
   system?: WireText[];
@@ -104,12 +123,14 @@ interface WireRequest {
  * one step, up to its last message, is a byte prefix of the next step's (SPEC PR4); cache
  * breakpoints are then marked on it (anthropic-cache-breakpoints.ts).
  */
-function toWireRequest(request: ProviderRequest, defaultModel: string, maxTokens: number): WireRequest {
+function toWireRequest(request: ProviderRequest, defaultModel: string, maxTokens: number, thinking?: ThinkingOptions): WireRequest {
   const hasTools = request.tools.length > 0;
   const wire: WireRequest = {
     model: request.model || defaultModel,
     max_tokens: maxTokens,
     stream: true,
+    // The same for every step of a profile: before the cached prefix's content.
+    ...(thinking ? { thinking: thinkingParameter(thinking) } : {}),
     ...(hasTools && request.parallelToolCalls === false ? { tool_choice: { type: "auto", disable_parallel_tool_use: true } } : {}),
     // Left out when empty, like the Chat Completions adapter does.
     ...(hasTools ? { tools: toAnthropicTools(request.tools) } : {}),
@@ -146,7 +167,10 @@ function toWireBlocks(message: RequestMessage): WireBlock[] {
     case "user":
       return message.text ? [{ type: "text", text: message.text }] : [];
     case "assistant": {
-      const blocks: WireBlock[] = message.text ? [{ type: "text", text: message.text }] : [];
+      // Thinking goes back only with what it led to, first, as the API sent it (PR5).
+      if (!message.text && message.toolCalls.length === 0) return [];
+      const blocks: WireBlock[] = wireThinkingBlocks(message.reasoning);
+      if (message.text) blocks.push({ type: "text", text: message.text });
       for (const call of message.toolCalls) {
         blocks.push({ type: "tool_use", id: call.callId, name: call.name, input: toolInput(call.argumentsRaw) });
       }
@@ -187,6 +211,7 @@ function toWireResultPart(part: RequestResultPart): WireText | WireImage {
 /** What is known about one content block of the response, by its wire index. */
 type BlockState =
   | { kind: "tool"; index: number; argumentsSent: boolean; startInput: Record<string, unknown> | undefined }
+  | ThinkingState
   | { kind: "other" };
 
 async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<ProviderStreamPart> {
@@ -224,7 +249,9 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
             yield { type: "tool-call-start", index: toolCount, id, name };
             toolCount++;
           } else {
-            blocks.set(index, { kind: "other" });
+            const thinking = block ? startThinking(block, index) : undefined;
+            blocks.set(index, thinking?.state ?? { kind: "other" });
+            if (thinking?.part) yield thinking.part;
             const text = block?.type === "text" ? asString(block.text) : undefined;
             if (text) yield { type: "text-delta", text };
           }
@@ -246,8 +273,12 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
               block.argumentsSent = true;
               yield { type: "tool-call-delta", index: block.index, argumentsDelta: fragment };
             }
+          } else if (delta?.type === "thinking_delta" || delta?.type === "signature_delta") {
+            const block = blocks.get(index);
+            const part = applyThinkingDelta(block?.kind === "thinking" ? block : undefined, delta, index);
+            if (part) yield part;
           }
-          // thinking, signature and citation deltas carry nothing the contract has a place for.
+          // Citation deltas carry nothing the contract has a place for.
           break;
         }
         case "content_block_stop": {
@@ -257,6 +288,7 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
             block.argumentsSent = true;
             yield { type: "tool-call-delta", index: block.index, argumentsDelta: JSON.stringify(block.startInput) };
           }
+          if (block?.kind === "thinking" || block?.kind === "redacted") yield endThinking(block);
           break;
         }
         case "message_delta":

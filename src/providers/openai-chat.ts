@@ -17,6 +17,12 @@ import { postStream } from "./post-stream.js";
  * Adapter for OpenAI-compatible Chat Completions servers (OpenAI, LM Studio,
  * llama.cpp, vLLM, Ollama...). It speaks only the streaming wire format, so a
  * step sees text and tool calls as they are produced.
+ *
+ * Reasoning (SPEC PR5): servers that stream it put it in a message field of their own
+ * (`reasoning_content`: DeepSeek, vLLM; `reasoning`: OpenRouter, Ollama). Its text streams as
+ * reasoning deltas and is kept under the same field, then sent back in it on the assistant
+ * message: DeepSeek refuses a tool-call continuation without it. Chat Completions proper has no
+ * such field, so nothing is sent to a server that never sent one.
  */
 
 export interface OpenAIChatProviderOptions {
@@ -35,6 +41,10 @@ export interface OpenAIChatProviderOptions {
 const defaultTimeoutMs = 10 * 60 * 1000;
 /** Enough of an error body to diagnose, short enough for a log line. */
 const errorExcerptLength = 300;
+
+/** The message fields servers stream reasoning in; only these are kept and sent back. */
+const reasoningFields = ["reasoning_content", "reasoning"] as const;
+type ReasoningField = (typeof reasoningFields)[number];
 
 export function createOpenAIChatProvider(options: OpenAIChatProviderOptions): ModelProvider {
   const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
@@ -60,7 +70,7 @@ export function createOpenAIChatProvider(options: OpenAIChatProviderOptions): Mo
 type WireMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string | WireUserPart[] }
-  | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
+  | ({ role: "assistant"; content: string | null; tool_calls?: WireToolCall[] } & Partial<Record<ReasoningField, string>>)
   | { role: "tool"; tool_call_id: string; content: string };
 
 type WireUserPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
@@ -117,6 +127,10 @@ function toWireMessage(message: RequestMessage): WireMessage {
       return { role: "user", content: message.text };
     case "assistant": {
       const wire: WireMessage = { role: "assistant", content: message.text || null };
+      // Only what this format made; an Anthropic thinking block means nothing here and is left out.
+      for (const block of message.reasoning ?? []) {
+        if (block.format === "openai-chat" && isReasoningField(block.field)) wire[block.field] = block.text;
+      }
       if (message.toolCalls.length > 0) {
         wire.tool_calls = message.toolCalls.map((call) => ({
           id: call.callId,
@@ -171,6 +185,8 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
   // The raw value is kept beside the normalized one (stored per step as stop_reason).
   let finish: { reason: FinishReason; stopReason: string } | undefined;
   let usage: Usage | undefined;
+  // By field, in the order they first came; an empty field is kept too (DeepSeek wants it back even so).
+  const reasoning = new Map<ReasoningField, string>();
   try {
     for (;;) {
       const { done, value: event } = await reader.read();
@@ -187,6 +203,7 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
       const choice = Array.isArray(chunk.choices) ? asRecord(chunk.choices[0]) : undefined;
       if (!choice) continue;
       const delta = asRecord(choice.delta);
+      if (delta) yield* applyReasoningDelta(reasoning, delta);
       const content = asString(delta?.content);
       if (content) yield { type: "text-delta", text: content };
       if (Array.isArray(delta?.tool_calls)) {
@@ -200,10 +217,28 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
     for (const call of toolCalls.values()) {
       if (!call.started) yield* startToolCall(call);
     }
+    for (const [field, text] of reasoning) yield { type: "reasoning-block", block: { format: "openai-chat", field, text } };
     yield { type: "finish", ...finish, ...(usage ? { usage } : {}) };
   } finally {
     // Releases the connection when the consumer stops early; a no-op after a complete stream.
     await reader.cancel().catch(() => undefined);
+  }
+}
+
+function isReasoningField(field: string): field is ReasoningField {
+  return (reasoningFields as readonly string[]).includes(field);
+}
+
+/**
+ * Keeps the reasoning fields of one delta. Only the first field a server uses is streamed: some
+ * send the same text under both names, which clients should not see twice.
+ */
+function* applyReasoningDelta(reasoning: Map<ReasoningField, string>, delta: Record<string, unknown>): Generator<ProviderStreamPart> {
+  for (const field of reasoningFields) {
+    const text = asString(delta[field]);
+    if (text === undefined) continue;
+    reasoning.set(field, (reasoning.get(field) ?? "") + text);
+    if (text && reasoning.keys().next().value === field) yield { type: "reasoning-delta", text };
   }
 }
 

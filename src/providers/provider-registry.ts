@@ -44,6 +44,7 @@ export function createProviderRegistry(profiles: readonly ProviderProfileConfig[
             model: profile.model,
             maxTokens: profile.maxTokens,
             timeoutMs: profile.timeoutMs,
+            ...(profile.thinking ? { thinking: profile.thinking } : {}),
             ...(profile.apiKey ? { apiKey: profile.apiKey } : {}),
           }),
         );

@@ -1,4 +1,4 @@
-import type { AssistantToolCall } from "../core/history.js";
+import type { AssistantToolCall, ReasoningBlock } from "../core/history.js";
 
 /**
  * The provider contract. An adapter turns a provider-neutral request into the
@@ -22,10 +22,14 @@ export interface FunctionToolSchema {
  */
 export type RequestResultPart = { type: "text"; text: string } | { type: "image"; mediaType: string; dataBase64: string };
 
-/** A message of a provider request: canonical history as compiled for one model (SPEC O2). */
+/**
+ * A message of a provider request: canonical history as compiled for one model (SPEC O2).
+ * An assistant's `reasoning` is every block history holds; an adapter sends back, unchanged, the
+ * blocks of its own format and leaves the others out (SPEC PR5).
+ */
 export type RequestMessage =
   | { role: "user"; text: string }
-  | { role: "assistant"; text: string; toolCalls: AssistantToolCall[] }
+  | { role: "assistant"; text: string; toolCalls: AssistantToolCall[]; reasoning?: ReasoningBlock[] }
   | { role: "tool"; callId: string; name: string; isError: boolean; content: RequestResultPart[] };
 
 export interface ProviderRequest {
@@ -62,10 +66,17 @@ export interface Usage {
  * (0-based, in the model's order). `tool-call-start` comes as soon as the id and
  * name are known, before any argument text; `tool-call-delta` parts carry the
  * argument string in pieces that, concatenated, are byte for byte what the model
- * produced (SPEC T2).
+ * produced (SPEC T2). Reasoning blocks come in the order the model produced them.
  */
 export type ProviderStreamPart =
   | { type: "text-delta"; text: string }
+  /** Reasoning text as the model produces it, for clients to watch (SPEC PR5); never answer text. */
+  | { type: "reasoning-delta"; text: string }
+  /**
+   * A reasoning block complete, as it is to be kept and sent back (SPEC PR5): after its last
+   * delta. `redacted`: the block is encrypted reasoning, with no delta, shown to no one.
+   */
+  | { type: "reasoning-block"; block: ReasoningBlock; redacted?: true }
   | { type: "tool-call-start"; index: number; id: string; name: string }
   | { type: "tool-call-delta"; index: number; argumentsDelta: string }
   /** `stopReason` is the provider's own value as sent (e.g. `end_turn`), kept beside the normalized `reason`. */

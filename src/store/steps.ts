@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import type { EventBody, NewEvent, SessionEvent, StepRef } from "../core/events.js";
-import type { AssistantToolCall } from "../core/history.js";
+import type { AssistantToolCall, ReasoningBlock } from "../core/history.js";
 import type { Database } from "../db/client.js";
 import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
 import { type MessageId, type RunId, type SessionId, type StepId, type TenantId, newId } from "../ids.js";
@@ -145,6 +145,8 @@ async function startStep(on: Queryable, held: ClaimedRun, step: StepAttempt, bod
 export interface StepResult {
   text: string;
   toolCalls: AssistantToolCall[];
+  /** The response's reasoning blocks as the provider sent them (PR5), stored with the message when there are some. */
+  reasoning?: ReasoningBlock[];
   /** `stopReason` is the provider's raw value, stored beside the normalized reason. */
   finish: { reason: FinishReason; stopReason?: string; usage?: Usage } | undefined;
   /** Live events the step's sink had not written yet; they go before `step_end`. */
@@ -267,7 +269,12 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
     usage: usage ? JSON.stringify(usage) : null,
     messageId: newId("msg"),
     runOrdinal: held.ordinal,
-    message: JSON.stringify({ role: "assistant", text: result.text, toolCalls: result.toolCalls }),
+    message: JSON.stringify({
+      role: "assistant",
+      text: result.text,
+      toolCalls: result.toolCalls,
+      ...(result.reasoning?.length ? { reasoning: result.reasoning } : {}),
+    }),
     calls,
   });
   if (!row || row.committed === 0) return null;

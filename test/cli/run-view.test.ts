@@ -69,4 +69,18 @@ describe("foya run --follow, as people see it", () => {
     for (const body of toolRun) view.show(event(body));
     expect(written()).toBe("Let me check\n▸ bash\n✓ bash exit 0 …\nAll good.\n✓ run completed\n");
   });
+
+  it("PR5: the model's reasoning is shown on lines of its own before its answer, a redacted block as a marker", () => {
+    const { output, written } = capture(false);
+    const view = new RunView(output);
+    const bodies: FoyaEventBody[] = [
+      { type: "thinking_delta", text: "The user wants " },
+      { type: "thinking_delta", text: "a greeting." },
+      { type: "thinking_delta", text: "", redacted: true },
+      { type: "text_delta", text: "Hello!" },
+      { type: "run_end", status: "completed" },
+    ];
+    for (const body of bodies) view.show(event(body));
+    expect(written()).toBe("The user wants a greeting.\n(redacted reasoning)\nHello!\n✓ run completed\n");
+  });
 });

@@ -8,14 +8,20 @@ import {
   messageStart,
   messageStop,
   ping,
+  recordedScript,
+  redactedThinkingStart,
+  signatureDelta,
   startAnthropicWireServer,
   textDelta,
   textResponse,
   textStart,
+  thinkingDelta,
+  thinkingStart,
   toolUseStart,
   type AnthropicScript,
   type AnthropicWireServer,
 } from "../helpers/anthropic-wire-server.js";
+import { readRecording } from "../helpers/wire-server.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
 
 let env: TestEnv;
@@ -33,6 +39,15 @@ beforeAll(async () => {
       model: "claude-wire",
       apiKeyEnv: "ANTHROPIC_WIRE_KEY",
       maxTokens: 2048,
+    },
+    {
+      name: "claude-thinking",
+      kind: "anthropic-messages",
+      baseUrl: server.baseUrl,
+      model: "claude-wire",
+      apiKeyEnv: "ANTHROPIC_WIRE_KEY",
+      maxTokens: 2048,
+      thinking: { budgetTokens: 1024 },
     },
   ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, ANTHROPIC_WIRE_KEY: "sk-ant-wire", FOYA_STEP_ATTEMPTS: "2" });
@@ -183,5 +198,183 @@ describe("Anthropic Messages provider through the whole loop", () => {
     expect(done.status).toBe("failed");
     expect(done.error.code).toBe("provider_error");
     expect(done.error.message).toContain("529");
+  });
+});
+
+/** A value of a recording as sent: the concatenation of one string field of its deltas of one type. */
+function recordedDeltas(name: string, type: string, field: string): string {
+  return readRecording(name)
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line).delta)
+    .filter((delta) => delta?.type === type)
+    .map((delta) => delta[field] as string)
+    .join("");
+}
+
+const hasToolResults = (body: any): boolean => body.messages.at(-1).content.some((block: { type: string }) => block.type === "tool_result");
+
+describe("Anthropic extended thinking through the whole loop (PR5)", () => {
+  it("PR5: a recorded Anthropic exchange with thinking and tool use: the continuation request carries the same thinking blocks and signatures, byte for byte.", async () => {
+    const first = "anthropic-messages-thinking-tool-use.assembled.chunks.txt";
+    const second = "anthropic-messages-thinking.chunks.txt";
+    respond = (body) => recordedScript(hasToolResults(body) ? second : first, { cut: { seed: 5, maxBytes: 40 } });
+    const before = server.requests.length;
+    const { sessionId } = await client.newSession({ providerProfile: "claude-thinking" });
+    const run = await client.startRun(sessionId, "weather in Paris?");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+
+    const requests = server.requests.slice(before);
+    expect(requests).toHaveLength(2);
+    // Thinking is asked for, below max_tokens, and no temperature is set beside it.
+    for (const request of requests) {
+      expect(request.body).toMatchObject({ max_tokens: 2048, thinking: { type: "enabled", budget_tokens: 1024 } });
+      expect(request.body).not.toHaveProperty("temperature");
+    }
+
+    // The continuation carries the thinking block first in the assistant turn, before the tool_use it led to.
+    const thinking = recordedDeltas(first, "thinking_delta", "thinking");
+    const signature = recordedDeltas(first, "signature_delta", "signature");
+    expect(signature.length).toBeGreaterThan(200);
+    const continuation = requests[1]!;
+    expect(continuation.body.messages.map((message: { role: string }) => message.role)).toEqual(["user", "assistant", "user"]);
+    expect(continuation.body.messages[1].content).toEqual([
+      { type: "thinking", thinking, signature },
+      { type: "tool_use", id: "toolu_01NRLabsLyVHZPKxbKvkfSMn", name: "get_weather", input: { location: "Paris" } },
+    ]);
+    // Byte for byte on the wire: the text (multi-byte ÷ and line breaks included) and the signature as streamed.
+    expect(continuation.rawBody).toContain(
+      `"content":[{"type":"thinking","thinking":${JSON.stringify(thinking)},"signature":${JSON.stringify(signature)}},{"type":"tool_use"`,
+    );
+    // The first request had no history to carry.
+    expect(requests[0]!.rawBody).not.toContain('"type":"thinking"');
+
+    // History keeps both steps' blocks as the provider sent them; the answer text has none of it.
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    const assistant = messages.filter((message) => message.role === "assistant").map((message) => message.content);
+    expect(assistant[0].reasoning).toEqual([{ format: "anthropic-messages", wire: { type: "thinking", thinking, signature } }]);
+    expect(assistant[0].text).toBe("");
+    expect(assistant[1].text).toBe("925 ÷ 5 = 185");
+    expect(assistant[1].reasoning[0].wire.signature).toBe(recordedDeltas(second, "signature_delta", "signature"));
+
+    // Clients saw the thinking as thinking_delta events (coalesced), apart from the text.
+    const events = await client.events(sessionId);
+    const thinkingOf = (stepIndex: number) =>
+      events
+        .filter((event) => event.type === "thinking_delta" && event.step?.index === stepIndex)
+        .map((event) => event.data.text)
+        .join("");
+    expect(thinkingOf(0)).toBe(thinking);
+    expect(thinkingOf(1)).toBe(recordedDeltas(second, "thinking_delta", "thinking"));
+    expect(events.filter((event) => event.type === "thinking_delta").length).toBeLessThan(6);
+    expect(
+      events
+        .filter((event) => event.type === "text_delta")
+        .map((event) => event.data.text)
+        .join(""),
+    ).toBe("925 ÷ 5 = 185");
+  });
+
+  it("PR5, X1: a retried step streams its thinking again under its new attempt, keeps only that attempt's blocks, and sends them back with a redacted block's data unchanged", async () => {
+    const redacted = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP+/==";
+    let firstStepRequests = 0;
+    respond = (body) => {
+      if (hasToolResults(body)) {
+        return {
+          events: [
+            messageStart(),
+            thinkingStart(0),
+            thinkingDelta(0, "It worked."),
+            signatureDelta(0, "sig-step-1"),
+            blockStop(0),
+            textStart(1),
+            textDelta(1, "Done."),
+            blockStop(1),
+            messageDelta("end_turn", 9),
+            messageStop,
+          ],
+        };
+      }
+      firstStepRequests++;
+      if (firstStepRequests === 1) {
+        // The first attempt thinks a little, then the server gives up: the step is retried.
+        return {
+          events: [
+            messageStart(),
+            thinkingStart(0),
+            thinkingDelta(0, "Plan A"),
+            { type: "error", error: { type: "overloaded_error", message: "Overloaded" } },
+          ],
+        };
+      }
+      return {
+        events: [
+          messageStart(),
+          thinkingStart(0),
+          thinkingDelta(0, "Plan B: "),
+          thinkingDelta(0, "call noop."),
+          signatureDelta(0, "sig-"),
+          signatureDelta(0, "attempt-2"),
+          blockStop(0),
+          redactedThinkingStart(1, redacted),
+          blockStop(1),
+          toolUseStart(2, "toolu_pr5", "noop"),
+          inputJsonDelta(2, "{}"),
+          blockStop(2),
+          messageDelta("tool_use", 20),
+          messageStop,
+        ],
+      };
+    };
+    const before = server.requests.length;
+    const { sessionId } = await client.newSession({ providerProfile: "claude-thinking" });
+    const run = await client.startRun(sessionId, "call noop");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+
+    const requests = server.requests.slice(before);
+    expect(requests).toHaveLength(3);
+    const kept = [
+      { type: "thinking", thinking: "Plan B: call noop.", signature: "sig-attempt-2" },
+      { type: "redacted_thinking", data: redacted },
+    ];
+    expect(requests[2]!.body.messages[1].content).toEqual([...kept, { type: "tool_use", id: "toolu_pr5", name: "noop", input: {} }]);
+    expect(requests[2]!.rawBody).toContain(JSON.stringify(kept).slice(1, -1));
+    expect(requests[2]!.rawBody).not.toContain("Plan A");
+    expect(requests[2]!.body.messages[2].content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_pr5", is_error: false });
+
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    const [answer] = messages.filter((message) => message.role === "assistant");
+    expect(answer.content.reasoning.map((block: { wire: unknown }) => block.wire)).toEqual(kept);
+
+    // Each attempt's thinking is tagged with it; the redacted block is a marker without content.
+    const events = await client.events(sessionId);
+    const stepZero = events.filter((event) => event.step?.index === 0);
+    const thinkingOf = (attempt: number) =>
+      stepZero.filter((event) => event.type === "thinking_delta" && event.step.attempt === attempt && !event.data.redacted);
+    expect(
+      thinkingOf(1)
+        .map((event) => event.data.text)
+        .join(""),
+    ).toBe("Plan A");
+    expect(
+      thinkingOf(2)
+        .map((event) => event.data.text)
+        .join(""),
+    ).toBe("Plan B: call noop.");
+    const markers = stepZero.filter((event) => event.type === "thinking_delta" && event.data.redacted);
+    expect(markers.map((event) => [event.step.attempt, event.data])).toEqual([[2, { type: "thinking_delta", text: "", redacted: true }]]);
+    // A client that drops what came before the attempt-2 step_start sees attempt 2's thinking only.
+    const restart = stepZero.findIndex((event) => event.type === "step_start" && event.data.attempt === 2);
+    expect(restart).toBeGreaterThan(stepZero.findIndex((event) => event.type === "thinking_delta" && event.step.attempt === 1));
+    expect(
+      stepZero
+        .slice(restart)
+        .filter((event) => event.type === "thinking_delta")
+        .map((event) => event.data.text)
+        .join(""),
+    ).toBe("Plan B: call noop.");
   });
 });

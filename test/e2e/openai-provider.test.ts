@@ -3,6 +3,7 @@ import type { ApiClient } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import {
   finishChunk,
+  recordedScript,
   sseScript,
   startOpenAIWireServer,
   textChunk,
@@ -13,6 +14,7 @@ import {
   type WireScript,
 } from "../helpers/openai-wire-server.js";
 import { createTestEnv, writeProvidersFile, type TestEnv } from "../helpers/test-env.js";
+import { readRecording } from "../helpers/wire-server.js";
 
 let env: TestEnv;
 let client: ApiClient;
@@ -165,5 +167,50 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     const events = await client.events(sessionId);
     expect(events.filter((e) => e.type === "step_start").map((e) => e.data.attempt)).toEqual([1, 2]);
     expect(events.at(-1).data).toMatchObject({ type: "run_end", status: "failed" });
+  });
+
+  it("PR5: a recorded DeepSeek reasoner exchange: the reasoning streams as thinking_delta, is kept under reasoning_content and sent back in it with the tool call", async () => {
+    const name = "deepseek-reasoner-tool-call.chunks.txt";
+    const reasoning = readRecording(name)
+      .toString("utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line).choices[0]?.delta?.reasoning_content)
+      .filter((text) => typeof text === "string")
+      .join("");
+    respond = (body) =>
+      body.messages.some((m: { role: string }) => m.role === "tool")
+        ? sse([textChunk("Sunny."), finishChunk("stop")])
+        : recordedScript(name, { cut: { seed: 3, maxBytes: 64 } });
+    const before = server.requests.length;
+    const { sessionId } = await client.newSession({ providerProfile: "wire" });
+    const run = await client.startRun(sessionId, "weather in San Francisco?");
+    expect((await client.waitForRun(run.body.id)).status).toBe("completed");
+
+    const continuation = server.requests.slice(before)[1]!;
+    const assistant = continuation.body.messages.find((m: { role: string }) => m.role === "assistant");
+    expect(assistant).toMatchObject({
+      content: null,
+      reasoning_content: reasoning,
+      tool_calls: [{ id: "call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", function: { name: "weather", arguments: '{"location": "San Francisco"}' } }],
+    });
+    const messages = await client.messages(sessionId);
+    expectValidHistory(messages);
+    expect(messages.find((m) => m.role === "assistant").content.reasoning).toEqual([
+      { format: "openai-chat", field: "reasoning_content", text: reasoning },
+    ]);
+    const events = await client.events(sessionId);
+    expect(
+      events
+        .filter((e) => e.type === "thinking_delta")
+        .map((e) => e.data.text)
+        .join(""),
+    ).toBe(reasoning);
+    expect(
+      events
+        .filter((e) => e.type === "text_delta")
+        .map((e) => e.data.text)
+        .join(""),
+    ).toBe("Sunny.");
   });
 });

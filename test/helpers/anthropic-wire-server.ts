@@ -110,6 +110,24 @@ export function inputJsonDelta(index: number, partialJson: string): AnthropicEve
   return { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: partialJson } };
 }
 
+/** A `thinking` block's start, as the API sends it: empty text and signature, filled by deltas. */
+export function thinkingStart(index: number): AnthropicEvent {
+  return { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } };
+}
+
+export function thinkingDelta(index: number, thinking: string): AnthropicEvent {
+  return { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking } };
+}
+
+export function signatureDelta(index: number, signature: string): AnthropicEvent {
+  return { type: "content_block_delta", index, delta: { type: "signature_delta", signature } };
+}
+
+/** A `redacted_thinking` block comes whole in its start: encrypted data, no deltas. */
+export function redactedThinkingStart(index: number, data: string): AnthropicEvent {
+  return { type: "content_block_start", index, content_block: { type: "redacted_thinking", data } };
+}
+
 export function blockStop(index: number): AnthropicEvent {
   return { type: "content_block_stop", index };
 }

@@ -72,6 +72,11 @@ export function textChunk(text: string): object {
   return completionChunk({ content: text });
 }
 
+/** Reasoning text in a message field of the server's own (`reasoning_content` for DeepSeek and vLLM). */
+export function reasoningChunk(text: string, field = "reasoning_content"): object {
+  return completionChunk({ content: null, [field]: text });
+}
+
 /** First chunk of a tool call: carries id and name, and empty arguments, as OpenAI does. */
 export function toolCallStartChunk(index: number, id: string, name: string): object {
   return completionChunk({ tool_calls: [{ index, id, type: "function", function: { name, arguments: "" } }] });

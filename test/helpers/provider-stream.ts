@@ -43,3 +43,14 @@ export function outcomeOf(parts: ProviderStreamPart[]): StreamOutcome {
     finish: parts.find((part) => part.type === "finish"),
   };
 }
+
+/** The reasoning a stream carried (SPEC PR5): its streamed text, and the blocks to keep, in order. */
+export function reasoningOf(parts: ProviderStreamPart[]): {
+  text: string;
+  blocks: Array<Extract<ProviderStreamPart, { type: "reasoning-block" }>>;
+} {
+  return {
+    text: parts.map((part) => (part.type === "reasoning-delta" ? part.text : "")).join(""),
+    blocks: parts.filter((part) => part.type === "reasoning-block"),
+  };
+}

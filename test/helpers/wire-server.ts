@@ -17,6 +17,8 @@ export interface RecordedRequest {
   body: any;
   /** The body as sent, byte for byte (UTF-8): what a prompt cache compares. */
   text: string;
+  /** The same, under the name the thinking tests use. */
+  rawBody: string;
   headers: IncomingHttpHeaders;
   /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
   outcome: Promise<"completed" | "aborted">;
@@ -55,6 +57,7 @@ export async function startWireServer(
           url: req.url ?? "",
           body: text ? JSON.parse(text) : undefined,
           text,
+          rawBody: text,
           headers: req.headers,
         };
         requests.push({ ...request, outcome });

@@ -3,6 +3,7 @@ import type { ProviderRequest } from "../../src/providers/provider.js";
 import { createOpenAIChatProvider } from "../../src/providers/openai-chat.js";
 import {
   finishChunk,
+  reasoningChunk,
   startOpenAIWireServer,
   textChunk,
   toolArgsChunk,
@@ -337,5 +338,65 @@ describe("OpenAI Chat Completions provider", () => {
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: "AbortError" });
     await expect(server.requests[0]!.outcome).resolves.toBe("aborted");
+  });
+
+  it("PR5: reasoning fields stream as reasoning (once, when a server sends both names), are kept under their field, and go back in it; Anthropic blocks are left out", async () => {
+    const { provider, server } = await setup({
+      chunks: [
+        reasoningChunk(""),
+        reasoningChunk("Weather in "),
+        // Some servers repeat the text under the newer name: kept, not streamed twice.
+        {
+          ...reasoningChunk("Weather in "),
+          choices: [{ index: 0, delta: { reasoning_content: "Paris?", reasoning: "Weather in Paris?" } }],
+        },
+        toolCallStartChunk(0, "call_1", "weather"),
+        toolArgsChunk(0, "{}"),
+        finishChunk("tool_calls"),
+        done,
+      ],
+    });
+    const parts = await collect(provider.stream(simpleRequest, new AbortController().signal));
+    expect(parts.filter((part) => part.type === "reasoning-delta" || part.type === "reasoning-block")).toEqual([
+      { type: "reasoning-delta", text: "Weather in " },
+      { type: "reasoning-delta", text: "Paris?" },
+      { type: "reasoning-block", block: { format: "openai-chat", field: "reasoning_content", text: "Weather in Paris?" } },
+      { type: "reasoning-block", block: { format: "openai-chat", field: "reasoning", text: "Weather in Paris?" } },
+    ]);
+    expect(parts.filter((part) => part.type === "text-delta")).toEqual([]);
+
+    await collect(
+      provider.stream(
+        {
+          model: "local-model",
+          tools: [],
+          messages: [
+            { role: "user", text: "weather?" },
+            {
+              role: "assistant",
+              text: "",
+              toolCalls: [{ callId: "call_1", name: "weather", argumentsRaw: "{}" }],
+              reasoning: [
+                { format: "openai-chat", field: "reasoning_content", text: "" },
+                { format: "anthropic-messages", wire: { type: "thinking", thinking: "not for this API", signature: "sig" } },
+                // A field this adapter does not know is never sent.
+                { format: "openai-chat", field: "role", text: "system" },
+              ],
+            },
+            { role: "tool", callId: "call_1", name: "weather", isError: false, content: [{ type: "text", text: "sunny" }] },
+          ],
+        },
+        new AbortController().signal,
+      ),
+    );
+    const assistant = server.requests[1]!.body.messages[1];
+    // An empty field goes back too: DeepSeek refuses a tool-call turn without it.
+    expect(assistant).toEqual({
+      role: "assistant",
+      content: null,
+      reasoning_content: "",
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "weather", arguments: "{}" } }],
+    });
+    expect(JSON.stringify(server.requests[1]!.body)).not.toContain("not for this API");
   });
 });

@@ -4,7 +4,8 @@ import { createOpenAIChatProvider } from "../../src/providers/openai-chat.js";
 import type { ModelProvider, ProviderRequest } from "../../src/providers/provider.js";
 import { recordedScript as anthropicRecording, startAnthropicWireServer } from "../helpers/anthropic-wire-server.js";
 import { recordedScript as openAIRecording, startOpenAIWireServer } from "../helpers/openai-wire-server.js";
-import { collect, expectStartBeforeDeltas, outcomeOf, type StreamOutcome } from "../helpers/provider-stream.js";
+import { collect, expectStartBeforeDeltas, outcomeOf, reasoningOf, type StreamOutcome } from "../helpers/provider-stream.js";
+import type { ProviderStreamPart } from "../../src/providers/provider.js";
 import { cutRecording, readRecording, recordedBody, type RecordingCut } from "../helpers/wire-server.js";
 
 /**
@@ -46,14 +47,31 @@ async function providerServing(format: Format, name: string, cut: RecordingCut, 
   return createAnthropicProvider({ profile: "recorded", baseUrl: server.baseUrl, model: "recorded-model" });
 }
 
-async function replay(format: Format, name: string, cut: RecordingCut, delayMs?: number): Promise<StreamOutcome> {
+async function replayParts(format: Format, name: string, cut: RecordingCut, delayMs?: number): Promise<ProviderStreamPart[]> {
   const provider = await providerServing(format, name, cut, delayMs);
   const parts = await collect(provider.stream(request, new AbortController().signal));
   expectStartBeforeDeltas(parts);
   // Exactly one finish, and it is the last part.
   expect(parts.filter((part) => part.type === "finish")).toHaveLength(1);
   expect(parts.at(-1)?.type).toBe("finish");
-  return outcomeOf(parts);
+  return parts;
+}
+
+async function replay(format: Format, name: string, cut: RecordingCut, delayMs?: number): Promise<StreamOutcome> {
+  return outcomeOf(await replayParts(format, name, cut, delayMs));
+}
+
+/** A value of the recording as sent: the concatenated `field` of its lines whose delta has `type`. */
+function recordedDeltas(name: string, type: string, field: string): string {
+  return readRecording(name)
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line))
+    .map((chunk) => chunk.delta ?? chunk.choices?.[0]?.delta)
+    .filter((delta) => delta && (type === "*" || delta.type === type) && typeof delta[field] === "string")
+    .map((delta) => delta[field] as string)
+    .join("");
 }
 
 describe("recorded streams: the replay serves the recording byte for byte", () => {
@@ -63,6 +81,7 @@ describe("recorded streams: the replay serves the recording byte for byte", () =
     ["openai", "openai-compatible-anthropic-tool-index-1.sse"],
     ["anthropic", "anthropic-messages-tool-use.sse"],
     ["anthropic", "anthropic-messages-thinking.chunks.txt"],
+    ["anthropic", "anthropic-messages-thinking-tool-use.assembled.chunks.txt"],
   ];
 
   it.each(recordings)(
@@ -141,9 +160,16 @@ describe("recorded OpenAI-compatible stream: DeepSeek reasoner (reasoning_conten
   };
 
   it.each(cuts)(
-    "PR1, T2: the tool call, the cached-token usage of the finish chunk, no reasoning text ($title)",
+    "PR1, T2, PR5: the tool call, the cached-token usage of the finish chunk; the reasoning apart from the text, kept under its field ($title)",
     async ({ cut, delayMs }) => {
-      expect(await replay("openai", name, cut, delayMs)).toEqual(expected);
+      const parts = await replayParts("openai", name, cut, delayMs);
+      expect(outcomeOf(parts)).toEqual(expected);
+      const reasoning = recordedDeltas(name, "*", "reasoning_content");
+      expect(reasoning.length).toBeGreaterThan(50);
+      expect(reasoningOf(parts)).toEqual({
+        text: reasoning,
+        blocks: [{ type: "reasoning-block", block: { format: "openai-chat", field: "reasoning_content", text: reasoning } }],
+      });
     },
   );
 });
@@ -192,15 +218,69 @@ describe("recorded Anthropic Messages stream: extended thinking with a signature
     },
   };
 
-  // The adapter never asks for thinking and the provider contract has no part for it:
-  // thinking and signature deltas are dropped, and must not leak into the answer text.
-  it.each(cuts)("PR1: the answer text and usage; thinking text and signature stay out of the text ($title)", async ({ cut, delayMs }) => {
-    const outcome = await replay("anthropic", name, cut, delayMs);
-    expect(outcome).toEqual(expected);
-    // The recording does carry thinking deltas and a signature for the adapter to skip.
-    const body = recordedBody(name, "anthropic").toString("utf8");
-    expect(body).toContain('"type":"thinking_delta"');
-    expect(body).toContain('"type":"signature_delta"');
-    expect(outcome.text).not.toContain("The previous");
+  // Thinking streams as reasoning, never as answer text, and its block is kept exactly as sent (PR5).
+  it.each(cuts)(
+    "PR1, PR5: the answer text and usage; the thinking apart, its block with the recorded text and signature ($title)",
+    async ({ cut, delayMs }) => {
+      const parts = await replayParts("anthropic", name, cut, delayMs);
+      const outcome = outcomeOf(parts);
+      expect(outcome).toEqual(expected);
+      expect(outcome.text).not.toContain("The previous");
+      const thinking = recordedDeltas(name, "thinking_delta", "thinking");
+      const signature = recordedDeltas(name, "signature_delta", "signature");
+      expect(thinking).toBe("The previous result was 925. Now I need to divide that by 5.\n\n925 ÷ 5 = 185");
+      expect(signature).toMatch(/^EvQBCkYI.{300,}$/);
+      expect(reasoningOf(parts)).toEqual({
+        text: thinking,
+        blocks: [{ type: "reasoning-block", block: { format: "anthropic-messages", wire: { type: "thinking", thinking, signature } } }],
+      });
+    },
+  );
+});
+
+describe("assembled Anthropic Messages stream: thinking with a signature, then tool_use (lines of the two recordings above)", () => {
+  const name = "anthropic-messages-thinking-tool-use.assembled.chunks.txt";
+
+  it.each(cuts)(
+    "PR5, T2: the thinking block as recorded, then the tool call with its exact input JSON ($title)",
+    async ({ cut, delayMs }) => {
+      const parts = await replayParts("anthropic", name, cut, delayMs);
+      expect(outcomeOf(parts)).toEqual({
+        text: "",
+        toolCalls: [{ index: 0, id: "toolu_01NRLabsLyVHZPKxbKvkfSMn", name: "get_weather", arguments: '{"location": "Paris"}' }],
+        finish: {
+          type: "finish",
+          reason: "tool_calls",
+          stopReason: "tool_use",
+          usage: { inputTokens: 377, outputTokens: 65, cacheReadTokens: 0, cacheWriteTokens: 0 },
+        },
+      });
+      const thinking = recordedDeltas(name, "thinking_delta", "thinking");
+      const signature = recordedDeltas(name, "signature_delta", "signature");
+      expect(reasoningOf(parts).blocks).toEqual([
+        { type: "reasoning-block", block: { format: "anthropic-messages", wire: { type: "thinking", thinking, signature } } },
+      ]);
+      // The block is complete before the call starts, in the model's order.
+      expect(parts.findIndex((part) => part.type === "reasoning-block")).toBeLessThan(
+        parts.findIndex((part) => part.type === "tool-call-start"),
+      );
+    },
+  );
+
+  it("is made of lines of the two recordings, unchanged", () => {
+    const sources = [
+      ...readRecording("anthropic-messages-thinking.chunks.txt").toString("utf8").split("\n"),
+      ...readRecording("anthropic-messages-tool-use.sse")
+        .toString("utf8")
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => line.slice("data: ".length)),
+    ];
+    const lines = readRecording(name)
+      .toString("utf8")
+      .split("\n")
+      .filter((line) => line !== "");
+    expect(lines.length).toBe(24);
+    for (const line of lines) expect(sources).toContain(line);
   });
 });

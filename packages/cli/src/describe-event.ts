@@ -11,6 +11,8 @@ export function describeEvent(event: FoyaEvent): string {
       return `step ${event.data.stepIndex} attempt ${event.data.attempt}`;
     case "text_delta":
       return JSON.stringify(event.data.text);
+    case "thinking_delta":
+      return event.data.redacted ? "(redacted)" : JSON.stringify(event.data.text);
     case "tool_begin":
       return `${event.data.name} ${event.data.callId}`;
     case "tool_update": {

@@ -13,6 +13,7 @@ const clearLine = "\r\x1b[2K";
 export class RunView {
   private atLineStart = true;
   private progressShown = false;
+  private inThinking = false;
   private readonly toolNames = new Map<string, string>();
 
   constructor(private readonly output: Output) {}
@@ -29,6 +30,10 @@ export class RunView {
         return;
       case "text_delta":
         this.text(event.data.text);
+        return;
+      case "thinking_delta":
+        if (event.data.redacted) this.notice(style.dim("(redacted reasoning)"));
+        else this.text(event.data.text, { thinking: true });
         return;
       case "tool_begin":
         this.toolNames.set(event.data.callId, event.data.name);
@@ -98,10 +103,14 @@ export class RunView {
     }
   }
 
-  private text(text: string): void {
+  /** The model's answer, or (dimmed, on lines of its own) its reasoning. */
+  private text(text: string, options: { thinking?: boolean } = {}): void {
     if (text.length === 0) return;
     this.clearProgress();
-    this.output.write(text);
+    const thinking = options.thinking === true;
+    if (thinking !== this.inThinking && !this.atLineStart) this.output.write("\n");
+    this.inThinking = thinking;
+    this.output.write(thinking ? this.output.style.dim(text) : text);
     this.atLineStart = text.endsWith("\n");
   }
 

@@ -36,6 +36,11 @@ export type FoyaEventBody =
   | { type: "run_start"; runId: string; ordinal: number }
   | { type: "step_start"; stepIndex: number; attempt: number; tools: string[] }
   | { type: "text_delta"; text: string }
+  /**
+   * The model's reasoning as it streams (extended thinking), apart from its answer text;
+   * `redacted`: an encrypted block went by here, whose content no one sees (`text` is empty).
+   */
+  | { type: "thinking_delta"; text: string; redacted?: true }
   /** A call the model is producing; its arguments follow in `tool_update`s. */
   | { type: "tool_begin"; callId: string; name: string; callIndex: number; status: "queued" }
   | { type: "tool_update"; callId: string; argumentsDelta?: string; status?: ToolCallStatus; progress?: string }

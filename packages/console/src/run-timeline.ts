@@ -23,6 +23,8 @@ export interface StepView {
   index: number;
   attempt: number;
   text: string;
+  /** The model's reasoning streamed before or between its text (extended thinking), when it sent some. */
+  thinking?: string;
   /** Its step_end arrived: the model's part is done (its calls may still run). */
   ended: boolean;
   setAsideBy?: string;
@@ -78,6 +80,15 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
       const found = run.steps[at];
       if (found) run.steps[at] = { ...found, text: found.text + event.data.text };
       else if (!step) run.steps.push({ index: -1, attempt: 0, text: event.data.text, ended: false });
+      break;
+    }
+    case "thinking_delta": {
+      const step = event.step;
+      const at = run.steps.findIndex((candidate) => step && candidate.index === step.index && candidate.attempt === step.attempt);
+      const found = run.steps[at];
+      // An encrypted block has nothing to show but that it was there.
+      const text = event.data.redacted ? "[redacted reasoning]\n" : event.data.text;
+      if (found) run.steps[at] = { ...found, thinking: (found.thinking ?? "") + text };
       break;
     }
     case "tool_begin":

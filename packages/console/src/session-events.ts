@@ -5,6 +5,7 @@ const eventTypes = [
   "run_start",
   "step_start",
   "text_delta",
+  "thinking_delta",
   "tool_begin",
   "tool_update",
   "approval_request",

@@ -21,6 +21,12 @@ export function StepSection(props: {
   const committed = step?.ended === true && index >= 0 && calls.every((call) => !unfinished.has(call.status));
   return (
     <div class="step" data-step-index={index}>
+      {step?.thinking && (
+        <details class="assistant-thinking">
+          <summary>Reasoning</summary>
+          {step.thinking}
+        </details>
+      )}
       {step?.text && <div class="assistant-text">{step.text}</div>}
       {calls.map((call) => (
         <ToolCall key={call.callId} call={call} client={client} sessionId={sessionId} />

@@ -3,7 +3,7 @@ import { StaleWorkError } from "../../store/transact.js";
 import type { EventBus } from "../../events/event-bus.js";
 
 /**
- * Streams a Step's live events to the log and the bus. Text and argument
+ * Streams a Step's live events to the log and the bus. Text, thinking and argument
  * deltas are coalesced for up to `coalesceMs` so a fast model does not cost one
  * insert per token; a `tool_begin` flushes at once (L1): at the end of the
  * current turn of the event loop, so a response that arrived whole goes to the
@@ -106,6 +106,8 @@ function mergeInto(pending: EventBody[], body: EventBody): void {
   const last = pending[pending.length - 1];
   if (last?.type === "text_delta" && body.type === "text_delta") {
     pending[pending.length - 1] = { type: "text_delta", text: last.text + body.text };
+  } else if (last?.type === "thinking_delta" && body.type === "thinking_delta" && !last.redacted && !body.redacted) {
+    pending[pending.length - 1] = { type: "thinking_delta", text: last.text + body.text };
   } else if (
     last?.type === "tool_update" &&
     body.type === "tool_update" &&

@@ -1,5 +1,5 @@
 import type { EventBody } from "../../core/events.js";
-import type { AssistantToolCall } from "../../core/history.js";
+import type { AssistantToolCall, ReasoningBlock } from "../../core/history.js";
 import { storableText } from "../../core/storable-text.js";
 import type { FinishReason, ProviderStreamPart, Usage } from "../../providers/provider.js";
 
@@ -8,6 +8,8 @@ export interface StreamFold {
   text: string;
   /** By the call's index in the response. */
   calls: Map<number, AssistantToolCall>;
+  /** Complete reasoning blocks in the model's order, as the provider sent them (PR5). */
+  reasoning: ReasoningBlock[];
   finish: { reason: FinishReason; stopReason?: string; usage?: Usage } | undefined;
 }
 
@@ -18,7 +20,7 @@ export interface LiveEvent {
 }
 
 export function emptyFold(): StreamFold {
-  return { text: "", calls: new Map(), finish: undefined };
+  return { text: "", calls: new Map(), reasoning: [], finish: undefined };
 }
 
 /**
@@ -32,6 +34,11 @@ export function foldStreamPart(fold: StreamFold, part: ProviderStreamPart): Live
     case "text-delta":
       fold.text += part.text;
       return { body: { type: "text_delta", text: storableText(part.text) }, urgent: false };
+    case "reasoning-delta":
+      return { body: { type: "thinking_delta", text: storableText(part.text) }, urgent: false };
+    case "reasoning-block":
+      fold.reasoning.push(part.block);
+      return part.redacted ? { body: { type: "thinking_delta", text: "", redacted: true }, urgent: false } : undefined;
     case "tool-call-start": {
       const call = { callId: storableText(part.id), name: storableText(part.name), argumentsRaw: "" };
       fold.calls.set(part.index, call);
@@ -59,9 +66,21 @@ export function foldStreamPart(fold: StreamFold, part: ProviderStreamPart): Live
 }
 
 /** The response once its stream ended: the calls in model order, the whole strings made storable. */
-export function foldedResponse(fold: StreamFold): Pick<StreamFold, "text" | "finish"> & { toolCalls: AssistantToolCall[] } {
+export function foldedResponse(fold: StreamFold): Pick<StreamFold, "text" | "finish" | "reasoning"> & { toolCalls: AssistantToolCall[] } {
   const toolCalls = [...fold.calls.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, call]) => ({ ...call, argumentsRaw: storableText(call.argumentsRaw) }));
-  return { text: storableText(fold.text), toolCalls, finish: fold.finish };
+  return { text: storableText(fold.text), toolCalls, reasoning: fold.reasoning.map(storableBlock), finish: fold.finish };
+}
+
+/**
+ * Reasoning is kept byte for byte; only a NUL or an unpaired surrogate, which Postgres cannot
+ * hold and no model has been seen to send, is replaced (and the provider would refuse the block).
+ */
+function storableBlock(block: ReasoningBlock): ReasoningBlock {
+  if (block.format === "openai-chat") return { ...block, text: storableText(block.text) };
+  const { wire } = block;
+  return wire.type === "thinking"
+    ? { format: block.format, wire: { type: wire.type, thinking: storableText(wire.thinking), signature: storableText(wire.signature) } }
+    : { format: block.format, wire: { type: wire.type, data: storableText(wire.data) } };
 }
