@@ -458,6 +458,15 @@ const settingsSchema = z.object({
       hostId: hostId("FOYA_HOST_ID").describe(
         "The host this worker belongs to (SPEC W3): workers of one host share its workspace root (`FOYA_WORKSPACES_DIR`, on its local disk) and its tool-batch queue; a project's batches run on the one host it is placed on.",
       ),
+      hostRequestConcurrency: int("FOYA_HOST_REQUEST_CONCURRENCY", 4, { min: 1, max: maxCount }).describe(
+        "Requests of the API on its projects' workspaces (reverts, the trash, a rewind's look at the folder) one worker serves at once, from its host's queue (SPEC W3).",
+      ),
+      hostRequestPickupMs: int("FOYA_HOST_REQUEST_PICKUP_MS", 5_000, { min: 1, max: maxTimerMs }).describe(
+        "A request of the API on a project's workspace that no worker of the project's host has taken within this many milliseconds is withdrawn and answered 503 `no_worker`; at most `FOYA_HOST_REQUEST_TIMEOUT_MS`.",
+      ),
+      hostRequestTimeoutMs: int("FOYA_HOST_REQUEST_TIMEOUT_MS", 120_000, { min: 1, max: maxTimerMs }).describe(
+        "How long the API waits for the project's host to answer a request on its workspace (a revert, the trash, a rewind's look at the folder), in milliseconds; then it answers 504 `worker_timeout`.",
+      ),
       heartbeatFile: optionalFilePath("FOYA_WORKER_HEARTBEAT_FILE").describe(
         "A file a worker rewrites (its pid and the time) every second once it serves; `node dist/health/worker-healthcheck.js` (in development `npx tsx src/health/worker-healthcheck.ts`) exits 0 while it is under 10 s old and its pid runs (the compose worker's health check).",
       ),
@@ -863,6 +872,11 @@ function crossFieldProblems(s: Settings): string[] {
   if (!s.redis.cluster && s.redis.url.includes(",")) {
     problems.push(
       "REDIS_URL lists several nodes; it must be one URL unless FOYA_REDIS_CLUSTER is true (several are a Redis Cluster's seed nodes)",
+    );
+  }
+  if (s.workers.hostRequestPickupMs > s.workers.hostRequestTimeoutMs) {
+    problems.push(
+      `FOYA_HOST_REQUEST_PICKUP_MS is ${s.workers.hostRequestPickupMs}; it must be at most FOYA_HOST_REQUEST_TIMEOUT_MS (${s.workers.hostRequestTimeoutMs}), by which the API answers anyway`,
     );
   }
   return problems;

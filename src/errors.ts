@@ -28,6 +28,10 @@ export type FoyaErrorCode =
   | "starting"
   /** Postgres or Redis went away during the request (SPEC D9); answered 503 with Retry-After. */
   | "unavailable"
+  /** No worker of the host a project is placed on took the API's request on its workspace in time (SPEC W3); 503 with Retry-After. */
+  | "no_worker"
+  /** The project's host took the API's request on its workspace but did not answer in time (SPEC W3); 504. */
+  | "worker_timeout"
   | "internal";
 
 const httpStatusByCode: Record<FoyaErrorCode, number> = {
@@ -48,6 +52,8 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   provider_config: 500,
   starting: 503,
   unavailable: 503,
+  no_worker: 503,
+  worker_timeout: 504,
   internal: 500,
 };
 

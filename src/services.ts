@@ -12,6 +12,7 @@ import { createTracing, type Tracing } from "./observability/tracing.js";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createMcpConnections, type McpConnections } from "./mcp/mcp-connections.js";
 import { createMcpConnectionsViaWorkers } from "./mcp/mcp-connections-via-workers.js";
+import { mcpListingsOnHosts } from "./mcp/mcp-listings-on-hosts.js";
 import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { refusedHost } from "./net/address-guard.js";
 import { createRedisConnection, type RedisConnection } from "./net/redis-connection.js";
@@ -36,6 +37,7 @@ import type { AnyTool } from "./tools/tool.js";
 import { createToolCatalog, type ToolCatalog } from "./mcp/tool-catalog.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js";
 import { createKnownTrees, type KnownTrees } from "./checkpoints/known-trees.js";
+import { createHostRequests, type HostRequests } from "./hosts/host-requests.js";
 
 /**
  * The composition root: every shared dependency is built here once and handed
@@ -70,7 +72,7 @@ export interface Services {
   workspaceOwnership: WorkspaceOwnership;
   knownTrees: KnownTrees;
   executor: ToolExecutor;
-  /** Per project: the tools above plus its MCP servers' tools (SPEC M1), from `mcp`. Jobs use this. */
+  /** Per project: the tools above plus its MCP servers' tools (SPEC M1), from `mcp` (a project's stdio servers listed by its host, SPEC W3). Jobs use this. */
   catalog: ToolCatalog;
   providers: ProviderRegistry;
   failpoints: Failpoints;
@@ -87,6 +89,8 @@ export interface Services {
   mcpViaWorkers: McpConnections;
   /** The catalog API routes use (`/v1/tools`, edited approvals): each project's MCP tools as a worker lists them. */
   catalogViaWorkers: ToolCatalog;
+  /** What API routes do on a project's workspace, asked of the host it is placed on (SPEC W3, src/hosts/host-request.ts). */
+  hostRequests: HostRequests;
   close(): Promise<void>;
 }
 
@@ -178,6 +182,17 @@ export async function createServices(config: Config, options: CreateServicesOpti
     prefix: config.redis.queuePrefix,
     timeoutMs: config.mcp.requestTimeoutMs,
     pickupMs: config.mcp.requestPickupMs,
+    // A project's stdio servers run in its workspace: on the host it is placed on (SPEC W3).
+    placeProject: (projectId) => store.placements.placeProject({ projectId }, config.workers.livenessTimeoutMs),
+  });
+  const hostRequests = createHostRequests({
+    connection: redis,
+    bus,
+    prefix: config.redis.queuePrefix,
+    store,
+    livenessTimeoutMs: config.workers.livenessTimeoutMs,
+    pickupMs: config.workers.hostRequestPickupMs,
+    timeoutMs: config.workers.hostRequestTimeoutMs,
   });
   if (runsTools && !config.mcp.sandbox && config.mcp.stdioCommands.size > 0) {
     logger.warn(
@@ -211,7 +226,8 @@ export async function createServices(config: Config, options: CreateServicesOpti
       configTtlMs: config.mcp.configTtlMs,
     });
   const catalogViaWorkers = catalogOf(mcpViaWorkers);
-  const catalog = runsTools ? catalogOf(mcp) : catalogViaWorkers;
+  // A step may run on any worker; a project's stdio servers run on the project's host (SPEC W3).
+  const catalog = runsTools ? catalogOf(mcpListingsOnHosts(mcp, mcpViaWorkers)) : catalogViaWorkers;
   return {
     config,
     logger,
@@ -234,9 +250,11 @@ export async function createServices(config: Config, options: CreateServicesOpti
     tracing,
     mcpViaWorkers,
     catalogViaWorkers,
+    hostRequests,
     async close() {
       await mcp.close();
       await mcpViaWorkers.close();
+      await hostRequests.close();
       await tracing.shutdown();
       await dispatcher.close();
       await bus.close();

@@ -16,7 +16,9 @@ export type App = OpenAPIHono<AppEnv>;
 
 /**
  * What route modules receive from the composition root. MCP servers are reached only through
- * workers (`mcpViaWorkers`, `catalogViaWorkers`): no route starts a tool or MCP server process.
+ * workers (`mcpViaWorkers`, `catalogViaWorkers`): no route starts a tool or MCP server process. No
+ * route touches a workspace either (SPEC W3): what is done on one is asked of the host the project
+ * is placed on (`hostRequests`).
  */
 export type ApiServices = Pick<
   Services,
@@ -38,5 +40,5 @@ export type ApiServices = Pick<
   | "runsTools"
   | "metrics"
   | "tracing"
-  | "knownTrees"
+  | "hostRequests"
 >;

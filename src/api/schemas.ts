@@ -45,6 +45,19 @@ export const errorResponses = {
   },
 } as const;
 
+/** Routes whose work is done on the host a project is placed on (SPEC W3, src/hosts/host-request.ts). */
+export const hostRequestResponses = {
+  503: {
+    content: { "application/json": { schema: ErrorSchema } },
+    description: "No worker of the project's host took the request in time (no_worker); see Retry-After",
+    headers: { "Retry-After": { description: "Seconds to wait before trying again", schema: { type: "integer" } } },
+  },
+  504: {
+    content: { "application/json": { schema: ErrorSchema } },
+    description: "The project's host did not answer in time (worker_timeout)",
+  },
+} as const;
+
 /** Sessions and runs in Full Access when the deployment or the tenant lacks the operator's grant (SPEC S8). */
 export const fullAccessRefusedResponse = {
   403: {

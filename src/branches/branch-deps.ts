@@ -1,8 +1,6 @@
-import type { KnownTrees } from "../checkpoints/known-trees.js";
 import { treeDigest } from "../checkpoints/tree-digest.js";
 import type { HistoryPoint, NotUndoneCall } from "../core/branch.js";
 import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
 import { FoyaError, notFound } from "../errors.js";
 import type { CheckpointId, SessionId, TenantId } from "../ids.js";
 import type { CheckpointRow, NewCheckpoint } from "../store/checkpoints.js";
@@ -11,14 +9,12 @@ import type { ToolRegistry } from "../tools/tool-registry.js";
 import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import { notUndoneCalls } from "./not-undone.js";
 
-/** What a fork or a rewind needs: the store and its unit of work, the tools (what their calls did), the settings. */
+/** What a fork or a rewind needs: the store and its unit of work, the tools (what their calls did), the settings (no workspace: SPEC W3). */
 export interface BranchDeps {
   store: Store;
   unitOfWork: UnitOfWork;
   tools: Pick<ToolRegistry, "get">;
-  knownTrees: KnownTrees;
-  config: Pick<Config, "workspaces" | "quotas">;
-  logger: Pick<Logger, "warn">;
+  config: Pick<Config, "workspaces">;
 }
 
 /** The session and its project, this tenant's and live (D8: anything else is not found). */

@@ -7,6 +7,7 @@ import type { SessionRow } from "../store/sessions.js";
 import type { Effects } from "../unit-of-work/unit-of-work.js";
 import { type BranchDeps, liveSessionWithProject, notUndoneAfter, notUndoneInEvents, treeTotals } from "./branch-deps.js";
 import { resolvePoint, type ResolvedPoint } from "./resolve-point.js";
+import { hostWorkspacePath } from "../workspace/host-copies.js";
 
 export interface Forked {
   session: SessionRow;
@@ -18,19 +19,18 @@ export interface Forked {
   notUndone: NotUndoneCall[];
 }
 
-/** Where the fork's new workspace folder goes: made by the caller (the API's own way of making project folders). */
-export type MakeWorkspaceFolder = (tenantId: TenantId, projectId: ProjectId) => Promise<string>;
-
 /**
  * Forks a session at a point of its committed history (SPEC W2): a new project and session with
  * the source's settings and policies, its history up to the point (runs, messages, events,
  * renumbered), and the workspace as it stood then: a copy of the point's checkpoint, which the
  * fork's first batch rebuilds its folder from. No tool runs again. A running source forks from
- * what is committed: a step counts once its calls' results are in.
+ * what is committed: a step counts once its calls' results are in. No folder is made here (SPEC
+ * W3): the host the fork is placed on makes it, from that checkpoint, at its first batch (the
+ * project's reset order).
  */
 export async function forkSession(
   deps: BranchDeps,
-  input: { tenantId: TenantId; sessionId: SessionId; at: Exclude<BranchAt, { branchId: unknown }>; makeFolder: MakeWorkspaceFolder },
+  input: { tenantId: TenantId; sessionId: SessionId; at: Exclude<BranchAt, { branchId: unknown }> },
 ): Promise<Forked> {
   const { session, project } = await liveSessionWithProject(deps.store, input.tenantId, input.sessionId);
   const scope = { tenantId: input.tenantId, sessionId: session.id, projectId: project.id };
@@ -40,7 +40,7 @@ export async function forkSession(
   const cut = resolved.run ? await cutOf(deps, scope, resolved.run, resolved.point.stepIndex) : null;
   const totals = await treeTotals(deps.store, input.tenantId, tree);
   const projectId = newId("prj");
-  const workspacePath = await input.makeFolder(input.tenantId, projectId);
+  const workspacePath = hostWorkspacePath(deps.config.workspaces.dir, { tenantId: input.tenantId, projectId });
   return deps.unitOfWork.transact(async (fx) => {
     const inserted = await fx.store.projects.insertProject({
       id: projectId,

@@ -1,5 +1,3 @@
-import { workspaceFolderPresent } from "../workspace/checkpoint/rebuild-folder.js";
-import { commitCheckpoint, prepareCheckpoint, type PreparedCheckpoint } from "../checkpoints/take-checkpoint.js";
 import type { BranchAt, HistoryPoint, NotUndoneCall } from "../core/branch.js";
 import { FoyaError, notFound } from "../errors.js";
 import { type BranchId, type CheckpointId, newId, parseId, type ProjectId, type RunId, type SessionId, type TenantId } from "../ids.js";
@@ -7,6 +5,7 @@ import type { BranchRow } from "../store/branches.js";
 import type { CheckpointRow } from "../store/checkpoints.js";
 import type { Effects } from "../unit-of-work/unit-of-work.js";
 import { type BranchDeps, liveSessionWithProject, notUndoneAfter, notUndoneInEvents, treeTotals } from "./branch-deps.js";
+import type { CaptureRewindTip, RewindTip } from "./capture-rewind-tip.js";
 import { resolvePoint } from "./resolve-point.js";
 
 export interface Rewound {
@@ -31,25 +30,27 @@ interface Target {
 /**
  * Rewinds an idle session in place (SPEC W2). The folder as it stands is checkpointed first
  * (`before_rewind`, kept only when it differs from the latest checkpoint), so the rewind can be
- * undone; then, in one transaction: the history after the point is set aside as a branch (a named
- * branch comes back in its place), the point's tree becomes the project's latest checkpoint, the
- * project's next batch is ordered to rebuild its folder from it, workers' history copies go stale
- * (the session's epoch), and `session_rewound` continues the event log.
+ * undone: by the host that holds it (`captureTip`, SPEC W3), once the session is seen idle with
+ * history after the point; then, in one transaction: the history after the point is set aside as
+ * a branch (a named branch comes back in its place), the point's tree becomes the project's
+ * latest checkpoint, the project's next batch is ordered to rebuild its folder from it, workers'
+ * history copies go stale (the session's epoch), and `session_rewound` continues the event log.
  */
-export async function rewindSession(deps: BranchDeps, input: { tenantId: TenantId; sessionId: SessionId; at: BranchAt }): Promise<Rewound> {
+export async function rewindSession(
+  deps: BranchDeps,
+  input: { tenantId: TenantId; sessionId: SessionId; at: BranchAt; captureTip: CaptureRewindTip },
+): Promise<Rewound> {
   const { session, project } = await liveSessionWithProject(deps.store, input.tenantId, input.sessionId);
   const scope = { tenantId: input.tenantId, sessionId: session.id, projectId: project.id };
   const target = await targetOf(deps, scope, input.at);
   const notUndone = await notUndoneAfter(deps, { ...scope, fullAccess: session.approvalMode === "full_access" }, target.point);
-  const prepared = await captureTip(deps, { ...scope, workspaceDir: project.workspacePath });
+  // Refused before the host checkpoints the folder, so that a rewind refused leaves no checkpoint behind.
+  await deps.unitOfWork.transact((fx) => checkRewindable(fx, scope, target));
+  const captured = await input.captureTip(scope);
   const totals = await treeTotals(deps.store, input.tenantId, target.tree);
   return deps.unitOfWork.transact(async (fx) => {
-    const idle = await fx.store.branches.lockIdleSession(input.tenantId, session.id);
-    if (idle.kind === "gone") throw notFound("session");
-    if (idle.kind === "busy") throw new FoyaError("conflict", `the session has an active run (${idle.runId}): rewind it once it has ended`);
-    const follows = await fx.store.branches.messagesAfter(input.tenantId, session.id, target.point);
-    if (follows === 0 && target.restoring === null) throw new FoyaError("conflict", "nothing in the session's history follows that point");
-    const tip = await tipOf(fx, scope, prepared);
+    await checkRewindable(fx, scope, target);
+    const tip = await tipOf(fx, scope, captured);
     const branchId = newId("brn");
     const setAside = await fx.store.branches.setAsideAfter(scope, target.point, branchId);
     if (target.restoring) await fx.store.branches.bringBack(target.restoring);
@@ -77,29 +78,13 @@ export async function rewindSession(deps: BranchDeps, input: { tenantId: TenantI
   });
 }
 
-/**
- * The folder as it stands, prepared as a `before_rewind` checkpoint (blobs stored, rows not yet).
- * A process that cannot read it (not the workspace's owner) or a folder that is gone gives none:
- * the project's latest checkpoint is then the tip.
- */
-async function captureTip(
-  deps: BranchDeps,
-  scope: { tenantId: TenantId; sessionId: SessionId; projectId: ProjectId; workspaceDir: string },
-): Promise<PreparedCheckpoint | null> {
-  if (!workspaceFolderPresent(scope.workspaceDir)) return null;
-  const { store, knownTrees, config, logger } = deps;
-  try {
-    return await prepareCheckpoint(
-      { store, knownTrees, maxFileBytes: config.workspaces.checkpointMaxFileBytes, config, logger },
-      { ...scope, runId: null, stepIndex: null, reason: "before_rewind" },
-    );
-  } catch (error) {
-    logger.warn(
-      { err: error, projectId: scope.projectId },
-      "the workspace could not be read before a rewind; its latest checkpoint is the tip",
-    );
-    return null;
-  }
+/** The session is idle (its lock held for the rest of the transaction) and history follows the point, else 404/409. */
+async function checkRewindable(fx: Effects, scope: { tenantId: TenantId; sessionId: SessionId }, target: Target): Promise<void> {
+  const idle = await fx.store.branches.lockIdleSession(scope.tenantId, scope.sessionId);
+  if (idle.kind === "gone") throw notFound("session");
+  if (idle.kind === "busy") throw new FoyaError("conflict", `the session has an active run (${idle.runId}): rewind it once it has ended`);
+  const follows = await fx.store.branches.messagesAfter(scope.tenantId, scope.sessionId, target.point);
+  if (follows === 0 && target.restoring === null) throw new FoyaError("conflict", "nothing in the session's history follows that point");
 }
 
 async function targetOf(
@@ -121,21 +106,13 @@ async function targetOf(
   return { point: resolved.point, pointRunId: resolved.run?.id ?? null, tree, restoring: null };
 }
 
-/** The checkpoint of the folder as it stood: the one just prepared when it differs from the latest, else the latest. */
-async function tipOf(
-  fx: Effects,
-  scope: { tenantId: TenantId; projectId: ProjectId },
-  prepared: PreparedCheckpoint | null,
-): Promise<CheckpointId | null> {
-  const latest = await fx.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId);
+/** The checkpoint of the folder as it stood: the one the host kept when it differed from the latest, else the latest. */
+async function tipOf(fx: Effects, scope: { tenantId: TenantId; projectId: ProjectId }, captured: RewindTip): Promise<CheckpointId | null> {
+  const latest = (await fx.store.checkpoints.latestCheckpoint(scope.tenantId, scope.projectId))?.id ?? null;
+  const expected = captured.kind === "captured" ? captured.checkpointId : captured.kind === "unchanged" ? captured.baseId : latest;
   // A batch checkpointed since the capture: the capture is no longer the tip (the caller may try again).
-  if (prepared?.kind === "ready" && prepared.baseId !== (latest?.id ?? null)) {
-    throw new FoyaError("conflict", "the workspace changed while the rewind was prepared: try again");
-  }
-  if (prepared?.kind === "ready" && (latest === undefined || prepared.changes.length > 0)) {
-    return (await commitCheckpoint(fx.store, prepared))?.id ?? null;
-  }
-  return latest?.id ?? null;
+  if (expected !== latest) throw new FoyaError("conflict", "the workspace changed while the rewind was prepared: try again");
+  return latest;
 }
 
 async function announce(

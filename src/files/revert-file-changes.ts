@@ -5,7 +5,8 @@ import type { Store, StoreTx } from "../store/store.js";
 import { projectWorkspaceFiles } from "../workspace/project-workspace.js";
 import { isWorkspaceError, type WorkspaceFiles } from "../workspace/workspace-files.js";
 import type { FileChangeRow } from "../store/file-changes.js";
-import type { FileChangeId, TenantId } from "../ids.js";
+import type { HostFolder } from "./host-folder.js";
+import type { FileChangeId, ProjectId, TenantId } from "../ids.js";
 
 export type { FileChangeRow };
 
@@ -26,27 +27,30 @@ export type { FileChangeRow };
  * the session's revert lock, and reads whether its change is still unreverted
  * only once it holds it. Of racing reverts of one change, exactly one reverts;
  * the others answer 409 with the change's current state.
+ *
+ * It runs on the host the project is placed on (SPEC W3), asked by the API (src/hosts/): `workspace`
+ * is that host's copy of the project's workspace, and the change must be of `input.projectId`.
  */
 export async function revertFileChanges(
   store: Store,
-  workspacesDir: string,
-  input: { tenantId: TenantId; changeId: FileChangeId; andLater: boolean },
+  workspace: HostFolder,
+  input: { tenantId: TenantId; projectId: ProjectId; changeId: FileChangeId; andLater: boolean },
 ): Promise<FileChangeRow[]> {
   const owned = await store.fileChanges.fileChangeSessionOfTenant(input.tenantId, input.changeId);
-  if (!owned) throw notFound("file change");
+  if (!owned || owned.projectId !== input.projectId) throw notFound("file change");
   return store.transaction(async (tx) => {
     await tx.fileChanges.lockSessionReverts(owned.sessionId);
-    return revertLocked(tx, workspacesDir, input);
+    return revertLocked(tx, workspace, input);
   });
 }
 
 async function revertLocked(
   tx: StoreTx,
-  workspacesDir: string,
-  input: { tenantId: TenantId; changeId: FileChangeId; andLater: boolean },
+  host: HostFolder,
+  input: { tenantId: TenantId; projectId: ProjectId; changeId: FileChangeId; andLater: boolean },
 ): Promise<FileChangeRow[]> {
   const target = await tx.fileChanges.fileChangeWithWorkspace(input.tenantId, input.changeId);
-  if (!target) throw notFound("file change");
+  if (!target || target.projectId !== input.projectId) throw notFound("file change");
   if (target.change.revertedAt) {
     throw new FoyaError("conflict", `file change ${target.change.id} was already reverted at ${target.change.revertedAt.toISOString()}`, {
       current: { id: target.change.id, revertedAt: target.change.revertedAt.toISOString() },
@@ -58,15 +62,19 @@ async function revertLocked(
   // A change recorded but not made (SPEC X7) has nothing to undo: it is marked reverted and the workspace is left alone.
   const changes = chosen.filter((change) => change.notApplied === null);
 
-  const workspace = projectWorkspaceFiles(workspacesDir, target.workspacePath);
+  const workspace = projectWorkspaceFiles(host.workspacesDir, host.workspaceDir);
   const refused = (change: FileChangeRow, why: string) => new FoyaError("conflict", `${change.path}: ${why}; the revert was refused`);
-  /** Changes made in Full Access before the workspace door kept every tool inside may name absolute paths. */
+  /**
+   * Changes made in Full Access before the workspace door kept every tool inside may name absolute
+   * paths, under the folder the project had then (its recorded one) or under this host's.
+   */
   const locate = (change: FileChangeRow): string => {
     if (!path.isAbsolute(change.path)) return change.path;
-    const inside = path.relative(target.workspacePath, change.path);
-    if (inside.startsWith("..") || path.isAbsolute(inside))
-      throw new FoyaError("conflict", `file change ${change.id} points outside its workspace`);
-    return inside || ".";
+    for (const folder of [host.workspaceDir, target.workspacePath]) {
+      const inside = path.relative(folder, change.path);
+      if (!inside.startsWith("..") && !path.isAbsolute(inside)) return inside || ".";
+    }
+    throw new FoyaError("conflict", `file change ${change.id} points outside its workspace`);
   };
 
   // Check everything first: the expected digest of each path as the reverts proceed.

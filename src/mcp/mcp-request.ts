@@ -14,10 +14,20 @@ import { queueName } from "../queue/job-types.js";
  * notifies the asking process on its reply channel; the API takes the reply. A request no
  * worker took within `FOYA_MCP_REQUEST_PICKUP_MS` is withdrawn (503 `no_worker`); one taken
  * but unanswered within `FOYA_MCP_REQUEST_TIMEOUT_MS` answers 504 `mcp_timeout`.
+ *
+ * A project's stdio server runs in the project's workspace, which is on the host the project is
+ * placed on (SPEC W3): its requests go to that host's queue (`hostMcpRequestQueueName`) with the
+ * placement; a worker of the host whose project was placed elsewhere meanwhile answers
+ * `movedReply` and the API asks the new host once. Tenant-wide servers use the shared queue.
  */
 
 /** The BullMQ name of the `mcp-requests` queue (hash-tagged, src/queue/job-types.ts). */
 export const mcpRequestQueueName = queueName("mcp-requests");
+
+/** A host's queue of MCP requests for its projects' stdio servers (SPEC W3): only that host's workers take them. */
+export function hostMcpRequestQueueName(hostId: string): string {
+  return queueName(`mcp-requests-${hostId}`);
+}
 
 /** One operation; arguments are small values from the HTTP request, never configuration or secrets. */
 export type McpRequest =
@@ -50,6 +60,8 @@ export interface McpRequestJobData {
   deadline: number;
   /** The asking process's reply channel (`McpReplies`). */
   replyTo: string;
+  /** A project's stdio server, asked on its host's queue: the placement it was routed by (SPEC W3). */
+  placement?: { hostId: string; epoch: number };
 }
 
 /** Parsed where a worker takes the job (schema at every boundary). */
@@ -66,6 +78,7 @@ export const mcpRequestJobDataSchema: z.ZodType<McpRequestJobData> = z.object({
   ]),
   deadline: z.number(),
   replyTo: z.string().min(1),
+  placement: z.object({ hostId: z.string().min(1), epoch: z.number().int().min(1) }).optional(),
 });
 
 /**

@@ -9,7 +9,8 @@ import { sanitizeMcpNamePart } from "./mcp-tools.js";
 
 /**
  * Where and as whom stdio servers run: a project's server in the project's
- * workspace (it may work on the project's files, like the project's tools); a
+ * workspace on this host, the one it is placed on (it may work on the project's
+ * files, like the project's tools; SPEC W3); a
  * tenant-wide server in a folder of its own under the tenant's workspaces,
  * which no project sees. Either way as the tenant's uid, within its limits.
  */

@@ -71,6 +71,14 @@ export function stepShardOf(runId: RunId, shards: number): number {
 }
 
 /**
+ * A host's queue of the API's requests on its workspace copies (SPEC W3, src/hosts/host-request.ts):
+ * reverts, the trash, a rewind's look at the folder. Only the workers of that host take its jobs.
+ */
+export function hostRequestQueueName(hostId: string): string {
+  return queueName(`host-requests-${hostId}`);
+}
+
+/**
  * Derived job ids. `redispatch` is 0 for the first dispatch; the sweeper bumps it
  * when it re-enqueues work whose job was lost, so the new job cannot collide with
  * a finished job still kept in Redis under the old id. BullMQ forbids ':' in custom ids.

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gte, inArray, isNull, sql } from "drizzle-orm";
 import type { DbExecutor } from "../db/client.js";
 import { fileChanges, projects, sessions } from "../db/schema.js";
 import { repository } from "./repository.js";
-import type { FileChangeId, SessionId, TenantId } from "../ids.js";
+import type { FileChangeId, ProjectId, SessionId, TenantId } from "../ids.js";
 
 /**
  * File changes as the review API reads them and a revert reads and marks them (SPEC F3); a revert
@@ -11,15 +11,16 @@ import type { FileChangeId, SessionId, TenantId } from "../ids.js";
 
 export type FileChangeRow = typeof fileChanges.$inferSelect;
 
-/** The session of this tenant's file change, read before any lock; undefined for none (SPEC F3). */
+/** The session and project of this tenant's file change, read before any lock; undefined for none (SPEC F3). */
 async function fileChangeSessionOfTenant(
   db: DbExecutor,
   tenantId: TenantId,
   changeId: FileChangeId,
-): Promise<{ sessionId: SessionId } | undefined> {
+): Promise<{ sessionId: SessionId; projectId: ProjectId } | undefined> {
   const [owned] = await db
-    .select({ sessionId: fileChanges.sessionId })
+    .select({ sessionId: fileChanges.sessionId, projectId: sessions.projectId })
     .from(fileChanges)
+    .innerJoin(sessions, eq(sessions.id, fileChanges.sessionId))
     .where(and(eq(fileChanges.id, changeId), eq(fileChanges.tenantId, tenantId)));
   return owned;
 }
@@ -29,14 +30,14 @@ async function lockSessionReverts(tx: DbExecutor, sessionId: SessionId): Promise
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`foya:revert:${sessionId}`}))`);
 }
 
-/** This tenant's file change with its project's workspace folder (SPEC F3); undefined for none. */
+/** This tenant's file change with its project and the project's recorded workspace folder (SPEC F3); undefined for none. */
 async function fileChangeWithWorkspace(
   db: DbExecutor,
   tenantId: TenantId,
   changeId: FileChangeId,
-): Promise<{ change: FileChangeRow; workspacePath: string } | undefined> {
+): Promise<{ change: FileChangeRow; projectId: ProjectId; workspacePath: string } | undefined> {
   const [target] = await db
-    .select({ change: fileChanges, workspacePath: projects.workspacePath })
+    .select({ change: fileChanges, projectId: projects.id, workspacePath: projects.workspacePath })
     .from(fileChanges)
     .innerJoin(sessions, eq(sessions.id, fileChanges.sessionId))
     .innerJoin(projects, eq(projects.id, sessions.projectId))

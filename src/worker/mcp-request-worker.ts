@@ -1,9 +1,10 @@
 import { DelayedError, Worker, type Job } from "bullmq";
 import { createRedisConnection } from "../net/redis-connection.js";
-import type { McpOutcome } from "../mcp/mcp-connections.js";
-import { createMcpReplies, type McpReplies } from "../mcp/mcp-replies.js";
-import { mcpRequestJobDataSchema, mcpRequestQueueName, type McpRequestJobData } from "../mcp/mcp-request.js";
+import { createMcpReplies, type McpReplies, type McpReply } from "../mcp/mcp-replies.js";
+import { hostMcpRequestQueueName, mcpRequestJobDataSchema, mcpRequestQueueName, type McpRequestJobData } from "../mcp/mcp-request.js";
 import { serveMcpRequest } from "../mcp/serve-mcp-request.js";
+import { movedReply } from "../queue/worker-replies.js";
+import { type HostWorkspaceDeps, isPlacedHere, prepareHostWorkspace } from "./host-workspace.js";
 import type { JobDeps } from "./job-deps.js";
 import type { TenantId } from "../ids.js";
 
@@ -21,20 +22,29 @@ const replyGraceMs = 10_000;
 /** A request of a tenant at its share waits about this long (jittered) before it is taken again. */
 const heldBackMs = 200;
 
-type McpRequestServices = Pick<JobDeps, "config" | "store" | "redis" | "bus" | "logger" | "mcp">;
+type McpRequestServices = Pick<JobDeps, "config" | "store" | "redis" | "bus" | "logger" | "mcp"> & HostWorkspaceDeps;
 
-/** The worker side of the API's MCP requests (src/mcp/mcp-request.ts): every worker serves them with its own connections. */
-export async function startMcpRequestWorker(services: McpRequestServices): Promise<McpRequestWorker> {
+/**
+ * The worker side of the API's MCP requests (src/mcp/mcp-request.ts): every worker serves them with
+ * its own connections, from the shared queue (tenant-wide servers) and from its host's queue (the
+ * servers of the projects placed on this host, which run in their workspaces, SPEC W3). Each
+ * queue has `FOYA_MCP_REQUEST_CONCURRENCY` slots; a tenant's share counts both.
+ */
+export async function startMcpRequestWorker(services: McpRequestServices, hostId: string): Promise<McpRequestWorker> {
   const { config, logger } = services;
   const replies = createMcpReplies({ redis: services.redis, bus: services.bus, prefix: config.redis.queuePrefix });
   const shutdown = new AbortController();
-  const shares = tenantShares(config.mcp.requestTenantConcurrency);
+  const context: McpRequestJobContext = {
+    services,
+    replies,
+    shares: tenantShares(config.mcp.requestTenantConcurrency),
+    shutdown: shutdown.signal,
+    hostId,
+  };
   const connection = createRedisConnection(config.redis);
   connection.on("error", (error) => logger.warn({ err: error }, "MCP request worker redis error"));
-  const worker = new Worker<McpRequestJobData>(
-    mcpRequestQueueName,
-    (job, token) => processMcpRequestJob({ services, replies, shares, shutdown: shutdown.signal }, job, token),
-    {
+  const workers = [mcpRequestQueueName, hostMcpRequestQueueName(hostId)].map((queueName) => {
+    const worker = new Worker<McpRequestJobData>(queueName, (job, token) => processMcpRequestJob(context, job, token), {
       connection,
       prefix: config.redis.queuePrefix,
       concurrency: config.mcp.requestConcurrency,
@@ -43,21 +53,22 @@ export async function startMcpRequestWorker(services: McpRequestServices): Promi
       // the API answers at its own deadline whatever happens, so a dead worker's request needs no quick takeover.
       lockDuration: Math.max(config.workers.leaseMs, mcpRequestLockFloorMs),
       stalledInterval: config.workers.stalledIntervalMs,
-    },
-  );
-  worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "MCP request job failed"));
-  worker.on("error", (error) => logger.warn({ err: error }, "MCP request worker error"));
-  await worker.waitUntilReady();
+    });
+    worker.on("failed", (job, error) => logger.warn({ err: error, jobId: job?.id }, "MCP request job failed"));
+    worker.on("error", (error) => logger.warn({ err: error }, "MCP request worker error"));
+    return worker;
+  });
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
 
   return {
     async close() {
       const timedOut = await Promise.race([
-        worker.close().then(() => false),
+        Promise.all(workers.map((worker) => worker.close())).then(() => false),
         new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.workers.shutdownGraceMs).unref()),
       ]);
       if (timedOut) {
         shutdown.abort();
-        await worker.close(true);
+        await Promise.all(workers.map((worker) => worker.close(true)));
       }
       connection.disconnect();
     },
@@ -69,6 +80,8 @@ interface McpRequestJobContext {
   replies: McpReplies;
   shares: TenantShares;
   shutdown: AbortSignal;
+  /** This worker's host: a project's request is served only while the project is placed here. */
+  hostId: string;
 }
 
 /**
@@ -133,9 +146,14 @@ async function serveMcpRequestJob(
   left: number,
 ): Promise<void> {
   const { services, replies } = context;
-  let reply: McpOutcome<unknown>;
+  let reply: McpReply;
   const deadline = AbortSignal.timeout(left);
   try {
+    const ready = await projectWorkspaceReady(context, data, AbortSignal.any([deadline, context.shutdown]));
+    if (ready !== "serve") {
+      await replies.deliver(data.replyTo, job.id as string, ready, data.deadline - Date.now() + replyGraceMs);
+      return;
+    }
     reply = await serveMcpRequest({ store: services.store, mcp: services.mcp }, data, AbortSignal.any([deadline, context.shutdown]));
     // Cancelled here means this worker gave up, not the client: say which.
     if (!reply.ok && reply.errorCode === "cancelled") {
@@ -152,4 +170,24 @@ async function serveMcpRequestJob(
     };
   }
   await replies.deliver(data.replyTo, job.id as string, reply, data.deadline - Date.now() + replyGraceMs);
+}
+
+/**
+ * A project's server runs in the project's workspace on this host (SPEC W3): the request is served
+ * only while the project is placed here at the request's epoch (else `movedReply`), with the
+ * host's copy claimed for that placement and its folder present. A tenant-wide server's request
+ * needs none; nor does one whose project is not the tenant's live project: nothing is touched for
+ * it, and the server's lookup by the request's tenant answers it (not configured).
+ */
+async function projectWorkspaceReady(
+  context: McpRequestJobContext,
+  data: McpRequestJobData,
+  signal: AbortSignal,
+): Promise<"serve" | McpReply> {
+  if (!data.placement || data.projectId === null) return "serve";
+  const placed = { tenantId: data.tenantId, projectId: data.projectId, epoch: data.placement.epoch };
+  if (data.placement.hostId !== context.hostId || !(await isPlacedHere(context.services, context.hostId, placed))) return movedReply;
+  if (!(await context.services.store.projects.findOwnedProject(data.tenantId, data.projectId))) return "serve";
+  await prepareHostWorkspace(context.services, placed, signal);
+  return "serve";
 }

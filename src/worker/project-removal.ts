@@ -1,5 +1,8 @@
+import { forgetHostCopy, hostWorkspacePath } from "../workspace/host-copies.js";
 import { projectTrashRoot } from "../workspace/project-trash.js";
 import { removeTreeGradually } from "../workspace/remove-tree.js";
+import { cleanHostCopies } from "./host-copies-cleanup.js";
+
 import type { JobDeps } from "./job-deps.js";
 
 /**
@@ -8,6 +11,9 @@ import type { JobDeps } from "./job-deps.js";
  * entries per slice.
  */
 const sliceMs = 5;
+
+/** How often a worker looks at the copies its host holds for deleted projects' and stale ones (`cleanHostCopies`). */
+const copiesLookMs = 60_000;
 
 /**
  * Removes deleted projects' workspaces and trash for good (SPEC F4), on the workers, never in
@@ -19,10 +25,15 @@ const sliceMs = 5;
  * leaves its lease to lapse and the next claim, on any worker, resumes from what is left; a
  * removal that fails (the file system refused) is logged and tried again once its lease lapsed,
  * until it is done.
+ *
+ * The files are on the host the project is placed on (SPEC W3), at its own root: while that host
+ * is live only its workers claim the removal (any worker when the project is placed nowhere live).
+ * Copies other hosts still keep, and copies of projects placed elsewhere since, are removed by
+ * each host's own look at its copies, every `copiesLookMs` (`cleanHostCopies`).
  */
 export function startProjectRemoval(
   services: Pick<JobDeps, "config" | "logger" | "store" | "failpoints" | "metrics">,
-  self: { workerId: string },
+  self: { workerId: string; hostId: string },
 ): { stop(): Promise<void> } {
   const { config, logger } = services;
   const removals = services.store.projectRemoval;
@@ -31,8 +42,12 @@ export function startProjectRemoval(
   let current: Promise<void> | undefined;
 
   const removeOne = async (): Promise<boolean> => {
-    const project = await removals.claimProjectRemoval(self.workerId, leaseMs);
+    const claimer = { owner: self.workerId, hostId: self.hostId, leaseMs, livenessTimeoutMs: config.workers.livenessTimeoutMs };
+    const project = await removals.claimProjectRemoval(claimer);
     if (!project) return false;
+    const root = config.workspaces.dir;
+    const ref = { tenantId: project.tenantId, projectId: project.id };
+    const workspace = hostWorkspacePath(root, ref);
     let renewedAt = performance.now();
     const betweenSlices = async (removedSoFar: number) => {
       // A worker killed in the middle of a removal, for the crash tests.
@@ -45,8 +60,8 @@ export function startProjectRemoval(
     const started = performance.now();
     try {
       const removed =
-        (await removeTreeGradually(projectTrashRoot(config.workspaces.dir, project.workspacePath), options)) +
-        (await removeTreeGradually(project.workspacePath, options));
+        (await removeTreeGradually(projectTrashRoot(root, workspace), options)) + (await removeTreeGradually(workspace, options));
+      await forgetHostCopy(root, ref);
       if (await removals.finishProjectRemoval(project.id, self.workerId)) {
         services.metrics.sweeperActions.inc({ action: "project_files_removed" });
         logger.info(
@@ -70,8 +85,10 @@ export function startProjectRemoval(
     }
   };
 
+  const lookAtCopies = everySoOften(copiesLookMs, () => cleanHostCopies(services, self.hostId, stopping.signal));
   const tick = async () => {
     while (!stopping.signal.aborted && (await removeOne()));
+    if (!stopping.signal.aborted) await lookAtCopies();
   };
   const timer = setInterval(() => {
     if (current) return;
@@ -88,5 +105,15 @@ export function startProjectRemoval(
       stopping.abort();
       await current;
     },
+  };
+}
+
+/** `work` at its first call, then at most once per `ms`. */
+function everySoOften(ms: number, work: () => Promise<unknown>): () => Promise<void> {
+  let doneAt = Number.NEGATIVE_INFINITY;
+  return async () => {
+    if (performance.now() - doneAt < ms) return;
+    doneAt = performance.now();
+    await work();
   };
 }

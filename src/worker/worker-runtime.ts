@@ -16,6 +16,7 @@ import { removeSetAside } from "../workspace/host-copies.js";
 import { startWebhookDelivery } from "../webhooks/webhook-runtime.js";
 import { describeConfinement } from "../sandbox/confinement-report.js";
 import { startMcpRequestWorker } from "./mcp-request-worker.js";
+import { startHostRequestWorker } from "./host-request-worker.js";
 import type { JobContext } from "./job-context.js";
 import { startLeaseKeeper } from "./lease-keeper.js";
 import { createRunAborts } from "./run-aborts.js";
@@ -192,7 +193,7 @@ async function drainWorkers(services: Services, context: JobContext, workers: re
   return timedOut;
 }
 
-/** What runs beside the jobs: layer roll-forward, the sweeper, project removal, webhooks and MCP requests. */
+/** What runs beside the jobs: layer roll-forward, the sweeper, project removal, eviction, webhooks, MCP requests and the host's requests. */
 async function startBesideJobs(
   services: Services,
   self: { workerId: string; hostId: string; liveness: Liveness },
@@ -211,14 +212,16 @@ async function startBesideJobs(
   const eviction = startHostEviction(services, self);
   const webhooks = await startWebhookDelivery(services);
   // MCP listings, resources and prompts the API asks for: the API process starts no server.
-  const mcpRequests = await startMcpRequestWorker(services);
+  const mcpRequests = await startMcpRequestWorker(services, self.hostId);
+  // What the API does on this host's workspaces (SPEC W3): the API process touches none.
+  const hostRequests = await startHostRequestWorker(services, self.hostId);
   // Only workers confine processes, so this is where an operator learns how (an API-only /readyz does not say).
   logger.info({ workerId: self.workerId, confinement: describeConfinement(services.config, services.identityMode) }, "worker started");
   return {
     async close() {
       sweeper.stop();
       // Drain in parallel with the step and tool workers, under the same grace.
-      await Promise.all([projectRemoval.stop(), eviction.stop(), webhooks.close(), mcpRequests.close()]);
+      await Promise.all([projectRemoval.stop(), eviction.stop(), webhooks.close(), mcpRequests.close(), hostRequests.close()]);
     },
   };
 }

@@ -105,6 +105,11 @@ export async function hostCopies(root: string): Promise<Array<HostCopyRef & { ep
   return copies.sort((a, b) => a.usedAtMs - b.usedAtMs);
 }
 
+/** Forgets the copy of a project whose folder was removed in place (a deleted project's, SPEC F4): its marker goes. */
+export async function forgetHostCopy(root: string, ref: HostCopyRef): Promise<void> {
+  await withProjectLock(root, ref.projectId, () => unlink(markerPath(root, ref)).catch(() => {}));
+}
+
 /** Removes what earlier processes left set aside (a crash in the middle of a removal). */
 export async function removeSetAside(root: string): Promise<void> {
   const base = path.join(root, ".set-aside");

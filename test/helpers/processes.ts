@@ -28,6 +28,13 @@ export interface StartOptions {
    * may still wait for Postgres or Redis); "spawned" nothing.
    */
   until?: "serving" | "listening" | "spawned";
+  /** Another uid and gid to run as (through `setpriv`, no supplementary groups), from a root test run. */
+  runAs?: ProcessOwner;
+}
+
+export interface ProcessOwner {
+  uid: number;
+  gid: number;
 }
 
 const servingMarker = { api: /FOYA_API_URL=(\S+)/, worker: /FOYA_WORKER_ID=(\S+)/ };
@@ -58,13 +65,22 @@ function entryEnv(env: Record<string, string>): Record<string, string> {
 }
 
 /** Starts `entry` (relative to the repository) from the compiled entries, with `env` on top of this process's. */
-export function spawnEntryProcess(entry: BundledEntry, env: Record<string, string>, label: string): SpawnedProcess {
-  return spawnNodeProcess(entryArgs(entry), entryEnv(env), label);
+export function spawnEntryProcess(entry: BundledEntry, env: Record<string, string>, label: string, runAs?: ProcessOwner): SpawnedProcess {
+  return spawnNodeProcess(entryArgs(entry), entryEnv(env), label, runAs);
 }
 
-/** Starts `node <args>` in the repository, with `env` on top of this process's. */
-export function spawnNodeProcess(args: readonly string[], env: Record<string, string>, label: string): SpawnedProcess {
-  const child: ResultPromise = execa(process.execPath, args, {
+/** Starts `node <args>` in the repository, with `env` on top of this process's (as `runAs`, when given). */
+export function spawnNodeProcess(
+  args: readonly string[],
+  env: Record<string, string>,
+  label: string,
+  runAs?: ProcessOwner,
+): SpawnedProcess {
+  // setpriv execs node: the child's pid is node's.
+  const [command, commandArgs] = runAs
+    ? ["setpriv", [`--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", process.execPath, ...args]]
+    : [process.execPath, args];
+  const child: ResultPromise = execa(command, commandArgs, {
     cwd: repoRoot,
     env: { ...env, PORT: "0" },
     extendEnv: true,
@@ -99,8 +115,8 @@ export async function startFoyaProcess(
   env: Record<string, string>,
   options: number | StartOptions = {},
 ): Promise<FoyaProcess> {
-  const { timeoutMs = 30_000, until = "serving" } = typeof options === "number" ? { timeoutMs: options } : options;
-  const spawned = spawnEntryProcess(role === "api" ? "src/api/main.ts" : "src/worker/main.ts", env, role);
+  const { timeoutMs = 30_000, until = "serving", runAs } = typeof options === "number" ? { timeoutMs: options } : options;
+  const spawned = spawnEntryProcess(role === "api" ? "src/api/main.ts" : "src/worker/main.ts", env, role, runAs);
   const started: FoyaProcess = {
     ...spawned,
     get url() {

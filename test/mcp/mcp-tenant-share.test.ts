@@ -4,7 +4,8 @@ import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor, type ApiClient } from "../helpers/api-client.js";
 import { useTestEnv } from "../helpers/test-env.js";
-import { mcpRequestQueueName } from "../../src/mcp/mcp-request.js";
+import { hostIdOf } from "../../src/config.js";
+import { hostMcpRequestQueueName } from "../../src/mcp/mcp-request.js";
 import { sandboxedMcpOverrides } from "./mcp-test-helpers.js";
 
 // The API's MCP requests are served from a worker's slots (FOYA_MCP_REQUEST_CONCURRENCY); each tenant
@@ -25,7 +26,11 @@ const { env, client } = useTestEnv({
 
 let requests: Queue;
 beforeAll(() => {
-  requests = new Queue(mcpRequestQueueName, { connection: env.services.redis, prefix: env.config.redis.queuePrefix });
+  // Project servers' requests go to the queue of the host their project is placed on (SPEC W3): the one worker's.
+  requests = new Queue(hostMcpRequestQueueName(hostIdOf(env.config)), {
+    connection: env.services.redis,
+    prefix: env.config.redis.queuePrefix,
+  });
 });
 afterAll(async () => {
   await requests?.close();

@@ -2,11 +2,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { forkSession } from "../../branches/fork-session.js";
 import { rewindSession } from "../../branches/rewind-session.js";
 import type { BranchAt } from "../../core/branch.js";
-import type { BranchId, ProjectId, RunId, TenantId } from "../../ids.js";
+import type { BranchId, RunId } from "../../ids.js";
 import { notFound } from "../../errors.js";
+import { rewindTipViaHost } from "../../hosts/rewind-tip-via-host.js";
 import type { BranchRow } from "../../store/branches.js";
-import { toolIdentity } from "../../sandbox/tool-identity.js";
-import { createWorkspaceFolder } from "../../workspace/project-workspace.js";
 import type { ApiServices, App } from "../app-env.js";
 import { errorResponses, IdParam, MessageSchema, SessionSchema } from "../schemas.js";
 import { serializeMessage, serializeSession } from "../serialize.js";
@@ -179,15 +178,8 @@ export function registerBranchRoutes(app: App, services: ApiServices): void {
   app.openapi(forkRoute, async (c) => {
     const tenantId = c.get("tenantId");
     const sessionId = idOf("ses", c.req.valid("param").id, "session");
-    const makeFolder = async (tenant: TenantId, projectId: ProjectId) => {
-      const settings = await services.tenantSettings.get(tenant);
-      return createWorkspaceFolder(
-        services.config.workspaces.dir,
-        [tenant, projectId],
-        toolIdentity(services.identityMode, settings.toolUidSlot),
-      );
-    };
-    const forked = await forkSession(services, { tenantId, sessionId, at: atOf(c.req.valid("json").at), makeFolder });
+    // No folder is made here (SPEC W3): the fork's host rebuilds it from the fork's checkpoint at its first batch.
+    const forked = await forkSession(services, { tenantId, sessionId, at: atOf(c.req.valid("json").at) });
     return c.json(
       {
         session: serializeSession(forked.session),
@@ -200,13 +192,15 @@ export function registerBranchRoutes(app: App, services: ApiServices): void {
     );
   });
 
+  // The folder as it stands is looked at by the project's host (SPEC W3).
+  const captureTip = rewindTipViaHost(services.hostRequests, services.logger);
   app.openapi(rewindRoute, async (c) => {
     const tenantId = c.get("tenantId");
     const sessionId = idOf("ses", c.req.valid("param").id, "session");
     const raw = c.req.valid("json").at;
     // A malformed branch id is looked up as given and not found (404), as an unknown one.
     const at: BranchAt = "branchId" in raw ? { branchId: raw.branchId as BranchId } : atOf(raw);
-    const rewound = await rewindSession(services, { tenantId, sessionId, at });
+    const rewound = await rewindSession(services, { tenantId, sessionId, at, captureTip });
     return c.json(
       {
         branch: serializeBranch(rewound.branch),

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { notFound } from "../../errors.js";
-import { revertFileChanges, type FileChangeRow } from "../../files/revert-file-changes.js";
+import { fileChangeWire } from "../../files/file-change-wire.js";
 import type { ApiServices, App } from "../app-env.js";
-import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
+import { ErrorSchema, errorResponses, hostRequestResponses, IdParam } from "../schemas.js";
 import { findSession, idOf } from "./find-owned.js";
 
 const FileChangeSchema = z
@@ -26,24 +26,6 @@ const FileChangeSchema = z
   })
   .openapi("FileChange");
 const FileChangeWithDiffSchema = FileChangeSchema.extend({ diff: z.string() }).openapi("FileChangeWithDiff");
-
-function serialize(row: FileChangeRow) {
-  return {
-    id: row.id,
-    sessionId: row.sessionId,
-    runId: row.runId,
-    toolCallId: row.toolCallId,
-    path: row.path,
-    existedBefore: row.existedBefore,
-    modeBefore: row.modeBefore,
-    modeAfter: row.modeAfter,
-    sha256Before: row.sha256Before,
-    sha256After: row.sha256After,
-    notApplied: row.notApplied ?? null,
-    revertedAt: row.revertedAt ? row.revertedAt.toISOString() : null,
-    createdAt: row.createdAt.toISOString(),
-  };
-}
 
 const listChanges = createRoute({
   method: "get",
@@ -85,6 +67,7 @@ const revert = createRoute({
       description: "A file changed since, or the change was already reverted",
     },
     ...errorResponses,
+    ...hostRequestResponses,
   },
 });
 
@@ -92,22 +75,26 @@ export function registerFileChangeRoutes(app: App, services: ApiServices): void 
   app.openapi(listChanges, async (c) => {
     const session = await findSession(services.store, c.get("tenantId"), c.req.valid("param").id);
     const rows = await services.store.fileChanges.fileChangesOfSession(session.id);
-    return c.json({ fileChanges: rows.map(serialize) }, 200);
+    return c.json({ fileChanges: rows.map(fileChangeWire) }, 200);
   });
 
   app.openapi(getChange, async (c) => {
     const row = await services.store.fileChanges.fileChangeOfTenant(c.get("tenantId"), idOf("fch", c.req.valid("param").id, "file change"));
     if (!row) throw notFound("file change");
-    return c.json({ ...serialize(row), diff: row.diff }, 200);
+    return c.json({ ...fileChangeWire(row), diff: row.diff }, 200);
   });
 
   app.openapi(revert, async (c) => {
     const body = c.req.valid("json") as { andLater?: boolean } | undefined;
-    const reverted = await revertFileChanges(services.store, services.config.workspaces.dir, {
-      tenantId: c.get("tenantId"),
-      changeId: idOf("fch", c.req.valid("param").id, "file change"),
-      andLater: body?.andLater ?? false,
-    });
-    return c.json({ reverted: reverted.map(serialize) }, 200);
+    const tenantId = c.get("tenantId");
+    const changeId = idOf("fch", c.req.valid("param").id, "file change");
+    const owned = await services.store.fileChanges.fileChangeSessionOfTenant(tenantId, changeId);
+    if (!owned) throw notFound("file change");
+    // The files are on the project's host (SPEC W3): the revert runs there.
+    const { reverted } = await services.hostRequests.ask(
+      { tenantId, projectId: owned.projectId },
+      { operation: "revert-file-changes", changeId, andLater: body?.andLater ?? false },
+    );
+    return c.json({ reverted }, 200);
   });
 }

@@ -1,12 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { FoyaError, notFound } from "../../errors.js";
-import { dropTrashRecord, findTrashEntry, listTrashPage, projectTrashRoot } from "../../workspace/project-trash.js";
-import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
-import { isWorkspaceError } from "../../workspace/workspace-files.js";
 import type { ApiServices, App } from "../app-env.js";
-import { ErrorSchema, errorResponses, IdParam } from "../schemas.js";
+import { ErrorSchema, errorResponses, hostRequestResponses, IdParam } from "../schemas.js";
 import { findProject } from "./find-owned.js";
-import type { TenantId } from "../../ids.js";
 
 const TrashEntrySchema = z
   .object({
@@ -51,6 +46,7 @@ const listProjectTrash = createRoute({
       description: "One page of the project's trash",
     },
     ...errorResponses,
+    ...hostRequestResponses,
   },
 });
 
@@ -62,6 +58,7 @@ const restoreTrashEntry = createRoute({
   responses: {
     200: { content: { "application/json": { schema: z.object({ path: z.string() }) } }, description: "Restored" },
     ...errorResponses,
+    ...hostRequestResponses,
     409: {
       content: { "application/json": { schema: ErrorSchema } },
       description: "Something exists at that path again, or its folder is gone",
@@ -69,35 +66,24 @@ const restoreTrashEntry = createRoute({
   },
 });
 
+/** The trash is kept on the host the project is placed on (SPEC W3): read and restored there. */
 export function registerTrashRoutes(app: App, services: ApiServices): void {
-  const projectOf = async (tenantId: TenantId, id: string) => {
-    const project = await findProject(services.store, tenantId, id);
-    return { workspacePath: project.workspacePath, trash: projectTrashRoot(services.config.workspaces.dir, project.workspacePath) };
-  };
-
   app.openapi(listProjectTrash, async (c) => {
-    const project = await projectOf(c.get("tenantId"), c.req.valid("param").id);
-    const page = await listTrashPage(project.trash, project.workspacePath, c.req.valid("query"));
-    return c.json({ entries: page.entries.map((entry) => ({ ...entry, deletedAt: entry.deletedAt.toISOString() })), next: page.next }, 200);
+    const tenantId = c.get("tenantId");
+    const project = await findProject(services.store, tenantId, c.req.valid("param").id);
+    const { limit, after } = c.req.valid("query");
+    const page = await services.hostRequests.ask(
+      { tenantId, projectId: project.id },
+      { operation: "list-trash", limit, after: after ?? null },
+    );
+    return c.json(page, 200);
   });
 
   app.openapi(restoreTrashEntry, async (c) => {
     const { id, entryId } = c.req.valid("param");
-    const project = await projectOf(c.get("tenantId"), id);
-    const entry = await findTrashEntry(project.trash, project.workspacePath, entryId);
-    if (!entry) throw notFound("trash entry");
-    const workspace = projectWorkspaceFiles(services.config.workspaces.dir, project.workspacePath);
-    try {
-      const restored = await workspace.restoreFromTrash(entry.path, entry.hostPath);
-      // The entry is back: its record goes too.
-      await dropTrashRecord(entry);
-      return c.json(restored, 200);
-    } catch (error) {
-      if (isWorkspaceError(error)) {
-        const conflict = error.code === "already_exists" || error.code === "file_not_found" || error.code === "not_a_directory";
-        throw new FoyaError(conflict ? "conflict" : "bad_request", error.message);
-      }
-      throw error;
-    }
+    const tenantId = c.get("tenantId");
+    const project = await findProject(services.store, tenantId, id);
+    const restored = await services.hostRequests.ask({ tenantId, projectId: project.id }, { operation: "restore-trash-entry", entryId });
+    return c.json(restored, 200);
   });
 }

@@ -1,7 +1,7 @@
 import { checkWorkspace } from "../../checkpoints/check-workspace.js";
 import type { ClaimedCopy } from "../../workspace/host-copies.js";
-import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { StaleWorkError } from "../../store/transact.js";
+import { isMove, toolOwnerOf } from "../host-workspace.js";
 import type { JobDeps } from "../job-deps.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 
@@ -19,9 +19,8 @@ export type WorkspacePresentDeps = Pick<
  */
 export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt: BatchAttempt, copy: ClaimedCopy): Promise<boolean> {
   const { run, stepRef } = attempt;
-  const settings = await deps.tenantSettings.get(run.tenantId);
   // Owned by the tenant's tool uid when the worker can hand files over (it runs as root).
-  const identity = process.getuid?.() === 0 ? toolIdentity(deps.identityMode, settings.toolUidSlot) : null;
+  const identity = await toolOwnerOf(deps, run.tenantId);
   const scope = {
     tenantId: run.tenantId,
     projectId: attempt.projectId,
@@ -33,7 +32,7 @@ export async function ensureWorkspacePresent(deps: WorkspacePresentDeps, attempt
     compare: attempt.checkpoint,
     resetTo: attempt.workspaceResetTo,
     outOfBand: deps.config.workspaces.outOfBandChanges,
-    moved: copy.kind === "stale" || (copy.kind === "absent" && attempt.placement.epoch > 1),
+    moved: isMove(copy, attempt.placement.epoch),
   };
   const restored = await checkWorkspace({ ...deps, maxFileBytes: deps.config.workspaces.checkpointMaxFileBytes }, scope, attempt.signal);
   if (restored.kind !== "restored") return true;

@@ -811,6 +811,26 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description No worker of the project's host took the request in time (no_worker); see Retry-After */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The project's host did not answer in time (worker_timeout) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         put?: never;
@@ -904,6 +924,26 @@ export interface paths {
                     headers: {
                         /** @description Seconds until the limit's window ends */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No worker of the project's host took the request in time (no_worker); see Retry-After */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The project's host did not answer in time (worker_timeout) */
+                504: {
+                    headers: {
                         [name: string]: unknown;
                     };
                     content: {
@@ -2207,6 +2247,26 @@ export interface paths {
                     headers: {
                         /** @description Seconds until the limit's window ends */
                         "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No worker of the project's host took the request in time (no_worker); see Retry-After */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The project's host did not answer in time (worker_timeout) */
+                504: {
+                    headers: {
                         [name: string]: unknown;
                     };
                     content: {
