@@ -38,7 +38,7 @@ export function startHostEviction(
 }
 
 /** One pass: answers how many copies went. */
-export async function evictOverBudget(
+async function evictOverBudget(
   deps: Pick<JobDeps, "config" | "store" | "logger" | "metrics">,
   host: { hostId: string; budget: number },
 ): Promise<number> {

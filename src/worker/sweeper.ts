@@ -126,8 +126,9 @@ async function releaseDeadHost(fx: Effects, host: { hostId: string; livenessTime
     // Those held by the dead workers were enqueued again with their release.
     if (host.moved.has(runId)) continue;
     const run = await fx.store.runs.readRun(runId);
-    if (!run?.nextJob || run.nextJob.kind !== "batch") continue;
-    if (await redispatchOrFail(fx, { ...run, nextJob: run.nextJob })) moved++;
+    const next = run?.nextJob;
+    if (!run || next?.kind !== "batch") continue;
+    if (await redispatchOrFail(fx, { ...run, nextJob: next })) moved++;
   }
   return moved;
 }

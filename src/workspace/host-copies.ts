@@ -159,7 +159,7 @@ const lockPollMs = 10;
  * The project's lock on this host, across its worker processes: a file created exclusively,
  * holding the pid; a lock whose pid no longer runs (a SIGKILLed worker) is broken.
  */
-export async function withProjectLock<T>(root: string, projectId: ProjectId, work: () => Promise<T>): Promise<T> {
+async function withProjectLock<T>(root: string, projectId: ProjectId, work: () => Promise<T>): Promise<T> {
   const file = lockPath(root, projectId);
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   for (;;) {
