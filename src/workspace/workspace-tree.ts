@@ -1,4 +1,4 @@
-import { chownSync, constants, fstatSync, lchownSync, openSync, opendirSync, type Dirent } from "node:fs";
+import { chownSync, constants, fstatSync, lchownSync, lstatSync, openSync, opendirSync, type Dirent } from "node:fs";
 import { open } from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { closeQuietly, O_PATH, viaDescriptor, type HeldEntry } from "./descriptor-walk.js";
@@ -164,7 +164,10 @@ export async function chownTree(start: HeldEntry, owner: { uid: number; gid: num
   let changed = 0;
   const chownFolder = async (folder: HeldEntry, depth: number): Promise<void> => {
     for (const entry of readEntries(folder)) {
-      lchownSync(viaDescriptor(folder.fd, entry.name), owner.uid, owner.gid);
+      const at = viaDescriptor(folder.fd, entry.name);
+      // A file with another link may be a host file linked in by root: it is not the tenant's to get.
+      if (!entry.isDirectory() && lstatSync(at).nlink > 1) continue;
+      lchownSync(at, owner.uid, owner.gid);
       if (++changed % entriesPerSlice === 0) await yieldToLoop();
       if (entryKind(folder, entry) !== "directory" || depth >= maxDepth) continue;
       const child = openChildFolder(folder, entry.name);

@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from "node:crypto";
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +17,8 @@ import { loadConfig, type Config } from "../../src/config.js";
 import { createServices, type CreateServicesOptions, type Services } from "../../src/services.js";
 import { startWorkerRuntime, type WorkerRuntime } from "../../src/worker/worker-runtime.js";
 import type { TenantId } from "../../src/ids.js";
+import { createWorkspaceFolder } from "../../src/workspace/project-workspace.js";
+import { toolIdentity } from "../../src/sandbox/tool-identity.js";
 import { ApiClient } from "./api-client.js";
 import { dropDatabase, takeDatabase } from "./test-databases.js";
 
@@ -136,16 +138,21 @@ export async function createTestEnv(
       return server;
     },
     async workspaceOf(sessionId) {
-      const { rows } = await pool.query<{ workspace_path: string }>(
-        "select p.workspace_path from sessions s join projects p on p.id = s.project_id where s.id = $1",
+      const { rows } = await pool.query<{ workspace_path: string; tenant_id: TenantId; project_id: string }>(
+        "select p.workspace_path, p.tenant_id, p.id as project_id from sessions s join projects p on p.id = s.project_id where s.id = $1",
         [sessionId],
       );
-      if (!rows[0]) throw new Error(`no session ${sessionId}`);
+      const row = rows[0];
+      if (!row) throw new Error(`no session ${sessionId}`);
       // The project's first host makes the folder for its first batch (SPEC W3); a test that writes
-      // files before that makes it here, and the first placement adopts it.
-      await mkdir(path.dirname(rows[0].workspace_path), { recursive: true, mode: 0o711 });
-      await mkdir(rows[0].workspace_path, { recursive: true, mode: 0o700 });
-      return rows[0].workspace_path;
+      // files before that makes it here, the tenant's as a host makes it, and the first placement adopts it.
+      const settings = await services.tenantSettings.get(row.tenant_id);
+      await createWorkspaceFolder(
+        services.config.workspaces.dir,
+        [row.tenant_id, row.project_id],
+        toolIdentity(services.identityMode, settings.toolUidSlot),
+      );
+      return row.workspace_path;
     },
     async query(text, values) {
       return (await pool.query(text, values)).rows;

@@ -47,6 +47,8 @@ const allowed: Record<string, string> = {
     "the door: folders held by descriptor, a bounded set, each reached one real folder at a time, never through a symlink",
   "src/workspace/git-folders.ts": "the door: tells git folders by their content",
   "src/workspace/held-file.ts": "the door: I/O on entries it holds, through their descriptors",
+  "src/workspace/host-copies.ts":
+    "a host's placement markers and project locks, root's, outside every workspace; a stale copy is set aside whole by one rename of its folder, never entered",
   "src/workspace/git-repositories.ts": "finds the workspace's repositories from held descriptors, for the sandbox's read-only binds",
   "src/workspace/open-workspace-files.ts": "the door itself",
   "src/workspace/project-workspace.ts": "creates workspace folders and hands them to the tenant's uid",
