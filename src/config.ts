@@ -19,12 +19,41 @@ const capabilitiesSchema = z.object({
   contextWindow: z.number().int().positive().default(128_000),
 });
 
+/**
+ * A provider profile's shared budget (SPEC PR3), counted in Redis across every worker. Each limit
+ * counts over a sliding window of `windowMs`; 0 leaves that dimension unlimited. A step that
+ * would pass one waits, holding no worker slot. Set it a little under the provider's own limits:
+ * requests reach the provider a few milliseconds after they are counted.
+ */
+const providerBudgetSchema = z.object({
+  requestsPerMinute: z.number().int().nonnegative().default(0),
+  /** Estimated before the call (the request's characters at the ratio learned from reported usage), corrected after it. */
+  inputTokensPerMinute: z.number().int().nonnegative().default(0),
+  /** Reserved before the call at the profile's recent average, corrected with the reported usage. */
+  outputTokensPerMinute: z.number().int().nonnegative().default(0),
+  concurrentRequests: z.number().int().nonnegative().default(0),
+  /** The window the per-minute limits count over: a minute, unless a test shortens it. */
+  windowMs: z.number().int().min(1000).max(3_600_000).default(60_000),
+});
+
+export type ProviderBudgetConfig = z.infer<typeof providerBudgetSchema>;
+
+/** What every kind of profile may say about load (SPEC PR3): its budget, its fallbacks, how long its steps wait out throttling. */
+const loadFields = {
+  budget: providerBudgetSchema.optional(),
+  /** Profiles, in order, a step may move to while this one is paused or failing, before any output of the step reached a client. */
+  fallbacks: z.array(z.string().min(1)).default([]),
+  /** How long, in all, one step waits out 429 and overload answers of this profile before they count as failed attempts. */
+  throttleWaitMs: z.number().int().nonnegative().default(600_000),
+};
+
 const providerProfileSchema = z.discriminatedUnion("kind", [
   z.object({
     name: z.string().min(1),
     kind: z.literal("scripted"),
     model: z.string().default("scripted"),
     capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+    ...loadFields,
   }),
   z.object({
     name: z.string().min(1),
@@ -36,6 +65,7 @@ const providerProfileSchema = z.discriminatedUnion("kind", [
     apiKey: z.string().optional(),
     timeoutMs: z.number().int().positive().default(120_000),
     capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+    ...loadFields,
   }),
   z
     .object({
@@ -58,6 +88,7 @@ const providerProfileSchema = z.discriminatedUnion("kind", [
         .optional(),
       timeoutMs: z.number().int().positive().default(120_000),
       capabilities: capabilitiesSchema.default({ imageInput: false, parallelToolCalls: true, contextWindow: 128_000 }),
+      ...loadFields,
     })
     .refine((profile) => !profile.thinking || profile.thinking.budgetTokens < profile.maxTokens, {
       message: "thinking.budgetTokens must be below maxTokens",
@@ -491,7 +522,9 @@ const settingsSchema = z.object({
     .describe("Runs"),
   providers: z
     .object({
-      file: optionalFilePath("FOYA_PROVIDERS_FILE").describe('JSON file of provider profiles (see "Pointing Foya at a model").'),
+      file: optionalFilePath("FOYA_PROVIDERS_FILE").describe(
+        'JSON file of provider profiles, with their shared budgets and fallbacks (see "Pointing Foya at a model").',
+      ),
       openaiBaseUrl: optionalUrl("FOYA_OPENAI_BASE_URL").describe(
         "Shortcut: defines an `openai` profile (streaming Chat Completions) at this base URL.",
       ),
@@ -908,6 +941,14 @@ function providerProfiles(settings: Settings["providers"], env: Env): ProviderPr
   for (const profile of profiles) {
     if (names.has(profile.name)) throw new ConfigurationError([`provider profile "${profile.name}" defined twice`]);
     names.add(profile.name);
+  }
+  for (const profile of profiles) {
+    for (const fallback of profile.fallbacks) {
+      if (fallback === profile.name || !names.has(fallback))
+        throw new ConfigurationError([
+          `provider profile "${profile.name}" names fallback "${fallback}"; a fallback must be another defined profile (${[...names].join(", ")})`,
+        ]);
+    }
   }
   if (!names.has(settings.defaultProfile)) {
     throw new ConfigurationError([

@@ -57,6 +57,18 @@ const httpStatusByCode: Record<FoyaErrorCode, number> = {
   internal: 500,
 };
 
+/**
+ * What a provider failure says about load (SPEC PR3), for the step job to act on: `throttled`
+ * (429) and `overloaded` (529, or 503 naming overload) with the wait the provider asked for
+ * (Retry-After or its rate-limit headers) pause the profile for every worker; `server` (other
+ * 5xx) and `transport` (no answer) back off with jitter, one step at a time.
+ */
+export interface ProviderBackoff {
+  kind: "throttled" | "overloaded" | "server" | "transport";
+  /** Milliseconds from when the answer came, when the provider said. */
+  retryAfterMs?: number;
+}
+
 export class FoyaError extends Error {
   readonly code: FoyaErrorCode;
   /** For 429s and 503s: when the client may try again, in whole seconds (the HTTP `Retry-After` header). */
@@ -66,16 +78,19 @@ export class FoyaError extends Error {
    * sees what won without another request. Answered as `error.current`.
    */
   readonly current: Record<string, unknown> | undefined;
+  /** For `provider_error`: what the answer said about the provider's load, when it said something. */
+  readonly backoff: ProviderBackoff | undefined;
   constructor(
     code: FoyaErrorCode,
     message: string,
-    options?: { cause?: unknown; retryAfterSeconds?: number; current?: Record<string, unknown> },
+    options?: { cause?: unknown; retryAfterSeconds?: number; current?: Record<string, unknown>; backoff?: ProviderBackoff },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "FoyaError";
     this.code = code;
     this.retryAfterSeconds = options?.retryAfterSeconds;
     this.current = options?.current;
+    this.backoff = options?.backoff;
   }
   get httpStatus(): number {
     return httpStatusByCode[this.code];

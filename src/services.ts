@@ -17,6 +17,8 @@ import { mcpSandbox } from "./mcp/mcp-workspaces.js";
 import { refusedHost } from "./net/address-guard.js";
 import { createRedisConnection, type RedisConnection } from "./net/redis-connection.js";
 import { createProviderRegistry, type ProviderRegistry } from "./providers/provider-registry.js";
+import { createProviderBudgets } from "./providers/budget/create-provider-budgets.js";
+import type { ProviderBudgets } from "./providers/budget/provider-budgets.js";
 import { createDispatcher, type Dispatcher } from "./queue/dispatcher.js";
 import { stepQueueName, toolQueueName } from "./queue/job-types.js";
 import { createTenantLoad } from "./queue/tenant-load.js";
@@ -75,6 +77,8 @@ export interface Services {
   /** Per project: the tools above plus its MCP servers' tools (SPEC M1), from `mcp` (a project's stdio servers listed by its host, SPEC W3). Jobs use this. */
   catalog: ToolCatalog;
   providers: ProviderRegistry;
+  /** Each provider profile's budget, pause and fair share, shared by every worker in Redis (SPEC PR3). */
+  providerBudgets: ProviderBudgets;
   failpoints: Failpoints;
   /**
    * MCP server connections of this process's worker, shared by every call (SPEC M1, M3). An
@@ -151,6 +155,13 @@ export async function createServices(config: Config, options: CreateServicesOpti
     load,
     traceCarrier: () => tracing.carrier(),
   });
+  // Every worker counts its provider calls in the same Redis keys (SPEC PR3).
+  const providerBudgets = createProviderBudgets({
+    redis,
+    keyPrefix: config.redis.queuePrefix,
+    profiles: config.providers.profiles,
+    logger,
+  });
   // Shared state looks the same from every process: a worker-only process leaves it to the API's scrape.
   if (role !== "worker") {
     registerStateGauges(metrics, {
@@ -161,6 +172,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       pendingApprovals: () => store.approvals.countPendingApprovals(),
       liveWorkers: async () => (await store.workers.liveWorkers(config.workers.livenessTimeoutMs)).length,
       projectsWithFilesLeft: () => store.projectRemoval.countProjectsWithFilesLeft(),
+      providerBudgets: () => Promise.all(config.providers.profiles.map((profile) => providerBudgets.state(profile.name))),
       onError: (error) => logger.warn({ err: error }, "reading a state gauge for /metrics failed"),
     });
   }
@@ -244,6 +256,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     executor,
     catalog,
     providers: createProviderRegistry(config.providers.profiles),
+    providerBudgets,
     failpoints: createFailpoints(config.testing.failpoints),
     mcp,
     metrics,

@@ -25,6 +25,33 @@ describe("configuration", () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it("PR3: a profile's budget, fallbacks and throttle wait come from the providers file with their defaults; a fallback must be another profile", async () => {
+    const folder = await mkdtemp(path.join(tmpdir(), "foya-config-"));
+    const file = path.join(folder, "providers.json");
+    const base = { kind: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", model: "m" };
+    const write = (profiles: object[]) => writeFile(file, JSON.stringify({ profiles }));
+    await write([
+      { ...base, name: "main", budget: { requestsPerMinute: 60, inputTokensPerMinute: 20_000 }, fallbacks: ["spare"] },
+      { ...base, name: "spare" },
+    ]);
+    const profiles = loadConfig({ FOYA_PROVIDERS_FILE: file }).providers.profiles;
+    expect(profiles.find((p) => p.name === "main")).toMatchObject({
+      budget: { requestsPerMinute: 60, inputTokensPerMinute: 20_000, outputTokensPerMinute: 0, concurrentRequests: 0, windowMs: 60_000 },
+      fallbacks: ["spare"],
+      throttleWaitMs: 600_000,
+    });
+    expect(profiles.find((p) => p.name === "spare")).toMatchObject({ fallbacks: [] });
+    expect(profiles.find((p) => p.name === "spare")?.budget).toBeUndefined();
+    await write([{ ...base, name: "main", fallbacks: ["nowhere"] }]);
+    expect(() => loadConfig({ FOYA_PROVIDERS_FILE: file })).toThrow(
+      /provider profile "main" names fallback "nowhere"; a fallback must be another defined profile/,
+    );
+    await write([{ ...base, name: "main", fallbacks: ["main"] }]);
+    expect(() => loadConfig({ FOYA_PROVIDERS_FILE: file })).toThrow(/names fallback "main"/);
+    await write([{ ...base, name: "main", budget: { windowMs: 10 } }]);
+    expect(() => loadConfig({ FOYA_PROVIDERS_FILE: file })).toThrow();
+  });
+
   it("rejects bad configuration with a message that names the problem", async () => {
     expect(() => loadConfig({ PORT: "not-a-port" })).toThrow(/invalid configuration.*PORT/s);
     expect(() => loadConfig({ FOYA_DEFAULT_PROVIDER: "nope" })).toThrow(

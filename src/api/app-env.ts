@@ -31,6 +31,7 @@ export type ApiServices = Pick<
   | "executor"
   | "catalogViaWorkers"
   | "providers"
+  | "providerBudgets"
   | "failpoints"
   | "redis"
   | "logger"

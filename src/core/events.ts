@@ -62,12 +62,18 @@ export type EventBody =
       stopReason?: string;
       usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number };
       toolCalls: number;
+      /** The provider profile and model that answered: a fallback's when the session's profile was paused or failing (PR3). */
+      profile?: string;
+      model?: string;
     }
   /**
-   * A change of an active run's status; `recovering` is no stored status: the run's worker was
-   * found dead (SPEC D9) and its work is being taken over, `reason` says by what it was noticed.
+   * A change of an active run's status. Two are no stored status: `recovering`, the run's worker
+   * was found dead (SPEC D9) and its work is being taken over, `reason` says by what it was
+   * noticed; `waiting_for_provider`, its next model step waits, holding no worker, for its
+   * provider profile's budget or pause (PR3), about `waitMs`, `reason` says why. The step's
+   * `step_start` says it goes on.
    */
-  | { type: "run_status"; status: RunStatus | "recovering"; reason?: string }
+  | { type: "run_status"; status: RunStatus | "recovering" | "waiting_for_provider"; reason?: string; waitMs?: number }
   /** An `agent` call started a sub-agent (A1): its session and run, whose own events tell what it does. */
   | { type: "subagent_start"; callId: string; childSessionId: SessionId; childRunId: RunId; depth: number }
   /**

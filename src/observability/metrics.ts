@@ -20,6 +20,12 @@ export interface Metrics {
   readonly modelTokens: Counter<"profile" | "kind" | "tenant">;
   /** Input tokens the provider read from (`read`) or wrote to (`write`) its prompt cache; part of the `input` tokens above. */
   readonly modelCacheTokens: Counter<"profile" | "kind" | "tenant">;
+  /** Steps that waited for a provider profile (SPEC PR3), by why: paused, a limit, or the tenant's fair share. */
+  readonly providerWaits: Counter<"profile" | "reason">;
+  /** Provider answers refusing for load (429: throttled, 529 or 503 overloaded), by whether they paused the profile. */
+  readonly providerThrottled: Counter<"profile" | "kind" | "paused">;
+  /** Steps a fallback profile answered for their own (paused or failing) profile. */
+  readonly providerFallbacks: Counter<"from" | "to">;
   readonly toolCalls: Counter<"tool" | "outcome" | "tenant">;
   readonly toolCallDuration: Histogram<"tool">;
   /** From the approval's request to a person's (or the expiry's) decision. */
@@ -89,6 +95,24 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: "foya_model_cache_tokens_total",
       help: "Input tokens the providers reported as read from (kind read) or written to (kind write) their prompt cache, by profile and tenant.",
       labelNames: ["profile", "kind", "tenant"],
+      registers,
+    }),
+    providerWaits: new Counter({
+      name: "foya_provider_waits_total",
+      help: "Model steps that waited for their provider profile, holding no worker, by profile and reason (paused, requests, input_tokens, output_tokens, concurrency, fair_share, throttled).",
+      labelNames: ["profile", "reason"],
+      registers,
+    }),
+    providerThrottled: new Counter({
+      name: "foya_provider_throttled_total",
+      help: "Provider answers refusing for load, by profile, kind (throttled: 429; overloaded: 529 or 503) and whether they paused the profile (they named a wait).",
+      labelNames: ["profile", "kind", "paused"],
+      registers,
+    }),
+    providerFallbacks: new Counter({
+      name: "foya_provider_fallbacks_total",
+      help: "Model steps a fallback profile answered, by the profile they were for and the one that answered.",
+      labelNames: ["from", "to"],
       registers,
     }),
     toolCalls: new Counter({

@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import { Gauge } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import type { Metrics } from "./metrics.js";
 
 export interface StateSources {
@@ -11,8 +11,27 @@ export interface StateSources {
   liveWorkers(): Promise<number>;
   /** Deleted projects whose workspace and trash the workers have not removed yet (SPEC F4). */
   projectsWithFilesLeft(): Promise<number>;
+  /** Each provider profile's shared budget (SPEC PR3): its limits (null: none), its use in the window, its pause. */
+  providerBudgets(): Promise<readonly ProviderBudgetGauge[]>;
   onError(error: unknown): void;
 }
+
+/** What the gauges show of one profile's budget (src/providers/budget/provider-budgets.ts `ProfileBudgetState`). */
+export interface ProviderBudgetGauge {
+  profile: string;
+  limits: BudgetDimensions | null;
+  used: BudgetDimensions;
+  pausedForMs: number;
+}
+
+type BudgetDimensions = { requests: number; inputTokens: number; outputTokens: number; concurrent: number };
+
+const budgetKinds = [
+  ["requests", "requests"],
+  ["inputTokens", "input_tokens"],
+  ["outputTokens", "output_tokens"],
+  ["concurrent", "concurrent"],
+] as const;
 
 /** Job states a queue's depth is reported for: what waits, runs, or waits its turn later. */
 const depthStates = ["waiting", "prioritized", "active", "delayed", "failed"] as const;
@@ -89,12 +108,54 @@ export function registerStateGauges(metrics: Metrics, sources: StateSources): vo
       gauge.set(await sources.projectsWithFilesLeft());
     }),
   });
+  registerProviderGauges(sources, registers, guarded);
   new Gauge({
     name: "foya_workers_live",
     help: "Worker processes whose liveness record is fresh.",
     registers,
     collect: guarded(async (gauge) => {
       gauge.set(await sources.liveWorkers());
+    }),
+  });
+}
+
+type Guard = <Labels extends string>(read: (gauge: Gauge<Labels>) => Promise<void>) => (this: Gauge<Labels>) => Promise<void>;
+
+/** Provider budgets (SPEC PR3): the limits, what the window holds across every worker, and pauses. */
+function registerProviderGauges(sources: StateSources, registers: Registry[], guarded: Guard): void {
+  const read = () => sources.providerBudgets();
+  const perKind = (name: string, help: string, pick: (budget: ProviderBudgetGauge) => BudgetDimensions | null) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["profile", "kind"],
+      registers,
+      collect: guarded<"profile" | "kind">(async (gauge) => {
+        gauge.reset();
+        for (const budget of await read()) {
+          const counts = pick(budget);
+          if (counts) for (const [field, kind] of budgetKinds) gauge.set({ profile: budget.profile, kind }, counts[field]);
+        }
+      }),
+    });
+  perKind(
+    "foya_provider_budget_limit",
+    "Each provider profile's budget per window by kind (requests, input_tokens, output_tokens, concurrent); 0: no limit.",
+    (budget) => budget.limits,
+  );
+  perKind(
+    "foya_provider_budget_used",
+    "What each provider profile's budget counts in its current window (concurrent: in flight now), across every worker.",
+    (budget) => (budget.limits ? budget.used : null),
+  );
+  new Gauge({
+    name: "foya_provider_paused_seconds",
+    help: "Seconds each provider profile stays paused after a 429 or overload answer; 0 when it is not.",
+    labelNames: ["profile"],
+    registers,
+    collect: guarded<"profile">(async (gauge) => {
+      gauge.reset();
+      for (const budget of await read()) gauge.set({ profile: budget.profile }, budget.pausedForMs / 1000);
     }),
   });
 }

@@ -1,6 +1,7 @@
 import { FoyaError, isFoyaError } from "../errors.js";
 import type { ProviderStreamPart } from "./provider.js";
 import { errorBodyReason, errorExcerptLength, loggableUrl, redactSecrets, requestSecrets, transportReason } from "./provider-failure.js";
+import { backoffOfAnswer } from "./retry-hint.js";
 import { errorMessage } from "./wire-fields.js";
 
 /** How much of an error body is read: enough for any provider's error JSON. */
@@ -48,8 +49,10 @@ export async function* postStream(
       // Providers quote the key they refused: the excerpt is redacted before it reaches a message or a log.
       const excerpt = redactSecrets(body.replace(/\s+/g, " ").trim().slice(0, errorExcerptLength), secrets);
       const reason = redactSecrets(errorBodyReason(excerpt, body), secrets);
+      const backoff = backoffOfAnswer(response.status, response.headers, reason);
       throw new FoyaError("provider_error", `${response.status} ${reason} (${where})`.replace(/ {2,}/g, " "), {
         cause: new Error(`POST ${loggableUrl(post.url)} answered ${response.status}: ${excerpt}`),
+        ...(backoff ? { backoff } : {}),
       });
     }
     if (!response.body) throw new FoyaError("provider_error", `response has no body (${where})`);
@@ -60,12 +63,15 @@ export async function* postStream(
       // A parser's message quotes what the provider streamed.
       const redacted = redactSecrets(error.message, secrets);
       // The original stays out of the chain: its message is what was redacted.
-      throw redacted === error.message ? error : new FoyaError(error.code, redacted);
+      throw redacted === error.message
+        ? error
+        : new FoyaError(error.code, redacted, error.backoff ? { backoff: error.backoff } : undefined);
     }
     if (deadline.aborted)
       throw new FoyaError("provider_error", `no complete response within ${post.timeoutMs} ms (${where})`, { cause: error });
     throw new FoyaError("provider_error", `${where} could not be reached: ${transportReason(error)}`, {
       cause: new Error(`POST ${loggableUrl(post.url)} failed: ${errorMessage(error)}`, { cause: error }),
+      backoff: { kind: "transport" },
     });
   }
 }

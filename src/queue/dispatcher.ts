@@ -59,7 +59,8 @@ export function createDispatcher(options: {
   const common: JobsOptions = {
     removeOnComplete: { count: 2000 },
     removeOnFail: { count: 5000 },
-    backoff: { type: "exponential", delay: 250 },
+    // Jittered, so the steps one provider failure (a 5xx, a lost connection) failed together do not all come back together (PR3).
+    backoff: { type: "exponential", delay: 250, jitter: 0.5 },
   };
   const stepQueueFor = (runId: RunId) => stepQueues[stepShardOf(runId, stepQueues.length)] as Queue<StepJobData>;
 

@@ -13,6 +13,13 @@ export interface StepJobData {
   stepIndex: number;
   /** W3C `traceparent` of the work that enqueued the job, when tracing is on (SPEC X8). */
   trace?: string;
+  /**
+   * Bookkeeping of a step waiting for its provider (PR3), never state: since when it waits (its
+   * `run_status` event was sent; cleared once a profile takes it), and since its first 429 or
+   * overload answer (what bounds waiting those out). A job enqueued again starts both afresh.
+   */
+  waitingSince?: number;
+  throttledSince?: number;
 }
 
 export interface ToolBatchJobData {

@@ -53,6 +53,21 @@ export async function releaseForRetry(tx: Database, held: { id: RunId; fence: nu
 }
 
 /**
+ * releaseLease
+ * Guard: fence, running. Result: whether the lease was given back.
+ * The job gives the run back without committing anything and waits in its queue, as it is,
+ * to claim it again: a step waiting for its provider holds no lease (PR3).
+ */
+export async function releaseLease(tx: Database, held: { id: RunId; fence: number }): Promise<boolean> {
+  const updated = await tx
+    .update(runs)
+    .set({ leaseOwner: null, leaseUntil: null, updatedAt: sql`now()` })
+    .where(heldBy(held))
+    .returning({ id: runs.id });
+  return updated.length > 0;
+}
+
+/**
  * redispatchLostJob
  * Guard: the run still needs the same job and nobody redispatched it since it was read.
  * Result: the new redispatch count (the job's id changes with it), or undefined.

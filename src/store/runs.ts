@@ -8,7 +8,7 @@
 import { gateRules } from "./gate-rules.js";
 import { repository } from "./repository.js";
 import { claimBatch, claimStep } from "./run-claims.js";
-import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
+import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseLease, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
 import { insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
 import { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
 import { addActivatedTools, countInterruption, finishRun, moveToNextStep, parkRun, resumeParkedRun } from "./run-transitions.js";
@@ -21,6 +21,7 @@ export { historyOrigin, type BatchClaim, type StepClaim } from "./run-claims.js"
 export const runsRepository = repository({
   db: {
     releaseForRetry,
+    releaseLease,
     redispatchLostJob,
     moveToNextStep,
     parkRun,

@@ -153,6 +153,8 @@ export interface StepResult {
   pendingEvents: EventBody[];
   /** Grants of the calls (by call index) the batch's claim starts at once: its first group, allowed by the gateway. */
   preGrants?: ReadonlyMap<number, { network: boolean }>;
+  /** The provider profile and model that answered (a fallback's, PR3), named on `step_end`. */
+  answeredBy?: { profile: string; model: string };
 }
 
 /**
@@ -254,6 +256,7 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
       ...(stopReason !== null ? { stopReason } : {}),
       ...(usage ? { usage } : {}),
       toolCalls: result.toolCalls.length,
+      ...(result.answeredBy ? { profile: result.answeredBy.profile, model: result.answeredBy.model } : {}),
     },
   };
   const events: NewEvent[] = [...result.pendingEvents.map((body) => ({ runId: held.id, step: stepRef, body })), stepEnd];

@@ -7,6 +7,7 @@ import type { ToolCatalog } from "../mcp/tool-catalog.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { ProviderRegistry } from "../providers/provider-registry.js";
+import type { ProviderBudgets } from "../providers/budget/provider-budgets.js";
 import type { Dispatcher } from "../queue/dispatcher.js";
 import type { RedisConnection } from "../net/redis-connection.js";
 import type { CallLayerSupport } from "../sandbox/overlay/call-layers.js";
@@ -43,6 +44,8 @@ export interface JobDeps {
   tracing: Tracing;
   failpoints: Failpoints;
   providers: ProviderRegistry;
+  /** Provider budgets and pauses shared by every worker (SPEC PR3). */
+  providerBudgets: ProviderBudgets;
   tenantSettings: TenantSettingsCache;
   /** Per project: built-in tools plus its MCP servers' (SPEC M1). */
   catalog: ToolCatalog;

@@ -36,6 +36,7 @@ function registeredSeries(): Set<string> {
     pendingApprovals: async () => 0,
     liveWorkers: async () => 0,
     projectsWithFilesLeft: async () => 0,
+    providerBudgets: async () => [],
     onError: () => {},
   });
   const names = new Set<string>();

@@ -8,8 +8,8 @@ import { cutRecording, recordedBody, startWireServer, type RecordedRequest, type
 
 /** What the server sends back for one request. */
 export type AnthropicScript =
-  /** A plain (error) response. */
-  | { status: number; body: string }
+  /** A plain (error) response, with headers of its own (`retry-after`, rate-limit headers). */
+  | { status: number; body: string; headers?: Record<string, string> }
   /**
    * An SSE response. Objects with a `type` are sent as `event: <type>\ndata: <json>\n\n`
    * like the real API; strings and bytes are written raw (split frames, garbage).

@@ -8,8 +8,8 @@ import { cutRecording, recordedBody, startWireServer, type RecordedRequest, type
 
 /** What the server sends back for one request. */
 export type WireScript =
-  /** A plain (error) response. */
-  | { status: number; body: string }
+  /** A plain (error) response, with headers of its own (`retry-after`, rate-limit headers). */
+  | { status: number; body: string; headers?: Record<string, string> }
   /**
    * An SSE response. Objects are sent as `data: <json>\n\n`; strings and bytes are
    * written raw, so a test can send `data: [DONE]\n\n`, garbage, or one SSE frame

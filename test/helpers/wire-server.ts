@@ -20,13 +20,15 @@ export interface RecordedRequest {
   /** The same, under the name the thinking tests use. */
   rawBody: string;
   headers: IncomingHttpHeaders;
+  /** When the whole request had arrived (`Date.now()`). */
+  at: number;
   /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
   outcome: Promise<"completed" | "aborted">;
 }
 
 export type WireResponse =
-  /** A plain (error) response. */
-  | { status: number; body: string }
+  /** A plain (error) response, with headers of its own (`retry-after`, rate-limit headers). */
+  | { status: number; body: string; headers?: Record<string, string> }
   /** A streamed 200 response: each write is its own `res.write`, `delayMs` apart. */
   | { contentType: string; writes: Array<string | Uint8Array>; delayMs?: number };
 
@@ -59,6 +61,7 @@ export async function startWireServer(
           text,
           rawBody: text,
           headers: req.headers,
+          at: Date.now(),
         };
         requests.push({ ...request, outcome });
         await respond(res, await respondTo(request));
@@ -89,7 +92,7 @@ export async function startWireServer(
 
 async function respond(res: ServerResponse, response: WireResponse): Promise<void> {
   if ("status" in response) {
-    res.writeHead(response.status, { "content-type": "application/json" });
+    res.writeHead(response.status, { "content-type": "application/json", ...response.headers });
     res.end(response.body);
     return;
   }

@@ -428,6 +428,23 @@ describe("Anthropic Messages provider", () => {
     await expect(failure).rejects.toThrow(pattern);
   });
 
+  it("PR3: Anthropic: a 529 with its rate-limit reset becomes provider_error with an overloaded backoff and the wait", async () => {
+    const resetAt = new Date(Date.now() + 4000).toISOString();
+    const { provider } = await setup({
+      status: 529,
+      body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+      headers: { "anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": resetAt },
+    });
+    const failure = collect(provider.stream(simpleRequest, signal()));
+    await expect(failure).rejects.toMatchObject({ code: "provider_error", backoff: { kind: "overloaded" } });
+    const waitMs = await failure.then(
+      () => 0,
+      (caught: { backoff: { retryAfterMs: number } }) => caught.backoff.retryAfterMs,
+    );
+    expect(waitMs).toBeGreaterThan(3000);
+    expect(waitMs).toBeLessThanOrEqual(4000);
+  });
+
   it("PR1: Anthropic: a stream that ends without a stop reason becomes provider_error", async () => {
     const { provider } = await setup({ events: [messageStart(), textStart(0), textDelta(0, "cut off")] });
     await expect(collect(provider.stream(simpleRequest, signal()))).rejects.toMatchObject({

@@ -278,6 +278,24 @@ describe("OpenAI Chat Completions provider", () => {
     expect(parts).toEqual([{ type: "finish", reason: "other", stopReason: "eos_token" }]);
   });
 
+  it("PR3: a 429 with Retry-After becomes provider_error with a throttled backoff and the wait; a lost connection a transport one", async () => {
+    const { provider } = await setup({
+      status: 429,
+      body: '{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}',
+      headers: { "retry-after": "3", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2500ms" },
+    });
+    await expect(collect(provider.stream(simpleRequest, new AbortController().signal))).rejects.toMatchObject({
+      code: "provider_error",
+      message: expect.stringMatching(/^429 .*Rate limit reached/),
+      backoff: { kind: "throttled", retryAfterMs: 3000 },
+    });
+    await server?.close();
+    await expect(collect(provider.stream(simpleRequest, new AbortController().signal))).rejects.toMatchObject({
+      code: "provider_error",
+      backoff: { kind: "transport" },
+    });
+  });
+
   it("PR1: an HTTP 500 becomes provider_error with the status and a body excerpt", async () => {
     const { provider } = await setup({ status: 500, body: '{"error":{"message":"model crashed"}}' });
     const failure = collect(provider.stream(simpleRequest, new AbortController().signal));

@@ -140,6 +140,20 @@ describe("store.runs transitions", () => {
     expect(await runRow(db, placed.run.id)).toMatchObject({ redispatches: 1, leaseOwner: null, leaseUntil: null });
   });
 
+  it("PR3: a step waiting for its provider gives its lease back only while it holds the fence, keeping its job", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    expect(await db.store.runs.releaseLease({ ...held, fence: held.fence - 1 })).toBe(false);
+    expect(await db.store.runs.releaseLease(held)).toBe(true);
+    expect(await runRow(db, placed.run.id)).toMatchObject({
+      status: "running",
+      redispatches: 0,
+      leaseOwner: null,
+      leaseUntil: null,
+      nextJob: stepJob,
+    });
+  });
+
   it("X4: a lost job is redispatched once per reading of it: a second redispatch from the same reading is refused", async () => {
     const placed = await placedRun(db);
     const lost = { id: placed.run.id, nextJob: stepJob, redispatches: 0 };

@@ -65,6 +65,8 @@ export class RunView {
       case "run_status":
         if (event.data.status === "recovering")
           this.notice(style.yellow(`worker lost, another takes over${event.data.reason ? ` (${event.data.reason})` : ""}`));
+        else if (event.data.status === "waiting_for_provider")
+          this.notice(style.dim(`waiting for the model provider${event.data.reason ? `: ${event.data.reason}` : ""}`));
         else if (event.data.reason) this.notice(style.dim(`run ${event.data.status}: ${event.data.reason}`));
         return;
       case "subagent_start":

@@ -84,9 +84,16 @@ export type FoyaEventBody =
       stopReason?: string;
       usage?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number };
       toolCalls: number;
+      /** The provider profile and model that answered (a fallback's when the session's was paused or failing). */
+      profile?: string;
+      model?: string;
     }
-  /** A change of an active run's status; `recovering` (never stored): its worker died and another takes over. */
-  | { type: "run_status"; status: RunStatus | "recovering"; reason?: string }
+  /**
+   * A change of an active run's status. Never stored: `recovering`, its worker died and another
+   * takes over; `waiting_for_provider`, its next step waits about `waitMs` for its provider
+   * profile's budget or pause (`reason` says which), holding no worker, until its `step_start`.
+   */
+  | { type: "run_status"; status: RunStatus | "recovering" | "waiting_for_provider"; reason?: string; waitMs?: number }
   /** An `agent` call started a sub-agent: its own session's events tell what it does. */
   | { type: "subagent_start"; callId: string; childSessionId: string; childRunId: string; depth: number }
   /**

@@ -34,7 +34,7 @@ export interface RunView {
   runId: string;
   /** The run's place in the session (run_start), which rewinds and forks name points by. */
   ordinal?: number;
-  status: RunStatus | "recovering";
+  status: RunStatus | "recovering" | "waiting_for_provider";
   steps: StepView[];
   calls: ToolCallView[];
   error?: string;
@@ -68,6 +68,8 @@ export function applyEvent(timeline: Timeline, event: FoyaEvent): Timeline {
       break;
     case "step_start": {
       const { stepIndex, attempt } = event.data;
+      // A step that waited for its provider (PR3) has started.
+      if (run.status === "waiting_for_provider") run.status = "running";
       run.steps = run.steps.filter((step) => step.index !== stepIndex);
       run.steps.push({ index: stepIndex, attempt, text: "", ended: false });
       // Calls streamed by a void attempt went with it.

@@ -9,9 +9,11 @@ import type { JobDeps } from "../job-deps.js";
 import type { PreparedStep } from "./start.js";
 import type { StepEventSink } from "./step-event-sink.js";
 import type { RunId } from "../../ids.js";
+import type { StepJobData } from "../../queue/job-types.js";
 
+/** A step attempt as its model call (call-model.ts) and its failure see it. */
 export interface FailedAttempt {
-  job: Pick<Job, "attemptsMade" | "opts">;
+  job: Pick<Job<StepJobData>, "id" | "attemptsMade" | "opts" | "data" | "updateData">;
   prepared: PreparedStep;
   signal: AbortSignal;
   /** The attempt's live events, once opened: what it buffered is written before the step ends. */

@@ -6,10 +6,10 @@ import { toolsOfRun } from "../run-tools.js";
 import { endIfOverBudget } from "./budget.js";
 import { claimStepJob } from "./claim.js";
 import { commitStepJob } from "./commit.js";
-import { failStep } from "./fail.js";
-import { openStepEvents, prepareStep } from "./start.js";
-import type { StepEventSink } from "./step-event-sink.js";
-import { modelOf, streamModel } from "./stream.js";
+import { callModel } from "./call-model.js";
+import { failStep, type FailedAttempt } from "./fail.js";
+import { prepareStep } from "./start.js";
+import { waitForProvider } from "./wait-for-provider.js";
 
 /**
  * One model step (SPEC D1), phase by phase as docs/architecture/jobs.md lists them. A
@@ -24,20 +24,21 @@ export async function processStepJob(context: JobContext, job: Job<StepJobData>,
   const claim = await claimStepJob(context, job.data, owner); // 1. claim, with the history not read yet
   if (claim.kind === "busy") return delayJob(job, token, claim.retryInMs);
   if (claim.kind === "gone") return claim;
-  return holdingLease(context.leases, owner, async () => {
+  const outcome = await holdingLease(context.leases, owner, async () => {
     const overBudget = await endIfOverBudget(deps, claim.run); // the tenant's use quotas (X5)
     if (overBudget) return overBudget;
     const prepared = await prepareStep(context, claim, tools); // 2. start: session, history, exposed tools
     return withRunAbort(context.aborts, claim.run.id, async (signal) => {
-      let sink: StepEventSink | undefined;
+      const attempt: FailedAttempt = { job, prepared, signal, sink: undefined };
       try {
-        const model = modelOf(deps, prepared.session);
-        sink = openStepEvents(deps, prepared, signal); // its first write is the step's start
-        const streamed = await streamModel(deps, prepared, model, sink, signal); // 3. stream
-        return await commitStepJob(deps, prepared, streamed); // 4. commit
+        const called = await callModel(deps, attempt); // 3. admission to a provider's budget, then the stream
+        if (called.kind === "wait") return await waitForProvider(deps, attempt, called); // lease given back
+        return await commitStepJob(deps, prepared, called.streamed); // 4. commit
       } catch (error) {
-        return failStep(deps, { job, prepared, signal, sink }, error); // retries, or the run fails
+        return failStep(deps, attempt, error); // retries, or the run fails
       }
     });
   });
+  // A step waiting for its provider holds no worker slot while it waits (PR3).
+  return outcome.kind === "busy" ? delayJob(job, token, outcome.retryInMs) : outcome;
 }

@@ -1,10 +1,10 @@
 import { compileMessages } from "../../context/compile-request.js";
 import type { EventBody } from "../../core/events.js";
-import type { ModelProvider } from "../../providers/provider.js";
+import type { BudgetLease } from "../../providers/budget/provider-budgets.js";
+import type { ModelProvider, ProviderRequest } from "../../providers/provider.js";
 import type { ProviderCapabilities } from "../../providers/provider-registry.js";
 import type { StepResult } from "../../store/steps.js";
 import type { JobDeps } from "../job-deps.js";
-import type { SessionRow } from "../session-context-cache.js";
 import { observeModelRequest } from "./observe-model-request.js";
 import type { PreparedStep } from "./start.js";
 import type { StepEventSink } from "./step-event-sink.js";
@@ -15,30 +15,36 @@ export interface StepModel {
   capabilities: ProviderCapabilities;
 }
 
+/** A model call admitted to its profile's budget (admit.ts): the request compiled for that profile, and its lease. */
+export interface ModelCall {
+  model: StepModel;
+  request: ProviderRequest;
+  lease: BudgetLease;
+}
+
 /** What the model answered, with the live events its sink had not written yet (the commit writes them). */
 export type StreamedStep = Omit<StepResult, "preGrants"> & { pendingEvents: EventBody[] };
 
-/** The session's model; throws `provider_config` for a profile this deployment does not have (the step fails at once). */
-export function modelOf(deps: Pick<JobDeps, "providers">, session: Pick<SessionRow, "providerProfile">): StepModel {
-  return { provider: deps.providers.get(session.providerProfile), capabilities: deps.providers.capabilities(session.providerProfile) };
+/** Whether any of the attempt's output went to the sink: after that, no other profile may answer it (PR3, X1). */
+export interface StreamProgress {
+  output: boolean;
+}
+
+/** A profile's model; throws `provider_config` for a profile this deployment does not have (the step fails at once). */
+export function modelOf(deps: Pick<JobDeps, "providers">, profile: string): StepModel {
+  return { provider: deps.providers.get(profile), capabilities: deps.providers.capabilities(profile) };
 }
 
 /**
- * Phase 3 of the step job (process.ts), the stream: the history compiled for this model, then
- * its response streamed, each part folded into the answer (stream-fold.ts) and its live event
- * sent to the sink (text and argument deltas coalesced, `tool_begin` at once).
+ * The step's history compiled for this model (O2, I3), with its tools. The session's own profile
+ * is asked for the session's model; a fallback profile for its own default model.
  */
-export async function streamModel(
-  deps: Pick<JobDeps, "store" | "tracing" | "metrics">,
-  prepared: PreparedStep,
-  model: StepModel,
-  sink: StepEventSink,
-  signal: AbortSignal,
-): Promise<StreamedStep> {
+export async function requestFor(deps: Pick<JobDeps, "store">, prepared: PreparedStep, model: StepModel): Promise<ProviderRequest> {
   const { run, session } = prepared;
   const { provider, capabilities } = model;
-  const request = {
-    model: session.model ?? provider.defaultModel,
+  const ownProfile = provider.profile === session.providerProfile;
+  return {
+    model: (ownProfile ? session.model : undefined) ?? provider.defaultModel,
     messages: await compileMessages(prepared.history, {
       imageInput: capabilities.imageInput,
       artifacts: deps.store.artifacts.artifactReader({ tenantId: run.tenantId, sessionId: run.sessionId }),
@@ -48,19 +54,43 @@ export async function streamModel(
     parallelToolCalls: capabilities.parallelToolCalls,
     ...(session.systemPrompt ? { system: session.systemPrompt } : {}),
   };
+}
+
+/**
+ * Phase 3 of the step job (process.ts), the stream: the admitted call's response streamed, each
+ * part folded into the answer (stream-fold.ts) and its live event sent to the sink (text and
+ * argument deltas coalesced, `tool_begin` at once). The budget's lease is settled with the usage
+ * the provider reported, however the stream ended.
+ */
+export async function streamModel(
+  deps: Pick<JobDeps, "tracing" | "metrics">,
+  prepared: PreparedStep,
+  call: ModelCall,
+  sink: StepEventSink,
+  signal: AbortSignal,
+  progress: StreamProgress,
+): Promise<StreamedStep> {
+  const { provider } = call.model;
+  const { request } = call;
   const fold = emptyFold();
-  const observed = { profile: provider.profile, model: request.model, tenantId: run.tenantId, signal };
-  await observeModelRequest(
-    deps,
-    observed,
-    () => fold.finish?.usage,
-    async () => {
-      for await (const part of provider.stream(request, signal)) {
-        const live = foldStreamPart(fold, part);
-        if (live) sink.push(live.body, live.urgent ? { urgent: true } : undefined);
-      }
-    },
-  );
+  const observed = { profile: provider.profile, model: request.model, tenantId: prepared.run.tenantId, signal };
+  try {
+    await observeModelRequest(
+      deps,
+      observed,
+      () => fold.finish?.usage,
+      async () => {
+        for await (const part of provider.stream(request, signal)) {
+          const live = foldStreamPart(fold, part);
+          if (!live) continue;
+          progress.output = true;
+          sink.push(live.body, live.urgent ? { urgent: true } : undefined);
+        }
+      },
+    );
+  } finally {
+    await call.lease.settle(fold.finish?.usage);
+  }
   const pendingEvents = await sink.takePending();
-  return { ...foldedResponse(fold), pendingEvents };
+  return { ...foldedResponse(fold), pendingEvents, answeredBy: { profile: provider.profile, model: request.model } };
 }

@@ -5152,6 +5152,38 @@ export interface components {
                 /** @description Tool calls running now across every worker (against quotas.toolCalls). */
                 toolCalls: number;
             };
+            /** @description Each provider profile with a shared budget, or paused now (SPEC PR3): its limits per window, the tenant's own use of it in the current window, and how long it stays paused. */
+            providers: components["schemas"]["ProviderUsage"][];
+        };
+        ProviderUsage: {
+            /** @description The provider profile's name. */
+            profile: string;
+            /** @description The window the per-minute limits count over, in milliseconds; 0 for a profile without a budget. */
+            windowMs: number;
+            /** @description The profile's budget per window (0: no limit), shared by every tenant; null: none. */
+            limits: {
+                /** @description Requests (for `used`: counted in the current window). */
+                requests: number;
+                /** @description Input tokens: estimated before each call, corrected with the reported usage. */
+                inputTokens: number;
+                /** @description Output tokens: reserved before each call at the profile's average, corrected with the reported usage. */
+                outputTokens: number;
+                /** @description Requests in flight (for `used`: now). */
+                concurrent: number;
+            } | null;
+            /** @description What the tenant's own steps count in the current window. */
+            used: {
+                /** @description Requests (for `used`: counted in the current window). */
+                requests: number;
+                /** @description Input tokens: estimated before each call, corrected with the reported usage. */
+                inputTokens: number;
+                /** @description Output tokens: reserved before each call at the profile's average, corrected with the reported usage. */
+                outputTokens: number;
+                /** @description Requests in flight (for `used`: now). */
+                concurrent: number;
+            };
+            /** @description Milliseconds the profile stays paused after a 429 or overload answer of its provider; 0 when it is not. */
+            pausedForMs: number;
         };
         Session: {
             id: string;
