@@ -46,7 +46,10 @@ describe("store.fileChanges", () => {
     const other = await db.newSession();
     const id = await recordChange(batch, "a.txt");
     expect(await db.store.fileChanges.fileChangeOfTenant(batch.tenantId, id)).toMatchObject({ id, path: "a.txt", revertedAt: null });
-    expect(await db.store.fileChanges.fileChangeSessionOfTenant(batch.tenantId, id)).toEqual({ sessionId: batch.sessionId, projectId: batch.projectId });
+    expect(await db.store.fileChanges.fileChangeSessionOfTenant(batch.tenantId, id)).toEqual({
+      sessionId: batch.sessionId,
+      projectId: batch.projectId,
+    });
     expect(await db.store.fileChanges.fileChangeWithWorkspace(batch.tenantId, id)).toMatchObject({
       change: { id },
       workspacePath: "/nonexistent",
