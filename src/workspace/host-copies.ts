@@ -51,6 +51,12 @@ export type ClaimedCopy =
 export async function claimHostCopy(root: string, ref: HostCopyRef, epoch: number): Promise<ClaimedCopy> {
   const folder = hostWorkspacePath(root, ref);
   const marker = markerPath(root, ref);
+  // The common case needs no lock: nothing changes a copy's marker while its placement's batches
+  // run (an eviction releases only an idle project, and the cleanup leaves current copies alone).
+  if ((await readEpoch(marker)) === epoch) {
+    await touch(marker);
+    return { kind: "current" };
+  }
   let aside: string | undefined;
   const claimed = await withProjectLock(root, ref.projectId, async (): Promise<ClaimedCopy> => {
     const recorded = await readEpoch(marker);
