@@ -71,7 +71,7 @@ import {
 import { type StorageFigures, type StorageMark, storageMark, storageSince } from "./support/checkpoint-storage.js";
 import { type NestedWorkspace, populateNestedWorkspace, textOfSize } from "./support/nested-workspace.js";
 import { watchOtherLoad } from "./support/other-load.js";
-import { type BenchProcess, benchRoot, printOutputTails, runBenchmark } from "./support/processes.js";
+import { type BenchProcess, benchRoot, printOutputTails, runBenchmark, cleanUpOnSignal } from "./support/processes.js";
 import { sqlPool } from "./support/sql-pool.js";
 import { distribution, round } from "./support/stats.js";
 
@@ -123,12 +123,7 @@ async function main(): Promise<void> {
       results.push(...(await Promise.allSettled([benchEnv.destroy()])));
       for (const result of results) if (result.status === "rejected") console.error("cleanup:", result.reason);
     })());
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: cleaning up...`);
-    void cleanup(0).finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  cleanUpOnSignal(() => cleanup(0));
 
   try {
     const config = loadConfig(benchEnv.env);

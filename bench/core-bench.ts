@@ -49,7 +49,7 @@ import { envInt } from "./support/env-int.js";
 import { FoyaDriver, stepTimings, type RunRecord } from "./support/foya-driver.js";
 import { preparePeer, runLangGraphPeer } from "./support/langgraph-peer.js";
 import { watchOtherLoad } from "./support/other-load.js";
-import { benchRoot, printOutputTails, runBenchmark, type BenchProcess } from "./support/processes.js";
+import { benchRoot, printOutputTails, runBenchmark, type BenchProcess, cleanUpOnSignal } from "./support/processes.js";
 import { createScratchDatabase, type ScratchDatabase } from "./support/scratch-database.js";
 import { distribution, round } from "./support/stats.js";
 
@@ -219,13 +219,7 @@ async function main(): Promise<void> {
       ]);
       for (const result of results) if (result.status === "rejected") console.error("cleanup:", result.reason);
     })());
-  // `on`, not `once`: execa's exit hook re-raises a signal no other listener handles.
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: cleaning up...`);
-    void cleanup(0).finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  cleanUpOnSignal(() => cleanup(0));
 
   const start = async (label: string, starting: Promise<BenchProcess>) => {
     const child = await starting;

@@ -49,7 +49,7 @@ import {
   type ThroughputFigures,
 } from "./support/hosts-report.js";
 import { watchOtherLoad } from "./support/other-load.js";
-import { benchRoot, printOutputTails, runBenchmark } from "./support/processes.js";
+import { benchRoot, printOutputTails, runBenchmark, cleanUpOnSignal } from "./support/processes.js";
 import { sqlPool } from "./support/sql-pool.js";
 import { round } from "./support/stats.js";
 
@@ -176,13 +176,7 @@ async function main(): Promise<void> {
       results.push(...(await Promise.allSettled([benchEnv.destroy()])));
       for (const result of results) if (result.status === "rejected") console.error("cleanup:", result.reason);
     })());
-  // `on`, not `once`: execa's exit hook re-raises a signal no other listener handles.
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: cleaning up...`);
-    void cleanup(0).finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  cleanUpOnSignal(() => cleanup(0));
 
   try {
     const config = loadConfig(benchEnv.env);

@@ -36,7 +36,7 @@ import { FoyaDriver, headAndTailIntervals, stepTimings, type RunRecord } from ".
 import { cycleSegments, type ChainRef, type CycleSegments } from "./support/job-timings.js";
 import { sumProbeStats, type ProbeStats } from "./support/probe-types.js";
 import { startBaselineWorker, startFoyaWorker } from "./support/bench-workers.js";
-import { benchRoot, printOutputTails, runBenchmark, type BenchProcess } from "./support/processes.js";
+import { benchRoot, printOutputTails, runBenchmark, type BenchProcess, cleanUpOnSignal } from "./support/processes.js";
 import {
   printReport,
   type BenchReport,
@@ -347,14 +347,7 @@ async function main(): Promise<void> {
         await services?.close().catch(() => {});
       }
     })());
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: cleaning up...`);
-    void cleanup("abort").finally(() => process.exit(130));
-  };
-  // `on`, not `once`: execa's exit hook (signal-exit) re-raises a signal no other
-  // listener handles, which would kill this process before the cleanup has finished.
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  cleanUpOnSignal(() => cleanup("abort"));
 
   const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
   try {

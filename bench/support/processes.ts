@@ -39,6 +39,20 @@ export function runBenchmark(main: () => Promise<void>): void {
   );
 }
 
+/**
+ * Ctrl-C or SIGTERM runs the benchmark's cleanup (its workers, database, queues), then exits 130.
+ * `on`, not `once`: execa's exit hook (signal-exit) re-raises a signal no other listener handles,
+ * which would kill this process before the cleanup has finished.
+ */
+export function cleanUpOnSignal(cleanup: () => Promise<unknown>): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: cleaning up...`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
 export const benchRoot = path.dirname(path.dirname(new URL(import.meta.url).pathname));
 export const repoRoot = path.dirname(benchRoot);
 const probeUrl = pathToFileURL(path.join(benchRoot, "support/process-probe.ts")).href;

@@ -48,8 +48,7 @@ const claimCte = claimCteWith();
  * worker's host at the job's epoch. A job routed by an earlier placement (its host was found
  * dead, the project evicted) claims nothing: the placement's mover enqueued its successor.
  */
-const placedHere = `
-      and exists (select 1 from ${tbl(sessions)} pse join ${tbl(projectPlacements)} pp on pp.${col(projectPlacements.projectId)} = pse.${col(sessions.projectId)}
+const placedHere = `exists (select 1 from ${tbl(sessions)} pse join ${tbl(projectPlacements)} pp on pp.${col(projectPlacements.projectId)} = pse.${col(sessions.projectId)}
         where pse.${col(sessions.id)} = ${tbl(runs)}.${col(runs.sessionId)} and pp.${col(projectPlacements.hostId)} = :hostId and pp.${col(projectPlacements.epoch)} = :placementEpoch::bigint)`;
 
 /** What every claim takes: the run, the job's lease owner and length, the job (JSON) and its step. */
@@ -126,7 +125,8 @@ const claimBatchStatement = statement<
   } & AppendedRow
 >(
   "claim_batch",
-  `with ${claimCteWith(placedHere)},
+  `with ${claimCteWith(`
+      and ${placedHere}`)},
    step_row as (
      select s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt from ${tbl(steps)} s join claimed c on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
    ),
@@ -167,7 +167,7 @@ const claimStateStatement = statement<
   "claim_state",
   `select ${R.status} as status, ${R.nextJob} as next_job,
      case when ${R.leaseUntil} > now() then (extract(epoch from (${R.leaseUntil} - now())) * 1000)::int end as live_ms,
-     (:hostId::text is null or true ${placedHere}) as placed_here
+     (:hostId::text is null or ${placedHere}) as placed_here
    from ${tbl(runs)} where ${R.id} = :runId`,
 );
 
