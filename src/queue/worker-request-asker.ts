@@ -144,8 +144,12 @@ async function lateReply(state: AskerState, jobId: string): Promise<Asked | unde
   return reply === undefined ? undefined : { kind: "reply", reply };
 }
 
-/** Whether a worker moved the job back to the queue because its tenant's requests filled their share. */
+/**
+ * Whether a worker took the job and moved it back to the queue because its tenant's requests
+ * filled their share. Between its delay and the next take it waits like a new job, so a job a
+ * worker ever took (`processedOn`) counts too: a worker runs, and the request is waited for.
+ */
 async function heldBack(queue: Queue, jobId: string): Promise<boolean> {
   const job = await queue.getJob(jobId);
-  return Number(job?.delay ?? 0) > 0;
+  return Number(job?.delay ?? 0) > 0 || job?.processedOn !== undefined;
 }
