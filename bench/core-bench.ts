@@ -28,23 +28,40 @@
  * slots holds three windows. An unmeasured warm-up precedes the first round and follows
  * the start of the second workers.
  *
+ * Time to first token (issue 32), in both A rounds on one worker: runs posted over HTTP to the
+ * API in this process, each in a new session whose provider profile is a fake OpenAI-compatible
+ * server in this process (first-token.ts), from the POST to the run's model request arriving
+ * there; one run at a time, then bursts of 50 at once. The floor: one bare BullMQ hop, enqueue →
+ * job start, alone and 50 at once; the peer: LangGraph's invoke → model node (one measure).
+ *
  * Results: a table on stdout, bench/results/core.json. Fresh database, queue prefixes and
  * peer database, all removed at the end. Knobs (env): BENCH_CORE_LATENCY_RUNS (3 single
  * runs per system and round), BENCH_CORE_LATENCY_STEPS (50), BENCH_CORE_STEPS (15 per run
- * with 64 runs), BENCH_PEER=skip, BENCH_PEERS_DIR (/tmp/foya-peers), BENCH_PEERS_SOURCE.
+ * with 64 runs), BENCH_CORE_FIRST_TOKEN_RUNS (12 single runs per round), BENCH_PEER=skip, BENCH_PEERS_DIR (/tmp/foya-peers), BENCH_PEERS_SOURCE.
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import { loadavg } from "node:os";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { execa } from "execa";
 import { createApp } from "../src/api/app.js";
+import { startHttpServer, type HttpServer } from "../src/api/http-server.js";
 import { loadConfig } from "../src/config.js";
 import { createServices, type Services } from "../src/services.js";
-import { BaselineDriver, chainIntervals } from "./support/baseline-driver.js";
+import { BaselineDriver, chainIntervals, firstStartDelays } from "./support/baseline-driver.js";
 import { createBenchEnv } from "./support/bench-env.js";
 import { startBaselineWorker, startFoyaWorker } from "./support/bench-workers.js";
-import { buildCoreReport, printCoreReport, type CoreRunNotes, type PeerFigures, type SystemFigures } from "./support/core-report.js";
+import {
+  buildCoreReport,
+  buildFirstTokenReport,
+  printCoreReport,
+  type CoreRunNotes,
+  type PeerFigures,
+  type SystemFigures,
+} from "./support/core-report.js";
+import { startFakeModelServer, type FakeModelServer } from "./support/fake-model-server.js";
+import { FirstTokenDriver, firstTokenFigures, hopFigures, type FirstTokenSample } from "./support/first-token.js";
+import { runLangGraphFirstNode, type PeerFirstNode } from "./support/langgraph-first-node.js";
 import { envInt } from "./support/env-int.js";
 import { FoyaDriver, stepTimings, type RunRecord } from "./support/foya-driver.js";
 import { preparePeer, runLangGraphPeer } from "./support/langgraph-peer.js";
@@ -59,6 +76,10 @@ const settings = {
   /** The figures' keys say 64: not a knob. */
   concurrentRuns: 64,
   throughputSteps: envInt("BENCH_CORE_STEPS", 15, 200),
+  /** First token: single runs per A round (two rounds), and bursts of `burstRuns` per A round. */
+  firstTokenRuns: envInt("BENCH_CORE_FIRST_TOKEN_RUNS", 12, 200),
+  burstRuns: 50,
+  burstsPerRound: 2,
   /** The floor's 64-chain window lasts about a second: it is measured this many times per slot. */
   floorRepeats: 3,
   /** Steps per run of the warm-up before the first measurement of each worker set. */
@@ -155,6 +176,10 @@ interface Samples {
   floorOne: Rate[];
   floorTwo: Rate[];
   peerConcurrent: Rate[];
+  firstToken: FirstTokenSample[];
+  burstFirstToken: FirstTokenSample[];
+  floorHop: number[];
+  floorBurstHop: number[];
 }
 
 /** Each measure round by round, and each goal's ratio round by round, to show how stable they were. */
@@ -206,6 +231,19 @@ async function main(): Promise<void> {
   let services: Services | undefined;
   let baseline: BaselineDriver | undefined;
   let peer: Peer | undefined;
+  let api: HttpServer | undefined;
+  let model: FakeModelServer | undefined;
+  // The fake model's profile is in the workers' environment before they start.
+  const modelServer = await startFakeModelServer();
+  model = modelServer;
+  const providersDir = await mkdtemp(path.join(tmpdir(), "foya-bench-providers-"));
+  const providersFile = path.join(providersDir, "providers.json");
+  const modelProfile = "bench-wire";
+  await writeFile(
+    providersFile,
+    JSON.stringify({ profiles: [{ name: modelProfile, kind: "openai-chat", baseUrl: modelServer.baseUrl, model: "bench-model" }] }),
+  );
+  benchEnv.env.FOYA_PROVIDERS_FILE = providersFile;
 
   let cleaning: Promise<void> | undefined;
   const cleanup = (graceMs: number) =>
@@ -215,7 +253,9 @@ async function main(): Promise<void> {
         benchEnv.destroy(),
         peer?.database.drop() ?? Promise.resolve(),
         baseline?.close() ?? Promise.resolve(),
-        services?.close() ?? Promise.resolve(),
+        (api?.close() ?? Promise.resolve()).then(() => services?.close()),
+        model?.close() ?? Promise.resolve(),
+        rm(providersDir, { recursive: true, force: true }),
       ]);
       for (const result of results) if (result.status === "rejected") console.error("cleanup:", result.reason);
     })());
@@ -236,6 +276,12 @@ async function main(): Promise<void> {
     const config = loadConfig(benchEnv.env);
     services = await createServices(config, { role: "bench" });
     const driver = await FoyaDriver.create(createApp(services), services);
+    const liveApi = await startHttpServer(services, { port: 0 });
+    api = liveApi;
+    const firstToken = await FirstTokenDriver.create(
+      { apiUrl: liveApi.url, adminToken: config.api.adminToken ?? "", profile: modelProfile, model: modelServer },
+      services,
+    );
     const floor = await BaselineDriver.create(benchEnv.redisUrl, benchEnv.baselinePrefix);
     baseline = floor;
     const livePeer = setup.kind === "ready" ? { dir: setup.dir, database: await createScratchDatabase("foya_bench_peer") } : undefined;
@@ -258,6 +304,10 @@ async function main(): Promise<void> {
       floorOne: [],
       floorTwo: [],
       peerConcurrent: [],
+      firstToken: [],
+      burstFirstToken: [],
+      floorHop: [],
+      floorBurstHop: [],
     };
     const { latencySteps, throughputSteps, warmupSteps } = settings;
 
@@ -270,6 +320,32 @@ async function main(): Promise<void> {
       }
       await foyaConcurrentRuns(driver, warmupSteps);
       await floorConcurrentChains(floor, warmupSteps);
+      for (let i = 0; i < 3; i++) await firstToken.startAll(await firstToken.createSessions(1), timeLeft());
+      await firstToken.startAll(await firstToken.createSessions(settings.burstRuns), timeLeft());
+    };
+    /** One run's first token, or a burst's, beside the floor's hop; each goes first in turn. */
+    const firstTokenPhase = async (second: boolean) => {
+      log(`first token: ${settings.firstTokenRuns} single runs, then ${settings.burstsPerRound} bursts of ${settings.burstRuns}`);
+      const pairs = (foya: () => Promise<void>, bare: () => Promise<void>, i: number) =>
+        (i + (second ? 1 : 0)) % 2 === 0 ? [foya, bare] : [bare, foya];
+      for (let i = 0; i < settings.firstTokenRuns; i++) {
+        const sessions = await firstToken.createSessions(1);
+        for (const measure of pairs(
+          async () => void s.firstToken.push(...(await firstToken.startAll(sessions, timeLeft()))),
+          async () => void s.floorHop.push(...firstStartDelays(await floor.runChains(1, 0, timeLeft()))),
+          i,
+        ))
+          await measure();
+      }
+      for (let i = 0; i < settings.burstsPerRound; i++) {
+        const sessions = await firstToken.createSessions(settings.burstRuns);
+        for (const measure of pairs(
+          async () => void s.burstFirstToken.push(...(await firstToken.startAll(sessions, timeLeft()))),
+          async () => void s.floorBurstHop.push(...firstStartDelays(await floor.runChains(settings.burstRuns, 0, timeLeft()))),
+          i,
+        ))
+          await measure();
+      }
     };
     const floorConcurrent = async (into: Rate[]) => {
       for (let i = 0; i < settings.floorRepeats; i++) into.push(await floorConcurrentChains(floor, throughputSteps));
@@ -305,9 +381,11 @@ async function main(): Promise<void> {
       };
       if (second) {
         await concurrentPhase();
+        await firstTokenPhase(second);
         await singles();
       } else {
         await singles();
+        await firstTokenPhase(second);
         await concurrentPhase();
       }
     };
@@ -339,6 +417,14 @@ async function main(): Promise<void> {
     log("worker 2 of each stopped");
     await roundA(true);
     await Promise.all([stop(foya1), stop(floor1)]);
+    const peerFirstNode: PeerFirstNode | undefined = livePeer
+      ? await runLangGraphFirstNode(
+          livePeer.dir,
+          livePeer.database.url,
+          { singles: 2 * settings.firstTokenRuns, burst: settings.burstRuns, bursts: 2 * settings.burstsPerRound },
+          timeLeft(),
+        )
+      : undefined;
     const otherShare = await otherLoad.finish();
 
     const figures = (intervals: number[], one: Rate[], two: Rate[]): SystemFigures => {
@@ -362,6 +448,20 @@ async function main(): Promise<void> {
       figures(s.foyaIntervals, s.foyaOne, s.foyaTwo),
       figures(s.floorIntervals, s.floorOne, s.floorTwo),
       peerFigures,
+      buildFirstTokenReport(
+        {
+          foya: firstTokenFigures(s.firstToken),
+          floorHop: hopFigures(s.floorHop),
+          peer: peerFirstNode ? hopFigures(peerFirstNode.single) : null,
+        },
+        {
+          runs: settings.burstRuns,
+          bursts: 2 * settings.burstsPerRound,
+          foya: firstTokenFigures(s.burstFirstToken),
+          floorHop: hopFigures(s.floorBurstHop),
+          peer: peerFirstNode ? hopFigures(peerFirstNode.burst) : null,
+        },
+      ),
     );
 
     log("cleaning up");

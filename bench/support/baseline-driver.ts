@@ -118,3 +118,11 @@ export function chainIntervals(records: readonly ChainRecord[]): number[] {
   }
   return intervals;
 }
+
+/** Enqueue → first A start of each chain: one bare queue hop (with the announcement's publish), the floor of a run's first step. */
+export function firstStartDelays(records: readonly ChainRecord[]): number[] {
+  return records.flatMap((record) => {
+    const start = record.starts.get(0);
+    return start === undefined ? [] : [start - record.requestedAt];
+  });
+}

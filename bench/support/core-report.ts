@@ -1,3 +1,4 @@
+import type { FirstTokenFigures } from "./first-token.js";
 import { ratio, round } from "./stats.js";
 
 /**
@@ -30,7 +31,58 @@ export interface CoreReport {
     /** Foya's steps/s on two worker processes divided by one. */
     foyaTwoWorkersOverOne: number;
   };
+  /** Time to first token and burst starts (issue 32). */
+  firstToken: FirstTokenReport;
   date: string;
+}
+
+/** ms, p50 and p99. */
+export interface Percentiles {
+  p50: number;
+  p99: number;
+}
+
+/**
+ * A run's start to its first model request. Foya: POST over HTTP → the request at a fake
+ * OpenAI-compatible server (first-token.ts); floor: enqueue → start of one bare BullMQ job;
+ * peer: LangGraph's invoke → its model node's start, in its own process.
+ */
+export interface FirstTokenReport {
+  /** One run at a time. */
+  single: { foya: FirstTokenFigures; floorHop: Percentiles & { samples: number }; peer: (Percentiles & { samples: number }) | null };
+  /** `runs` runs posted at once, pooled over the bursts. */
+  burst: {
+    runs: number;
+    bursts: number;
+    foya: FirstTokenFigures;
+    floorHop: Percentiles & { samples: number };
+    peer: (Percentiles & { samples: number }) | null;
+  };
+  ratios: {
+    /** Foya's POST sent → first request over the floor's hop, p50 and p99, one run. */
+    singleOverFloor: Percentiles;
+    singleOverPeer: Percentiles | null;
+    burstOverFloor: Percentiles;
+    burstOverPeer: Percentiles | null;
+  };
+}
+
+/** Issue 32's goals, in ms. */
+const firstTokenGoals = { singleP50: 8, singleP99: 25, burstP99: 150 };
+
+export function buildFirstTokenReport(single: FirstTokenReport["single"], burst: FirstTokenReport["burst"]): FirstTokenReport {
+  const over = (foya: FirstTokenFigures, other: Percentiles | null): Percentiles | null =>
+    other ? { p50: round(ratio(foya.sentToRequest.p50, other.p50)), p99: round(ratio(foya.sentToRequest.p99, other.p99)) } : null;
+  return {
+    single,
+    burst,
+    ratios: {
+      singleOverFloor: over(single.foya, single.floorHop) as Percentiles,
+      singleOverPeer: over(single.foya, single.peer),
+      burstOverFloor: over(burst.foya, burst.floorHop) as Percentiles,
+      burstOverPeer: over(burst.foya, burst.peer),
+    },
+  };
 }
 
 /** The goals the report is read against: Foya near the bare chain, well ahead of the peer, and scaling out. */
@@ -53,7 +105,12 @@ function divide<Figures extends PeerFigures>(foya: SystemFigures, other: Figures
   return Object.fromEntries(entries) as Figures;
 }
 
-export function buildCoreReport(foya: SystemFigures, floor: SystemFigures, peer: PeerFigures | null): CoreReport {
+export function buildCoreReport(
+  foya: SystemFigures,
+  floor: SystemFigures,
+  peer: PeerFigures | null,
+  firstToken: FirstTokenReport,
+): CoreReport {
   return {
     foya,
     floor,
@@ -63,6 +120,7 @@ export function buildCoreReport(foya: SystemFigures, floor: SystemFigures, peer:
       foyaOverPeer: peer ? divide(foya, peer) : null,
       foyaTwoWorkersOverOne: round(ratio(foya.stepsPerSec64TwoWorkers, foya.stepsPerSec64)),
     },
+    firstToken,
     date: new Date().toISOString(),
   };
 }
@@ -155,6 +213,8 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
     "goals:",
     table(goalRows),
     "",
+    ...firstTokenLines(report.firstToken),
+    "",
     "each round (order A B B A):",
   ];
   out.push(...notes.rounds.map((line) => `  ${line}`));
@@ -168,4 +228,41 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
   const seconds = notes.elapsedMs / 1000;
   out.push(`took ${show(seconds, 0)} s${notes.elapsedMs > notes.targetMs ? ` (WARNING: over the ${notes.targetMs / 1000} s target)` : ""}`);
   console.log(out.join("\n"));
+}
+
+function firstTokenLines(report: FirstTokenReport): string[] {
+  const ms = (value: Percentiles | null | undefined) => (value ? `${show(value.p50)} / ${show(value.p99)}` : "n/a");
+  const ratios = (value: Percentiles | null) => (value ? `${times(value.p50)} / ${times(value.p99)}` : "n/a");
+  const { single, burst } = report;
+  const rows = [
+    ["ms, p50 / p99", "one run", `${burst.runs} runs at once`],
+    ["Foya: POST sent → answered", ms(single.foya.postAnswered), ms(burst.foya.postAnswered)],
+    ["Foya: POST answered → model request (≤ commit → request)", ms(single.foya.answeredToRequest), ms(burst.foya.answeredToRequest)],
+    ["Foya: POST sent → model request (≥ commit → request)", ms(single.foya.sentToRequest), ms(burst.foya.sentToRequest)],
+    ["floor: enqueue → job start (one bare BullMQ hop)", ms(single.floorHop), ms(burst.floorHop)],
+    ["LangGraph: invoke → model node", ms(single.peer), ms(burst.peer)],
+    ["Foya (sent → request) / floor", ratios(report.ratios.singleOverFloor), ratios(report.ratios.burstOverFloor)],
+    ["Foya (sent → request) / LangGraph", ratios(report.ratios.singleOverPeer), ratios(report.ratios.burstOverPeer)],
+  ];
+  const verdict = (met: boolean) => (met ? "MET" : "NOT MET");
+  return [
+    `first token: one run at a time (${single.foya.samples} runs) and ${burst.bursts} bursts of ${burst.runs} runs, each in a new session; ` +
+      `model requests on a reused connection: ${single.foya.reusedConnections} of ${single.foya.samples} and ${burst.foya.reusedConnections} of ${burst.foya.samples}`,
+    table(rows),
+    "goals (issue 32; commit → request lies between the answered and sent figures):",
+    table([
+      [
+        `one run: p50 ≤ ${firstTokenGoals.singleP50} ms, p99 ≤ ${firstTokenGoals.singleP99} ms (POST answered → request)`,
+        ms(single.foya.answeredToRequest),
+        verdict(
+          single.foya.answeredToRequest.p50 <= firstTokenGoals.singleP50 && single.foya.answeredToRequest.p99 <= firstTokenGoals.singleP99,
+        ),
+      ],
+      [
+        `${burst.runs} at once: p99 ≤ ${firstTokenGoals.burstP99} ms (POST sent → request)`,
+        ms(burst.foya.sentToRequest),
+        verdict(burst.foya.sentToRequest.p99 <= firstTokenGoals.burstP99),
+      ],
+    ]),
+  ];
 }
