@@ -240,6 +240,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
   const catalogViaWorkers = catalogOf(mcpViaWorkers);
   // A step may run on any worker; a project's stdio servers run on the project's host (SPEC W3).
   const catalog = runsTools ? catalogOf(mcpListingsOnHosts(mcp, mcpViaWorkers)) : catalogViaWorkers;
+  const providers = createProviderRegistry(config.providers.profiles);
   return {
     config,
     logger,
@@ -255,7 +256,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     ...tooling,
     executor,
     catalog,
-    providers: createProviderRegistry(config.providers.profiles),
+    providers,
     providerBudgets,
     failpoints: createFailpoints(config.testing.failpoints),
     mcp,
@@ -270,6 +271,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
       await hostRequests.close();
       await tracing.shutdown();
       await dispatcher.close();
+      await providers.close();
       await bus.close();
       redis.disconnect();
       await database.close();

@@ -11,7 +11,7 @@ import type {
 } from "./provider.js";
 import { toAnthropicTools, type AnthropicTool } from "./render-tool-schemas.js";
 import { asNumber, asRecord, asString } from "./wire-fields.js";
-import { postStream } from "./post-stream.js";
+import { postStream, releaseBody } from "./post-stream.js";
 import { markCacheBreakpoints, type CacheMark } from "./anthropic-cache-breakpoints.js";
 import {
   applyThinkingDelta,
@@ -44,7 +44,7 @@ export interface AnthropicProviderOptions {
   thinking?: ThinkingOptions;
   /** Deadline for the whole response, headers to last event. */
   timeoutMs?: number;
-  /** Injected for tests; defaults to the global fetch. */
+  /** The profile's pooled fetch (provider-http.ts), or a test's; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
 
@@ -220,14 +220,21 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
   let toolCount = 0;
   let stopReason: string | undefined;
   const usage = new UsageTotals();
+  let lastEventSeen = false;
   try {
     for (;;) {
       const { done, value: message } = await reader.read();
-      if (done) break;
+      if (done) {
+        lastEventSeen = true;
+        break;
+      }
       const event = parseEvent(message.data);
       // The `type` field repeats the SSE event name; it is what the API documents as authoritative.
       const type = asString(event.type) ?? message.event;
-      if (type === "message_stop") break;
+      if (type === "message_stop") {
+        lastEventSeen = true;
+        break;
+      }
       switch (type) {
         case "message_start":
           usage.add(asRecord(asRecord(event.message)?.usage));
@@ -308,8 +315,7 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
     const reported = usage.toUsage();
     yield { type: "finish", reason: mapStopReason(stopReason), stopReason, ...(reported ? { usage: reported } : {}) };
   } finally {
-    // Releases the connection when the consumer stops early; a no-op after a complete stream.
-    await reader.cancel().catch(() => undefined);
+    await releaseBody(reader, lastEventSeen);
   }
 }
 

@@ -11,7 +11,7 @@ import type {
 } from "./provider.js";
 import { toOpenAITools, type OpenAIFunctionTool } from "./render-tool-schemas.js";
 import { asNumber, asRecord, asString } from "./wire-fields.js";
-import { postStream } from "./post-stream.js";
+import { postStream, releaseBody } from "./post-stream.js";
 
 /**
  * Adapter for OpenAI-compatible Chat Completions servers (OpenAI, LM Studio,
@@ -33,7 +33,7 @@ export interface OpenAIChatProviderOptions {
   model: string;
   /** Deadline for the whole response, headers to last chunk. */
   timeoutMs?: number;
-  /** Injected for tests; defaults to the global fetch. */
+  /** The profile's pooled fetch (provider-http.ts), or a test's; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
 
@@ -187,10 +187,14 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
   let usage: Usage | undefined;
   // By field, in the order they first came; an empty field is kept too (DeepSeek wants it back even so).
   const reasoning = new Map<ReasoningField, string>();
+  let lastEventSeen = false;
   try {
     for (;;) {
       const { done, value: event } = await reader.read();
-      if (done || event.data === "[DONE]") break;
+      if (done || event.data === "[DONE]") {
+        lastEventSeen = true;
+        break;
+      }
       const chunk = parseChunk(event.data);
 
       const error = asRecord(chunk.error);
@@ -220,8 +224,7 @@ async function* parseStream(body: ReadableStream<Uint8Array>): AsyncGenerator<Pr
     for (const [field, text] of reasoning) yield { type: "reasoning-block", block: { format: "openai-chat", field, text } };
     yield { type: "finish", ...finish, ...(usage ? { usage } : {}) };
   } finally {
-    // Releases the connection when the consumer stops early; a no-op after a complete stream.
-    await reader.cancel().catch(() => undefined);
+    await releaseBody(reader, lastEventSeen);
   }
 }
 

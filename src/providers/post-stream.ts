@@ -94,3 +94,27 @@ async function readHead(response: Response, maxBytes: number): Promise<string> {
   }
   return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
 }
+
+/** How long a stream that has said its last event is read on for the body's end. */
+const bodyEndGraceMs = 1000;
+
+/**
+ * Lets go of a response body. After the stream's last event (`[DONE]`, `message_stop`) only the
+ * body's end should follow: it is read, so the connection goes back to the profile's pool (a
+ * body cancelled before its end closes its connection, and the step's next request pays a new
+ * handshake). A body that does not end within a second, and any stream stopped early, is cancelled.
+ */
+export async function releaseBody(reader: ReadableStreamDefaultReader<unknown>, lastEventSeen: boolean): Promise<void> {
+  if (lastEventSeen) {
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, bodyEndGraceMs);
+    });
+    const drained = (async () => {
+      for (;;) if ((await reader.read()).done) return;
+    })().catch(() => undefined);
+    await Promise.race([drained, grace]);
+    clearTimeout(timer);
+  }
+  await reader.cancel().catch(() => undefined);
+}

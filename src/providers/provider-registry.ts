@@ -3,6 +3,7 @@ import { FoyaError } from "../errors.js";
 import { createAnthropicProvider } from "./anthropic-messages.js";
 import { createOpenAIChatProvider } from "./openai-chat.js";
 import type { ModelProvider } from "./provider.js";
+import { createProviderHttp, type ProviderHttp } from "./provider-http.js";
 import { createScriptedProvider } from "./scripted-provider.js";
 
 export type ProviderCapabilities = ProviderProfileConfig["capabilities"];
@@ -14,10 +15,19 @@ export interface ProviderRegistry {
   /** What the profile's models can take, e.g. images (I3); throws like `get` for an unknown profile. */
   capabilities(profile: string): ProviderCapabilities;
   profiles(): readonly ProviderProfileConfig[];
+  /** Closes the profiles' connection pools. */
+  close(): Promise<void>;
 }
 
 export function createProviderRegistry(profiles: readonly ProviderProfileConfig[]): ProviderRegistry {
   const providers = new Map<string, ModelProvider>();
+  // One keep-alive pool per HTTP profile, for the life of the registry (provider-http.ts).
+  const pools: ProviderHttp[] = [];
+  const poolFetch = () => {
+    const pool = createProviderHttp();
+    pools.push(pool);
+    return pool.fetch;
+  };
   for (const profile of profiles) {
     switch (profile.kind) {
       case "scripted":
@@ -31,6 +41,7 @@ export function createProviderRegistry(profiles: readonly ProviderProfileConfig[
             baseUrl: profile.baseUrl,
             model: profile.model,
             timeoutMs: profile.timeoutMs,
+            fetch: poolFetch(),
             ...(profile.apiKey ? { apiKey: profile.apiKey } : {}),
           }),
         );
@@ -44,6 +55,7 @@ export function createProviderRegistry(profiles: readonly ProviderProfileConfig[
             model: profile.model,
             maxTokens: profile.maxTokens,
             timeoutMs: profile.timeoutMs,
+            fetch: poolFetch(),
             ...(profile.thinking ? { thinking: profile.thinking } : {}),
             ...(profile.apiKey ? { apiKey: profile.apiKey } : {}),
           }),
@@ -68,5 +80,8 @@ export function createProviderRegistry(profiles: readonly ProviderProfileConfig[
       return config.capabilities;
     },
     profiles: () => profiles,
+    async close() {
+      await Promise.all(pools.map((pool) => pool.close()));
+    },
   };
 }

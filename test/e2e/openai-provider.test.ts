@@ -90,6 +90,8 @@ describe("OpenAI-compatible provider through the whole loop", () => {
     // R2: both steps sent the same tool set, byte for byte.
     const stepRequests = server.requests.slice(-2);
     expect(JSON.stringify(stepRequests[0]!.body.tools)).toBe(JSON.stringify(stepRequests[1]!.body.tools));
+    // The worker's pool of this profile sent the second step on the first step's connection (keep-alive).
+    expect(stepRequests[1]!.connection).toBe(stepRequests[0]!.connection);
     // The second request carried the history in the wire format, with the server-side key.
     const request = server.requests.at(-1)!;
     expect(request.headers.authorization).toBe("Bearer sk-wire");

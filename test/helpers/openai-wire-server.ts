@@ -15,7 +15,7 @@ export type WireScript =
    * written raw, so a test can send `data: [DONE]\n\n`, garbage, or one SSE frame
    * (even one UTF-8 character) split across writes. Each chunk is its own write.
    */
-  | { chunks: Array<object | string | Uint8Array>; delayMs?: number };
+  | { chunks: Array<object | string | Uint8Array>; delayMs?: number; endDelayMs?: number };
 
 export type WireRequest = RecordedRequest;
 
@@ -38,7 +38,12 @@ export async function startOpenAIWireServer(
     const writes = script.chunks.map((chunk) =>
       typeof chunk === "string" || chunk instanceof Uint8Array ? chunk : `data: ${JSON.stringify(chunk)}\n\n`,
     );
-    return { contentType: "text/event-stream", writes, ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}) };
+    return {
+      contentType: "text/event-stream",
+      writes,
+      ...(script.delayMs !== undefined ? { delayMs: script.delayMs } : {}),
+      ...(script.endDelayMs !== undefined ? { endDelayMs: script.endDelayMs } : {}),
+    };
   });
   return { baseUrl: `${wire.origin}/v1`, requests: wire.requests, close: wire.close };
 }

@@ -22,6 +22,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** When the whole request had arrived (`Date.now()`). */
   at: number;
+  /** The TCP connection it came on, numbered 1, 2... as the server accepted them: equal numbers mean a reused connection. */
+  connection: number;
   /** Resolves when the response is over: "aborted" if the client closed the connection before the end. */
   outcome: Promise<"completed" | "aborted">;
 }
@@ -29,8 +31,8 @@ export interface RecordedRequest {
 export type WireResponse =
   /** A plain (error) response, with headers of its own (`retry-after`, rate-limit headers). */
   | { status: number; body: string; headers?: Record<string, string> }
-  /** A streamed 200 response: each write is its own `res.write`, `delayMs` apart. */
-  | { contentType: string; writes: Array<string | Uint8Array>; delayMs?: number };
+  /** A streamed 200 response: each write is its own `res.write`, `delayMs` apart; the body ends `endDelayMs` after the last. */
+  | { contentType: string; writes: Array<string | Uint8Array>; delayMs?: number; endDelayMs?: number };
 
 export interface WireServer {
   /** `http://127.0.0.1:<port>`. */
@@ -43,6 +45,8 @@ export async function startWireServer(
   respondTo: (request: Omit<RecordedRequest, "outcome">) => Promise<WireResponse>,
 ): Promise<WireServer> {
   const requests: RecordedRequest[] = [];
+  const connections = new WeakMap<object, number>();
+  let accepted = 0;
   const server = createServer((req, res) => {
     let outcomeResolve: (outcome: "completed" | "aborted") => void = () => undefined;
     const outcome = new Promise<"completed" | "aborted">((resolve) => (outcomeResolve = resolve));
@@ -62,6 +66,7 @@ export async function startWireServer(
           rawBody: text,
           headers: req.headers,
           at: Date.now(),
+          connection: connections.get(req.socket) ?? 0,
         };
         requests.push({ ...request, outcome });
         await respond(res, await respondTo(request));
@@ -73,6 +78,7 @@ export async function startWireServer(
     });
   });
 
+  server.on("connection", (socket) => connections.set(socket, ++accepted));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
 
@@ -103,6 +109,7 @@ async function respond(res: ServerResponse, response: WireResponse): Promise<voi
     if (res.destroyed) return;
     res.write(write);
   }
+  if (response.endDelayMs) await pause(res, response.endDelayMs);
   res.end();
 }
 
