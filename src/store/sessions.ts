@@ -28,17 +28,34 @@ async function sessionWithProject(
   return row;
 }
 
-/** Whose project a run works in: its tenant, project and session; undefined for no such run. */
+/**
+ * Whose project a run works in (its tenant, project and session), with its session's and
+ * project's rows, in one read: a run's first job needs all of them (worker/session-context-cache.ts).
+ * Undefined for no such run.
+ */
 async function readRunScope(
   db: DbExecutor,
   runId: RunId,
-): Promise<{ tenantId: TenantId; projectId: ProjectId; sessionId: SessionId } | undefined> {
+): Promise<
+  | {
+      scope: { tenantId: TenantId; projectId: ProjectId; sessionId: SessionId };
+      session: typeof sessions.$inferSelect;
+      project: typeof projects.$inferSelect;
+    }
+  | undefined
+> {
   const [row] = await db
-    .select({ tenantId: runs.tenantId, projectId: sessions.projectId, sessionId: runs.sessionId })
+    .select({ tenantId: runs.tenantId, session: sessions, project: projects })
     .from(runs)
     .innerJoin(sessions, eq(sessions.id, runs.sessionId))
+    .innerJoin(projects, eq(projects.id, sessions.projectId))
     .where(eq(runs.id, runId));
-  return row;
+  if (!row) return undefined;
+  return {
+    scope: { tenantId: row.tenantId, projectId: row.session.projectId, sessionId: row.session.id },
+    session: row.session,
+    project: row.project,
+  };
 }
 
 /** The last event sequence number of each of these sessions (the SSE streams' watch). */

@@ -36,23 +36,29 @@ export interface RunScope {
 export function createSessionContextCache(store: Pick<Store, "sessions">, maxEntries = 10_000): SessionContextCache {
   const entries = new Map<string, SessionContext>();
   const runScopes = new Map<string, RunScope>();
+  const remember = (sessionId: SessionId, context: SessionContext) => {
+    if (entries.has(sessionId)) return;
+    if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
+    entries.set(sessionId, context);
+  };
   return {
     async scopeOfRun(runId) {
       const cached = runScopes.get(runId);
       if (cached) return cached;
-      const row = await store.sessions.readRunScope(runId);
-      if (!row) return undefined;
+      // The session's and project's rows come with it: the run's first step reads them next.
+      const read = await store.sessions.readRunScope(runId);
+      if (!read) return undefined;
       if (runScopes.size >= maxEntries) runScopes.delete(runScopes.keys().next().value as string);
-      runScopes.set(runId, row);
-      return row;
+      runScopes.set(runId, read.scope);
+      remember(read.scope.sessionId, { session: read.session, project: read.project });
+      return read.scope;
     },
     async get(sessionId) {
       const cached = entries.get(sessionId);
       if (cached) return cached;
       const row = await store.sessions.sessionWithProject(sessionId);
       if (!row) throw new FoyaError("internal", `session ${sessionId} has no project`);
-      if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
-      entries.set(sessionId, row);
+      remember(sessionId, row);
       return row;
     },
   };

@@ -83,7 +83,10 @@ describe("store.sessions deletion", () => {
 describe("store.sessions reads", () => {
   it("a run's scope, a session with its project, and what the gateway judges by; undefined for unknown ids", async () => {
     const { run, tenantId, projectId, sessionId } = await placedRun(db);
-    expect(await db.store.sessions.readRunScope(run.id)).toEqual({ tenantId, projectId, sessionId });
+    const read = await db.store.sessions.readRunScope(run.id);
+    expect(read?.scope).toEqual({ tenantId, projectId, sessionId });
+    expect(read?.session.id).toBe(sessionId);
+    expect(read?.project).toMatchObject({ id: projectId, workspacePath: "/nonexistent" });
     expect(await db.store.sessions.readRunScope("run_missing")).toBeUndefined();
     const joined = await db.store.sessions.sessionWithProject(sessionId);
     expect(joined?.session.id).toBe(sessionId);
