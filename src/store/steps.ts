@@ -297,7 +297,8 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
     calls,
   });
   if (!row || row.committed === 0) return null;
-  const placement = row.placement_host !== null && row.placement_epoch !== null ? { hostId: row.placement_host, epoch: row.placement_epoch } : null;
+  const placement =
+    row.placement_host !== null && row.placement_epoch !== null ? { hostId: row.placement_host, epoch: row.placement_epoch } : null;
   return { events: appendedEvents(held.sessionId, events, row), placement };
 }
 

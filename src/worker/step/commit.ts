@@ -38,7 +38,9 @@ async function commitWithCalls(deps: CommitStepDeps, prepared: PreparedStep, res
   const batch = { kind: "batch", stepIndex: step.index } as const;
   await Promise.all([
     deps.bus.publish(events),
-    deps.dispatcher.dispatch([{ runId: run.id, tenantId: run.tenantId, next: batch, redispatches: 0, ...(placement ? { placement } : {}) }]),
+    deps.dispatcher.dispatch([
+      { runId: run.id, tenantId: run.tenantId, next: batch, redispatches: 0, ...(placement ? { placement } : {}) },
+    ]),
   ]);
   return true;
 }
