@@ -39,6 +39,7 @@ import type { AnyTool } from "./tools/tool.js";
 import { createToolCatalog, type ToolCatalog } from "./mcp/tool-catalog.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/tool-registry.js";
 import { createKnownTrees, type KnownTrees } from "./checkpoints/known-trees.js";
+import { createCurrentCopies, type CurrentCopies } from "./workspace/host-copies.js";
 import { createHostRequests, type HostRequests } from "./hosts/host-requests.js";
 
 /**
@@ -73,6 +74,8 @@ export interface Services {
   /** Hands workspaces made before per-tenant uids to their tenant's uid, once per process. */
   workspaceOwnership: WorkspaceOwnership;
   knownTrees: KnownTrees;
+  /** The host copies this process found current (SPEC W3), so a batch's check of its copy costs no file access. */
+  currentCopies: CurrentCopies;
   executor: ToolExecutor;
   /** Per project: the tools above plus its MCP servers' tools (SPEC M1), from `mcp` (a project's stdio servers listed by its host, SPEC W3). Jobs use this. */
   catalog: ToolCatalog;
@@ -187,6 +190,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
     tenantSettings: createTenantSettingsCache(store),
     workspaceOwnership: createWorkspaceOwnership(),
     knownTrees: createKnownTrees(),
+    currentCopies: createCurrentCopies(),
   };
   const mcpViaWorkers = createMcpConnectionsViaWorkers({
     connection: redis,

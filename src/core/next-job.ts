@@ -15,4 +15,11 @@ export interface DispatchRequest {
   tenantId: TenantId;
   next: NextJob;
   redispatches: number;
+  /**
+   * A batch's project placement as the statement that decided the batch read it (SPEC W3). Used
+   * without asking Postgres again when it names the dispatching process's own host, which is live
+   * while the process runs; a placement that moved on meanwhile is refused by the batch's claim,
+   * like one that moves after it was read.
+   */
+  placement?: { hostId: string; epoch: number };
 }

@@ -84,7 +84,7 @@ export function createDispatcher(options: {
       return;
     }
     // No live host: the run keeps its outbox entry and the sweeper enqueues it once one is back.
-    const placement = await options.place(request.runId);
+    const placement = request.placement?.hostId === options.hostId ? request.placement : await options.place(request.runId);
     if (!placement) return;
     const batch: ToolBatchJobData = {
       ...data,

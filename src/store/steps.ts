@@ -2,7 +2,7 @@ import { and, asc, eq, sql } from "drizzle-orm";
 import type { EventBody, NewEvent, SessionEvent, StepRef } from "../core/events.js";
 import type { AssistantToolCall, ReasoningBlock } from "../core/history.js";
 import type { Database } from "../db/client.js";
-import { events, messages, runs, steps, toolCalls } from "../db/schema.js";
+import { events, messages, projectPlacements, runs, sessions, steps, toolCalls } from "../db/schema.js";
 import { type MessageId, type RunId, type SessionId, type StepId, type TenantId, newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
 import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
@@ -204,7 +204,10 @@ interface CommitStepParams extends HeldRunParams, EndStepParams {
   calls: string;
 }
 
-const commitStepStatement = statement<CommitStepParams, { committed: number } & AppendedRow>(
+const commitStepStatement = statement<
+  CommitStepParams,
+  { committed: number; placement_host: string | null; placement_epoch: number | null } & AppendedRow
+>(
   "commit_step",
   `with committed_run as (
      update ${tbl(runs)} set ${col(runs.nextJob)} = :nextJob::jsonb, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
@@ -224,12 +227,25 @@ const commitStepStatement = statement<CommitStepParams, { committed: number } & 
      from ended_step e, jsonb_to_recordset(:calls::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text, pre_grant jsonb)
      on conflict do nothing
    ),
-   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from committed_run)")}
-   select (select count(*) from committed_run)::int as committed, ${appendedColumns}`,
+   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from committed_run)")},
+   placement as (
+     select pp.${col(projectPlacements.hostId)} as host_id, pp.${col(projectPlacements.epoch)}::float8 as epoch from ${tbl(projectPlacements)} pp
+     where pp.${col(projectPlacements.projectId)} = (select se.${col(sessions.projectId)} from ${tbl(sessions)} se where se.${col(sessions.id)} = :sessionId)
+       and :nextJob::jsonb is not null
+   )
+   select (select count(*) from committed_run)::int as committed, ${appendedColumns},
+     (select host_id from placement) as placement_host, (select epoch from placement) as placement_epoch`,
 );
 
+/** A committed step: its events, and where its project was placed at the commit (none: not placed, or released). */
+export interface CommittedStep {
+  events: SessionEvent[];
+  /** Read with the commit so that dispatching the batch needs no statement of its own (SPEC W3: the batch's claim checks it). */
+  placement: { hostId: string; epoch: number } | null;
+}
+
 /** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
-async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<SessionEvent[] | null> {
+async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<CommittedStep | null> {
   const stepRef: StepRef = { index: step.index, attempt: step.attempt };
   const finishReason = result.finish?.reason ?? "other";
   const stopReason = result.finish?.stopReason ?? null;
@@ -281,7 +297,9 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
     calls,
   });
   if (!row || row.committed === 0) return null;
-  return appendedEvents(held.sessionId, events, row);
+  const placement =
+    row.placement_host !== null && row.placement_epoch !== null ? { hostId: row.placement_host, epoch: row.placement_epoch } : null;
+  return { events: appendedEvents(held.sessionId, events, row), placement };
 }
 
 /**

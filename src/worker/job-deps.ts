@@ -20,6 +20,7 @@ import type { ToolRegistry } from "../tools/tool-registry.js";
 import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { WorkspaceOwnership } from "../workspace/project-workspace.js";
 import type { KnownTrees } from "../checkpoints/known-trees.js";
+import type { CurrentCopies } from "../workspace/host-copies.js";
 
 /**
  * Everything the worker's modules may be handed, one field per shared dependency. The
@@ -59,4 +60,6 @@ export interface JobDeps {
   workspaceOwnership: WorkspaceOwnership;
   /** The last checkpointed tree of each project this process captured (SPEC W1). */
   knownTrees: KnownTrees;
+  /** The host copies this process found current (SPEC W3). */
+  currentCopies: CurrentCopies;
 }

@@ -45,16 +45,44 @@ export type ClaimedCopy =
   | { kind: "absent" };
 
 /**
- * Makes the host's copy of a project that of this placement before a batch uses it. Runs under
- * the project's lock; the removal of a stale copy goes on after it, in the background.
+ * What one process knows of the copies it found current: the epoch each project's marker named,
+ * and when it last touched the marker. An epoch is never given twice, so a copy once found
+ * current for an epoch stays so for every batch of that epoch the batch's claim lets through
+ * (a newer placement comes with a newer epoch); only the touch, which orders evictions, is kept
+ * from going out more often than `touchEveryMs`.
  */
-export async function claimHostCopy(root: string, ref: HostCopyRef, epoch: number): Promise<ClaimedCopy> {
+export interface CurrentCopies {
+  readonly touchEveryMs: number;
+  readonly byProject: Map<string, { epoch: number; touchedAtMs: number }>;
+}
+
+export function createCurrentCopies(touchEveryMs = 5_000): CurrentCopies {
+  return { touchEveryMs, byProject: new Map() };
+}
+
+/**
+ * Makes the host's copy of a project that of this placement before a batch uses it. Runs under
+ * the project's lock; the removal of a stale copy goes on after it, in the background. With
+ * `known`, a copy this process already found current costs no file system call most of the time.
+ */
+export async function claimHostCopy(root: string, ref: HostCopyRef, epoch: number, known?: CurrentCopies): Promise<ClaimedCopy> {
   const folder = hostWorkspacePath(root, ref);
   const marker = markerPath(root, ref);
+  const key = path.join(root, ref.projectId);
+  const seen = known?.byProject.get(key);
+  const remember = () => known?.byProject.set(key, { epoch, touchedAtMs: Date.now() });
+  if (seen?.epoch === epoch) {
+    if (Date.now() - seen.touchedAtMs >= (known?.touchEveryMs ?? 0)) {
+      await touch(marker);
+      remember();
+    }
+    return { kind: "current" };
+  }
   // The common case needs no lock: nothing changes a copy's marker while its placement's batches
   // run (an eviction releases only an idle project, and the cleanup leaves current copies alone).
   if ((await readEpoch(marker)) === epoch) {
     await touch(marker);
+    remember();
     return { kind: "current" };
   }
   let aside: string | undefined;
@@ -62,6 +90,7 @@ export async function claimHostCopy(root: string, ref: HostCopyRef, epoch: numbe
     const recorded = await readEpoch(marker);
     if (recorded === epoch) {
       await touch(marker);
+      remember();
       return { kind: "current" };
     }
     const present = await isFolder(folder);
@@ -73,6 +102,7 @@ export async function claimHostCopy(root: string, ref: HostCopyRef, epoch: numbe
       kind = "stale";
     }
     await writeEpoch(marker, epoch);
+    remember();
     return { kind } as ClaimedCopy;
   });
   if (aside) void removeTreeGradually(aside, removal).catch(() => {});

@@ -53,11 +53,27 @@ describe("store.steps", () => {
     expect((await runRow(db, placed.run.id)).nextJob).toEqual(stepJob);
   });
 
+  it("W3: a commit that hands the run to a batch answers the project's placement as it read it, so the batch is dispatched without another statement", async () => {
+    const placed = await placedRun(db);
+    await db.store.workers.renewWorker({ id: `w-${placed.projectId}`, host: "host-commit", pid: 1, jobs: {}, commands: 0 });
+    const placement = await db.store.placements.placeProject({ projectId: placed.projectId }, 5000);
+    expect(placement).toMatchObject({ hostId: "host-commit" });
+    const committed = await db.store.steps.commitStep(await claimedStep(db, placed), step, answer(["probe"]));
+    expect(committed?.placement).toEqual({ hostId: "host-commit", epoch: placement?.epoch });
+    // Released (its host found dead): the commit names no host, and the dispatcher places the project again.
+    await db.query("update workers set last_seen_at = now() - interval '1 minute' where host = 'host-commit'");
+    expect(await db.store.placements.releaseHostPlacements("host-commit", 5000)).toHaveLength(1);
+    const again = await placedRun(db);
+    await db.query("update sessions set project_id = $1 where id = $2", [placed.projectId, again.sessionId]);
+    const next = await db.store.steps.commitStep(await claimedStep(db, again), step, answer(["probe"]));
+    expect(next?.placement).toBeNull();
+  });
+
   it("D1, L2: a commit ends the step, writes the assistant message and its calls queued, and hands the run to its batch", async () => {
     const placed = await placedRun(db);
     const held = await claimedStep(db, placed);
-    const events = await db.store.steps.commitStep(held, step, answer(["probe", "read"]));
-    expect(events?.map((event) => event.type)).toEqual(["step_end"]);
+    const committed = await db.store.steps.commitStep(held, step, answer(["probe", "read"]));
+    expect(committed?.events.map((event) => event.type)).toEqual(["step_end"]);
     expect(await db.query("select status, finish_reason, stop_reason from steps where run_id = $1", [placed.run.id])).toEqual([
       { status: "completed", finish_reason: "tool_calls", stop_reason: "tool_use" },
     ]);

@@ -32,11 +32,15 @@ export async function commitStepJob(deps: CommitStepDeps, prepared: PreparedStep
 
 async function commitWithCalls(deps: CommitStepDeps, prepared: PreparedStep, result: StepResult): Promise<boolean> {
   const { run, step } = prepared;
-  const events = await withRetry(() => deps.store.steps.commitStep(run, step, result));
-  if (!events) return false;
+  const committed = await withRetry(() => deps.store.steps.commitStep(run, step, result));
+  if (!committed) return false;
+  const { events, placement } = committed;
+  const batch = { kind: "batch", stepIndex: step.index } as const;
   await Promise.all([
     deps.bus.publish(events),
-    deps.dispatcher.dispatch([{ runId: run.id, tenantId: run.tenantId, next: { kind: "batch", stepIndex: step.index }, redispatches: 0 }]),
+    deps.dispatcher.dispatch([
+      { runId: run.id, tenantId: run.tenantId, next: batch, redispatches: 0, ...(placement ? { placement } : {}) },
+    ]),
   ]);
   return true;
 }
@@ -45,9 +49,9 @@ async function commitWithCalls(deps: CommitStepDeps, prepared: PreparedStep, res
 async function commitLastStep(deps: Pick<JobDeps, "unitOfWork">, prepared: PreparedStep, result: StepResult): Promise<boolean> {
   const { run, step } = prepared;
   const committed = await deps.unitOfWork.transactFenced(async (fx) => {
-    const events = await fx.store.steps.commitStep(run, step, result);
-    if (!events) throw new StaleWorkError();
-    fx.track(events);
+    const committed = await fx.store.steps.commitStep(run, step, result);
+    if (!committed) throw new StaleWorkError();
+    fx.track(committed.events);
     if (!(await endRun(fx, run, "completed", { fence: run.fence }))) throw new StaleWorkError();
     return true;
   });

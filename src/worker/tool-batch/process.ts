@@ -32,6 +32,7 @@ export async function processToolBatchJob(context: JobContext, job: Job<ToolBatc
     deps.config.workspaces.dir,
     { tenantId: scope.run.tenantId, projectId: scope.projectId },
     scope.placement.epoch,
+    deps.currentCopies,
   );
   // What an interrupted batch changed is in a copy only if the batch ran in this one; on a dead host it is lost with it.
   const ranHere = copy.kind === "current" || copy.kind === "adopted";
