@@ -58,11 +58,13 @@ import {
   type CoreRunNotes,
   type PeerFigures,
   type SystemFigures,
+  type CpuSplitFigures,
 } from "./support/core-report.js";
 import { startFakeModelServer, type FakeModelServer } from "./support/fake-model-server.js";
 import { FirstTokenDriver, firstTokenFigures, hopFigures, type FirstTokenSample } from "./support/first-token.js";
 import { runLangGraphFirstNode, type PeerFirstNode } from "./support/langgraph-first-node.js";
 import { envInt } from "./support/env-int.js";
+import { cpuPerStep, type CpuTotals, measureCpu } from "./support/cpu-split.js";
 import { FoyaDriver, stepTimings, type RunRecord } from "./support/foya-driver.js";
 import { preparePeer, runLangGraphPeer } from "./support/langgraph-peer.js";
 import { watchOtherLoad } from "./support/other-load.js";
@@ -105,6 +107,8 @@ const log = (message: string) => console.error(`[bench:core ${new Date().toISOSt
 interface Rate {
   steps: number;
   wallMs: number;
+  /** The window's CPU, by process kind (absent off Linux). */
+  cpu?: CpuTotals | undefined;
 }
 
 const stepsPerSecond = (rates: readonly Rate[]): number => {
@@ -134,21 +138,21 @@ async function foyaSingleRun(driver: FoyaDriver, steps: number): Promise<number[
   return stepTimings(records).interval;
 }
 
-async function foyaConcurrentRuns(driver: FoyaDriver, steps: number): Promise<Rate> {
+async function foyaConcurrentRuns(driver: FoyaDriver, steps: number, workerPids: readonly number[] = []): Promise<Rate> {
   // Sessions first, outside the window: the window starts at the first run's request.
   const sessions = await driver.createSessions(settings.concurrentRuns);
-  const records = await driver.runAll(sessions, steps, timeLeft());
+  const { value: records, cpu } = await measureCpu(workerPids, () => driver.runAll(sessions, steps, timeLeft()));
   assertCompleted(records);
-  return { steps: records.length * steps, wallMs: windowMs(records) };
+  return { steps: records.length * steps, wallMs: windowMs(records), cpu };
 }
 
 async function floorSingleChain(baseline: BaselineDriver, steps: number): Promise<number[]> {
   return chainIntervals(await baseline.runChains(1, steps, timeLeft()));
 }
 
-async function floorConcurrentChains(baseline: BaselineDriver, steps: number): Promise<Rate> {
-  const records = await baseline.runChains(settings.concurrentRuns, steps, timeLeft());
-  return { steps: records.reduce((sum, record) => sum + record.steps, 0), wallMs: windowMs(records) };
+async function floorConcurrentChains(baseline: BaselineDriver, steps: number, workerPids: readonly number[] = []): Promise<Rate> {
+  const { value: records, cpu } = await measureCpu(workerPids, () => baseline.runChains(settings.concurrentRuns, steps, timeLeft()));
+  return { steps: records.reduce((sum, record) => sum + record.steps, 0), wallMs: windowMs(records), cpu };
 }
 
 interface Peer {
@@ -163,6 +167,19 @@ async function peerSingleThread(peer: Peer): Promise<number> {
 async function peerConcurrentThreads(peer: Peer): Promise<Rate> {
   const result = await runLangGraphPeer(peer.dir, peer.database.url, settings.concurrentRuns, settings.throughputSteps, timeLeft());
   return { steps: result.chains * result.steps, wallMs: result.wallSec * 1000 };
+}
+
+/** A CPU split with its figures rounded for the report. */
+function roundSplit(split: ReturnType<typeof cpuPerStep>): CpuSplitFigures | null {
+  if (!split) return null;
+  return {
+    machineMs: round(split.machineMs),
+    postgresMs: round(split.postgresMs),
+    redisMs: round(split.redisMs),
+    workersMs: round(split.workersMs),
+    benchMs: round(split.benchMs),
+    otherMs: round(split.otherMs),
+  };
 }
 
 // --- the run ------------------------------------------------------------------
@@ -310,6 +327,9 @@ async function main(): Promise<void> {
       floorBurstHop: [],
     };
     const { latencySteps, throughputSteps, warmupSteps } = settings;
+    /** The worker processes running now, whose CPU the 64-run windows count. */
+    const foyaPids = [foya1.pid];
+    const floorPids = [floor1.pid];
 
     /** Not measured: JIT, connections and caches of the workers, Postgres and the peer's tables. */
     const warmUp = async (workers: string) => {
@@ -348,7 +368,7 @@ async function main(): Promise<void> {
       }
     };
     const floorConcurrent = async (into: Rate[]) => {
-      for (let i = 0; i < settings.floorRepeats; i++) into.push(await floorConcurrentChains(floor, throughputSteps));
+      for (let i = 0; i < settings.floorRepeats; i++) into.push(await floorConcurrentChains(floor, throughputSteps, floorPids));
     };
     /** Round A: single runs, then 64 runs on one worker; the second round turns both orders around. */
     const roundA = async (second: boolean) => {
@@ -368,7 +388,7 @@ async function main(): Promise<void> {
         }
       };
       const concurrent: Array<[string, () => Promise<void>]> = [
-        ["Foya", async () => void s.foyaOne.push(await foyaConcurrentRuns(driver, throughputSteps))],
+        ["Foya", async () => void s.foyaOne.push(await foyaConcurrentRuns(driver, throughputSteps, foyaPids))],
         ["floor", () => floorConcurrent(s.floorOne)],
       ];
       if (livePeer) concurrent.push(["LangGraph", async () => void s.peerConcurrent.push(await peerConcurrentThreads(livePeer))]);
@@ -392,7 +412,7 @@ async function main(): Promise<void> {
     /** Round B: 64 runs on two workers. */
     const roundB = async (second: boolean) => {
       const measures: Array<[string, () => Promise<void>]> = [
-        ["Foya", async () => void s.foyaTwo.push(await foyaConcurrentRuns(driver, throughputSteps))],
+        ["Foya", async () => void s.foyaTwo.push(await foyaConcurrentRuns(driver, throughputSteps, foyaPids))],
         ["floor", () => floorConcurrent(s.floorTwo)],
       ];
       if (second) measures.reverse();
@@ -410,11 +430,15 @@ async function main(): Promise<void> {
       start("Foya worker 2", startFoyaWorker(benchEnv.env, "foya-worker-2")),
       start("floor worker 2", startBaselineWorker(benchEnv, config, "floor-worker-2")),
     ]);
+    foyaPids.push(foya2.pid);
+    floorPids.push(floor2.pid);
     await warmUp("two workers each");
     await roundB(false);
     await roundB(true);
     await Promise.all([stop(foya2), stop(floor2)]);
     log("worker 2 of each stopped");
+    foyaPids.pop();
+    floorPids.pop();
     await roundA(true);
     await Promise.all([stop(foya1), stop(floor1)]);
     const peerFirstNode: PeerFirstNode | undefined = livePeer
@@ -462,6 +486,7 @@ async function main(): Promise<void> {
           peer: peerFirstNode ? hopFigures(peerFirstNode.burst) : null,
         },
       ),
+      { foya: roundSplit(cpuPerStep(s.foyaOne)), floor: roundSplit(cpuPerStep(s.floorOne)) },
     );
 
     log("cleaning up");
