@@ -50,8 +50,10 @@ export interface SessionFeedDeps {
   bus: Pick<EventBus, "subscribe">;
   sequences: SessionSequenceWatch;
   logger: Logger;
-  /** Frames kept per session for streams that are behind; older ones are read from Postgres. */
+  /** Frames kept per session for streams that are behind (1,024); older ones are read from Postgres. */
   windowSize?: number;
+  /** The same window's bound in bytes (4 MiB): events with long texts keep fewer frames. */
+  windowBytes?: number;
 }
 
 const fillPage = 500;
@@ -96,9 +98,11 @@ interface OpenFeed extends SessionFeed {
 
 function openFeed(deps: SessionFeedDeps, tenantId: TenantId, sessionId: SessionId): OpenFeed {
   const windowSize = deps.windowSize ?? 1024;
+  const windowBytes = deps.windowBytes ?? 4 * 1024 * 1024;
   const listeners = new Set<() => void>();
-  /** frames[i].seq === base + i. */
+  /** frames[i].seq === head - frames.length + 1 + i. */
   let frames: Frame[] = [];
+  let bytes = 0;
   let head = 0;
   let closed = false;
   let unsubscribe: () => void = () => undefined;
@@ -118,10 +122,19 @@ function openFeed(deps: SessionFeedDeps, tenantId: TenantId, sessionId: SessionI
     });
   };
   const append = (event: SessionEvent) => {
-    frames.push(frameOf(event));
+    const frame = frameOf(event);
+    frames.push(frame);
+    bytes += frame.bytes.length;
     head = event.seq;
-    // Trimmed by half a window at a time, so the copy is rare.
-    if (frames.length > windowSize + windowSize / 2) frames = frames.slice(frames.length - windowSize);
+    // Trimmed by a third at a time, so the copy is rare; the newest frame always stays.
+    if (frames.length > windowSize * 1.5 || bytes > windowBytes * 1.5) {
+      let drop = Math.max(0, frames.length - windowSize);
+      let kept = bytes;
+      for (let i = 0; i < drop; i++) kept -= (frames[i] as Frame).bytes.length;
+      while (kept > windowBytes && drop < frames.length - 1) kept -= (frames[drop++] as Frame).bytes.length;
+      frames = frames.slice(drop);
+      bytes = kept;
+    }
   };
   const warn = (error: unknown) =>
     deps.logger.warn(
@@ -132,9 +145,11 @@ function openFeed(deps: SessionFeedDeps, tenantId: TenantId, sessionId: SessionI
   const fill = async (upTo: number) => {
     for (;;) {
       const batch = await deps.store.events.readEvents(tenantId, sessionId, head, { limit: fillPage, upTo });
+      const from = head;
       for (const event of batch) if (event.seq === head + 1) append(event);
       notify();
-      if (batch.length < fillPage) return;
+      // A short page is the end; a page that moved nothing (never, the log is gap-free) must not loop.
+      if (batch.length < fillPage || head === from) return;
     }
   };
   /** Handles live events in order, a gap filled from Postgres first: synchronous unless there is a gap. */
@@ -213,6 +228,7 @@ function openFeed(deps: SessionFeedDeps, tenantId: TenantId, sessionId: SessionI
       closed = true;
       listeners.clear();
       frames = [];
+      bytes = 0;
       pending = [];
       unsubscribe();
       unwatch();
