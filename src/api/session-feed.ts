@@ -82,10 +82,10 @@ export function createSessionFeeds(deps: SessionFeedDeps): SessionFeeds {
           if (released) return;
           released = true;
           current.users -= 1;
-          if (current.users === 0 && feeds.get(key) === current) {
-            feeds.delete(key);
-            current.feed.close();
-          }
+          if (current.users > 0) return;
+          // Closed with its last stream, also when it failed to start and is no longer handed out.
+          if (feeds.get(key) === current) feeds.delete(key);
+          current.feed.close();
         },
       };
     },
