@@ -36,6 +36,7 @@ import { registerSessionRoutes } from "./routes/session-routes.js";
 import { registerTenantRoutes } from "./routes/tenant-routes.js";
 import { registerToolRoutes } from "./routes/tool-routes.js";
 import { registerWebhookRoutes } from "./routes/webhook-routes.js";
+import { createSessionFeeds } from "./session-feed.js";
 import { createSessionSequenceWatch } from "./session-sequence-watch.js";
 
 /**
@@ -148,7 +149,13 @@ export function createApp(services: ApiServices): App {
       max: limits.maxStreamsPerTenant,
       ttlMs: Math.max(5_000, 3 * config.api.sseKeepaliveMs),
     }),
-    sequences: createSessionSequenceWatch(services.store, config.api.sseKeepaliveMs, logger),
+    // One feed per session with open streams in this process: one subscription, parse, frame and gap fill per event.
+    feeds: createSessionFeeds({
+      store: services.store,
+      bus: services.bus,
+      sequences: createSessionSequenceWatch(services.store, config.api.sseKeepaliveMs, logger),
+      logger,
+    }),
   });
   registerToolRoutes(app, services);
   registerFileChangeRoutes(app, services);

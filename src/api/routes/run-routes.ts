@@ -15,7 +15,7 @@ import {
 } from "../schemas.js";
 import { serializeRun } from "../serialize.js";
 import { streamSessionEvents } from "../session-event-stream.js";
-import type { SessionSequenceWatch } from "../session-sequence-watch.js";
+import type { SessionFeeds } from "../session-feed.js";
 import { findSession, idOf } from "./find-owned.js";
 
 const startRun = createRoute({
@@ -77,10 +77,10 @@ const listEvents = createRoute({
   },
 });
 
-/** What the event stream route needs besides the services: the tenant's stream slots and the process's sequence watch. */
+/** What the event stream route needs besides the services: the tenant's stream slots and the process's session feeds. */
 export interface EventStreamSupport {
   slots: EventStreamSlots;
-  sequences: SessionSequenceWatch;
+  feeds: SessionFeeds;
 }
 
 export function registerRunRoutes(app: App, services: ApiServices, streams: EventStreamSupport): void {
@@ -128,7 +128,7 @@ export function registerRunRoutes(app: App, services: ApiServices, streams: Even
         afterSeq,
         keepaliveMs: services.config.api.sseKeepaliveMs,
         slot,
-        sequences: streams.sequences,
+        feeds: streams.feeds,
       }) as never;
     }
     const events = await services.store.events.readEvents(tenantId, session.id, query.after, { limit: query.limit });
