@@ -28,7 +28,7 @@
  * slots holds three windows. An unmeasured warm-up precedes the first round and follows
  * the start of the second workers.
  *
- * Time to first token (issue 32), in both A rounds on one worker: runs posted over HTTP to the
+ * Time to first token, in both A rounds on one worker: runs posted over HTTP to the
  * API in this process, each in a new session whose provider profile is a fake OpenAI-compatible
  * server in this process (first-token.ts), from the POST to the run's model request arriving
  * there; one run at a time, then bursts of 50 at once. The floor: one bare BullMQ hop, enqueue →

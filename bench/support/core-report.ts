@@ -31,7 +31,7 @@ export interface CoreReport {
     /** Foya's steps/s on two worker processes divided by one. */
     foyaTwoWorkersOverOne: number;
   };
-  /** Time to first token and burst starts (issue 32). */
+  /** Time to first token and burst starts (docs/performance.md, "First token and bursts"). */
   firstToken: FirstTokenReport;
   /** Machine CPU per step with 64 runs on one worker, split; null off Linux. */
   cpuPerStep: { foya: CpuSplitFigures | null; floor: CpuSplitFigures | null };
@@ -69,7 +69,7 @@ export interface FirstTokenReport {
   };
 }
 
-/** Issue 32's goals, in ms. */
+/** The first-token goals, in ms (docs/performance.md). */
 const firstTokenGoals = { singleP50: 8, singleP99: 25, burstP99: 150 };
 
 export function buildFirstTokenReport(single: FirstTokenReport["single"], burst: FirstTokenReport["burst"]): FirstTokenReport {
@@ -288,7 +288,7 @@ function firstTokenLines(report: FirstTokenReport): string[] {
     `first token: one run at a time (${single.foya.samples} runs) and ${burst.bursts} bursts of ${burst.runs} runs, each in a new session; ` +
       `model requests on a reused connection: ${single.foya.reusedConnections} of ${single.foya.samples} and ${burst.foya.reusedConnections} of ${burst.foya.samples}`,
     table(rows),
-    "goals (issue 32; commit → request lies between the answered and sent figures):",
+    "goals (commit → request lies between the answered and sent figures):",
     table([
       [
         `one run: p50 ≤ ${firstTokenGoals.singleP50} ms, p99 ≤ ${firstTokenGoals.singleP99} ms (POST answered → request)`,

@@ -5,7 +5,7 @@ import { benchMarker, type FakeModelServer } from "./fake-model-server.js";
 import { distribution, round } from "./stats.js";
 
 /**
- * Time to first token (issue 32): from a run's POST, over real HTTP to the API in the
+ * Time to first token: from a run's POST, over real HTTP to the API in the
  * benchmark process, to its first model request arriving at the fake model server
  * (fake-model-server.ts), through a worker process and its provider client. The commit of the
  * accepted run lies between the POST's sending and its answer, so both are kept: `answered →

@@ -3,7 +3,7 @@ import { Agent, fetch as undiciFetch } from "undici";
 /**
  * A provider profile's HTTP client: one keep-alive connection pool per profile, made once when the
  * registry is built and reused by every request of the profile, so a step's request goes out on a
- * connection already open (no TCP or TLS handshake before the first token, issue 32). Profiles do
+ * connection already open (no TCP or TLS handshake before the first token). Profiles do
  * not share connections: one provider's slow or broken connections never hold another's requests.
  *
  * Idle connections stay open `keepAliveMs` when the server does not say how long it keeps them
