@@ -19,13 +19,9 @@ export type { RunRow };
  * job as the run's next job.
  */
 async function activateRun(effects: Effects, run: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">): Promise<number> {
-  const { ordinal, next } = await effects.store.runs.placeRun(run);
-  await effects.store.messages.insertMessage(
-    { tenantId: run.tenantId, sessionId: run.sessionId, runId: run.id },
-    { runOrdinal: ordinal, stepIndex: -1, part: 0, callIndex: 0 },
-    { role: "user", text: run.input },
-  );
-  await effects.emit(run.tenantId, run.sessionId, [{ runId: run.id, step: null, body: { type: "run_start", runId: run.id, ordinal } }]);
+  // Its place, its first job, the user message and `run_start`, in one statement.
+  const { ordinal, next, events } = await effects.store.runs.activateRun(run);
+  effects.track(events);
   effects.dispatch({ runId: run.id, tenantId: run.tenantId, next, redispatches: 0 });
   return ordinal;
 }

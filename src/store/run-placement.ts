@@ -1,9 +1,14 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import type { NewEvent, SessionEvent } from "../core/events.js";
+import type { HistoryMessage } from "../core/history.js";
 import type { NextJob } from "../core/next-job.js";
 import type { Database } from "../db/client.js";
-import { runs, sessions } from "../db/schema.js";
-import { type RunId, type SessionId, type TenantId, newId } from "../ids.js";
+import { events, messages, runs, sessions } from "../db/schema.js";
+import { type MessageId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
+import { appendedEvents, type AppendedRow } from "./events.js";
+import { run, statement } from "./named-sql.js";
 import type { RunRow } from "./run-rows.js";
+import { col, tbl, type Queryable } from "./sql-text.js";
 
 /**
  * A run's place in its session (SPEC X6): created `queued`, given its ordinal and first job when
@@ -43,6 +48,70 @@ export async function placeRun(tx: Database, queued: { id: RunId; sessionId: Ses
     .returning({ id: runs.id });
   if (placed.length === 0) throw new Error(`run ${queued.id} already has a place`);
   return { ordinal: session.runCount, next };
+}
+
+/**
+ * activateRun
+ * Guard: the run has no place yet (a run placed twice is a bug: it throws); the caller's transaction
+ * decided it may start (a free slot, SPEC X5). Params: the run, its input.
+ * Result: its ordinal, its first job and its `run_start` event; nothing written for a run placed
+ * already. In one statement what `placeRun`,
+ * the user message's insert and the event's append did in four round trips: the session's run
+ * count, active run and event counter move in one update (a statement may update a row once).
+ */
+const activateRunStatement = statement<
+  { runId: RunId; tenantId: TenantId; sessionId: SessionId; next: string; messageId: MessageId; message: string },
+  { ordinal: number | null } & AppendedRow
+>(
+  "activate_run",
+  `with placed_session as (
+     update ${tbl(sessions)} set ${col(sessions.runCount)} = ${col(sessions.runCount)} + 1, ${col(sessions.activeRunId)} = :runId,
+       ${col(sessions.eventSeq)} = ${col(sessions.eventSeq)} + 1
+     where ${col(sessions.id)} = :sessionId
+       and exists (select 1 from ${tbl(runs)} r where r.${col(runs.id)} = :runId and r.${col(runs.ordinal)} is null)
+     returning ${col(sessions.runCount)} as run_count, ${col(sessions.eventSeq)} as event_seq
+   ),
+   placed_run as (
+     update ${tbl(runs)} set ${col(runs.ordinal)} = (select run_count from placed_session), ${col(runs.nextJob)} = :next::jsonb,
+       ${col(runs.redispatches)} = 0, ${col(runs.updatedAt)} = now()
+     where ${col(runs.id)} = :runId and ${col(runs.ordinal)} is null and exists (select 1 from placed_session)
+     returning ${col(runs.ordinal)} as ordinal
+   ),
+   user_message as (
+     insert into ${tbl(messages)} (${col(messages.id)}, ${col(messages.tenantId)}, ${col(messages.sessionId)}, ${col(messages.runId)},
+       ${col(messages.runOrdinal)}, ${col(messages.stepIndex)}, ${col(messages.part)}, ${col(messages.callIndex)}, ${col(messages.role)}, ${col(messages.content)})
+     select :messageId, :tenantId, :sessionId, :runId, p.ordinal, -1, 0, 0, 'user', :message::jsonb from placed_run p
+     on conflict do nothing
+   ),
+   run_start as (
+     insert into ${tbl(events)} (${col(events.sessionId)}, ${col(events.seq)}, ${col(events.tenantId)}, ${col(events.runId)},
+       ${col(events.stepIndex)}, ${col(events.attempt)}, ${col(events.type)}, ${col(events.data)})
+     select :sessionId, s.event_seq, :tenantId, :runId, null, null, 'run_start',
+       jsonb_build_object('type', 'run_start', 'runId', :runId::text, 'ordinal', p.ordinal)
+     from placed_session s, placed_run p
+   )
+   select (select ordinal from placed_run) as ordinal,
+     (select event_seq from placed_session where exists (select 1 from placed_run))::float8 as last_seq, now() as appended_at`,
+);
+
+export async function activateRun(
+  on: Queryable,
+  queued: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">,
+): Promise<{ ordinal: number; next: NextJob; events: SessionEvent[] }> {
+  const next: NextJob = { kind: "step", stepIndex: 0 };
+  const message: HistoryMessage = { role: "user", text: queued.input };
+  const [row] = await run(on, activateRunStatement, {
+    runId: queued.id,
+    tenantId: queued.tenantId,
+    sessionId: queued.sessionId,
+    next: JSON.stringify(next),
+    messageId: newId("msg"),
+    message: JSON.stringify(message),
+  });
+  if (!row || row.ordinal === null) throw new Error(`run ${queued.id} has a place already, or its session vanished`);
+  const ordinal = row.ordinal;
+  const started: NewEvent = { runId: queued.id, step: null, body: { type: "run_start", runId: queued.id, ordinal } };
+  return { ordinal, next, events: appendedEvents(queued.sessionId, [started], row) };
 }
 
 /**

@@ -9,7 +9,7 @@ import { gateRules } from "./gate-rules.js";
 import { repository } from "./repository.js";
 import { claimBatch, claimStep } from "./run-claims.js";
 import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseLease, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
-import { insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
+import { activateRun, insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
 import { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
 import { addActivatedTools, countInterruption, finishRun, moveToNextStep, parkRun, resumeParkedRun } from "./run-transitions.js";
 
@@ -37,5 +37,15 @@ export const runsRepository = repository({
     runOfTenant,
     readRun,
   },
-  pg: { claimStep, claimBatch, renewLeases, releaseRunsOfWorker, lostJobCandidates, addActivatedTools, countInterruption, gateRules },
+  pg: {
+    activateRun,
+    claimStep,
+    claimBatch,
+    renewLeases,
+    releaseRunsOfWorker,
+    lostJobCandidates,
+    addActivatedTools,
+    countInterruption,
+    gateRules,
+  },
 });

@@ -196,3 +196,35 @@ describe("store.runs transitions", () => {
     expect(next?.id).toBe(waiting.id);
   });
 });
+
+describe("store.runs activation", () => {
+  it("X6, D5, X4: activating a run gives it the session's next ordinal, its first job (the outbox), the user message and run_start at the next sequence number, in one statement; a second activation throws", async () => {
+    const session = await db.newSession();
+    const queued = async (input: string) =>
+      db.store.transaction((tx) => tx.runs.insertRun({ tenantId: session.tenantId, sessionId: session.sessionId, input }));
+    const first = await queued("first");
+    const second = await queued("second");
+    const a = await db.store.runs.activateRun(first);
+    expect(a.ordinal).toBe(1);
+    expect(a.next).toEqual(stepJob);
+    expect(a.events.map((event) => ({ seq: event.seq, type: event.type, data: event.data }))).toEqual([
+      { seq: 1, type: "run_start", data: { type: "run_start", runId: first.id, ordinal: 1 } },
+    ]);
+    const b = await db.store.runs.activateRun(second);
+    expect([b.ordinal, b.events[0]?.seq]).toEqual([2, 2]);
+    // What was stored is what the caller publishes.
+    expect(await db.store.events.readEvents(session.tenantId, session.sessionId, 0, { limit: 10 })).toEqual([...a.events, ...b.events]);
+    expect(
+      await db.query("select role, content, run_ordinal from messages where session_id = $1 order by run_ordinal", [session.sessionId]),
+    ).toEqual([
+      { role: "user", content: { role: "user", text: "first" }, run_ordinal: 1 },
+      { role: "user", content: { role: "user", text: "second" }, run_ordinal: 2 },
+    ]);
+    expect(await runRow(db, second.id)).toMatchObject({ ordinal: 2, nextJob: stepJob });
+    expect(await db.query("select active_run_id, run_count, event_seq from sessions where id = $1", [session.sessionId])).toEqual([
+      { active_run_id: second.id, run_count: 2, event_seq: "2" },
+    ]);
+    await expect(db.store.runs.activateRun(first)).rejects.toThrow(/has a place already/);
+    expect(await db.query("select run_count from sessions where id = $1", [session.sessionId])).toEqual([{ run_count: 2 }]);
+  });
+});
