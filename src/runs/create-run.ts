@@ -3,7 +3,7 @@ import { FoyaError, notFound } from "../errors.js";
 import type { Failpoints } from "../failpoints.js";
 import { newRunRefusal } from "./quota-refusal.js";
 import type { TenantQuotas } from "../core/tenant-quotas.js";
-import { effectiveQuotas, fullAccessRefusal, readTenantSettings } from "../tenants/tenant-settings.js";
+import { effectiveQuotas, fullAccessRefusal, tenantSettingsOf } from "../tenants/tenant-settings.js";
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError } from "../store/transact.js";
 import type { StoreTx } from "../store/store.js";
@@ -27,15 +27,17 @@ export async function createRun(
     async (fx) => {
       // Lock order everywhere is run, then session (workers lock their run, then bump the
       // session's event counter), so the active run is locked before the session row.
-      const peek = await fx.store.sessions.peekLiveSession(input.tenantId, input.sessionId);
+      // The session, the tenant's settings and its waiting runs in one round trip.
+      const reads = await fx.store.tenantAdmission.newRunReads(input.tenantId, input.sessionId);
+      const peek = reads.session;
       if (!peek) throw notFound("session");
-      const settings = await readTenantSettings(fx.store, input.tenantId);
-      if (!settings) throw notFound("tenant");
+      if (!reads.tenant) throw notFound("tenant");
+      const settings = tenantSettingsOf(reads.tenant);
       if (peek.approvalMode === "full_access") {
         const refusal = fullAccessRefusal(services.config, settings);
         if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
       }
-      await refuseOverQuota(fx.store, input.tenantId, effectiveQuotas(services.config, settings));
+      await refuseOverQuota(fx.store, input.tenantId, effectiveQuotas(services.config, settings), reads.waitingRuns);
       const active = peek.activeRunId ? await fx.store.runs.lockRun(peek.activeRunId) : undefined;
       const session = await fx.store.sessions.lockLiveSession(input.sessionId);
       if (!session) throw notFound("session");
@@ -68,7 +70,7 @@ export async function createRun(
 }
 
 /** Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and the use, and Retry-After. */
-async function refuseOverQuota(tx: StoreTx, tenantId: TenantId, quotas: TenantQuotas): Promise<void> {
-  const refusal = await newRunRefusal(tx.tenantAdmission, tenantId, quotas);
+async function refuseOverQuota(tx: StoreTx, tenantId: TenantId, quotas: TenantQuotas, waitingRuns: number): Promise<void> {
+  const refusal = await newRunRefusal(tx.tenantAdmission, tenantId, quotas, waitingRuns);
   if (refusal) throw new FoyaError("quota_exceeded", refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 }

@@ -47,8 +47,14 @@ export async function useRefusal(
 }
 
 /** Why a new run (a turn, or a sub-agent) may not start: too many runs waiting for a slot, or a use quota reached. */
-export async function newRunRefusal(use: UseReads, tenantId: TenantId, quotas: TenantQuotas): Promise<QuotaRefusal | undefined> {
-  const waiting = await use.countWaitingRuns(tenantId);
+export async function newRunRefusal(
+  use: UseReads,
+  tenantId: TenantId,
+  quotas: TenantQuotas,
+  /** The tenant's waiting runs, when the caller read them already. */
+  waitingRuns?: number,
+): Promise<QuotaRefusal | undefined> {
+  const waiting = waitingRuns ?? (await use.countWaitingRuns(tenantId));
   if (waiting >= quotas.queuedRuns) {
     return {
       quota: "queuedRuns",

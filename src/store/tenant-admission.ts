@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.js";
-import { runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
+import { projects, runs, sessions, steps, tenants, toolCalls } from "../db/schema.js";
 import { tenantStoredBytes } from "./blobs.js";
 import type { RunRow } from "./run-rows.js";
 import { col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
-import type { RunId, TenantId } from "../ids.js";
+import type { RunId, SessionId, TenantId } from "../ids.js";
 
 /**
  * Fair admission of runs (SPEC X5). A run, sub-agents' included, is *admitted* when it gets its
@@ -126,8 +126,67 @@ async function workingRunsByTenant(on: Queryable): Promise<Map<string, number>> 
   return new Map(rows.map((row) => [row.tenant_id, row.working]));
 }
 
+/**
+ * newRunReads
+ * Guard: none (reads, in the accepting transaction). Params: the tenant, the session.
+ * Result: what accepting a turn checks first, in one round trip: the session, if live and of a
+ * live project of this tenant (its active run and approval mode); the tenant's settings, if it
+ * exists; and its runs waiting for a slot (the queuedRuns quota, SPEC X5).
+ */
+const newRunReadsStatement = statement<
+  { tenantId: TenantId; sessionId: SessionId },
+  {
+    session_found: boolean;
+    active_run_id: RunId | null;
+    approval_mode: (typeof sessions.$inferSelect)["approvalMode"] | null;
+    tenant_found: boolean;
+    tool_uid_slot: number | null;
+    full_access: boolean | null;
+    tool_limits: (typeof tenants.$inferSelect)["toolLimits"] | null;
+    quotas: (typeof tenants.$inferSelect)["quotas"] | null;
+    waiting: number;
+  }
+>(
+  "new_run_reads",
+  `select s.${col(sessions.id)} is not null as session_found, s.${col(sessions.activeRunId)} as active_run_id,
+     s.${col(sessions.approvalMode)} as approval_mode,
+     t.${col(tenants.id)} is not null as tenant_found, t.${col(tenants.toolUidSlot)} as tool_uid_slot,
+     t.${col(tenants.fullAccess)} as full_access, t.${col(tenants.toolLimits)} as tool_limits, t.${col(tenants.quotas)} as quotas,
+     (select count(*)::int from ${tbl(runs)} r
+      where r.${col(runs.tenantId)} = :tenantId and r.${col(runs.status)} = 'queued' and r.${col(runs.ordinal)} is null) as waiting
+   from (select 1) as one
+   left join ${tbl(tenants)} t on t.${col(tenants.id)} = :tenantId
+   left join (${tbl(sessions)} s join ${tbl(projects)} p on p.${col(projects.id)} = s.${col(sessions.projectId)} and p.${col(projects.deletedAt)} is null)
+     on s.${col(sessions.id)} = :sessionId and s.${col(sessions.tenantId)} = :tenantId and s.${col(sessions.deletedAt)} is null`,
+);
+
+export interface NewRunReads {
+  session: { activeRunId: RunId | null; approvalMode: (typeof sessions.$inferSelect)["approvalMode"] } | undefined;
+  tenant: Pick<typeof tenants.$inferSelect, "toolUidSlot" | "fullAccess" | "toolLimits" | "quotas"> | undefined;
+  waitingRuns: number;
+}
+
+async function newRunReads(on: Queryable, tenantId: TenantId, sessionId: SessionId): Promise<NewRunReads> {
+  const [row] = await run(on, newRunReadsStatement, { tenantId, sessionId });
+  if (!row) throw new Error("new_run_reads answered no row");
+  return {
+    session: row.session_found
+      ? { activeRunId: row.active_run_id, approvalMode: row.approval_mode as NonNullable<typeof row.approval_mode> }
+      : undefined,
+    tenant: row.tenant_found
+      ? {
+          toolUidSlot: row.tool_uid_slot as number,
+          fullAccess: row.full_access as boolean,
+          toolLimits: row.tool_limits ?? {},
+          quotas: row.quotas ?? {},
+        }
+      : undefined,
+    waitingRuns: row.waiting,
+  };
+}
+
 /** `store.tenantAdmission`. */
 export const tenantAdmissionRepository = repository({
   db: { freeRunSlots, countWorkingRuns, countWaitingRuns, holdSessionSlot, runsWaitingForSlot, tokensToday, storedBytes },
-  pg: { tenantsWithWaitingRuns, workingRunsByTenant },
+  pg: { newRunReads, tenantsWithWaitingRuns, workingRunsByTenant },
 });

@@ -45,3 +45,24 @@ describe("store.tenantAdmission", () => {
     expect(await db.store.transaction((tx) => tx.toolCallSlots.takeCallSlots(batch.tenantId, 1, 5))).toBe(0);
   });
 });
+
+describe("store.tenantAdmission.newRunReads", () => {
+  it("X5, S1: accepting a turn reads the session, the tenant's settings and its waiting runs in one statement; another tenant's session, a deleted one or one of a deleted project reads as none", async () => {
+    const placed = await placedRun(db);
+    const other = await db.newSession();
+    const reads = await db.store.tenantAdmission.newRunReads(placed.tenantId, placed.sessionId);
+    expect(reads.session).toEqual({ activeRunId: placed.run.id, approvalMode: expect.any(String) });
+    expect(reads.tenant).toMatchObject({ fullAccess: false, quotas: {}, toolLimits: {} });
+    expect(reads.waitingRuns).toBe(0);
+    await db.store.transaction((tx) => tx.runs.insertRun({ tenantId: placed.tenantId, sessionId: placed.sessionId, input: "waits" }));
+    expect((await db.store.tenantAdmission.newRunReads(placed.tenantId, placed.sessionId)).waitingRuns).toBe(1);
+    // Another tenant's session is not found, whoever asks; a tenant that does not exist has no settings.
+    expect((await db.store.tenantAdmission.newRunReads(placed.tenantId, other.sessionId)).session).toBeUndefined();
+    const nobody = await db.store.tenantAdmission.newRunReads("ten_nobody" as typeof placed.tenantId, placed.sessionId);
+    expect([nobody.session, nobody.tenant, nobody.waitingRuns]).toEqual([undefined, undefined, 0]);
+    await db.query("update projects set deleted_at = now() where id = $1", [other.projectId]);
+    expect((await db.store.tenantAdmission.newRunReads(other.tenantId, other.sessionId)).session).toBeUndefined();
+    await db.query("update sessions set deleted_at = now() where id = $1", [placed.sessionId]);
+    expect((await db.store.tenantAdmission.newRunReads(placed.tenantId, placed.sessionId)).session).toBeUndefined();
+  });
+});
