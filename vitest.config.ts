@@ -1,5 +1,4 @@
 import { defineConfig } from "vitest/config";
-import LongestFirstSequencer from "./test/helpers/longest-first-sequencer.js";
 import { scratchInMemory } from "./test/helpers/scratch-dir.js";
 
 /**
@@ -21,8 +20,6 @@ export default defineConfig({
     // (CONTRIBUTING.md, "Where the suite's time goes"). Every file still builds its own
     // environment (database, queue prefix, workspaces, services) and closes it.
     isolate: false,
-    // The longest files first, by the durations cached here or recorded in test/file-durations.json.
-    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         extends: true,
