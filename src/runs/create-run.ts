@@ -7,7 +7,7 @@ import { effectiveQuotas, fullAccessRefusal, tenantSettingsOf } from "../tenants
 import { admitOrHold, cancelRunInTransaction, type RunRow } from "./run-lifecycle.js";
 import { TransientConflictError } from "../store/transact.js";
 import type { StoreTx } from "../store/store.js";
-import type { UnitOfWork } from "../unit-of-work/unit-of-work.js";
+import type { Effects, UnitOfWork } from "../unit-of-work/unit-of-work.js";
 import type { Config } from "../config.js";
 import type { ActivePolicy, OnInterrupted } from "../core/session.js";
 import type { SessionId, TenantId } from "../ids.js";
@@ -25,8 +25,6 @@ export async function createRun(
 ): Promise<RunRow> {
   return services.unitOfWork.transact(
     async (fx) => {
-      // Lock order everywhere is run, then session (workers lock their run, then bump the
-      // session's event counter), so the active run is locked before the session row.
       // The session, the tenant's settings and its waiting runs in one round trip.
       const reads = await fx.store.tenantAdmission.newRunReads(input.tenantId, input.sessionId);
       const peek = reads.session;
@@ -38,7 +36,10 @@ export async function createRun(
         if (refusal) throw new FoyaError("full_access_not_granted", `This session uses Full Access. ${refusal}`);
       }
       await refuseOverQuota(fx.store, input.tenantId, effectiveQuotas(services.config, settings), reads.waitingRuns);
-      const active = peek.activeRunId ? await fx.store.runs.lockRun(peek.activeRunId) : undefined;
+      if (!peek.activeRunId) return acceptOnFreeSession(fx, input);
+      // Lock order everywhere is run, then session (workers lock their run, then bump the
+      // session's event counter), so the active run is locked before the session row.
+      const active = await fx.store.runs.lockRun(peek.activeRunId);
       const session = await fx.store.sessions.lockLiveSession(input.sessionId);
       if (!session) throw notFound("session");
       if (session.activeRunId !== peek.activeRunId) throw new TransientConflictError("the session's active run changed");
@@ -67,6 +68,31 @@ export async function createRun(
     },
     { afterCommit: () => services.failpoints.hit("api.after_run_commit") },
   );
+}
+
+/**
+ * The common turn, on a session with no active run: the run is inserted and activated, or holds
+ * the session's slot waiting for one of its tenant's, in one statement that also takes the session
+ * (`acceptRun`). A session that got an active run (or went) since the reads is read again.
+ */
+async function acceptOnFreeSession(
+  fx: Effects,
+  input: { tenantId: TenantId; sessionId: SessionId; input: string; onInterrupted?: OnInterrupted },
+): Promise<RunRow> {
+  const accepted = await fx.store.runs.acceptRun(
+    {
+      tenantId: input.tenantId,
+      sessionId: input.sessionId,
+      input: input.input,
+      ...(input.onInterrupted ? { onInterrupted: input.onInterrupted } : {}),
+    },
+    fx.quotas.activeRuns,
+  );
+  if (!accepted) throw new TransientConflictError("the session got an active run, or went, since it was read");
+  if (accepted.kind === "holding") return accepted.run;
+  fx.track(accepted.events);
+  fx.dispatch({ runId: accepted.run.id, tenantId: accepted.run.tenantId, next: accepted.next, redispatches: 0 });
+  return accepted.run;
 }
 
 /** Refuses a new run past one of the tenant's quotas (SPEC X5) with 429, naming the quota and the use, and Retry-After. */

@@ -3,12 +3,13 @@ import type { NewEvent, SessionEvent } from "../core/events.js";
 import type { HistoryMessage } from "../core/history.js";
 import type { NextJob } from "../core/next-job.js";
 import type { Database } from "../db/client.js";
-import { events, messages, runs, sessions } from "../db/schema.js";
+import { events, messages, runs, sessions, tenants, toolCalls } from "../db/schema.js";
 import { type MessageId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
+import type { OnInterrupted } from "../core/session.js";
 import { appendedEvents, type AppendedRow } from "./events.js";
 import { run, statement } from "./named-sql.js";
 import type { RunRow } from "./run-rows.js";
-import { col, tbl, type Queryable } from "./sql-text.js";
+import { col, rowOf, tbl, type Queryable } from "./sql-text.js";
 
 /**
  * A run's place in its session (SPEC X6): created `queued`, given its ordinal and first job when
@@ -112,6 +113,108 @@ export async function activateRun(
   const ordinal = row.ordinal;
   const started: NewEvent = { runId: queued.id, step: null, body: { type: "run_start", runId: queued.id, ordinal } };
   return { ordinal, next, events: appendedEvents(queued.sessionId, [started], row) };
+}
+
+/**
+ * acceptRun
+ * Guard: the session is live, of the tenant, and has no active run (else nothing is written and
+ * nothing answered: the caller reads again). Params: the new run; the deployment's activeRuns quota.
+ * Result: the run, activated when its tenant has a free slot (SPEC X5: its quota, its own override
+ * else the deployment's, less its working runs) with its place, first job, user message and
+ * `run_start`, else holding its session's slot without a place. In one statement what locking the
+ * session, inserting the run, counting the free slots and `activateRun` or `holdSessionSlot` did in
+ * four round trips; the session's row is updated once (its active run, and when activated its run
+ * count and event counter), which also locks it.
+ */
+const acceptRunStatement = statement<
+  {
+    runId: RunId;
+    tenantId: TenantId;
+    sessionId: SessionId;
+    input: string;
+    onInterrupted: OnInterrupted | null;
+    deploymentActiveRuns: number;
+    next: string;
+    messageId: MessageId;
+    message: string;
+  },
+  RunRow & { last_seq: number | null; appended_at: Date }
+>(
+  "accept_run",
+  `with free as (
+     select coalesce((select (t.${col(tenants.quotas)} ->> 'activeRuns')::int from ${tbl(tenants)} t where t.${col(tenants.id)} = :tenantId),
+         :deploymentActiveRuns::int)
+       - (select count(*)::int from ${tbl(runs)} r
+          where r.${col(runs.tenantId)} = :tenantId and r.${col(runs.status)} in ('queued', 'running') and r.${col(runs.ordinal)} is not null
+            and not exists (select 1 from ${tbl(toolCalls)} tc where tc.${col(toolCalls.runId)} = r.${col(runs.id)}
+                              and tc.${col(toolCalls.status)} = 'running' and tc.${col(toolCalls.childRunId)} is not null)) > 0 as has_slot
+   ),
+   taken_session as (
+     update ${tbl(sessions)} set ${col(sessions.activeRunId)} = :runId,
+       ${col(sessions.runCount)} = ${col(sessions.runCount)} + case when (select has_slot from free) then 1 else 0 end,
+       ${col(sessions.eventSeq)} = ${col(sessions.eventSeq)} + case when (select has_slot from free) then 1 else 0 end
+     where ${col(sessions.id)} = :sessionId and ${col(sessions.tenantId)} = :tenantId and ${col(sessions.deletedAt)} is null
+       and ${col(sessions.activeRunId)} is null
+     returning ${col(sessions.runCount)} as run_count, ${col(sessions.eventSeq)} as event_seq,
+       ${col(sessions.onInterrupted)} as on_interrupted, (select has_slot from free) as has_slot
+   ),
+   new_run as (
+     insert into ${tbl(runs)} (${col(runs.id)}, ${col(runs.tenantId)}, ${col(runs.sessionId)}, ${col(runs.input)}, ${col(runs.onInterrupted)},
+       ${col(runs.status)}, ${col(runs.ordinal)}, ${col(runs.nextJob)}, ${col(runs.redispatches)})
+     select :runId, :tenantId, :sessionId, :input, coalesce(:onInterrupted::text, s.on_interrupted), 'queued',
+       case when s.has_slot then s.run_count end, case when s.has_slot then :next::jsonb end, 0
+     from taken_session s
+     returning *
+   ),
+   user_message as (
+     insert into ${tbl(messages)} (${col(messages.id)}, ${col(messages.tenantId)}, ${col(messages.sessionId)}, ${col(messages.runId)},
+       ${col(messages.runOrdinal)}, ${col(messages.stepIndex)}, ${col(messages.part)}, ${col(messages.callIndex)}, ${col(messages.role)}, ${col(messages.content)})
+     select :messageId, :tenantId, :sessionId, :runId, n.${col(runs.ordinal)}, -1, 0, 0, 'user', :message::jsonb
+     from new_run n where n.${col(runs.ordinal)} is not null
+   ),
+   run_start as (
+     insert into ${tbl(events)} (${col(events.sessionId)}, ${col(events.seq)}, ${col(events.tenantId)}, ${col(events.runId)},
+       ${col(events.stepIndex)}, ${col(events.attempt)}, ${col(events.type)}, ${col(events.data)})
+     select :sessionId, s.event_seq, :tenantId, :runId, null, null, 'run_start',
+       jsonb_build_object('type', 'run_start', 'runId', :runId::text, 'ordinal', n.${col(runs.ordinal)})
+     from taken_session s, new_run n where n.${col(runs.ordinal)} is not null
+   )
+   select ${rowOf(runs, "n")},
+     case when n.${col(runs.ordinal)} is not null then s.event_seq end::float8 as last_seq, now() as appended_at
+   from new_run n, taken_session s`,
+);
+
+export type AcceptedRun =
+  | { kind: "activated"; run: RunRow & { ordinal: number }; next: NextJob; events: SessionEvent[] }
+  | { kind: "holding"; run: RunRow };
+
+/** Undefined when the session is gone, another tenant's, or has an active run now. */
+export async function acceptRun(
+  on: Queryable,
+  values: { tenantId: TenantId; sessionId: SessionId; input: string; onInterrupted?: OnInterrupted },
+  deploymentActiveRuns: number,
+): Promise<AcceptedRun | undefined> {
+  const runId = newId("run");
+  const next: NextJob = { kind: "step", stepIndex: 0 };
+  const message: HistoryMessage = { role: "user", text: values.input };
+  const [row] = await run(on, acceptRunStatement, {
+    runId,
+    tenantId: values.tenantId,
+    sessionId: values.sessionId,
+    input: values.input,
+    onInterrupted: values.onInterrupted ?? null,
+    deploymentActiveRuns,
+    next: JSON.stringify(next),
+    messageId: newId("msg"),
+    message: JSON.stringify(message),
+  });
+  if (!row) return undefined;
+  const { last_seq, appended_at, ...runRow } = row;
+  if (runRow.ordinal === null) return { kind: "holding", run: runRow };
+  const ordinal = runRow.ordinal;
+  const started: NewEvent = { runId, step: null, body: { type: "run_start", runId, ordinal } };
+  const events = appendedEvents(values.sessionId, [started], { last_seq, appended_at });
+  return { kind: "activated", run: { ...runRow, ordinal }, next, events };
 }
 
 /**

@@ -9,7 +9,7 @@ import { gateRules } from "./gate-rules.js";
 import { repository } from "./repository.js";
 import { claimBatch, claimStep } from "./run-claims.js";
 import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseLease, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
-import { activateRun, insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
+import { acceptRun, activateRun, insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
 import { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
 import { addActivatedTools, countInterruption, finishRun, moveToNextStep, parkRun, resumeParkedRun } from "./run-transitions.js";
 
@@ -38,6 +38,7 @@ export const runsRepository = repository({
     readRun,
   },
   pg: {
+    acceptRun,
     activateRun,
     claimStep,
     claimBatch,

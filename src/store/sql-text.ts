@@ -23,12 +23,12 @@ export function tbl(table: Table): string {
 
 /**
  * A select list giving a table's row in its drizzle shape (`$inferSelect`):
- * each column under its field name, 53-bit bigints as numbers.
+ * each column under its field name, 53-bit bigints as numbers; `alias` qualifies the columns.
  */
-export function rowOf(table: Table): string {
+export function rowOf(table: Table, alias?: string): string {
   return Object.entries(getTableColumns(table))
     .map(([field, column]) => {
-      const value = `"${column.name}"`;
+      const value = `${alias ? `${alias}.` : ""}"${column.name}"`;
       return `${column.columnType === "PgBigInt53" ? `${value}::float8` : value} as "${field}"`;
     })
     .join(", ");

@@ -228,3 +228,45 @@ describe("store.runs activation", () => {
     expect(await db.query("select run_count from sessions where id = $1", [session.sessionId])).toEqual([{ run_count: 2 }]);
   });
 });
+
+describe("store.runs acceptance", () => {
+  it("X5, X6, X4: a turn on a free session is inserted and activated in one statement when its tenant has a slot, with the session's default onInterrupted; with none free it holds the session's slot without a place", async () => {
+    const session = await db.newSession();
+    const accepted = await db.store.runs.acceptRun({ tenantId: session.tenantId, sessionId: session.sessionId, input: "hello" }, 5);
+    if (accepted?.kind !== "activated") throw new Error(`expected an activated run, got ${accepted?.kind}`);
+    expect(accepted.run).toMatchObject({ status: "queued", ordinal: 1, nextJob: stepJob, onInterrupted: "end", input: "hello" });
+    expect(accepted.events.map((event) => [event.seq, event.type])).toEqual([[1, "run_start"]]);
+    expect(await db.store.events.readEvents(session.tenantId, session.sessionId, 0, { limit: 10 })).toEqual(accepted.events);
+    expect(await db.query("select content from messages where run_id = $1", [accepted.run.id])).toEqual([
+      { content: { role: "user", text: "hello" } },
+    ]);
+    // The session has an active run now: nothing is written, the caller reads again.
+    expect(await db.store.runs.acceptRun({ tenantId: session.tenantId, sessionId: session.sessionId, input: "again" }, 5)).toBeUndefined();
+    expect(await db.query("select count(*)::int as n from runs where session_id = $1", [session.sessionId])).toEqual([{ n: 1 }]);
+
+    // The tenant's one slot is taken by that run: a turn on its second session holds that session's slot.
+    const second = await db.store.sessions.insertSession({
+      id: `ses_accept_${accepted.run.id}`,
+      tenantId: session.tenantId,
+      projectId: session.projectId,
+      approvalMode: "auto",
+      providerProfile: "scripted",
+      runMode: "normal",
+    });
+    if (!second) throw new Error("no session");
+    const held = await db.store.runs.acceptRun(
+      { tenantId: session.tenantId, sessionId: second.id, input: "waits", onInterrupted: "continue" },
+      1,
+    );
+    expect(held?.kind).toBe("holding");
+    expect(held?.run).toMatchObject({ ordinal: null, nextJob: null, onInterrupted: "continue" });
+    expect(await db.query("select active_run_id, run_count, event_seq from sessions where id = $1", [second.id])).toEqual([
+      { active_run_id: held?.run.id, run_count: 0, event_seq: "0" },
+    ]);
+    // Another tenant's session, or a deleted one, is never taken.
+    const other = await db.newSession();
+    expect(await db.store.runs.acceptRun({ tenantId: session.tenantId, sessionId: other.sessionId, input: "x" }, 5)).toBeUndefined();
+    await db.query("update sessions set deleted_at = now() where id = $1", [other.sessionId]);
+    expect(await db.store.runs.acceptRun({ tenantId: other.tenantId, sessionId: other.sessionId, input: "x" }, 5)).toBeUndefined();
+  });
+});
