@@ -347,8 +347,8 @@ describe("dependency outages", () => {
     const exited = watchExit(api);
     const remote = ApiClient.forUrl(api.url!, client.key);
     const { sessionId } = await client.newSession();
-    // The test holds the session's row: starting a run (a transaction that locks it) waits inside
-    // its transaction, on a connection checked out of the pool, when the cut comes.
+    // The test holds the session's row: starting a run (a transaction whose statement takes it)
+    // waits inside its transaction, on a connection checked out of the pool, when the cut comes.
     const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
     await locker.connect();
     let answer: Promise<Awaited<ReturnType<ApiClient["startRun"]>>>;
@@ -360,7 +360,7 @@ describe("dependency outages", () => {
         async () =>
           (
             await env.query(
-              `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%"sessions"%for update%'`,
+              `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%"sessions"%'`,
             )
           ).length === 1,
         15_000,
