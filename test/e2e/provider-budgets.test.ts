@@ -173,10 +173,17 @@ describe("provider budgets, backpressure and fallbacks", () => {
     const mine = times.get(runId) as { created: number; stepStarted: number };
     // Within the window that was full when it came (and a slice), not behind the whole flood (3 windows).
     expect(mine.stepStarted - mine.created).toBeLessThan(fairWindowMs + 1500);
-    // While it waited, the flood got at most its share of the freed window: half of it.
+    // While it waited (from its step's refusal by the budget, when it joined the budget's waiters, to
+    // its start), the flood got at most its share of the freed window: half of it. Steps granted
+    // before it asked at all (its job still on its way to a worker) are not its share's business.
+    const [waiting] = await env.query<{ at: Date }>(
+      "select created_at as at from events where run_id = $1 and type = 'run_status' and data->>'status' = 'waiting_for_provider' order by seq limit 1",
+      [runId],
+    );
+    const waitedFrom = waiting?.at.getTime() ?? mine.created;
     const floodWhileWaiting = flood
       .map((run) => times.get(run.runId)?.stepStarted ?? 0)
-      .filter((at) => at > mine.created && at < mine.stepStarted);
+      .filter((at) => at > waitedFrom && at < mine.stepStarted);
     expect(floodWhileWaiting.length).toBeLessThanOrEqual(fairRequests / 2);
     const events = await quiet.events(single?.sessionId as string);
     expect(events.some((event) => event.type === "run_status" && event.data.status === "waiting_for_provider")).toBe(true);
