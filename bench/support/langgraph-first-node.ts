@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { execa } from "execa";
+import { runPeerScript } from "./langgraph-peer.js";
 
 /**
  * The LangGraph peer's time to first model call: from `graph.invoke` to its model node's start
@@ -51,21 +51,6 @@ export async function runLangGraphFirstNode(
 ): Promise<PeerFirstNode> {
   const file = path.join(dir, "foya-first-node.mjs");
   await writeFile(file, script);
-  const result = await execa(process.execPath, [file, String(counts.singles), String(counts.burst), String(counts.bursts)], {
-    cwd: dir,
-    env: { DATABASE_URL: databaseUrl },
-    extendEnv: true,
-    reject: false,
-    all: true,
-    timeout: timeoutMs,
-  });
-  const last =
-    String(result.stdout ?? "")
-      .trim()
-      .split("\n")
-      .at(-1) ?? "";
-  if (result.exitCode !== 0 || !last.startsWith("{")) {
-    throw new Error(`the LangGraph first-node measure failed (exit code ${result.exitCode}):\n${String(result.all ?? "").slice(-2000)}`);
-  }
-  return JSON.parse(last) as PeerFirstNode;
+  const args = [String(counts.singles), String(counts.burst), String(counts.bursts)];
+  return runPeerScript<PeerFirstNode>(dir, databaseUrl, file, args, timeoutMs, "the LangGraph first-node measure");
 }

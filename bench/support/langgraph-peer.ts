@@ -82,14 +82,20 @@ export async function preparePeer(log: (message: string) => void): Promise<PeerS
 }
 
 /** One process of the peer: `threads` threads (graph invocations) at once, `steps` steps each. */
-export async function runLangGraphPeer(
+export function runLangGraphPeer(dir: string, databaseUrl: string, threads: number, steps: number, timeoutMs: number): Promise<PeerResult> {
+  return runPeerScript<PeerResult>(dir, databaseUrl, peerScript, [String(threads), String(steps), "sync"], timeoutMs, "the LangGraph peer");
+}
+
+/** Runs a script of the installed peer on its database; its last stdout line is its JSON result. */
+export async function runPeerScript<T>(
   dir: string,
   databaseUrl: string,
-  threads: number,
-  steps: number,
+  script: string,
+  args: readonly string[],
   timeoutMs: number,
-): Promise<PeerResult> {
-  const result = await execa(process.execPath, [peerScript, String(threads), String(steps), "sync"], {
+  what: string,
+): Promise<T> {
+  const result = await execa(process.execPath, [script, ...args], {
     cwd: dir,
     env: { DATABASE_URL: databaseUrl },
     extendEnv: true,
@@ -104,7 +110,7 @@ export async function runLangGraphPeer(
       .at(-1) ?? "";
   if (result.exitCode !== 0 || !last.startsWith("{")) {
     const why = result.timedOut ? `timed out after ${timeoutMs} ms` : `exit code ${result.exitCode}`;
-    throw new Error(`the LangGraph peer failed (${why}):\n${String(result.all ?? "").slice(-2000)}`);
+    throw new Error(`${what} failed (${why}):\n${String(result.all ?? "").slice(-2000)}`);
   }
-  return JSON.parse(last) as PeerResult;
+  return JSON.parse(last) as T;
 }

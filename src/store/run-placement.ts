@@ -3,13 +3,14 @@ import type { NewEvent, SessionEvent } from "../core/events.js";
 import type { HistoryMessage } from "../core/history.js";
 import type { NextJob } from "../core/next-job.js";
 import type { Database } from "../db/client.js";
-import { events, messages, runs, sessions, tenants, toolCalls } from "../db/schema.js";
+import { events, messages, runs, sessions, tenants } from "../db/schema.js";
 import { type MessageId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import type { OnInterrupted } from "../core/session.js";
 import { appendedEvents, type AppendedRow } from "./events.js";
 import { run, statement } from "./named-sql.js";
 import type { RunRow } from "./run-rows.js";
 import { col, rowOf, tbl, type Queryable } from "./sql-text.js";
+import { workingRunText } from "./tenant-admission.js";
 
 /**
  * A run's place in its session (SPEC X6): created `queued`, given its ordinal and first job when
@@ -52,6 +53,36 @@ export async function placeRun(tx: Database, queued: { id: RunId; sessionId: Ses
 }
 
 /**
+ * The CTEs that start an activated run's history, for a statement that placed it: its user message
+ * and its `run_start`, numbered `eventSeq` (the session's counter, moved by the statement's own
+ * update of the session). `from` names the rows that hold `ordinal` and `eventSeq`, and `when`
+ * the condition of an activation.
+ */
+function runStartText(from: string, ordinal: string, eventSeq: string, when: string): string {
+  return `user_message as (
+     insert into ${tbl(messages)} (${col(messages.id)}, ${col(messages.tenantId)}, ${col(messages.sessionId)}, ${col(messages.runId)},
+       ${col(messages.runOrdinal)}, ${col(messages.stepIndex)}, ${col(messages.part)}, ${col(messages.callIndex)}, ${col(messages.role)}, ${col(messages.content)})
+     select :messageId, :tenantId, :sessionId, :runId, ${ordinal}, -1, 0, 0, 'user', :message::jsonb from ${from} where ${when}
+     on conflict do nothing
+   ),
+   run_start as (
+     insert into ${tbl(events)} (${col(events.sessionId)}, ${col(events.seq)}, ${col(events.tenantId)}, ${col(events.runId)},
+       ${col(events.stepIndex)}, ${col(events.attempt)}, ${col(events.type)}, ${col(events.data)})
+     select :sessionId, ${eventSeq}, :tenantId, :runId, null, null, 'run_start',
+       jsonb_build_object('type', 'run_start', 'runId', :runId::text, 'ordinal', ${ordinal})
+     from ${from} where ${when}
+   )`;
+}
+
+/** The activated run's first job, and its `run_start` as the statement numbered it. */
+function activated(run: { id: RunId; sessionId: SessionId }, ordinal: number, row: AppendedRow): { next: NextJob; events: SessionEvent[] } {
+  const started: NewEvent = { runId: run.id, step: null, body: { type: "run_start", runId: run.id, ordinal } };
+  return { next: firstJob, events: appendedEvents(run.sessionId, [started], row) };
+}
+
+const firstJob: NextJob = { kind: "step", stepIndex: 0 };
+
+/**
  * activateRun
  * Guard: the run has no place yet (a run placed twice is a bug: it throws); the caller's transaction
  * decided it may start (a free slot, SPEC X5). Params: the run, its input.
@@ -78,19 +109,7 @@ const activateRunStatement = statement<
      where ${col(runs.id)} = :runId and ${col(runs.ordinal)} is null and exists (select 1 from placed_session)
      returning ${col(runs.ordinal)} as ordinal
    ),
-   user_message as (
-     insert into ${tbl(messages)} (${col(messages.id)}, ${col(messages.tenantId)}, ${col(messages.sessionId)}, ${col(messages.runId)},
-       ${col(messages.runOrdinal)}, ${col(messages.stepIndex)}, ${col(messages.part)}, ${col(messages.callIndex)}, ${col(messages.role)}, ${col(messages.content)})
-     select :messageId, :tenantId, :sessionId, :runId, p.ordinal, -1, 0, 0, 'user', :message::jsonb from placed_run p
-     on conflict do nothing
-   ),
-   run_start as (
-     insert into ${tbl(events)} (${col(events.sessionId)}, ${col(events.seq)}, ${col(events.tenantId)}, ${col(events.runId)},
-       ${col(events.stepIndex)}, ${col(events.attempt)}, ${col(events.type)}, ${col(events.data)})
-     select :sessionId, s.event_seq, :tenantId, :runId, null, null, 'run_start',
-       jsonb_build_object('type', 'run_start', 'runId', :runId::text, 'ordinal', p.ordinal)
-     from placed_session s, placed_run p
-   )
+   ${runStartText("placed_session s, placed_run p", "p.ordinal", "s.event_seq", "true")}
    select (select ordinal from placed_run) as ordinal,
      (select event_seq from placed_session where exists (select 1 from placed_run))::float8 as last_seq, now() as appended_at`,
 );
@@ -99,20 +118,17 @@ export async function activateRun(
   on: Queryable,
   queued: Pick<RunRow, "id" | "tenantId" | "sessionId" | "input">,
 ): Promise<{ ordinal: number; next: NextJob; events: SessionEvent[] }> {
-  const next: NextJob = { kind: "step", stepIndex: 0 };
   const message: HistoryMessage = { role: "user", text: queued.input };
   const [row] = await run(on, activateRunStatement, {
     runId: queued.id,
     tenantId: queued.tenantId,
     sessionId: queued.sessionId,
-    next: JSON.stringify(next),
+    next: JSON.stringify(firstJob),
     messageId: newId("msg"),
     message: JSON.stringify(message),
   });
   if (!row || row.ordinal === null) throw new Error(`run ${queued.id} has a place already, or its session vanished`);
-  const ordinal = row.ordinal;
-  const started: NewEvent = { runId: queued.id, step: null, body: { type: "run_start", runId: queued.id, ordinal } };
-  return { ordinal, next, events: appendedEvents(queued.sessionId, [started], row) };
+  return { ordinal: row.ordinal, ...activated(queued, row.ordinal, row) };
 }
 
 /**
@@ -144,10 +160,7 @@ const acceptRunStatement = statement<
   `with free as (
      select coalesce((select (t.${col(tenants.quotas)} ->> 'activeRuns')::int from ${tbl(tenants)} t where t.${col(tenants.id)} = :tenantId),
          :deploymentActiveRuns::int)
-       - (select count(*)::int from ${tbl(runs)} r
-          where r.${col(runs.tenantId)} = :tenantId and r.${col(runs.status)} in ('queued', 'running') and r.${col(runs.ordinal)} is not null
-            and not exists (select 1 from ${tbl(toolCalls)} tc where tc.${col(toolCalls.runId)} = r.${col(runs.id)}
-                              and tc.${col(toolCalls.status)} = 'running' and tc.${col(toolCalls.childRunId)} is not null)) > 0 as has_slot
+       - (select count(*)::int from ${tbl(runs)} r where r.${col(runs.tenantId)} = :tenantId and ${workingRunText("r")}) > 0 as has_slot
    ),
    taken_session as (
      update ${tbl(sessions)} set ${col(sessions.activeRunId)} = :runId,
@@ -166,19 +179,7 @@ const acceptRunStatement = statement<
      from taken_session s
      returning *
    ),
-   user_message as (
-     insert into ${tbl(messages)} (${col(messages.id)}, ${col(messages.tenantId)}, ${col(messages.sessionId)}, ${col(messages.runId)},
-       ${col(messages.runOrdinal)}, ${col(messages.stepIndex)}, ${col(messages.part)}, ${col(messages.callIndex)}, ${col(messages.role)}, ${col(messages.content)})
-     select :messageId, :tenantId, :sessionId, :runId, n.${col(runs.ordinal)}, -1, 0, 0, 'user', :message::jsonb
-     from new_run n where n.${col(runs.ordinal)} is not null
-   ),
-   run_start as (
-     insert into ${tbl(events)} (${col(events.sessionId)}, ${col(events.seq)}, ${col(events.tenantId)}, ${col(events.runId)},
-       ${col(events.stepIndex)}, ${col(events.attempt)}, ${col(events.type)}, ${col(events.data)})
-     select :sessionId, s.event_seq, :tenantId, :runId, null, null, 'run_start',
-       jsonb_build_object('type', 'run_start', 'runId', :runId::text, 'ordinal', n.${col(runs.ordinal)})
-     from taken_session s, new_run n where n.${col(runs.ordinal)} is not null
-   )
+   ${runStartText("taken_session s, new_run n", `n.${col(runs.ordinal)}`, "s.event_seq", `n.${col(runs.ordinal)} is not null`)}
    select ${rowOf(runs, "n")},
      case when n.${col(runs.ordinal)} is not null then s.event_seq end::float8 as last_seq, now() as appended_at
    from new_run n, taken_session s`,
@@ -195,7 +196,6 @@ export async function acceptRun(
   deploymentActiveRuns: number,
 ): Promise<AcceptedRun | undefined> {
   const runId = newId("run");
-  const next: NextJob = { kind: "step", stepIndex: 0 };
   const message: HistoryMessage = { role: "user", text: values.input };
   const [row] = await run(on, acceptRunStatement, {
     runId,
@@ -204,7 +204,7 @@ export async function acceptRun(
     input: values.input,
     onInterrupted: values.onInterrupted ?? null,
     deploymentActiveRuns,
-    next: JSON.stringify(next),
+    next: JSON.stringify(firstJob),
     messageId: newId("msg"),
     message: JSON.stringify(message),
   });
@@ -212,9 +212,7 @@ export async function acceptRun(
   const { last_seq, appended_at, ...runRow } = row;
   if (runRow.ordinal === null) return { kind: "holding", run: runRow };
   const ordinal = runRow.ordinal;
-  const started: NewEvent = { runId, step: null, body: { type: "run_start", runId, ordinal } };
-  const events = appendedEvents(values.sessionId, [started], { last_seq, appended_at });
-  return { kind: "activated", run: { ...runRow, ordinal }, next, events };
+  return { kind: "activated", run: { ...runRow, ordinal }, ...activated(runRow, ordinal, { last_seq, appended_at }) };
 }
 
 /**

@@ -24,14 +24,18 @@ import type { RunId, SessionId, TenantId } from "../ids.js";
  */
 
 /**
- * A working run (`runs` unaliased): admitted (it has its place), queued for a worker or running,
+ * A working run (`run` names the runs row: the table, or an alias): admitted (it has its place), queued for a worker or running,
  * and not waiting on a sub-agent. A run whose `agent` call is held by a child run (the call is
  * `running` with its child named, from the child's start to its end) lends its slot to that
  * child, which is admitted like any run: so children count against `activeRuns`, and a parent
  * waiting on its child never waits for its own slot (no deadlock, however deep).
  */
-const isWorkingRun = sql`${runs.status} in ('queued', 'running') and ${runs.ordinal} is not null
-  and not exists (select 1 from ${toolCalls} where ${toolCalls.runId} = ${runs.id} and ${toolCalls.status} = 'running' and ${toolCalls.childRunId} is not null)`;
+export function workingRunText(run: string): string {
+  return `${run}.${col(runs.status)} in ('queued', 'running') and ${run}.${col(runs.ordinal)} is not null
+    and not exists (select 1 from ${tbl(toolCalls)} w where w.${col(toolCalls.runId)} = ${run}.${col(runs.id)}
+                      and w.${col(toolCalls.status)} = 'running' and w.${col(toolCalls.childRunId)} is not null)`;
+}
+const isWorkingRun = sql.raw(workingRunText(tbl(runs)));
 
 /** The tenant's free slots: its `activeRuns` quota (its own override, else the deployment's) less its working runs, in one statement. */
 async function freeRunSlots(tx: Database, tenantId: TenantId, deploymentQuota: number): Promise<number> {
