@@ -16,7 +16,7 @@ const markers = new Set<string>();
 const low = {
   memoryBytes: 512 * 1024 ** 2,
   processes: 64,
-  cpuSeconds: 3,
+  cpuSeconds: 2,
   fileSizeBytes: 8 * 1024 ** 2,
   wallSeconds: 8,
   tmpBytes: 16 * 1024 ** 2,
