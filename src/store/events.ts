@@ -7,17 +7,20 @@ import { run, statement } from "./named-sql.js";
 import { repository } from "./repository.js";
 import type { RunId, SessionId, TenantId } from "../ids.js";
 
-/** The JSON array an event append takes: one item per event, in order. */
+/** The items of an event append: one per event, in order. */
+export function eventItems(newEvents: readonly NewEvent[]): unknown[] {
+  return newEvents.map((e) => ({
+    runId: e.runId,
+    stepIndex: e.step?.index ?? null,
+    attempt: e.step?.attempt ?? null,
+    type: e.body.type,
+    data: e.body,
+  }));
+}
+
+/** The JSON array an event append takes (`eventItems` as JSON text). */
 export function eventPayload(newEvents: readonly NewEvent[]): string {
-  return JSON.stringify(
-    newEvents.map((e) => ({
-      runId: e.runId,
-      stepIndex: e.step?.index ?? null,
-      attempt: e.step?.attempt ?? null,
-      type: e.body.type,
-      data: e.body,
-    })),
-  );
+  return JSON.stringify(eventItems(newEvents));
 }
 
 const E = {
@@ -53,6 +56,30 @@ export function appendEventsText(params: { sessionId: string; tenantId: string; 
     appended_events as (
       insert into ${tbl(events)} (${E.sessionId}, ${E.seq}, ${E.tenantId}, ${E.runId}, ${E.stepIndex}, ${E.attempt}, ${E.type}, ${E.data})
       select ${params.sessionId}, b.event_seq - jsonb_array_length(b.items) + e.ord, ${params.tenantId},
+             e.value->>'runId', (e.value->>'stepIndex')::int, (e.value->>'attempt')::int,
+             e.value->>'type', e.value->'data'
+      from event_seq_bump b, jsonb_array_elements(b.items) with ordinality as e(value, ord)
+    )`;
+}
+
+/**
+ * `appendEventsText` for a statement of many rows: each row of `rows` (a CTE with columns `n`,
+ * `session_id`, `tenant_id` and `events`, the row's `eventPayload`) appends its own events to its
+ * own session, when `when` holds for it (`r` is the row). A statement gives each session at most
+ * one row: its bump is one update of the session's counter (SPEC D5). `event_seq_bump` returns
+ * each row's `n` and the session's last sequence number after it (`last_seq`).
+ */
+export function appendEventsPerRowText(rows: string, when = "true"): string {
+  return `
+    event_seq_bump as (
+      update ${tbl(sessions)} set ${col(sessions.eventSeq)} = ${col(sessions.eventSeq)} + jsonb_array_length(r.events)
+      from ${rows} r
+      where ${tbl(sessions)}.${col(sessions.id)} = r.session_id and jsonb_array_length(r.events) > 0 and ${when}
+      returning r.n, ${tbl(sessions)}.${col(sessions.eventSeq)} as last_seq, r.events as items, r.session_id, r.tenant_id
+    ),
+    appended_events as (
+      insert into ${tbl(events)} (${E.sessionId}, ${E.seq}, ${E.tenantId}, ${E.runId}, ${E.stepIndex}, ${E.attempt}, ${E.type}, ${E.data})
+      select b.session_id, b.last_seq - jsonb_array_length(b.items) + e.ord, b.tenant_id,
              e.value->>'runId', (e.value->>'stepIndex')::int, (e.value->>'attempt')::int,
              e.value->>'type', e.value->'data'
       from event_seq_bump b, jsonb_array_elements(b.items) with ordinality as e(value, ord)

@@ -27,11 +27,16 @@ const R = {
 /**
  * renewLeases
  * Guard: the lease is held by one of these owners. Params: the owners, the lease's length.
- * Result: none. One statement per tick for every job of a process.
+ * Result: none. One statement per tick for every job of a process. A run whose row another
+ * statement has locked (its own job's answer waiting on a session's row, say) is skipped this
+ * tick rather than waited for: waiting would hold up the renewal of every other run of the
+ * process behind that one row, and their leases would run out.
  */
 const renewLeasesStatement = statement<{ owners: readonly string[]; leaseSeconds: number }>(
   "renew_leases",
-  `update ${tbl(runs)} set ${R.leaseUntil} = now() + make_interval(secs => :leaseSeconds::float8) where ${R.leaseOwner} = any(:owners::text[])`,
+  `update ${tbl(runs)} set ${R.leaseUntil} = now() + make_interval(secs => :leaseSeconds::float8)
+   where ${R.id} in (select ${R.id} from ${tbl(runs)} where ${R.leaseOwner} = any(:owners::text[]) for update skip locked)
+     and ${R.leaseOwner} = any(:owners::text[])`,
 );
 
 export async function renewLeases(on: Queryable, owners: readonly string[], leaseMs: number): Promise<void> {

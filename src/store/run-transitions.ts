@@ -11,7 +11,7 @@ import type { RunId } from "../ids.js";
  * Transitions of `runs` (SPEC D2, D4). Each is one guarded statement; the guard is the run's
  * fence where a job owns the run, and the statuses `runStatusesLeadingTo` allows where its
  * status changes. Each transition has one text: a statement that makes it inside a larger one
- * (`answer_call` hands the run on) uses the text below, not a copy.
+ * (`answer_calls` hands runs on) uses the text below, not a copy.
  */
 
 const R = {
@@ -27,18 +27,43 @@ export function heldBy(held: { id: RunId; fence: number }): SQL | undefined {
   return and(eq(runs.id, held.id), eq(runs.fence, held.fence), eq(runs.status, "running"));
 }
 
+/** Where `handOffText` takes its values: the statement's named parameters, or the columns of rows it joins. */
+export interface HandOffSource {
+  /** A FROM list the update joins (rows of a multi-row statement); none for parameters. */
+  from?: string;
+  runId: string;
+  runFence: string;
+  currentJob: string;
+  nextJob: string;
+  nextStepIndex: string;
+  /** What the update returns: the run's id for parameters. */
+  returning: string;
+}
+
+const fromParams: HandOffSource = {
+  runId: ":runId",
+  runFence: ":runFence",
+  currentJob: ":currentJob::jsonb",
+  nextJob: ":nextJob::jsonb",
+  nextStepIndex: ":nextStepIndex",
+  returning: `${tbl(runs)}.${R.id}`,
+};
+
 /**
  * handOff: "hand the run to its next step", the one text of that transition.
  * Guard: the holder's fence, run running, and the run still on the job this holder claimed
- * (`next_job`), and `when`. Params: `HandOffParams`. Returns the run's id when it moved.
+ * (`next_job`), and `when`. Params: `HandOffParams` (or the columns `source` names, one
+ * hand-off per row). Returns the run's id when it moved.
  * The step job of `nextStepIndex` becomes the run's next job (the outbox) and the lease is released.
  */
-export function handOffText(when = "true"): string {
-  return `update ${tbl(runs)} set ${col(runs.stepIndex)} = :nextStepIndex, ${R.nextJob} = :nextJob::jsonb, ${col(runs.redispatches)} = 0,
+export function handOffText(when = "true", source: HandOffSource = fromParams): string {
+  return `update ${tbl(runs)} set ${col(runs.stepIndex)} = ${source.nextStepIndex}, ${R.nextJob} = ${source.nextJob}, ${col(runs.redispatches)} = 0,
        ${col(runs.leaseOwner)} = null, ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
-     where ${R.id} = :runId and ${R.fence} = :runFence and ${R.status} = 'running' and ${R.nextJob} = :currentJob::jsonb
+     ${source.from ? `from ${source.from}` : ""}
+     where ${tbl(runs)}.${R.id} = ${source.runId} and ${tbl(runs)}.${R.fence} = ${source.runFence} and ${tbl(runs)}.${R.status} = 'running'
+       and ${tbl(runs)}.${R.nextJob} = ${source.currentJob}
        and ${when}
-     returning ${R.id}`;
+     returning ${source.returning}`;
 }
 
 /** The parameters `handOffText` names; `null` everywhere when no hand-off is asked (the text's `when` then refuses it). */

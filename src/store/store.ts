@@ -2,6 +2,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { Database } from "../db/client.js";
 import * as schema from "../db/schema.js";
+import { answerBatcher, defaultAnswerBatches, type AnswerBatchOptions } from "./answer-batches.js";
 import { apiKeysRepository } from "./api-keys.js";
 import { approvalsRepository } from "./approvals.js";
 import { artifactsRepository } from "./artifacts.js";
@@ -101,8 +102,15 @@ function bind(handles: Handles): Repositories {
   return new BoundRepositories(handles) as unknown as Repositories;
 }
 
-export function createStore(pool: pg.Pool): Store {
-  const store = bind({ db: drizzle(pool, { schema }), pg: pool });
+export function createStore(pool: pg.Pool, answerBatches: AnswerBatchOptions = defaultAnswerBatches): Store {
+  const handles = { db: drizzle(pool, { schema }), pg: pool };
+  const store = bind(handles);
+  // Outside a transaction, answers that arrive together go as one statement (answer-batches.ts);
+  // inside one, `tx.toolCalls.answerCall` stays its own statement on the transaction's connection.
+  const toolCalls = toolCallsRepository(handles);
+  Object.defineProperty(store, "toolCalls", {
+    value: { ...toolCalls, answerCall: answerBatcher((requests) => toolCalls.answerCalls(requests), answerBatches) },
+  });
   return Object.assign(store, {
     transaction<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
       return inTransaction(pool, (client, db) => work(bind({ db, pg: client })));

@@ -6,9 +6,17 @@ import type { Database } from "../db/client.js";
 import { approvals, fileChanges, messages, runs, toolCalls } from "../db/schema.js";
 import { type CallId, type MessageId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import { resultPreview } from "./result-preview.js";
-import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
+import {
+  appendedColumns,
+  appendedEvents,
+  appendEventsPerRowText,
+  appendEventsText,
+  eventItems,
+  eventPayload,
+  type AppendedRow,
+} from "./events.js";
 import type { CallRow } from "./run-rows.js";
-import { handOffParams, handOffText, type HandOff, type HandOffParams } from "./run-transitions.js";
+import { handOffParams, handOffText, type HandOff } from "./run-transitions.js";
 import { col, literals, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
@@ -129,73 +137,102 @@ async function markCallsRunning(
 }
 
 /**
- * answerCall
- * Guard: the call's status leads to the outcome's (`toolCallStatusesLeadingTo`); with `execFence`,
- * only the batch attempt that marked it running may answer it.
- * Params: `AnswerParams`.
- * Result: whether the call was answered, whether the run was handed to its next step, and the `tool_end` event.
+ * answerCalls
+ * Guard, per row: the call's status leads to the outcome's (`toolCallStatusesLeadingTo`); with
+ * `execFence`, only the batch attempt that marked it running may answer it. One row's guard
+ * refuses that row alone.
+ * Params: one `AnswerRow` per call, at most one per session (`answerBatches` splits them).
+ * Result: per row, whether the call was answered, whether the run was handed to its next step, and its `tool_end` event.
  *
- * One statement writes the call's terminal status, its tool message (what the model sees next),
+ * One statement writes each call's terminal status, its tool message (what the model sees next),
  * its file-change records and its `tool_end` event (what clients see), SPEC L2, T3. With `handOff`,
  * when no other call of the batch is open the same statement gives the run its next step job.
+ * Many calls go as one statement so that results that arrive together share one round trip, one
+ * plan and one commit (docs/architecture/store.md, "Answers in batches").
  */
-interface AnswerParams extends HandOffParams {
-  /** The call's row id. */
-  callId: CallId;
+interface AnswerRow {
+  n: number;
+  call_id: CallId;
   status: string;
-  /** The result preview (JSON). */
-  result: string;
-  isError: boolean;
-  errorCode: string | null;
+  /** The result preview. */
+  result: unknown;
+  is_error: boolean;
+  error_code: string | null;
   /** The statuses the call may be answered from. */
-  fromStatuses: readonly string[];
+  from_statuses: readonly string[];
   /** Only the batch attempt that ran the call may answer it; null for anyone. */
-  execFence: number | null;
-  messageId: MessageId;
-  tenantId: TenantId;
-  sessionId: SessionId;
-  runOrdinal: number;
-  stepIndex: number;
-  callIndex: number;
-  /** The tool message (JSON). */
-  message: string;
-  /** The file-change records (JSON). */
-  fileChanges: string;
-  events: string;
-  /** Whether to hand the run to its next step if this answer closes the batch (`HandOffParams`, null without). */
-  handOff: boolean;
+  exec_fence: number | null;
+  message_id: MessageId;
+  tenant_id: TenantId;
+  session_id: SessionId;
+  run_id: RunId;
+  run_ordinal: number;
+  step_index: number;
+  call_index: number;
+  /** The tool message. */
+  message: unknown;
+  /** The file-change records. */
+  file_changes: unknown;
+  /** The `eventPayload` items. */
+  events: unknown;
+  /** Whether to hand the run to its next step if this answer closes the batch; the rest are null without. */
+  hand_off: boolean;
+  run_fence: number | null;
+  /** The run's job now and the step job it moves to, as JSON text (`handOffParams`). */
+  current_job: string | null;
+  next_job: string | null;
+  next_step_index: number | null;
 }
 
-const answerStatement = statement<AnswerParams, { answered: number; handed_off: number } & AppendedRow>(
-  "answer_call",
-  `with answered as (
-     update ${tbl(toolCalls)} set ${C.status} = :status, ${C.result} = :result::jsonb, ${C.isError} = :isError, ${C.errorCode} = :errorCode,
+const answerRowColumns = `n int, call_id text, status text, result jsonb, is_error boolean, error_code text, from_statuses text[],
+  exec_fence int8, message_id text, tenant_id text, session_id text, run_id text, run_ordinal int, step_index int, call_index int,
+  message jsonb, file_changes jsonb, events jsonb, hand_off boolean, run_fence int8, current_job text, next_job text, next_step_index int`;
+
+const answerStatement = statement<{ rows: string }, { n: number; answered: boolean; handed_off: boolean } & AppendedRow>(
+  "answer_calls",
+  `with req as (select * from jsonb_to_recordset(:rows::jsonb) as r(${answerRowColumns})),
+   answered as (
+     update ${tbl(toolCalls)} set ${C.status} = r.status, ${C.result} = r.result, ${C.isError} = r.is_error, ${C.errorCode} = r.error_code,
        ${C.endedAt} = now()
-     where ${C.id} = :callId and ${C.status} = any(:fromStatuses::text[]) and (:execFence::int8 is null or ${C.execFence} = :execFence::int8)
-     returning ${C.id}
+     from req r
+     where ${tbl(toolCalls)}.${C.id} = r.call_id and ${tbl(toolCalls)}.${C.status} = any(r.from_statuses)
+       and (r.exec_fence is null or ${tbl(toolCalls)}.${C.execFence} = r.exec_fence)
+     returning r.n
    ),
+   answered_rows as (select r.* from req r join answered a using (n)),
    tool_message as (
      insert into ${tbl(messages)} (${M})
-     select :messageId, :tenantId, :sessionId, :runId, :runOrdinal, :stepIndex, 2, :callIndex, 'tool', :message::jsonb from answered
+     select r.message_id, r.tenant_id, r.session_id, r.run_id, r.run_ordinal, r.step_index, 2, r.call_index, 'tool', r.message from answered_rows r
      on conflict do nothing
    ),
    recorded_changes as (
      insert into ${tbl(fileChanges)} (${F.list})
-     select f.id, :tenantId, :sessionId, :runId, :callId, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before", f."sha256After", f.diff,
-       f."notApplied"
-     from answered, jsonb_to_recordset(:fileChanges::jsonb)
+     select f.id, r.tenant_id, r.session_id, r.run_id, r.call_id, f.path, f."existedBefore", f."modeBefore", f."modeAfter", f."sha256Before",
+       f."sha256After", f.diff, f."notApplied"
+     from answered_rows r, jsonb_to_recordset(r.file_changes)
        as f(id text, path text, "existedBefore" boolean, "modeBefore" int, "modeAfter" int, "sha256Before" text, "sha256After" text, diff text,
          "notApplied" text)
    ),
    handed_off as (
-     ${handOffText(`:handOff::boolean and exists (select 1 from answered)
-       and not exists (
-         select 1 from ${tbl(toolCalls)}
-         where ${C.runId} = :runId and ${C.stepIndex} = :stepIndex and ${C.id} <> :callId and ${C.status} in (${openList}))`)}
+     ${handOffText(
+       `r.hand_off and not exists (
+         select 1 from ${tbl(toolCalls)} t
+         where t.${C.runId} = r.run_id and t.${C.stepIndex} = r.step_index and t.${C.id} <> r.call_id and t.${C.status} in (${openList}))`,
+       {
+         from: "answered_rows r",
+         runId: "r.run_id",
+         runFence: "r.run_fence",
+         currentJob: "r.current_job::jsonb",
+         nextJob: "r.next_job::jsonb",
+         nextStepIndex: "r.next_step_index",
+         returning: "r.n",
+       },
+     )}
    ),
-   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from answered)")}
-   select (select count(*) from answered)::int as answered, (select count(*) from handed_off)::int as handed_off,
-          ${appendedColumns}`,
+   ${appendEventsPerRowText("answered_rows")}
+   select r.n, a.n is not null as answered, h.n is not null as handed_off, b.last_seq::float8 as last_seq, now() as appended_at
+   from req r left join answered a using (n) left join handed_off h using (n) left join event_seq_bump b using (n)
+   order by r.n`,
 );
 
 export interface AnswerRequest {
@@ -215,34 +252,63 @@ export interface Answered {
   events: SessionEvent[];
 }
 
-async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answered> {
+function answerRow(request: AnswerRequest, n: number): { row: AnswerRow; events: NewEvent[] } {
   const { run: owner, call, outcome, handOff } = request;
   const events: NewEvent[] = [{ runId: owner.id, step: request.step, body: toolEndEvent(call, outcome) }];
-  const [row] = await run(on, answerStatement, {
-    callId: call.id,
-    status: outcome.status,
-    result: JSON.stringify(resultPreview(outcome.content)),
-    isError: outcome.isError,
-    errorCode: outcome.errorCode ?? null,
-    fromStatuses: toolCallStatusesLeadingTo(outcome.status),
-    execFence: request.execFence ?? null,
-    messageId: newId("msg"),
-    tenantId: owner.tenantId,
-    sessionId: owner.sessionId,
-    runOrdinal: owner.ordinal,
-    stepIndex: call.stepIndex,
-    callIndex: call.callIndex,
-    message: JSON.stringify(toolMessageOf(call, outcome)),
-    fileChanges: JSON.stringify(outcome.fileChanges ?? []),
-    events: eventPayload(events),
-    handOff: handOff !== undefined,
-    ...handOffParams(owner.id, handOff),
-  });
+  const hand = handOffParams(owner.id, handOff);
   return {
-    answered: (row?.answered ?? 0) > 0,
-    handedOff: (row?.handed_off ?? 0) > 0,
-    events: appendedEvents(owner.sessionId, events, row),
+    events,
+    row: {
+      n,
+      call_id: call.id,
+      status: outcome.status,
+      result: resultPreview(outcome.content),
+      is_error: outcome.isError,
+      error_code: outcome.errorCode ?? null,
+      from_statuses: toolCallStatusesLeadingTo(outcome.status),
+      exec_fence: request.execFence ?? null,
+      message_id: newId("msg"),
+      tenant_id: owner.tenantId,
+      session_id: owner.sessionId,
+      run_id: owner.id,
+      run_ordinal: owner.ordinal,
+      step_index: call.stepIndex,
+      call_index: call.callIndex,
+      message: toolMessageOf(call, outcome),
+      file_changes: outcome.fileChanges ?? [],
+      events: eventItems(events),
+      hand_off: handOff !== undefined,
+      run_fence: hand.runFence,
+      current_job: hand.currentJob,
+      next_job: hand.nextJob,
+      next_step_index: hand.nextStepIndex,
+    },
   };
+}
+
+/**
+ * Answers calls of different sessions in one statement (none may share a session: its event
+ * sequence is bumped once per statement). Each answer stands or falls with its own guard.
+ */
+async function answerCalls(on: Queryable, requests: readonly AnswerRequest[]): Promise<Answered[]> {
+  if (new Set(requests.map((request) => request.run.sessionId)).size !== requests.length)
+    throw new Error("answerCalls: at most one call per session in one statement");
+  const built = requests.map(answerRow);
+  const rows = await run(on, answerStatement, { rows: JSON.stringify(built.map((entry) => entry.row)) });
+  return requests.map((request, index) => {
+    const row = rows[index];
+    if (row?.n !== index) throw new Error(`answerCalls: no result for row ${index}`);
+    return {
+      answered: row.answered,
+      handedOff: row.handed_off,
+      events: row.answered ? appendedEvents(request.run.sessionId, built[index]?.events ?? [], row) : [],
+    };
+  });
+}
+
+async function answerCall(on: Queryable, request: AnswerRequest): Promise<Answered> {
+  const [answered] = await answerCalls(on, [request]);
+  return answered as Answered;
 }
 
 /** The open calls of a run, locked, in model order: what a cancel or an interruption closes. */
@@ -415,5 +481,5 @@ export const toolCallsRepository = repository({
     childOfCall,
     insertFileChanges,
   },
-  pg: { markCallsRunning, answerCall, appendCallProgress },
+  pg: { markCallsRunning, answerCall, answerCalls, appendCallProgress },
 });

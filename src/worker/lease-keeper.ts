@@ -13,10 +13,18 @@ export interface LeaseKeeper {
 
 export function startLeaseKeeper(store: Pick<Store, "runs">, leaseMs: number, onError: (error: unknown) => void): LeaseKeeper {
   const owners = new Set<string>();
+  // One renewal at a time: ticks that come while one is still on its way add nothing but pool connections.
+  let renewing = false;
   const timer = setInterval(
     () => {
-      if (owners.size === 0) return;
-      store.runs.renewLeases([...owners], leaseMs).catch(onError);
+      if (owners.size === 0 || renewing) return;
+      renewing = true;
+      store.runs
+        .renewLeases([...owners], leaseMs)
+        .catch(onError)
+        .finally(() => {
+          renewing = false;
+        });
     },
     // FOYA_LEASE_MS is at least 500 (src/config.ts), so renewals are at least 166 ms apart.
     Math.floor(leaseMs / 3),

@@ -37,6 +37,40 @@ describe("store.runs claims", () => {
     expect(await db.store.runs.lockHeldRun(first)).toBe(false);
   });
 
+  it("D4: the lease renewal skips a run whose row another statement holds and renews the process's other runs without waiting", async () => {
+    const [a, b] = await Promise.all([placedRun(db), placedRun(db)]);
+    const heldA = await claimedStep(db, a, "lease-keeper/a");
+    await claimedStep(db, b, "lease-keeper/b");
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked = () => {};
+    const isLocked = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const holding = db.store.transaction(async (tx) => {
+      expect(await tx.runs.lockHeldRun(heldA)).toBe(true);
+      locked();
+      await released;
+    });
+    await isLocked;
+    const renewal = db.store.runs.renewLeases(["lease-keeper/a", "lease-keeper/b"], 600_000).then(() => "renewed");
+    const outcome = await Promise.race([renewal, new Promise((resolve) => setTimeout(() => resolve("waiting"), 5_000))]);
+    release();
+    await holding;
+    await renewal;
+    expect(outcome).toBe("renewed");
+    const leases = await db.query<{ id: string; renewed: boolean }>(
+      "select id, lease_until > now() + interval '500 seconds' as renewed from runs where id = any($1) order by id = $2 desc",
+      [[a.run.id, b.run.id], a.run.id],
+    );
+    expect(leases).toEqual([
+      { id: a.run.id, renewed: false },
+      { id: b.run.id, renewed: true },
+    ]);
+  });
+
   it("D4: a claim for a job the run no longer needs, or of a run that ended, is refused as gone", async () => {
     const placed = await placedRun(db);
     const wrongJob = await db.store.runs.claimBatch({

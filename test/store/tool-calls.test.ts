@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallOutcome } from "../../src/core/call-outcome.js";
 import { newId } from "../../src/ids.js";
 import type { CallRow } from "../../src/store/runs.js";
+import type { Answered } from "../../src/store/tool-calls.js";
 import { createStoreDb, type StoreDb } from "../helpers/store-db.js";
 import { claimedBatch, runRow, type Batch } from "./run-fixtures.js";
 
@@ -27,6 +28,9 @@ function answer(batch: Batch, call: CallRow, options: { outcome?: CallOutcome; e
     ...(options.handOffFence !== undefined ? { handOff: { fence: options.handOffFence, current: batch.held.nextJob, next } } : {}),
   });
 }
+
+const lastSeq = async (sessionId: string): Promise<number> =>
+  (await db.query<{ seq: number }>("select event_seq::int as seq from sessions where id = $1", [sessionId]))[0]?.seq ?? 0;
 
 const statuses = async (batch: Batch) =>
   (await db.query<{ status: string }>("select status from tool_calls where run_id = $1 order by call_index", [batch.run.id])).map(
@@ -170,5 +174,71 @@ describe("store.toolCalls", () => {
     expect(await db.store.toolCalls.linkChildRun(call.id, parent.held.fence, child.id)).toBe(true);
     expect(await db.store.toolCalls.linkChildRun(call.id, parent.held.fence, child.id)).toBe(false);
     expect((await db.store.toolCalls.callWaitingForChild(child.id))?.id).toBe(call.id);
+  });
+
+  it("D4, D5: answers of many sessions in one statement: a stale fence refuses only its own row, and each session's events stay gap-free", async () => {
+    const batches = await Promise.all([0, 1, 2, 3].map(() => claimedBatch(db, ["probe"])));
+    for (const batch of batches) await db.store.toolCalls.markCallsRunning(batch.held, batch.calls, "w/j", stepRef);
+    const before = await Promise.all(batches.map((batch) => lastSeq(batch.sessionId)));
+    const request = (batch: Batch, fences: { exec: number; handOff: number }) => ({
+      run: batch.held,
+      call: batch.calls[0] as CallRow,
+      outcome: succeeded,
+      step: stepRef,
+      execFence: fences.exec,
+      handOff: { fence: fences.handOff, current: batch.held.nextJob, next },
+    });
+    const [a, b, c, d] = batches as [Batch, Batch, Batch, Batch];
+    const fresh = (batch: Batch) => ({ exec: batch.held.fence, handOff: batch.held.fence });
+    const answered = await db.store.toolCalls.answerCalls([
+      request(a, fresh(a)),
+      // The run's fence moved on: the call is answered, the run stays where it is.
+      request(b, { exec: b.held.fence, handOff: b.held.fence - 1 }),
+      // Another attempt ran the call: refused, nothing of it written.
+      request(c, { exec: c.held.fence - 1, handOff: c.held.fence }),
+      request(d, fresh(d)),
+    ]);
+    expect(answered.map((one) => [one.answered, one.handedOff])).toEqual([
+      [true, true],
+      [true, false],
+      [false, false],
+      [true, true],
+    ]);
+    expect(await Promise.all(batches.map(statuses))).toEqual([["succeeded"], ["succeeded"], ["running"], ["succeeded"]]);
+    expect((await runRow(db, c.run.id)).nextJob).toEqual({ kind: "batch", stepIndex: 0 });
+    expect((await runRow(db, b.run.id)).nextJob).toEqual({ kind: "batch", stepIndex: 0 });
+    expect((await runRow(db, a.run.id)).nextJob).toEqual(next);
+    for (const [index, batch] of batches.entries()) {
+      const stored = await db.query<{ seq: number; type: string }>(
+        "select seq::int, type from events where session_id = $1 and seq > $2 order by seq",
+        [batch.sessionId, before[index]],
+      );
+      const returned = (answered[index]?.events ?? []).map((event) => ({ seq: event.seq, type: event.type }));
+      expect(stored).toEqual(returned);
+      expect(stored.map((event) => event.seq)).toEqual(index === 2 ? [] : [(before[index] as number) + 1]);
+      const tools = await db.query("select 1 from messages where run_id = $1 and role = 'tool'", [batch.run.id]);
+      expect(tools).toHaveLength(index === 2 ? 0 : 1);
+    }
+    await expect(db.store.toolCalls.answerCalls([request(a, fresh(a)), request(a, fresh(a))])).rejects.toThrow(/one call per session/);
+  });
+
+  it("D1, D5: answers that arrive together are each stored once; two calls of one run are answered one after the other, and the last hands the run on", async () => {
+    const pairs = await Promise.all([0, 1, 2].map(() => claimedBatch(db, ["probe", "probe"])));
+    for (const batch of pairs) await db.store.toolCalls.markCallsRunning(batch.held, batch.calls, "w/j", stepRef);
+    const before = await Promise.all(pairs.map((batch) => lastSeq(batch.sessionId)));
+    const results = await Promise.all(
+      pairs.flatMap((batch) =>
+        batch.calls.map((call) => answer(batch, call, { execFence: batch.held.fence, handOffFence: batch.held.fence })),
+      ),
+    );
+    expect(results.every((result) => result.answered)).toBe(true);
+    for (const [index, batch] of pairs.entries()) {
+      const [first, second] = results.slice(2 * index, 2 * index + 2) as [Answered, Answered];
+      // Exactly one of the two closed the batch and handed the run on.
+      expect([first.handedOff, second.handedOff].filter(Boolean)).toHaveLength(1);
+      expect(await runRow(db, batch.run.id)).toMatchObject({ stepIndex: 1, nextJob: next });
+      const seqs = [...first.events, ...second.events].map((event) => event.seq).sort((x, y) => x - y);
+      expect(seqs).toEqual([(before[index] as number) + 1, (before[index] as number) + 2]);
+    }
   });
 });
