@@ -19,12 +19,44 @@ async function start(role: "api" | "worker", extra: Record<string, string> = {})
   return child;
 }
 
-/** Kills every process the tests of this file started so far. */
-async function stopAll(): Promise<void> {
-  for (const child of processes.splice(0)) {
-    child.kill("SIGKILL");
-    await child.exited;
-  }
+/**
+ * Worker processes the tests share: a test takes as many as it needs (`workers`), and one a test
+ * kills or freezes leaves the pool. A worker start costs about a second of CPU, and a worker that
+ * is already running when another is killed takes its work over without a start in between.
+ * Each serves metrics and logs warnings, so a test can tell what one of them did.
+ */
+const pool: Array<{ process: FoyaProcess; workerId: string; metricsUrl: string }> = [];
+
+/** At least `count` pool workers, started side by side where some are missing. */
+async function workers(count: number): Promise<void> {
+  const started = await Promise.all(
+    Array.from({ length: Math.max(0, count - pool.length) }, async () => {
+      const child = await start("worker", { FOYA_METRICS_PORT: String(await freePort()), LOG_LEVEL: "warn" });
+      const [workerId, metricsUrl] = await Promise.all(
+        [/FOYA_WORKER_ID=(\S+)/, /FOYA_METRICS_URL=(\S+)/].map(async (line) => (await child.waitForOutput(line))[1]!),
+      );
+      return { process: child, workerId: workerId!, metricsUrl: metricsUrl! };
+    }),
+  );
+  pool.push(...started);
+}
+
+/** Takes a worker out of the pool, for a test to kill or freeze. */
+function leavePool(worker: (typeof pool)[number] | undefined): FoyaProcess {
+  expect(worker, "a pool worker").toBeDefined();
+  pool.splice(pool.indexOf(worker!), 1);
+  return worker!.process;
+}
+
+/** The pool worker whose job holds the run's lease (its owner is `<worker id>/<job id>`), taken out of the pool. */
+async function leaseHolder(runId: string): Promise<FoyaProcess> {
+  const [run] = await env.query<{ owner: string | null }>("select lease_owner as owner from runs where id = $1", [runId]);
+  return leavePool(pool.find((worker) => run?.owner?.startsWith(`${worker.workerId}/`)));
+}
+
+/** How many tool-batch jobs a pool worker has ended, by its metrics. */
+async function toolJobsEnded(metricsUrl: string): Promise<number> {
+  return sample(await (await fetch(metricsUrl)).text(), "foya_job_duration_seconds_count", { queue: "tools" }) ?? 0;
 }
 
 /** Ids of every job BullMQ holds for a run, in either queue. */
@@ -37,7 +69,9 @@ async function jobIdsOf(runId: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  env = await createTestEnv();
+  // A killed worker's jobs come back within a quarter second of its BullMQ lock lapsing, not a
+  // second: the lock, not how often this check runs, says whether a job is stalled.
+  env = await createTestEnv({ FOYA_STALLED_INTERVAL_MS: "250" });
   client = await env.newTenant();
 });
 afterAll(async () => {
@@ -48,7 +82,8 @@ afterAll(async () => {
 
 describe("crash recovery", () => {
   it("D3: in a batch of 7 parallel calls killed while the first 5 run, only those 5 are interrupted; the 2 that never started are cancelled as not run", async () => {
-    const worker = await start("worker");
+    // The one running the batch is killed; the other takes the run over.
+    await workers(2);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const calls = Array.from({ length: 7 }, () => ({ tool: "probe", args: { marker: "d3-seven", sleepMs: 60_000 } }));
@@ -59,10 +94,10 @@ describe("crash recovery", () => {
       [run.body.id],
     );
     expect(running).toEqual({ running: 5, queued: 2 });
+    const worker = await leaseHolder(run.body.id);
     worker.kill("SIGKILL");
     expect((await worker.exited).signal).toBe("SIGKILL");
 
-    await start("worker");
     expect((await client.waitForRun(run.body.id, 30_000)).status).toBe("interrupted");
     const ended = await env.query<{ call_index: number; status: string; error_code: string }>(
       "select call_index, status, error_code from tool_calls where run_id = $1 order by call_index",
@@ -85,12 +120,10 @@ describe("crash recovery", () => {
     for (const message of notRun) expect(message.content.content[0].text).not.toMatch(/partly run/);
     // Never run again: still the five starts.
     expect((await readMarkers(workspace, "d3-seven")).filter((line) => line.startsWith("start"))).toHaveLength(5);
-    // The next test starts its own workers.
-    await stopAll();
   });
 
   it("D3: a call interrupted by a worker SIGKILL is never run again; the run is interrupted and the history stays valid", async () => {
-    const worker = await start("worker");
+    await workers(2);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
@@ -104,10 +137,10 @@ describe("crash recovery", () => {
       ]),
     );
     await waitFor(async () => (await readMarkers(workspace, "d3")).length === 1, 20_000, "the tool to start");
+    const worker = await leaseHolder(run.body.id);
     worker.kill("SIGKILL");
     expect((await worker.exited).signal).toBe("SIGKILL");
 
-    await start("worker");
     const done = await client.waitForRun(run.body.id, 30_000);
     expect(done.status).toBe("interrupted");
     expect(done.error.code).toBe("worker_lost");
@@ -137,11 +170,12 @@ describe("crash recovery", () => {
   });
 
   it("D4: a stalled worker that wakes up cannot commit over newer work (fencing)", async () => {
-    // Only this test's workers: one left by an earlier test could take the batch, and be the one frozen.
-    await stopAll();
-    // Its metrics say when its job has ended: the fact to wait on, instead of a sleep.
-    const stalled = await start("worker", { FOYA_METRICS_PORT: String(await freePort()), LOG_LEVEL: "warn" });
-    const metricsUrl = (await stalled.waitForOutput(/FOYA_METRICS_URL=(\S+)/))[1]!;
+    // The one running the tool is frozen; the other takes the run over.
+    await workers(2);
+    // Its metrics say when its job has ended: the fact to wait on, instead of a sleep. Counted from
+    // here, once the jobs of earlier tests have ended.
+    await env.settled();
+    const endedBefore = new Map(await Promise.all(pool.map(async (worker) => [worker, await toolJobsEnded(worker.metricsUrl)] as const)));
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
@@ -157,24 +191,23 @@ describe("crash recovery", () => {
       "the tool to start",
     );
     // Freeze the worker running the tool: its lease and BullMQ lock lapse while the tool is "still running".
-    const sleeper = processes.find((child) => String(child.pid) === marker!.split(" ")[0]);
-    expect(sleeper).toBe(stalled);
-    process.kill(sleeper!.pid, "SIGSTOP");
+    const stalled = pool.find((worker) => String(worker.process.pid) === marker!.split(" ")[0]);
+    const sleeper = leavePool(stalled);
+    process.kill(sleeper.pid, "SIGSTOP");
     try {
-      await start("worker");
       const done = await client.waitForRun(run.body.id, 30_000);
       expect(done.status).toBe("interrupted");
     } finally {
-      process.kill(sleeper!.pid, "SIGCONT");
+      process.kill(sleeper.pid, "SIGCONT");
     }
     // The woken worker finishes its tool and tries to commit the result: it is refused, and its job ends.
     // It takes a fraction of a second; a miss shows what the woken worker logged.
     await waitFor(
-      async () => (sample(await (await fetch(metricsUrl)).text(), "foya_job_duration_seconds_count", { queue: "tools" }) ?? 0) >= 1,
+      async () => (await toolJobsEnded(stalled!.metricsUrl)) >= endedBefore.get(stalled!)! + 1,
       30_000,
       "the woken job to end",
     ).catch((error: Error) => {
-      throw new Error(`${error.message}; the woken worker's log:\n${stalled.output()}`);
+      throw new Error(`${error.message}; the woken worker's log:\n${sleeper.output()}`);
     });
     const [call] = await env.query<{ status: string }>("select status from tool_calls where run_id = $1", [run.body.id]);
     expect(call!.status).toBe("interrupted");
@@ -186,11 +219,13 @@ describe("crash recovery", () => {
     expect(events.filter((e) => e.type === "run_end")).toHaveLength(1);
     expect(await readMarkers(workspace, "stall")).toHaveLength(1);
     expect((await client.get(`/v1/runs/${run.body.id}`)).body.status).toBe("interrupted");
+    // It was taken for dead: the tests after this one use the others.
+    sleeper.kill("SIGKILL");
+    await sleeper.exited;
   }, 120_000);
 
   it("X4: a crash between the API's commit and the enqueue does not lose the run", async () => {
-    const crashingApi = await start("api", { FOYA_FAILPOINTS: "api.after_run_commit" });
-    await start("worker");
+    const [crashingApi] = await Promise.all([start("api", { FOYA_FAILPOINTS: "api.after_run_commit" }), workers(1)]);
     const remote = ApiClient.forUrl(crashingApi.url!, client.key);
     const { sessionId } = await client.newSession();
     const attempt = await remote.startRun(sessionId, script([[{ text: "survived" }]])).catch((error: unknown) => error);
@@ -210,7 +245,7 @@ describe("crash recovery", () => {
   });
 
   it("X4: the sweeper leaves work alone while its lease is live, however long the tool runs", async () => {
-    await start("worker");
+    await workers(1);
     const { sessionId } = await client.newSession();
     // Longer than the lease (2 s) and the sweep grace (1 s): only lease renewals keep it owned.
     const run = await client.startRun(
@@ -226,8 +261,7 @@ describe("crash recovery", () => {
   });
 
   it("D7: two worker processes share 20 concurrent runs; all complete and each call ran once", async () => {
-    await start("worker");
-    await start("worker");
+    await workers(2);
     const sessions = await Promise.all(Array.from({ length: 20 }, () => client.newSession()));
     const runs = await Promise.all(
       sessions.map(({ sessionId }, i) =>
@@ -261,8 +295,8 @@ describe("crash recovery", () => {
   });
 
   it("D4: step and batch jobs delivered twice, and raced by two workers, execute once with no duplicate message or event", async () => {
-    // Two worker processes are running from the previous test; add an in-process one too.
-    await env.startWorker();
+    // Two worker processes, and an in-process one too.
+    await Promise.all([workers(2), env.startWorker()]);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(

@@ -11,7 +11,7 @@ import type { CheckpointId, RunId, SessionId, TenantId } from "../../src/ids.js"
 import { fullCheckpointEvery } from "../../src/store/checkpoints.js";
 import { materializeTree } from "../../src/workspace/checkpoint/materialize.js";
 import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
-import { processGroup } from "../helpers/processes.js";
+import { processGroup, type FoyaProcess } from "../helpers/processes.js";
 import { folderSnapshot } from "../helpers/folder-snapshot.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
@@ -26,20 +26,40 @@ let client: ApiClient;
 let scratch: string;
 const processes = processGroup();
 const startWorker = (extra: Record<string, string> = {}) => processes.start("worker", { ...env.env, ...extra });
-let defaultWorker: Awaited<ReturnType<typeof startWorker>> | undefined;
-/** One worker with the default settings, shared by the tests that need nothing else (a worker start costs a second of CPU). */
-async function useDefaultWorker(): Promise<void> {
-  if (defaultWorker) return;
-  defaultWorker = await startWorker();
+/** The worker tests share, and the settings it was started with. */
+let shared: { worker: FoyaProcess; settings: string } | undefined;
+/**
+ * The only worker, started with `settings` (the defaults when none): the one the test before left
+ * if it has the same settings, since a worker start costs about a second of CPU; else a new one.
+ */
+async function useWorker(settings: Record<string, string> = {}): Promise<FoyaProcess> {
+  const key = JSON.stringify(settings);
+  if (shared?.settings === key) return shared.worker;
+  await stopWorkers();
+  shared = { worker: await startWorker(settings), settings: key };
+  return shared.worker;
 }
 /** For a test that starts workers of its own: none of the others is left. */
 async function stopWorkers(): Promise<void> {
   await processes.killAll();
-  defaultWorker = undefined;
+  shared = undefined;
+}
+/** Runs `check` on every item, a few at a time: the checks of many steps read Postgres and walk folders independently. */
+async function forEachConcurrently<T>(items: T[], check: (item: T, index: number) => Promise<void>, width = 6): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const index = next++;
+      await check(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: width }, lane));
 }
 
 beforeAll(async () => {
-  env = await createTestEnv();
+  // A killed worker's jobs come back within a quarter second of its BullMQ lock lapsing, not a
+  // second: the lock, not how often this check runs, says whether a job is stalled.
+  env = await createTestEnv({ FOYA_STALLED_INTERVAL_MS: "250" });
   client = await env.newTenant();
   scratch = await mkdtemp(path.join(env.config.workspaces.dir, "..", "checkpoint-copies-"));
 });
@@ -104,7 +124,7 @@ const turns: Call[][] = [
   [
     write("src/util.js", "export const x = 1;\n"),
     edit("src/main.js", "two", "three"),
-    write("bg.sh", "sleep 3; echo background > bg.txt\n"),
+    write("bg.sh", "sleep 2; echo background > bg.txt\n"),
   ],
   [bash("sh bg.sh", true)],
   [write("wait.txt", "the background command may still run\n")],
@@ -143,7 +163,7 @@ async function materialize(checkpointId: CheckpointId, tenantId: TenantId, into:
 
 describe("workspace checkpoints", () => {
   it("W1: each of 30 steps mixing write, edit, delete, git, an npm-like tree, rm -rf, chmod, links and a background command materializes byte- and mode-identical to the workspace after it", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const steps: Array<{ runId: RunId; copy: string }> = [];
@@ -157,13 +177,13 @@ describe("workspace checkpoints", () => {
         await waitFor(async () => (await lstat(path.join(workspace, "bg.txt")).catch(() => null)) !== null, 20_000, "bg.txt");
     }
     const seqs: number[] = [];
-    for (const [index, step] of steps.entries()) {
+    await forEachConcurrently(steps, async (step, index) => {
       const checkpoint = await checkpointOfRun(step.runId);
-      seqs.push(checkpoint.seq);
+      seqs[index] = checkpoint.seq;
       const rebuilt = path.join(scratch, `rebuilt-${index + 1}`);
       await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
       expect(await folderSnapshot(rebuilt), `step ${index + 1}`).toEqual(await folderSnapshot(step.copy));
-    }
+    });
     // One checkpoint per batch, in order. What the background command wrote after its batch closed is in the next
     // batch's checkpoint (step 17), though no tool of Foya wrote it.
     expect(seqs).toEqual(Array.from({ length: turns.length }, (_, index) => index + 1));
@@ -183,7 +203,7 @@ describe("workspace checkpoints", () => {
   }, 240_000);
 
   it("W1: batches whose calls say what they changed (door writes, a layered bash call) alternate with a background command, and every checkpoint still equals the folder after its step", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const mixed: Call[][] = [
@@ -209,21 +229,20 @@ describe("workspace checkpoints", () => {
       if (index === 5)
         await waitFor(async () => (await lstat(path.join(workspace, "bg-dir")).catch(() => null)) !== null, 20_000, "bg-dir");
     }
-    for (const [index, step] of steps.entries()) {
+    await forEachConcurrently(steps, async (step, index) => {
       const checkpoint = await checkpointOfRun(step.runId);
       const rebuilt = path.join(scratch, `mixed-rebuilt-${index + 1}`);
       await materialize(checkpoint.id, client.tenantId as TenantId, rebuilt);
       expect(await folderSnapshot(rebuilt), `step ${index + 1}`).toEqual(await folderSnapshot(step.copy));
-    }
+    });
   }, 240_000);
 
   it("W1, D3: a batch closed as interrupted after its worker was SIGKILLed mid-command has its checkpoint, holding what the command wrote before", async () => {
-    await useDefaultWorker();
+    // The only worker runs the command, and is the one killed.
+    const worker = await useWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     await turn(sessionId, [write("before.txt", "before\n")]);
-    await stopWorkers();
-    const worker = await startWorker();
     const started = await client.startRun(sessionId, script([[bash("echo partial > written.txt && sleep 60")], [{ text: "never" }]]));
     const runId = started.body.id as RunId;
     // The command's write sits in its layer until the call is settled; wait for its content there.
@@ -239,7 +258,8 @@ describe("workspace checkpoints", () => {
     );
     worker.kill("SIGKILL");
     await worker.exited;
-    defaultWorker = await startWorker();
+    await stopWorkers();
+    await useWorker();
     expect((await client.waitForRun(runId, 30_000)).status).toBe("interrupted");
     const checkpoint = await checkpointOfRun(runId);
     const tree = await env.services.store.checkpoints.checkpointTree(checkpoint.id);
@@ -251,7 +271,7 @@ describe("workspace checkpoints", () => {
   }, 120_000);
 
   it("W1, X5: what checkpoints keep counts in the tenant's storageBytes, and its quota refuses the next run", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const tenant = await env.newTenant("checkpoint storage");
     const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
     const before = (await tenant.get("/v1/usage")).body.usage.storageBytes as number;
@@ -275,7 +295,7 @@ describe("workspace checkpoints", () => {
   }, 120_000);
 
   it("W1: a workspace folder deleted between two turns is rebuilt from its latest checkpoint before the next batch runs, with a workspace_restored event", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const first = await turn(sessionId, [
@@ -325,7 +345,7 @@ describe("workspace checkpoints", () => {
   }, 120_000);
 
   it("W1: a deleted project's missing workspace is never brought back from its checkpoints", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const { projectId, sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     await turn(sessionId, [write("secret.txt", "gone with the project\n")]);
@@ -340,7 +360,7 @@ describe("workspace checkpoints", () => {
   }, 120_000);
 
   it("W1: by default a person's edit between two turns is kept: never rebuilt over, and in the checkpoints from the next full one on", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     await turn(sessionId, [write("data.txt", "written by the model\n")]);
@@ -369,8 +389,7 @@ describe("workspace checkpoints", () => {
   }, 180_000);
 
   it("W1: a file over FOYA_CHECKPOINT_MAX_FILE_BYTES is never read whole into memory for a checkpoint: kept by size and digest, left out of a rebuild, and named in workspace_restored", async () => {
-    await stopWorkers();
-    await startWorker({ FOYA_CHECKPOINT_MAX_FILE_BYTES: "4096" });
+    await useWorker({ FOYA_CHECKPOINT_MAX_FILE_BYTES: "4096" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     // Under node_modules, where the command's file-change records keep no content either.
@@ -393,7 +412,6 @@ describe("workspace checkpoints", () => {
     expect(events.map((event) => event.data)).toEqual([
       expect.objectContaining({ reason: "missing", files: 1, filesNotRestored: ["node_modules/x/big.bin"] }),
     ]);
-    await stopWorkers();
   }, 120_000);
 
   /** The sha256 of a workspace file, read by plain fs. */
@@ -420,8 +438,7 @@ describe("workspace checkpoints", () => {
     bash(`mkdir -p node_modules/big && head -c ${bytes} /dev/urandom > node_modules/big/blob.bin && echo small > small.txt`);
 
   it("W1: a file twenty chunks long is checkpointed in chunks, no row holding more than one, and a rebuild streams it back byte-identical", async () => {
-    await stopWorkers();
-    await startWorker({ FOYA_BLOB_CHUNK_BYTES: String(256 * 1024) });
+    await useWorker({ FOYA_BLOB_CHUNK_BYTES: String(256 * 1024) });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const first = await turn(sessionId, [bigFile(5 * 1024 * 1024)]);
@@ -435,7 +452,6 @@ describe("workspace checkpoints", () => {
     expect(await readFile(path.join(workspace, "sum.txt"), "utf8")).toBe(`${digest}  node_modules/big/blob.bin\n`);
     expect((await folderSnapshot(workspace)).filter((line) => !line.includes("sum.txt"))).toEqual(before);
     expect(await restoredEvents(sessionId)).toEqual([expect.objectContaining({ reason: "missing", files: 2, filesNotRestored: [] })]);
-    await stopWorkers();
   }, 120_000);
 
   it("W1: a large blob whose writer was SIGKILLed half-way is never used; the next worker's checkpoint finishes it and the rebuild is byte-identical", async () => {
@@ -458,7 +474,7 @@ describe("workspace checkpoints", () => {
     expect(await env.services.store.blobs.storedDigests(client.tenantId as TenantId, [digest])).toEqual(new Set());
     expect(await env.query("select id from workspace_checkpoints where run_id = $1", [runId])).toEqual([]);
     // A worker with the default chunk length takes the blob over at the length it was started with.
-    await startWorker();
+    await useWorker();
     expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
     await checkpointOfRun(runId);
     expect(
@@ -469,11 +485,10 @@ describe("workspace checkpoints", () => {
     await rm(workspace, { recursive: true, force: true });
     await turn(sessionId, [bash("cat small.txt > again.txt")]);
     expect((await folderSnapshot(workspace)).filter((line) => !line.includes("again.txt"))).toEqual(before);
-    await stopWorkers();
   }, 120_000);
 
   it("W1, X5: a file whose content would pass the tenant's storageBytes is kept by digest only; the batch closes with its checkpoint, and a rebuild names the file", async () => {
-    await useDefaultWorker();
+    await useWorker();
     const tenant = await env.newTenant("checkpoint quota");
     await env.admin.request("PATCH", `/v1/tenants/${tenant.tenantId}`, { quotas: { storageBytes: 2 * 1024 * 1024 } });
     const { sessionId } = await tenant.newSession({ approvalMode: "auto" });
@@ -496,8 +511,7 @@ describe("workspace checkpoints", () => {
   }, 120_000);
 
   it("W1: where nothing but Foya touches workspaces, a file damaged between two turns (changed and removed behind Foya's back) is repaired from the checkpoint before the next batch runs, and the run works on the right content", async () => {
-    await stopWorkers();
-    await startWorker({ FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" });
+    await useWorker({ FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const first = await turn(sessionId, [write("data.txt", "right\n"), write("other.txt", "kept\n")]);
@@ -519,18 +533,16 @@ describe("workspace checkpoints", () => {
     expect((await readdir(path.dirname(workspace))).filter((name) => name.startsWith(path.basename(workspace)))).toEqual([
       path.basename(workspace),
     ]);
-    await processes.killAll();
   }, 120_000);
 
   it("W1: a worker SIGKILLed with a checkpoint's rows written but not committed leaves no checkpoint; the next worker closes the batch with a correct one, never taking the batch's own files for damage", async () => {
     // Under `repair`, the strictest setting: the redelivered batch compares the workspace with the checkpoint.
     const repair = { FOYA_WORKSPACE_OUT_OF_BAND_CHANGES: "repair" };
-    await stopWorkers();
-    await startWorker(repair);
+    await useWorker(repair);
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     await turn(sessionId, [write("one.txt", "one\n")]);
-    await processes.killAll();
+    await stopWorkers();
     const crashing = await startWorker({ ...repair, FOYA_FAILPOINTS: "worker.checkpoint_rows_written" });
     const started = await client.startRun(
       sessionId,
@@ -540,7 +552,7 @@ describe("workspace checkpoints", () => {
     const runId = started.body.id as RunId;
     expect(await env.query("select id from workspace_checkpoints where run_id = $1", [runId])).toEqual([]);
     const afterCrash = await folderSnapshot(workspace);
-    await startWorker(repair);
+    await useWorker(repair);
     expect((await client.waitForRun(runId, 60_000)).status).toBe("completed");
     const checkpoint = await checkpointOfRun(runId);
     // The redelivered batch found its own calls' files beside the first checkpoint: caught up (seq 2), never taken for damage.
