@@ -389,6 +389,9 @@ const settingsSchema = z.object({
       poolSize: int("FOYA_DATABASE_POOL_SIZE", 20, { min: 1, max: 1000 }).describe(
         "Postgres connections a process opens at most (its shared pool; a worker's liveness record has one more of its own).",
       ),
+      answerStatements: int("FOYA_ANSWER_STATEMENTS", 2, { min: 0, max: 1000 }).describe(
+        'Tool-result statements (`answer_calls`) a process runs at once; results that arrive meanwhile go together in the next one, up to 32 rows, one per session (docs/architecture/store.md, "Answers in batches"). `0`: one statement per result, as many at once as the pool gives.',
+      ),
       migrateOnStart: flag("FOYA_MIGRATE_ON_START", true).describe(
         "Apply the SQL migrations in `drizzle/` when a process starts (`npm run migrate` applies them otherwise).",
       ),

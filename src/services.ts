@@ -1,5 +1,6 @@
 import path from "node:path";
 import { hostIdOf, type Config } from "./config.js";
+import { defaultAnswerBatches } from "./store/answer-batches.js";
 import { openStore } from "./store/open-store.js";
 import type { Store } from "./store/store.js";
 import { createUnitOfWork, type UnitOfWork } from "./unit-of-work/unit-of-work.js";
@@ -116,7 +117,10 @@ export interface CreateServicesOptions {
 export async function createServices(config: Config, options: CreateServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logging.level, options.role ? { role: options.role } : {});
   // The pool stays inside the store: everything below gets `store`, never a connection.
-  const database = openStore(config.database.url, { max: config.database.poolSize });
+  const database = openStore(config.database.url, {
+    max: config.database.poolSize,
+    answerBatches: config.database.answerStatements > 0 ? { ...defaultAnswerBatches, inFlight: config.database.answerStatements } : null,
+  });
   if (config.database.migrateOnStart) {
     // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.
     // drizzle/ beside package.json: the same folder whether this runs from src/ (tsx) or a compiled outDir.

@@ -1,5 +1,6 @@
 import { openDatabase, type OpenDatabaseOptions } from "../db/client.js";
 import { runMigrations } from "../db/migrate.js";
+import type { AnswerBatchOptions } from "./answer-batches.js";
 import { createStore, type Store } from "./store.js";
 
 /**
@@ -16,10 +17,14 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-export function openStore(databaseUrl: string, options: OpenDatabaseOptions = {}): OpenedStore {
-  const handle = openDatabase(databaseUrl, options);
+export function openStore(
+  databaseUrl: string,
+  options: OpenDatabaseOptions & { answerBatches?: AnswerBatchOptions | null } = {},
+): OpenedStore {
+  const { answerBatches, ...pool } = options;
+  const handle = openDatabase(databaseUrl, pool);
   return {
-    store: createStore(handle.pool),
+    store: createStore(handle.pool, answerBatches),
     migrate: (migrationsFolder) => runMigrations(handle, migrationsFolder),
     close: () => handle.close(),
   };

@@ -102,15 +102,18 @@ function bind(handles: Handles): Repositories {
   return new BoundRepositories(handles) as unknown as Repositories;
 }
 
-export function createStore(pool: pg.Pool, answerBatches: AnswerBatchOptions = defaultAnswerBatches): Store {
+/** `answerBatches` null: one statement per answer, as before batching (FOYA_ANSWER_STATEMENTS=0). */
+export function createStore(pool: pg.Pool, answerBatches: AnswerBatchOptions | null = defaultAnswerBatches): Store {
   const handles = { db: drizzle(pool, { schema }), pg: pool };
   const store = bind(handles);
   // Outside a transaction, answers that arrive together go as one statement (answer-batches.ts);
   // inside one, `tx.toolCalls.answerCall` stays its own statement on the transaction's connection.
-  const toolCalls = toolCallsRepository(handles);
-  Object.defineProperty(store, "toolCalls", {
-    value: { ...toolCalls, answerCall: answerBatcher((requests) => toolCalls.answerCalls(requests), answerBatches) },
-  });
+  if (answerBatches) {
+    const toolCalls = toolCallsRepository(handles);
+    Object.defineProperty(store, "toolCalls", {
+      value: { ...toolCalls, answerCall: answerBatcher((requests) => toolCalls.answerCalls(requests), answerBatches) },
+    });
+  }
   return Object.assign(store, {
     transaction<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
       return inTransaction(pool, (client, db) => work(bind({ db, pg: client })));
