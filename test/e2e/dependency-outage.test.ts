@@ -5,7 +5,7 @@ import path from "node:path";
 import { execa } from "execa";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { readMarkers } from "../fixtures/test-tools.js";
+import { readMarkers, releaseMarker } from "../fixtures/test-tools.js";
 import { ApiClient, script, textOf, waitFor } from "../helpers/api-client.js";
 import { expectValidHistory } from "../helpers/history.js";
 import { entryArgs, processGroup, type FoyaProcess } from "../helpers/processes.js";
@@ -244,7 +244,11 @@ describe("dependency outages", () => {
     const workspace = await env.workspaceOf(sessionId);
     const inFlight = await client.startRun(
       sessionId,
-      script([[{ tool: "marker_sleep", args: { marker: "across-outage", sleepMs: 6000 } }], [{ text: "tool done" }]]),
+      // The call runs until the test ends it after the outage (at most 30 s): across the whole outage, however long it lasts.
+      script([
+        [{ tool: "marker_sleep", args: { marker: "across-outage", sleepMs: 30_000, until: "across-outage-end" } }],
+        [{ text: "tool done" }],
+      ]),
     );
     await waitFor(async () => (await readMarkers(workspace, "across-outage")).length === 1, 15_000, "the tool to start");
 
@@ -255,6 +259,7 @@ describe("dependency outages", () => {
     await outage.outlasted("the worker to try Postgres and be refused");
     expect((await client.get(`/v1/runs/${inFlight.body.id}`)).body.status).toBe("running");
     proxy.forward();
+    await releaseMarker(workspace, "across-outage-end");
 
     expect((await client.waitForRun(inFlight.body.id, 15_000)).status).toBe("completed");
     expect((await client.waitForRun(meanwhile.body.id, 15_000)).status).toBe("completed");
@@ -278,11 +283,21 @@ describe("dependency outages", () => {
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
       sessionId,
-      script([[{ tool: "marker_sleep", args: { marker: "ends-in-outage", sleepMs: 1000 } }], [{ text: "kept" }]]),
+      script([
+        [{ tool: "marker_sleep", args: { marker: "ends-in-outage", sleepMs: 30_000, until: "ends-in-outage-end" } }],
+        [{ text: "kept" }],
+      ]),
     );
     await waitFor(async () => (await readMarkers(workspace, "ends-in-outage")).length === 1, 15_000, "the tool to start");
-    // The tool ends within a second, with Postgres away; the outage lasts three.
-    await startOutage(proxy, worker, exited).outlasted("the outage to outlast the tool", 3000);
+    // The tool ends once Postgres is away, and the outage lasts until its result has been refused twice.
+    const outage = startOutage(proxy, worker, exited);
+    await releaseMarker(workspace, "ends-in-outage-end");
+    await waitFor(
+      async () => exited() || worker.output().split("the call's result waits to be stored").length > 2,
+      15_000,
+      "the result's commit to meet the outage twice",
+    );
+    await outage.outlasted("the worker to be refused", 0);
     proxy.forward();
 
     expect((await client.waitForRun(run.body.id, 20_000)).status).toBe("completed");

@@ -94,7 +94,7 @@ beforeAll(async () => {
     wire("failing", failing, { fallbacks: ["backup"] }),
   ]);
   env = await createTestEnv({ FOYA_PROVIDERS_FILE: providersFile, FOYA_STEP_CONCURRENCY: "8", FOYA_TOOL_CONCURRENCY: "8" });
-  for (let i = 0; i < 2; i++) workers.push(await startFoyaProcess("worker", env.env));
+  await Promise.all([0, 1].map(async () => workers.push(await startFoyaProcess("worker", env.env))));
 }, 90_000);
 afterAll(async () => {
   for (const worker of workers) {

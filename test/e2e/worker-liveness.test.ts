@@ -189,9 +189,10 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
       "the next step's tool to start",
     );
     expect(Number(line!.split(" ")[0])).toBe(first.other.pid);
-    await workers.start("worker", { ...env.env, ...limitOne });
     first.other.kill("SIGKILL");
     await first.other.exited;
+    // Its replacement starts while the dead worker's liveness record ages.
+    await workers.start("worker", { ...env.env, ...limitOne });
 
     const ended = await client.waitForRun(run.body.id, 20_000);
     expect(ended.status).toBe("interrupted");
@@ -210,20 +211,25 @@ describe("worker liveness (D9) and carrying on after an interruption (D10)", () 
     const started = performance.now();
     const run = await client.startRun(sessionId, script([[{ text: "done" }]]));
     expect((await dying.exited).signal).toBe("SIGKILL");
-    await workers.start("worker", env.env);
+    // The lock (30 s) and stall check (15 s) stay as in production; the sweep that asks BullMQ about the run's job
+    // looks every 300 ms at runs still for 1 s (production: every 5 s, for 10 s), so what is timed is the death's discovery.
+    await workers.start("worker", { ...env.env, FOYA_SWEEP_GRACE_MS: "1000", FOYA_SWEEP_INTERVAL_MS: "300" });
     expect((await client.waitForRun(run.body.id, 40_000)).status).toBe("completed");
-    // Found dead after the 3 s liveness timeout, then the sweep's 10 s grace: well before the lock (30 s) and stall check (15 s) free the job.
+    // Found dead after the 3 s liveness timeout, then the next sweep: well before the lock (30 s) and stall check (15 s) free the job.
     expect(performance.now() - started).toBeLessThan(25_000);
   });
 
   it("D9: GET /v1/admin/workers lists live workers with their pid (as printed at start-up) and held jobs; a drained one leaves the list, a killed one drops off after the timeout", async () => {
-    // The workers an earlier test killed stay listed until their liveness timeout: this test's list starts empty.
+    const [a, b] = await Promise.all([workers.start("worker", env.env), workers.start("worker", env.env)]);
+    // The workers an earlier test killed stay listed until their liveness timeout (they age while these two start): this test's list holds its own only.
     await waitFor(
-      async () => (await env.admin.get("/v1/admin/workers")).body.workers.length === 0,
+      async () =>
+        (await env.admin.get<{ workers: Array<{ pid: number }> }>("/v1/admin/workers")).body.workers.every(
+          (worker) => worker.pid === a!.pid || worker.pid === b!.pid,
+        ),
       8_000,
       "earlier tests' workers to drop off",
     );
-    const [a, b] = await Promise.all([workers.start("worker", env.env), workers.start("worker", env.env)]);
     for (const child of [a!, b!]) await child.waitForOutput(new RegExp(`^FOYA_WORKER_PID=${child.pid}$`, "m"), 5_000);
     const { sessionId } = await client.newSession();
     const workspace = await env.workspaceOf(sessionId);

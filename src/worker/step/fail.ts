@@ -24,6 +24,7 @@ export interface FailedAttempt {
  * An attempt of the step job that threw (process.ts). A provider error is thrown again,
  * so BullMQ retries; the retry is a new step attempt. On the last attempt, or at once for
  * `provider_config`, the step is marked `failed` and the run ends `failed` with the error's code.
+ * An attempt that is retried gives the run's lease back first, so whichever worker takes the retry claims it at once.
  * Postgres or Redis away is no fault of the step: never fail the run for it, even on the last
  * attempt. The job fails; the run still needs it, and the sweeper enqueues it again (X4).
  */
@@ -36,7 +37,14 @@ export async function failStep(deps: Pick<JobDeps, "unitOfWork" | "logger">, att
   const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   const permanent = isFoyaError(error) && error.code === "provider_config";
   const dependencyAway = !isFoyaError(error) && isConnectionError(error);
-  if ((!finalAttempt && !permanent) || dependencyAway) throw error;
+  if (dependencyAway) throw error;
+  if (!finalAttempt && !permanent) {
+    // The retry may be taken by another worker: given back, the run is claimed after the retry's backoff, not after
+    // this attempt's lease (FOYA_LEASE_MS) runs out. Fenced: a run taken over meanwhile is not touched. Not given
+    // back (Postgres refused), the lease runs out as it would have.
+    await deps.unitOfWork.transactFenced((fx) => fx.store.runs.releaseLease(attempt.prepared.run)).catch(() => undefined);
+    throw error;
+  }
   const code = isFoyaError(error) ? error.code : "step_failed";
   const message = describeFailure(error, run.id);
   // The run's record tells tenants what happened; operators get the whole error, cause included.
