@@ -8,7 +8,7 @@ import { newId, type ProjectId, type TenantId } from "../../src/ids.js";
 import { cleanHostCopies } from "../../src/worker/host-copies-cleanup.js";
 import { serveHostRequest } from "../../src/worker/serve-host-request.js";
 import { claimHostCopy, hostCopies, hostWorkspacePath } from "../../src/workspace/host-copies.js";
-import type { ApiClient } from "../helpers/api-client.js";
+import { type ApiClient, waitFor } from "../helpers/api-client.js";
 import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
 
 /**
@@ -26,6 +26,16 @@ beforeAll(async () => {
   await env.startWorker();
   client = await env.newTenant("owner");
   hostId = hostIdOf(env.config);
+  // The worker looks at its host's copies with its first sweep, then once a minute: once a copy of no
+  // known project is gone, the looks this file makes itself are the only ones while it runs (a
+  // background look that came between a test's set-up and its own look took the copies first, once).
+  const unknown = { tenantId: newId("ten"), projectId: newId("prj") };
+  await claimHostCopy(env.config.workspaces.dir, unknown, 1);
+  await waitFor(
+    async () => !(await hostCopies(env.config.workspaces.dir)).some((copy) => copy.projectId === unknown.projectId),
+    30_000,
+    "the worker's first look at its copies",
+  );
 });
 afterAll(async () => env?.close());
 
