@@ -53,9 +53,17 @@ export function appendEventsText(params: { sessionId: string; tenantId: string; 
       where ${tbl(sessions)}.${col(sessions.id)} = ${params.sessionId} and jsonb_array_length(p.items) > 0 ${when ? `and ${when}` : ""}
       returning ${tbl(sessions)}.${col(sessions.eventSeq)} as event_seq, p.items
     ),
-    appended_events as (
+    ${appendedEventsText({ sessionId: params.sessionId, tenantId: params.tenantId, lastSeq: "b.event_seq" })}`;
+}
+
+/**
+ * `appended_events`: the rows of `event_seq_bump`'s items (`b.items`), numbered back from the
+ * session's counter after the bump (`lastSeq`). One text for one session's append and many.
+ */
+function appendedEventsText(values: { sessionId: string; tenantId: string; lastSeq: string }): string {
+  return `appended_events as (
       insert into ${tbl(events)} (${E.sessionId}, ${E.seq}, ${E.tenantId}, ${E.runId}, ${E.stepIndex}, ${E.attempt}, ${E.type}, ${E.data})
-      select ${params.sessionId}, b.event_seq - jsonb_array_length(b.items) + e.ord, ${params.tenantId},
+      select ${values.sessionId}, ${values.lastSeq} - jsonb_array_length(b.items) + e.ord, ${values.tenantId},
              e.value->>'runId', (e.value->>'stepIndex')::int, (e.value->>'attempt')::int,
              e.value->>'type', e.value->'data'
       from event_seq_bump b, jsonb_array_elements(b.items) with ordinality as e(value, ord)
@@ -64,26 +72,20 @@ export function appendEventsText(params: { sessionId: string; tenantId: string; 
 
 /**
  * `appendEventsText` for a statement of many rows: each row of `rows` (a CTE with columns `n`,
- * `session_id`, `tenant_id` and `events`, the row's `eventPayload`) appends its own events to its
- * own session, when `when` holds for it (`r` is the row). A statement gives each session at most
- * one row: its bump is one update of the session's counter (SPEC D5). `event_seq_bump` returns
- * each row's `n` and the session's last sequence number after it (`last_seq`).
+ * `session_id`, `tenant_id` and `events`, the row's `eventItems`) appends its own events to its
+ * own session. A statement gives each session at most one row: its bump is one update of the
+ * session's counter (SPEC D5). `event_seq_bump` returns each row's `n` and the session's last
+ * sequence number after it (`last_seq`).
  */
-export function appendEventsPerRowText(rows: string, when = "true"): string {
+export function appendEventsPerRowText(rows: string): string {
   return `
     event_seq_bump as (
       update ${tbl(sessions)} set ${col(sessions.eventSeq)} = ${col(sessions.eventSeq)} + jsonb_array_length(r.events)
       from ${rows} r
-      where ${tbl(sessions)}.${col(sessions.id)} = r.session_id and jsonb_array_length(r.events) > 0 and ${when}
+      where ${tbl(sessions)}.${col(sessions.id)} = r.session_id and jsonb_array_length(r.events) > 0
       returning r.n, ${tbl(sessions)}.${col(sessions.eventSeq)} as last_seq, r.events as items, r.session_id, r.tenant_id
     ),
-    appended_events as (
-      insert into ${tbl(events)} (${E.sessionId}, ${E.seq}, ${E.tenantId}, ${E.runId}, ${E.stepIndex}, ${E.attempt}, ${E.type}, ${E.data})
-      select b.session_id, b.last_seq - jsonb_array_length(b.items) + e.ord, b.tenant_id,
-             e.value->>'runId', (e.value->>'stepIndex')::int, (e.value->>'attempt')::int,
-             e.value->>'type', e.value->'data'
-      from event_seq_bump b, jsonb_array_elements(b.items) with ordinality as e(value, ord)
-    )`;
+    ${appendedEventsText({ sessionId: "b.session_id", tenantId: "b.tenant_id", lastSeq: "b.last_seq" })}`;
 }
 
 /**

@@ -141,7 +141,7 @@ async function markCallsRunning(
  * Guard, per row: the call's status leads to the outcome's (`toolCallStatusesLeadingTo`); with
  * `execFence`, only the batch attempt that marked it running may answer it. One row's guard
  * refuses that row alone.
- * Params: one `AnswerRow` per call, at most one per session (`answerBatches` splits them).
+ * Params: one `AnswerRow` per call, at most one per session (`answer-batches.ts` groups them so).
  * Result: per row, whether the call was answered, whether the run was handed to its next step, and its `tool_end` event.
  *
  * One statement writes each call's terminal status, its tool message (what the model sees next),
@@ -173,7 +173,7 @@ interface AnswerRow {
   message: unknown;
   /** The file-change records. */
   file_changes: unknown;
-  /** The `eventPayload` items. */
+  /** The `eventItems` of its `tool_end`. */
   events: unknown;
   /** Whether to hand the run to its next step if this answer closes the batch; the rest are null without. */
   hand_off: boolean;
