@@ -390,7 +390,13 @@ const settingsSchema = z.object({
         "Postgres connections a process opens at most (its shared pool; a worker's liveness record has one more of its own).",
       ),
       answerStatements: int("FOYA_ANSWER_STATEMENTS", 2, { min: 0, max: 1000 }).describe(
-        'Tool-result statements (`answer_calls`) a process runs at once; results that arrive meanwhile go together in the next one, up to 32 rows, one per session (docs/architecture/store.md, "Answers in batches"). `0`: one statement per result, as many at once as the pool gives.',
+        'Tool-result statements (`answer_calls`) a process runs at once; results that arrive meanwhile go together in the next one, up to 32 rows, one per session (docs/architecture/store.md, "Statements in batches"). `0`: one statement per result, as many at once as the pool gives.',
+      ),
+      commitStatements: int("FOYA_COMMIT_STATEMENTS", 2, { min: 0, max: 1000 }).describe(
+        'Step-commit statements (`commit_steps`: a model step\'s answer and calls) a process runs at once; commits that arrive meanwhile go together in the next one, up to 32 rows, one per session (docs/architecture/store.md, "Statements in batches"). `0`: one statement per commit, as many at once as the pool gives.',
+      ),
+      claimStatements: int("FOYA_CLAIM_STATEMENTS", 2, { min: 0, max: 1000 }).describe(
+        "Claim statements of each job kind (`claim_steps`: a model step job's lease, fence and history; `claim_batches`: a tool batch job's lease, calls and first group) a process runs at once; claims that arrive meanwhile go together in the next one, up to 32 rows, one per run (docs/architecture/store.md, \"Statements in batches\"). `0`: one statement per claim, as many at once as the pool gives.",
       ),
       migrateOnStart: flag("FOYA_MIGRATE_ON_START", true).describe(
         "Apply the SQL migrations in `drizzle/` when a process starts (`npm run migrate` applies them otherwise).",

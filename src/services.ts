@@ -1,6 +1,6 @@
 import path from "node:path";
 import { hostIdOf, type Config } from "./config.js";
-import { defaultAnswerBatches } from "./store/answer-batches.js";
+import { defaultStatementBatches } from "./store/statement-batches.js";
 import { openStore } from "./store/open-store.js";
 import type { Store } from "./store/store.js";
 import { createUnitOfWork, type UnitOfWork } from "./unit-of-work/unit-of-work.js";
@@ -119,7 +119,11 @@ export async function createServices(config: Config, options: CreateServicesOpti
   // The pool stays inside the store: everything below gets `store`, never a connection.
   const database = openStore(config.database.url, {
     max: config.database.poolSize,
-    answerBatches: config.database.answerStatements > 0 ? { ...defaultAnswerBatches, inFlight: config.database.answerStatements } : null,
+    batches: {
+      answers: config.database.answerStatements > 0 ? { ...defaultStatementBatches, inFlight: config.database.answerStatements } : null,
+      commits: config.database.commitStatements > 0 ? { ...defaultStatementBatches, inFlight: config.database.commitStatements } : null,
+      claims: config.database.claimStatements > 0 ? { ...defaultStatementBatches, inFlight: config.database.claimStatements } : null,
+    },
   });
   if (config.database.migrateOnStart) {
     // Once per start; a lost connection is waited out (SPEC D9), a refused migration is thrown.

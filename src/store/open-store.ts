@@ -1,7 +1,6 @@
 import { openDatabase, type OpenDatabaseOptions } from "../db/client.js";
 import { runMigrations } from "../db/migrate.js";
-import type { AnswerBatchOptions } from "./answer-batches.js";
-import { createStore, type Store } from "./store.js";
+import { createStore, type Store, type StoreBatches } from "./store.js";
 
 /**
  * A Store on a pool of its own, and what only the pool's opener may do with it: migrate the
@@ -17,14 +16,11 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-export function openStore(
-  databaseUrl: string,
-  options: OpenDatabaseOptions & { answerBatches?: AnswerBatchOptions | null } = {},
-): OpenedStore {
-  const { answerBatches, ...pool } = options;
+export function openStore(databaseUrl: string, options: OpenDatabaseOptions & { batches?: StoreBatches } = {}): OpenedStore {
+  const { batches, ...pool } = options;
   const handle = openDatabase(databaseUrl, pool);
   return {
-    store: createStore(handle.pool, answerBatches),
+    store: createStore(handle.pool, batches),
     migrate: (migrationsFolder) => runMigrations(handle, migrationsFolder),
     close: () => handle.close(),
   };

@@ -4,7 +4,7 @@ import type { NextJob } from "../core/next-job.js";
 import type { ApprovalPolicy } from "../core/policy.js";
 import { claimableRunStatuses, type RunStatus } from "../core/run-status.js";
 import { messages, projectPlacements, projects, runs, sessions, steps, toolCalls } from "../db/schema.js";
-import { appendedColumns, appendedEvents, appendEventsText, type AppendedRow } from "./events.js";
+import { appendedEvents, appendEventsPerRowText, type AppendedRow } from "./events.js";
 import { decidedApprovalsJson, gateRulesOf, policiesColumns, policiesJoin, type StoredApproval } from "./gate-rules.js";
 import type { HistoryEntry } from "./messages.js";
 import { run, statement } from "./named-sql.js";
@@ -29,52 +29,71 @@ const R = {
 };
 
 /**
- * The claim both job kinds share. Guard: the run is claimable, still needs exactly
- * this job (`next_job`), and no other live lease holds it. Bumps the fence, so
- * whoever held the run before can no longer commit (D4). Params: `ClaimParams`.
+ * The claim both job kinds share, for each row of `req r` (the statement's rows, each with the
+ * run, its job and lease owner and length). Guard, per row: the run is claimable, still needs
+ * exactly this job (`next_job`), and no other live lease holds it. Bumps the fence, so whoever
+ * held the run before can no longer commit (D4). Returns the row's `n` with the run.
  */
-const claimCteWith = (guard = "") => `
+const claimCteWith = (guard = "") => {
+  const run = (column: string) => `${tbl(runs)}.${column}`;
+  return `
   claimed as (
-    update ${tbl(runs)} set ${R.fence} = ${R.fence} + 1, ${R.leaseOwner} = :owner,
-      ${R.leaseUntil} = now() + make_interval(secs => :leaseSeconds::float8), ${R.status} = 'running', ${R.updatedAt} = now()
-    where ${R.id} = :runId and ${R.status} in (${literals(claimableRunStatuses)}) and ${R.nextJob} = :job::jsonb
-      and (${R.leaseUntil} is null or ${R.leaseUntil} < now() or ${R.leaseOwner} = :owner)${guard}
-    returning ${rowOf(runs)}
+    update ${tbl(runs)} set ${R.fence} = ${run(R.fence)} + 1, ${R.leaseOwner} = r.owner,
+      ${R.leaseUntil} = now() + make_interval(secs => r.lease_seconds), ${R.status} = 'running', ${R.updatedAt} = now()
+    from req r
+    where ${run(R.id)} = r.run_id and ${run(R.status)} in (${literals(claimableRunStatuses)}) and ${run(R.nextJob)} = r.job
+      and (${run(R.leaseUntil)} is null or ${run(R.leaseUntil)} < now() or ${run(R.leaseOwner)} = r.owner)${guard}
+    returning r.n, ${rowOf(runs, tbl(runs))}
   )`;
-const claimCte = claimCteWith();
+};
 
 /**
  * The batch claim's placement fence (SPEC W3): the run's project is placed on the claiming
  * worker's host at the job's epoch. A job routed by an earlier placement (its host was found
  * dead, the project evicted) claims nothing: the placement's mover enqueued its successor.
  */
-const placedHere = `exists (select 1 from ${tbl(sessions)} pse join ${tbl(projectPlacements)} pp on pp.${col(projectPlacements.projectId)} = pse.${col(sessions.projectId)}
-        where pse.${col(sessions.id)} = ${tbl(runs)}.${col(runs.sessionId)} and pp.${col(projectPlacements.hostId)} = :hostId and pp.${col(projectPlacements.epoch)} = :placementEpoch::bigint)`;
-
-/** What every claim takes: the run, the job's lease owner and length, the job (JSON) and its step. */
-interface ClaimParams {
-  runId: RunId;
-  owner: string;
-  leaseSeconds: number;
-  job: string;
-  stepIndex: number;
-}
+const placedHereText = (
+  hostId: string,
+  epoch: string,
+) => `exists (select 1 from ${tbl(sessions)} pse join ${tbl(projectPlacements)} pp on pp.${col(projectPlacements.projectId)} = pse.${col(sessions.projectId)}
+        where pse.${col(sessions.id)} = ${tbl(runs)}.${col(runs.sessionId)} and pp.${col(projectPlacements.hostId)} = ${hostId} and pp.${col(projectPlacements.epoch)} = ${epoch})`;
+const placedHere = placedHereText(":hostId", ":placementEpoch::bigint");
 
 const position = [messages.runOrdinal, messages.stepIndex, messages.part, messages.callIndex]
   .map((column) => `m.${col(column)}`)
   .join(", ");
 
 /**
- * claimStep
- * Guard: the claim above. Params: `ClaimParams`, and the history position the worker already has (`after*`).
- * Result: the run, the attempt the step reached before (0 for none), the tools the run's previous
- * step offered in their order (PR4: the step keeps that order), the run's history after that
- * position, and the tenant's and project's approval policies (the step's commit judges its calls
- * by them to start the batch's first group with its claim): all in one round trip.
+ * claimSteps
+ * Guard, per row: the claim above. Params: one `ClaimRow` per run: the claim's, and the history
+ * position the worker already has (`after_*`).
+ * Result per claimed row (`n`; a row whose guard failed answers nothing): the run, the attempt the
+ * step reached before (0 for none), the tools the run's previous step offered in their order (PR4:
+ * the step keeps that order), the run's history after that position, and the tenant's and
+ * project's approval policies (the step's commit judges its calls by them to start the batch's
+ * first group with its claim): all in one round trip, for as many runs as arrive together
+ * (statement-batches.ts).
  */
-const claimStepStatement = statement<
-  ClaimParams & { afterRunOrdinal: number; afterStepIndex: number; afterPart: number; afterCallIndex: number },
+interface ClaimRow {
+  n: number;
+  run_id: RunId;
+  owner: string;
+  lease_seconds: number;
+  job: NextJob;
+  step_index: number;
+  after_run_ordinal: number;
+  after_step_index: number;
+  after_part: number;
+  after_call_index: number;
+}
+
+const claimRowColumns = `n int, run_id text, owner text, lease_seconds float8, job jsonb, step_index int, after_run_ordinal int,
+  after_step_index int, after_part int, after_call_index int`;
+
+const claimStepsStatement = statement<
+  { rows: string },
   RunRow & {
+    n: number;
     stepAttempt: number;
     previousTools: string[];
     history: HistoryRow[];
@@ -83,76 +102,108 @@ const claimStepStatement = statement<
     historyEpoch: number;
   }
 >(
-  "claim_step",
-  `with ${claimCte}
-   select c.*, ${policiesColumns}, se.${col(sessions.historyEpoch)} as "historyEpoch", coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} = :stepIndex), 0) as "stepAttempt",
-     coalesce((select s.${col(steps.tools)} from ${tbl(steps)} s where s.${col(steps.runId)} = :runId and s.${col(steps.index)} < :stepIndex
+  "claim_steps",
+  `with req as (select * from jsonb_to_recordset(:rows::jsonb) as r(${claimRowColumns})),
+   ${claimCteWith()}
+   select c.*, ${policiesColumns}, se.${col(sessions.historyEpoch)} as "historyEpoch",
+     coalesce((select s.${col(steps.attempt)} from ${tbl(steps)} s where s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = r.step_index), 0) as "stepAttempt",
+     coalesce((select s.${col(steps.tools)} from ${tbl(steps)} s where s.${col(steps.runId)} = c."id" and s.${col(steps.index)} < r.step_index
                order by s.${col(steps.index)} desc limit 1), '[]'::jsonb) as "previousTools",
      coalesce((select jsonb_agg(jsonb_build_array(m.${col(messages.content)}, ${position}) order by ${position})
                from ${tbl(messages)} m
                where m.${col(messages.sessionId)} = c."sessionId" and m.${col(messages.tenantId)} = c."tenantId" and m.${col(messages.runOrdinal)} <= c."ordinal"
                  and m.${col(messages.branchId)} is null
-                 and (${position}) > (:afterRunOrdinal::int, :afterStepIndex::int, :afterPart::int, :afterCallIndex::int)), '[]'::jsonb) as history
+                 and (${position}) > (r.after_run_ordinal, r.after_step_index, r.after_part, r.after_call_index)), '[]'::jsonb) as history
    from claimed c
-   ${policiesJoin("c")}`,
+   join req r using (n)
+   ${policiesJoin("c")}
+   order by c.n`,
 );
 
 /** One history message as the step claim answers it: content, run ordinal, step index, part, call index. */
 type HistoryRow = [HistoryMessage, number, number, MessagePosition["part"], number];
 
 /**
- * claimBatch
- * Guard: the claim above. Params: `ClaimParams`, and whether the tenant's calls may start at once (`startPreGranted`).
- * Result: the run; the step's attempt and tools; its calls in model order; the
- * tenant's and the project's approval policies and the approvals already given
- * for the step's calls, read in the claim so a policy applies from the next claim on (S1).
- * On the batch's first claim (no `resume`), the calls the step's commit pre-granted (its first
- * group) are marked `running` in the same statement, with their `tool_update` events, unless
- * a call of the step is already running (a redelivery after a crash: the batch is interrupted)
- * or `startPreGranted` is false (the tenant's calls take slots of its `toolCalls` quota one by one, SPEC X5).
+ * claimBatches
+ * Guard, per row: the claim above, and the placement fence (`placedHereText`). Params: one `BatchClaimRow`
+ * per run: the claim's, whether the tenant's calls may start at once (`start_pre_granted`), and the
+ * job's placement (host and epoch).
+ * Result per claimed row (`n`; a row whose guard failed answers nothing): the run; the step's
+ * attempt and tools; its calls in model order; the tenant's and the project's approval policies and
+ * the approvals already given for the step's calls, read in the claim so a policy applies from the
+ * next claim on (S1). On the batch's first claim (no `resume`), the calls the step's commit
+ * pre-granted (its first group) are marked `running` in the same statement, with their
+ * `tool_update` events, unless a call of the step is already running (a redelivery after a crash:
+ * the batch is interrupted) or `start_pre_granted` is false (the tenant's calls take slots of its
+ * `toolCalls` quota one by one, SPEC X5). Rows are of different sessions (their event counters
+ * are bumped once per statement).
  */
-const claimBatchStatement = statement<
-  ClaimParams & { startPreGranted: boolean; hostId: string; placementEpoch: number },
-  RunRow & {
-    stepAttempt: number | null;
-    stepTools: string[] | null;
-    calls: Record<string, unknown>[];
-    tenantPolicy: ApprovalPolicy;
-    projectPolicy: ApprovalPolicy;
-    decided: StoredApproval[];
-    startedIds: string[];
-    workspaceResetTo: CheckpointId | null;
-  } & AppendedRow
->(
-  "claim_batch",
-  `with ${claimCteWith(`
-      and ${placedHere}`)},
+interface BatchClaimRow {
+  n: number;
+  run_id: RunId;
+  owner: string;
+  lease_seconds: number;
+  job: NextJob;
+  step_index: number;
+  start_pre_granted: boolean;
+  host_id: string;
+  placement_epoch: number;
+}
+
+const batchClaimRowColumns = `n int, run_id text, owner text, lease_seconds float8, job jsonb, step_index int, start_pre_granted boolean,
+  host_id text, placement_epoch int8`;
+
+type ClaimedBatchRow = RunRow & {
+  n: number;
+  stepAttempt: number | null;
+  stepTools: string[] | null;
+  calls: Record<string, unknown>[];
+  tenantPolicy: ApprovalPolicy;
+  projectPolicy: ApprovalPolicy;
+  decided: StoredApproval[];
+  startedIds: string[];
+  workspaceResetTo: CheckpointId | null;
+} & AppendedRow;
+
+/** `started_rows` builds each started call's `tool_update { status: "running" }` (src/core/events.ts) as markCallsRunning writes it. */
+const claimBatchesStatement = statement<{ rows: string }, ClaimedBatchRow>(
+  "claim_batches",
+  `with req as (select * from jsonb_to_recordset(:rows::jsonb) as r(${batchClaimRowColumns})),
+   ${claimCteWith(`
+      and ${placedHereText("r.host_id", "r.placement_epoch")}`)},
    step_row as (
-     select s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt from ${tbl(steps)} s join claimed c on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
+     select c.n, s.${col(steps.id)} as id, s.${col(steps.attempt)} as attempt
+     from claimed c join req r using (n) join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = r.step_index
    ),
    started as (
-     update ${tbl(toolCalls)} tc set ${callsRunningSet('c."fence"', ":owner")}
-     from claimed c, step_row s
+     update ${tbl(toolCalls)} tc set ${callsRunningSet('c."fence"', "r.owner")}
+     from claimed c join req r using (n) join step_row s using (n)
      where tc.${col(toolCalls.stepId)} = s.id and tc.${col(toolCalls.preGrant)} is not null
-       and tc.${col(toolCalls.status)} in (${mayStartRunning}) and (:job::jsonb ->> 'resume') is null and :startPreGranted::boolean
-       and not exists (select 1 from ${tbl(toolCalls)} r where r.${col(toolCalls.stepId)} = s.id and r.${col(toolCalls.status)} = 'running' and r.${col(toolCalls.childRunId)} is null)
-     returning tc.${col(toolCalls.id)} as id, tc.${col(toolCalls.callId)} as call_id, tc.${col(toolCalls.callIndex)} as call_index
+       and tc.${col(toolCalls.status)} in (${mayStartRunning}) and (r.job ->> 'resume') is null and r.start_pre_granted
+       and not exists (select 1 from ${tbl(toolCalls)} o where o.${col(toolCalls.stepId)} = s.id and o.${col(toolCalls.status)} = 'running' and o.${col(toolCalls.childRunId)} is null)
+     returning c.n, tc.${col(toolCalls.id)} as id, tc.${col(toolCalls.callId)} as call_id, tc.${col(toolCalls.callIndex)} as call_index
    ),
-   ${appendEventsText({
-     sessionId: `(select "sessionId" from claimed)`,
-     tenantId: `(select "tenantId" from claimed)`,
-     // The body of \`tool_update { status: "running" }\` (src/core/events.ts), as markCallsRunning writes it.
-     payload: `(select coalesce(jsonb_agg(jsonb_build_object('runId', :runId::text, 'stepIndex', :stepIndex::int, 'attempt', (select attempt from step_row), 'type', 'tool_update',
-                  'data', jsonb_build_object('type', 'tool_update', 'callId', st.call_id, 'status', 'running')) order by st.call_index), '[]'::jsonb) from started st)`,
-   })}
-   select c.*, ${appendedColumns}, (select coalesce(jsonb_agg(st.id), '[]'::jsonb) from started st) as "startedIds", s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
+   started_rows as (
+     select c.n, c."sessionId" as session_id, c."tenantId" as tenant_id,
+       jsonb_agg(jsonb_build_object('runId', c."id", 'stepIndex', r.step_index, 'attempt', s.attempt, 'type', 'tool_update',
+         'data', jsonb_build_object('type', 'tool_update', 'callId', st.call_id, 'status', 'running')) order by st.call_index) as events
+     from started st join claimed c using (n) join req r using (n) join step_row s using (n)
+     group by c.n, c."sessionId", c."tenantId"
+   ),
+   ${appendEventsPerRowText("started_rows")}
+   select c.*, b.last_seq::float8 as last_seq, now() as appended_at,
+     (select coalesce(jsonb_agg(st.id), '[]'::jsonb) from started st where st.n = c.n) as "startedIds",
+     s.${col(steps.attempt)} as "stepAttempt", s.${col(steps.tools)} as "stepTools",
      coalesce((select jsonb_agg(to_jsonb(tc) order by tc.${col(toolCalls.callIndex)})
                from ${tbl(toolCalls)} tc where tc.${col(toolCalls.stepId)} = s.${col(steps.id)}), '[]'::jsonb) as calls,
      ${policiesColumns}, ${decidedApprovalsJson(`tc.${col(toolCalls.stepId)} = s.${col(steps.id)}`)} as decided,
      p.${col(projects.workspaceResetTo)} as "workspaceResetTo"
    from claimed c
-   left join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = :stepIndex
-   ${policiesJoin("c")}`,
+   join req r using (n)
+   left join ${tbl(steps)} s on s.${col(steps.runId)} = c."id" and s.${col(steps.index)} = r.step_index
+   left join event_seq_bump b using (n)
+   ${policiesJoin("c")}
+   order by c.n`,
 );
 
 /**
@@ -216,51 +267,79 @@ export interface ClaimRequest {
 /** Before every position: a claim given it reads the whole history. */
 export const historyOrigin: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 };
 
-function claimParams(request: ClaimRequest): ClaimParams {
-  return {
-    runId: request.runId,
+export type StepClaimRequest = ClaimRequest & { historyAfter: MessagePosition };
+
+/** Claims the step jobs of different runs in one statement; a request whose claim missed is explained on its own. */
+export async function claimSteps(on: Queryable, requests: readonly StepClaimRequest[]): Promise<Claim<StepClaim>[]> {
+  const rows: ClaimRow[] = requests.map((request, n) => ({
+    n,
+    run_id: request.runId,
     owner: request.owner,
-    leaseSeconds: request.leaseMs / 1000,
-    job: JSON.stringify(request.next),
-    stepIndex: request.stepIndex,
-  };
+    lease_seconds: request.leaseMs / 1000,
+    job: request.next,
+    step_index: request.stepIndex,
+    after_run_ordinal: request.historyAfter.runOrdinal,
+    after_step_index: request.historyAfter.stepIndex,
+    after_part: request.historyAfter.part,
+    after_call_index: request.historyAfter.callIndex,
+  }));
+  const claimed = new Map((await run(on, claimStepsStatement, { rows: JSON.stringify(rows) })).map((row) => [row.n, row]));
+  return Promise.all(
+    requests.map((request, index) => {
+      const row = claimed.get(index);
+      if (!row) return explainMissedClaim(on, request);
+      const { n: _n, stepAttempt, previousTools, history, tenantPolicy, projectPolicy, historyEpoch, ...run } = row;
+      return claimedOrGone(run, {
+        attempt: stepAttempt + 1,
+        historyEpoch,
+        previousTools,
+        policies: [tenantPolicy, projectPolicy],
+        history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({
+          message,
+          position: { runOrdinal, stepIndex, part, callIndex },
+        })),
+      });
+    }),
+  );
 }
 
-export async function claimStep(on: Queryable, request: ClaimRequest & { historyAfter: MessagePosition }): Promise<Claim<StepClaim>> {
-  const after = request.historyAfter;
-  const [row] = await run(on, claimStepStatement, {
-    ...claimParams(request),
-    afterRunOrdinal: after.runOrdinal,
-    afterStepIndex: after.stepIndex,
-    afterPart: after.part,
-    afterCallIndex: after.callIndex,
-  });
-  if (!row) return explainMissedClaim(on, request);
-  const { stepAttempt, previousTools, history, tenantPolicy, projectPolicy, historyEpoch, ...claimed } = row;
-  return claimedOrGone(claimed, {
-    attempt: stepAttempt + 1,
-    historyEpoch,
-    previousTools,
-    policies: [tenantPolicy, projectPolicy],
-    history: history.map(([message, runOrdinal, stepIndex, part, callIndex]) => ({
-      message,
-      position: { runOrdinal, stepIndex, part, callIndex },
-    })),
-  });
+export async function claimStep(on: Queryable, request: StepClaimRequest): Promise<Claim<StepClaim>> {
+  const [claim] = await claimSteps(on, [request]);
+  return claim as Claim<StepClaim>;
 }
 
-export async function claimBatch(
-  on: Queryable,
-  request: ClaimRequest & { startPreGranted: boolean; placement: { hostId: string; epoch: number } },
-): Promise<Claim<BatchClaim>> {
-  const [row] = await run(on, claimBatchStatement, {
-    ...claimParams(request),
-    startPreGranted: request.startPreGranted,
-    hostId: request.placement.hostId,
-    placementEpoch: request.placement.epoch,
-  });
-  if (!row) return explainMissedClaim(on, request, request.placement);
+export type BatchClaimRequest = ClaimRequest & { startPreGranted: boolean; placement: { hostId: string; epoch: number } };
+
+/** Claims the batch jobs of runs of different sessions in one statement; a request whose claim missed is explained on its own. */
+export async function claimBatches(on: Queryable, requests: readonly BatchClaimRequest[]): Promise<Claim<BatchClaim>[]> {
+  const rows: BatchClaimRow[] = requests.map((request, n) => ({
+    n,
+    run_id: request.runId,
+    owner: request.owner,
+    lease_seconds: request.leaseMs / 1000,
+    job: request.next,
+    step_index: request.stepIndex,
+    start_pre_granted: request.startPreGranted,
+    host_id: request.placement.hostId,
+    placement_epoch: request.placement.epoch,
+  }));
+  const claimed = new Map((await run(on, claimBatchesStatement, { rows: JSON.stringify(rows) })).map((row) => [row.n, row]));
+  return Promise.all(
+    requests.map((request, index) => {
+      const row = claimed.get(index);
+      return row ? batchClaimOf(request, row) : explainMissedClaim(on, request, request.placement);
+    }),
+  );
+}
+
+export async function claimBatch(on: Queryable, request: BatchClaimRequest): Promise<Claim<BatchClaim>> {
+  const [claim] = await claimBatches(on, [request]);
+  return claim as Claim<BatchClaim>;
+}
+
+function batchClaimOf(request: BatchClaimRequest, row: ClaimedBatchRow): Claim<BatchClaim> {
   const {
+    n: _n,
     stepAttempt,
     stepTools,
     calls,

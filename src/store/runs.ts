@@ -7,7 +7,7 @@
 
 import { gateRules } from "./gate-rules.js";
 import { repository } from "./repository.js";
-import { claimBatch, claimStep } from "./run-claims.js";
+import { claimBatch, claimBatches, claimStep, claimSteps } from "./run-claims.js";
 import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseLease, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
 import { acceptRun, activateRun, insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
 import { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
@@ -41,7 +41,9 @@ export const runsRepository = repository({
     acceptRun,
     activateRun,
     claimStep,
+    claimSteps,
     claimBatch,
+    claimBatches,
     renewLeases,
     releaseRunsOfWorker,
     lostJobCandidates,

@@ -5,7 +5,15 @@ import type { Database } from "../db/client.js";
 import { events, messages, projectPlacements, runs, sessions, steps, toolCalls } from "../db/schema.js";
 import { type MessageId, type RunId, type SessionId, type StepId, type TenantId, newId } from "../ids.js";
 import type { FinishReason, Usage } from "../providers/provider.js";
-import { appendedColumns, appendedEvents, appendEventsText, eventPayload, type AppendedRow } from "./events.js";
+import {
+  appendedColumns,
+  appendedEvents,
+  appendEventsPerRowText,
+  appendEventsText,
+  eventItems,
+  eventPayload,
+  type AppendedRow,
+} from "./events.js";
 import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
 import { run, statement } from "./named-sql.js";
 import type { ClaimedRun } from "./run-rows.js";
@@ -159,16 +167,21 @@ export interface StepResult {
 
 /**
  * The one text of a step attempt's end: the step's row (written here if its start was never
- * flushed) gets the attempt, its end `status` and finish. Params: `EndStepParams`; `from` is the
- * row source that guards it (a fenced update having matched), empty for none.
+ * flushed) gets the attempt, its end `status` and finish. `source` names where the values come
+ * from: `EndStepParams` (`params`) or the rows of a many-row statement (`r`, `CommitRow` columns)
+ * after `from`, the row source that guards them (a fenced update having matched).
  */
-function endStepText(status: string, from: string): string {
+function endStepText(status: string, source: { kind: "params" } | { kind: "rows"; from: string }): string {
+  const v =
+    source.kind === "params"
+      ? `:stepId, :tenantId, :runId, :stepIndex, :attempt, ${status}, :tools::jsonb, :finishReason, :stopReason, :usage::jsonb, now()`
+      : `r.step_id, r.tenant_id, r.run_id, r.step_index, r.attempt, ${status}, r.tools, r.finish_reason, r.stop_reason, r.usage, now() from ${source.from}`;
   return `
      insert into ${tbl(steps)} (${S.id}, ${S.tenantId}, ${S.runId}, ${S.index}, ${S.attempt}, ${S.status}, ${S.tools}, ${S.finishReason}, ${S.stopReason}, ${S.usage}, ${S.endedAt})
-     select :stepId, :tenantId, :runId, :stepIndex, :attempt, ${status}, :tools::jsonb, :finishReason, :stopReason, :usage::jsonb, now() ${from}
+     select ${v}
      on conflict (${S.runId}, ${S.index}) do update set ${S.attempt} = excluded.${S.attempt}, ${S.status} = excluded.${S.status}, ${S.tools} = excluded.${S.tools},
        ${S.finishReason} = excluded.${S.finishReason}, ${S.stopReason} = excluded.${S.stopReason}, ${S.usage} = excluded.${S.usage}, ${S.endedAt} = now()
-     returning ${S.id} as id`;
+     returning ${S.id} as id, ${S.runId} as run_id`;
 }
 
 interface EndStepParams {
@@ -187,54 +200,82 @@ interface EndStepParams {
 }
 
 /**
- * commitStep
- * Guard: the step job's fence, run running. Params: `CommitStepParams`.
- * Result: whether it committed, and the events appended: the step row (written here if its start
- * was never flushed) ended, the assistant message, its calls as `queued` on that row, the run's
- * next job (the batch, or none) and the lease released.
+ * commitSteps
+ * Guard, per row: the step job's fence, run running. Params: `CommitRow` per step, of different
+ * sessions (a session's event counter is bumped once per statement).
+ * Result per row: whether it committed, the session's last sequence number after its events, and
+ * where its project was placed. Each committed row: the step row (written here if its start was
+ * never flushed) ended, the assistant message, its calls as `queued` on that row, the run's next job
+ * (the batch, or none) and the lease released. A stale row is refused alone (docs/architecture/store.md).
  */
-interface CommitStepParams extends HeldRunParams, EndStepParams {
-  /** The run's next job (JSON): the step's batch, or null when it asked for no tool. */
-  nextJob: string | null;
-  messageId: MessageId;
-  runOrdinal: number;
-  /** The assistant message (JSON). */
-  message: string;
-  /** The calls (JSON): id, call_index, call_id, name, arguments_raw, pre_grant. */
-  calls: string;
+interface CommitRow {
+  n: number;
+  run_id: RunId;
+  fence: number;
+  tenant_id: TenantId;
+  session_id: SessionId;
+  /** The run's next job: the step's batch, or null when it asked for no tool. */
+  next_job: unknown;
+  /** The id of the step's row if its start was never flushed. */
+  step_id: StepId;
+  step_index: number;
+  attempt: number;
+  tools: readonly string[];
+  finish_reason: string;
+  stop_reason: string | null;
+  usage: Usage | null;
+  message_id: MessageId;
+  run_ordinal: number;
+  /** The assistant message. */
+  message: unknown;
+  /** The calls: id, call_index, call_id, name, arguments_raw, pre_grant. */
+  calls: unknown;
+  /** The `eventItems` of its leftovers and `step_end`. */
+  events: unknown;
 }
 
-const commitStepStatement = statement<
-  CommitStepParams,
-  { committed: number; placement_host: string | null; placement_epoch: number | null } & AppendedRow
+const commitRowColumns = `n int, run_id text, fence int8, tenant_id text, session_id text, next_job jsonb, step_id text, step_index int,
+  attempt int, tools jsonb, finish_reason text, stop_reason text, usage jsonb, message_id text, run_ordinal int, message jsonb,
+  calls jsonb, events jsonb`;
+
+const commitStepsStatement = statement<
+  { rows: string },
+  { n: number; committed: boolean; placement_host: string | null; placement_epoch: number | null } & AppendedRow
 >(
-  "commit_step",
-  `with committed_run as (
-     update ${tbl(runs)} set ${col(runs.nextJob)} = :nextJob::jsonb, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
+  "commit_steps",
+  `with req as (select * from jsonb_to_recordset(:rows::jsonb) as r(${commitRowColumns})),
+   committed_run as (
+     update ${tbl(runs)} set ${col(runs.nextJob)} = r.next_job, ${col(runs.redispatches)} = 0, ${col(runs.leaseOwner)} = null,
        ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
-     where ${R.id} = :runId and ${R.fence} = :fence and ${R.status} = 'running'
-     returning ${R.id}
+     from req r
+     where ${tbl(runs)}.${R.id} = r.run_id and ${tbl(runs)}.${R.fence} = r.fence and ${tbl(runs)}.${R.status} = 'running'
+     returning r.n
    ),
-   ended_step as (${endStepText("'completed'", "from committed_run")}),
+   committed_rows as (select r.* from req r join committed_run c using (n)),
+   ended_step as (${endStepText("'completed'", { kind: "rows", from: "committed_rows r" })}),
    assistant_message as (
      insert into ${tbl(messages)} (${M.id}, ${M.tenantId}, ${M.sessionId}, ${M.runId}, ${M.runOrdinal}, ${M.stepIndex}, ${M.part}, ${M.callIndex}, ${M.role}, ${M.content})
-     select :messageId, :tenantId, :sessionId, :runId, :runOrdinal, :stepIndex, 1, 0, 'assistant', :message::jsonb from committed_run
+     select r.message_id, r.tenant_id, r.session_id, r.run_id, r.run_ordinal, r.step_index, 1, 0, 'assistant', r.message from committed_rows r
      on conflict do nothing
    ),
    new_calls as (
      insert into ${tbl(toolCalls)} (${C.id}, ${C.tenantId}, ${C.sessionId}, ${C.runId}, ${C.stepId}, ${C.stepIndex}, ${C.callIndex}, ${C.callId}, ${C.name}, ${C.argumentsRaw}, ${C.status}, ${C.preGrant})
-     select c.id, :tenantId, :sessionId, :runId, e.id, :stepIndex, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued', c.pre_grant
-     from ended_step e, jsonb_to_recordset(:calls::jsonb) as c(id text, call_index int, call_id text, name text, arguments_raw text, pre_grant jsonb)
+     select c.id, r.tenant_id, r.session_id, r.run_id, e.id, r.step_index, c.call_index, c.call_id, c.name, c.arguments_raw, 'queued', c.pre_grant
+     from committed_rows r join ended_step e on e.run_id = r.run_id,
+       jsonb_to_recordset(r.calls) as c(id text, call_index int, call_id text, name text, arguments_raw text, pre_grant jsonb)
      on conflict do nothing
    ),
-   ${appendEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", payload: ":events" }, "exists (select 1 from committed_run)")},
+   ${appendEventsPerRowText("committed_rows")},
    placement as (
-     select pp.${col(projectPlacements.hostId)} as host_id, pp.${col(projectPlacements.epoch)}::float8 as epoch from ${tbl(projectPlacements)} pp
-     where pp.${col(projectPlacements.projectId)} = (select se.${col(sessions.projectId)} from ${tbl(sessions)} se where se.${col(sessions.id)} = :sessionId)
-       and :nextJob::jsonb is not null
+     select r.n, pp.${col(projectPlacements.hostId)} as host_id, pp.${col(projectPlacements.epoch)}::float8 as epoch
+     from committed_rows r join ${tbl(sessions)} se on se.${col(sessions.id)} = r.session_id
+       join ${tbl(projectPlacements)} pp on pp.${col(projectPlacements.projectId)} = se.${col(sessions.projectId)}
+     where r.next_job is not null
    )
-   select (select count(*) from committed_run)::int as committed, ${appendedColumns},
-     (select host_id from placement) as placement_host, (select epoch from placement) as placement_epoch`,
+   select r.n, c.n is not null as committed, b.last_seq::float8 as last_seq, now() as appended_at,
+     p.host_id as placement_host, p.epoch as placement_epoch
+   from req r left join committed_run c using (n) left join event_seq_bump b using (n) left join placement p using (n)
+   order by r.n`,
 );
 
 /** A committed step: its events, and where its project was placed at the commit (none: not placed, or released). */
@@ -244,23 +285,19 @@ export interface CommittedStep {
   placement: { hostId: string; epoch: number } | null;
 }
 
-/** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
-async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<CommittedStep | null> {
+/** A step attempt's commit, as its job asks for it. */
+export interface CommitRequest {
+  held: ClaimedRun;
+  step: StepAttempt;
+  result: StepResult;
+}
+
+function commitRow(request: CommitRequest, n: number): { row: CommitRow; events: NewEvent[] } {
+  const { held, step, result } = request;
   const stepRef: StepRef = { index: step.index, attempt: step.attempt };
   const finishReason = result.finish?.reason ?? "other";
   const stopReason = result.finish?.stopReason ?? null;
   const usage = result.finish?.usage;
-  const next = result.toolCalls.length > 0 ? JSON.stringify({ kind: "batch", stepIndex: step.index }) : null;
-  const calls = JSON.stringify(
-    result.toolCalls.map((call, callIndex) => ({
-      id: newId("call"),
-      call_index: callIndex,
-      call_id: call.callId,
-      name: call.name,
-      arguments_raw: call.argumentsRaw,
-      pre_grant: result.preGrants?.get(callIndex) ?? null,
-    })),
-  );
   const stepEnd: NewEvent = {
     runId: held.id,
     step: stepRef,
@@ -276,30 +313,63 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
     },
   };
   const events: NewEvent[] = [...result.pendingEvents.map((body) => ({ runId: held.id, step: stepRef, body })), stepEnd];
-  const [row] = await run(on, commitStepStatement, {
-    ...heldRunParams(held, events),
-    nextJob: next,
-    stepId: newId("stp"),
-    stepIndex: step.index,
-    attempt: step.attempt,
-    tools: JSON.stringify(step.tools),
-    finishReason,
-    stopReason,
-    usage: usage ? JSON.stringify(usage) : null,
-    messageId: newId("msg"),
-    runOrdinal: held.ordinal,
-    message: JSON.stringify({
-      role: "assistant",
-      text: result.text,
-      toolCalls: result.toolCalls,
-      ...(result.reasoning?.length ? { reasoning: result.reasoning } : {}),
-    }),
-    calls,
+  return {
+    events,
+    row: {
+      n,
+      run_id: held.id,
+      fence: held.fence,
+      tenant_id: held.tenantId,
+      session_id: held.sessionId,
+      next_job: result.toolCalls.length > 0 ? { kind: "batch", stepIndex: step.index } : null,
+      step_id: newId("stp"),
+      step_index: step.index,
+      attempt: step.attempt,
+      tools: step.tools,
+      finish_reason: finishReason,
+      stop_reason: stopReason,
+      usage: usage ?? null,
+      message_id: newId("msg"),
+      run_ordinal: held.ordinal,
+      message: {
+        role: "assistant",
+        text: result.text,
+        toolCalls: result.toolCalls,
+        ...(result.reasoning?.length ? { reasoning: result.reasoning } : {}),
+      },
+      calls: result.toolCalls.map((call, callIndex) => ({
+        id: newId("call"),
+        call_index: callIndex,
+        call_id: call.callId,
+        name: call.name,
+        arguments_raw: call.argumentsRaw,
+        pre_grant: result.preGrants?.get(callIndex) ?? null,
+      })),
+      events: eventItems(events),
+    },
+  };
+}
+
+/** Commits steps of different sessions in one statement; each answers its events, or null when its fence was lost. */
+async function commitSteps(on: Queryable, requests: readonly CommitRequest[]): Promise<(CommittedStep | null)[]> {
+  if (new Set(requests.map((request) => request.held.sessionId)).size !== requests.length)
+    throw new Error("commitSteps: at most one step per session in one statement");
+  const built = requests.map(commitRow);
+  const rows = await run(on, commitStepsStatement, { rows: JSON.stringify(built.map((entry) => entry.row)) });
+  return requests.map((request, index) => {
+    const row = rows[index];
+    if (row?.n !== index) throw new Error(`commitSteps: no result for row ${index}`);
+    if (!row.committed) return null;
+    const placement =
+      row.placement_host !== null && row.placement_epoch !== null ? { hostId: row.placement_host, epoch: row.placement_epoch } : null;
+    return { events: appendedEvents(request.held.sessionId, built[index]?.events ?? [], row), placement };
   });
-  if (!row || row.committed === 0) return null;
-  const placement =
-    row.placement_host !== null && row.placement_epoch !== null ? { hostId: row.placement_host, epoch: row.placement_epoch } : null;
-  return { events: appendedEvents(held.sessionId, events, row), placement };
+}
+
+/** Answers the events appended, or null when the fence was lost. With no tool calls the caller ends the run in the same transaction. */
+async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, result: StepResult): Promise<CommittedStep | null> {
+  const [committed] = await commitSteps(on, [{ held, step, result }]);
+  return committed ?? null;
 }
 
 /**
@@ -310,7 +380,7 @@ async function commitStep(on: Queryable, held: ClaimedRun, step: StepAttempt, re
  */
 const endStepAttemptStatement = statement<EndStepParams & { status: "failed" | "completed" }, { id: StepId }>(
   "end_step_attempt",
-  endStepText(":status", ""),
+  endStepText(":status", { kind: "params" }),
 );
 
 async function endStepAttempt(
@@ -368,5 +438,5 @@ async function closeStreamingStep(
 /** `store.steps`. */
 export const stepsRepository = repository({
   db: { endStepAttempt, closeStreamingStep },
-  pg: { appendStepEvents, startStep, commitStep },
+  pg: { appendStepEvents, startStep, commitStep, commitSteps },
 });

@@ -2,7 +2,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { Database } from "../db/client.js";
 import * as schema from "../db/schema.js";
-import { answerBatcher, defaultAnswerBatches, type AnswerBatchOptions } from "./answer-batches.js";
+import { defaultStatementBatches, statementBatcher, type StatementBatchOptions } from "./statement-batches.js";
 import { apiKeysRepository } from "./api-keys.js";
 import { approvalsRepository } from "./approvals.js";
 import { artifactsRepository } from "./artifacts.js";
@@ -21,11 +21,13 @@ import { projectRemovalRepository } from "./project-removal.js";
 import type { Handles } from "./repository.js";
 import { runsRepository } from "./runs.js";
 import { sessionsRepository } from "./sessions.js";
-import { stepsRepository } from "./steps.js";
+import { stepsRepository, type CommitRequest, type StepAttempt, type StepResult } from "./steps.js";
+import type { ClaimedRun } from "./run-rows.js";
+import type { BatchClaimRequest, StepClaimRequest } from "./run-claims.js";
 import { tenantAdmissionRepository } from "./tenant-admission.js";
 import { tenantsRepository } from "./tenants.js";
 import { toolCallSlotsRepository } from "./tool-call-slots.js";
-import { toolCallsRepository } from "./tool-calls.js";
+import { toolCallsRepository, type AnswerRequest } from "./tool-calls.js";
 import { webhookDeliveriesRepository } from "./webhook-deliveries.js";
 import { webhooksRepository } from "./webhooks.js";
 import { workersRepository } from "./workers.js";
@@ -102,17 +104,63 @@ function bind(handles: Handles): Repositories {
   return new BoundRepositories(handles) as unknown as Repositories;
 }
 
-/** `answerBatches` null: one statement per answer, as before batching (FOYA_ANSWER_STATEMENTS=0). */
-export function createStore(pool: pg.Pool, answerBatches: AnswerBatchOptions | null = defaultAnswerBatches): Store {
+/** Which writes go in batches outside a transaction (statement-batches.ts); null: one statement per write. */
+export interface StoreBatches {
+  /** Tool results (`answer_calls`, FOYA_ANSWER_STATEMENTS). */
+  answers: StatementBatchOptions | null;
+  /** Step commits (`commit_steps`, FOYA_COMMIT_STATEMENTS). */
+  commits: StatementBatchOptions | null;
+  /** Step and batch claims (`claim_steps`, `claim_batches`; FOYA_CLAIM_STATEMENTS of each kind). */
+  claims: StatementBatchOptions | null;
+}
+
+export const defaultStoreBatches: StoreBatches = {
+  answers: defaultStatementBatches,
+  commits: defaultStatementBatches,
+  claims: defaultStatementBatches,
+};
+
+export function createStore(pool: pg.Pool, batches: StoreBatches = defaultStoreBatches): Store {
   const handles = { db: drizzle(pool, { schema }), pg: pool };
   const store = bind(handles);
-  // Outside a transaction, answers that arrive together go as one statement (answer-batches.ts);
-  // inside one, `tx.toolCalls.answerCall` stays its own statement on the transaction's connection.
-  if (answerBatches) {
+  // Outside a transaction, writes that arrive together go as one statement (statement-batches.ts);
+  // inside one, `tx.toolCalls.answerCall`, `tx.steps.commitStep` and the claims stay their own
+  // statements on the transaction's connection.
+  if (batches.answers) {
     const toolCalls = toolCallsRepository(handles);
-    Object.defineProperty(store, "toolCalls", {
-      value: { ...toolCalls, answerCall: answerBatcher((requests) => toolCalls.answerCalls(requests), answerBatches) },
+    const answerCall = statementBatcher(
+      (requests: readonly AnswerRequest[]) => toolCalls.answerCalls(requests),
+      (request): string => request.run.sessionId,
+      batches.answers,
+    );
+    Object.defineProperty(store, "toolCalls", { value: { ...toolCalls, answerCall } });
+  }
+  if (batches.commits) {
+    const steps = stepsRepository(handles);
+    const commit = statementBatcher(
+      (requests: readonly CommitRequest[]) => steps.commitSteps(requests),
+      (request): string => request.held.sessionId,
+      batches.commits,
+    );
+    Object.defineProperty(store, "steps", {
+      value: { ...steps, commitStep: (held: ClaimedRun, step: StepAttempt, result: StepResult) => commit({ held, step, result }) },
     });
+  }
+  if (batches.claims) {
+    const runs = runsRepository(handles);
+    const claimStep = statementBatcher(
+      (requests: readonly StepClaimRequest[]) => runs.claimSteps(requests),
+      (request): string => request.runId,
+      batches.claims,
+    );
+    // Two rows of one session in a statement would bump its event counter twice: the statement
+    // fails on the events' key and its rows go one per statement (a run is its session's active one).
+    const claimBatch = statementBatcher(
+      (requests: readonly BatchClaimRequest[]) => runs.claimBatches(requests),
+      (request): string => request.runId,
+      batches.claims,
+    );
+    Object.defineProperty(store, "runs", { value: { ...runs, claimStep, claimBatch } });
   }
   return Object.assign(store, {
     transaction<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {

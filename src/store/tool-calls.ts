@@ -141,14 +141,14 @@ async function markCallsRunning(
  * Guard, per row: the call's status leads to the outcome's (`toolCallStatusesLeadingTo`); with
  * `execFence`, only the batch attempt that marked it running may answer it. One row's guard
  * refuses that row alone.
- * Params: one `AnswerRow` per call, at most one per session (`answer-batches.ts` groups them so).
+ * Params: one `AnswerRow` per call, at most one per session (`statement-batches.ts` groups them so).
  * Result: per row, whether the call was answered, whether the run was handed to its next step, and its `tool_end` event.
  *
  * One statement writes each call's terminal status, its tool message (what the model sees next),
  * its file-change records and its `tool_end` event (what clients see), SPEC L2, T3. With `handOff`,
  * when no other call of the batch is open the same statement gives the run its next step job.
  * Many calls go as one statement so that results that arrive together share one round trip, one
- * plan and one commit (docs/architecture/store.md, "Answers in batches").
+ * plan and one commit (docs/architecture/store.md, "Statements in batches").
  */
 interface AnswerRow {
   n: number;

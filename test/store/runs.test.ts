@@ -113,6 +113,110 @@ describe("store.runs claims", () => {
     if (after.kind !== "claimed") throw new Error(after.kind);
     expect(after.extra.history).toEqual([]);
   });
+  it("D4, D1: step claims of many runs in one statement: each row claims its own run under its own guard and reads its own history; a busy or gone row is explained alone", async () => {
+    const placed = await Promise.all([0, 1, 2, 3].map(() => placedRun(db)));
+    for (const one of placed) {
+      const owner = { tenantId: one.tenantId, sessionId: one.sessionId, runId: one.run.id };
+      const input = { runOrdinal: one.run.ordinal, stepIndex: -1, part: 0 as const, callIndex: 0 };
+      await db.store.messages.insertMessage(owner, input, { role: "user", text: `hello ${one.run.id}` });
+    }
+    const [a, busy, gone, d] = placed as [(typeof placed)[0], (typeof placed)[0], (typeof placed)[0], (typeof placed)[0]];
+    // Another job holds the second run's lease; the third run no longer needs a step job (its next job is a batch).
+    const holder = await claimedStep(db, busy, "worker-b/job-9");
+    const request = (one: (typeof placed)[0], next = stepJob) => ({
+      runId: one.run.id,
+      stepIndex: 0,
+      next,
+      owner: "worker-a/job-1",
+      leaseMs,
+      historyAfter: { runOrdinal: -1, stepIndex: -2, part: 0 as const, callIndex: 0 },
+    });
+    const claims = await db.store.runs.claimSteps([request(a), request(busy), request(gone, batchJob), request(d)]);
+    expect(claims.map((claim) => claim.kind)).toEqual(["claimed", "busy", "gone", "claimed"]);
+    for (const [index, one] of [a, d].entries()) {
+      const claim = claims[index === 0 ? 0 : 3];
+      if (claim?.kind !== "claimed") throw new Error("not claimed");
+      expect(claim.run).toMatchObject({ id: one.run.id, fence: one.run.fence + 1, leaseOwner: "worker-a/job-1" });
+      expect(claim.extra.history.map((entry) => entry.message)).toEqual([{ role: "user", text: `hello ${one.run.id}` }]);
+      expect(claim.extra.attempt).toBe(1);
+    }
+    expect((await runRow(db, busy.run.id)).fence).toBe(holder.fence);
+    expect((await runRow(db, gone.run.id)).fence).toBe(gone.run.fence);
+  });
+
+  it("D4: two claims of one run that arrive together never share a statement: one claims, the other finds the lease busy", async () => {
+    const placed = await placedRun(db);
+    const claim = (owner: string) =>
+      db.store.runs.claimStep({
+        runId: placed.run.id,
+        stepIndex: 0,
+        next: stepJob,
+        owner,
+        leaseMs,
+        historyAfter: { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 },
+      });
+    const both = await Promise.all([claim("worker-a/job-1"), claim("worker-b/job-1")]);
+    expect(both.map((one) => one.kind).sort()).toEqual(["busy", "claimed"]);
+    expect((await runRow(db, placed.run.id)).fence).toBe(placed.run.fence + 1);
+  });
+  it("D4, W3, D5: batch claims of many runs in one statement: each row is fenced by its own placement and starts its own pre-granted first group, with its events gap-free", async () => {
+    const placed = await Promise.all([0, 1, 2].map(() => placedRun(db)));
+    for (const one of placed) {
+      const step = await claimedStep(db, one);
+      const toolCalls = ["probe", "read"].map((name, index) => ({ callId: `call-${index}`, name, argumentsRaw: "{}" }));
+      const preGrants = new Map([
+        [0, { network: false }],
+        [1, { network: false }],
+      ]);
+      await db.store.steps.commitStep(
+        step,
+        { index: 0, attempt: 1, tools: ["probe", "read"] },
+        { text: "", toolCalls, finish: { reason: "tool_calls" }, pendingEvents: [], preGrants },
+      );
+    }
+    const [a, b, c] = placed as [(typeof placed)[0], (typeof placed)[0], (typeof placed)[0]];
+    const lastSeq = async (sessionId: string) =>
+      (await db.query<{ seq: number }>("select coalesce(max(seq), 0)::int as seq from events where session_id = $1", [sessionId]))[0]
+        ?.seq as number;
+    const before = await lastSeq(a.sessionId);
+    const request = (one: (typeof placed)[0], startPreGranted: boolean, placement = testPlacement) => ({
+      runId: one.run.id,
+      stepIndex: 0,
+      next: batchJob,
+      owner: "worker-a/job-2",
+      leaseMs,
+      startPreGranted,
+      placement,
+    });
+    const fenceOfC = (await runRow(db, c.run.id)).fence;
+    const claims = await db.store.runs.claimBatches([
+      request(a, true),
+      // The tenant's calls take quota slots one by one: nothing starts in the claim.
+      request(b, false),
+      // Routed by an earlier placement: claims nothing.
+      request(c, true, { ...testPlacement, epoch: testPlacement.epoch + 1 }),
+    ]);
+    expect(claims.map((claim) => claim.kind)).toEqual(["claimed", "claimed", "gone"]);
+    const [first, second] = claims;
+    if (first?.kind !== "claimed" || second?.kind !== "claimed") throw new Error("not claimed");
+    expect(first.extra.calls.map((call) => [call.status, call.execFence])).toEqual([
+      ["running", first.run.fence],
+      ["running", first.run.fence],
+    ]);
+    expect(second.extra.startedIds.size).toBe(0);
+    expect(second.extra.calls.map((call) => call.status)).toEqual(["queued", "queued"]);
+    const stored = await db.query<{ seq: number; type: string }>(
+      "select seq::int, type from events where session_id = $1 and seq > $2 order by seq",
+      [a.sessionId, before],
+    );
+    expect(stored).toEqual(first.extra.startedEvents.map((event) => ({ seq: event.seq, type: event.type })));
+    expect(stored.map((event) => event.seq)).toEqual([before + 1, before + 2]);
+    expect(await db.query("select status from tool_calls where run_id = $1 order by call_index", [b.run.id])).toEqual([
+      { status: "queued" },
+      { status: "queued" },
+    ]);
+    expect((await runRow(db, c.run.id)).fence).toBe(fenceOfC);
+  });
 });
 
 describe("store.runs transitions", () => {

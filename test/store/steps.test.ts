@@ -89,6 +89,65 @@ describe("store.steps", () => {
     });
   });
 
+  it("D4, D5: step commits of many sessions in one statement: a stale fence refuses only its own row, and each session's events stay gap-free", async () => {
+    const placed = await Promise.all([0, 1, 2, 3].map(() => placedRun(db)));
+    const held = await Promise.all(placed.map((one) => claimedStep(db, one)));
+    const lastSeq = async (sessionId: string) =>
+      (await db.query<{ seq: number }>("select coalesce(max(seq), 0)::int as seq from events where session_id = $1", [sessionId]))[0]
+        ?.seq as number;
+    const before = await Promise.all(placed.map((one) => lastSeq(one.sessionId)));
+    const [a, b, c, d] = held as [(typeof held)[0], (typeof held)[0], (typeof held)[0], (typeof held)[0]];
+    const committed = await db.store.steps.commitSteps([
+      { held: a, step, result: answer(["probe", "read"]) },
+      // Another attempt holds the run now: refused, nothing of it written.
+      { held: { ...b, fence: b.fence - 1 }, step, result: answer(["probe"]) },
+      // No calls: committed with no next job (the caller ends the run).
+      { held: c, step, result: answer([]) },
+      { held: d, step, result: answer(["probe"]) },
+    ]);
+    expect(committed.map((one) => one !== null)).toEqual([true, false, true, true]);
+    const calls = await Promise.all(
+      placed.map((one) => db.query<{ name: string }>("select name from tool_calls where run_id = $1 order by call_index", [one.run.id])),
+    );
+    expect(calls.map((rows) => rows.map((row) => row.name))).toEqual([["probe", "read"], [], [], ["probe"]]);
+    expect((await Promise.all(placed.map((one) => runRow(db, one.run.id)))).map((row) => row.nextJob)).toEqual([
+      { kind: "batch", stepIndex: 0 },
+      stepJob,
+      null,
+      { kind: "batch", stepIndex: 0 },
+    ]);
+    for (const [index, one] of placed.entries()) {
+      const stored = await db.query<{ seq: number; type: string }>(
+        "select seq::int, type from events where session_id = $1 and seq > $2 order by seq",
+        [one.sessionId, before[index]],
+      );
+      const returned = (committed[index]?.events ?? []).map((event) => ({ seq: event.seq, type: event.type }));
+      expect(stored).toEqual(returned);
+      expect(stored.map((event) => event.seq)).toEqual(index === 1 ? [] : [(before[index] as number) + 1]);
+      const rows = await Promise.all(
+        ["steps", "messages"].map((table) => db.query(`select 1 from ${table} where run_id = $1`, [one.run.id])),
+      );
+      expect(rows.map((found) => found.length)).toEqual(index === 1 ? [0, 0] : [1, 1]);
+    }
+    await expect(
+      db.store.steps.commitSteps([
+        { held: a, step, result: answer([]) },
+        { held: a, step, result: answer([]) },
+      ]),
+    ).rejects.toThrow(/one step per session/);
+  });
+
+  it("D1, D4: commits that arrive together each commit once, through one batcher", async () => {
+    const placed = await Promise.all([0, 1, 2, 3, 4].map(() => placedRun(db)));
+    const held = await Promise.all(placed.map((one) => claimedStep(db, one)));
+    const committed = await Promise.all(held.map((one) => db.store.steps.commitStep(one, step, answer(["probe"]))));
+    expect(committed.every((one) => one?.events.map((event) => event.type).join() === "step_end")).toBe(true);
+    for (const one of placed) {
+      expect(await db.query("select status from tool_calls where run_id = $1", [one.run.id])).toEqual([{ status: "queued" }]);
+      expect(await db.query("select 1 from messages where run_id = $1", [one.run.id])).toHaveLength(1);
+    }
+  });
+
   it("D1: a step with no calls commits with no next job; the caller ends the run", async () => {
     const placed = await placedRun(db);
     const held = await claimedStep(db, placed);

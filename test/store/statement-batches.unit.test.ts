@@ -1,12 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { SessionId } from "../../src/ids.js";
-import { answerBatcher } from "../../src/store/answer-batches.js";
+import { type StatementBatchOptions, statementBatcher } from "../../src/store/statement-batches.js";
 import type { Answered, AnswerRequest } from "../../src/store/tool-calls.js";
 
 /**
- * How answers are grouped into statements (`src/store/answer-batches.ts`), with `send` standing in
- * for the multi-row statement: what each statement held, in order, and when it may end.
+ * How writes are grouped into statements (`src/store/statement-batches.ts`), here tool results, with
+ * `send` standing in for the multi-row statement: what each statement held, in order, and when it may end.
  */
+
+const answerBatcher = (send: (requests: readonly AnswerRequest[]) => Promise<Answered[]>, options: StatementBatchOptions) =>
+  statementBatcher(send, (request: AnswerRequest) => request.run.sessionId, options);
 
 function request(session: string, call: string): AnswerRequest {
   return {
