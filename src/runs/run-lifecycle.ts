@@ -37,27 +37,23 @@ export async function endRun(
   status: TerminalRunStatus,
   options: { fence?: number; error?: { code: string; message: string }; activateNext?: boolean } = {},
 ): Promise<boolean> {
-  if (!(await effects.store.runs.finishRun(run.id, status, options))) return false;
-  await effects.emit(run.tenantId, run.sessionId, [
-    { runId: run.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
-  ]);
+  // The run's end, its run_end and its session's slot in one statement, then what is left to do in one more.
+  const finished = await effects.store.runs.finishRun(run, status, options);
+  if (!finished) return false;
+  effects.track(finished.events);
+  const next = await effects.store.runs.afterRunEnd(run);
   // A sub-agent's parent first: once its last child is done it works again, in the slot the child
   // leaves (SPEC X5), so the runs admitted next are counted against it.
-  await deliverToParentCall(effects, run.id, status, options.error);
-  await releaseSession(effects, run, options.activateNext ?? true);
+  if (next.parentWaits) await deliverToParentCall(effects, run.id, status, options.error);
+  // The oldest run waiting behind it moves up (admitted if its tenant has a slot, else holding the
+  // session's slot), then the tenant's free slots go to its runs waiting for one (SPEC X5).
+  if (finished.released && !finished.sessionGone && (options.activateNext ?? true) && next.sessionWaits) {
+    const waiting = await effects.store.runs.lockNextInSession(run.sessionId);
+    if (waiting) await admitOrHold(effects, waiting);
+  }
+  if (next.tenantWaits || next.sessionWaits || next.parentWaits) await admitWaitingRuns(effects, run.tenantId);
   effects.afterCommit((metrics) => metrics.runsEnded.inc({ status, tenant: metrics.tenantLabel(run.tenantId) }));
   return true;
-}
-
-/**
- * Clears the session's active run and moves the oldest run waiting behind it up (admitted if
- * its tenant has a slot, else holding the session's slot), then gives the tenant's free slots
- * to its runs waiting for one (SPEC X5).
- */
-async function releaseSession(effects: Effects, run: Pick<RunRow, "tenantId" | "sessionId" | "id">, activateNext: boolean): Promise<void> {
-  const waiting = await effects.store.runs.releaseSessionSlot(run.sessionId, run.id, activateNext);
-  if (waiting) await admitOrHold(effects, waiting);
-  await admitWaitingRuns(effects, run.tenantId);
 }
 
 /**

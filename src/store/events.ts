@@ -60,7 +60,7 @@ export function appendEventsText(params: { sessionId: string; tenantId: string; 
  * `appended_events`: the rows of `event_seq_bump`'s items (`b.items`), numbered back from the
  * session's counter after the bump (`lastSeq`). One text for one session's append and many.
  */
-function appendedEventsText(values: { sessionId: string; tenantId: string; lastSeq: string }): string {
+export function appendedEventsText(values: { sessionId: string; tenantId: string; lastSeq: string }): string {
   return `appended_events as (
       insert into ${tbl(events)} (${E.sessionId}, ${E.seq}, ${E.tenantId}, ${E.runId}, ${E.stepIndex}, ${E.attempt}, ${E.type}, ${E.data})
       select ${values.sessionId}, ${values.lastSeq} - jsonb_array_length(b.items) + e.ord, ${values.tenantId},

@@ -3,7 +3,7 @@ import type { NewEvent, SessionEvent } from "../core/events.js";
 import type { HistoryMessage } from "../core/history.js";
 import type { NextJob } from "../core/next-job.js";
 import type { Database } from "../db/client.js";
-import { events, messages, runs, sessions, tenants } from "../db/schema.js";
+import { events, messages, runs, sessions, tenants, toolCalls } from "../db/schema.js";
 import { type MessageId, type RunId, type SessionId, type TenantId, newId } from "../ids.js";
 import type { OnInterrupted } from "../core/session.js";
 import { appendedEvents, type AppendedRow } from "./events.js";
@@ -216,17 +216,40 @@ export async function acceptRun(
 }
 
 /**
- * releaseSessionSlot
- * Guard: the run is the session's active run. Result: the oldest run waiting behind it
- * (locked), unless the session was deleted or `takeNext` is false.
+ * afterRunEnd
+ * Guard: none (reads, after `finishRun` in the same transaction, so a turn accepted behind the run
+ * before its end is seen). Params: the ended run. Result: what the run's end leaves to do: a
+ * parent's call waits for this run (A1), a run waits behind it in its session (X6), runs of its
+ * tenant wait for a slot (X5). With none, ending a run costs no further statement.
  */
-export async function releaseSessionSlot(tx: Database, sessionId: SessionId, runId: RunId, takeNext: boolean): Promise<RunRow | undefined> {
-  const [session] = await tx
-    .update(sessions)
-    .set({ activeRunId: null })
-    .where(and(eq(sessions.id, sessionId), eq(sessions.activeRunId, runId)))
-    .returning({ deletedAt: sessions.deletedAt });
-  if (!session || session.deletedAt || !takeNext) return undefined;
+const afterRunEndStatement = statement<
+  { runId: RunId; tenantId: TenantId; sessionId: SessionId },
+  { parent_waits: boolean; session_waits: boolean; tenant_waits: boolean }
+>(
+  "after_run_end",
+  `select exists (select 1 from ${tbl(toolCalls)} tc where tc.${col(toolCalls.childRunId)} = :runId and tc.${col(toolCalls.status)} = 'running') as parent_waits,
+     exists (select 1 from ${tbl(runs)} r where r.${col(runs.sessionId)} = :sessionId and r.${col(runs.status)} = 'queued' and r.${col(runs.ordinal)} is null) as session_waits,
+     exists (select 1 from ${tbl(runs)} r join ${tbl(sessions)} s on s.${col(sessions.id)} = r.${col(runs.sessionId)} and s.${col(sessions.activeRunId)} = r.${col(runs.id)}
+             where r.${col(runs.tenantId)} = :tenantId and r.${col(runs.status)} = 'queued' and r.${col(runs.ordinal)} is null) as tenant_waits`,
+);
+
+export interface AfterRunEnd {
+  parentWaits: boolean;
+  sessionWaits: boolean;
+  tenantWaits: boolean;
+}
+
+export async function afterRunEnd(on: Queryable, ended: { id: RunId; tenantId: TenantId; sessionId: SessionId }): Promise<AfterRunEnd> {
+  const [row] = await run(on, afterRunEndStatement, { runId: ended.id, tenantId: ended.tenantId, sessionId: ended.sessionId });
+  return { parentWaits: row?.parent_waits === true, sessionWaits: row?.session_waits === true, tenantWaits: row?.tenant_waits === true };
+}
+
+/**
+ * lockNextInSession
+ * Guard: none (the caller released the session's slot). Result: the oldest run waiting in the
+ * session (locked), which moves up now.
+ */
+export async function lockNextInSession(tx: Database, sessionId: SessionId): Promise<RunRow | undefined> {
   const [waiting] = await tx
     .select()
     .from(runs)

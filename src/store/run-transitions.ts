@@ -2,10 +2,12 @@ import { and, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import type { NextJob } from "../core/next-job.js";
 import { runStatusesLeadingTo, type TerminalRunStatus } from "../core/run-status.js";
 import type { Database } from "../db/client.js";
-import { runs } from "../db/schema.js";
+import type { NewEvent, SessionEvent } from "../core/events.js";
+import { runs, sessions } from "../db/schema.js";
+import { appendedEvents, appendedEventsText, eventPayload, type AppendedRow } from "./events.js";
 import { run, statement } from "./named-sql.js";
 import { clientOf, col, tbl, type Queryable } from "./sql-text.js";
-import type { RunId } from "../ids.js";
+import type { RunId, SessionId, TenantId } from "../ids.js";
 
 /**
  * Transitions of `runs` (SPEC D2, D4). Each is one guarded statement; the guard is the run's
@@ -154,31 +156,79 @@ export async function resumeParkedRun(tx: Database, parked: { id: RunId; fence: 
 /**
  * finishRun
  * Guard: a status from which `status` is reached (`runStatusesLeadingTo`), and the fence when given.
- * Result: whether the run ended here. Bumps the fence, so no job of the run can commit after.
+ * Params: the run, its end status and error, and its `run_end` (`eventPayload` JSON).
+ * Result: null when the run did not end here; else its `run_end` as appended, and whether the
+ * session's slot was the run's and is released here (`released`), and whether the session is
+ * deleted. Bumps the fence, so no job of the run can commit after. One statement: the run's end,
+ * its event and the session's slot (the session's row updated once: its counter and its slot).
  */
+const finishRunStatement = statement<
+  {
+    runId: RunId;
+    tenantId: TenantId;
+    sessionId: SessionId;
+    status: TerminalRunStatus;
+    fromStatuses: string[];
+    fence: number | null;
+    error: string | null;
+    events: string;
+  },
+  { ended: number; released: boolean | null; gone: boolean | null } & AppendedRow
+>(
+  "finish_run",
+  `with ended as (
+     update ${tbl(runs)} set ${R.status} = :status, ${R.nextJob} = null, ${col(runs.leaseOwner)} = null, ${col(runs.leaseUntil)} = null,
+       ${R.fence} = ${tbl(runs)}.${R.fence} + 1, ${col(runs.error)} = :error::jsonb, ${col(runs.endedAt)} = now(), ${col(runs.updatedAt)} = now()
+     where ${tbl(runs)}.${R.id} = :runId and ${tbl(runs)}.${R.status} = any(:fromStatuses::text[])
+       and (:fence::int8 is null or ${tbl(runs)}.${R.fence} = :fence::int8)
+     returning ${tbl(runs)}.${R.id}
+   ),
+   slot as (
+     select s.${col(sessions.id)} as id, s.${col(sessions.activeRunId)} is not distinct from :runId as held, s.${col(sessions.deletedAt)} is not null as gone
+     from ${tbl(sessions)} s where s.${col(sessions.id)} = :sessionId and exists (select 1 from ended)
+     for update
+   ),
+   event_seq_bump as (
+     update ${tbl(sessions)} set ${col(sessions.eventSeq)} = ${tbl(sessions)}.${col(sessions.eventSeq)} + jsonb_array_length(:events::jsonb),
+       ${col(sessions.activeRunId)} = case when slot.held then null else ${tbl(sessions)}.${col(sessions.activeRunId)} end
+     from slot where ${tbl(sessions)}.${col(sessions.id)} = slot.id
+     returning ${tbl(sessions)}.${col(sessions.eventSeq)} as event_seq, :events::jsonb as items, slot.held, slot.gone
+   ),
+   ${appendedEventsText({ sessionId: ":sessionId", tenantId: ":tenantId", lastSeq: "b.event_seq" })}
+   select (select count(*) from ended)::int as ended, (select event_seq from event_seq_bump)::float8 as last_seq, now() as appended_at,
+     (select held from event_seq_bump) as released, (select gone from event_seq_bump) as gone`,
+);
+
+/** A run ended by `finishRun`: its `run_end`, and what became of its session's slot. */
+export interface FinishedRun {
+  events: SessionEvent[];
+  /** The run held its session's slot and gave it back here. */
+  released: boolean;
+  /** The session is deleted: nothing waiting in it moves up. */
+  sessionGone: boolean;
+}
+
 export async function finishRun(
-  tx: Database,
-  runId: RunId,
+  on: Queryable,
+  ending: { id: RunId; tenantId: TenantId; sessionId: SessionId },
   status: TerminalRunStatus,
   options: { fence?: number; error?: { code: string; message: string } },
-): Promise<boolean> {
-  const conditions = [eq(runs.id, runId), inArray(runs.status, runStatusesLeadingTo(status))];
-  if (options.fence !== undefined) conditions.push(eq(runs.fence, options.fence));
-  const updated = await tx
-    .update(runs)
-    .set({
-      status,
-      nextJob: null,
-      leaseOwner: null,
-      leaseUntil: null,
-      fence: sql`${runs.fence} + 1`,
-      error: options.error ?? null,
-      endedAt: sql`now()`,
-      updatedAt: sql`now()`,
-    })
-    .where(and(...conditions))
-    .returning({ id: runs.id });
-  return updated.length > 0;
+): Promise<FinishedRun | null> {
+  const end: NewEvent[] = [
+    { runId: ending.id, step: null, body: { type: "run_end", status, ...(options.error ? { error: options.error } : {}) } },
+  ];
+  const [row] = await run(on, finishRunStatement, {
+    runId: ending.id,
+    tenantId: ending.tenantId,
+    sessionId: ending.sessionId,
+    status,
+    fromStatuses: [...runStatusesLeadingTo(status)],
+    fence: options.fence ?? null,
+    error: options.error ? JSON.stringify(options.error) : null,
+    events: eventPayload(end),
+  });
+  if (!row || row.ended === 0) return null;
+  return { events: appendedEvents(ending.sessionId, end, row), released: row.released === true, sessionGone: row.gone === true };
 }
 
 /**

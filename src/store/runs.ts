@@ -9,7 +9,7 @@ import { gateRules } from "./gate-rules.js";
 import { repository } from "./repository.js";
 import { claimBatch, claimBatches, claimStep, claimSteps } from "./run-claims.js";
 import { lostJobCandidates, redispatchLostJob, releaseForRetry, releaseLease, releaseRunsOfWorker, renewLeases } from "./run-leases.js";
-import { acceptRun, activateRun, insertRun, placeRun, releaseSessionSlot } from "./run-placement.js";
+import { acceptRun, activateRun, afterRunEnd, insertRun, lockNextInSession, placeRun } from "./run-placement.js";
 import { lockHeldRun, lockOpenRunsOfSession, lockRun, lockRunOfTenant, readRun, runOfTenant } from "./run-reads.js";
 import { addActivatedTools, countInterruption, finishRun, moveToNextStep, parkRun, resumeParkedRun } from "./run-transitions.js";
 
@@ -26,10 +26,9 @@ export const runsRepository = repository({
     moveToNextStep,
     parkRun,
     resumeParkedRun,
-    finishRun,
     insertRun,
     placeRun,
-    releaseSessionSlot,
+    lockNextInSession,
     lockHeldRun,
     lockRun,
     lockRunOfTenant,
@@ -38,6 +37,8 @@ export const runsRepository = repository({
     readRun,
   },
   pg: {
+    finishRun,
+    afterRunEnd,
     acceptRun,
     activateRun,
     claimStep,

@@ -114,7 +114,7 @@ export interface StoreBatches {
   claims: StatementBatchOptions | null;
 }
 
-export const defaultStoreBatches: StoreBatches = {
+const defaultStoreBatches: StoreBatches = {
   answers: defaultStatementBatches,
   commits: defaultStatementBatches,
   claims: defaultStatementBatches,

@@ -83,7 +83,7 @@ describe("store.runs claims", () => {
       placement: testPlacement,
     });
     expect(wrongJob).toEqual({ kind: "gone", reason: "run does not need this job" });
-    expect(await db.store.runs.finishRun(placed.run.id, "cancelled", {})).toBe(true);
+    expect(await db.store.runs.finishRun(placed.run, "cancelled", {})).not.toBeNull();
     const ended = await db.store.runs.claimStep({
       runId: placed.run.id,
       stepIndex: 0,
@@ -261,12 +261,15 @@ describe("store.runs transitions", () => {
   it("D2, D4: a run ends once, from a status that leads to its end, and only by the fence's holder when one is given", async () => {
     const placed = await placedRun(db);
     const held = await claimedStep(db, placed);
-    expect(await db.store.runs.finishRun(placed.run.id, "completed", { fence: held.fence - 1 })).toBe(false);
-    expect(await db.store.runs.finishRun(placed.run.id, "completed", { fence: held.fence })).toBe(true);
+    expect(await db.store.runs.finishRun(placed.run, "completed", { fence: held.fence - 1 })).toBeNull();
+    const finished = await db.store.runs.finishRun(placed.run, "completed", { fence: held.fence });
+    // Its run_end is appended in the same statement, and the session's slot is given back.
+    expect(finished?.events.map((event) => event.data)).toEqual([{ type: "run_end", status: "completed" }]);
+    expect(finished?.released).toBe(true);
     const ended = await runRow(db, placed.run.id);
     expect(ended).toMatchObject({ status: "completed", nextJob: null, leaseOwner: null, fence: held.fence + 1 });
     expect(ended.endedAt).not.toBeNull();
-    expect(await db.store.runs.finishRun(placed.run.id, "cancelled", {})).toBe(false);
+    expect(await db.store.runs.finishRun(placed.run, "cancelled", {})).toBeNull();
     expect((await runRow(db, placed.run.id)).status).toBe("completed");
   });
 
@@ -329,9 +332,16 @@ describe("store.runs transitions", () => {
     const placed = await placedRun(db);
     await expect(db.store.transaction((tx) => tx.runs.placeRun(placed.run))).rejects.toThrow(/already has a place/);
     const waiting = await db.store.runs.insertRun({ tenantId: placed.tenantId, sessionId: placed.sessionId, input: "next" });
-    expect(await db.store.transaction((tx) => tx.runs.releaseSessionSlot(placed.sessionId, waiting.id, true))).toBeUndefined();
-    const next = await db.store.transaction((tx) => tx.runs.releaseSessionSlot(placed.sessionId, placed.run.id, true));
-    expect(next?.id).toBe(waiting.id);
+    // A run that is not the session's active one ends without releasing the slot.
+    const other = await db.store.runs.finishRun(waiting, "cancelled", {});
+    expect(other?.released).toBe(false);
+    const behind = await db.store.runs.insertRun({ tenantId: placed.tenantId, sessionId: placed.sessionId, input: "next" });
+    expect(await db.store.runs.afterRunEnd(placed.run)).toMatchObject({ sessionWaits: true, parentWaits: false });
+    const finished = await db.store.runs.finishRun(placed.run, "cancelled", {});
+    expect(finished?.released).toBe(true);
+    expect(await db.query("select active_run_id from sessions where id = $1", [placed.sessionId])).toEqual([{ active_run_id: null }]);
+    const next = await db.store.transaction((tx) => tx.runs.lockNextInSession(placed.sessionId));
+    expect(next?.id).toBe(behind.id);
   });
 });
 

@@ -15,7 +15,7 @@ describe("the Store", () => {
     const { run, tenantId, sessionId } = await placedRun(db);
     await expect(
       db.store.transaction(async (tx) => {
-        expect(await tx.runs.finishRun(run.id, "cancelled", {})).toBe(true);
+        expect(await tx.runs.finishRun(run, "cancelled", {})).not.toBeNull();
         await tx.messages.insertMessage(
           { tenantId, sessionId, runId: run.id },
           { runOrdinal: run.ordinal, stepIndex: -1, part: 0, callIndex: 0 },
@@ -34,7 +34,7 @@ describe("the Store", () => {
 
   it("D2: a committed transaction's writes are seen by the store outside it", async () => {
     const { run } = await placedRun(db);
-    await db.store.transaction((tx) => tx.runs.finishRun(run.id, "cancelled", {}));
+    await db.store.transaction((tx) => tx.runs.finishRun(run, "cancelled", {}));
     expect((await runRow(db, run.id)).status).toBe("cancelled");
   });
 });
