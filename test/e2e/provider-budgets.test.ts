@@ -106,12 +106,17 @@ afterAll(async () => {
 });
 
 /** `count` runs, each in a session of its own; the sessions are made first, so the runs start as one burst. */
-async function startRuns(client: ApiClient, profile: string, count: number): Promise<Array<{ sessionId: string; runId: string }>> {
+async function startRuns(
+  client: ApiClient,
+  profile: string,
+  count: number,
+  input = "go",
+): Promise<Array<{ sessionId: string; runId: string }>> {
   const sessions: string[] = [];
   for (let i = 0; i < count; i++) sessions.push((await client.newSession({ providerProfile: profile, toolAllowList: ["noop"] })).sessionId);
   return Promise.all(
     sessions.map(async (sessionId) => {
-      const started = await client.startRun(sessionId, "go");
+      const started = await client.startRun(sessionId, input);
       expect(started.status, JSON.stringify(started.body)).toBe(202);
       return { sessionId, runId: started.body.id as string };
     }),
@@ -165,7 +170,7 @@ describe("provider budgets, backpressure and fallbacks", () => {
     const fair = servers[2] as OpenAIWireServer;
     // The flood has filled the budget's window before the quiet tenant's run arrives.
     await waitFor(async () => fair.requests.length >= fairRequests, 10_000, "the flood to fill the window");
-    const [single] = await startRuns(quiet, "fair", 1);
+    const [single] = await startRuns(quiet, "fair", 1, "go, quietly");
     const { runId } = single as { runId: string };
     expect((await quiet.waitForRun(runId, 30_000)).status).toBe("completed");
     for (const run of flood) expect((await flooding.waitForRun(run.runId, 60_000)).status).toBe("completed");
@@ -174,19 +179,22 @@ describe("provider budgets, backpressure and fallbacks", () => {
     // Within the window that was full when it came (and a slice), not behind the whole flood (3 windows).
     expect(mine.stepStarted - mine.created).toBeLessThan(fairWindowMs + 1500);
     // While it waited (from its step's refusal by the budget, when it joined the budget's waiters, to
-    // its start), the flood got at most its share of the freed window: half of it. Steps granted
+    // its grant), the flood got at most its share of the freed window: half of it. Steps granted
     // before it asked at all (its job still on its way to a worker) are not its share's business.
+    // Grants are seen where they arrive: each run makes one request, at the fake provider.
     const [waiting] = await env.query<{ at: Date }>(
       "select created_at as at from events where run_id = $1 and type = 'run_status' and data->>'status' = 'waiting_for_provider' order by seq limit 1",
       [runId],
     );
     const waitedFrom = waiting?.at.getTime() ?? mine.created;
-    // A step's row is written with its first flush or its commit, after its grant: a flood step
-    // granted just before the quiet run asked may be written just after (6 counted once, for 5).
-    const grantToRowMs = 250;
-    const floodWhileWaiting = flood
-      .map((run) => times.get(run.runId)?.stepStarted ?? 0)
-      .filter((at) => at > waitedFrom + grantToRowMs && at < mine.stepStarted);
+    const isQuiet = (request: { body: { messages?: unknown } }) => JSON.stringify(request.body.messages).includes("go, quietly");
+    const quietRequest = fair.requests.find(isQuiet);
+    expect(quietRequest).toBeDefined();
+    // A request granted just before the quiet run asked may arrive just after (6 counted once, for 5).
+    const grantToRequestMs = 250;
+    const floodWhileWaiting = fair.requests.filter(
+      (request) => !isQuiet(request) && request.at > waitedFrom + grantToRequestMs && request.at < (quietRequest?.at ?? 0),
+    );
     expect(floodWhileWaiting.length).toBeLessThanOrEqual(fairRequests / 2);
     const events = await quiet.events(single?.sessionId as string);
     expect(events.some((event) => event.type === "run_status" && event.data.status === "waiting_for_provider")).toBe(true);
