@@ -155,7 +155,7 @@ describe("statements in batches", () => {
     const worker = await startWorker();
     const sessions = await Promise.all(Array.from({ length: 6 }, () => client.newSession()));
     // The first two models answer first, apart: their commits are the two statements in flight. The other four answer while those wait.
-    const delays = [1_500, 2_500, 5_000, 5_000, 5_000, 5_000];
+    const delays = [3_000, 4_000, 7_000, 7_000, 7_000, 7_000];
     const runs = await Promise.all(
       sessions.map(({ sessionId }, index) =>
         client.startRun(
@@ -184,8 +184,13 @@ describe("statements in batches", () => {
         20_000,
         "the first two commits to wait on their sessions' rows",
       );
-      // The other four models answer 5 s after their start; their commits then wait in the worker's memory (no fact outside it says when).
-      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      // The other four models answer 7 s after their steps started; their commits then wait in the worker's memory (no fact outside it says when).
+      const [started] = await env.query<{ last: Date }>(
+        "select max(created_at) as last from events where run_id = any($1) and type = 'step_start'",
+        [runIds.slice(2)],
+      );
+      const answeredBy = (started?.last.getTime() ?? Date.now()) + 7_000 + 700;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, answeredBy - Date.now())));
       const [calls] = await env.query<{ count: number }>("select count(*)::int as count from tool_calls where run_id = any($1)", [runIds]);
       // Nothing was confirmed yet: no call exists, the two statements wait.
       expect(calls?.count).toBe(0);
