@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readMarkers } from "../fixtures/test-tools.js";
+import { readMarkers, releaseMarker } from "../fixtures/test-tools.js";
 import { script, waitFor } from "../helpers/api-client.js";
 import {
   finishChunk,
@@ -99,11 +99,14 @@ describe("fair scheduling", () => {
     const patched = await patch({ activeRuns: 1, queuedRuns: 2 });
     expect(patched.body.effectiveQuotas, JSON.stringify(patched.body)).toMatchObject({ activeRuns: 1, queuedRuns: 2 });
 
-    // activeRuns and queuedRuns: one run works, two wait, the fourth is refused.
-    const slow = script([[{ tool: "marker_sleep", args: { marker: "quota", sleepMs: 3000 } }], [{ text: "done" }]]);
+    // activeRuns and queuedRuns: one run works, two wait, the fourth is refused. Each run's call sleeps until the
+    // test has seen that (`until`), not a guessed time: the three then end one after another at once.
+    const slow = script([[{ tool: "marker_sleep", args: { marker: "quota", sleepMs: 30_000, until: "quota-end" } }], [{ text: "done" }]]);
     const runs: string[] = [];
+    const workspaces: string[] = [];
     for (let i = 0; i < 3; i++) {
       const { sessionId } = await tenant.newSession();
+      workspaces.push(await env.workspaceOf(sessionId));
       const started = await tenant.startRun(sessionId, slow);
       expect(started.status).toBe(202);
       runs.push(started.body.id as string);
@@ -117,6 +120,7 @@ describe("fair scheduling", () => {
     expect(refused.body.error.code).toBe("quota_exceeded");
     expect(refused.body.error.message).toMatch(/2 runs waiting for a slot, its queuedRuns quota/);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    for (const workspace of workspaces) await releaseMarker(workspace, "quota-end");
     for (const id of runs) expect((await tenant.waitForRun(id, 30_000)).status).toBe("completed");
     expect((await tenant.get("/v1/usage")).body.usage).toMatchObject({ activeRuns: 0, queuedRuns: 0 });
 

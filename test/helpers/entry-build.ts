@@ -4,12 +4,14 @@ import { build, type Plugin } from "esbuild";
 
 /**
  * The entries test files start as processes of their own, compiled once per run (by the global
- * setup, in well under a second) into one ESM bundle with shared chunks. A process started from
- * it loads its code in about a second of CPU; through `node --import tsx` the same start costs
- * more than two, every start, since tsx resolves and loads each of ~300 modules through its hooks.
- * The code is the same: esbuild only strips types and joins modules; packages stay in
- * node_modules, loaded as they are, except this repository's own (`@foya/*`), taken from their
- * sources as the CLI's `foya-source` condition says.
+ * setup, in about two seconds, while the template database migrates) into one ESM bundle with
+ * shared chunks. A worker started from it loads its code in about 0.8 s of CPU; through
+ * `node --import tsx` the same start costs more than two, every start, since tsx resolves and
+ * loads each of ~300 modules through its hooks. The code is the same: esbuild only strips types
+ * and joins modules, the packages' too (this repository's own, `@foya/*`, from their sources as
+ * the CLI's `foya-source` condition says). With the packages left in node_modules, Node's loader
+ * resolved, read and scanned their files at every start: 1.2-1.4 s of CPU for the same worker.
+ * `loadedAsTheyAre` names the few that stay there.
  */
 export const bundledEntries = [
   "src/api/main.ts",
@@ -44,9 +46,11 @@ export async function buildEntries(repoRoot: string): Promise<string> {
       format: "esm",
       platform: "node",
       target: "node20",
-      plugins: [packagesExceptOurs],
+      plugins: [packagesLoadedAsTheyAre],
       // As `npm run foya` runs the CLI: @foya/client from its src/.
       conditions: ["foya-source"],
+      // Joined CommonJS packages call `require` for Node's own modules; an ES module has none.
+      banner: { js: 'import { createRequire as __entryRequire } from "node:module"; const require = __entryRequire(import.meta.url);' },
       logLevel: "warning",
     });
   } catch (error) {
@@ -56,11 +60,29 @@ export async function buildEntries(repoRoot: string): Promise<string> {
   return outdir;
 }
 
-/** Every package import stays an import, resolved by Node at run time, except `@foya/*`. */
-const packagesExceptOurs: Plugin = {
-  name: "packages-except-ours",
+/**
+ * Packages that stay imports, resolved and loaded by Node at run time: a native addon
+ * (`@napi-rs/xattr`); packages that find files beside their own through `__dirname`, which a
+ * joined ES module does not have (ioredis, in its error stacks; BullMQ, for sandboxed processors
+ * and msgpackr's optional native part; pino, for its transports' worker files); and trash,
+ * which the service resolves and runs in a child process.
+ */
+const loadedAsTheyAre = new Set(["@napi-rs/xattr", "bullmq", "ioredis", "pino", "trash"]);
+
+/** The name of the package an import names (`@scope/name` or `name`), or undefined for Node's own modules. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith("node:")) return undefined;
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+const packagesLoadedAsTheyAre: Plugin = {
+  name: "packages-loaded-as-they-are",
   setup(builder) {
-    builder.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith("@foya/") ? undefined : { path: args.path, external: true }));
+    builder.onResolve({ filter: /^[^./]/ }, (args) => {
+      const name = packageOf(args.path);
+      return name === undefined || loadedAsTheyAre.has(name) ? { path: args.path, external: true } : undefined;
+    });
   },
 };
 
