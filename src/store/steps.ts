@@ -201,7 +201,8 @@ interface EndStepParams {
 
 /**
  * commitSteps
- * Guard, per row: the step job's fence, run running. Params: `CommitRow` per step, of different
+ * Guard, per row: the step job's fence, run running and still on this step's job (a commit sent
+ * again after its answer was lost finds the run moved on and writes nothing twice). Params: `CommitRow` per step, of different
  * sessions (a session's event counter is bumped once per statement).
  * Result per row: whether it committed, the session's last sequence number after its events, and
  * where its project was placed. Each committed row: the step row (written here if its start was
@@ -249,6 +250,7 @@ const commitStepsStatement = statement<
        ${col(runs.leaseUntil)} = null, ${col(runs.updatedAt)} = now()
      from req r
      where ${tbl(runs)}.${R.id} = r.run_id and ${tbl(runs)}.${R.fence} = r.fence and ${tbl(runs)}.${R.status} = 'running'
+       and ${tbl(runs)}.${col(runs.nextJob)} ->> 'kind' = 'step' and (${tbl(runs)}.${col(runs.nextJob)} ->> 'stepIndex')::int = r.step_index
      returning r.n
    ),
    committed_rows as (select r.* from req r join committed_run c using (n)),

@@ -53,6 +53,17 @@ describe("store.steps", () => {
     expect((await runRow(db, placed.run.id)).nextJob).toEqual(stepJob);
   });
 
+  it("D4, D5: a commit sent again after its answer was lost is refused and appends nothing twice", async () => {
+    const placed = await placedRun(db);
+    const held = await claimedStep(db, placed);
+    expect(await db.store.steps.commitStep(held, step, answer(["probe"]))).not.toBeNull();
+    // The same attempt's commit again (a retry after a lost answer): the run is on its batch now.
+    expect(await db.store.steps.commitStep(held, step, answer(["probe"]))).toBeNull();
+    const ends = await db.query("select 1 from events where run_id = $1 and type = 'step_end'", [placed.run.id]);
+    expect(ends).toHaveLength(1);
+    expect(await db.query("select 1 from tool_calls where run_id = $1", [placed.run.id])).toHaveLength(1);
+  });
+
   it("W3: a commit that hands the run to a batch answers the project's placement as it read it, so the batch is dispatched without another statement", async () => {
     const placed = await placedRun(db);
     await db.store.workers.renewWorker({ id: `w-${placed.projectId}`, host: "host-commit", pid: 1, jobs: {}, commands: 0 });
