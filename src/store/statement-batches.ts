@@ -34,6 +34,12 @@ export function statementBatcher<Request, Result>(
   send: SendBatch<Request, Result>,
   keyOf: (request: Request) => string,
   options: StatementBatchOptions = defaultStatementBatches,
+  /**
+   * A row that must not wait (a result whose file changes are in the workspace already: until its
+   * statement is sent, a crash would leave them there without their record): sent at once as its
+   * own statement, beside those in flight, unless its key has one in flight.
+   */
+  urgent?: (request: Request) => boolean,
 ): (request: Request) => Promise<Result> {
   let waiting: Waiting<Request, Result>[] = [];
   let running = 0;
@@ -94,6 +100,17 @@ export function statementBatcher<Request, Result>(
 
   return (request) =>
     new Promise<Result>((done, failed) => {
+      const key = keyOf(request);
+      if (urgent?.(request) && !busy.has(key)) {
+        busy.add(key);
+        running++;
+        void settle([{ request, done, failed }]).finally(() => {
+          running--;
+          busy.delete(key);
+          pump();
+        });
+        return;
+      }
       waiting.push({ request, done, failed });
       if (!scheduled && running < options.inFlight) {
         scheduled = true;

@@ -104,6 +104,11 @@ function bind(handles: Handles): Repositories {
   return new BoundRepositories(handles) as unknown as Repositories;
 }
 
+/** A result whose file changes are in the workspace already: its record must not wait in memory. */
+function carriesFileChanges(request: AnswerRequest): boolean {
+  return (request.outcome.fileChanges?.length ?? 0) > 0;
+}
+
 /** Which writes go in batches outside a transaction (statement-batches.ts); null: one statement per write. */
 export interface StoreBatches {
   /** Tool results (`answer_calls`, FOYA_ANSWER_STATEMENTS). */
@@ -132,6 +137,7 @@ export function createStore(pool: pg.Pool, batches: StoreBatches = defaultStoreB
       (requests: readonly AnswerRequest[]) => toolCalls.answerCalls(requests),
       (request): string => request.run.sessionId,
       batches.answers,
+      carriesFileChanges,
     );
     Object.defineProperty(store, "toolCalls", { value: { ...toolCalls, answerCall } });
   }

@@ -8,8 +8,11 @@ import type { Answered, AnswerRequest } from "../../src/store/tool-calls.js";
  * `send` standing in for the multi-row statement: what each statement held, in order, and when it may end.
  */
 
-const answerBatcher = (send: (requests: readonly AnswerRequest[]) => Promise<Answered[]>, options: StatementBatchOptions) =>
-  statementBatcher(send, (request: AnswerRequest) => request.run.sessionId, options);
+const answerBatcher = (
+  send: (requests: readonly AnswerRequest[]) => Promise<Answered[]>,
+  options: StatementBatchOptions,
+  urgent?: (request: AnswerRequest) => boolean,
+) => statementBatcher(send, (request: AnswerRequest) => request.run.sessionId, options, urgent);
 
 function request(session: string, call: string): AnswerRequest {
   return {
@@ -100,5 +103,24 @@ describe("answers in batches", () => {
     expect(sent.slice(-3)).toEqual([["ok1"], ["bad"], ["ok2"]]);
     await expect(first).resolves.toMatchObject({ answered: true });
     expect(await Promise.all(later)).toEqual(["stored", "statement of bad failed", "stored"]);
+  });
+
+  it("D3, X7: a result whose file changes are in the workspace already does not wait: it goes at once as its own statement, beside those in flight, unless its session has one in flight", async () => {
+    const { sent, send, endOne } = statements();
+    const answer = answerBatcher(send, { inFlight: 1, maxRows: 8 }, (request) => request.call.id.startsWith("changed"));
+    const answers = [answer(request("s1", "a"))];
+    await turn();
+    expect(sent).toEqual([["a"]]);
+    // The one statement is busy: a plain result waits, one with file changes goes now.
+    answers.push(answer(request("s2", "b")), answer(request("s3", "changed-c")));
+    expect(sent).toEqual([["a"], ["changed-c"]]);
+    // Its session's answer in flight: it waits like any other.
+    answers.push(answer(request("s1", "changed-d")));
+    await turn();
+    expect(sent).toHaveLength(2);
+    for (let i = 0; i < 3; i++) await endOne();
+    expect(sent.slice(2)).toEqual([["b", "changed-d"]]);
+    expect(sent.flat().sort()).toEqual(["a", "b", "changed-c", "changed-d"]);
+    expect((await Promise.all(answers)).every((one) => one.answered)).toBe(true);
   });
 });
