@@ -267,17 +267,24 @@ export interface ClaimRequest {
 /** Before every position: a claim given it reads the whole history. */
 export const historyOrigin: MessagePosition = { runOrdinal: -1, stepIndex: -2, part: 0, callIndex: 0 };
 
-export type StepClaimRequest = ClaimRequest & { historyAfter: MessagePosition };
-
-/** Claims the step jobs of different runs in one statement; a request whose claim missed is explained on its own. */
-export async function claimSteps(on: Queryable, requests: readonly StepClaimRequest[]): Promise<Claim<StepClaim>[]> {
-  const rows: ClaimRow[] = requests.map((request, n) => ({
+/** What every claim row takes (`claimCteWith`'s columns): row `n` of the statement, for `request`. */
+function claimRowOf(request: ClaimRequest, n: number) {
+  return {
     n,
     run_id: request.runId,
     owner: request.owner,
     lease_seconds: request.leaseMs / 1000,
     job: request.next,
     step_index: request.stepIndex,
+  };
+}
+
+export type StepClaimRequest = ClaimRequest & { historyAfter: MessagePosition };
+
+/** Claims the step jobs of different runs in one statement; a request whose claim missed is explained on its own. */
+export async function claimSteps(on: Queryable, requests: readonly StepClaimRequest[]): Promise<Claim<StepClaim>[]> {
+  const rows: ClaimRow[] = requests.map((request, n) => ({
+    ...claimRowOf(request, n),
     after_run_ordinal: request.historyAfter.runOrdinal,
     after_step_index: request.historyAfter.stepIndex,
     after_part: request.historyAfter.part,
@@ -313,12 +320,7 @@ export type BatchClaimRequest = ClaimRequest & { startPreGranted: boolean; place
 /** Claims the batch jobs of runs of different sessions in one statement; a request whose claim missed is explained on its own. */
 export async function claimBatches(on: Queryable, requests: readonly BatchClaimRequest[]): Promise<Claim<BatchClaim>[]> {
   const rows: BatchClaimRow[] = requests.map((request, n) => ({
-    n,
-    run_id: request.runId,
-    owner: request.owner,
-    lease_seconds: request.leaseMs / 1000,
-    job: request.next,
-    step_index: request.stepIndex,
+    ...claimRowOf(request, n),
     start_pre_granted: request.startPreGranted,
     host_id: request.placement.hostId,
     placement_epoch: request.placement.epoch,
