@@ -1,6 +1,6 @@
 /**
  * Statements in batches (docs/architecture/store.md): writes of one kind (tool results, step
- * commits) that reach one process while its statements of that kind are busy go together as one
+ * commits, claims) that reach one process while its statements of that kind are busy go together as one
  * multi-row statement when one of them ends, so they share its round trip, plan and commit
  * (`bench/batching-probe.ts` measured an answer's Postgres CPU at about a tenth under load). An
  * idle process sends at once (after the current turn of the event loop, to gather that turn's
@@ -9,8 +9,8 @@
  * Each row keeps its own guards (fences, statuses): a stale row is refused alone. Rows of one key
  * (`keyOf`: a write's session, whose event sequence is bumped once per statement; a claim's run)
  * are never in flight together: a write sent after its sibling's commit sees that sibling (the last
- * answer of a tool batch hands the run on); a second waits for a later statement. A batch that fails is tried again one row per statement, so
- * one row's failure is its own.
+ * answer of a tool batch hands the run on); a second waits for a later statement. A batch that
+ * fails is tried again one row per statement, so one row's failure is its own.
  */
 export interface StatementBatchOptions {
   /** Statements of the kind at once; what arrives meanwhile waits for one of them. */
@@ -83,32 +83,31 @@ export function statementBatcher<Request, Result>(
     }
   };
 
+  /** Sends `batch` now as one statement; its keys are free again, and the waiting rows pumped, when it ends. */
+  const launch = (batch: Waiting<Request, Result>[]): void => {
+    for (const entry of batch) busy.add(keyOf(entry.request));
+    running++;
+    void settle(batch).finally(() => {
+      running--;
+      for (const entry of batch) busy.delete(keyOf(entry.request));
+      pump();
+    });
+  };
+
   const pump = (): void => {
     scheduled = false;
     while (running < options.inFlight && waiting.length > 0) {
       const batch = take();
       // Everything waiting belongs to keys in flight: their statements' ends pump again.
       if (batch.length === 0) return;
-      running++;
-      void settle(batch).finally(() => {
-        running--;
-        for (const entry of batch) busy.delete(keyOf(entry.request));
-        pump();
-      });
+      launch(batch);
     }
   };
 
   return (request) =>
     new Promise<Result>((done, failed) => {
-      const key = keyOf(request);
-      if (urgent?.(request) && !busy.has(key)) {
-        busy.add(key);
-        running++;
-        void settle([{ request, done, failed }]).finally(() => {
-          running--;
-          busy.delete(key);
-          pump();
-        });
+      if (urgent?.(request) && !busy.has(keyOf(request))) {
+        launch([{ request, done, failed }]);
         return;
       }
       waiting.push({ request, done, failed });
