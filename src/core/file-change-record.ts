@@ -1,5 +1,9 @@
+import type { FileChangeId } from "./ids.js";
+
 /** A file change produced by a tool (SPEC F1); stored and shown to clients, never to the model. */
 export interface FileChangeRecord {
+  /** Set when the id was fixed before the change was made (a layered command's, `layer-journal.ts`), so it is stored once. */
+  id?: FileChangeId;
   path: string;
   existedBefore: boolean;
   modeBefore: number | null;

@@ -457,14 +457,20 @@ async function childOfCall(db: Database, callId: CallId): Promise<{ childSession
   return row;
 }
 
-/** Records the file changes of a call whose layer was settled after its worker died (roll-forward, SPEC X7). */
+/**
+ * Records the file changes of a call whose layer was settled after its worker died (roll-forward,
+ * SPEC X7). A record that comes with its id is stored once: its call's result may have stored it.
+ */
 async function insertFileChanges(
   db: Database,
   call: { tenantId: TenantId; sessionId: SessionId; runId: RunId; toolCallId: CallId },
   records: readonly FileChangeRecord[],
 ): Promise<void> {
   if (records.length === 0) return;
-  await db.insert(fileChanges).values(records.map((record) => ({ ...record, id: newId("fch"), ...call })));
+  await db
+    .insert(fileChanges)
+    .values(records.map((record) => ({ ...record, id: record.id ?? newId("fch"), ...call })))
+    .onConflictDoNothing({ target: fileChanges.id });
 }
 
 /** `store.toolCalls`. */

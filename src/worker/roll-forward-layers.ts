@@ -10,7 +10,9 @@ type LayerServices = Pick<JobDeps, "callLayers" | "config" | "store" | "logger">
  * their worker died mid-command, or gave the layer up. What the interrupted
  * command wrote is recorded as file changes of its call (which recovery marks
  * `interrupted`, never run again) and applied to the workspace where nothing
- * changed since (`upper-changes.ts`); the rest is recorded as not applied.
+ * changed since (`upper-changes.ts`); the rest is recorded as not applied. A
+ * layer its call had applied already (killed before its result was stored)
+ * only has its journaled records stored, once (`layer-journal.ts`).
  * Never discarded: those writes may be all that is left of the call.
  *
  * Order: a project's next tool batch settles its layers before any of its
@@ -67,7 +69,7 @@ async function settleOrphan(services: LayerServices, orphan: FoundLayer): Promis
   try {
     const { store } = services;
     const result = await settleLayer(
-      { folders: { upperDir: `${dir}/upper`, workDir: `${dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
+      { dir, folders: { upperDir: `${dir}/upper`, workDir: `${dir}/work` }, startedAtMs: Date.parse(meta.createdAt), meta },
       { blobs: { put: (content) => store.blobs.putBlob(meta.tenantId, content) }, workspacesDir: services.config.workspaces.dir },
     );
     await store.toolCalls.insertFileChanges(

@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
 import { chown, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiClient, script, waitFor } from "../helpers/api-client.js";
 import { processGroup } from "../helpers/processes.js";
@@ -77,5 +79,60 @@ describe("crash recovery of a layered shell call", () => {
     expect(await readdir(layers)).toEqual([]);
     // The call is never run again: its command wrote once.
     expect(await readFile(path.join(workspace, "kept.txt"), "utf8")).toBe("before\nafter\n");
+  });
+
+  it("D3, X7: a worker SIGKILLed after a command's changes were applied and before its result was stored leaves their records to the roll-forward: stored once, under the ids written before the apply", async () => {
+    // The worker of the test before is stopped: the one killed here is the one that runs the call.
+    await processes.killAll();
+    const worker = await start("worker");
+    const { sessionId } = await client.newSession({ approvalMode: "auto" });
+    const workspace = await env.workspaceOf(sessionId);
+    const run = await client.startRun(
+      sessionId,
+      script([[{ tool: "bash", args: { command: "echo once >> appended.txt && sleep 1" } }], [{ text: "never" }]]),
+    );
+    const [call] = await waitFor(
+      async () => {
+        const rows = await env.query<{ id: string }>("select id from tool_calls where run_id = $1 and status = 'running'", [run.body.id]);
+        return rows.length > 0 ? rows : null;
+      },
+      20_000,
+      "the call to start",
+    );
+    // The test's own transaction holds the call's row: the result waits for it, after the apply.
+    const holder = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    await holder.connect();
+    await holder.query("begin");
+    await holder.query("select 1 from tool_calls where id = $1 for update", [call!.id]);
+    const layers = path.join(env.config.workspaces.dir, ".calls");
+    const applied = await waitFor(
+      async () => {
+        for (const name of await readdir(layers).catch(() => [] as string[]))
+          if (existsSync(path.join(layers, name, "applied"))) return path.join(layers, name);
+        return null;
+      },
+      20_000,
+      "the command's changes to be applied",
+    );
+    expect(await readFile(path.join(workspace, "appended.txt"), "utf8")).toBe("once\n");
+    const written = JSON.parse(await readFile(path.join(applied, "records.json"), "utf8")) as Array<{ id: string; path: string }>;
+    expect(written.map((record) => record.path)).toEqual(["appended.txt"]);
+    worker.kill("SIGKILL");
+    await worker.exited;
+    await holder.query("rollback");
+    await holder.end();
+
+    await start("worker");
+    expect((await client.waitForRun(run.body.id, 30_000)).status).toBe("interrupted");
+    const [ended] = await env.query<{ status: string }>("select status from tool_calls where id = $1", [call!.id]);
+    expect(ended!.status).toBe("interrupted");
+    await waitFor(async () => (await readdir(layers)).length === 0, 20_000, "the layer to be rolled forward");
+    const changes = await env.query<{ id: string; path: string; tool_call_id: string; not_applied: string | null }>(
+      "select id, path, tool_call_id, not_applied from file_changes where session_id = $1",
+      [sessionId],
+    );
+    expect(changes).toEqual([{ id: written[0]!.id, path: "appended.txt", tool_call_id: call!.id, not_applied: null }]);
+    // Applied once: the roll-forward found the apply done and did not make it again, and the call never ran again.
+    expect(await readFile(path.join(workspace, "appended.txt"), "utf8")).toBe("once\n");
   });
 });

@@ -79,6 +79,15 @@ export interface CallLayers {
   open(workspaceDir: string, owner: CallLayerOwner): CallLayer | null;
   /** Removes a call's folders once applied; off the call's path. */
   discard(layer: Pick<CallLayer, "dir">): void;
+  /**
+   * Keeps an applied layer, with its records (`layer-journal.ts`), until its call's result is
+   * stored: a worker killed before that leaves it to roll forward, which stores the records.
+   */
+  hold(toolCallId: CallId, layer: Pick<CallLayer, "dir">): void;
+  /** The call's result, with its records, is stored: its held layers go. */
+  recorded(toolCallId: CallId): void;
+  /** The call's result could not be stored: its held layers are given up for a roll-forward to store their records. */
+  giveUp(toolCallId: CallId): void;
   /** Gives a layer of this process up for any worker of the host to settle (its own settle failed). */
   release(dir: string): void;
   /** Counts one failed attempt to settle a layer, in its folder; answers the count so far. */
@@ -133,6 +142,20 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
   const failed = probeOverlay(root, options.searchPath);
   if (failed) return { ok: false, reason: failed };
   const self = { host: hostname(), pid: process.pid, processStart: processStart(process.pid) ?? "" };
+  /** Applied layers of this process, by call, waiting for their result to be stored. */
+  const held = new Map<CallId, string[]>();
+  const takeHeld = (toolCallId: CallId) => {
+    const dirs = held.get(toolCallId) ?? [];
+    held.delete(toolCallId);
+    return dirs;
+  };
+  const release = (dir: string) => {
+    try {
+      renameSync(dir, `${dir.replace(suffixPattern, "")}${releasedSuffix}`);
+    } catch {
+      // gone already: settled by another path
+    }
+  };
   const ensureRoot = () => {
     if (!existsSync(root)) mkdirSync(root, { recursive: true, mode: 0o700 });
   };
@@ -163,6 +186,15 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
       discard(layer) {
         void removeLayerFolder(layer.dir).catch(() => {});
       },
+      hold(toolCallId, layer) {
+        held.set(toolCallId, [...(held.get(toolCallId) ?? []), layer.dir]);
+      },
+      recorded(toolCallId) {
+        for (const dir of takeHeld(toolCallId)) void removeLayerFolder(dir).catch(() => {});
+      },
+      giveUp(toolCallId) {
+        for (const dir of takeHeld(toolCallId)) release(dir);
+      },
       countFailure(dir) {
         const file = path.join(dir, "attempts");
         let attempts = 0;
@@ -178,13 +210,7 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
         }
         return attempts + 1;
       },
-      release(dir) {
-        try {
-          renameSync(dir, `${dir.replace(suffixPattern, "")}${releasedSuffix}`);
-        } catch {
-          // gone already: settled by another path
-        }
-      },
+      release,
       claim(dir) {
         const claimed = `${dir.replace(suffixPattern, "")}.claimed-${self.pid}-${self.processStart}`;
         try {

@@ -69,7 +69,8 @@ export function createCallProcesses(options: {
         async settle(blobs) {
           try {
             const settled = await settleLayer(layer, { blobs, workspacesDir: layering.workspacesDir });
-            layering.layers.discard(layer);
+            // Its records live in its folder until the call's result is stored (run-call.ts).
+            layering.layers.hold(layering.owner.toolCallId, layer);
             return { ...settled, changedPaths: changedPathsOf(settled.plan) };
           } catch (error) {
             // The upper folder stays, given up to the host: the project's next batch settles it before running anything.

@@ -7,13 +7,16 @@ import { encodeByteText } from "../../workspace/checkpoint/byte-text.js";
 import { openFolderHandles } from "../../workspace/folder-handles.js";
 import { projectTrashRoot, trashPlacer } from "../../workspace/project-trash.js";
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
-import type { FileChangeRecord, ToolContext } from "../tool.js";
+import type { ToolContext } from "../tool.js";
+import { newId } from "../../ids.js";
+import { markApplied, readJournal, writeRecords, type JournaledRecord } from "./layer-journal.js";
 
 /** How much of one call's changes is recorded file by file (SPEC X7); the rest is summarized, and removals are in the trash. */
 const layerLimits = { maxFiles: 2000, maxBytes: 256 * 1024 * 1024, maxFileBytes: maxRecordedFileBytes };
 
 export interface SettledLayer {
-  records: FileChangeRecord[];
+  /** Under the ids they are stored with, fixed before the workspace changed. */
+  records: JournaledRecord[];
   /** For the model and the client: what was not recorded per file, and what was not applied; null when every change was recorded and applied plainly. */
   note: string | null;
   plan: LayerPlan | null;
@@ -24,34 +27,42 @@ export interface SettledLayer {
  * Ends a layered call (SPEC X7): reads what its command changed, keeps both
  * versions of each file in the blob store, then applies the changes to the
  * workspace, except where the workspace changed since the command made its
- * version (those are recorded as not applied). The records are made before
- * the workspace changes, so a crash in between leaves the upper folder to roll
- * forward, never changes without their before.
+ * version (those are recorded as not applied). The records are made, and
+ * written into the layer's folder (`layer-journal.ts`), before the workspace
+ * changes: a crash anywhere after leaves the folder to roll forward, with the
+ * records of what was applied, never changes without their record. Settling a
+ * layer again (its roll-forward) finishes what is left and answers the
+ * records written the first time.
  */
 export async function settleLayer(
-  layer: Pick<CallLayer, "folders" | "startedAtMs" | "meta">,
+  layer: Pick<CallLayer, "dir" | "folders" | "startedAtMs" | "meta">,
   deps: { blobs: ToolContext["blobs"]; workspacesDir: string },
 ): Promise<SettledLayer> {
+  const journal = await readJournal(layer.dir);
+  if (journal.kind === "applied") return { records: journal.records, note: null, plan: null, outcome: nothingApplied };
   // The project was deleted while the command ran: there is nothing to apply to, and nothing to keep.
   if (!workspaceExists(layer.meta.workspaceDir)) {
     return {
       records: [],
       note: "the workspace was deleted while this command ran; its changes were dropped with it",
       plan: null,
-      outcome: { placed: 0, trashed: 0, unplaced: [], setAside: 0 },
+      outcome: nothingApplied,
     };
   }
   const workspace = openFolderHandles(layer.meta.workspaceDir);
   const upper = openFolderHandles(layer.folders.upperDir);
   const slices = timeSlices();
   try {
+    // After a cut-short apply, the plan is of what is left in upper.
     const plan = await planLayer({ upper, workspace, startedAtMs: layer.startedAtMs, limits: layerLimits, slices });
-    const records: FileChangeRecord[] = [];
+    const planned: JournaledRecord[] = [];
     for (const file of plan.files) {
-      const record = await recordFileChange(deps, file.path, file.before, file.after);
-      records.push(file.notApplied ? { ...record, notApplied: "changed_since" } : record);
+      const record = { ...(await recordFileChange(deps, file.path, file.before, file.after)), id: newId("fch") };
+      planned.push(file.notApplied ? { ...record, notApplied: "changed_since" } : record);
       if (slices.spent()) await slices.pause();
     }
+    const records = journal.kind === "recorded" ? recordedAgain(journal.records, planned) : planned;
+    if (journal.kind === "none") await writeRecords(layer.dir, records);
     const outcome = await applyLayer(
       plan,
       { upper, workspace },
@@ -62,11 +73,23 @@ export async function settleLayer(
       },
       slices,
     );
+    await markApplied(layer.dir);
     return { records, note: describe(plan, outcome), plan, outcome };
   } finally {
     upper.close();
     workspace.close();
   }
+}
+
+const nothingApplied: ApplyOutcome = { placed: 0, trashed: 0, unplaced: [], setAside: 0 };
+
+/**
+ * The records written before an apply that was cut short, each marked not applied where the
+ * plan of what was left now finds the workspace changed since (a change made after the crash).
+ */
+function recordedAgain(written: readonly JournaledRecord[], left: readonly JournaledRecord[]): JournaledRecord[] {
+  const notAppliedNow = new Set(left.filter((record) => record.notApplied).map((record) => record.path));
+  return written.map((record) => (notAppliedNow.has(record.path) ? { ...record, notApplied: "changed_since" } : record));
 }
 
 /** The workspace paths an applied plan may have changed, as tree paths (SPEC W1): what it removed, placed, or changed the mode of. */

@@ -26,7 +26,8 @@ export async function commitCall(
   batch: { stepRef: StepRef; mayClose: boolean },
 ): Promise<CommittedCall> {
   const { stepRef } = batch;
-  const fileChanges = (result.fileChanges ?? []).map((change) => ({ ...change, id: newId("fch") }));
+  // A layered command's records come with the ids they were written under before its apply (layer-journal.ts).
+  const fileChanges = (result.fileChanges ?? []).map((change) => ({ ...change, id: change.id ?? newId("fch") }));
   const outcome = {
     status: result.isError ? "failed" : "succeeded",
     isError: result.isError === true,

@@ -7,7 +7,7 @@ import { observeToolCall } from "../job-telemetry.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { commitCall, type CommitCallDeps, type CommittedCall } from "./commit-call.js";
 
-export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "store"> & CommitCallDeps;
+export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "store" | "callLayers"> & CommitCallDeps;
 
 /** The tool context of one call of this attempt (`createToolContext`, bound to the batch). */
 export type ToolContextFor = (call: CallRow, grant: CallGrant) => ToolContext;
@@ -31,13 +31,21 @@ export async function runCall(
   );
   // A sub-agent's end delivers this call's result (A1); the batch settles around it.
   if (executed.awaitChildRun !== undefined && !executed.isError) return undefined;
-  // Bytes become artifact references before anything is stored or emitted (I1, I2).
-  const result = withEditNote(
-    grant,
-    await storeResultArtifacts(deps.store, { tenantId: run.tenantId, sessionId: run.sessionId }, executed),
-  );
-  const committed = await commitCall(deps, run, call, result, { stepRef: attempt.stepRef, mayClose: !attempt.checkpoint });
-  return { committed, endBatch: result.endBatch === true };
+  // A command's applied layer holds its file changes' records until they are stored with the result (SPEC X7, D3).
+  const layers = deps.callLayers.ok ? deps.callLayers.layers : null;
+  try {
+    // Bytes become artifact references before anything is stored or emitted (I1, I2).
+    const result = withEditNote(
+      grant,
+      await storeResultArtifacts(deps.store, { tenantId: run.tenantId, sessionId: run.sessionId }, executed),
+    );
+    const committed = await commitCall(deps, run, call, result, { stepRef: attempt.stepRef, mayClose: !attempt.checkpoint });
+    layers?.recorded(call.id);
+    return { committed, endBatch: result.endBatch === true };
+  } catch (error) {
+    layers?.giveUp(call.id);
+    throw error;
+  }
 }
 
 /** The model is told when a human changed what it asked for (X3), so its next step reasons about what really ran. */
