@@ -82,9 +82,11 @@ describe("crash recovery of a layered shell call", () => {
   });
 
   it("D3, X7: a worker SIGKILLed after a command's changes were applied and before its result was stored leaves their records to the roll-forward: stored once, under the ids written before the apply", async () => {
-    // The worker of the test before is stopped: the one killed here is the one that runs the call.
+    // The worker of the test before is stopped: the one killed here is the one that runs the call. Its
+    // Postgres backends check their client while they wait, so a statement it sent before its death
+    // is cancelled, not committed once the test lets go of the row.
     await processes.killAll();
-    const worker = await start("worker");
+    const worker = await processes.start("worker", { ...env.env, PGOPTIONS: "-c client_connection_check_interval=50" });
     const { sessionId } = await client.newSession({ approvalMode: "auto" });
     const workspace = await env.workspaceOf(sessionId);
     const run = await client.startRun(
@@ -104,6 +106,7 @@ describe("crash recovery of a layered shell call", () => {
     await holder.connect();
     await holder.query("begin");
     await holder.query("select 1 from tool_calls where id = $1 for update", [call!.id]);
+    const holderPid = (await holder.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid;
     const layers = path.join(env.config.workspaces.dir, ".calls");
     const applied = await waitFor(
       async () => {
@@ -119,6 +122,16 @@ describe("crash recovery of a layered shell call", () => {
     expect(written.map((record) => record.path)).toEqual(["appended.txt"]);
     worker.kill("SIGKILL");
     await worker.exited;
+    await waitFor(
+      async () =>
+        (
+          await env.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", [
+            holderPid,
+          ])
+        )[0]!.n === 0,
+      20_000,
+      "the dead worker's statements to be cancelled",
+    );
     await holder.query("rollback");
     await holder.end();
 

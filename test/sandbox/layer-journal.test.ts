@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CallLayerMeta } from "../../src/sandbox/overlay/call-layers.js";
-import { readJournal, writeRecords } from "../../src/tools/shell/layer-journal.js";
+import { readJournal, writeRecords } from "../../src/sandbox/overlay/layer-journal.js";
 import { settleLayer } from "../../src/tools/shell/settle-layer.js";
 import type { CallId, RunId, SessionId, TenantId } from "../../src/ids.js";
 

@@ -9,7 +9,7 @@ import { projectTrashRoot, trashPlacer } from "../../workspace/project-trash.js"
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import type { ToolContext } from "../tool.js";
 import { newId } from "../../ids.js";
-import { markApplied, readJournal, writeRecords, type JournaledRecord } from "./layer-journal.js";
+import { markApplied, readJournal, writeRecords, type JournaledRecord } from "../../sandbox/overlay/layer-journal.js";
 
 /** How much of one call's changes is recorded file by file (SPEC X7); the rest is summarized, and removals are in the trash. */
 const layerLimits = { maxFiles: 2000, maxBytes: 256 * 1024 * 1024, maxFileBytes: maxRecordedFileBytes };
