@@ -486,7 +486,11 @@ async function main(): Promise<void> {
           peer: peerFirstNode ? hopFigures(peerFirstNode.burst) : null,
         },
       ),
-      { foya: roundSplit(cpuPerStep(s.foyaOne)), floor: roundSplit(cpuPerStep(s.floorOne)) },
+      {
+        foya: roundSplit(cpuPerStep(s.foyaOne)),
+        floor: roundSplit(cpuPerStep(s.floorOne)),
+        foyaTwoWorkers: roundSplit(cpuPerStep(s.foyaTwo)),
+      },
     );
 
     log("cleaning up");

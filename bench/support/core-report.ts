@@ -34,7 +34,8 @@ export interface CoreReport {
   /** Time to first token and burst starts (docs/performance.md, "First token and bursts"). */
   firstToken: FirstTokenReport;
   /** Machine CPU per step with 64 runs on one worker, split; null off Linux. */
-  cpuPerStep: { foya: CpuSplitFigures | null; floor: CpuSplitFigures | null };
+  /** `foyaTwoWorkers`: the same split over the 64-run windows on two worker processes. */
+  cpuPerStep: { foya: CpuSplitFigures | null; floor: CpuSplitFigures | null; foyaTwoWorkers: CpuSplitFigures | null };
   date: string;
 }
 
@@ -248,9 +249,10 @@ export function printCoreReport(report: CoreReport, notes: CoreRunNotes): void {
     "goals:",
     table(goalRows),
     "",
-    "CPU ms per step, 64 runs on one worker:",
+    "CPU ms per step, 64 runs (on one worker unless named):",
     cpuLine("Foya", report.cpuPerStep.foya),
     cpuLine("floor", report.cpuPerStep.floor),
+    cpuLine("Foya, two workers", report.cpuPerStep.foyaTwoWorkers),
     "",
     ...firstTokenLines(report.firstToken),
     "",
