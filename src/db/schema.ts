@@ -340,7 +340,8 @@ export const toolCalls = pgTable(
   },
   (t) => [
     uniqueIndex("tool_calls_step_call_idx").on(t.stepId, t.callIndex),
-    index("tool_calls_run_idx").on(t.runId),
+    // A run's calls, and one step's: a result's check for open siblings reads its step's calls, not the whole run's.
+    index("tool_calls_run_step_idx").on(t.runId, t.stepIndex),
     uniqueIndex("tool_calls_child_run_idx").on(t.childRunId).where(sql`child_run_id is not null`),
     // A tenant's running calls, counted where a call takes a slot of its tenant's `toolCalls` quota (SPEC X5).
     index("tool_calls_running_tenant_idx").on(t.tenantId).where(sql`status = 'running' and child_run_id is null`),
