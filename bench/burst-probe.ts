@@ -43,6 +43,8 @@ const perRun = (counts: Record<string, number>, n: number) =>
 
 const bursts = envInt("BURST_PROBE_BURSTS", 6, 50);
 const size = envInt("BURST_PROBE_SIZE", 50, 500);
+/** The pause between bursts: past the pools' idle time (FOYA_DATABASE_IDLE_MS) each burst meets new connections. */
+const pauseMs = envInt("BURST_PROBE_PAUSE_MS", 1500, 600_000);
 
 async function main(): Promise<void> {
   const benchEnv = await createBenchEnv({ maxStepsPerRun: 20, concurrency: 64 });
@@ -63,12 +65,23 @@ async function main(): Promise<void> {
     );
     for (let i = 0; i < 5; i++) await driver.startAll(await driver.createSessions(1), 30_000);
     for (let i = 0; i < 2; i++) await driver.startAll(await driver.createSessions(size), 60_000);
+    // Backends of the bench's database, to count the connections each burst opens (a new one is planned afresh).
+    const watcher = new pg.Client({ connectionString: benchEnv.env.DATABASE_URL });
+    await watcher.connect();
+    const backends = async () =>
+      new Set(
+        (await watcher.query<{ pid: number }>("select pid from pg_stat_activity where datname = current_database()")).rows.map(
+          (row) => row.pid,
+        ),
+      );
     for (let b = 0; b < bursts; b++) {
       const sessions = await driver.createSessions(size);
       await new Promise((resolve) => setTimeout(resolve, 300));
+      const before = await backends();
       for (const k of Object.keys(apiStatements)) delete apiStatements[k];
       await worker.resetProbe();
       const { value, cpu } = await measureCpu([worker.pid], () => driver.startAll(sessions, 60_000));
+      const opened = [...(await backends())].filter((pid) => !before.has(pid)).length;
       const f = firstTokenFigures(value);
       const per = (ms: number | undefined) => round((ms ?? 0) / size);
       console.log(
@@ -79,9 +92,10 @@ async function main(): Promise<void> {
       console.log(
         `  worker per run: ${round(probe.queries / size)} statements (${perRun(probe.statements, size)}), ${round(probe.redisCommands / size)} redis commands`,
       );
-      console.log(`  api per run: ${perRun(apiStatements, size)}`);
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      console.log(`  api per run: ${perRun(apiStatements, size)}; Postgres connections opened during the burst: ${opened}`);
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
+    await watcher.end();
   } finally {
     await worker.stop();
     await api.close();

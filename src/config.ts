@@ -389,6 +389,9 @@ const settingsSchema = z.object({
       poolSize: int("FOYA_DATABASE_POOL_SIZE", 20, { min: 1, max: 1000 }).describe(
         "Postgres connections a process opens at most (its shared pool; a worker's liveness record has one more of its own).",
       ),
+      idleMs: int("FOYA_DATABASE_IDLE_MS", 300_000, { min: 1_000, max: maxTimerMs }).describe(
+        "How long a pool keeps an idle Postgres connection: a new one costs a backend, and its named statements are planned again for their first runs.",
+      ),
       answerStatements: int("FOYA_ANSWER_STATEMENTS", 2, { min: 0, max: 1000 }).describe(
         'Tool-result statements (`answer_calls`) a process runs at once; results that arrive meanwhile go together in the next one, up to 32 rows, one per session (docs/architecture/store.md, "Statements in batches"). `0`: one statement per result, as many at once as the pool gives.',
       ),

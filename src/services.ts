@@ -119,6 +119,7 @@ export async function createServices(config: Config, options: CreateServicesOpti
   // The pool stays inside the store: everything below gets `store`, never a connection.
   const database = openStore(config.database.url, {
     max: config.database.poolSize,
+    idleMs: config.database.idleMs,
     batches: {
       answers: config.database.answerStatements > 0 ? { ...defaultStatementBatches, inFlight: config.database.answerStatements } : null,
       commits: config.database.commitStatements > 0 ? { ...defaultStatementBatches, inFlight: config.database.commitStatements } : null,
