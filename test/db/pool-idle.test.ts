@@ -1,8 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { openDatabase } from "../../src/db/client.js";
 import { loadConfig } from "../../src/config.js";
 
-const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+// The suite's Postgres (global-setup.ts): process.env may hold another test file's settings, as files share a process.
+const databaseUrl = inject("databaseUrl");
 const idleFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
