@@ -79,7 +79,7 @@ async function settleOrphan(services: LayerServices, orphan: FoundLayer): Promis
     await removeLayerFolder(dir);
     services.logger.warn(
       { toolCallId: meta.toolCallId, records: result.records.length, note: result.note },
-      "an interrupted command's changes were recorded and applied where nothing changed since",
+      "a layer whose worker died was settled: its records stored (once), its changes applied where nothing changed since",
     );
     return "settled";
   } catch (error) {
