@@ -35,9 +35,10 @@ export function statementBatcher<Request, Result>(
   keyOf: (request: Request) => string,
   options: StatementBatchOptions = defaultStatementBatches,
   /**
-   * A row that must not wait (a result whose file changes are in the workspace already: until its
-   * statement is sent, a crash would leave them there without their record): sent at once as its
-   * own statement, beside those in flight, unless its key has one in flight.
+   * A row that must not wait (a result whose file changes are in the workspace already: a door
+   * write's record lives only in memory until its statement is sent; a command's is journaled in
+   * its layer): sent at once as its own statement, beside those in flight, unless its key has one
+   * in flight.
    */
   urgent?: (request: Request) => boolean,
 ): (request: Request) => Promise<Result> {

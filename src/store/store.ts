@@ -104,7 +104,7 @@ function bind(handles: Handles): Repositories {
   return new BoundRepositories(handles) as unknown as Repositories;
 }
 
-/** A result whose file changes are in the workspace already: its record must not wait in memory. */
+/** A result whose file changes are in the workspace already: a door write's record must not wait in memory. */
 function carriesFileChanges(request: AnswerRequest): boolean {
   return (request.outcome.fileChanges?.length ?? 0) > 0;
 }
