@@ -1,4 +1,5 @@
-import { constants, linkSync, lstatSync, renameSync, unlinkSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { constants, linkSync, lstatSync, mkdirSync, renameSync, statSync, unlinkSync, type Stats } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { closeQuietly, holdRoot, resolveComponents, viaDescriptor, type HeldEntry, type Resolution } from "./descriptor-walk.js";
@@ -130,9 +131,14 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
             const decision = decide(before);
             if ("keep" in decision) return { kind: "kept" as const, path: at, value: decision.keep };
             const newMode = safeMode(decision.mode ?? before.mode);
-            await handle.truncate(0);
-            await writeAll(handle, decision.write);
-            if (newMode !== before.mode) await handle.chmod(newMode);
+            const replaced = await replaceWhole(resolution.parent, resolution.name, target, decision.write, newMode, options.trashStaging);
+            if (replaced === raced) return raced;
+            if (replaced === "on_another_file_system") {
+              // The staging folder is on another file system than this workspace: written in place, as before.
+              await handle.truncate(0);
+              await writeAll(handle, decision.write);
+              if (newMode !== before.mode) await handle.chmod(newMode);
+            }
             return { kind: "written" as const, path: at, before, after: { kind: "file" as const, content: decision.write, mode: newMode } };
           } finally {
             await handle.close();
@@ -295,6 +301,63 @@ async function snapshotOf(resolution: Resolution, requested: string, maxBytes: n
     return { kind: "file", content: await readBounded(handle, maxBytes, requested), mode: target.stats.mode & 0o7777 };
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Replaces a file whole (`update`): the new content is written to a file of its own in the private
+ * staging folder, given the old file's owner and the new mode, and renamed over the old one, so a
+ * reader, or a worker killed halfway, finds the old content or the new, never part of it. The name
+ * must still hold the file that was read; a file put there meanwhile is not overwritten (the
+ * update looks again, once), though one put there between that check and the rename would be, as
+ * with a layer's apply (docs/architecture/known-gaps.md). A worker killed before the rename leaves
+ * the new content in the staging folder, outside the workspace.
+ */
+async function replaceWhole(
+  parent: HeldEntry,
+  name: string,
+  target: HeldEntry,
+  content: Buffer,
+  mode: number,
+  staging: string,
+): Promise<"replaced" | "on_another_file_system" | typeof raced> {
+  mkdirSync(staging, { recursive: true, mode: 0o700 });
+  if (statSync(staging).dev !== target.stats.dev) return "on_another_file_system";
+  const written = path.join(staging, `write-${randomUUID()}`);
+  const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
+  try {
+    try {
+      if (process.getuid?.() === 0) await handle.chown(target.stats.uid, target.stats.gid);
+      await writeAll(handle, content);
+      await handle.chmod(mode);
+    } finally {
+      await handle.close();
+    }
+    const now = lstatOrNull(viaDescriptor(parent.fd, name));
+    if (!now || now.ino !== target.stats.ino || now.dev !== target.stats.dev) {
+      unlinkSync(written);
+      return raced;
+    }
+    renameSync(written, viaDescriptor(parent.fd, name));
+    return "replaced";
+  } catch (error) {
+    try {
+      unlinkSync(written);
+    } catch {
+      // renamed into place already, or never made
+    }
+    throw new WorkspaceError(
+      "io_failed",
+      `Could not write "${name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    );
+  }
+}
+
+function lstatOrNull(at: string): Stats | null {
+  try {
+    return lstatSync(at);
+  } catch {
+    return null;
   }
 }
 

@@ -1,0 +1,48 @@
+import { execa } from "execa";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/**
+ * A file the door replaces is never left half-written (SPEC D3, F1): a process rewriting a file
+ * through the door is SIGKILLed at a random moment, again and again, and the file always holds
+ * one whole version. The door used to write in place (truncate, then the new bytes), and a kill
+ * between the two left a truncated file over the last confirmed content.
+ */
+const size = 8 * 1024 * 1024;
+const writer = path.join(import.meta.dirname, "fixtures", "door-writer.ts");
+let root: string;
+
+beforeAll(async () => {
+  root = await realpath(await mkdtemp(path.join(tmpdir(), "foya-door-crash-")));
+  await mkdir(path.join(root, "ws"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("a door write killed halfway", () => {
+  it("D3: a process rewriting a file through the door, SIGKILLed at random moments, always leaves one whole version of it", async () => {
+    const workspace = path.join(root, "ws");
+    const staging = path.join(root, ".trash-staging");
+    for (let kill = 0; kill < 6; kill++) {
+      const child = execa(process.execPath, ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(size)], {
+        reject: false,
+        buffer: false,
+      });
+      await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
+      // Somewhere in a later write: each takes a few milliseconds.
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 200));
+      child.kill("SIGKILL");
+      await child;
+      const content = await readFile(path.join(workspace, "file.bin"));
+      expect(content.length).toBe(size);
+      const first = content[0];
+      expect(first === 0x61 || first === 0x62).toBe(true);
+      expect(content.every((byte) => byte === first)).toBe(true);
+    }
+    // What a killed write left is outside the workspace, in the private staging folder.
+    expect(await readdir(workspace)).toEqual(["file.bin"]);
+  }, 60_000);
+});
