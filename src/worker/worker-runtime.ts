@@ -31,6 +31,7 @@ import { processToolBatchJob } from "./tool-batch/process.js";
 import { createHistoryCache } from "./step/history-cache.js";
 import { startLiveness, type Liveness } from "./liveness.js";
 import { observeJob, type JobTelemetry } from "./job-telemetry.js";
+import { removeStaleWrites } from "../workspace/project-workspace.js";
 
 export interface WorkerRuntime {
   readonly workerId: string;
@@ -204,6 +205,10 @@ async function startBesideJobs(
   // Off the start-up path: a large layer must not hold back the sweeper that recovers the dead worker's runs.
   void rollForwardLayers(services).catch((error: unknown) =>
     logger.error({ err: error }, "rolling forward interrupted commands' layers failed"),
+  );
+  void removeStaleWrites(services.config.workspaces.dir).then(
+    (removed) => removed > 0 && logger.info({ removed }, "files of door writes cut short by a crash removed from the staging folder"),
+    (error: unknown) => logger.warn({ err: error }, "removing door writes cut short by a crash failed"),
   );
   const sweeper = startSweeper(services, self);
   // Beside the sweeper, not in it: a large tree takes seconds to remove and must not hold back recovery.

@@ -1,4 +1,4 @@
-import { chmod, mkdir, realpath, stat } from "node:fs/promises";
+import { chmod, lstat, mkdir, readdir, realpath, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { holdRoot, closeQuietly } from "./descriptor-walk.js";
 import { openWorkspaceFiles } from "./open-workspace-files.js";
@@ -11,7 +11,8 @@ import type { ProcessIdentity } from "../core/process-identity.js";
  * Where workspaces live on a host (SPEC S6, S7):
  *
  *     <workspaces>/                 0711 root      others may pass, not list
- *     <workspaces>/.trash-staging/  0700 root      removed entries on their way to their project's trash
+ *     <workspaces>/.trash-staging/  0700 root      removed entries on their way to their project's trash, and
+ *                                                  files a door write renames into place (`write-<uuid>`)
  *     <workspaces>/.trash/<tenant>/<project>/  0700 root  the project's trash (project-trash.ts)
  *     <workspaces>/<tenant>/        0711 root
  *     <workspaces>/<tenant>/<project>/  0700, owned by the tenant's tool uid
@@ -30,6 +31,27 @@ export function projectWorkspaceFiles(workspacesDir: string, workspacePath: stri
     trashStaging: path.join(workspacesDir, trashStagingName),
     trash: projectTrashRoot(workspacesDir, workspacePath),
   });
+}
+
+/**
+ * Removes what door writes killed before their rename left in the staging folder (`write-<uuid>`,
+ * `open-workspace-files.ts`), once older than `olderThanMs` (a live write takes milliseconds);
+ * answers how many went. Run at a worker's start: such files come from a crash.
+ */
+export async function removeStaleWrites(workspacesDir: string, olderThanMs = 3_600_000): Promise<number> {
+  const staging = path.join(workspacesDir, trashStagingName);
+  const names = await readdir(staging).catch(() => [] as string[]);
+  let removed = 0;
+  for (const name of names.filter((entry) => entry.startsWith("write-"))) {
+    const at = path.join(staging, name);
+    const entry = await lstat(at).catch(() => null);
+    if (!entry?.isFile() || Date.now() - entry.mtimeMs < olderThanMs) continue;
+    await unlink(at).then(
+      () => removed++,
+      () => undefined,
+    );
+  }
+  return removed;
 }
 
 /** Creates a project's (or a tenant-wide MCP server's) workspace folder, private to the tenant's uid; answers its real path. */

@@ -1,8 +1,9 @@
 import { execa } from "execa";
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { removeStaleWrites } from "../../src/workspace/project-workspace.js";
 
 /**
  * A file the door replaces is never left half-written (SPEC D3, F1): a process rewriting a file
@@ -45,4 +46,19 @@ describe("a door write killed halfway", () => {
     // What a killed write left is outside the workspace, in the private staging folder.
     expect(await readdir(workspace)).toEqual(["file.bin"]);
   }, 60_000);
+});
+
+describe("what a killed door write left in the staging folder", () => {
+  it("D3: is removed at a worker's start once an hour old; a write in progress and the trash's own entries are kept", async () => {
+    const workspaces = await realpath(await mkdtemp(path.join(tmpdir(), "foya-staging-")));
+    const staging = path.join(workspaces, ".trash-staging");
+    await mkdir(staging);
+    const hoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    for (const name of ["write-old", "write-fresh", "parked-entry"]) await writeFile(path.join(staging, name), name);
+    await utimes(path.join(staging, "write-old"), hoursAgo, hoursAgo);
+    await utimes(path.join(staging, "parked-entry"), hoursAgo, hoursAgo);
+    expect(await removeStaleWrites(workspaces)).toBe(1);
+    expect((await readdir(staging)).sort()).toEqual(["parked-entry", "write-fresh"]);
+    await rm(workspaces, { recursive: true, force: true });
+  });
 });
