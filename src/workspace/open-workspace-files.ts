@@ -118,7 +118,8 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
           if (resolution.parent === null || resolution.name === null)
             throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
           const at = joinComponents(resolution.components);
-          if (resolution.target === null) return create(resolution.parent, resolution.name, at, decide, ownerOf(root.stats));
+          if (resolution.target === null)
+            return create(resolution.parent, resolution.name, at, decide, ownerOf(root.stats), options.trashStaging);
           const target = regularFile(resolution, requested);
           const tooLargeToKeep = target.stats.size > maxBytes;
           if (tooLargeToKeep && larger === "refuse") throw tooLarge(requested, target.stats.size, maxBytes);
@@ -353,6 +354,52 @@ async function replaceWhole(
   }
 }
 
+/**
+ * Creates a file whole (`update` of an absent file): written in the staging folder, then linked
+ * in under its name (a link never replaces: a file put there meanwhile makes it look again), so
+ * a reader, or a worker killed halfway, finds no file or the whole one.
+ */
+async function createWhole(
+  parent: HeldEntry,
+  name: string,
+  bytes: Buffer,
+  mode: number,
+  owner: { uid: number; gid: number },
+  staging: string,
+): Promise<"created" | "on_another_file_system" | typeof raced> {
+  mkdirSync(staging, { recursive: true, mode: 0o700 });
+  if (statSync(staging).dev !== parent.stats.dev) return "on_another_file_system";
+  const written = path.join(staging, `write-${randomUUID()}`);
+  const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
+  try {
+    try {
+      if (process.getuid?.() === 0) await handle.chown(owner.uid, owner.gid);
+      await writeAll(handle, bytes);
+      await handle.chmod(mode);
+    } finally {
+      await handle.close();
+    }
+    try {
+      linkSync(written, viaDescriptor(parent.fd, name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
+      throw error;
+    }
+    return "created";
+  } catch (error) {
+    throw new WorkspaceError(
+      "io_failed",
+      `Could not create "${name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    );
+  } finally {
+    try {
+      unlinkSync(written);
+    } catch {
+      // never made
+    }
+  }
+}
+
 function lstatOrNull(at: string): Stats | null {
   try {
     return lstatSync(at);
@@ -367,12 +414,18 @@ async function create<T>(
   at: string,
   decide: (before: FileSnapshot) => UpdateDecision<T>,
   owner: { uid: number; gid: number },
+  staging: string,
 ): Promise<
   { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot } | { kind: "kept"; path: string; value: T } | typeof raced
 > {
   const decision = decide({ kind: "absent" });
   if ("keep" in decision) return { kind: "kept", path: at, value: decision.keep };
   const mode = safeMode(decision.mode ?? 0o644);
+  const made = await createWhole(parent, name, decision.write, mode, owner, staging);
+  if (made === raced) return raced;
+  if (made === "created")
+    return { kind: "written", path: at, before: { kind: "absent" }, after: { kind: "file", content: decision.write, mode } };
+  // The staging folder is on another file system than this workspace: created in place, as before.
   let handle: FileHandle;
   try {
     handle = await open(viaDescriptor(parent.fd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode);

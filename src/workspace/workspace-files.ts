@@ -154,11 +154,11 @@ export interface WorkspaceFiles {
   /** The file as it is now (absent when nothing is there), for diffs and previews; refused above `maxBytes`. */
   snapshot(requested: string, options: { maxBytes: number }): Promise<{ path: string; snapshot: FileSnapshot }>;
   /**
-   * Reads the file (absent is fine), lets `decide` choose, and replaces it
-   * whole: the new content goes to a file of its own, renamed over the one that
-   * was read if that is still the file at the name (`before` and `after` are of
-   * one name), so a reader or a crash sees one version or the other, never
-   * part of one. Missing parent folders are created. The new mode is `mode`,
+   * Reads the file (absent is fine), lets `decide` choose, and writes it
+   * whole: the new content goes to a file of its own, linked in under the name
+   * (a new file) or renamed over the one that was read if that is still the
+   * file at the name (`before` and `after` are of one name), so a reader or a
+   * crash sees no file or one whole version, never part of one. Missing parent folders are created. The new mode is `mode`,
    * else the old one, else 0644, never with setuid or setgid.
    */
   update<T>(

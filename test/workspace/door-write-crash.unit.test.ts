@@ -28,10 +28,11 @@ describe("a door write killed halfway", () => {
     const workspace = path.join(root, "ws");
     const staging = path.join(root, ".trash-staging");
     for (let kill = 0; kill < 6; kill++) {
-      const child = execa(process.execPath, ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(size)], {
-        reject: false,
-        buffer: false,
-      });
+      const child = execa(
+        process.execPath,
+        ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(size), "rewrite"],
+        { reject: false, buffer: false },
+      );
       await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
       // Somewhere in a later write: each takes a few milliseconds.
       await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 200));
@@ -45,6 +46,31 @@ describe("a door write killed halfway", () => {
     }
     // What a killed write left is outside the workspace, in the private staging folder.
     expect(await readdir(workspace)).toEqual(["file.bin"]);
+  }, 60_000);
+
+  it("D3: a process creating new files through the door, SIGKILLed at random moments, leaves each file whole or absent", async () => {
+    const workspace = path.join(root, "created");
+    await mkdir(workspace);
+    const staging = path.join(root, ".trash-staging");
+    for (let kill = 0; kill < 3; kill++) {
+      const child = execa(
+        process.execPath,
+        ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(size), "create"],
+        { reject: false, buffer: false },
+      );
+      await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 200));
+      child.kill("SIGKILL");
+      await child;
+      for (const name of await readdir(workspace)) {
+        const content = await readFile(path.join(workspace, name));
+        expect(content.length, name).toBe(size);
+        expect(content.every((byte) => byte === 0x63)).toBe(true);
+      }
+      // The next process starts again from new-0: those files exist, and it looks again, then replaces them.
+      await rm(workspace, { recursive: true });
+      await mkdir(workspace);
+    }
   }, 60_000);
 });
 
