@@ -12,6 +12,8 @@ import { removeStaleWrites } from "../../src/workspace/project-workspace.js";
  * between the two left a truncated file over the last confirmed content.
  */
 const size = 8 * 1024 * 1024;
+/** Smaller: a creating process makes a new file every few milliseconds until it is killed. */
+const createdSize = 2 * 1024 * 1024;
 const writer = path.join(import.meta.dirname, "fixtures", "door-writer.ts");
 let root: string;
 
@@ -55,7 +57,7 @@ describe("a door write killed halfway", () => {
     for (let kill = 0; kill < 3; kill++) {
       const child = execa(
         process.execPath,
-        ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(size), "create"],
+        ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(createdSize), "create"],
         { reject: false, buffer: false },
       );
       await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
@@ -64,7 +66,7 @@ describe("a door write killed halfway", () => {
       await child;
       for (const name of await readdir(workspace)) {
         const content = await readFile(path.join(workspace, name));
-        expect(content.length, name).toBe(size);
+        expect(content.length, name).toBe(createdSize);
         expect(content.every((byte) => byte === 0x63)).toBe(true);
       }
       // The next process starts again from new-0: those files exist, and it looks again, then replaces them.
