@@ -306,98 +306,71 @@ async function snapshotOf(resolution: Resolution, requested: string, maxBytes: n
 }
 
 /**
- * Replaces a file whole (`update`): the new content is written to a file of its own in the private
- * staging folder, given the old file's owner and the new mode, and renamed over the old one, so a
- * reader, or a worker killed halfway, finds the old content or the new, never part of it. The name
- * must still hold the file that was read; a file put there meanwhile is not overwritten (the
- * update looks again, once), though one put there between that check and the rename would be, as
- * with a layer's apply (docs/architecture/known-gaps.md). A worker killed before the rename leaves
- * the new content in the staging folder, outside the workspace.
+ * Writes `bytes` to a file of its own in the private staging folder, with the owner and mode the
+ * workspace file will have, then lets `place` put it under its name (`update`): a reader, or a
+ * worker killed halfway, finds no file or one whole version, never part of one. A worker killed
+ * before `place` leaves the bytes in the staging folder, outside the workspace
+ * (`removeStaleWrites`). The staged name is removed after, placed or not.
  */
-async function replaceWhole(
-  parent: HeldEntry,
-  name: string,
-  target: HeldEntry,
-  content: Buffer,
-  mode: number,
+async function writeStaged<R>(
   staging: string,
-): Promise<"replaced" | "on_another_file_system" | typeof raced> {
+  to: { dev: number; name: string; uid: number; gid: number; mode: number },
+  bytes: Buffer,
+  place: (written: string) => R,
+): Promise<R | "on_another_file_system"> {
   mkdirSync(staging, { recursive: true, mode: 0o700 });
-  if (statSync(staging).dev !== target.stats.dev) return "on_another_file_system";
+  if (statSync(staging).dev !== to.dev) return "on_another_file_system";
   const written = path.join(staging, `write-${randomUUID()}`);
-  const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
   try {
+    const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
     try {
-      if (process.getuid?.() === 0) await handle.chown(target.stats.uid, target.stats.gid);
-      await writeAll(handle, content);
-      await handle.chmod(mode);
+      if (process.getuid?.() === 0) await handle.chown(to.uid, to.gid);
+      await writeAll(handle, bytes);
+      await handle.chmod(to.mode);
     } finally {
       await handle.close();
     }
-    const now = lstatOrNull(viaDescriptor(parent.fd, name));
-    if (!now || now.ino !== target.stats.ino || now.dev !== target.stats.dev) {
-      unlinkSync(written);
-      return raced;
-    }
-    renameSync(written, viaDescriptor(parent.fd, name));
-    return "replaced";
+    return place(written);
   } catch (error) {
+    throw new WorkspaceError(
+      "io_failed",
+      `Could not write "${to.name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    );
+  } finally {
     try {
       unlinkSync(written);
     } catch {
-      // renamed into place already, or never made
+      // renamed into place, or never made
     }
-    throw new WorkspaceError(
-      "io_failed",
-      `Could not write "${name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
-    );
   }
 }
 
 /**
- * Creates a file whole (`update` of an absent file): written in the staging folder, then linked
- * in under its name (a link never replaces: a file put there meanwhile makes it look again), so
- * a reader, or a worker killed halfway, finds no file or the whole one.
+ * Replaces a file whole: renamed over the old one, if the name still holds the file that was read;
+ * a file put there meanwhile is not overwritten (the update looks again, once), though one put
+ * there between that check and the rename would be, as with a layer's apply (known gaps).
  */
-async function createWhole(
-  parent: HeldEntry,
-  name: string,
-  bytes: Buffer,
-  mode: number,
-  owner: { uid: number; gid: number },
-  staging: string,
-): Promise<"created" | "on_another_file_system" | typeof raced> {
-  mkdirSync(staging, { recursive: true, mode: 0o700 });
-  if (statSync(staging).dev !== parent.stats.dev) return "on_another_file_system";
-  const written = path.join(staging, `write-${randomUUID()}`);
-  const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
-  try {
-    try {
-      if (process.getuid?.() === 0) await handle.chown(owner.uid, owner.gid);
-      await writeAll(handle, bytes);
-      await handle.chmod(mode);
-    } finally {
-      await handle.close();
-    }
+function replaceWhole(parent: HeldEntry, name: string, target: HeldEntry, content: Buffer, mode: number, staging: string) {
+  const { dev, uid, gid, ino } = target.stats;
+  return writeStaged(staging, { dev, name, uid, gid, mode }, content, (written) => {
+    const now = lstatOrNull(viaDescriptor(parent.fd, name));
+    if (!now || now.ino !== ino || now.dev !== dev) return raced;
+    renameSync(written, viaDescriptor(parent.fd, name));
+    return "replaced" as const;
+  });
+}
+
+/** Creates a file whole: linked in under its name (a link never replaces: a file put there meanwhile makes the update look again). */
+function createWhole(parent: HeldEntry, name: string, bytes: Buffer, mode: number, owner: { uid: number; gid: number }, staging: string) {
+  return writeStaged(staging, { dev: parent.stats.dev, name, ...owner, mode }, bytes, (written) => {
     try {
       linkSync(written, viaDescriptor(parent.fd, name));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
       throw error;
     }
-    return "created";
-  } catch (error) {
-    throw new WorkspaceError(
-      "io_failed",
-      `Could not create "${name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
-    );
-  } finally {
-    try {
-      unlinkSync(written);
-    } catch {
-      // never made
-    }
-  }
+    return "created" as const;
+  });
 }
 
 function lstatOrNull(at: string): Stats | null {

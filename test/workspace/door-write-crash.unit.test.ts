@@ -25,21 +25,25 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+/** Starts the writer on `workspace`, lets it write for a random moment past its first write, and SIGKILLs it. */
+async function writeThenKill(workspace: string, bytes: number, how: "rewrite" | "create"): Promise<void> {
+  const staging = path.join(root, ".trash-staging");
+  const child = execa(process.execPath, ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(bytes), how], {
+    reject: false,
+    buffer: false,
+  });
+  await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
+  // Somewhere in a later write: each takes a few milliseconds.
+  await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 200));
+  child.kill("SIGKILL");
+  await child;
+}
+
 describe("a door write killed halfway", () => {
   it("D3: a process rewriting a file through the door, SIGKILLed at random moments, always leaves one whole version of it", async () => {
     const workspace = path.join(root, "ws");
-    const staging = path.join(root, ".trash-staging");
     for (let kill = 0; kill < 6; kill++) {
-      const child = execa(
-        process.execPath,
-        ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(size), "rewrite"],
-        { reject: false, buffer: false },
-      );
-      await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
-      // Somewhere in a later write: each takes a few milliseconds.
-      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 200));
-      child.kill("SIGKILL");
-      await child;
+      await writeThenKill(workspace, size, "rewrite");
       const content = await readFile(path.join(workspace, "file.bin"));
       expect(content.length).toBe(size);
       const first = content[0];
@@ -53,17 +57,8 @@ describe("a door write killed halfway", () => {
   it("D3: a process creating new files through the door, SIGKILLed at random moments, leaves each file whole or absent", async () => {
     const workspace = path.join(root, "created");
     await mkdir(workspace);
-    const staging = path.join(root, ".trash-staging");
     for (let kill = 0; kill < 3; kill++) {
-      const child = execa(
-        process.execPath,
-        ["--import", "tsx", writer, workspace, staging, path.join(root, ".trash"), String(createdSize), "create"],
-        { reject: false, buffer: false },
-      );
-      await new Promise<void>((resolve) => child.stdout?.on("data", () => resolve()));
-      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 200));
-      child.kill("SIGKILL");
-      await child;
+      await writeThenKill(workspace, createdSize, "create");
       for (const name of await readdir(workspace)) {
         const content = await readFile(path.join(workspace, name));
         expect(content.length, name).toBe(createdSize);
