@@ -7,6 +7,7 @@ export type FailpointName =
   | "api.after_run_commit"
   | "worker.after_subagent_start"
   | "worker.step_job_taken"
+  | "worker.tool_ran"
   | "worker.project_removal_slice"
   | "worker.checkpoint_rows_written"
   | "worker.checkpoint_blob_chunk_written"

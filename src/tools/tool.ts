@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { WorkspaceFiles } from "../workspace/workspace-files.js";
+import type { UpdateJournal, WorkspaceFiles } from "../workspace/workspace-files.js";
 import type { CallProcesses } from "./call-processes.js";
 import type { FileChangeRecord } from "../core/file-change-record.js";
 import type { ApprovalSubject, SideEffect, ToolResult } from "../core/tool-contract.js";
@@ -34,6 +34,13 @@ export interface ToolContext {
    * every file a tool reads or writes goes through it. Tools get no host path.
    */
   workspace: WorkspaceFiles;
+  /**
+   * For `workspace.update` (`door-journal.ts`): the record of a write is made, and kept beside the
+   * workspace, before its version is placed, so a worker killed before the result is stored
+   * loses no record (SPEC F1, D3); it comes back as `placedWith`. Absent where this worker keeps
+   * no call layers: the record is then made after the write.
+   */
+  fileJournal?: UpdateJournal<FileChangeRecord>;
   /** Starts this call's processes: confined, as the tenant's uid, within its limits (S3, S7, S8). */
   processes: CallProcesses;
   approvalMode: ApprovalMode;

@@ -9,7 +9,16 @@ import { protectedGitReason } from "./protected-paths.js";
 import { digestOf, kindOf, ownerOf, openedFile, readBounded, refuseIrregular, reopen, safeMode, tooLarge, writeAll } from "./held-file.js";
 import { moveToTrash, recordRemoval } from "./workspace-trash.js";
 import { walkTree, type TreeFile } from "./workspace-tree.js";
-import { WorkspaceError, type EntryInfo, type FileSnapshot, type UpdateDecision, type WorkspaceFiles } from "./workspace-files.js";
+import {
+  WorkspaceError,
+  type EntryInfo,
+  type FileSnapshot,
+  type StagedVersion,
+  type UpdateDecision,
+  type UpdateJournal,
+  type UpdateOutcome,
+  type WorkspaceFiles,
+} from "./workspace-files.js";
 
 export interface WorkspaceDoorOptions {
   /** Real path of the workspace folder (chosen by the server, never by a tenant). */
@@ -112,14 +121,14 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
         snapshot: resolution.target ? await snapshotOf(resolution, requested, maxBytes) : ({ kind: "absent" } as const),
       })),
 
-    async update(requested, decide, { maxBytes, createParents = true, larger = "refuse" }) {
+    async update(requested, decide, { maxBytes, createParents = true, larger = "refuse", journal }) {
       for (let attempt = 0; ; attempt++) {
         const outcome = await within(requested, { followFinal: true, createParents, gitCheck: "write" }, async (resolution, root) => {
           if (resolution.parent === null || resolution.name === null)
             throw new WorkspaceError("is_directory", "The workspace root is a folder, not a file.");
           const at = joinComponents(resolution.components);
           if (resolution.target === null)
-            return create(resolution.parent, resolution.name, at, decide, ownerOf(root.stats), options.trashStaging);
+            return create(resolution.parent, resolution.name, at, decide, ownerOf(root.stats), () => stagingFor(options, journal));
           const target = regularFile(resolution, requested);
           const tooLargeToKeep = target.stats.size > maxBytes;
           if (tooLargeToKeep && larger === "refuse") throw tooLarge(requested, target.stats.size, maxBytes);
@@ -132,15 +141,28 @@ export function openWorkspaceFiles(options: WorkspaceDoorOptions): WorkspaceFile
             const decision = decide(before);
             if ("keep" in decision) return { kind: "kept" as const, path: at, value: decision.keep };
             const newMode = safeMode(decision.mode ?? before.mode);
-            const replaced = await replaceWhole(resolution.parent, resolution.name, target, decision.write, newMode, options.trashStaging);
-            if (replaced === raced) return raced;
-            if (replaced === "on_another_file_system") {
-              // The staging folder is on another file system than this workspace: written in place, as before.
-              await handle.truncate(0);
-              await writeAll(handle, decision.write);
-              if (newMode !== before.mode) await handle.chmod(newMode);
+            const after: FileSnapshot = { kind: "file", content: decision.write, mode: newMode };
+            const staging = stagingFor(options, journal);
+            const tell = staging.beforePlace;
+            const replaced = await replaceWhole(
+              resolution.parent,
+              resolution.name,
+              target,
+              decision.write,
+              newMode,
+              staging.folder,
+              tell && ((staged: string) => tell({ path: at, before, after, staged })),
+            );
+            if (replaced !== "on_another_file_system") {
+              if (replaced.placed === raced) return raced;
+              const placedWith = replaced.placedWith === undefined ? {} : { placedWith: replaced.placedWith };
+              return { kind: "written" as const, path: at, before, after, ...placedWith };
             }
-            return { kind: "written" as const, path: at, before, after: { kind: "file" as const, content: decision.write, mode: newMode } };
+            // The staging folder is on another file system than this workspace: written in place, as before.
+            await handle.truncate(0);
+            await writeAll(handle, decision.write);
+            if (newMode !== before.mode) await handle.chmod(newMode);
+            return { kind: "written" as const, path: at, before, after };
           } finally {
             await handle.close();
           }
@@ -310,37 +332,56 @@ async function snapshotOf(resolution: Resolution, requested: string, maxBytes: n
  * workspace file will have, then lets `place` put it under its name (`update`): a reader, or a
  * worker killed halfway, finds no file or one whole version, never part of one. A worker killed
  * before `place` leaves the bytes in the staging folder, outside the workspace
- * (`removeStaleWrites`). The staged name is removed after, placed or not.
+ * (`removeStaleWrites`). The staged name is removed after, placed or not, except when
+ * `beforePlace` was told of it and it was not placed: whoever it told reads "not placed" from it.
  */
-async function writeStaged<R>(
+async function writeStaged<R, P>(
   staging: string,
   to: { dev: number; name: string; uid: number; gid: number; mode: number },
   bytes: Buffer,
   place: (written: string) => R,
-): Promise<R | "on_another_file_system"> {
+  beforePlace: ((staged: string) => Promise<P>) | undefined,
+): Promise<{ placed: R; placedWith?: P } | "on_another_file_system"> {
   mkdirSync(staging, { recursive: true, mode: 0o700 });
   if (statSync(staging).dev !== to.dev) return "on_another_file_system";
   const written = path.join(staging, `write-${randomUUID()}`);
+  const failed = (error: unknown) =>
+    new WorkspaceError("io_failed", `Could not write "${to.name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+  let told = false;
+  let placed = false;
   try {
-    const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
     try {
-      if (process.getuid?.() === 0) await handle.chown(to.uid, to.gid);
-      await writeAll(handle, bytes);
-      await handle.chmod(to.mode);
-    } finally {
-      await handle.close();
+      const handle = await open(written, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o600);
+      try {
+        if (process.getuid?.() === 0) await handle.chown(to.uid, to.gid);
+        await writeAll(handle, bytes);
+        await handle.chmod(to.mode);
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      throw failed(error);
     }
-    return place(written);
-  } catch (error) {
-    throw new WorkspaceError(
-      "io_failed",
-      `Could not write "${to.name}": ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
-    );
-  } finally {
+    let noted: { placedWith?: P } = {};
+    if (beforePlace) {
+      told = true;
+      noted = { placedWith: await beforePlace(written) };
+    }
+    let outcome: R;
     try {
-      unlinkSync(written);
-    } catch {
-      // renamed into place, or never made
+      outcome = place(written);
+    } catch (error) {
+      throw failed(error);
+    }
+    placed = outcome !== raced;
+    return { placed: outcome, ...noted };
+  } finally {
+    if (!told || placed) {
+      try {
+        unlinkSync(written);
+      } catch {
+        // renamed into place, or never made
+      }
     }
   }
 }
@@ -350,27 +391,68 @@ async function writeStaged<R>(
  * a file put there meanwhile is not overwritten (the update looks again, once), though one put
  * there between that check and the rename would be, as with a layer's apply (known gaps).
  */
-function replaceWhole(parent: HeldEntry, name: string, target: HeldEntry, content: Buffer, mode: number, staging: string) {
+function replaceWhole<P>(
+  parent: HeldEntry,
+  name: string,
+  target: HeldEntry,
+  content: Buffer,
+  mode: number,
+  staging: string,
+  beforePlace: ((staged: string) => Promise<P>) | undefined,
+) {
   const { dev, uid, gid, ino } = target.stats;
-  return writeStaged(staging, { dev, name, uid, gid, mode }, content, (written) => {
-    const now = lstatOrNull(viaDescriptor(parent.fd, name));
-    if (!now || now.ino !== ino || now.dev !== dev) return raced;
-    renameSync(written, viaDescriptor(parent.fd, name));
-    return "replaced" as const;
-  });
+  return writeStaged(
+    staging,
+    { dev, name, uid, gid, mode },
+    content,
+    (written) => {
+      const now = lstatOrNull(viaDescriptor(parent.fd, name));
+      if (!now || now.ino !== ino || now.dev !== dev) return raced;
+      renameSync(written, viaDescriptor(parent.fd, name));
+      return "replaced" as const;
+    },
+    beforePlace,
+  );
 }
 
 /** Creates a file whole: linked in under its name (a link never replaces: a file put there meanwhile makes the update look again). */
-function createWhole(parent: HeldEntry, name: string, bytes: Buffer, mode: number, owner: { uid: number; gid: number }, staging: string) {
-  return writeStaged(staging, { dev: parent.stats.dev, name, ...owner, mode }, bytes, (written) => {
-    try {
-      linkSync(written, viaDescriptor(parent.fd, name));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
-      throw error;
-    }
-    return "created" as const;
-  });
+function createWhole<P>(
+  parent: HeldEntry,
+  name: string,
+  bytes: Buffer,
+  mode: number,
+  owner: { uid: number; gid: number },
+  staging: string,
+  beforePlace: ((staged: string) => Promise<P>) | undefined,
+) {
+  return writeStaged(
+    staging,
+    { dev: parent.stats.dev, name, ...owner, mode },
+    bytes,
+    (written) => {
+      try {
+        linkSync(written, viaDescriptor(parent.fd, name));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST") return raced;
+        throw error;
+      }
+      return "created" as const;
+    },
+    beforePlace,
+  );
+}
+
+/** Where a version is staged, and whom to tell before it is placed. */
+interface Staging<P> {
+  folder: string;
+  beforePlace?: (version: StagedVersion) => Promise<P>;
+}
+
+/** The journal's own folder when it has one (a version it was told of and that was not placed stays there); else the door's. */
+function stagingFor<P>(options: WorkspaceDoorOptions, journal: UpdateJournal<P> | undefined): Staging<P> {
+  const folder = journal?.folder() ?? null;
+  if (journal === undefined || folder === null) return { folder: options.trashStaging };
+  return { folder, beforePlace: (version) => journal.beforePlace(version) };
 }
 
 function lstatOrNull(at: string): Stats | null {
@@ -381,23 +463,34 @@ function lstatOrNull(at: string): Stats | null {
   }
 }
 
-async function create<T>(
+async function create<T, P>(
   parent: HeldEntry,
   name: string,
   at: string,
   decide: (before: FileSnapshot) => UpdateDecision<T>,
   owner: { uid: number; gid: number },
-  staging: string,
-): Promise<
-  { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot } | { kind: "kept"; path: string; value: T } | typeof raced
-> {
-  const decision = decide({ kind: "absent" });
+  stagingOf: () => Staging<P>,
+): Promise<UpdateOutcome<T, P> | typeof raced> {
+  const before: FileSnapshot = { kind: "absent" };
+  const decision = decide(before);
   if ("keep" in decision) return { kind: "kept", path: at, value: decision.keep };
   const mode = safeMode(decision.mode ?? 0o644);
-  const made = await createWhole(parent, name, decision.write, mode, owner, staging);
-  if (made === raced) return raced;
-  if (made === "created")
-    return { kind: "written", path: at, before: { kind: "absent" }, after: { kind: "file", content: decision.write, mode } };
+  const after: FileSnapshot = { kind: "file", content: decision.write, mode };
+  const staging = stagingOf();
+  const tell = staging.beforePlace;
+  const made = await createWhole(
+    parent,
+    name,
+    decision.write,
+    mode,
+    owner,
+    staging.folder,
+    tell && ((staged: string) => tell({ path: at, before, after, staged })),
+  );
+  if (made !== "on_another_file_system") {
+    if (made.placed === raced) return raced;
+    return { kind: "written", path: at, before, after, ...(made.placedWith === undefined ? {} : { placedWith: made.placedWith }) };
+  }
   // The staging folder is on another file system than this workspace: created in place, as before.
   let handle: FileHandle;
   try {

@@ -88,9 +88,33 @@ export interface OpenedFile {
 /** What an update decides once it has seen the file's current content. */
 export type UpdateDecision<T> = { write: Buffer; mode?: number } | { keep: T };
 
-export type UpdateOutcome<T> =
-  | { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot }
+export type UpdateOutcome<T, P = never> =
+  | { kind: "written"; path: string; before: FileSnapshot; after: FileSnapshot; placedWith?: P }
   | { kind: "kept"; path: string; value: T };
+
+/**
+ * A new version written whole beside the workspace, about to be placed under its name. `staged`
+ * is the written file: once the version is placed it is gone (renamed over the old file) or has
+ * a second link (a new file's name), so whoever reads it after a crash knows whether it was placed.
+ */
+export interface StagedVersion {
+  path: string;
+  before: FileSnapshot;
+  after: FileSnapshot;
+  staged: string;
+}
+
+/** Whoever must know of an update's new version before it is placed. */
+export interface UpdateJournal<P> {
+  /**
+   * A folder of its own, on the workspace's file system, to stage the version in (asked once a
+   * version is to be written); null to stage it in the door's own folder untold. A version staged
+   * there and not placed stays there, so the journal reads "not placed" from it after a crash.
+   */
+  folder(): string | null;
+  /** Told once the version is staged whole; what it answers comes back as `placedWith`. Not told when the folder is on another file system than the workspace (the version is then written in place). */
+  beforePlace(version: StagedVersion): Promise<P>;
+}
 
 /** A file moved to the trash, with what it held, so a revert can bring it back. */
 export interface TrashedFile {
@@ -161,7 +185,7 @@ export interface WorkspaceFiles {
    * crash sees no file or one whole version, never part of one. Missing parent folders are created. The new mode is `mode`,
    * else the old one, else 0644, never with setuid or setgid.
    */
-  update<T>(
+  update<T, P = never>(
     requested: string,
     decide: (before: FileSnapshot) => UpdateDecision<T>,
     options: {
@@ -169,8 +193,10 @@ export interface WorkspaceFiles {
       createParents?: boolean;
       /** A file over `maxBytes` is refused (default), or (a write that replaces it whole) passed to `decide` by its digest only. */
       larger?: "refuse" | "digest";
+      /** Told of the new version before it is placed (a call's journaled record, `door-journal.ts`). */
+      journal?: UpdateJournal<P>;
     },
-  ): Promise<UpdateOutcome<T>>;
+  ): Promise<UpdateOutcome<T, P>>;
   /**
    * Appends to a regular file, creating it (and missing folders) when absent;
    * each append is one `O_APPEND` write, so concurrent appends never lose each

@@ -22,7 +22,8 @@ const allowed: Record<string, string> = {
   "src/sandbox/overlay/apply-upper.ts":
     "applies a shell call's layer: renames into folders held by descriptor, never followed through a symlink",
   "src/sandbox/overlay/call-layers.ts": "makes and removes the root-only folders of layered calls, outside every workspace",
-  "src/sandbox/overlay/layer-journal.ts": "writes and reads a layered call's records and apply marker in its root-only folder",
+  "src/sandbox/overlay/layer-journal.ts":
+    "writes and reads a layered call's (or a door write's) records and apply marker in its root-only folder, and whether a door write's staged version is still there",
   "src/sandbox/overlay/set-layer-aside.ts":
     "moves a layer that could not be settled into the project's trash whole, its device nodes dropped first",
   "src/sandbox/overlay/upper-changes.ts": "reads a call's upper folder, and the workspace through held folders",

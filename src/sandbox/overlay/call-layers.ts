@@ -17,6 +17,7 @@ import { runChild } from "../../processes/start-child.js";
 import { hostname } from "node:os";
 import path from "node:path";
 import { findExecutable } from "../find-executable.js";
+import { isDoorJournal } from "./layer-journal.js";
 import { overlayOptions, overlayWrap, type OverlayFolders } from "./overlay-mount.js";
 import type { CallId, RunId, SessionId, TenantId } from "../../ids.js";
 
@@ -77,6 +78,11 @@ export interface CallLayers {
   readonly root: string;
   /** Makes one call's folders, upper owned like the workspace; null when this workspace cannot be layered (another file system). */
   open(workspaceDir: string, owner: CallLayerOwner): CallLayer | null;
+  /**
+   * Makes a door write's journal folder (`door-journal.ts`): no upper, settled like a layer (its
+   * records stored if its version was placed); null when it cannot be on the workspace's file system.
+   */
+  openJournal(workspaceDir: string, owner: CallLayerOwner): string | null;
   /** Removes a call's folders once applied; off the call's path. */
   discard(layer: Pick<CallLayer, "dir">): void;
   /**
@@ -159,29 +165,44 @@ export function createCallLayers(options: { workspacesDir: string; searchPath: s
   const ensureRoot = () => {
     if (!existsSync(root)) mkdirSync(root, { recursive: true, mode: 0o700 });
   };
+  /** A call's folder, named so a project's folders sort in the order they were made; null on another file system than the workspace. */
+  const makeFolder = (workspaceDir: string, owner: CallLayerOwner) => {
+    ensureRoot();
+    const workspace = statSync(workspaceDir);
+    if (statSync(root).dev !== workspace.dev) return null;
+    // Fixed width, so names sort by time.
+    const dir = path.join(
+      root,
+      `${workspaceKey(workspaceDir)}-${Date.now().toString(36).padStart(10, "0")}-${randomBytes(6).toString("hex")}`,
+    );
+    mkdirSync(dir, { mode: 0o700 });
+    const meta: CallLayerMeta = { ...owner, workspaceDir, ...self, createdAt: new Date().toISOString() };
+    return { dir, meta, workspace };
+  };
+  /** Written last: a folder without it is taken for one whose worker died before anything ran in it. */
+  const writeMeta = (dir: string, meta: CallLayerMeta) => writeFileSync(path.join(dir, "meta.json"), JSON.stringify(meta));
   return {
     ok: true,
     layers: {
       root,
       open(workspaceDir, owner) {
-        ensureRoot();
-        const workspace = statSync(workspaceDir);
-        if (statSync(root).dev !== workspace.dev) return null;
-        // Fixed width, so names sort by time.
-        const dir = path.join(
-          root,
-          `${workspaceKey(workspaceDir)}-${Date.now().toString(36).padStart(10, "0")}-${randomBytes(6).toString("hex")}`,
-        );
+        const made = makeFolder(workspaceDir, owner);
+        if (!made) return null;
+        const { dir, meta, workspace } = made;
         const folders = { upperDir: path.join(dir, "upper"), workDir: path.join(dir, "work") };
-        mkdirSync(dir, { mode: 0o700 });
         mkdirSync(folders.upperDir);
         mkdirSync(folders.workDir, { mode: 0o700 });
         // The overlay's root takes upper's owner and mode: the workspace's, or the tenant could not write to it.
         chownSync(folders.upperDir, workspace.uid, workspace.gid);
         chmodSync(folders.upperDir, workspace.mode & 0o7777);
-        const meta: CallLayerMeta = { ...owner, workspaceDir, ...self, createdAt: new Date().toISOString() };
-        writeFileSync(path.join(dir, "meta.json"), JSON.stringify(meta));
+        writeMeta(dir, meta);
         return { dir, folders, meta, startedAtMs: Date.now() };
+      },
+      openJournal(workspaceDir, owner) {
+        const made = makeFolder(workspaceDir, owner);
+        if (!made) return null;
+        writeMeta(made.dir, made.meta);
+        return made.dir;
       },
       discard(layer) {
         void removeLayerFolder(layer.dir).catch(() => {});
@@ -298,6 +319,11 @@ function probeOverlay(root: string, searchPath: string): string | null {
  * (node's own `rm`) fails with ENAMETOOLONG and would keep the layer for ever.
  */
 export async function removeLayerFolder(dir: string): Promise<void> {
+  // A door write's journal holds a few flat files: no process for it.
+  if (isDoorJournal(dir)) {
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
   const { end, stderr } = await runChild("rm", ["-rf", "--one-file-system", "--", dir], {});
   if (end.kind === "not_started") throw end.error;
   if (end.exitCode !== 0) throw new Error(`rm could not remove ${dir}: ${stderr.trim() || `exit ${end.exitCode}`}`);

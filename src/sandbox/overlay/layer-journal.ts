@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import { readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { FileChangeRecord } from "../../core/file-change-record.js";
@@ -17,7 +17,11 @@ export type LayerJournal =
   | { kind: "applied"; records: JournaledRecord[] };
 
 /** A file change with the id it is stored under, fixed before the workspace changes. */
-export type JournaledRecord = FileChangeRecord & { id: FileChangeId };
+export type JournaledRecord = FileChangeRecord & {
+  id: FileChangeId;
+  /** A door write's staged version, by name in the folder (`door-journal.ts`): whether it was placed is read from it. */
+  staged?: string;
+};
 
 const recordsFile = "records.json";
 const appliedFile = "applied";
@@ -42,4 +46,31 @@ export async function readJournal(dir: string): Promise<LayerJournal> {
   }
   const records = JSON.parse(text) as JournaledRecord[];
   return existsSync(path.join(dir, appliedFile)) ? { kind: "applied", records } : { kind: "recorded", records };
+}
+
+/** Whether a call's folder is a door write's journal (`door-journal.ts`): it has no upper. */
+export function isDoorJournal(dir: string): boolean {
+  return !existsSync(path.join(dir, "upper"));
+}
+
+/**
+ * A door journal's records whose versions were placed, without their staged names (what its
+ * roll-forward stores). Read from the staged file: a rename moved it into the workspace (it is
+ * gone), a new file's link gave it a second name; still there with one name, it was not placed.
+ */
+export function placedRecords(dir: string, records: readonly JournaledRecord[]): JournaledRecord[] {
+  return records.filter((record) => record.staged === undefined || wasPlaced(path.join(dir, record.staged))).map(withoutStaged);
+}
+
+function wasPlaced(staged: string): boolean {
+  try {
+    return lstatSync(staged).nlink > 1;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return true;
+    throw error;
+  }
+}
+
+function withoutStaged({ staged: _staged, ...record }: JournaledRecord): JournaledRecord {
+  return record;
 }

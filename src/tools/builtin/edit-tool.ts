@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { displayDiff, maxRecordedFileBytes, recordFileChange } from "../file-change.js";
-import { defineTool, errorResult, type ToolResult } from "../tool.js";
+import { defineTool, errorResult, type FileChangeRecord, type ToolResult } from "../tool.js";
 import { doorRefusal, workspaceFailure } from "./workspace-failure.js";
 
 const editArguments = z
@@ -79,7 +79,7 @@ export const editTool = defineTool({
     let outcome;
     try {
       // Read, decide and write on one descriptor: the change recorded is the change made.
-      outcome = await context.workspace.update<ToolResult>(
+      outcome = await context.workspace.update<ToolResult, FileChangeRecord>(
         args.path,
         (before) => {
           if (before.kind === "absent")
@@ -91,7 +91,7 @@ export const editTool = defineTool({
           occurrences = edited.occurrences;
           return { write: Buffer.from(edited.updated) };
         },
-        { maxBytes: maxRecordedFileBytes, createParents: false },
+        { maxBytes: maxRecordedFileBytes, createParents: false, ...(context.fileJournal ? { journal: context.fileJournal } : {}) },
       );
     } catch (error) {
       if (error instanceof Error && "code" in error && error.code === "not_a_directory")
@@ -99,7 +99,7 @@ export const editTool = defineTool({
       return workspaceFailure(error);
     }
     if (outcome.kind === "kept") return outcome.value;
-    const change = await recordFileChange(context, outcome.path, outcome.before, outcome.after);
+    const change = outcome.placedWith ?? (await recordFileChange(context, outcome.path, outcome.before, outcome.after));
     const replaced = args.replace_all ? `${occurrences} occurrences` : "1 occurrence";
     return {
       content: [{ type: "text", text: `Edited ${outcome.path}: replaced ${replaced}.` }],

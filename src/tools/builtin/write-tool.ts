@@ -29,12 +29,16 @@ export const writeTool = defineTool({
     let outcome;
     try {
       // A file too large to keep is replaced all the same, recorded by its digest only (it cannot be reverted).
-      outcome = await context.workspace.update(args.path, () => ({ write: content }), { maxBytes: maxRecordedFileBytes, larger: "digest" });
+      outcome = await context.workspace.update(args.path, () => ({ write: content }), {
+        maxBytes: maxRecordedFileBytes,
+        larger: "digest",
+        ...(context.fileJournal ? { journal: context.fileJournal } : {}),
+      });
     } catch (error) {
       return workspaceFailure(error);
     }
     if (outcome.kind === "kept") throw new Error("write never keeps a file as it is");
-    const change = await recordFileChange(context, outcome.path, outcome.before, outcome.after);
+    const change = outcome.placedWith ?? (await recordFileChange(context, outcome.path, outcome.before, outcome.after));
     const verb = outcome.before.kind === "absent" ? "Created" : "Updated";
     const note =
       outcome.before.kind === "digest"

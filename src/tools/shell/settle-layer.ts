@@ -9,7 +9,14 @@ import { projectTrashRoot, trashPlacer } from "../../workspace/project-trash.js"
 import { maxRecordedFileBytes, recordFileChange } from "../file-change.js";
 import type { ToolContext } from "../tool.js";
 import { newId } from "../../ids.js";
-import { markApplied, readJournal, writeRecords, type JournaledRecord } from "../../sandbox/overlay/layer-journal.js";
+import {
+  isDoorJournal,
+  markApplied,
+  placedRecords,
+  readJournal,
+  writeRecords,
+  type JournaledRecord,
+} from "../../sandbox/overlay/layer-journal.js";
 
 /** How much of one call's changes is recorded file by file (SPEC X7); the rest is summarized, and removals are in the trash. */
 const layerLimits = { maxFiles: 2000, maxBytes: 256 * 1024 * 1024, maxFileBytes: maxRecordedFileBytes };
@@ -40,6 +47,14 @@ export async function settleLayer(
 ): Promise<SettledLayer> {
   const journal = await readJournal(layer.dir);
   if (journal.kind === "applied") return { records: journal.records, note: null, plan: null, outcome: nothingApplied };
+  // A door write's journal (no upper): its record if its version was placed; there is nothing to apply.
+  if (isDoorJournal(layer.dir))
+    return {
+      records: journal.kind === "none" ? [] : placedRecords(layer.dir, journal.records),
+      note: null,
+      plan: null,
+      outcome: nothingApplied,
+    };
   // The project was deleted while the command ran: there is nothing to apply to, and nothing to keep.
   if (!workspaceExists(layer.meta.workspaceDir)) {
     return {

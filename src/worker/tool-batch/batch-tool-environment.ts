@@ -5,6 +5,8 @@ import { toolIdentity } from "../../sandbox/tool-identity.js";
 import { effectiveToolLimits, fullAccessRefusal } from "../../tenants/tenant-settings.js";
 import type { CallProcesses } from "../../tools/call-processes.js";
 import { createCallProcesses } from "../../tools/shell/create-call-processes.js";
+import { doorJournal } from "./door-journal.js";
+import type { ToolContext } from "../../tools/tool.js";
 import { projectWorkspaceFiles } from "../../workspace/project-workspace.js";
 import type { WorkspaceFiles } from "../../workspace/workspace-files.js";
 import type { ApprovalMode } from "../../core/session.js";
@@ -16,6 +18,8 @@ export interface BatchToolEnvironment {
   workspace: WorkspaceFiles;
   /** The processes of one call, with the network its grant allows. */
   processesFor(grant: { network: boolean }, owner?: CallLayerOwner): CallProcesses;
+  /** One call's journal of door writes (`door-journal.ts`); undefined where this worker keeps no call layers. */
+  fileJournalFor(owner: CallLayerOwner, blobs: ToolContext["blobs"]): ToolContext["fileJournal"];
 }
 
 /** What building the environment uses. */
@@ -44,6 +48,17 @@ export async function batchToolEnvironment(
   const refusal = fullAccess ? fullAccessRefusal(config, settings) : null;
   return {
     workspace: projectWorkspaceFiles(config.workspaces.dir, input.workspacePath),
+    fileJournalFor(owner, blobs) {
+      const { callLayers } = services;
+      if (!callLayers.ok) return undefined;
+      return doorJournal({
+        layers: callLayers.layers,
+        workspaceDir: input.workspacePath,
+        owner,
+        blobs,
+        onError: (message, error) => services.logger.error({ err: error, toolCallId: owner.toolCallId }, message),
+      });
+    },
     processesFor(grant, owner) {
       const confinement: Confinement = fullAccess ? { kind: "full_access" } : { kind: "sandbox", network: grant.network };
       const { callLayers } = services;

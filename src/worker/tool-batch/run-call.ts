@@ -7,7 +7,7 @@ import { observeToolCall } from "../job-telemetry.js";
 import type { BatchAttempt } from "./batch-attempt.js";
 import { commitCall, type CommitCallDeps, type CommittedCall } from "./commit-call.js";
 
-export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "store" | "callLayers"> & CommitCallDeps;
+export type RunCallDeps = Pick<JobDeps, "metrics" | "tracing" | "store" | "callLayers" | "failpoints"> & CommitCallDeps;
 
 /** The tool context of one call of this attempt (`createToolContext`, bound to the batch). */
 export type ToolContextFor = (call: CallRow, grant: CallGrant) => ToolContext;
@@ -29,6 +29,8 @@ export async function runCall(
   const executed = await observeToolCall(deps, { tenantId: run.tenantId, callId: call.callId, name: call.name }, () =>
     attempt.tools.executor.execute(contextFor(call, grant), { callId: call.callId, name: call.name, argumentsRaw: grant.argumentsRaw }),
   );
+  // A crash test's kill: the tool's work is done, its result not stored.
+  deps.failpoints.hit("worker.tool_ran");
   // A sub-agent's end delivers this call's result (A1); the batch settles around it.
   if (executed.awaitChildRun !== undefined && !executed.isError) return undefined;
   // A command's applied layer holds its file changes' records until they are stored with the result (SPEC X7, D3).

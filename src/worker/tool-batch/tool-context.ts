@@ -48,12 +48,15 @@ function createToolContext(deps: ToolContextDeps, scope: ToolContextScope, call:
   const isTool = (name: string) => scope.tools.registry.get(name) !== undefined;
   if (!changesAreReported(scope.tools, call.name)) scope.changes.unknown();
   const processes = () => observedProcesses(environment.processesFor(grant, owner), scope.changes);
+  const blobs: ToolContext["blobs"] = { put: (content) => deps.store.blobs.putBlob(run.tenantId, content) };
+  const fileJournal = environment.fileJournalFor(owner, blobs);
   return {
     tenantId: run.tenantId,
     sessionId: run.sessionId,
     runId: run.id,
     projectId: scope.projectId,
     workspace: scope.workspace,
+    ...(fileJournal ? { fileJournal } : {}),
     processes: processes(),
     approvalMode: session.approvalMode,
     provider: scope.provider,
@@ -64,7 +67,7 @@ function createToolContext(deps: ToolContextDeps, scope: ToolContextScope, call:
       // Fenced like every write of this batch: a superseded attempt activates nothing.
       activate: (names) => deps.store.runs.addActivatedTools(run, names),
     },
-    blobs: { put: (content) => deps.store.blobs.putBlob(run.tenantId, content) },
+    blobs,
     subagents: { start: (request) => startSubAgent(deps, { run, session, call, stepRef, isTool }, request) },
     history: { readToolResult: (reference) => readToolResult(deps.store, run, reference) },
     tasks: { replace: (tasks) => replaceTasks(deps, scope, tasks) },
