@@ -6,6 +6,8 @@
  * before (bench/support/legacy-workspace-access.ts: real-path check, then
  * reopen by name): a 4 KiB read three folders deep, a 4 KiB write with its
  * before and after snapshots, and listing 5,000 files with a glob. No services.
+ * Where call layers work (root, overlayfs), also what a `write` call's journal costs
+ * (`door-journal.ts`): a journaled write against the same write with its record made after.
  * Results: stdout and bench/results/workspace-door.json.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -13,6 +15,11 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
+import type { CallId, RunId, SessionId, TenantId } from "../src/ids.js";
+import { createCallLayers, type CallLayers } from "../src/sandbox/overlay/call-layers.js";
+import { recordFileChange } from "../src/tools/file-change.js";
+import { doorJournal } from "../src/worker/tool-batch/door-journal.js";
 import { compileGlob } from "../src/workspace/glob-pattern.js";
 import { openWorkspaceFiles } from "../src/workspace/open-workspace-files.js";
 import { legacyList, legacyRead, legacyWrite } from "./support/legacy-workspace-access.js";
@@ -66,8 +73,11 @@ try {
     },
     list: { door: doorList, legacy: legacyListing, runs: listRuns },
   };
+  const layering = createCallLayers({ workspacesDir: base, searchPath: process.env.PATH ?? "" });
+  const journaled = layering.ok ? journaledWrite(layering.layers) : undefined;
+  if (!layering.ok) console.log(`journaled write not measured: ${layering.reason}`);
   const report: Record<string, { doorUs: Distribution; legacyUs: Distribution; ratioP50: number; ratioMean: number }> = {};
-  for (const [name, bench] of Object.entries(cases)) {
+  for (const [name, bench] of Object.entries({ ...cases, ...(journaled ? { journaled } : {}) })) {
     const doorTimes: number[] = [];
     const legacyTimes: number[] = [];
     for (let i = 0; i < 20; i++) {
@@ -102,6 +112,8 @@ try {
   console.log(row("read 4 KiB, 3 folders deep", report.read!));
   console.log(row("write 4 KiB with snapshots", report.write!));
   console.log(row("list 5,000 files, a glob", report.list!));
+  // Here "before" is the same write unjournaled, its record made after it, as a tool did before.
+  if (report.journaled) console.log(row("write 4 KiB + record, journal", report.journaled));
   const results = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   mkdirSync(results, { recursive: true });
   writeFileSync(
@@ -110,4 +122,24 @@ try {
   );
 } finally {
   await rm(base, { recursive: true, force: true });
+}
+
+/** A `write` call's door write with its record: journaled (the record made before the place), against made after. */
+function journaledWrite(layers: CallLayers) {
+  const owner = { tenantId: "ten_b" as TenantId, sessionId: "ses_b" as SessionId, runId: "run_b" as RunId, toolCallId: "cal_b" as CallId };
+  const blobs = { put: async (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex") };
+  return {
+    door: async () => {
+      const journal = doorJournal({ layers, workspaceDir: workspace, owner, blobs, onError: (message) => console.error(message) });
+      const outcome = await door.update(deep, () => ({ write: content }), { maxBytes: 1 << 20, journal });
+      if (outcome.kind !== "written" || !outcome.placedWith) throw new Error("the journal made no record");
+      // The call's result is stored: its folder goes.
+      layers.recorded(owner.toolCallId);
+    },
+    legacy: async () => {
+      const outcome = await door.update(deep, () => ({ write: content }), { maxBytes: 1 << 20 });
+      if (outcome.kind === "written") await recordFileChange({ blobs }, outcome.path, outcome.before, outcome.after);
+    },
+    runs,
+  };
 }

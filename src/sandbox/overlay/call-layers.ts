@@ -13,6 +13,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { rm } from "node:fs/promises";
 import { runChild } from "../../processes/start-child.js";
 import { hostname } from "node:os";
 import path from "node:path";
@@ -321,7 +322,7 @@ function probeOverlay(root: string, searchPath: string): string | null {
 export async function removeLayerFolder(dir: string): Promise<void> {
   // A door write's journal holds a few flat files: no process for it.
   if (isDoorJournal(dir)) {
-    rmSync(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
     return;
   }
   const { end, stderr } = await runChild("rm", ["-rf", "--one-file-system", "--", dir], {});
