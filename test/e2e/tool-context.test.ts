@@ -46,6 +46,7 @@ describe("what a running tool sees", () => {
       canStartCommands: "function",
       canKeepTasks: "function",
       canStartSubAgents: "function",
+      canJournalWrites: "function",
     });
     const progress = (await client.events(sessionId)).filter((e) => e.type === "tool_update" && e.data.progress);
     expect(progress.map((e) => e.data.progress).sort()).toEqual(["almost", "halfway"]);

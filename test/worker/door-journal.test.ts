@@ -4,7 +4,7 @@ import { existsSync, linkSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createCallLayers, type CallLayers } from "../../src/sandbox/overlay/call-layers.js";
 import { readJournal, writeRecords, type JournaledRecord } from "../../src/sandbox/overlay/layer-journal.js";
 import { doorJournal } from "../../src/worker/tool-batch/door-journal.js";
@@ -82,9 +82,9 @@ describe("a door write's journal", () => {
     // The roll-forward changed nothing in the workspace.
     expect(await readFile(path.join(workspace, "kept.txt"), "utf8")).toBe("after\n");
 
-    // The call's result is stored: its folders go.
+    // The call's result is stored: its folders go (off the call's path).
     layers.recorded(owner.toolCallId);
-    expect(layers.ofWorkspace(workspace)).toEqual([]);
+    await vi.waitFor(() => expect(layers.ofWorkspace(workspace)).toEqual([]));
   });
 
   it("D3: a version journaled and never placed (the worker killed between its record and its rename or link) leaves no record, and the workspace as it was", async () => {
