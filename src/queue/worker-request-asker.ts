@@ -103,9 +103,12 @@ async function answerOf(
   timing: AskTiming,
 ): Promise<Asked> {
   const { jobId, notice } = job;
+  /** Seen held back at the pickup: a worker that takes it past its deadline drops it, and it is gone by the time the asker looks again. */
+  let seenHeldBack = false;
   if (!(await waitForNotice(state.closing, notice, timing.pickupMs))) {
+    seenHeldBack = await heldBack(queue, jobId);
     // Withdrawn only while no worker holds it (a held job cannot be removed) and none held it back.
-    if (!(await heldBack(queue, jobId)) && (await queue.remove(jobId)) === 1)
+    if (!seenHeldBack && (await queue.remove(jobId)) === 1)
       return (await lateReply(state, jobId)) ?? { kind: "not_taken", heldBack: false, waitedMs: timing.pickupMs };
     await waitForNotice(state.closing, notice, job.deadline - Date.now());
   }
@@ -113,7 +116,7 @@ async function answerOf(
   const reply = await state.replies.take(jobId);
   if (reply !== undefined) return { kind: "reply", reply };
   // A job still held back for its tenant's share, or one whose worker died and whose lock lapsed, not taken again since.
-  const wasHeldBack = await heldBack(queue, jobId);
+  const wasHeldBack = seenHeldBack || (await heldBack(queue, jobId));
   if ((await queue.remove(jobId)) === 1)
     return (await lateReply(state, jobId)) ?? { kind: "not_taken", heldBack: wasHeldBack, waitedMs: timing.timeoutMs };
   return state.closing.aborted ? { kind: "closed" } : { kind: "timeout" };

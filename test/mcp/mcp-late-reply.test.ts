@@ -1,4 +1,4 @@
-import { Worker } from "bullmq";
+import { DelayedError, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../../src/ids.js";
@@ -13,10 +13,14 @@ import { createTestEnv, type TestEnv } from "../helpers/test-env.js";
  * must not have its answer turned into `no_worker`. The worker here stores the reply without
  * the pub/sub notice (as when the notice is lost while the subscriber reconnects), so the API
  * sees no notice within its pickup window and withdraws a job that is already gone.
+ *
+ * A request its tenant's share held back is gone too when a worker took it after its deadline
+ * (a worker drops such a job without a reply): the API must still say the share was full.
  */
 let env: TestEnv;
 let connection: Redis;
 let worker: Worker;
+const heldOnce = new Set<string>();
 
 beforeAll(async () => {
   env = await createTestEnv();
@@ -24,7 +28,16 @@ beforeAll(async () => {
   connection = new Redis(env.config.redis.url, { maxRetriesPerRequest: null });
   worker = new Worker(
     mcpRequestQueueName,
-    async (job) => {
+    async (job, token) => {
+      if (job.data.server === "held") {
+        // Held back once for its tenant's share, then taken again and dropped without a reply, as past its deadline.
+        if (!heldOnce.has(String(job.id))) {
+          heldOnce.add(String(job.id));
+          await job.moveToDelayed(Date.now() + 500, token);
+          throw new DelayedError();
+        }
+        return;
+      }
       const reply = { ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } };
       await env.services.redis.set(`${prefix}:mcp-reply:{${job.id}}`, JSON.stringify(reply), "PX", 60_000);
     },
@@ -52,6 +65,23 @@ describe("MCP requests asked of workers", () => {
       const scope = { tenantId: newId("ten"), projectId: null };
       const outcome = await connections.listResources(scope, { name: "late" } as McpServerConfig);
       expect(outcome).toEqual({ ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } });
+    } finally {
+      await connections.close();
+    }
+  });
+
+  it("M3, X5: a request held back for its tenant's share and dropped by a worker past its deadline says the share was full, not that no worker runs", async () => {
+    const connections = createMcpConnectionsViaWorkers({
+      connection: env.services.redis,
+      bus: env.services.bus,
+      prefix: env.config.redis.queuePrefix,
+      timeoutMs: 1_500,
+      pickupMs: 300,
+    });
+    try {
+      const scope = { tenantId: newId("ten"), projectId: null };
+      const outcome = await connections.listResources(scope, { name: "held" } as McpServerConfig);
+      expect(outcome).toMatchObject({ ok: false, errorCode: "mcp_busy" });
     } finally {
       await connections.close();
     }
