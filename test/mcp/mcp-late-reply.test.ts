@@ -52,38 +52,29 @@ afterAll(async () => {
   await env?.close();
 });
 
+/** Lists the resources of the server `name` through the workers, with the API's timing. */
+async function listResourcesOf(name: string, timing: { timeoutMs: number; pickupMs: number }) {
+  const connections = createMcpConnectionsViaWorkers({
+    connection: env.services.redis,
+    bus: env.services.bus,
+    prefix: env.config.redis.queuePrefix,
+    ...timing,
+  });
+  try {
+    return await connections.listResources({ tenantId: newId("ten"), projectId: null }, { name } as McpServerConfig);
+  } finally {
+    await connections.close();
+  }
+}
+
 describe("MCP requests asked of workers", () => {
   it("M2: a reply stored by a worker that finished before the API withdrew its request is answered, not lost as no_worker", async () => {
-    const connections = createMcpConnectionsViaWorkers({
-      connection: env.services.redis,
-      bus: env.services.bus,
-      prefix: env.config.redis.queuePrefix,
-      timeoutMs: 5_000,
-      pickupMs: 300,
-    });
-    try {
-      const scope = { tenantId: newId("ten"), projectId: null };
-      const outcome = await connections.listResources(scope, { name: "late" } as McpServerConfig);
-      expect(outcome).toEqual({ ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } });
-    } finally {
-      await connections.close();
-    }
+    const outcome = await listResourcesOf("late", { timeoutMs: 5_000, pickupMs: 300 });
+    expect(outcome).toEqual({ ok: true, value: { resources: [{ uri: "marker://late", name: "late" }] } });
   });
 
   it("M3, X5: a request held back for its tenant's share and dropped by a worker past its deadline says the share was full, not that no worker runs", async () => {
-    const connections = createMcpConnectionsViaWorkers({
-      connection: env.services.redis,
-      bus: env.services.bus,
-      prefix: env.config.redis.queuePrefix,
-      timeoutMs: 1_500,
-      pickupMs: 300,
-    });
-    try {
-      const scope = { tenantId: newId("ten"), projectId: null };
-      const outcome = await connections.listResources(scope, { name: "held" } as McpServerConfig);
-      expect(outcome).toMatchObject({ ok: false, errorCode: "mcp_busy" });
-    } finally {
-      await connections.close();
-    }
+    const outcome = await listResourcesOf("held", { timeoutMs: 1_500, pickupMs: 300 });
+    expect(outcome).toMatchObject({ ok: false, errorCode: "mcp_busy" });
   });
 });
