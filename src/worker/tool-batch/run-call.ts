@@ -33,7 +33,7 @@ export async function runCall(
   deps.failpoints.hit("worker.tool_ran");
   // A sub-agent's end delivers this call's result (A1); the batch settles around it.
   if (executed.awaitChildRun !== undefined && !executed.isError) return undefined;
-  // A command's applied layer holds its file changes' records until they are stored with the result (SPEC X7, D3).
+  // A command's applied layer, or a door write's journal, holds its file changes' records until they are stored with the result (SPEC X7, F1, D3).
   const layers = deps.callLayers.ok ? deps.callLayers.layers : null;
   try {
     // Bytes become artifact references before anything is stored or emitted (I1, I2).
